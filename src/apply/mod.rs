@@ -1,0 +1,1 @@
+//! Apply: being written.

@@ -1,0 +1,1 @@
+//! The data catalog (SQLite, WAL): being written.

@@ -1,0 +1,432 @@
+//! `.swamp.toml`: the repository's desired datastore configuration.
+//!
+//! Owns parsing (strict: unknown keys and bad values are errors naming the
+//! key), validation of namespaces and paths, and atomic writes. It does not
+//! compute paths: that is [`crate::layout`]'s job.
+
+mod namespace;
+mod spec;
+
+pub use namespace::{Namespace, NamespaceError};
+pub use spec::{DatastoreSpecError, parse_datastore_spec};
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use crate::fsutil;
+use crate::layout::Tier;
+
+/// File name of the repository marker and configuration.
+pub const CONFIG_FILE: &str = ".swamp.toml";
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("no {CONFIG_FILE} found in {} or any parent directory", .0.display())]
+    NotFound(PathBuf),
+    #[error("cannot read {}: {source}", .path.display())]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("invalid {}: {message}", .path.display())]
+    Invalid { path: PathBuf, message: String },
+    #[error("cannot write {}: {source}", .path.display())]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+/// The whole of `.swamp.toml`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// Names the repository (and, for remote datastores, its cache).
+    pub repo_id: Uuid,
+    /// Datastore-tier paths live under `<root>/<namespace>/` when set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<Namespace>,
+    #[serde(default)]
+    pub datastore: DatastoreConfig,
+    /// Which tier subdirectories belong to the datastore (default: all).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub directories: Option<Vec<Tier>>,
+    /// Globs (on the tier-relative path) of files that stay repo-local.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub exclude: Vec<String>,
+    #[serde(default, skip_serializing_if = "SyncConfig::is_default")]
+    pub sync: SyncConfig,
+    #[serde(default, skip_serializing_if = "ManagedConfig::is_default")]
+    pub config: ManagedConfig,
+    /// Where datastore files may still sit while a layout change converges.
+    /// Written together with the new desired state, cleared once converged.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub migrating_from: Vec<Placement>,
+}
+
+/// Where the datastore lives.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "lowercase", deny_unknown_fields)]
+pub enum DatastoreConfig {
+    /// The repository's own `.swamp/` directory.
+    #[default]
+    Local,
+    /// A (possibly shared) directory given by absolute path.
+    Filesystem { path: AbsPath },
+    /// An S3 bucket, worked on through the local cache.
+    S3 {
+        bucket: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        prefix: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        region: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        endpoint: Option<String>,
+    },
+    /// A GCS bucket, worked on through the local cache.
+    Gcs {
+        bucket: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        prefix: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        endpoint: Option<String>,
+    },
+}
+
+impl DatastoreConfig {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            DatastoreConfig::Local => "local",
+            DatastoreConfig::Filesystem { .. } => "filesystem",
+            DatastoreConfig::S3 { .. } => "s3",
+            DatastoreConfig::Gcs { .. } => "gcs",
+        }
+    }
+
+    pub fn is_remote(&self) -> bool {
+        matches!(self, DatastoreConfig::S3 { .. } | DatastoreConfig::Gcs { .. })
+    }
+}
+
+impl fmt::Display for DatastoreConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DatastoreConfig::Local => f.write_str("local"),
+            DatastoreConfig::Filesystem { path } => write!(f, "file://{}", path.0.display()),
+            DatastoreConfig::S3 { bucket, prefix, .. } => {
+                write!(f, "s3://{bucket}/{}", prefix.as_deref().unwrap_or(""))
+            }
+            DatastoreConfig::Gcs { bucket, prefix, .. } => {
+                write!(f, "gs://{bucket}/{}", prefix.as_deref().unwrap_or(""))
+            }
+        }
+    }
+}
+
+/// An absolute path; relative ones are refused when parsed, since a shared
+/// datastore must not depend on the directory a command runs from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "PathBuf", into = "PathBuf")]
+pub struct AbsPath(PathBuf);
+
+impl AbsPath {
+    pub fn new(path: impl Into<PathBuf>) -> Result<Self, String> {
+        let path = path.into();
+        if path.is_absolute() {
+            Ok(AbsPath(path))
+        } else {
+            Err(format!(
+                "path {:?} is relative; a filesystem datastore needs an absolute path",
+                path.display().to_string()
+            ))
+        }
+    }
+
+    pub fn as_path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl TryFrom<PathBuf> for AbsPath {
+    type Error = String;
+    fn try_from(p: PathBuf) -> Result<Self, String> {
+        AbsPath::new(p)
+    }
+}
+
+impl From<AbsPath> for PathBuf {
+    fn from(p: AbsPath) -> PathBuf {
+        p.0
+    }
+}
+
+/// One place datastore files can be: a datastore plus a namespace (or solo).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Placement {
+    pub datastore: DatastoreConfig,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<Namespace>,
+}
+
+impl fmt::Display for Placement {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.namespace {
+            Some(ns) => write!(f, "{} (namespace {ns})", self.datastore),
+            None => write!(f, "{} (solo)", self.datastore),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum ConflictPolicy {
+    #[default]
+    Fail,
+    Local,
+    Remote,
+    Newer,
+    KeepBoth,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SyncConfig {
+    #[serde(default = "default_max_delete_percent")]
+    pub max_delete_percent: u8,
+    #[serde(default)]
+    pub conflict: ConflictPolicy,
+    #[serde(default = "default_concurrency")]
+    pub concurrency: u16,
+}
+
+fn default_max_delete_percent() -> u8 {
+    50
+}
+
+fn default_concurrency() -> u16 {
+    32
+}
+
+impl Default for SyncConfig {
+    fn default() -> Self {
+        SyncConfig {
+            max_delete_percent: default_max_delete_percent(),
+            conflict: ConflictPolicy::Fail,
+            concurrency: default_concurrency(),
+        }
+    }
+}
+
+impl SyncConfig {
+    fn is_default(&self) -> bool {
+        *self == SyncConfig::default()
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ManagedConfig {
+    #[serde(default)]
+    pub managed: bool,
+}
+
+impl ManagedConfig {
+    fn is_default(&self) -> bool {
+        !self.managed
+    }
+}
+
+impl Config {
+    pub fn new(repo_id: Uuid, datastore: DatastoreConfig, namespace: Option<Namespace>) -> Self {
+        Config {
+            repo_id,
+            namespace,
+            datastore,
+            directories: None,
+            exclude: Vec::new(),
+            sync: SyncConfig::default(),
+            config: ManagedConfig::default(),
+            migrating_from: Vec::new(),
+        }
+    }
+
+    /// Parses and validates; `path` only names the file in errors.
+    pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigError> {
+        let invalid = |message: String| ConfigError::Invalid {
+            path: path.to_path_buf(),
+            message,
+        };
+        let config: Config = toml::from_str(text).map_err(|e| invalid(e.to_string()))?;
+        config.validate().map_err(invalid)?;
+        Ok(config)
+    }
+
+    /// Checks that span several keys (serde checks the rest).
+    pub fn validate(&self) -> Result<(), String> {
+        if self.sync.max_delete_percent > 100 {
+            return Err(format!(
+                "key `sync.max_delete_percent`: {} is not a percentage (0-100)",
+                self.sync.max_delete_percent
+            ));
+        }
+        if self.sync.concurrency == 0 {
+            return Err("key `sync.concurrency`: must be at least 1".into());
+        }
+        for (i, glob) in self.exclude.iter().enumerate() {
+            globset::Glob::new(glob)
+                .map_err(|e| format!("key `exclude[{i}]`: invalid glob {glob:?}: {e}"))?;
+        }
+        Ok(())
+    }
+
+    /// Where the data should be now.
+    pub fn target(&self) -> Placement {
+        Placement {
+            datastore: self.datastore.clone(),
+            namespace: self.namespace.clone(),
+        }
+    }
+
+    /// Records a new desired placement, remembering where data may still
+    /// be. Going back to a placement we were migrating from drops it from
+    /// the sources, so reversing is just another desired state.
+    pub fn retarget(&mut self, to: Placement) {
+        let from = self.target();
+        if from == to {
+            return;
+        }
+        self.migrating_from.retain(|p| *p != to);
+        if !self.migrating_from.contains(&from) {
+            self.migrating_from.push(from);
+        }
+        self.datastore = to.datastore;
+        self.namespace = to.namespace;
+    }
+
+    pub fn to_toml(&self) -> String {
+        toml::to_string(self).expect("config serialises")
+    }
+
+    /// Atomically writes `.swamp.toml` in `repo`.
+    pub fn save(&self, repo: &Path) -> Result<(), ConfigError> {
+        let path = repo.join(CONFIG_FILE);
+        fsutil::atomic_write(&path, self.to_toml().as_bytes())
+            .map_err(|source| ConfigError::Write { path, source })
+    }
+
+    pub fn load(repo: &Path) -> Result<Config, ConfigError> {
+        let path = repo.join(CONFIG_FILE);
+        let text = std::fs::read_to_string(&path).map_err(|source| ConfigError::Read {
+            path: path.clone(),
+            source,
+        })?;
+        Config::parse(&text, &path)
+    }
+}
+
+/// The repository root: `start` or its nearest ancestor holding `.swamp.toml`.
+pub fn find_repo(start: &Path) -> Result<PathBuf, ConfigError> {
+    let start = std::path::absolute(start).unwrap_or_else(|_| start.to_path_buf());
+    let mut dir = start.as_path();
+    loop {
+        if dir.join(CONFIG_FILE).is_file() {
+            return Ok(dir.to_path_buf());
+        }
+        match dir.parent() {
+            Some(parent) => dir = parent,
+            None => return Err(ConfigError::NotFound(start)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Config, String> {
+        Config::parse(text, Path::new(".swamp.toml")).map_err(|e| e.to_string())
+    }
+
+    const ID: &str = "repo_id = \"0b3c5bd4-4f5e-4a0e-9d4c-6d8a9c1e2f30\"\n";
+
+    #[test]
+    fn minimal_config_defaults_to_local_solo() {
+        let c = parse(ID).unwrap();
+        assert_eq!(c.datastore, DatastoreConfig::Local);
+        assert_eq!(c.namespace, None);
+    }
+
+    #[test]
+    fn unknown_top_level_key_is_named() {
+        let e = parse(&format!("{ID}bogus = 1\n")).unwrap_err();
+        assert!(e.contains("bogus"), "{e}");
+    }
+
+    #[test]
+    fn unknown_datastore_key_is_named() {
+        let e = parse(&format!("{ID}[datastore]\ntype = \"local\"\nbukket = \"x\"\n")).unwrap_err();
+        assert!(e.contains("bukket"), "{e}");
+    }
+
+    #[test]
+    fn relative_filesystem_path_is_refused() {
+        let e = parse(&format!("{ID}[datastore]\ntype = \"filesystem\"\npath = \"rel/dir\"\n"))
+            .unwrap_err();
+        assert!(e.contains("relative"), "{e}");
+    }
+
+    #[test]
+    fn missing_filesystem_path_is_refused() {
+        let e = parse(&format!("{ID}[datastore]\ntype = \"filesystem\"\n")).unwrap_err();
+        assert!(e.contains("path"), "{e}");
+    }
+
+    #[test]
+    fn namespace_equal_to_tier_is_refused() {
+        let e = parse(&format!("namespace = \"data\"\n{ID}")).unwrap_err();
+        assert!(e.contains("reserved"), "{e}");
+    }
+
+    #[test]
+    fn wrong_type_is_named() {
+        let e = parse(&format!("{ID}[sync]\nconcurrency = \"many\"\n")).unwrap_err();
+        assert!(e.contains("concurrency"), "{e}");
+    }
+
+    #[test]
+    fn max_delete_percent_over_100_is_refused() {
+        let e = parse(&format!("{ID}[sync]\nmax_delete_percent = 150\n")).unwrap_err();
+        assert!(e.contains("max_delete_percent"), "{e}");
+    }
+
+    #[test]
+    fn round_trips_with_migration_record() {
+        let mut c = parse(ID).unwrap();
+        c.retarget(Placement {
+            datastore: DatastoreConfig::Local,
+            namespace: Some(Namespace::parse("homelab").unwrap()),
+        });
+        let again = parse(&c.to_toml()).unwrap();
+        assert_eq!(again, c);
+        assert_eq!(again.migrating_from.len(), 1);
+        assert_eq!(again.migrating_from[0].namespace, None);
+    }
+
+    #[test]
+    fn retarget_back_drops_the_source() {
+        let mut c = parse(ID).unwrap();
+        let solo = c.target();
+        c.retarget(Placement {
+            datastore: DatastoreConfig::Local,
+            namespace: Some(Namespace::parse("homelab").unwrap()),
+        });
+        c.retarget(solo.clone());
+        assert_eq!(c.target(), solo);
+        assert_eq!(c.migrating_from.len(), 1);
+        assert_eq!(c.migrating_from[0].namespace.as_ref().unwrap().as_str(), "homelab");
+    }
+}

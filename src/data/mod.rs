@@ -1,0 +1,1 @@
+//! The data workload: being written.

@@ -1,0 +1,123 @@
+//! Small filesystem primitives every writer shares: atomic writes and
+//! content hashing. Nothing here knows about the datastore layout.
+
+use std::fs::{self, File};
+use std::io::{self, Read, Write};
+use std::path::Path;
+
+use sha2::{Digest, Sha256};
+
+/// Writes `bytes` to `path` atomically: a temp file in the same directory,
+/// fsync, rename, then fsync of the directory so the rename survives a crash.
+pub fn atomic_write(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let dir = parent_dir(path);
+    fs::create_dir_all(dir)?;
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".swamp-tmp-")
+        .tempfile_in(dir)?;
+    tmp.write_all(bytes)?;
+    tmp.as_file().sync_all()?;
+    tmp.persist(path).map_err(|e| e.error)?;
+    sync_dir(dir)
+}
+
+/// Like [`atomic_write`], but fails with `AlreadyExists` instead of
+/// replacing an existing file.
+pub fn atomic_create(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let dir = parent_dir(path);
+    fs::create_dir_all(dir)?;
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".swamp-tmp-")
+        .tempfile_in(dir)?;
+    tmp.write_all(bytes)?;
+    tmp.as_file().sync_all()?;
+    tmp.persist_noclobber(path).map_err(|e| e.error)?;
+    sync_dir(dir)
+}
+
+fn parent_dir(path: &Path) -> &Path {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    }
+}
+
+/// fsyncs a directory so entries created or renamed in it are durable.
+pub fn sync_dir(dir: &Path) -> io::Result<()> {
+    File::open(dir)?.sync_all()
+}
+
+/// Hex sha256 of a file's content, streamed.
+pub fn sha256_file(path: &Path) -> io::Result<String> {
+    let mut file = File::open(path)?;
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        let n = file.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+    }
+    Ok(hex::encode(hasher.finalize()))
+}
+
+pub fn sha256_bytes(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
+
+/// Removes `dir` and then each empty parent, stopping at `stop` (exclusive)
+/// or at the first directory that is not empty.
+pub fn remove_empty_dirs(mut dir: &Path, stop: &Path) {
+    while dir.starts_with(stop) && dir != stop {
+        if fs::remove_dir(dir).is_err() {
+            return;
+        }
+        match dir.parent() {
+            Some(p) => dir = p,
+            None => return,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn atomic_write_replaces_and_atomic_create_refuses() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("sub/f.txt");
+        atomic_write(&p, b"one").unwrap();
+        atomic_write(&p, b"two").unwrap();
+        assert_eq!(fs::read(&p).unwrap(), b"two");
+        let e = atomic_create(&p, b"three").unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::AlreadyExists);
+        assert_eq!(fs::read(&p).unwrap(), b"two");
+        // no temp files left behind
+        assert_eq!(fs::read_dir(dir.path().join("sub")).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn sha256_matches_known_vector() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("abc");
+        fs::write(&p, b"abc").unwrap();
+        assert_eq!(
+            sha256_file(&p).unwrap(),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+        assert_eq!(sha256_bytes(b"abc"), sha256_file(&p).unwrap());
+    }
+
+    #[test]
+    fn remove_empty_dirs_stops_at_non_empty() {
+        let dir = tempfile::tempdir().unwrap();
+        let deep = dir.path().join("a/b/c");
+        fs::create_dir_all(&deep).unwrap();
+        fs::write(dir.path().join("a/keep"), b"").unwrap();
+        remove_empty_dirs(&deep, dir.path());
+        assert!(!dir.path().join("a/b").exists());
+        assert!(dir.path().join("a").exists());
+    }
+}

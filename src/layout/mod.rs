@@ -1,0 +1,408 @@
+//! The one module that computes paths and keys.
+//!
+//! Everything that needs to know where a datastore file lives asks a
+//! [`Layout`]: the datastore root per type, `<root>/<ns>/<tier>` versus
+//! `<root>/<tier>`, the repo-local tier (catalog and its sidecars, secrets,
+//! vault bundles, the reconciler's own state) and remote keys
+//! `<prefix>/<ns>/…`. Nothing else joins these paths by hand.
+
+mod tier_path;
+
+pub use tier_path::{TierPath, TierPathError};
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use globset::{Glob, GlobSet, GlobSetBuilder};
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use crate::config::{Config, DatastoreConfig, Namespace, Placement};
+
+/// The datastore-tier subdirectories (SPEC §2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub enum Tier {
+    Data,
+    Outputs,
+    WorkflowRuns,
+    DefinitionsEvaluated,
+    WorkflowsEvaluated,
+    AutoDefinitions,
+    Audit,
+    Telemetry,
+    Files,
+    Config,
+}
+
+impl Tier {
+    pub const ALL: [Tier; 10] = [
+        Tier::Data,
+        Tier::Outputs,
+        Tier::WorkflowRuns,
+        Tier::DefinitionsEvaluated,
+        Tier::WorkflowsEvaluated,
+        Tier::AutoDefinitions,
+        Tier::Audit,
+        Tier::Telemetry,
+        Tier::Files,
+        Tier::Config,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Tier::Data => "data",
+            Tier::Outputs => "outputs",
+            Tier::WorkflowRuns => "workflow-runs",
+            Tier::DefinitionsEvaluated => "definitions-evaluated",
+            Tier::WorkflowsEvaluated => "workflows-evaluated",
+            Tier::AutoDefinitions => "auto-definitions",
+            Tier::Audit => "audit",
+            Tier::Telemetry => "telemetry",
+            Tier::Files => "files",
+            Tier::Config => "config",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Tier> {
+        Tier::ALL.into_iter().find(|t| t.as_str() == s)
+    }
+}
+
+impl fmt::Display for Tier {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl TryFrom<String> for Tier {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, String> {
+        Tier::parse(&s).ok_or_else(|| {
+            let all: Vec<_> = Tier::ALL.iter().map(|t| t.as_str()).collect();
+            format!("{s:?} is not a datastore directory (one of: {})", all.join(", "))
+        })
+    }
+}
+
+impl From<Tier> for String {
+    fn from(t: Tier) -> String {
+        t.as_str().to_string()
+    }
+}
+
+/// Repo-local directories under `.swamp/`: never synced, namespaced or moved.
+pub const REPO_LOCAL_DIRS: [&str; 2] = ["secrets", "vault-bundles"];
+
+/// The reconciler's own state directory under `.swamp/`.
+pub const STATE_DIR: &str = "state";
+
+/// Names a namespace may not take, because `<root>/<ns>` would then collide
+/// with a tier or internal directory.
+pub const RESERVED_NAMES: [&str; 16] = [
+    "data",
+    "outputs",
+    "workflow-runs",
+    "definitions-evaluated",
+    "workflows-evaluated",
+    "auto-definitions",
+    "audit",
+    "telemetry",
+    "files",
+    "config",
+    "secrets",
+    "vault-bundles",
+    "bundles",
+    "logs",
+    "repos",
+    STATE_DIR,
+];
+
+/// Catalog file name; it lives in `.swamp/data/` whatever the namespace.
+pub const CATALOG_FILE: &str = "_catalog.db";
+
+/// True for files that belong to the repo-local tier even though they sit
+/// inside a tier directory: the catalog and every SQLite sidecar of it.
+/// Such files are never moved, compared, or counted as data in the way.
+pub fn is_repo_local_file(name: &str) -> bool {
+    name == CATALOG_FILE
+        || name
+            .strip_prefix(CATALOG_FILE)
+            .is_some_and(|rest| rest.starts_with('-'))
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum LayoutError {
+    #[error("cannot find the home directory for SWAMP_HOME; set SWAMP_HOME to a directory")]
+    NoHome,
+    #[error("invalid exclude glob {glob:?}: {source}")]
+    Exclude {
+        glob: String,
+        source: globset::Error,
+    },
+}
+
+/// Paths for one repository, from its configuration.
+#[derive(Debug, Clone)]
+pub struct Layout {
+    repo: PathBuf,
+    swamp_home: PathBuf,
+    repo_id: Uuid,
+    tiers: Vec<Tier>,
+    exclude: GlobSet,
+}
+
+impl Layout {
+    pub fn new(repo: &Path, config: &Config, swamp_home: &Path) -> Result<Layout, LayoutError> {
+        let mut tiers = config
+            .directories
+            .clone()
+            .unwrap_or_else(|| Tier::ALL.to_vec());
+        tiers.sort();
+        tiers.dedup();
+        let mut builder = GlobSetBuilder::new();
+        for glob in &config.exclude {
+            builder.add(Glob::new(glob).map_err(|source| LayoutError::Exclude {
+                glob: glob.clone(),
+                source,
+            })?);
+        }
+        let exclude = builder.build().map_err(|source| LayoutError::Exclude {
+            glob: config.exclude.join(", "),
+            source,
+        })?;
+        Ok(Layout {
+            repo: repo.to_path_buf(),
+            swamp_home: swamp_home.to_path_buf(),
+            repo_id: config.repo_id,
+            tiers,
+            exclude,
+        })
+    }
+
+    /// `SWAMP_HOME`, or `~/.swamp`.
+    pub fn default_swamp_home() -> Result<PathBuf, LayoutError> {
+        if let Some(home) = std::env::var_os("SWAMP_HOME").filter(|h| !h.is_empty()) {
+            return Ok(PathBuf::from(home));
+        }
+        std::env::var_os("HOME")
+            .filter(|h| !h.is_empty())
+            .map(|h| PathBuf::from(h).join(".swamp"))
+            .ok_or(LayoutError::NoHome)
+    }
+
+    pub fn repo(&self) -> &Path {
+        &self.repo
+    }
+
+    /// The repository's `.swamp/` directory (always repo-local).
+    pub fn swamp_dir(&self) -> PathBuf {
+        self.repo.join(".swamp")
+    }
+
+    /// The tier subdirectories that belong to the datastore.
+    pub fn tiers(&self) -> &[Tier] {
+        &self.tiers
+    }
+
+    pub fn is_datastore_tier(&self, tier: Tier) -> bool {
+        self.tiers.contains(&tier)
+    }
+
+    /// Files matching an `exclude` glob stay repo-local.
+    pub fn is_excluded(&self, path: &TierPath) -> bool {
+        self.exclude.is_match(path.as_str())
+    }
+
+    /// Where a datastore keeps its tier: `.swamp/` for `local`, the path for
+    /// `filesystem`, the cache `$SWAMP_HOME/repos/<repo_id>/` for remotes.
+    pub fn datastore_root(&self, datastore: &DatastoreConfig) -> PathBuf {
+        match datastore {
+            DatastoreConfig::Local => self.swamp_dir(),
+            DatastoreConfig::Filesystem { path } => path.as_path().to_path_buf(),
+            DatastoreConfig::S3 { .. } | DatastoreConfig::Gcs { .. } => self.cache_root(),
+        }
+    }
+
+    /// The cache of a remote datastore.
+    pub fn cache_root(&self) -> PathBuf {
+        self.swamp_home
+            .join("repos")
+            .join(self.repo_id.to_string())
+    }
+
+    /// `<root>/<ns>` or `<root>`: the directory holding the tier subdirs.
+    pub fn placement_root(&self, placement: &Placement) -> PathBuf {
+        let root = self.datastore_root(&placement.datastore);
+        match &placement.namespace {
+            Some(ns) => root.join(ns.as_str()),
+            None => root,
+        }
+    }
+
+    /// The directory of one tier subdir for a placement: under the placement
+    /// root when the tier belongs to the datastore, else repo-local.
+    pub fn tier_dir(&self, placement: &Placement, tier: Tier) -> PathBuf {
+        if self.is_datastore_tier(tier) {
+            self.placement_root(placement).join(tier.as_str())
+        } else {
+            self.swamp_dir().join(tier.as_str())
+        }
+    }
+
+    /// The absolute path of a tier file at a placement.
+    pub fn file_path(&self, placement: &Placement, path: &TierPath) -> PathBuf {
+        let mut p = self.tier_dir(placement, path.tier());
+        for seg in path.rest_segments() {
+            p.push(seg);
+        }
+        p
+    }
+
+    /// The catalog: `.swamp/data/_catalog.db`, whatever the namespace or datastore.
+    pub fn catalog_path(&self) -> PathBuf {
+        self.swamp_dir().join("data").join(CATALOG_FILE)
+    }
+
+    /// The reconciler's own repo-local state (hash cache, sync base, …).
+    pub fn state_dir(&self) -> PathBuf {
+        self.swamp_dir().join(STATE_DIR)
+    }
+
+    pub fn hash_cache_path(&self) -> PathBuf {
+        self.state_dir().join("hash-cache.tsv")
+    }
+
+    /// A remote object key: `<prefix>/<ns>/<tier path>`.
+    pub fn remote_key(prefix: Option<&str>, namespace: Option<&Namespace>, path: &TierPath) -> String {
+        let mut key = String::new();
+        for part in [prefix, namespace.map(Namespace::as_str)].into_iter().flatten() {
+            let part = part.trim_matches('/');
+            if !part.is_empty() {
+                key.push_str(part);
+                key.push('/');
+            }
+        }
+        key.push_str(path.as_str());
+        key
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::AbsPath;
+
+    fn config(ds: DatastoreConfig, ns: Option<&str>) -> Config {
+        Config::new(
+            Uuid::nil(),
+            ds,
+            ns.map(|n| Namespace::parse(n).unwrap()),
+        )
+    }
+
+    fn layout(c: &Config) -> Layout {
+        Layout::new(Path::new("/repo"), c, Path::new("/home/u/.swamp")).unwrap()
+    }
+
+    fn tp(s: &str) -> TierPath {
+        TierPath::parse(s).unwrap()
+    }
+
+    #[test]
+    fn solo_local_paths_sit_directly_under_dot_swamp() {
+        let c = config(DatastoreConfig::Local, None);
+        let l = layout(&c);
+        assert_eq!(
+            l.file_path(&c.target(), &tp("data/m/1/raw")),
+            Path::new("/repo/.swamp/data/m/1/raw")
+        );
+    }
+
+    #[test]
+    fn namespace_is_the_outermost_segment() {
+        let c = config(DatastoreConfig::Local, Some("homelab"));
+        let l = layout(&c);
+        assert_eq!(
+            l.file_path(&c.target(), &tp("outputs/x.yaml")),
+            Path::new("/repo/.swamp/homelab/outputs/x.yaml")
+        );
+    }
+
+    #[test]
+    fn catalog_and_state_are_repo_local_whatever_the_namespace() {
+        for ds in [
+            DatastoreConfig::Local,
+            DatastoreConfig::Filesystem {
+                path: AbsPath::new("/srv/shared").unwrap(),
+            },
+        ] {
+            let c = config(ds, Some("homelab"));
+            let l = layout(&c);
+            assert_eq!(l.catalog_path(), Path::new("/repo/.swamp/data/_catalog.db"));
+            assert_eq!(l.state_dir(), Path::new("/repo/.swamp/state"));
+        }
+    }
+
+    #[test]
+    fn filesystem_and_remote_roots() {
+        let c = config(
+            DatastoreConfig::Filesystem {
+                path: AbsPath::new("/srv/shared").unwrap(),
+            },
+            Some("team-a"),
+        );
+        let l = layout(&c);
+        assert_eq!(l.placement_root(&c.target()), Path::new("/srv/shared/team-a"));
+        let c = config(
+            DatastoreConfig::S3 {
+                bucket: "b".into(),
+                prefix: None,
+                region: None,
+                endpoint: None,
+            },
+            None,
+        );
+        let l = layout(&c);
+        assert_eq!(
+            l.placement_root(&c.target()),
+            Path::new("/home/u/.swamp/repos/00000000-0000-0000-0000-000000000000")
+        );
+    }
+
+    #[test]
+    fn tiers_outside_directories_stay_repo_local() {
+        let mut c = config(
+            DatastoreConfig::Filesystem {
+                path: AbsPath::new("/srv/shared").unwrap(),
+            },
+            None,
+        );
+        c.directories = Some(vec![Tier::Data]);
+        let l = layout(&c);
+        assert_eq!(
+            l.tier_dir(&c.target(), Tier::Audit),
+            Path::new("/repo/.swamp/audit")
+        );
+        assert_eq!(l.tier_dir(&c.target(), Tier::Data), Path::new("/srv/shared/data"));
+    }
+
+    #[test]
+    fn remote_keys_put_namespace_after_prefix() {
+        let ns = Namespace::parse("homelab").unwrap();
+        assert_eq!(
+            Layout::remote_key(Some("swamp/"), Some(&ns), &tp("data/a/1/raw")),
+            "swamp/homelab/data/a/1/raw"
+        );
+        assert_eq!(Layout::remote_key(None, None, &tp("data/a/1/raw")), "data/a/1/raw");
+    }
+
+    #[test]
+    fn catalog_sidecars_are_repo_local() {
+        for name in ["_catalog.db", "_catalog.db-wal", "_catalog.db-shm", "_catalog.db-journal"] {
+            assert!(is_repo_local_file(name), "{name}");
+        }
+        assert!(!is_repo_local_file("_catalog.dbx"));
+        assert!(!is_repo_local_file("raw"));
+    }
+}

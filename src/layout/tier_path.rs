@@ -1,0 +1,133 @@
+//! [`TierPath`]: a checked path inside the datastore tier, like
+//! `data/model/1/raw`. It can never escape its root: no `..`, no absolute
+//! paths, no backslashes or NUL, and its first segment is a tier.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use super::Tier;
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TierPathError {
+    #[error("path {0:?} is empty or has an empty segment")]
+    Empty(String),
+    #[error("path {0:?} would escape the datastore (`..`, `.`, absolute, backslash or NUL)")]
+    Escapes(String),
+    #[error("path {0:?} is not inside a datastore directory")]
+    NotInTier(String),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct TierPath {
+    path: String,
+    tier: Tier,
+}
+
+impl TierPath {
+    pub fn parse(s: &str) -> Result<TierPath, TierPathError> {
+        if s.starts_with('/') || s.contains('\\') || s.contains('\0') {
+            return Err(TierPathError::Escapes(s.to_string()));
+        }
+        let mut segments = s.split('/');
+        let first = segments.next().unwrap_or("");
+        let mut n = 0;
+        for seg in s.split('/') {
+            n += 1;
+            match seg {
+                "" => return Err(TierPathError::Empty(s.to_string())),
+                "." | ".." => return Err(TierPathError::Escapes(s.to_string())),
+                _ => {}
+            }
+        }
+        let tier = Tier::parse(first).ok_or_else(|| TierPathError::NotInTier(s.to_string()))?;
+        if n < 2 {
+            return Err(TierPathError::NotInTier(s.to_string()));
+        }
+        Ok(TierPath {
+            path: s.to_string(),
+            tier,
+        })
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.path
+    }
+
+    pub fn tier(&self) -> Tier {
+        self.tier
+    }
+
+    /// The segments after the tier.
+    pub fn rest_segments(&self) -> impl Iterator<Item = &str> {
+        self.path.split('/').skip(1)
+    }
+
+    /// `data/a/b` → [`data/a`, `data/a/b`... excluding self]: each proper
+    /// ancestor below the tier directory, shortest first.
+    pub fn ancestors(&self) -> Vec<&str> {
+        self.path
+            .match_indices('/')
+            .map(|(i, _)| &self.path[..i])
+            .collect()
+    }
+
+    pub fn file_name(&self) -> &str {
+        self.path.rsplit('/').next().unwrap_or(&self.path)
+    }
+}
+
+impl fmt::Display for TierPath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.path)
+    }
+}
+
+impl TryFrom<String> for TierPath {
+    type Error = TierPathError;
+    fn try_from(s: String) -> Result<Self, Self::Error> {
+        TierPath::parse(&s)
+    }
+}
+
+impl From<TierPath> for String {
+    fn from(p: TierPath) -> String {
+        p.path
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accepts_tier_paths() {
+        let p = TierPath::parse("data/model/output/3/raw").unwrap();
+        assert_eq!(p.tier(), Tier::Data);
+        assert_eq!(p.rest_segments().collect::<Vec<_>>(), ["model", "output", "3", "raw"]);
+        assert_eq!(p.ancestors(), ["data", "data/model", "data/model/output", "data/model/output/3"]);
+        assert_eq!(p.file_name(), "raw");
+    }
+
+    #[test]
+    fn refuses_escapes() {
+        for bad in [
+            "data/../../escape",
+            "/data/x",
+            "data\\x",
+            "data/./x",
+            "data/x\0",
+            "data/..",
+        ] {
+            assert_eq!(
+                TierPath::parse(bad),
+                Err(TierPathError::Escapes(bad.to_string())),
+                "{bad}"
+            );
+        }
+        assert!(matches!(TierPath::parse("data//x"), Err(TierPathError::Empty(_))));
+        assert!(matches!(TierPath::parse("secrets/k"), Err(TierPathError::NotInTier(_))));
+        assert!(matches!(TierPath::parse("data"), Err(TierPathError::NotInTier(_))));
+    }
+}

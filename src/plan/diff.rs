@@ -1,0 +1,380 @@
+//! The pure diff: `(Desired, Observed) → Plan`. No I/O, so every rule here
+//! is unit-tested on hand-built states.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use crate::layout::{Tier, TierPath};
+use crate::state::{Desired, FileState, Observed, ObstacleKind, PlacementState};
+
+use super::action::{Action, Conflict, PlacementInfo, Plan};
+
+/// Computes the plan that takes `observed` to `desired`.
+///
+/// `observed.placements[0]` must be the target and `[1..]` the sources in
+/// `desired.sources` order (as [`Observed::observe`] is called by the engine).
+pub fn diff(desired: &Desired, observed: &Observed) -> Plan {
+    let target = &observed.placements[0];
+    let sources = &observed.placements[1..];
+    debug_assert_eq!(target.placement, desired.target);
+    debug_assert_eq!(sources.len(), desired.sources.len());
+
+    let target_files: BTreeSet<&str> = target.files.keys().map(TierPath::as_str).collect();
+    let mut actions = Vec::new();
+    let mut conflicts = Vec::new();
+    // Obstacle path → (kind, blocked count, first blocked file).
+    let mut blocked: BTreeMap<String, (ObstacleKind, usize, TierPath)> = BTreeMap::new();
+    // What earlier sources will have put at the target by the time a later
+    // source's copy is handled.
+    let mut incoming: HashMap<&TierPath, &FileState> = HashMap::new();
+
+    for (i, source) in sources.iter().enumerate() {
+        if source.root == target.root {
+            // Same directory under another name: nothing can move.
+            continue;
+        }
+        for o in &source.obstacles {
+            conflicts.push(Conflict::Unsupported {
+                path: o.path.clone(),
+                source: i,
+                what: o.kind,
+            });
+        }
+        for (path, file) in &source.files {
+            let at_target = target.files.get(path).or_else(|| incoming.get(path).copied());
+            match at_target {
+                Some(t) if t.sha256 == file.sha256 => actions.push(Action::DropDuplicate {
+                    path: path.clone(),
+                    source: i,
+                    size: file.size,
+                    sha256: file.sha256.clone(),
+                }),
+                Some(t) => conflicts.push(Conflict::DifferentAtTarget {
+                    path: path.clone(),
+                    source: i,
+                    source_sha256: file.sha256.clone(),
+                    target_sha256: t.sha256.clone(),
+                    diff: None,
+                }),
+                None => match obstacle_for(target, &target_files, path) {
+                    Some((at, kind)) => {
+                        let e = blocked.entry(at).or_insert((kind, 0, path.clone()));
+                        e.1 += 1;
+                    }
+                    None => {
+                        incoming.insert(path, file);
+                        actions.push(Action::Move {
+                            path: path.clone(),
+                            source: i,
+                            size: file.size,
+                            sha256: file.sha256.clone(),
+                        });
+                    }
+                },
+            }
+        }
+    }
+    for (obstacle, (what, blocked_files, example)) in blocked {
+        conflicts.push(Conflict::Obstacle {
+            obstacle,
+            what,
+            blocked_files,
+            example,
+        });
+    }
+
+    let moved_data = actions
+        .iter()
+        .any(|a| matches!(a, Action::Move { path, .. } if path.tier() == Tier::Data));
+    if moved_data {
+        actions.push(Action::InvalidateCatalog);
+    }
+    if desired.migrating() && conflicts.is_empty() {
+        actions.push(Action::FinishMigration);
+    }
+
+    Plan {
+        scope: desired.scope,
+        target: info(target),
+        sources: sources.iter().map(info).collect(),
+        actions,
+        conflicts,
+    }
+}
+
+fn info(state: &PlacementState) -> PlacementInfo {
+    PlacementInfo {
+        datastore: state.placement.datastore.clone(),
+        namespace: state.placement.namespace.clone(),
+        root: state.root.clone(),
+    }
+}
+
+/// What at the target keeps `path` from being created there, if anything:
+/// the root or an ancestor that is not a directory, or a directory (or
+/// other non-file) at the path itself.
+fn obstacle_for(
+    target: &PlacementState,
+    target_files: &BTreeSet<&str>,
+    path: &TierPath,
+) -> Option<(String, ObstacleKind)> {
+    if let Some(o) = target.obstacle_at("") {
+        return Some((o.path.clone(), o.kind));
+    }
+    for ancestor in path.ancestors() {
+        if let Some(o) = target.obstacle_at(ancestor) {
+            return Some((o.path.clone(), o.kind));
+        }
+        if target_files.contains(ancestor) {
+            return Some((ancestor.to_string(), ObstacleKind::NotADirectory));
+        }
+    }
+    if let Some(o) = target.obstacle_at(path.as_str()) {
+        return Some((o.path.clone(), o.kind));
+    }
+    let dir_prefix = format!("{}/", path.as_str());
+    let has_children = target_files
+        .range(dir_prefix.as_str()..)
+        .next()
+        .is_some_and(|p| p.starts_with(&dir_prefix));
+    has_children.then(|| (path.as_str().to_string(), ObstacleKind::Directory))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use super::*;
+    use crate::config::{DatastoreConfig, Namespace, Placement};
+    use crate::state::{Obstacle, Scope};
+
+    fn solo() -> Placement {
+        Placement {
+            datastore: DatastoreConfig::Local,
+            namespace: None,
+        }
+    }
+
+    fn ns(n: &str) -> Placement {
+        Placement {
+            datastore: DatastoreConfig::Local,
+            namespace: Some(Namespace::parse(n).unwrap()),
+        }
+    }
+
+    fn state(p: Placement, files: &[(&str, &str)]) -> PlacementState {
+        let root = match &p.namespace {
+            Some(n) => PathBuf::from("/r/.swamp").join(n.as_str()),
+            None => PathBuf::from("/r/.swamp"),
+        };
+        PlacementState {
+            placement: p,
+            root,
+            files: files
+                .iter()
+                .map(|(path, sha)| {
+                    (
+                        TierPath::parse(path).unwrap(),
+                        FileState {
+                            size: sha.len() as u64,
+                            sha256: sha.to_string(),
+                        },
+                    )
+                })
+                .collect(),
+            obstacles: vec![],
+        }
+    }
+
+    fn desired(target: Placement, sources: Vec<Placement>) -> Desired {
+        Desired {
+            scope: Scope::All,
+            target,
+            sources,
+        }
+    }
+
+    fn kinds(plan: &Plan) -> Vec<(&str, Option<&str>)> {
+        plan.actions
+            .iter()
+            .map(|a| (a.kind(), a.path().map(TierPath::as_str)))
+            .collect()
+    }
+
+    #[test]
+    fn converged_state_has_an_empty_plan() {
+        let d = desired(ns("h"), vec![]);
+        let o = Observed {
+            placements: vec![state(ns("h"), &[("data/a/1/raw", "aa")])],
+        };
+        assert!(diff(&d, &o).is_empty());
+    }
+
+    #[test]
+    fn moves_every_source_file_then_invalidates_catalog_then_finishes() {
+        let d = desired(ns("h"), vec![solo()]);
+        let o = Observed {
+            placements: vec![
+                state(ns("h"), &[]),
+                state(solo(), &[("data/a/1/raw", "aa"), ("outputs/x.yaml", "bb")]),
+            ],
+        };
+        let plan = diff(&d, &o);
+        assert_eq!(
+            kinds(&plan),
+            [
+                ("move", Some("data/a/1/raw")),
+                ("move", Some("outputs/x.yaml")),
+                ("invalidate-catalog", None),
+                ("finish-migration", None)
+            ]
+        );
+        assert!(!plan.has_conflicts());
+    }
+
+    #[test]
+    fn identical_file_at_target_is_dropped_not_conflicting() {
+        let d = desired(ns("h"), vec![solo()]);
+        let o = Observed {
+            placements: vec![
+                state(ns("h"), &[("outputs/x", "same")]),
+                state(solo(), &[("outputs/x", "same")]),
+            ],
+        };
+        let plan = diff(&d, &o);
+        assert_eq!(
+            kinds(&plan),
+            [("drop-duplicate", Some("outputs/x")), ("finish-migration", None)]
+        );
+    }
+
+    #[test]
+    fn different_file_at_target_is_a_conflict_and_blocks_finishing() {
+        let d = desired(ns("h"), vec![solo()]);
+        let o = Observed {
+            placements: vec![
+                state(ns("h"), &[("outputs/x", "theirs")]),
+                state(solo(), &[("outputs/x", "ours"), ("outputs/y", "y")]),
+            ],
+        };
+        let plan = diff(&d, &o);
+        assert_eq!(plan.conflicts.len(), 1);
+        match &plan.conflicts[0] {
+            Conflict::DifferentAtTarget {
+                source_sha256,
+                target_sha256,
+                ..
+            } => {
+                assert_eq!(source_sha256, "ours");
+                assert_eq!(target_sha256, "theirs");
+            }
+            c => panic!("unexpected {c:?}"),
+        }
+        assert!(!kinds(&plan).contains(&("finish-migration", None)));
+    }
+
+    #[test]
+    fn plain_file_where_a_tier_directory_must_go_blocks_its_files() {
+        let d = desired(ns("h"), vec![solo()]);
+        let mut target = state(ns("h"), &[]);
+        target.obstacles.push(Obstacle {
+            path: "outputs".into(),
+            kind: ObstacleKind::NotADirectory,
+        });
+        let o = Observed {
+            placements: vec![
+                target,
+                state(solo(), &[("outputs/a", "1"), ("outputs/b", "2"), ("data/d/1/raw", "3")]),
+            ],
+        };
+        let plan = diff(&d, &o);
+        assert_eq!(
+            plan.conflicts,
+            [Conflict::Obstacle {
+                obstacle: "outputs".into(),
+                what: ObstacleKind::NotADirectory,
+                blocked_files: 2,
+                example: TierPath::parse("outputs/a").unwrap(),
+            }]
+        );
+        // the unblocked file is still planned, but apply refuses while conflicts exist
+        assert!(kinds(&plan).contains(&("move", Some("data/d/1/raw"))));
+    }
+
+    #[test]
+    fn file_at_target_where_a_directory_must_go_is_an_obstacle() {
+        let d = desired(ns("h"), vec![solo()]);
+        let o = Observed {
+            placements: vec![
+                state(ns("h"), &[("outputs/a", "f")]),
+                state(solo(), &[("outputs/a/b", "1")]),
+            ],
+        };
+        let plan = diff(&d, &o);
+        assert!(matches!(
+            &plan.conflicts[..],
+            [Conflict::Obstacle { obstacle, what: ObstacleKind::NotADirectory, .. }] if obstacle == "outputs/a"
+        ));
+    }
+
+    #[test]
+    fn directory_at_target_where_a_file_must_go_is_an_obstacle() {
+        let d = desired(ns("h"), vec![solo()]);
+        let o = Observed {
+            placements: vec![
+                state(ns("h"), &[("outputs/a/b", "f")]),
+                state(solo(), &[("outputs/a", "1")]),
+            ],
+        };
+        let plan = diff(&d, &o);
+        assert!(matches!(
+            &plan.conflicts[..],
+            [Conflict::Obstacle { what: ObstacleKind::Directory, .. }]
+        ));
+    }
+
+    #[test]
+    fn two_sources_with_the_same_file_move_once_and_drop_once() {
+        let d = desired(solo(), vec![ns("a"), ns("b")]);
+        let o = Observed {
+            placements: vec![
+                state(solo(), &[]),
+                state(ns("a"), &[("outputs/x", "same")]),
+                state(ns("b"), &[("outputs/x", "same")]),
+            ],
+        };
+        let plan = diff(&d, &o);
+        assert_eq!(
+            kinds(&plan),
+            [
+                ("move", Some("outputs/x")),
+                ("drop-duplicate", Some("outputs/x")),
+                ("finish-migration", None)
+            ]
+        );
+    }
+
+    #[test]
+    fn recorded_migration_with_nothing_left_only_finishes() {
+        let d = desired(ns("h"), vec![solo()]);
+        let o = Observed {
+            placements: vec![state(ns("h"), &[("outputs/x", "1")]), state(solo(), &[])],
+        };
+        assert_eq!(kinds(&diff(&d, &o)), [("finish-migration", None)]);
+    }
+
+    #[test]
+    fn source_symlink_is_reported_not_moved() {
+        let d = desired(ns("h"), vec![solo()]);
+        let mut source = state(solo(), &[]);
+        source.obstacles.push(Obstacle {
+            path: "outputs/link".into(),
+            kind: ObstacleKind::Symlink,
+        });
+        let o = Observed {
+            placements: vec![state(ns("h"), &[]), source],
+        };
+        let plan = diff(&d, &o);
+        assert_eq!(plan.conflicts.len(), 1);
+        assert_eq!(plan.conflicts[0].kind(), "unsupported");
+    }
+}

@@ -1,0 +1,135 @@
+//! The plan document: what `--json` prints and what `plan -o FILE` saves.
+//! A saved plan also carries the observed snapshot it was computed from,
+//! so `apply FILE` can say exactly what changed when it refuses it.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use crate::fsutil;
+use crate::state::{Desired, Observed};
+
+use super::{FORMAT_VERSION, Fingerprint, Plan, Summary};
+
+#[derive(Debug, thiserror::Error)]
+pub enum PlanFileError {
+    #[error("cannot read plan file {}: {source}", .path.display())]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{} is not a swamp plan file: {message}", .path.display())]
+    Malformed { path: PathBuf, message: String },
+    #[error(
+        "{} has plan format {found}; this swamp reads format {FORMAT_VERSION}",
+        .path.display()
+    )]
+    Version { path: PathBuf, found: u64 },
+    #[error("cannot write plan file {}: {source}", .path.display())]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+/// The plan as a document.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SavedPlan {
+    pub format_version: u32,
+    pub repo_id: Uuid,
+    /// Fingerprint of the desired and observed state the plan came from.
+    pub fingerprint: Fingerprint,
+    pub summary: Summary,
+    #[serde(flatten)]
+    pub plan: Plan,
+    /// Present in saved files only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed: Option<Observed>,
+}
+
+impl SavedPlan {
+    pub fn new(repo_id: Uuid, plan: Plan, desired: &Desired, observed: Observed) -> SavedPlan {
+        SavedPlan {
+            format_version: FORMAT_VERSION,
+            repo_id,
+            fingerprint: Fingerprint::of(desired, &observed),
+            summary: plan.summary(),
+            plan,
+            observed: Some(observed),
+        }
+    }
+
+    /// The desired state the plan was computed for.
+    pub fn desired(&self) -> Desired {
+        Desired {
+            scope: self.plan.scope,
+            target: self.plan.target.placement(),
+            sources: self.plan.sources.iter().map(|s| s.placement()).collect(),
+        }
+    }
+
+    /// The JSON that `--json` prints (without the observed snapshot).
+    pub fn to_json(&self) -> serde_json::Value {
+        let mut doc = self.clone();
+        doc.observed = None;
+        serde_json::to_value(&doc).expect("plan serialises")
+    }
+
+    pub fn save(&self, path: &Path) -> Result<(), PlanFileError> {
+        let mut bytes = serde_json::to_vec_pretty(self).expect("plan serialises");
+        bytes.push(b'\n');
+        fsutil::atomic_write(path, &bytes).map_err(|source| PlanFileError::Write {
+            path: path.to_path_buf(),
+            source,
+        })
+    }
+
+    pub fn load(path: &Path) -> Result<SavedPlan, PlanFileError> {
+        let bytes = std::fs::read(path).map_err(|source| PlanFileError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let malformed = |message: String| PlanFileError::Malformed {
+            path: path.to_path_buf(),
+            message,
+        };
+        let value: serde_json::Value =
+            serde_json::from_slice(&bytes).map_err(|e| malformed(e.to_string()))?;
+        match value.get("format_version").and_then(|v| v.as_u64()) {
+            Some(v) if v == u64::from(FORMAT_VERSION) => {}
+            Some(found) => {
+                return Err(PlanFileError::Version {
+                    path: path.to_path_buf(),
+                    found,
+                });
+            }
+            None => return Err(malformed("no `format_version`".into())),
+        }
+        let saved: SavedPlan = serde_json::from_value(value).map_err(|e| malformed(e.to_string()))?;
+        if saved.observed.is_none() {
+            return Err(malformed(
+                "it has no observed state (was it printed with --json instead of saved with `plan -o`?)"
+                    .into(),
+            ));
+        }
+        saved.validate().map_err(malformed)?;
+        Ok(saved)
+    }
+
+    /// Internal consistency a hand-edited file could break.
+    fn validate(&self) -> Result<(), String> {
+        let n = self.plan.sources.len();
+        for a in &self.plan.actions {
+            if let super::Action::Move { source, .. } | super::Action::DropDuplicate { source, .. } = a
+                && *source >= n
+            {
+                return Err(format!("an action names source {source}, but the plan has {n}"));
+            }
+        }
+        if self.summary != self.plan.summary() {
+            return Err("its summary does not match its actions".into());
+        }
+        Ok(())
+    }
+}

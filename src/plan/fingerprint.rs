@@ -1,0 +1,58 @@
+//! A fingerprint of the state a plan was computed from: the desired state
+//! and the whole observed snapshot. Even an empty snapshot has one, so a
+//! plan made against nothing is refused once something appears.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::fsutil::sha256_bytes;
+use crate::state::{Desired, Observed};
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Fingerprint(String);
+
+impl Fingerprint {
+    pub fn of(desired: &Desired, observed: &Observed) -> Fingerprint {
+        // serde_json of BTreeMaps and Vecs is deterministic.
+        let bytes = serde_json::to_vec(&(desired, observed)).expect("state serialises");
+        Fingerprint(format!("sha256:{}", sha256_bytes(&bytes)))
+    }
+}
+
+impl fmt::Display for Fingerprint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Says, in at most `limit` lines, how `now` differs from `then`.
+pub fn explain_changes(then: &Observed, now: &Observed, limit: usize) -> Vec<String> {
+    let mut out = Vec::new();
+    for (a, b) in then.placements.iter().zip(&now.placements) {
+        let root = b.root.display();
+        for (path, f) in &a.files {
+            match b.files.get(path) {
+                None => out.push(format!("{root}/{path} was removed")),
+                Some(g) if g.sha256 != f.sha256 => out.push(format!("{root}/{path} changed")),
+                Some(_) => {}
+            }
+        }
+        for path in b.files.keys().filter(|p| !a.files.contains_key(*p)) {
+            out.push(format!("{root}/{path} appeared"));
+        }
+        if a.obstacles != b.obstacles {
+            out.push(format!("obstacles under {root} changed"));
+        }
+    }
+    if out.is_empty() {
+        out.push("the datastore layout changed".to_string());
+    }
+    if out.len() > limit {
+        let more = out.len() - limit;
+        out.truncate(limit);
+        out.push(format!("… and {more} more"));
+    }
+    out
+}

@@ -1,0 +1,20 @@
+//! Plans: typed actions and conflicts ([`action`]), the pure diff that
+//! produces them ([`diff`]), the observed-state fingerprint that makes a
+//! saved plan refusable when stale ([`fingerprint`]), rendering for people
+//! and machines ([`render`]), and saving/loading ([`file`]).
+
+pub mod action;
+pub mod diff;
+pub mod file;
+pub mod fingerprint;
+pub mod render;
+pub mod textdiff;
+
+pub use action::{Action, Conflict, Plan, PlacementInfo, Summary};
+pub use diff::diff;
+pub use file::{PlanFileError, SavedPlan};
+pub use fingerprint::Fingerprint;
+
+/// Version of the plan JSON document (`--json` and saved plan files).
+/// Additive changes keep it; anything a reader must understand bumps it.
+pub const FORMAT_VERSION: u32 = 1;

@@ -1,0 +1,218 @@
+//! Renders a plan for people: a summary table (counts per action kind),
+//! one row per action, the conflicts with their hashes and diffs, and a
+//! closing line. Deterministic: no clock, no terminal width, no colour.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use comfy_table::{Cell, CellAlignment, Table, presets};
+
+use super::{Action, Conflict, PlacementInfo, Plan};
+
+/// `root` relative to `repo` when inside it, with a trailing slash.
+pub fn root_label(root: &Path, repo: &Path) -> String {
+    let shown = match root.strip_prefix(repo) {
+        Ok(rel) if rel.as_os_str().is_empty() => ".".to_string(),
+        Ok(rel) => rel.display().to_string(),
+        Err(_) => root.display().to_string(),
+    };
+    format!("{shown}/")
+}
+
+fn placement_label(p: &PlacementInfo) -> String {
+    let ns = match &p.namespace {
+        Some(ns) => format!("namespace {ns}"),
+        None => "solo".to_string(),
+    };
+    format!("{}, {ns}", p.datastore.kind())
+}
+
+fn table() -> Table {
+    let mut t = Table::new();
+    t.load_style(presets::UTF8_HORIZONTAL_ONLY);
+    t
+}
+
+/// Human-readable byte counts (binary units).
+pub fn human_bytes(n: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = n as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u < UNITS.len() - 1 {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{n} B")
+    } else {
+        format!("{v:.1} {}", UNITS[u])
+    }
+}
+
+pub fn render(plan: &Plan, repo: &Path) -> String {
+    let mut out = String::new();
+    let target = root_label(&plan.target.root, repo);
+    let _ = writeln!(out, "Plan (scope: {})", plan.scope);
+    let _ = writeln!(out, "  target    {target}  ({})", placement_label(&plan.target));
+    for (i, s) in plan.sources.iter().enumerate() {
+        let _ = writeln!(
+            out,
+            "  source {i}  {}  ({})",
+            root_label(&s.root, repo),
+            placement_label(s)
+        );
+    }
+    out.push('\n');
+
+    if plan.is_empty() {
+        out.push_str("No changes. The datastore matches the configuration.\n");
+        return out;
+    }
+
+    let s = plan.summary();
+    let mut summary = table();
+    summary.set_header(["action", "count", "bytes"]);
+    let rows: [(&str, usize, Option<u64>); 5] = [
+        ("move", s.moves, Some(s.bytes_to_move)),
+        ("drop-duplicate", s.drop_duplicate, None),
+        ("invalidate-catalog", s.invalidate_catalog, None),
+        ("finish-migration", s.finish_migration, None),
+        ("conflict", s.conflicts, None),
+    ];
+    for (name, count, bytes) in rows.into_iter().filter(|r| r.1 > 0) {
+        summary.add_row(vec![
+            Cell::new(name),
+            Cell::new(count).set_alignment(CellAlignment::Right),
+            Cell::new(bytes.map(human_bytes).unwrap_or_default())
+                .set_alignment(CellAlignment::Right),
+        ]);
+    }
+    let _ = writeln!(out, "{summary}\n");
+
+    if !plan.actions.is_empty() {
+        let mut actions = table();
+        actions.set_header(["#", "action", "path", "from", "to", "reason"]);
+        for (i, a) in plan.actions.iter().enumerate() {
+            let (path, from, to) = match a {
+                Action::Move { path, source, .. } => (
+                    path.to_string(),
+                    root_label(&plan.sources[*source].root, repo),
+                    target.clone(),
+                ),
+                Action::DropDuplicate { path, source, .. } => (
+                    path.to_string(),
+                    root_label(&plan.sources[*source].root, repo),
+                    "(removed)".to_string(),
+                ),
+                Action::InvalidateCatalog => (
+                    ".swamp/data/_catalog.db".to_string(),
+                    String::new(),
+                    String::new(),
+                ),
+                Action::FinishMigration => (".swamp.toml".to_string(), String::new(), String::new()),
+            };
+            actions.add_row(vec![
+                Cell::new(i + 1).set_alignment(CellAlignment::Right),
+                Cell::new(a.kind()),
+                Cell::new(path),
+                Cell::new(from),
+                Cell::new(to),
+                Cell::new(a.reason()),
+            ]);
+        }
+        let _ = writeln!(out, "{actions}\n");
+    }
+
+    if plan.has_conflicts() {
+        out.push_str("Conflicts (apply is blocked until each is resolved):\n");
+        for c in &plan.conflicts {
+            render_conflict(&mut out, c, plan, repo, &target);
+        }
+        out.push('\n');
+    }
+
+    out.push_str(&closing_line(plan));
+    out.push('\n');
+    out
+}
+
+fn render_conflict(out: &mut String, c: &Conflict, plan: &Plan, repo: &Path, target: &str) {
+    match c {
+        Conflict::DifferentAtTarget {
+            path,
+            source,
+            source_sha256,
+            target_sha256,
+            diff,
+        } => {
+            let src = root_label(&plan.sources[*source].root, repo);
+            let _ = writeln!(out, "  ✗ {path}: a different file is already at the target");
+            let _ = writeln!(out, "      source {src}{path}  sha256 {source_sha256}");
+            let _ = writeln!(out, "      target {target}{path}  sha256 {target_sha256}");
+            let _ = writeln!(
+                out,
+                "      fix: keep one copy (remove or rename the other), then plan again"
+            );
+            if let Some(diff) = diff {
+                for line in diff.lines() {
+                    let _ = writeln!(out, "      {line}");
+                }
+            }
+        }
+        Conflict::Obstacle {
+            obstacle,
+            what,
+            blocked_files,
+            example,
+        } => {
+            let _ = writeln!(
+                out,
+                "  ✗ {target}{obstacle} is {}; it blocks {blocked_files} file(s), e.g. {example}",
+                what.describe()
+            );
+            let _ = writeln!(out, "      fix: move {target}{obstacle} out of the way, then plan again");
+        }
+        Conflict::Unsupported { path, source, what } => {
+            let src = root_label(&plan.sources[*source].root, repo);
+            let _ = writeln!(out, "  ✗ {src}{path} is {}", what.describe());
+            let _ = writeln!(
+                out,
+                "      fix: replace it with a regular file or remove it, then plan again"
+            );
+        }
+    }
+}
+
+/// One line that says what apply would do, Terraform style.
+pub fn closing_line(plan: &Plan) -> String {
+    let s = plan.summary();
+    if plan.is_empty() {
+        return "No changes.".to_string();
+    }
+    let mut parts = Vec::new();
+    if s.moves > 0 {
+        parts.push(format!("{} to move ({})", s.moves, human_bytes(s.bytes_to_move)));
+    }
+    if s.drop_duplicate > 0 {
+        parts.push(format!("{} identical duplicate(s) to drop", s.drop_duplicate));
+    }
+    if s.invalidate_catalog > 0 {
+        parts.push("catalog to rebuild".to_string());
+    }
+    if s.finish_migration > 0 {
+        parts.push("migration record to clear".to_string());
+    }
+    let mut line = if parts.is_empty() {
+        "Plan: nothing can be applied yet.".to_string()
+    } else {
+        format!("Plan: {}.", parts.join(", "))
+    };
+    if s.conflicts > 0 {
+        let _ = write!(
+            line,
+            " {} conflict(s) block apply; resolve them and run `swamp plan` again.",
+            s.conflicts
+        );
+    }
+    line
+}
