@@ -1,1 +1,225 @@
-//! The data workload: being written.
+//! The data workload behind `swamp data put/get/list/rm/gc`: versioned
+//! blobs under a placement's tier `data/NAME/VERSION/raw`.
+//!
+//! The files are the truth; writes go to disk first and then to the
+//! [`Catalog`], and reads go through the catalog (which rebuilds itself
+//! when stale). Names follow [`crate::catalog::name`]. Writing a version
+//! lives in `put`.
+
+mod put;
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+use crate::catalog::name::{NameError, RAW_FILE, check_name};
+use crate::catalog::{Catalog, CatalogError, Entry, NameSummary};
+use crate::config::Placement;
+use crate::fsutil;
+use crate::layout::{Layout, Tier, TierPath, TierPathError};
+
+#[derive(Debug, thiserror::Error)]
+pub enum DataError {
+    #[error(
+        "invalid data name `{name}`: {reason}; use `/`-separated segments of letters, digits, `.`, `_` and `-`, like `model/output`"
+    )]
+    InvalidName { name: String, reason: NameError },
+    #[error("no data named `{name}`; `swamp data list` shows what exists")]
+    NotFound { name: String },
+    #[error(
+        "`{name}` has no version {version} (latest is {latest}); `swamp data get {name}` prints the latest"
+    )]
+    VersionNotFound {
+        name: String,
+        version: u64,
+        latest: u64,
+    },
+    #[error(
+        "keeping 0 versions would delete every version; use `swamp data gc --keep 1` or more, or `swamp data rm NAME` to delete a name"
+    )]
+    InvalidKeep,
+    #[error(
+        "`{name}` has used up its version numbers; store the data under a new name with `swamp data put`"
+    )]
+    VersionsExhausted { name: String },
+    #[error(
+        "cannot read the content for `{name}`: {source}; nothing was stored, retry the `swamp data put`"
+    )]
+    Input { name: String, source: io::Error },
+    #[error("cannot {action} {}: {source}; check its permissions and free space, then retry", .path.display())]
+    Io {
+        action: &'static str,
+        path: PathBuf,
+        source: io::Error,
+    },
+    #[error(transparent)]
+    Catalog(#[from] CatalogError),
+    /// Unreachable for checked names; kept typed rather than panicking.
+    #[error(transparent)]
+    Path(#[from] TierPathError),
+}
+
+impl DataError {
+    fn io(action: &'static str, path: &Path, source: io::Error) -> DataError {
+        DataError::Io {
+            action,
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+}
+
+/// The data of one placement.
+pub struct DataStore<'a> {
+    layout: &'a Layout,
+    placement: Placement,
+}
+
+impl<'a> DataStore<'a> {
+    pub fn new(layout: &'a Layout, placement: Placement) -> Self {
+        DataStore { layout, placement }
+    }
+
+    /// A version (the latest when `version` is `None`) and its `raw` file.
+    pub fn get(&self, name: &str, version: Option<u64>) -> Result<(Entry, PathBuf), DataError> {
+        check(name)?;
+        let entry = self.lookup(&Catalog::open(self.layout, &self.placement)?, name, version)?;
+        let path = self.raw_path(name, entry.version)?;
+        if path.exists() {
+            return Ok((entry, path));
+        }
+        // Removed behind the catalog's back: re-index once and look again.
+        Catalog::rebuild(self.layout, &self.placement)?;
+        let entry = self.lookup(&Catalog::open(self.layout, &self.placement)?, name, version)?;
+        let path = self.raw_path(name, entry.version)?;
+        Ok((entry, path))
+    }
+
+    /// Every name with its latest version, sorted by name.
+    pub fn list(&self) -> Result<Vec<NameSummary>, DataError> {
+        Ok(Catalog::open(self.layout, &self.placement)?.list()?)
+    }
+
+    /// Deletes every version of exactly `name` (not nested names like
+    /// `name/sub`) and then the directories that emptied, up to the data dir.
+    pub fn rm(&self, name: &str) -> Result<Vec<Entry>, DataError> {
+        check(name)?;
+        let mut catalog = Catalog::open(self.layout, &self.placement)?;
+        let versions = catalog.versions(name)?;
+        if versions.is_empty() {
+            return Err(DataError::NotFound { name: name.into() });
+        }
+        for entry in &versions {
+            self.delete_version(&mut catalog, entry)?;
+        }
+        fsutil::remove_empty_dirs(&self.name_dir(name)?, &self.data_dir());
+        Ok(versions)
+    }
+
+    /// Keeps the newest `keep` versions of each name and deletes the rest
+    /// (or, with `dry_run`, only reports them). Returns what was (or would
+    /// be) deleted, by name then version.
+    pub fn gc(&self, keep: usize, dry_run: bool) -> Result<Vec<Entry>, DataError> {
+        if keep == 0 {
+            return Err(DataError::InvalidKeep);
+        }
+        let mut catalog = Catalog::open(self.layout, &self.placement)?;
+        let all = catalog.entries()?;
+        let doomed: Vec<Entry> = all
+            .chunk_by(|a, b| a.name == b.name)
+            .flat_map(|versions| &versions[..versions.len().saturating_sub(keep)])
+            .cloned()
+            .collect();
+        if !dry_run {
+            for entry in &doomed {
+                self.delete_version(&mut catalog, entry)?;
+            }
+        }
+        Ok(doomed)
+    }
+
+    fn lookup(
+        &self,
+        catalog: &Catalog,
+        name: &str,
+        version: Option<u64>,
+    ) -> Result<Entry, DataError> {
+        let not_found = || DataError::NotFound { name: name.into() };
+        let Some(version) = version else {
+            return catalog.latest(name)?.ok_or_else(not_found);
+        };
+        if let Some(entry) = catalog.entry(name, version)? {
+            return Ok(entry);
+        }
+        match catalog.latest(name)? {
+            Some(latest) => Err(DataError::VersionNotFound {
+                name: name.into(),
+                version,
+                latest: latest.version,
+            }),
+            None => Err(not_found()),
+        }
+    }
+
+    /// Removes a version's directory, then its catalog row.
+    fn delete_version(&self, catalog: &mut Catalog, entry: &Entry) -> Result<(), DataError> {
+        let dir = self.version_dir(&entry.name, entry.version)?;
+        match std::fs::remove_dir_all(&dir) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(DataError::io("remove", &dir, e)),
+        }
+        record(catalog, self.layout, |c| {
+            c.remove_version(&entry.name, entry.version)
+        })
+    }
+
+    fn data_dir(&self) -> PathBuf {
+        self.layout.tier_dir(&self.placement, Tier::Data)
+    }
+
+    fn tier_file(&self, path: &str) -> Result<PathBuf, DataError> {
+        Ok(self
+            .layout
+            .file_path(&self.placement, &TierPath::parse(path)?))
+    }
+
+    fn name_dir(&self, name: &str) -> Result<PathBuf, DataError> {
+        self.tier_file(&format!("data/{name}"))
+    }
+
+    fn version_dir(&self, name: &str, version: u64) -> Result<PathBuf, DataError> {
+        self.tier_file(&format!("data/{name}/{version}"))
+    }
+
+    fn raw_path(&self, name: &str, version: u64) -> Result<PathBuf, DataError> {
+        self.tier_file(&raw_tier_path(name, version))
+    }
+}
+
+fn check(name: &str) -> Result<(), DataError> {
+    check_name(name).map_err(|reason| DataError::InvalidName {
+        name: name.into(),
+        reason,
+    })
+}
+
+fn raw_tier_path(name: &str, version: u64) -> String {
+    format!("data/{name}/{version}/{RAW_FILE}")
+}
+
+/// Applies a catalog change after the files changed. If it fails, the
+/// catalog no longer matches the files, so it is invalidated (best effort)
+/// for the next open to rebuild.
+fn record(
+    catalog: &mut Catalog,
+    layout: &Layout,
+    change: impl FnOnce(&mut Catalog) -> Result<(), CatalogError>,
+) -> Result<(), DataError> {
+    change(catalog).map_err(|e| {
+        let _ = Catalog::invalidate(layout);
+        DataError::Catalog(e)
+    })
+}
+
+#[cfg(test)]
+mod tests;
