@@ -1,4 +1,119 @@
-//! CLI: being written.
-pub fn main() -> std::process::ExitCode {
-    std::process::ExitCode::SUCCESS
+//! The command line: argument parsing ([`args`]), the error type and exit
+//! codes ([`error`]), output helpers ([`output`]) and one module per
+//! command group ([`commands`]). Library modules never print.
+
+mod args;
+mod commands;
+mod error;
+mod output;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Parser;
+
+pub use args::Cli;
+pub use error::{CliError, ErrorKind};
+
+use crate::config::{self, Config};
+use crate::layout::Layout;
+
+/// Global options every command sees.
+#[derive(Debug, Clone)]
+pub struct Ctx {
+    pub json: bool,
+    pub color: bool,
+    pub repo_arg: Option<PathBuf>,
+}
+
+/// An opened repository.
+#[derive(Debug, Clone)]
+pub struct Repo {
+    pub root: PathBuf,
+    pub config: Config,
+    pub layout: Layout,
+}
+
+impl Ctx {
+    /// Where `init` creates a repository: `--repo` or the current directory.
+    pub fn repo_dir(&self) -> PathBuf {
+        self.repo_arg.clone().unwrap_or_else(|| PathBuf::from("."))
+    }
+
+    pub fn open_repo(&self) -> Result<Repo, CliError> {
+        let root = config::find_repo(&self.repo_dir())?;
+        let config = Config::load(&root)?;
+        Repo::new(root, config)
+    }
+}
+
+impl Repo {
+    pub fn new(root: PathBuf, config: Config) -> Result<Repo, CliError> {
+        let home = Layout::default_swamp_home().map_err(|e| CliError::failure(e.to_string()))?;
+        let layout =
+            Layout::new(&root, &config, &home).map_err(|e| CliError::failure(e.to_string()))?;
+        Ok(Repo {
+            root,
+            config,
+            layout,
+        })
+    }
+}
+
+/// What a command asks the process to exit with when it did not fail.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    Success,
+    /// `--detailed-exitcode` and the plan has changes.
+    Changes,
+    /// The plan has conflicts (the plan was still shown).
+    Conflicts,
+    /// The command printed its own failure report.
+    Failed,
+}
+
+impl Outcome {
+    fn exit_code(self) -> u8 {
+        match self {
+            Outcome::Success => 0,
+            Outcome::Changes => 2,
+            Outcome::Conflicts => ErrorKind::Conflicts.exit_code(),
+            Outcome::Failed => ErrorKind::Failure.exit_code(),
+        }
+    }
+}
+
+pub fn main() -> ExitCode {
+    #[cfg(feature = "failpoints")]
+    let _failpoints = fail::FailScenario::setup();
+
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            use clap::error::ErrorKind as K;
+            let _ = e.print();
+            return match e.kind() {
+                K::DisplayHelp
+                | K::DisplayVersion
+                | K::DisplayHelpOnMissingArgumentOrSubcommand => ExitCode::SUCCESS,
+                _ => ExitCode::from(ErrorKind::Usage.exit_code()),
+            };
+        }
+    };
+    let ctx = Ctx {
+        json: cli.json,
+        color: !cli.no_color && std::env::var_os("NO_COLOR").is_none(),
+        repo_arg: cli.repo.clone(),
+    };
+    match commands::run(&ctx, cli.command) {
+        Ok(outcome) => ExitCode::from(outcome.exit_code()),
+        Err(err) => {
+            if ctx.json {
+                output::print_json(&err.to_json());
+            } else {
+                eprintln!("{err}");
+            }
+            ExitCode::from(err.kind.exit_code())
+        }
+    }
 }

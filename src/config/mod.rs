@@ -69,7 +69,7 @@ pub struct Config {
 
 /// Where the datastore lives.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "lowercase", deny_unknown_fields)]
+#[serde(tag = "type", rename_all = "lowercase", try_from = "RawDatastore")]
 pub enum DatastoreConfig {
     /// The repository's own `.swamp/` directory.
     #[default]
@@ -96,6 +96,77 @@ pub enum DatastoreConfig {
     },
 }
 
+/// The `[datastore]` table as written, before checking which keys its
+/// `type` allows (serde's `deny_unknown_fields` does not reach into
+/// internally tagged enums).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawDatastore {
+    #[serde(rename = "type")]
+    kind: String,
+    path: Option<AbsPath>,
+    bucket: Option<String>,
+    prefix: Option<String>,
+    region: Option<String>,
+    endpoint: Option<String>,
+}
+
+impl TryFrom<RawDatastore> for DatastoreConfig {
+    type Error = String;
+    fn try_from(raw: RawDatastore) -> Result<Self, String> {
+        let RawDatastore {
+            kind,
+            path,
+            bucket,
+            prefix,
+            region,
+            endpoint,
+        } = raw;
+        let given = [
+            ("path", path.is_some()),
+            ("bucket", bucket.is_some()),
+            ("prefix", prefix.is_some()),
+            ("region", region.is_some()),
+            ("endpoint", endpoint.is_some()),
+        ];
+        let allowed: &[&str] = match kind.as_str() {
+            "local" => &[],
+            "filesystem" => &["path"],
+            "s3" => &["bucket", "prefix", "region", "endpoint"],
+            "gcs" => &["bucket", "prefix", "endpoint"],
+            other => {
+                return Err(format!(
+                    "key `datastore.type`: unknown datastore type {other:?} (one of: local, filesystem, s3, gcs)"
+                ));
+            }
+        };
+        if let Some((key, _)) = given.iter().find(|(k, set)| *set && !allowed.contains(k)) {
+            return Err(format!(
+                "key `datastore.{key}` is not valid for a `{kind}` datastore"
+            ));
+        }
+        let missing =
+            |key: &str| format!("key `datastore.{key}` is required for a `{kind}` datastore");
+        Ok(match kind.as_str() {
+            "local" => DatastoreConfig::Local,
+            "filesystem" => DatastoreConfig::Filesystem {
+                path: path.ok_or_else(|| missing("path"))?,
+            },
+            "s3" => DatastoreConfig::S3 {
+                bucket: bucket.ok_or_else(|| missing("bucket"))?,
+                prefix,
+                region,
+                endpoint,
+            },
+            _ => DatastoreConfig::Gcs {
+                bucket: bucket.ok_or_else(|| missing("bucket"))?,
+                prefix,
+                endpoint,
+            },
+        })
+    }
+}
+
 impl DatastoreConfig {
     pub fn kind(&self) -> &'static str {
         match self {
@@ -107,7 +178,10 @@ impl DatastoreConfig {
     }
 
     pub fn is_remote(&self) -> bool {
-        matches!(self, DatastoreConfig::S3 { .. } | DatastoreConfig::Gcs { .. })
+        matches!(
+            self,
+            DatastoreConfig::S3 { .. } | DatastoreConfig::Gcs { .. }
+        )
     }
 }
 
@@ -368,14 +442,19 @@ mod tests {
 
     #[test]
     fn unknown_datastore_key_is_named() {
-        let e = parse(&format!("{ID}[datastore]\ntype = \"local\"\nbukket = \"x\"\n")).unwrap_err();
+        let e = parse(&format!(
+            "{ID}[datastore]\ntype = \"local\"\nbukket = \"x\"\n"
+        ))
+        .unwrap_err();
         assert!(e.contains("bukket"), "{e}");
     }
 
     #[test]
     fn relative_filesystem_path_is_refused() {
-        let e = parse(&format!("{ID}[datastore]\ntype = \"filesystem\"\npath = \"rel/dir\"\n"))
-            .unwrap_err();
+        let e = parse(&format!(
+            "{ID}[datastore]\ntype = \"filesystem\"\npath = \"rel/dir\"\n"
+        ))
+        .unwrap_err();
         assert!(e.contains("relative"), "{e}");
     }
 
@@ -427,6 +506,9 @@ mod tests {
         c.retarget(solo.clone());
         assert_eq!(c.target(), solo);
         assert_eq!(c.migrating_from.len(), 1);
-        assert_eq!(c.migrating_from[0].namespace.as_ref().unwrap().as_str(), "homelab");
+        assert_eq!(
+            c.migrating_from[0].namespace.as_ref().unwrap().as_str(),
+            "homelab"
+        );
     }
 }

@@ -98,7 +98,14 @@ mod tests {
 
     #[test]
     fn refuses_tier_and_internal_names() {
-        for reserved in ["data", "outputs", "secrets", "vault-bundles", "state", "config"] {
+        for reserved in [
+            "data",
+            "outputs",
+            "secrets",
+            "vault-bundles",
+            "state",
+            "config",
+        ] {
             assert_eq!(
                 Namespace::parse(reserved),
                 Err(NamespaceError::Reserved(reserved.into()))

@@ -21,7 +21,9 @@ pub fn parse_datastore_spec(spec: &str) -> Result<DatastoreConfig, DatastoreSpec
     }
     if let Some(path) = spec.strip_prefix("file://") {
         if path.is_empty() {
-            return Err(err("file:// needs an absolute path, like file:///srv/swamp"));
+            return Err(err(
+                "file:// needs an absolute path, like file:///srv/swamp",
+            ));
         }
         let path = AbsPath::new(path).map_err(|e| err(&e))?;
         return Ok(DatastoreConfig::Filesystem { path });
@@ -73,7 +75,10 @@ mod tests {
 
     #[test]
     fn parses_each_kind() {
-        assert_eq!(parse_datastore_spec("local").unwrap(), DatastoreConfig::Local);
+        assert_eq!(
+            parse_datastore_spec("local").unwrap(),
+            DatastoreConfig::Local
+        );
         assert_eq!(
             parse_datastore_spec("file:///srv/swamp").unwrap(),
             DatastoreConfig::Filesystem {

@@ -80,7 +80,10 @@ impl TryFrom<String> for Tier {
     fn try_from(s: String) -> Result<Self, String> {
         Tier::parse(&s).ok_or_else(|| {
             let all: Vec<_> = Tier::ALL.iter().map(|t| t.as_str()).collect();
-            format!("{s:?} is not a datastore directory (one of: {})", all.join(", "))
+            format!(
+                "{s:?} is not a datastore directory (one of: {})",
+                all.join(", ")
+            )
         })
     }
 }
@@ -195,6 +198,10 @@ impl Layout {
         &self.repo
     }
 
+    pub fn swamp_home(&self) -> &Path {
+        &self.swamp_home
+    }
+
     /// The repository's `.swamp/` directory (always repo-local).
     pub fn swamp_dir(&self) -> PathBuf {
         self.repo.join(".swamp")
@@ -226,9 +233,7 @@ impl Layout {
 
     /// The cache of a remote datastore.
     pub fn cache_root(&self) -> PathBuf {
-        self.swamp_home
-            .join("repos")
-            .join(self.repo_id.to_string())
+        self.swamp_home.join("repos").join(self.repo_id.to_string())
     }
 
     /// `<root>/<ns>` or `<root>`: the directory holding the tier subdirs.
@@ -274,9 +279,16 @@ impl Layout {
     }
 
     /// A remote object key: `<prefix>/<ns>/<tier path>`.
-    pub fn remote_key(prefix: Option<&str>, namespace: Option<&Namespace>, path: &TierPath) -> String {
+    pub fn remote_key(
+        prefix: Option<&str>,
+        namespace: Option<&Namespace>,
+        path: &TierPath,
+    ) -> String {
         let mut key = String::new();
-        for part in [prefix, namespace.map(Namespace::as_str)].into_iter().flatten() {
+        for part in [prefix, namespace.map(Namespace::as_str)]
+            .into_iter()
+            .flatten()
+        {
             let part = part.trim_matches('/');
             if !part.is_empty() {
                 key.push_str(part);
@@ -294,11 +306,7 @@ mod tests {
     use crate::config::AbsPath;
 
     fn config(ds: DatastoreConfig, ns: Option<&str>) -> Config {
-        Config::new(
-            Uuid::nil(),
-            ds,
-            ns.map(|n| Namespace::parse(n).unwrap()),
-        )
+        Config::new(Uuid::nil(), ds, ns.map(|n| Namespace::parse(n).unwrap()))
     }
 
     fn layout(c: &Config) -> Layout {
@@ -353,7 +361,10 @@ mod tests {
             Some("team-a"),
         );
         let l = layout(&c);
-        assert_eq!(l.placement_root(&c.target()), Path::new("/srv/shared/team-a"));
+        assert_eq!(
+            l.placement_root(&c.target()),
+            Path::new("/srv/shared/team-a")
+        );
         let c = config(
             DatastoreConfig::S3 {
                 bucket: "b".into(),
@@ -384,7 +395,10 @@ mod tests {
             l.tier_dir(&c.target(), Tier::Audit),
             Path::new("/repo/.swamp/audit")
         );
-        assert_eq!(l.tier_dir(&c.target(), Tier::Data), Path::new("/srv/shared/data"));
+        assert_eq!(
+            l.tier_dir(&c.target(), Tier::Data),
+            Path::new("/srv/shared/data")
+        );
     }
 
     #[test]
@@ -394,12 +408,20 @@ mod tests {
             Layout::remote_key(Some("swamp/"), Some(&ns), &tp("data/a/1/raw")),
             "swamp/homelab/data/a/1/raw"
         );
-        assert_eq!(Layout::remote_key(None, None, &tp("data/a/1/raw")), "data/a/1/raw");
+        assert_eq!(
+            Layout::remote_key(None, None, &tp("data/a/1/raw")),
+            "data/a/1/raw"
+        );
     }
 
     #[test]
     fn catalog_sidecars_are_repo_local() {
-        for name in ["_catalog.db", "_catalog.db-wal", "_catalog.db-shm", "_catalog.db-journal"] {
+        for name in [
+            "_catalog.db",
+            "_catalog.db-wal",
+            "_catalog.db-shm",
+            "_catalog.db-journal",
+        ] {
             assert!(is_repo_local_file(name), "{name}");
         }
         assert!(!is_repo_local_file("_catalog.dbx"));

@@ -105,8 +105,19 @@ mod tests {
     fn accepts_tier_paths() {
         let p = TierPath::parse("data/model/output/3/raw").unwrap();
         assert_eq!(p.tier(), Tier::Data);
-        assert_eq!(p.rest_segments().collect::<Vec<_>>(), ["model", "output", "3", "raw"]);
-        assert_eq!(p.ancestors(), ["data", "data/model", "data/model/output", "data/model/output/3"]);
+        assert_eq!(
+            p.rest_segments().collect::<Vec<_>>(),
+            ["model", "output", "3", "raw"]
+        );
+        assert_eq!(
+            p.ancestors(),
+            [
+                "data",
+                "data/model",
+                "data/model/output",
+                "data/model/output/3"
+            ]
+        );
         assert_eq!(p.file_name(), "raw");
     }
 
@@ -126,8 +137,17 @@ mod tests {
                 "{bad}"
             );
         }
-        assert!(matches!(TierPath::parse("data//x"), Err(TierPathError::Empty(_))));
-        assert!(matches!(TierPath::parse("secrets/k"), Err(TierPathError::NotInTier(_))));
-        assert!(matches!(TierPath::parse("data"), Err(TierPathError::NotInTier(_))));
+        assert!(matches!(
+            TierPath::parse("data//x"),
+            Err(TierPathError::Empty(_))
+        ));
+        assert!(matches!(
+            TierPath::parse("secrets/k"),
+            Err(TierPathError::NotInTier(_))
+        ));
+        assert!(matches!(
+            TierPath::parse("data"),
+            Err(TierPathError::NotInTier(_))
+        ));
     }
 }

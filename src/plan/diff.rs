@@ -40,7 +40,10 @@ pub fn diff(desired: &Desired, observed: &Observed) -> Plan {
             });
         }
         for (path, file) in &source.files {
-            let at_target = target.files.get(path).or_else(|| incoming.get(path).copied());
+            let at_target = target
+                .files
+                .get(path)
+                .or_else(|| incoming.get(path).copied());
             match at_target {
                 Some(t) if t.sha256 == file.sha256 => actions.push(Action::DropDuplicate {
                     path: path.clone(),
@@ -243,7 +246,10 @@ mod tests {
         let plan = diff(&d, &o);
         assert_eq!(
             kinds(&plan),
-            [("drop-duplicate", Some("outputs/x")), ("finish-migration", None)]
+            [
+                ("drop-duplicate", Some("outputs/x")),
+                ("finish-migration", None)
+            ]
         );
     }
 
@@ -283,7 +289,14 @@ mod tests {
         let o = Observed {
             placements: vec![
                 target,
-                state(solo(), &[("outputs/a", "1"), ("outputs/b", "2"), ("data/d/1/raw", "3")]),
+                state(
+                    solo(),
+                    &[
+                        ("outputs/a", "1"),
+                        ("outputs/b", "2"),
+                        ("data/d/1/raw", "3"),
+                    ],
+                ),
             ],
         };
         let plan = diff(&d, &o);
@@ -328,7 +341,10 @@ mod tests {
         let plan = diff(&d, &o);
         assert!(matches!(
             &plan.conflicts[..],
-            [Conflict::Obstacle { what: ObstacleKind::Directory, .. }]
+            [Conflict::Obstacle {
+                what: ObstacleKind::Directory,
+                ..
+            }]
         ));
     }
 

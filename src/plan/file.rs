@@ -106,7 +106,8 @@ impl SavedPlan {
             }
             None => return Err(malformed("no `format_version`".into())),
         }
-        let saved: SavedPlan = serde_json::from_value(value).map_err(|e| malformed(e.to_string()))?;
+        let saved: SavedPlan =
+            serde_json::from_value(value).map_err(|e| malformed(e.to_string()))?;
         if saved.observed.is_none() {
             return Err(malformed(
                 "it has no observed state (was it printed with --json instead of saved with `plan -o`?)"
@@ -121,10 +122,13 @@ impl SavedPlan {
     fn validate(&self) -> Result<(), String> {
         let n = self.plan.sources.len();
         for a in &self.plan.actions {
-            if let super::Action::Move { source, .. } | super::Action::DropDuplicate { source, .. } = a
+            if let super::Action::Move { source, .. } | super::Action::DropDuplicate { source, .. } =
+                a
                 && *source >= n
             {
-                return Err(format!("an action names source {source}, but the plan has {n}"));
+                return Err(format!(
+                    "an action names source {source}, but the plan has {n}"
+                ));
             }
         }
         if self.summary != self.plan.summary() {

@@ -10,7 +10,7 @@ pub mod fingerprint;
 pub mod render;
 pub mod textdiff;
 
-pub use action::{Action, Conflict, Plan, PlacementInfo, Summary};
+pub use action::{Action, Conflict, PlacementInfo, Plan, Summary};
 pub use diff::diff;
 pub use file::{PlanFileError, SavedPlan};
 pub use fingerprint::Fingerprint;

@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use comfy_table::{Cell, CellAlignment, Table, presets};
+use comfy_table::{Cell, CellAlignment, LineStyle, Table, TableStyle};
 
 use super::{Action, Conflict, PlacementInfo, Plan};
 
@@ -27,9 +27,14 @@ fn placement_label(p: &PlacementInfo) -> String {
     format!("{}, {ns}", p.datastore.kind())
 }
 
-fn table() -> Table {
+/// A header rule and nothing else: quiet, and easy to diff.
+const STYLE: TableStyle =
+    TableStyle::new().header_separator(LineStyle::none().fill('─').junction('─'));
+
+/// A table in the plan style (shared by every command's tables).
+pub fn table() -> Table {
     let mut t = Table::new();
-    t.load_style(presets::UTF8_HORIZONTAL_ONLY);
+    t.load_style(STYLE);
     t
 }
 
@@ -53,7 +58,11 @@ pub fn render(plan: &Plan, repo: &Path) -> String {
     let mut out = String::new();
     let target = root_label(&plan.target.root, repo);
     let _ = writeln!(out, "Plan (scope: {})", plan.scope);
-    let _ = writeln!(out, "  target    {target}  ({})", placement_label(&plan.target));
+    let _ = writeln!(
+        out,
+        "  target    {target}  ({})",
+        placement_label(&plan.target)
+    );
     for (i, s) in plan.sources.iter().enumerate() {
         let _ = writeln!(
             out,
@@ -109,7 +118,9 @@ pub fn render(plan: &Plan, repo: &Path) -> String {
                     String::new(),
                     String::new(),
                 ),
-                Action::FinishMigration => (".swamp.toml".to_string(), String::new(), String::new()),
+                Action::FinishMigration => {
+                    (".swamp.toml".to_string(), String::new(), String::new())
+                }
             };
             actions.add_row(vec![
                 Cell::new(i + 1).set_alignment(CellAlignment::Right),
@@ -170,7 +181,10 @@ fn render_conflict(out: &mut String, c: &Conflict, plan: &Plan, repo: &Path, tar
                 "  ✗ {target}{obstacle} is {}; it blocks {blocked_files} file(s), e.g. {example}",
                 what.describe()
             );
-            let _ = writeln!(out, "      fix: move {target}{obstacle} out of the way, then plan again");
+            let _ = writeln!(
+                out,
+                "      fix: move {target}{obstacle} out of the way, then plan again"
+            );
         }
         Conflict::Unsupported { path, source, what } => {
             let src = root_label(&plan.sources[*source].root, repo);
@@ -191,10 +205,17 @@ pub fn closing_line(plan: &Plan) -> String {
     }
     let mut parts = Vec::new();
     if s.moves > 0 {
-        parts.push(format!("{} to move ({})", s.moves, human_bytes(s.bytes_to_move)));
+        parts.push(format!(
+            "{} to move ({})",
+            s.moves,
+            human_bytes(s.bytes_to_move)
+        ));
     }
     if s.drop_duplicate > 0 {
-        parts.push(format!("{} identical duplicate(s) to drop", s.drop_duplicate));
+        parts.push(format!(
+            "{} identical duplicate(s) to drop",
+            s.drop_duplicate
+        ));
     }
     if s.invalidate_catalog > 0 {
         parts.push("catalog to rebuild".to_string());

@@ -53,14 +53,9 @@ impl HashCache {
         if let Ok(text) = std::fs::read_to_string(path) {
             for line in text.lines() {
                 let mut f = line.split('\t');
-                let (Some(dev), Some(ino), Some(size), Some(mtime), Some(sha), None) = (
-                    f.next(),
-                    f.next(),
-                    f.next(),
-                    f.next(),
-                    f.next(),
-                    f.next(),
-                ) else {
+                let (Some(dev), Some(ino), Some(size), Some(mtime), Some(sha), None) =
+                    (f.next(), f.next(), f.next(), f.next(), f.next(), f.next())
+                else {
                     continue;
                 };
                 let (Ok(dev), Ok(ino), Ok(size), Ok(mtime_ns)) =
@@ -144,16 +139,24 @@ mod tests {
         let cache_path = dir.path().join("cache.tsv");
 
         let mut c = HashCache::load(&cache_path);
-        let sha = c.sha256(&f, &std::fs::symlink_metadata(&f).unwrap()).unwrap();
+        let sha = c
+            .sha256(&f, &std::fs::symlink_metadata(&f).unwrap())
+            .unwrap();
         assert_eq!(c.misses(), 1);
         c.save().unwrap();
 
         let mut c = HashCache::load(&cache_path);
-        assert_eq!(c.sha256(&f, &std::fs::symlink_metadata(&f).unwrap()).unwrap(), sha);
+        assert_eq!(
+            c.sha256(&f, &std::fs::symlink_metadata(&f).unwrap())
+                .unwrap(),
+            sha
+        );
         assert_eq!(c.misses(), 0);
 
         std::fs::write(&f, b"hello, world").unwrap();
-        let sha2 = c.sha256(&f, &std::fs::symlink_metadata(&f).unwrap()).unwrap();
+        let sha2 = c
+            .sha256(&f, &std::fs::symlink_metadata(&f).unwrap())
+            .unwrap();
         assert_ne!(sha2, sha);
         assert_eq!(c.misses(), 1);
     }
@@ -164,10 +167,12 @@ mod tests {
         let f = dir.path().join("f");
         std::fs::write(&f, b"hello").unwrap();
         let mut c = HashCache::in_memory();
-        c.sha256(&f, &std::fs::symlink_metadata(&f).unwrap()).unwrap();
+        c.sha256(&f, &std::fs::symlink_metadata(&f).unwrap())
+            .unwrap();
         let g = dir.path().join("g");
         std::fs::rename(&f, &g).unwrap();
-        c.sha256(&g, &std::fs::symlink_metadata(&g).unwrap()).unwrap();
+        c.sha256(&g, &std::fs::symlink_metadata(&g).unwrap())
+            .unwrap();
         assert_eq!(c.misses(), 1);
     }
 

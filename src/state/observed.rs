@@ -157,9 +157,14 @@ fn observe_placement(
             .sort_by_file_name();
         for entry in walker {
             let entry = entry.map_err(|e| {
-                let path = e.path().map(Path::to_path_buf).unwrap_or_else(|| dir.clone());
+                let path = e
+                    .path()
+                    .map(Path::to_path_buf)
+                    .unwrap_or_else(|| dir.clone());
                 ObserveError::Io {
-                    source: e.into_io_error().unwrap_or_else(|| io::Error::other("walk failed")),
+                    source: e
+                        .into_io_error()
+                        .unwrap_or_else(|| io::Error::other("walk failed")),
                     path,
                 }
             })?;
@@ -186,7 +191,9 @@ fn observe_placement(
             if !ft.is_file() {
                 let meta = entry.metadata().map_err(|e| ObserveError::Io {
                     path: entry.path().to_path_buf(),
-                    source: e.into_io_error().unwrap_or_else(|| io::Error::other("stat failed")),
+                    source: e
+                        .into_io_error()
+                        .unwrap_or_else(|| io::Error::other("stat failed")),
                 })?;
                 state.obstacles.push(Obstacle {
                     path: rel,
@@ -206,7 +213,9 @@ fn observe_placement(
             }
             let meta = entry.metadata().map_err(|e| ObserveError::Io {
                 path: entry.path().to_path_buf(),
-                source: e.into_io_error().unwrap_or_else(|| io::Error::other("stat failed")),
+                source: e
+                    .into_io_error()
+                    .unwrap_or_else(|| io::Error::other("stat failed")),
             })?;
             let sha256 = cache
                 .sha256(entry.path(), &meta)
@@ -233,4 +242,35 @@ fn kind_of(meta: &fs::Metadata) -> ObstacleKind {
     } else {
         ObstacleKind::SpecialFile
     }
+}
+
+/// A datastore file (not repo-local, not excluded) under a placement's tier
+/// directories, if there is one. Cheaper than observing: nothing is hashed.
+pub fn first_datastore_file(layout: &Layout, placement: &Placement) -> Option<PathBuf> {
+    let root = layout.placement_root(placement);
+    for &tier in layout.tiers() {
+        let dir = layout.tier_dir(placement, tier);
+        for entry in walkdir::WalkDir::new(&dir)
+            .follow_links(false)
+            .into_iter()
+            .flatten()
+        {
+            if entry.file_type().is_dir()
+                || is_repo_local_file(entry.file_name().to_str().unwrap_or(""))
+            {
+                continue;
+            }
+            let excluded = entry
+                .path()
+                .strip_prefix(&root)
+                .ok()
+                .and_then(Path::to_str)
+                .and_then(|r| TierPath::parse(r).ok())
+                .is_some_and(|tp| layout.is_excluded(&tp));
+            if !excluded {
+                return Some(entry.path().to_path_buf());
+            }
+        }
+    }
+    None
 }

@@ -1,0 +1,239 @@
+//! File moves and duplicate drops with their preconditions checked at the
+//! moment of acting.
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use crate::fsutil;
+use crate::state::HashCache;
+
+#[derive(Debug, thiserror::Error)]
+pub enum MoveError {
+    #[error("{} is gone; plan again", .0.display())]
+    SourceGone(PathBuf),
+    #[error("{} changed since the plan was made (sha256 {found}, planned {planned}); plan again", .path.display())]
+    SourceChanged {
+        path: PathBuf,
+        planned: String,
+        found: String,
+    },
+    #[error("{} is not a regular file; plan again", .0.display())]
+    NotAFile(PathBuf),
+    #[error("a different file appeared at {} (sha256 {found}); plan again to see the conflict", .path.display())]
+    DestinationDiffers { path: PathBuf, found: String },
+    #[error("the identical copy at {} is gone or changed; plan again", .0.display())]
+    TwinGone(PathBuf),
+    #[error("cannot create {}: {source} (is something in the way?)", .path.display())]
+    Blocked { path: PathBuf, source: io::Error },
+    #[error("{}: {source}", .path.display())]
+    Io { path: PathBuf, source: io::Error },
+}
+
+fn io_at(path: &Path) -> impl FnOnce(io::Error) -> MoveError + '_ {
+    move |source| MoveError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// The sha256 of a regular file, or `None` if it does not exist.
+fn hash_of(path: &Path, cache: &mut HashCache) -> Result<Option<String>, MoveError> {
+    let meta = match fs::symlink_metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(io_at(path)(e)),
+    };
+    if !meta.file_type().is_file() {
+        return Err(MoveError::NotAFile(path.to_path_buf()));
+    }
+    cache.sha256(path, &meta).map(Some).map_err(io_at(path))
+}
+
+fn check_source(src: &Path, sha256: &str, cache: &mut HashCache) -> Result<(), MoveError> {
+    match hash_of(src, cache)? {
+        None => Err(MoveError::SourceGone(src.to_path_buf())),
+        Some(found) if found != sha256 => Err(MoveError::SourceChanged {
+            path: src.to_path_buf(),
+            planned: sha256.to_string(),
+            found,
+        }),
+        Some(_) => Ok(()),
+    }
+}
+
+/// Moves `src` (which must still hash to `sha256`) to `dst` (which must be
+/// absent, or already hold the identical bytes from an interrupted run).
+pub fn move_file(
+    src: &Path,
+    dst: &Path,
+    sha256: &str,
+    cache: &mut HashCache,
+) -> Result<(), MoveError> {
+    check_source(src, sha256, cache)?;
+    let dst_dir = dst.parent().expect("destination has a parent");
+    fs::create_dir_all(dst_dir).map_err(|source| MoveError::Blocked {
+        path: dst_dir.to_path_buf(),
+        source,
+    })?;
+    match fs::hard_link(src, dst) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+            return drop_duplicate(src, dst, sha256, cache).map_err(|err| match err {
+                MoveError::TwinGone(_) => MoveError::DestinationDiffers {
+                    path: dst.to_path_buf(),
+                    found: hash_of(dst, cache).ok().flatten().unwrap_or_default(),
+                },
+                other => other,
+            });
+        }
+        // Another filesystem, or one without hard links: copy without clobbering.
+        Err(_) => copy_no_clobber(src, dst, sha256, cache)?,
+    }
+    fsutil::sync_dir(dst_dir).map_err(io_at(dst_dir))?;
+    fs::remove_file(src).map_err(io_at(src))
+}
+
+fn copy_no_clobber(
+    src: &Path,
+    dst: &Path,
+    sha256: &str,
+    cache: &mut HashCache,
+) -> Result<(), MoveError> {
+    let dst_dir = dst.parent().expect("destination has a parent");
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".swamp-tmp-")
+        .tempfile_in(dst_dir)
+        .map_err(io_at(dst_dir))?;
+    let mut input = fs::File::open(src).map_err(io_at(src))?;
+    io::copy(&mut input, tmp.as_file_mut()).map_err(io_at(dst))?;
+    tmp.as_file().sync_all().map_err(io_at(dst))?;
+    let copied = fsutil::sha256_file(tmp.path()).map_err(io_at(dst))?;
+    if copied != sha256 {
+        return Err(MoveError::SourceChanged {
+            path: src.to_path_buf(),
+            planned: sha256.to_string(),
+            found: copied,
+        });
+    }
+    match tmp.persist_noclobber(dst) {
+        Ok(_) => Ok(()),
+        Err(e) if e.error.kind() == io::ErrorKind::AlreadyExists => match hash_of(dst, cache)? {
+            Some(found) if found == sha256 => Ok(()),
+            found => Err(MoveError::DestinationDiffers {
+                path: dst.to_path_buf(),
+                found: found.unwrap_or_default(),
+            }),
+        },
+        Err(e) => Err(io_at(dst)(e.error)),
+    }
+}
+
+/// Removes `src` because `dst` already holds the same bytes; both are
+/// checked right before the removal.
+pub fn drop_duplicate(
+    src: &Path,
+    dst: &Path,
+    sha256: &str,
+    cache: &mut HashCache,
+) -> Result<(), MoveError> {
+    check_source(src, sha256, cache)?;
+    match hash_of(dst, cache) {
+        Ok(Some(found)) if found == sha256 => {}
+        Ok(_) | Err(MoveError::NotAFile(_)) => return Err(MoveError::TwinGone(dst.to_path_buf())),
+        Err(e) => return Err(e),
+    }
+    fs::remove_file(src).map_err(io_at(src))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sha(b: &[u8]) -> String {
+        fsutil::sha256_bytes(b)
+    }
+
+    #[test]
+    fn moves_and_refuses_to_clobber_a_different_destination() {
+        let d = tempfile::tempdir().unwrap();
+        let (src, dst) = (d.path().join("a/f"), d.path().join("b/c/f"));
+        fs::create_dir_all(src.parent().unwrap()).unwrap();
+        fs::write(&src, b"one").unwrap();
+        let mut cache = HashCache::in_memory();
+        move_file(&src, &dst, &sha(b"one"), &mut cache).unwrap();
+        assert!(!src.exists());
+        assert_eq!(fs::read(&dst).unwrap(), b"one");
+
+        fs::write(&src, b"two").unwrap();
+        let e = move_file(&src, &dst, &sha(b"two"), &mut cache).unwrap_err();
+        assert!(matches!(e, MoveError::DestinationDiffers { .. }), "{e}");
+        assert_eq!(fs::read(&src).unwrap(), b"two", "source kept");
+        assert_eq!(fs::read(&dst).unwrap(), b"one", "destination kept");
+    }
+
+    #[test]
+    fn a_move_interrupted_after_linking_finishes_by_dropping_the_source() {
+        let d = tempfile::tempdir().unwrap();
+        let (src, dst) = (d.path().join("f"), d.path().join("g"));
+        fs::write(&src, b"x").unwrap();
+        fs::hard_link(&src, &dst).unwrap();
+        move_file(&src, &dst, &sha(b"x"), &mut HashCache::in_memory()).unwrap();
+        assert!(!src.exists());
+        assert_eq!(fs::read(&dst).unwrap(), b"x");
+    }
+
+    #[test]
+    fn changed_source_is_not_moved() {
+        let d = tempfile::tempdir().unwrap();
+        let (src, dst) = (d.path().join("f"), d.path().join("g"));
+        fs::write(&src, b"new").unwrap();
+        let e = move_file(&src, &dst, &sha(b"old"), &mut HashCache::in_memory()).unwrap_err();
+        assert!(matches!(e, MoveError::SourceChanged { .. }), "{e}");
+        assert!(src.exists() && !dst.exists());
+    }
+
+    #[test]
+    fn plain_file_in_the_way_blocks_the_move() {
+        let d = tempfile::tempdir().unwrap();
+        let src = d.path().join("f");
+        fs::write(&src, b"x").unwrap();
+        fs::write(d.path().join("outputs"), b"in the way").unwrap();
+        let e = move_file(
+            &src,
+            &d.path().join("outputs/f"),
+            &sha(b"x"),
+            &mut HashCache::in_memory(),
+        )
+        .unwrap_err();
+        assert!(matches!(e, MoveError::Blocked { .. }), "{e}");
+        assert!(src.exists());
+    }
+
+    #[test]
+    fn copy_path_refuses_to_clobber() {
+        let d = tempfile::tempdir().unwrap();
+        let (src, dst) = (d.path().join("f"), d.path().join("g"));
+        fs::write(&src, b"x").unwrap();
+        fs::write(&dst, b"y").unwrap();
+        let e = copy_no_clobber(&src, &dst, &sha(b"x"), &mut HashCache::in_memory()).unwrap_err();
+        assert!(matches!(e, MoveError::DestinationDiffers { .. }), "{e}");
+        assert_eq!(fs::read(&dst).unwrap(), b"y");
+        // no temp file left behind
+        assert_eq!(fs::read_dir(d.path()).unwrap().count(), 2);
+    }
+
+    #[test]
+    fn drop_duplicate_checks_the_twin() {
+        let d = tempfile::tempdir().unwrap();
+        let (src, dst) = (d.path().join("f"), d.path().join("g"));
+        fs::write(&src, b"x").unwrap();
+        let mut cache = HashCache::in_memory();
+        let e = drop_duplicate(&src, &dst, &sha(b"x"), &mut cache).unwrap_err();
+        assert!(matches!(e, MoveError::TwinGone(_)));
+        assert!(src.exists());
+        fs::write(&dst, b"x").unwrap();
+        drop_duplicate(&src, &dst, &sha(b"x"), &mut cache).unwrap();
+        assert!(!src.exists());
+    }
+}

@@ -1,0 +1,169 @@
+//! Command-line definitions (clap). Parsing only; behaviour lives in
+//! `cli::commands`.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::state::Scope;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "swamp",
+    version,
+    about = "Keep a repository's runtime data in a datastore, and move it between layouts safely",
+    long_about = None,
+)]
+pub struct Cli {
+    /// Repository directory (default: the current directory or the nearest parent with .swamp.toml)
+    #[arg(long, global = true, value_name = "DIR")]
+    pub repo: Option<PathBuf>,
+    /// Print one machine-readable JSON document on stdout (logs and progress go to stderr)
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// Do not colour output
+    #[arg(long, global = true)]
+    pub no_color: bool,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// `-y`, `--yes` and `--confirm` are synonyms everywhere.
+#[derive(Debug, Args, Clone, Copy)]
+pub struct Confirm {
+    /// Apply without asking (synonyms: -y, --yes, --confirm)
+    #[arg(short = 'y', long = "yes", visible_alias = "confirm")]
+    pub yes: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Create .swamp.toml for a new repository
+    Init {
+        /// Namespace for this repository's data in a shared datastore
+        #[arg(long, value_name = "NS")]
+        namespace: Option<String>,
+        /// `local` (default) or `file:///abs/path`
+        #[arg(long, value_name = "SPEC", default_value = "local")]
+        datastore: String,
+    },
+    /// Show everything that differs between the configuration and the datastore
+    Plan {
+        #[arg(long, default_value = "all", value_parser = parse_scope)]
+        scope: Scope,
+        /// Save the plan to FILE for `swamp apply FILE`
+        #[arg(short = 'o', long = "out", value_name = "FILE")]
+        out: Option<PathBuf>,
+        /// Exit 2 when the plan has changes (0 when there are none)
+        #[arg(long)]
+        detailed_exitcode: bool,
+    },
+    /// Plan and apply (or apply a saved plan FILE)
+    Apply {
+        /// A plan saved with `swamp plan -o FILE`
+        file: Option<PathBuf>,
+        #[arg(long, default_value = "all", value_parser = parse_scope)]
+        scope: Scope,
+        #[command(flatten)]
+        confirm: Confirm,
+    },
+    /// Render a saved plan
+    Show { file: PathBuf },
+    /// The datastore, namespace, and pending changes
+    Status,
+    /// Datastore commands
+    Datastore {
+        #[command(subcommand)]
+        command: DatastoreCommand,
+    },
+    /// Versioned data in the datastore's `data/` tier
+    Data {
+        #[command(subcommand)]
+        command: DataCommand,
+    },
+    /// The data catalog (derived, repo-local)
+    Catalog {
+        #[command(subcommand)]
+        command: CatalogCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum DatastoreCommand {
+    /// Change the datastore (`local`, `file:///abs/path`) and move the data there
+    Setup {
+        spec: String,
+        #[command(flatten)]
+        confirm: Confirm,
+    },
+    /// Namespace of this repository's data
+    Namespace {
+        #[command(subcommand)]
+        command: NamespaceCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum NamespaceCommand {
+    /// Set the namespace (with --migrate, also move the data)
+    Set {
+        namespace: String,
+        #[arg(long)]
+        migrate: bool,
+        #[command(flatten)]
+        confirm: Confirm,
+    },
+    /// Remove the namespace (with --migrate, also move the data back)
+    Unset {
+        #[arg(long)]
+        migrate: bool,
+        #[command(flatten)]
+        confirm: Confirm,
+    },
+    /// Preview, or with --confirm apply, the move into the namespace
+    Migrate {
+        /// Move the data back to the solo layout (same as `unset --migrate`)
+        #[arg(long)]
+        reverse: bool,
+        #[command(flatten)]
+        confirm: Confirm,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum DataCommand {
+    /// Store a new version of NAME (from --file, or stdin)
+    Put {
+        name: String,
+        #[arg(long, value_name = "F")]
+        file: Option<PathBuf>,
+    },
+    /// Print a version of NAME (the latest by default)
+    Get {
+        name: String,
+        #[arg(long, value_name = "V")]
+        version: Option<u64>,
+    },
+    /// List names with their latest version and size
+    List,
+    /// Delete every version of NAME
+    Rm { name: String },
+    /// Keep only the newest N versions of each name
+    Gc {
+        #[arg(long, default_value_t = 1, value_name = "N")]
+        keep: usize,
+        /// Show what would be removed, remove nothing
+        #[arg(long)]
+        dry_run: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum CatalogCommand {
+    /// Rebuild the catalog from the files
+    Rebuild,
+}
+
+fn parse_scope(s: &str) -> Result<Scope, String> {
+    s.parse()
+}

@@ -1,0 +1,146 @@
+//! `swamp data put/get/list/rm/gc` and `swamp catalog rebuild`.
+//! Data is written to the desired placement; a pending layout change is
+//! flagged, since files still at the old place are not seen there.
+
+use std::io::Write;
+use std::path::Path;
+
+use comfy_table::{Cell, CellAlignment};
+use serde_json::json;
+
+use crate::catalog::Catalog;
+use crate::cli::output::print_json;
+use crate::cli::{CliError, Ctx, Outcome, Repo};
+use crate::data::DataStore;
+use crate::plan::render::{human_bytes, table};
+
+fn open(ctx: &Ctx) -> Result<Repo, CliError> {
+    let repo = ctx.open_repo()?;
+    if !repo.config.migrating_from.is_empty() {
+        eprintln!(
+            "warning: a layout change is not finished; data still at the old place is not shown. Run `swamp apply` to finish it."
+        );
+    }
+    Ok(repo)
+}
+
+pub fn put(ctx: &Ctx, name: &str, file: Option<&Path>) -> Result<Outcome, CliError> {
+    let repo = open(ctx)?;
+    let store = DataStore::new(&repo.layout, repo.config.target());
+    let entry = match file {
+        Some(f) => {
+            let mut input = std::fs::File::open(f)
+                .map_err(|e| CliError::failure(format!("cannot read {}: {e}", f.display())))?;
+            store.put(name, &mut input)?
+        }
+        None => store.put(name, &mut std::io::stdin().lock())?,
+    };
+    if ctx.json {
+        print_json(&json!(entry));
+    } else {
+        println!(
+            "Stored {} version {} ({}, sha256 {}).",
+            entry.name,
+            entry.version,
+            human_bytes(entry.size),
+            entry.sha256
+        );
+    }
+    Ok(Outcome::Success)
+}
+
+pub fn get(ctx: &Ctx, name: &str, version: Option<u64>) -> Result<Outcome, CliError> {
+    let repo = open(ctx)?;
+    let store = DataStore::new(&repo.layout, repo.config.target());
+    let (entry, path) = store.get(name, version)?;
+    let bytes = std::fs::read(&path)
+        .map_err(|e| CliError::failure(format!("cannot read {}: {e}", path.display())))?;
+    if ctx.json {
+        let mut doc = json!(entry);
+        match String::from_utf8(bytes) {
+            Ok(text) => doc["content"] = json!(text),
+            Err(e) => doc["content_hex"] = json!(hex::encode(e.into_bytes())),
+        }
+        print_json(&doc);
+    } else {
+        std::io::stdout()
+            .write_all(&bytes)
+            .map_err(|e| CliError::failure(format!("cannot write to stdout: {e}")))?;
+    }
+    Ok(Outcome::Success)
+}
+
+pub fn list(ctx: &Ctx) -> Result<Outcome, CliError> {
+    let repo = open(ctx)?;
+    let store = DataStore::new(&repo.layout, repo.config.target());
+    let names = store.list()?;
+    if ctx.json {
+        print_json(&json!({ "data": names }));
+        return Ok(Outcome::Success);
+    }
+    if names.is_empty() {
+        println!("No data yet. Store some with `swamp data put NAME --file F`.");
+        return Ok(Outcome::Success);
+    }
+    let mut table = table();
+    table.set_header(["name", "latest", "versions", "size"]);
+    for n in &names {
+        table.add_row(vec![
+            Cell::new(&n.name),
+            Cell::new(n.latest_version).set_alignment(CellAlignment::Right),
+            Cell::new(n.versions).set_alignment(CellAlignment::Right),
+            Cell::new(human_bytes(n.latest_size)).set_alignment(CellAlignment::Right),
+        ]);
+    }
+    println!("{table}");
+    Ok(Outcome::Success)
+}
+
+pub fn rm(ctx: &Ctx, name: &str) -> Result<Outcome, CliError> {
+    let repo = open(ctx)?;
+    let store = DataStore::new(&repo.layout, repo.config.target());
+    let removed = store.rm(name)?;
+    if ctx.json {
+        print_json(&json!({ "removed": removed }));
+    } else {
+        println!("Removed {name}: {} version(s).", removed.len());
+    }
+    Ok(Outcome::Success)
+}
+
+pub fn gc(ctx: &Ctx, keep: usize, dry_run: bool) -> Result<Outcome, CliError> {
+    let repo = open(ctx)?;
+    let store = DataStore::new(&repo.layout, repo.config.target());
+    let removed = store.gc(keep, dry_run)?;
+    if ctx.json {
+        print_json(&json!({ "dry_run": dry_run, "keep": keep, "removed": removed }));
+        return Ok(Outcome::Success);
+    }
+    let verb = if dry_run { "Would remove" } else { "Removed" };
+    for e in &removed {
+        println!("{verb} {} version {}", e.name, e.version);
+    }
+    let bytes: u64 = removed.iter().map(|e| e.size).sum();
+    println!(
+        "{verb} {} version(s), {} (keeping the newest {keep} of each name).",
+        removed.len(),
+        human_bytes(bytes)
+    );
+    Ok(Outcome::Success)
+}
+
+pub fn catalog_rebuild(ctx: &Ctx) -> Result<Outcome, CliError> {
+    let repo = ctx.open_repo()?;
+    let stats = Catalog::rebuild(&repo.layout, &repo.config.target())?;
+    if ctx.json {
+        print_json(&json!({ "catalog": repo.layout.catalog_path(), "rebuilt": stats }));
+    } else {
+        println!(
+            "Rebuilt the catalog: {} name(s), {} version(s), {}.",
+            stats.names,
+            stats.versions,
+            human_bytes(stats.bytes)
+        );
+    }
+    Ok(Outcome::Success)
+}

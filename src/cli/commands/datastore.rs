@@ -1,0 +1,166 @@
+//! `datastore setup` and `datastore namespace set|unset|migrate`: each
+//! changes the desired placement, then runs the shared plan → confirm →
+//! apply flow. Without confirmation they preview and change nothing.
+
+use serde_json::json;
+
+use super::reconcile::{Unconfirmed, run_flow};
+use crate::cli::output::print_json;
+use crate::cli::{CliError, Ctx, Outcome, Repo};
+use crate::config::{Config, DatastoreConfig, Namespace, Placement, parse_datastore_spec};
+use crate::engine;
+use crate::state::Scope;
+use crate::state::observed::first_datastore_file;
+
+pub fn setup(ctx: &Ctx, spec: &str, yes: bool) -> Result<Outcome, CliError> {
+    let repo = ctx.open_repo()?;
+    let datastore = parse_datastore_spec(spec).map_err(|e| {
+        CliError::usage(e.to_string())
+            .hint("e.g. `swamp datastore setup local` or `swamp datastore setup file:///srv/swamp`")
+    })?;
+    if datastore.is_remote() {
+        return Err(CliError::failure(format!(
+            "{} datastores are not supported by this version of swamp; nothing was changed",
+            datastore.kind()
+        ))
+        .hint("use `local` or `file:///abs/path`"));
+    }
+    if let DatastoreConfig::Filesystem { path } = &datastore
+        && path.as_path().exists()
+        && !path.as_path().is_dir()
+    {
+        return Err(CliError::failure(format!(
+            "{} exists and is not a directory; nothing was changed",
+            path.as_path().display()
+        ))
+        .hint("choose a directory path for the filesystem datastore"));
+    }
+    let target = Placement {
+        datastore,
+        namespace: repo.config.namespace.clone(),
+    };
+    retarget(ctx, &repo, target, None, yes, true)
+}
+
+pub fn namespace_set(ctx: &Ctx, ns: &str, migrate: bool, yes: bool) -> Result<Outcome, CliError> {
+    let repo = ctx.open_repo()?;
+    let ns = Namespace::parse(ns).map_err(|e| CliError::usage(e.to_string()))?;
+    if repo.config.namespace.as_ref() == Some(&ns) {
+        if ctx.json {
+            print_json(&json!({"namespace": ns, "changed": false}));
+        } else {
+            println!("The namespace is already `{ns}`; nothing to do.");
+        }
+        return Ok(Outcome::Success);
+    }
+    let target = Placement {
+        datastore: repo.config.datastore.clone(),
+        namespace: Some(ns),
+    };
+    retarget(ctx, &repo, target, None, yes, migrate)
+}
+
+pub fn namespace_unset(ctx: &Ctx, migrate: bool, yes: bool) -> Result<Outcome, CliError> {
+    let repo = ctx.open_repo()?;
+    if repo.config.namespace.is_none() && repo.config.migrating_from.is_empty() {
+        if ctx.json {
+            print_json(&json!({"namespace": null, "changed": false}));
+        } else {
+            println!("No namespace is set; nothing to do.");
+        }
+        return Ok(Outcome::Success);
+    }
+    let target = Placement {
+        datastore: repo.config.datastore.clone(),
+        namespace: None,
+    };
+    retarget(ctx, &repo, target, None, yes, migrate)
+}
+
+pub fn namespace_migrate(ctx: &Ctx, reverse: bool, yes: bool) -> Result<Outcome, CliError> {
+    if reverse {
+        return namespace_unset(ctx, true, yes);
+    }
+    let repo = ctx.open_repo()?;
+    if repo.config.namespace.is_none() {
+        return Err(
+            CliError::failure("no namespace is configured; nothing to migrate into")
+                .hint("run `swamp datastore namespace set NS --migrate --confirm`"),
+        );
+    }
+    // Forward: whatever sits in the solo layout of this datastore moves in.
+    // An empty solo layout adds nothing, so migrating twice is a no-op.
+    let solo = Placement {
+        datastore: repo.config.datastore.clone(),
+        namespace: None,
+    };
+    let solo_has_data = first_datastore_file(&repo.layout, &solo).is_some();
+    let extra = solo_has_data.then_some(solo);
+    retarget(ctx, &repo, repo.config.target(), extra, yes, true)
+}
+
+/// Changes the desired placement to `target` (also draining `extra_source`)
+/// and, when `migrate`, plans and applies the move.
+fn retarget(
+    ctx: &Ctx,
+    repo: &Repo,
+    target: Placement,
+    extra_source: Option<Placement>,
+    yes: bool,
+    migrate: bool,
+) -> Result<Outcome, CliError> {
+    let mut config = repo.config.clone();
+    config.retarget(target);
+    if let Some(source) = extra_source
+        && source != config.target()
+        && !config.migrating_from.contains(&source)
+    {
+        config.migrating_from.push(source);
+    }
+    config
+        .validate()
+        .map_err(|e| CliError::failure(format!("the new configuration is invalid: {e}")))?;
+    let new_repo = Repo::new(repo.root.clone(), config.clone())?;
+    if !migrate {
+        return record_only(ctx, &new_repo, &config);
+    }
+    let planned = engine::plan(&new_repo.layout, &config, Scope::Layout)?;
+    let changed = config != repo.config;
+    run_flow(
+        ctx,
+        &new_repo,
+        planned,
+        changed.then_some(&config),
+        yes,
+        Unconfirmed::Preview,
+    )
+}
+
+/// `namespace set/unset` without `--migrate`: record the desired state,
+/// move nothing, and say what is left to move.
+fn record_only(ctx: &Ctx, repo: &Repo, config: &Config) -> Result<Outcome, CliError> {
+    config.save(&repo.root)?;
+    let planned = engine::plan(&repo.layout, config, Scope::Layout)?;
+    let summary = planned.plan.summary();
+    let pending = summary.moves + summary.drop_duplicate;
+    if ctx.json {
+        print_json(&json!({
+            "namespace": config.namespace,
+            "datastore": config.datastore,
+            "changed": true,
+            "files_to_move": pending,
+            "conflicts": summary.conflicts,
+        }));
+    } else {
+        match &config.namespace {
+            Some(ns) => println!("Namespace set to `{ns}` in .swamp.toml."),
+            None => println!("Namespace removed from .swamp.toml."),
+        }
+        if pending > 0 || summary.conflicts > 0 {
+            println!(
+                "{pending} file(s) are still at the old location. Run `swamp plan` to review the move and `swamp apply` to make it."
+            );
+        }
+    }
+    Ok(Outcome::Success)
+}

@@ -1,0 +1,236 @@
+//! `plan`, `apply`, `show`, and the plan → confirm → apply → verify flow
+//! that the layout commands share.
+
+use std::path::Path;
+
+use serde_json::json;
+
+use crate::cli::output::{ask, interactive, print_json, progress_bar};
+use crate::cli::{CliError, Ctx, Outcome, Repo};
+use crate::config::Config;
+use crate::engine::{self, Planned};
+use crate::plan::SavedPlan;
+use crate::plan::render::{human_bytes, render};
+use crate::state::Scope;
+
+pub fn plan(
+    ctx: &Ctx,
+    scope: Scope,
+    out: Option<&Path>,
+    detailed_exitcode: bool,
+) -> Result<Outcome, CliError> {
+    let repo = ctx.open_repo()?;
+    let planned = engine::plan(&repo.layout, &repo.config, scope)?;
+    let saved = planned.into_saved(&repo.config);
+    if let Some(out) = out {
+        saved.save(out)?;
+    }
+    if ctx.json {
+        print_json(&saved.to_json());
+    } else {
+        print!("{}", render(&saved.plan, &repo.root));
+        if let Some(out) = out {
+            println!(
+                "\nSaved this plan to {}. Apply exactly it with `swamp apply {}`.",
+                out.display(),
+                out.display()
+            );
+        }
+    }
+    Ok(if saved.plan.has_conflicts() {
+        Outcome::Conflicts
+    } else if detailed_exitcode && !saved.plan.is_empty() {
+        Outcome::Changes
+    } else {
+        Outcome::Success
+    })
+}
+
+pub fn show(ctx: &Ctx, file: &Path) -> Result<Outcome, CliError> {
+    let saved = SavedPlan::load(file)?;
+    if ctx.json {
+        print_json(&saved.to_json());
+    } else {
+        let repo_root = ctx
+            .open_repo()
+            .map(|r| r.root)
+            .unwrap_or_else(|_| std::path::PathBuf::from("/"));
+        print!("{}", render(&saved.plan, &repo_root));
+    }
+    Ok(Outcome::Success)
+}
+
+pub fn apply(ctx: &Ctx, scope: Scope, yes: bool) -> Result<Outcome, CliError> {
+    let repo = ctx.open_repo()?;
+    let planned = engine::plan(&repo.layout, &repo.config, scope)?;
+    run_flow(ctx, &repo, planned, None, yes, Unconfirmed::Refuse)
+}
+
+pub fn apply_saved(ctx: &Ctx, file: &Path) -> Result<Outcome, CliError> {
+    let repo = ctx.open_repo()?;
+    let saved = SavedPlan::load(file)?;
+    engine::check_fresh(&saved, &repo.layout, &repo.config)?;
+    if !ctx.json {
+        print!("{}", render(&saved.plan, &repo.root));
+    }
+    if saved.plan.is_empty() {
+        return finish_empty(ctx, &saved);
+    }
+    if saved.plan.has_conflicts() {
+        return conflicts(ctx, &saved, false);
+    }
+    apply_confirmed(ctx, &repo, &saved)
+}
+
+/// What to do when the user did not confirm.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unconfirmed {
+    /// `apply`: refuse, naming `-y` (there is nobody to ask).
+    Refuse,
+    /// Layout commands: the plan was a preview; change nothing, exit 0.
+    Preview,
+}
+
+/// Shows `planned`, asks for (or takes) confirmation, records `new_config`
+/// in `.swamp.toml` when given, applies, and verifies convergence.
+pub fn run_flow(
+    ctx: &Ctx,
+    repo: &Repo,
+    planned: Planned,
+    new_config: Option<&Config>,
+    yes: bool,
+    unconfirmed: Unconfirmed,
+) -> Result<Outcome, CliError> {
+    let config = new_config.unwrap_or(&repo.config);
+    let saved = planned.into_saved(config);
+    if !ctx.json {
+        print!("{}", render(&saved.plan, &repo.root));
+    }
+    if saved.plan.is_empty() {
+        if let Some(c) = new_config
+            && yes
+        {
+            c.save(&repo.root)?;
+        }
+        return finish_empty(ctx, &saved);
+    }
+    if saved.plan.has_conflicts() {
+        let recorded = match new_config {
+            Some(c) if yes => {
+                c.save(&repo.root)?;
+                true
+            }
+            _ => false,
+        };
+        return conflicts(ctx, &saved, recorded);
+    }
+    let confirmed = yes
+        || (!ctx.json
+            && interactive()
+            && ask(&format!(
+                "\nApply these {} action(s)?",
+                saved.plan.actions.len()
+            )));
+    if !confirmed {
+        return match unconfirmed {
+            Unconfirmed::Refuse => Err(CliError::failure(
+                "apply needs confirmation, and there is no terminal to ask on; nothing was changed",
+            )
+            .hint("review the plan above, then run `swamp apply -y` (or save it with `swamp plan -o FILE` and run `swamp apply FILE`)")),
+            Unconfirmed::Preview => {
+                if ctx.json {
+                    print_json(&json!({"plan": saved.to_json(), "preview": true, "applied": null}));
+                } else {
+                    println!("\nThis was a preview; nothing changed. Add --confirm (or -y) to apply it.");
+                }
+                Ok(Outcome::Success)
+            }
+        };
+    }
+    if let Some(c) = new_config {
+        // The desired state is recorded before anything moves, so any later
+        // plan continues toward it even if this run is interrupted.
+        c.save(&repo.root)?;
+    }
+    apply_confirmed(ctx, repo, &saved)
+}
+
+fn finish_empty(ctx: &Ctx, saved: &SavedPlan) -> Result<Outcome, CliError> {
+    if ctx.json {
+        print_json(&json!({"plan": saved.to_json(), "applied": null, "converged": true}));
+    }
+    Ok(Outcome::Success)
+}
+
+fn conflicts(ctx: &Ctx, saved: &SavedPlan, recorded: bool) -> Result<Outcome, CliError> {
+    if ctx.json {
+        print_json(
+            &json!({"plan": saved.to_json(), "applied": null, "converged": false, "recorded": recorded}),
+        );
+    } else {
+        if recorded {
+            eprintln!(
+                "The new layout is recorded in .swamp.toml; once the conflicts are resolved, `swamp apply` finishes the move."
+            );
+        }
+        eprintln!(
+            "error: the plan has {} conflict(s); nothing was applied",
+            saved.plan.conflicts.len()
+        );
+    }
+    Ok(Outcome::Conflicts)
+}
+
+fn apply_confirmed(ctx: &Ctx, repo: &Repo, saved: &SavedPlan) -> Result<Outcome, CliError> {
+    let bar = progress_bar(saved.plan.actions.len());
+    let mut tick = |done: usize, _total: usize| bar.set_position(done as u64);
+    let result = engine::apply_and_verify(&repo.root, &repo.layout, &saved.plan, &mut tick);
+    bar.finish_and_clear();
+    let applied = result?;
+    let report = &applied.report;
+    let converged = applied.converged();
+    if ctx.json {
+        let remaining = (!converged).then(|| {
+            let after = applied.after.clone();
+            let config = Config::load(&repo.root).unwrap_or_else(|_| repo.config.clone());
+            after.into_saved(&config).to_json()
+        });
+        print_json(&json!({
+            "plan": saved.to_json(),
+            "applied": report,
+            "converged": converged,
+            "remaining": remaining,
+        }));
+    } else {
+        println!(
+            "\nApplied {} action(s): {} moved ({}), {} identical duplicate(s) dropped{}{}.",
+            report.completed,
+            report.moved,
+            human_bytes(report.bytes_moved),
+            report.dropped,
+            if report.catalog_invalidated {
+                ", catalog marked for rebuild"
+            } else {
+                ""
+            },
+            if report.migration_finished {
+                ", migration record cleared"
+            } else {
+                ""
+            },
+        );
+        if converged {
+            println!("Converged: the datastore matches the configuration.");
+        } else {
+            println!("Not converged: the state changed while applying. What is left:\n");
+            print!("{}", render(&applied.after.plan, &repo.root));
+        }
+    }
+    Ok(if converged {
+        Outcome::Success
+    } else if applied.after.plan.has_conflicts() {
+        Outcome::Conflicts
+    } else {
+        Outcome::Failed
+    })
+}

@@ -1,0 +1,177 @@
+//! The one CLI error type: its kind picks the exit code (SPEC §3), and it
+//! carries a hint naming the command that fixes it.
+
+use std::fmt;
+
+/// Exit codes (SPEC §3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// 1: something went wrong.
+    Failure,
+    /// 3: the plan has conflicts that block apply.
+    Conflicts,
+    /// 64: the command line is wrong.
+    Usage,
+    /// 75: the lock is held by someone else.
+    #[allow(dead_code)]
+    LockHeld,
+}
+
+impl ErrorKind {
+    pub fn exit_code(self) -> u8 {
+        match self {
+            ErrorKind::Failure => 1,
+            ErrorKind::Conflicts => 3,
+            ErrorKind::Usage => 64,
+            ErrorKind::LockHeld => 75,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::Failure => "failure",
+            ErrorKind::Conflicts => "conflicts",
+            ErrorKind::Usage => "usage",
+            ErrorKind::LockHeld => "lock-held",
+        }
+    }
+}
+
+#[derive(Debug)]
+pub struct CliError {
+    pub kind: ErrorKind,
+    pub message: String,
+    pub hint: Option<String>,
+}
+
+impl CliError {
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> CliError {
+        CliError {
+            kind,
+            message: message.into(),
+            hint: None,
+        }
+    }
+
+    pub fn failure(message: impl Into<String>) -> CliError {
+        CliError::new(ErrorKind::Failure, message)
+    }
+
+    pub fn usage(message: impl Into<String>) -> CliError {
+        CliError::new(ErrorKind::Usage, message)
+    }
+
+    pub fn hint(mut self, hint: impl Into<String>) -> CliError {
+        self.hint = Some(hint.into());
+        self
+    }
+
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "error": {
+                "kind": self.kind.as_str(),
+                "exit_code": self.kind.exit_code(),
+                "message": self.message,
+                "hint": self.hint,
+            }
+        })
+    }
+}
+
+impl fmt::Display for CliError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "error: {}", self.message)?;
+        if let Some(hint) = &self.hint {
+            write!(f, "\n  hint: {hint}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Library errors become CLI errors with the hint that fixes them.
+mod from {
+    use super::{CliError, ErrorKind};
+    use crate::apply::ApplyError;
+    use crate::catalog::CatalogError;
+    use crate::config::ConfigError;
+    use crate::data::DataError;
+    use crate::engine::EngineError;
+    use crate::plan::PlanFileError;
+
+    impl From<ConfigError> for CliError {
+        fn from(e: ConfigError) -> CliError {
+            let hint = match &e {
+                ConfigError::NotFound(_) => {
+                    Some("run `swamp init` to create one, or pass --repo DIR".to_string())
+                }
+                ConfigError::Invalid { .. } => {
+                    Some("fix the key named above in .swamp.toml; nothing was changed".to_string())
+                }
+                _ => None,
+            };
+            CliError {
+                kind: ErrorKind::Failure,
+                message: e.to_string(),
+                hint,
+            }
+        }
+    }
+
+    impl From<EngineError> for CliError {
+        fn from(e: EngineError) -> CliError {
+            let e = match e {
+                EngineError::Config(c) => return c.into(),
+                other => other,
+            };
+            let hint = match &e {
+                EngineError::Stale { .. } => Some(
+                    "run `swamp plan -o FILE` again, review it, and apply the new plan".to_string(),
+                ),
+                EngineError::Apply(ApplyError::Conflicts(_)) => {
+                    Some("run `swamp plan` to see the conflicts".to_string())
+                }
+                EngineError::Apply(ApplyError::Stopped { completed, .. }) => Some(format!(
+                    "{completed} action(s) completed and stay done; run `swamp plan` to see what is left, then `swamp apply`"
+                )),
+                EngineError::ScopeNeedsRemote { .. } => Some(
+                    "use `--scope layout` (or `all`) with local and filesystem datastores".into(),
+                ),
+                EngineError::WrongRepo { .. } => {
+                    Some("apply the plan in the repository it was made in".to_string())
+                }
+                _ => None,
+            };
+            let kind = match &e {
+                EngineError::Apply(ApplyError::Conflicts(_)) => ErrorKind::Conflicts,
+                EngineError::ScopeNeedsRemote { .. } | EngineError::ScopeUnsupported { .. } => {
+                    ErrorKind::Usage
+                }
+                _ => ErrorKind::Failure,
+            };
+            CliError {
+                kind,
+                message: e.to_string(),
+                hint,
+            }
+        }
+    }
+
+    impl From<PlanFileError> for CliError {
+        fn from(e: PlanFileError) -> CliError {
+            CliError::failure(e.to_string())
+                .hint("make a plan file with `swamp plan -o FILE`; nothing was changed")
+        }
+    }
+
+    impl From<CatalogError> for CliError {
+        fn from(e: CatalogError) -> CliError {
+            CliError::failure(e.to_string()).hint("run `swamp catalog rebuild`")
+        }
+    }
+
+    impl From<DataError> for CliError {
+        fn from(e: DataError) -> CliError {
+            CliError::failure(e.to_string())
+        }
+    }
+}

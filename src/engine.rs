@@ -1,0 +1,188 @@
+//! The reconcile loop every command shares: desired state from the
+//! configuration and the command's scope, observed state from the disk, a
+//! pure diff into a plan; then apply, observe again, and confirm the new
+//! plan is empty (converged).
+
+use std::path::Path;
+
+use crate::apply::{self, ApplyError, ApplyReport, Progress};
+use crate::config::{Config, ConfigError};
+use crate::layout::{Layout, LayoutError};
+use crate::plan::fingerprint::explain_changes;
+use crate::plan::textdiff::attach_diffs;
+use crate::plan::{Fingerprint, Plan, SavedPlan, diff};
+use crate::state::observed::ObserveError;
+use crate::state::{Desired, HashCache, Observed, Scope};
+
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error(transparent)]
+    Layout(#[from] LayoutError),
+    #[error(transparent)]
+    Observe(#[from] ObserveError),
+    #[error(transparent)]
+    Apply(#[from] ApplyError),
+    #[error(
+        "scope `{scope}` needs a remote datastore (s3 or gcs); this repository uses `{datastore}`"
+    )]
+    ScopeNeedsRemote { scope: Scope, datastore: String },
+    #[error("scope `{scope}` is not supported by this version of swamp")]
+    ScopeUnsupported { scope: Scope },
+    #[error("{datastore} datastores are not supported by this version of swamp")]
+    DatastoreUnsupported { datastore: String },
+    #[error("the saved plan is stale; since it was made:\n  - {}", .changes.join("\n  - "))]
+    Stale { changes: Vec<String> },
+    #[error("the saved plan was made for repository {planned}, not this one ({actual})")]
+    WrongRepo { planned: String, actual: String },
+}
+
+/// A computed plan with the states it came from.
+#[derive(Debug, Clone)]
+pub struct Planned {
+    pub desired: Desired,
+    pub observed: Observed,
+    pub plan: Plan,
+}
+
+impl Planned {
+    pub fn fingerprint(&self) -> Fingerprint {
+        Fingerprint::of(&self.desired, &self.observed)
+    }
+
+    pub fn into_saved(self, config: &Config) -> SavedPlan {
+        SavedPlan::new(config.repo_id, self.plan, &self.desired, self.observed)
+    }
+}
+
+/// Refuses what this version cannot reconcile, naming why.
+fn check_supported(config: &Config, scope: Scope) -> Result<(), EngineError> {
+    let remote = config.datastore.is_remote()
+        || config
+            .migrating_from
+            .iter()
+            .any(|p| p.datastore.is_remote());
+    if remote {
+        let datastore = config
+            .migrating_from
+            .iter()
+            .map(|p| &p.datastore)
+            .chain([&config.datastore])
+            .find(|d| d.is_remote())
+            .expect("checked above");
+        return Err(EngineError::DatastoreUnsupported {
+            datastore: datastore.kind().to_string(),
+        });
+    }
+    match scope {
+        Scope::All | Scope::Layout => Ok(()),
+        Scope::Sync | Scope::Push | Scope::Pull => Err(EngineError::ScopeNeedsRemote {
+            scope,
+            datastore: config.datastore.kind().to_string(),
+        }),
+        Scope::Config => Err(EngineError::ScopeUnsupported { scope }),
+    }
+}
+
+/// Observes what `desired` names, with the persistent hash cache.
+pub fn observe(layout: &Layout, desired: &Desired) -> Result<Observed, EngineError> {
+    let mut cache = HashCache::load(&layout.hash_cache_path());
+    let placements: Vec<_> = std::iter::once(&desired.target)
+        .chain(&desired.sources)
+        .collect();
+    let observed = Observed::observe(layout, &placements, &mut cache)?;
+    // Derived state: a cache that cannot be saved only costs time next run.
+    let _ = cache.save();
+    Ok(observed)
+}
+
+/// Builds the plan for `config` and `scope`.
+pub fn plan(layout: &Layout, config: &Config, scope: Scope) -> Result<Planned, EngineError> {
+    check_supported(config, scope)?;
+    let desired = Desired::from_config(config, scope);
+    let observed = observe(layout, &desired)?;
+    let mut plan = diff(&desired, &observed);
+    attach_diffs(&mut plan);
+    Ok(Planned {
+        desired,
+        observed,
+        plan,
+    })
+}
+
+/// Checks a saved plan against the state now: same repository, same
+/// desired state, same observed state.
+pub fn check_fresh(saved: &SavedPlan, layout: &Layout, config: &Config) -> Result<(), EngineError> {
+    if saved.repo_id != config.repo_id {
+        return Err(EngineError::WrongRepo {
+            planned: saved.repo_id.to_string(),
+            actual: config.repo_id.to_string(),
+        });
+    }
+    check_supported(config, saved.plan.scope)?;
+    let desired_then = saved.desired();
+    let desired_now = Desired::from_config(config, saved.plan.scope);
+    if desired_now.target != desired_then.target {
+        return Err(EngineError::Stale {
+            changes: vec![format!(
+                "the configuration changed: the plan moves data to {}, .swamp.toml now wants {}",
+                desired_then.target, desired_now.target
+            )],
+        });
+    }
+    if desired_now != desired_then {
+        let list = |d: &Desired| match d.sources.as_slice() {
+            [] => "nothing".to_string(),
+            s => s
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", "),
+        };
+        return Err(EngineError::Stale {
+            changes: vec![format!(
+                "the migration record in .swamp.toml changed: the plan moves data from {}; it now records {}",
+                list(&desired_then),
+                list(&desired_now)
+            )],
+        });
+    }
+    let observed_now = observe(layout, &desired_now)?;
+    if Fingerprint::of(&desired_now, &observed_now) != saved.fingerprint {
+        let then = saved.observed.as_ref().expect("load() requires it");
+        return Err(EngineError::Stale {
+            changes: explain_changes(then, &observed_now, 10),
+        });
+    }
+    Ok(())
+}
+
+/// The outcome of an apply followed by a fresh plan.
+#[derive(Debug)]
+pub struct Applied {
+    pub report: ApplyReport,
+    /// The plan computed after applying; empty means converged.
+    pub after: Planned,
+}
+
+impl Applied {
+    pub fn converged(&self) -> bool {
+        self.after.plan.is_empty()
+    }
+}
+
+/// Applies `plan`, then observes again and plans with the (possibly
+/// updated) configuration.
+pub fn apply_and_verify(
+    repo: &Path,
+    layout: &Layout,
+    plan: &Plan,
+    progress: Progress<'_>,
+) -> Result<Applied, EngineError> {
+    let report = apply::apply(plan, layout, repo, progress)?;
+    let config = Config::load(repo)?;
+    let layout = Layout::new(repo, &config, layout.swamp_home())?;
+    let after = self::plan(&layout, &config, plan.scope)?;
+    Ok(Applied { report, after })
+}

@@ -1,0 +1,191 @@
+//! The harness: a temp repo, a temp SWAMP_HOME, and helpers to run the
+//! binary and look at the tree.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+use tempfile::TempDir;
+
+pub struct TestRepo {
+    _dir: TempDir,
+    _home: TempDir,
+    pub root: PathBuf,
+    pub home: PathBuf,
+}
+
+pub struct Run {
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Run {
+    #[track_caller]
+    pub fn expect(&self, code: i32) -> &Run {
+        assert_eq!(
+            self.code,
+            Some(code),
+            "expected exit {code}\n--- stdout\n{}\n--- stderr\n{}",
+            self.stdout,
+            self.stderr
+        );
+        self
+    }
+
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("stdout is not one JSON document ({e}):\n{}", self.stdout))
+    }
+}
+
+impl TestRepo {
+    /// A fresh repo made by `swamp init` with the given extra arguments.
+    pub fn init(args: &[&str]) -> TestRepo {
+        let dir = tempfile::tempdir().unwrap();
+        let home = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap().join("repo");
+        std::fs::create_dir_all(&root).unwrap();
+        let repo = TestRepo {
+            root,
+            home: home.path().canonicalize().unwrap(),
+            _dir: dir,
+            _home: home,
+        };
+        let mut init = vec!["init"];
+        init.extend_from_slice(args);
+        repo.run(&init).expect(0);
+        repo
+    }
+
+    pub fn cmd(&self) -> Command {
+        let mut c = Command::cargo_bin("swamp").unwrap();
+        c.current_dir(&self.root)
+            .env("SWAMP_HOME", &self.home)
+            .env("NO_COLOR", "1")
+            .env_remove("FAILPOINTS");
+        c
+    }
+
+    pub fn run(&self, args: &[&str]) -> Run {
+        let output = self.cmd().args(args).output().unwrap();
+        Run {
+            code: output.status.code(),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        }
+    }
+
+    pub fn path(&self, rel: &str) -> PathBuf {
+        self.root.join(rel)
+    }
+
+    pub fn write(&self, rel: &str, content: &str) {
+        let p = self.path(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, content).unwrap();
+    }
+
+    pub fn read(&self, rel: &str) -> String {
+        std::fs::read_to_string(self.path(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"))
+    }
+
+    pub fn exists(&self, rel: &str) -> bool {
+        self.path(rel).exists()
+    }
+
+    pub fn config(&self) -> String {
+        self.read(".swamp.toml")
+    }
+
+    pub fn repo_id(&self) -> String {
+        let c: toml::Value = toml::from_str(&self.config()).unwrap();
+        c["repo_id"].as_str().unwrap().to_string()
+    }
+
+    /// Every file under `rel` (relative path → bytes).
+    pub fn tree(&self, rel: &str) -> BTreeMap<String, Vec<u8>> {
+        tree(&self.path(rel))
+    }
+
+    /// Replaces what differs between runs: temp paths, the repo id, the
+    /// fingerprint.
+    pub fn filter(&self, text: &str) -> String {
+        let mut out = text
+            .replace(self.root.to_str().unwrap(), "[REPO]")
+            .replace(self.home.to_str().unwrap(), "[HOME]")
+            .replace(&self.repo_id(), "[REPO_ID]");
+        while let Some(i) = out.find("\"sha256:") {
+            let end = i + 1 + "sha256:".len() + 64;
+            out.replace_range(i + 1..end, "[FINGERPRINT]");
+        }
+        out
+    }
+
+    /// A typical solo-layout repo: two data versions, outputs, a workflow
+    /// run, an audit log, and repo-local secrets and vault bundles.
+    pub fn with_solo_data() -> TestRepo {
+        let repo = TestRepo::init(&[]);
+        repo.seed();
+        repo
+    }
+
+    pub fn seed(&self) {
+        self.write(".swamp/data/web/state/1/raw", "replicas: 1\n");
+        self.write(".swamp/data/web/state/2/raw", "replicas: 2\n");
+        self.write(
+            ".swamp/outputs/deploy/web-1.yaml",
+            "status: ok\nhost: web-1\n",
+        );
+        self.write(
+            ".swamp/workflow-runs/nightly/run-0001.yaml",
+            "result: passed\n",
+        );
+        self.write(".swamp/audit/2026-11.log", "alice applied\n");
+        self.write(".swamp/secrets/local_encryption/prod/db.enc", "SECRET");
+        self.write(".swamp/vault-bundles/prod.bundle", "BUNDLE");
+    }
+}
+
+pub fn tree(root: &Path) -> BTreeMap<String, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    if !root.exists() {
+        return out;
+    }
+    for e in walkdir::WalkDir::new(root).sort_by_file_name() {
+        let e = e.unwrap();
+        if e.file_type().is_file() {
+            let rel = e
+                .path()
+                .strip_prefix(root)
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .to_string();
+            out.insert(rel, std::fs::read(e.path()).unwrap());
+        }
+    }
+    out
+}
+
+/// The datastore files of a tree: no catalog files, no reconciler state.
+pub fn data_files(tree: &BTreeMap<String, Vec<u8>>) -> BTreeMap<String, Vec<u8>> {
+    tree.iter()
+        .filter(|(k, _)| !k.contains("_catalog.db") && !k.starts_with("state/"))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
+/// Snapshot settings: snapshots live in the top-level `snapshots/`.
+#[macro_export]
+macro_rules! snapshot {
+    ($name:expr, $value:expr) => {
+        insta::with_settings!({
+            snapshot_path => concat!(env!("CARGO_MANIFEST_DIR"), "/snapshots"),
+            prepend_module_to_snapshot => false,
+            omit_expression => true,
+        }, {
+            insta::assert_snapshot!($name, $value);
+        })
+    };
+}

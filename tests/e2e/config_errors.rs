@@ -1,0 +1,113 @@
+//! Bad configuration and bad command lines: clear errors, nothing written.
+
+use crate::common::TestRepo;
+
+#[test]
+fn an_unknown_key_is_named_and_nothing_is_written() {
+    let repo = TestRepo::with_solo_data();
+    let bad = format!("{}colour = \"blue\"\n", repo.config());
+    repo.write(".swamp.toml", &bad);
+    let before = repo.tree(".swamp");
+    let run = repo.run(&[
+        "datastore",
+        "namespace",
+        "set",
+        "homelab",
+        "--migrate",
+        "-y",
+    ]);
+    run.expect(1);
+    assert!(run.stderr.contains("colour"), "{}", run.stderr);
+    assert_eq!(repo.config(), bad, ".swamp.toml untouched");
+    assert_eq!(repo.tree(".swamp"), before);
+}
+
+#[test]
+fn a_relative_filesystem_path_is_refused() {
+    let repo = TestRepo::init(&[]);
+    let bad = format!(
+        "repo_id = \"{}\"\n[datastore]\ntype = \"filesystem\"\npath = \"shared/store\"\n",
+        repo.repo_id()
+    );
+    repo.write(".swamp.toml", &bad);
+    let run = repo.run(&["plan"]);
+    run.expect(1);
+    assert!(run.stderr.contains("relative"), "{}", run.stderr);
+    assert!(run.stderr.contains("path"), "{}", run.stderr);
+}
+
+#[test]
+fn a_namespace_that_is_a_tier_name_is_refused_on_the_command_line_and_in_the_file() {
+    let repo = TestRepo::init(&[]);
+    let run = repo.run(&["datastore", "namespace", "set", "data"]);
+    run.expect(64);
+    assert!(run.stderr.contains("reserved"), "{}", run.stderr);
+    assert!(!repo.config().contains("namespace"));
+
+    repo.write(
+        ".swamp.toml",
+        &format!("namespace = \"outputs\"\n{}", repo.config()),
+    );
+    let run = repo.run(&["status"]);
+    run.expect(1);
+    assert!(run.stderr.contains("reserved"), "{}", run.stderr);
+}
+
+#[test]
+fn a_wrong_type_names_the_key() {
+    let repo = TestRepo::init(&[]);
+    repo.write(
+        ".swamp.toml",
+        &format!("{}[sync]\nconcurrency = \"lots\"\n", repo.config()),
+    );
+    let run = repo.run(&["plan"]);
+    run.expect(1);
+    assert!(run.stderr.contains("concurrency"), "{}", run.stderr);
+}
+
+#[test]
+fn usage_errors_exit_64() {
+    let repo = TestRepo::init(&[]);
+    repo.run(&["plan", "--scope", "everything"]).expect(64);
+    repo.run(&["no-such-command"]).expect(64);
+}
+
+#[test]
+fn sync_scope_on_a_local_datastore_is_a_usage_error_naming_the_fix() {
+    let repo = TestRepo::init(&[]);
+    let run = repo.run(&["plan", "--scope", "sync"]);
+    run.expect(64);
+    assert!(run.stderr.contains("remote datastore"), "{}", run.stderr);
+}
+
+#[test]
+fn commands_outside_a_repo_say_how_to_make_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = TestRepo::init(&[]);
+    let out = repo
+        .cmd()
+        .current_dir(dir.path())
+        .arg("plan")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("swamp init"));
+}
+
+#[test]
+fn init_twice_refuses_and_keeps_the_repo_id() {
+    let repo = TestRepo::init(&[]);
+    let id = repo.repo_id();
+    repo.run(&["init"]).expect(1);
+    assert_eq!(repo.repo_id(), id);
+}
+
+#[test]
+fn json_errors_are_one_document_on_stdout() {
+    let repo = TestRepo::init(&[]);
+    let run = repo.run(&["--json", "data", "get", "nope"]);
+    run.expect(1);
+    let doc = run.json();
+    assert_eq!(doc["error"]["exit_code"], 1);
+    assert!(doc["error"]["message"].as_str().unwrap().contains("nope"));
+}

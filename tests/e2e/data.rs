@@ -1,0 +1,122 @@
+//! The data workload through the real binary.
+
+use crate::common::TestRepo;
+
+#[test]
+fn put_get_list_rm_gc_round_trip() {
+    let repo = TestRepo::init(&[]);
+    repo.write("v1.txt", "first\n");
+    repo.write("v2.txt", "second\n");
+    repo.run(&["data", "put", "model/output", "--file", "v1.txt"])
+        .expect(0);
+    let put = repo.run(&["--json", "data", "put", "model/output", "--file", "v2.txt"]);
+    put.expect(0);
+    assert_eq!(put.json()["version"], 2);
+    assert!(repo.exists(".swamp/data/model/output/2/raw"));
+
+    assert_eq!(
+        repo.run(&["data", "get", "model/output"]).stdout,
+        "second\n"
+    );
+    assert_eq!(
+        repo.run(&["data", "get", "model/output", "--version", "1"])
+            .stdout,
+        "first\n"
+    );
+    let list = repo.run(&["--json", "data", "list"]);
+    list.expect(0);
+    let names = &list.json()["data"];
+    assert_eq!(names[0]["name"], "model/output");
+    assert_eq!(names[0]["latest_version"], 2);
+    assert_eq!(names[0]["versions"], 2);
+
+    let gc = repo.run(&["--json", "data", "gc", "--keep", "1"]);
+    gc.expect(0);
+    assert_eq!(gc.json()["removed"].as_array().unwrap().len(), 1);
+    assert!(!repo.exists(".swamp/data/model/output/1"));
+    assert!(repo.exists(".swamp/data/model/output/2/raw"));
+
+    repo.run(&["data", "rm", "model/output"]).expect(0);
+    let list = repo.run(&["--json", "data", "list"]);
+    assert_eq!(list.json()["data"].as_array().unwrap().len(), 0);
+    repo.run(&["data", "get", "model/output"]).expect(1);
+}
+
+#[test]
+fn put_reads_stdin_and_writes_under_the_namespace() {
+    let repo = TestRepo::init(&["--namespace", "homelab"]);
+    let out = repo
+        .cmd()
+        .args(["data", "put", "notes"])
+        .write_stdin("from stdin\n")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(repo.read(".swamp/homelab/data/notes/1/raw"), "from stdin\n");
+    assert!(
+        repo.exists(".swamp/data/_catalog.db"),
+        "catalog stays repo-local"
+    );
+    assert!(!repo.exists(".swamp/homelab/data/_catalog.db"));
+}
+
+#[test]
+fn a_deleted_or_corrupt_catalog_is_rebuilt_from_the_files() {
+    let repo = TestRepo::init(&[]);
+    repo.write("v.txt", "x\n");
+    repo.run(&["data", "put", "a", "--file", "v.txt"]).expect(0);
+    repo.run(&["data", "put", "b", "--file", "v.txt"]).expect(0);
+    for f in ["_catalog.db", "_catalog.db-wal", "_catalog.db-shm"] {
+        let _ = std::fs::remove_file(repo.path(&format!(".swamp/data/{f}")));
+    }
+    let list = repo.run(&["--json", "data", "list"]);
+    assert_eq!(list.json()["data"].as_array().unwrap().len(), 2);
+
+    for f in ["_catalog.db-wal", "_catalog.db-shm"] {
+        let _ = std::fs::remove_file(repo.path(&format!(".swamp/data/{f}")));
+    }
+    std::fs::write(
+        repo.path(".swamp/data/_catalog.db"),
+        b"this is not sqlite at all, not at all",
+    )
+    .unwrap();
+    let list = repo.run(&["--json", "data", "list"]);
+    list.expect(0);
+    assert_eq!(list.json()["data"].as_array().unwrap().len(), 2);
+
+    let rebuild = repo.run(&["--json", "catalog", "rebuild"]);
+    rebuild.expect(0);
+    assert_eq!(rebuild.json()["rebuilt"]["versions"], 2);
+}
+
+#[test]
+fn the_catalog_follows_data_moved_by_a_migration() {
+    let repo = TestRepo::init(&[]);
+    repo.write("v.txt", "x\n");
+    repo.run(&["data", "put", "a", "--file", "v.txt"]).expect(0);
+    repo.run(&["data", "list"]).expect(0);
+    repo.run(&[
+        "datastore",
+        "namespace",
+        "set",
+        "homelab",
+        "--migrate",
+        "-y",
+    ])
+    .expect(0);
+    let list = repo.run(&["--json", "data", "list"]);
+    list.expect(0);
+    assert_eq!(list.json()["data"][0]["name"], "a");
+    assert_eq!(repo.run(&["data", "get", "a"]).stdout, "x\n");
+}
+
+#[test]
+fn a_bad_data_name_is_refused() {
+    let repo = TestRepo::init(&[]);
+    repo.write("v.txt", "x\n");
+    for bad in ["../escape", "a//b", "_catalog.db", "a/1"] {
+        let run = repo.run(&["data", "put", bad, "--file", "v.txt"]);
+        run.expect(1);
+    }
+    assert!(!repo.exists(".swamp/escape"));
+}
