@@ -147,12 +147,20 @@ fn reverse_after_a_read_moves_everything_back_and_drops_the_namespace() {
         "-y",
     ])
     .expect(0);
-    // a read opens the catalog, leaving WAL sidecars in .swamp/data/
+    // A read opens the catalog; a reader still holding it open keeps the
+    // WAL sidecars beside it in .swamp/data/ while we migrate back.
     repo.run(&["data", "list"]).expect(0);
+    let reader = rusqlite::Connection::open(repo.path(".swamp/data/_catalog.db")).unwrap();
+    let _: i64 = reader
+        .query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0))
+        .unwrap();
     assert!(
-        repo.exists(".swamp/data/_catalog.db-wal")
-            || repo.exists(".swamp/data/_catalog.db-shm")
-            || repo.exists(".swamp/data/_catalog.db")
+        repo.exists(".swamp/data/_catalog.db-wal"),
+        "WAL sidecar present"
+    );
+    assert!(
+        repo.exists(".swamp/data/_catalog.db-shm"),
+        "SHM sidecar present"
     );
 
     let reverse = repo.run(&["datastore", "namespace", "unset", "--migrate", "--confirm"]);
@@ -170,6 +178,7 @@ fn reverse_after_a_read_moves_everything_back_and_drops_the_namespace() {
     let config = repo.config();
     assert!(!config.contains("namespace"), "{config}");
     assert!(!config.contains("migrating_from"), "{config}");
+    drop(reader);
     // and the catalog still reads the data
     let list = repo.run(&["--json", "data", "list"]);
     list.expect(0);
