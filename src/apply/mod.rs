@@ -122,6 +122,17 @@ pub fn apply(
                 finish_migration(plan, layout, repo).map_err(|e| stopped(e, &report))?;
                 report.migration_finished = true;
             }
+            Action::Upload { .. }
+            | Action::Download { .. }
+            | Action::DeleteLocal { .. }
+            | Action::DeleteRemote { .. }
+            | Action::RenameLocal { .. }
+            | Action::RecordBase { .. } => {
+                return Err(stopped(
+                    "sync actions are applied by the remote apply, not the local one".into(),
+                    &report,
+                ));
+            }
         }
         report.completed += 1;
         progress(report.completed, total);

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::{DatastoreConfig, Namespace, Placement};
+use crate::config::{ConflictPolicy, DatastoreConfig, Namespace, Placement};
 use crate::layout::TierPath;
 use crate::state::Scope;
 
@@ -33,13 +33,76 @@ pub enum Action {
     /// Clear the migration record from `.swamp.toml` and remove the sources'
     /// empty directories. Precondition: no source holds datastore files.
     FinishMigration,
+    /// Upload a cache file. Precondition: the cache file still has
+    /// `sha256`; the remote object is as `remote` says (absent, or at that
+    /// version), enforced with a conditional write.
+    Upload {
+        path: TierPath,
+        size: u64,
+        sha256: String,
+        remote: RemoteExpect,
+    },
+    /// Download a remote object into the cache, verified against its
+    /// sha256. Precondition: the cache file is as `local` says.
+    Download {
+        path: TierPath,
+        size: u64,
+        version: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        sha256: Option<String>,
+        /// The cache file's sha256 it replaces (`None`: absent).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        local: Option<String>,
+    },
+    /// Delete a cache file the remote deleted. Precondition: it still has `sha256`.
+    DeleteLocal { path: TierPath, sha256: String },
+    /// Delete a remote object the cache deleted. Precondition: it is still
+    /// at `version`.
+    DeleteRemote { path: TierPath, version: String },
+    /// Rename a cache file out of the way (`--conflict keep-both`).
+    RenameLocal {
+        path: TierPath,
+        to: TierPath,
+        sha256: String,
+    },
+    /// Record in the sync base the files both sides already agree on (and
+    /// forget those gone from both). No transfer.
+    RecordBase {
+        add: Vec<BaseRecord>,
+        drop: Vec<TierPath>,
+    },
+}
+
+/// What the remote must hold for an upload to proceed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "state", rename_all = "kebab-case")]
+pub enum RemoteExpect {
+    /// Create-only (`If-None-Match: *`, `ifGenerationMatch=0`).
+    Absent,
+    /// Replace only this version (`If-Match`, `ifGenerationMatch=N`).
+    Version { version: String },
+}
+
+/// One file both sides agree on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BaseRecord {
+    pub path: TierPath,
+    pub sha256: String,
+    pub size: u64,
+    pub version: String,
 }
 
 impl Action {
     /// Stable names, in the order the summary lists them.
-    pub const KINDS: [&'static str; 4] = [
+    pub const KINDS: [&'static str; 10] = [
         "move",
         "drop-duplicate",
+        "upload",
+        "download",
+        "delete-local",
+        "delete-remote",
+        "rename-local",
+        "record-base",
         "invalidate-catalog",
         "finish-migration",
     ];
@@ -50,13 +113,25 @@ impl Action {
             Action::DropDuplicate { .. } => "drop-duplicate",
             Action::InvalidateCatalog => "invalidate-catalog",
             Action::FinishMigration => "finish-migration",
+            Action::Upload { .. } => "upload",
+            Action::Download { .. } => "download",
+            Action::DeleteLocal { .. } => "delete-local",
+            Action::DeleteRemote { .. } => "delete-remote",
+            Action::RenameLocal { .. } => "rename-local",
+            Action::RecordBase { .. } => "record-base",
         }
     }
 
     pub fn path(&self) -> Option<&TierPath> {
         match self {
-            Action::Move { path, .. } | Action::DropDuplicate { path, .. } => Some(path),
-            Action::InvalidateCatalog | Action::FinishMigration => None,
+            Action::Move { path, .. }
+            | Action::DropDuplicate { path, .. }
+            | Action::Upload { path, .. }
+            | Action::Download { path, .. }
+            | Action::DeleteLocal { path, .. }
+            | Action::DeleteRemote { path, .. }
+            | Action::RenameLocal { path, .. } => Some(path),
+            Action::InvalidateCatalog | Action::FinishMigration | Action::RecordBase { .. } => None,
         }
     }
 
@@ -65,8 +140,19 @@ impl Action {
         match self {
             Action::Move { .. } => "not at the target yet",
             Action::DropDuplicate { .. } => "identical copy already at the target",
-            Action::InvalidateCatalog => "data files moved",
+            Action::InvalidateCatalog => "data files changed",
             Action::FinishMigration => "every file is at the target",
+            Action::Upload {
+                remote: RemoteExpect::Absent,
+                ..
+            } => "new in the cache",
+            Action::Upload { .. } => "changed in the cache",
+            Action::Download { local: None, .. } => "new in the remote",
+            Action::Download { .. } => "changed in the remote",
+            Action::DeleteLocal { .. } => "deleted in the remote",
+            Action::DeleteRemote { .. } => "deleted in the cache",
+            Action::RenameLocal { .. } => "keep both: cache copy set aside",
+            Action::RecordBase { .. } => "both sides already agree",
         }
     }
 }
@@ -95,6 +181,25 @@ pub enum Conflict {
         /// The first blocked file, as an example.
         example: TierPath,
     },
+    /// Cache and remote both changed the file since the last sync.
+    BothChanged {
+        path: TierPath,
+        local_sha256: String,
+        remote_version: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        remote_sha256: Option<String>,
+        /// `None`: no sync base (first sync) for this file.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        base_sha256: Option<String>,
+    },
+    /// One side deleted the file, the other changed it.
+    DeletedAndChanged {
+        path: TierPath,
+        deleted_in: Side,
+        changed_sha256: Option<String>,
+    },
+    /// A delete guard refuses the plan (checked at plan time; `--force` overrides).
+    DeleteGuard { guard: String, message: String },
     /// A source holds something swamp cannot move (a symlink, a special file).
     Unsupported {
         /// Relative to the source placement root.
@@ -110,8 +215,19 @@ impl Conflict {
             Conflict::DifferentAtTarget { .. } => "different-at-target",
             Conflict::Obstacle { .. } => "obstacle",
             Conflict::Unsupported { .. } => "unsupported",
+            Conflict::BothChanged { .. } => "both-changed",
+            Conflict::DeletedAndChanged { .. } => "deleted-and-changed",
+            Conflict::DeleteGuard { .. } => "delete-guard",
         }
     }
+}
+
+/// The cache (local) or the remote side of a sync.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Side {
+    Cache,
+    Remote,
 }
 
 /// A placement as the plan shows it: the configuration plus its directory.
@@ -132,16 +248,56 @@ impl PlacementInfo {
     }
 }
 
-/// Counts per action kind, plus conflicts and bytes to move.
+/// Counts per action kind, conflicts, bytes, and an estimate of the
+/// requests apply will make against the remote.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Summary {
     #[serde(rename = "move")]
     pub moves: usize,
     pub drop_duplicate: usize,
+    pub upload: usize,
+    pub download: usize,
+    pub delete_local: usize,
+    pub delete_remote: usize,
+    pub rename_local: usize,
+    pub record_base: usize,
     pub invalidate_catalog: usize,
     pub finish_migration: usize,
     pub conflicts: usize,
     pub bytes_to_move: u64,
+    pub bytes_to_upload: u64,
+    pub bytes_to_download: u64,
+    pub requests: RequestEstimate,
+}
+
+/// Requests apply is expected to send (retries not counted). LIST covers
+/// the re-observation that confirms convergence.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RequestEstimate {
+    pub list: u64,
+    pub put: u64,
+    pub get: u64,
+    pub delete: u64,
+}
+
+/// The remote side of a sync plan.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RemoteInfo {
+    /// `s3://bucket/prefix/ns/`: everything this plan may touch is below it.
+    pub url: String,
+    /// The key prefix (`<prefix>/<ns>/`).
+    pub key_prefix: String,
+    /// Objects listed under it.
+    pub objects: usize,
+    /// Deletes go in batches of up to 1000 when the backend allows.
+    pub batch_delete: bool,
+    /// How conflicts were settled (`fail` leaves them blocking).
+    pub conflict_policy: ConflictPolicy,
+    /// Delete guards were overridden with `--force`.
+    pub forced: bool,
+    /// Conflicts settled by `conflict_policy`, for review.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub resolved: Vec<Conflict>,
 }
 
 /// The ordered actions that take observed to desired, and what blocks them.
@@ -150,6 +306,9 @@ pub struct Plan {
     pub scope: Scope,
     pub target: PlacementInfo,
     pub sources: Vec<PlacementInfo>,
+    /// Present when the plan syncs with a remote.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote: Option<RemoteInfo>,
     pub actions: Vec<Action>,
     pub conflicts: Vec<Conflict>,
 }
@@ -177,7 +336,32 @@ impl Plan {
                 Action::DropDuplicate { .. } => s.drop_duplicate += 1,
                 Action::InvalidateCatalog => s.invalidate_catalog += 1,
                 Action::FinishMigration => s.finish_migration += 1,
+                Action::Upload { size, .. } => {
+                    s.upload += 1;
+                    s.bytes_to_upload += size;
+                }
+                Action::Download { size, .. } => {
+                    s.download += 1;
+                    s.bytes_to_download += size;
+                }
+                Action::DeleteLocal { .. } => s.delete_local += 1,
+                Action::DeleteRemote { .. } => s.delete_remote += 1,
+                Action::RenameLocal { .. } => s.rename_local += 1,
+                Action::RecordBase { .. } => s.record_base += 1,
             }
+        }
+        if let Some(remote) = &self.remote {
+            let deletes = s.delete_remote as u64;
+            s.requests = RequestEstimate {
+                list: (remote.objects as u64).div_ceil(1000).max(1),
+                put: s.upload as u64,
+                get: s.download as u64,
+                delete: if remote.batch_delete {
+                    deletes.div_ceil(1000)
+                } else {
+                    deletes
+                },
+            };
         }
         s
     }

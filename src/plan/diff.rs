@@ -99,6 +99,7 @@ pub fn diff(desired: &Desired, observed: &Observed) -> Plan {
         scope: desired.scope,
         target: info(target),
         sources: sources.iter().map(info).collect(),
+        remote: None,
         actions,
         conflicts,
     }

@@ -8,6 +8,7 @@ pub mod diff;
 pub mod file;
 pub mod fingerprint;
 pub mod render;
+pub mod sync_diff;
 pub mod textdiff;
 
 pub use action::{Action, Conflict, PlacementInfo, Plan, Summary};

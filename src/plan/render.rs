@@ -81,9 +81,15 @@ pub fn render(plan: &Plan, repo: &Path) -> String {
     let s = plan.summary();
     let mut summary = table();
     summary.set_header(["action", "count", "bytes"]);
-    let rows: [(&str, usize, Option<u64>); 5] = [
+    let rows: [(&str, usize, Option<u64>); 11] = [
         ("move", s.moves, Some(s.bytes_to_move)),
         ("drop-duplicate", s.drop_duplicate, None),
+        ("upload", s.upload, Some(s.bytes_to_upload)),
+        ("download", s.download, Some(s.bytes_to_download)),
+        ("delete-remote", s.delete_remote, None),
+        ("delete-local", s.delete_local, None),
+        ("rename-local", s.rename_local, None),
+        ("record-base", s.record_base, None),
         ("invalidate-catalog", s.invalidate_catalog, None),
         ("finish-migration", s.finish_migration, None),
         ("conflict", s.conflicts, None),
@@ -121,6 +127,24 @@ pub fn render(plan: &Plan, repo: &Path) -> String {
                 Action::FinishMigration => {
                     (".swamp.toml".to_string(), String::new(), String::new())
                 }
+                Action::Upload { path, .. } => (path.to_string(), "cache".into(), "remote".into()),
+                Action::Download { path, .. } => {
+                    (path.to_string(), "remote".into(), "cache".into())
+                }
+                Action::DeleteLocal { path, .. } => {
+                    (path.to_string(), "cache".into(), "(removed)".into())
+                }
+                Action::DeleteRemote { path, .. } => {
+                    (path.to_string(), "remote".into(), "(removed)".into())
+                }
+                Action::RenameLocal { path, to, .. } => {
+                    (path.to_string(), "cache".into(), to.to_string())
+                }
+                Action::RecordBase { add, drop } => (
+                    format!("{} file(s) recorded, {} forgotten", add.len(), drop.len()),
+                    String::new(),
+                    "sync base".into(),
+                ),
             };
             actions.add_row(vec![
                 Cell::new(i + 1).set_alignment(CellAlignment::Right),
@@ -186,6 +210,61 @@ fn render_conflict(out: &mut String, c: &Conflict, plan: &Plan, repo: &Path, tar
                 "      fix: move {target}{obstacle} out of the way, then plan again"
             );
         }
+        Conflict::BothChanged {
+            path,
+            local_sha256,
+            remote_version,
+            remote_sha256,
+            base_sha256,
+        } => {
+            let _ = writeln!(
+                out,
+                "  ✗ {path}: changed in both the cache and the remote since the last sync"
+            );
+            let _ = writeln!(out, "      cache  sha256 {local_sha256}");
+            let _ = writeln!(
+                out,
+                "      remote sha256 {} (version {remote_version})",
+                remote_sha256.as_deref().unwrap_or("unknown")
+            );
+            let _ = writeln!(
+                out,
+                "      base   {}",
+                base_sha256
+                    .as_deref()
+                    .map_or("none (never synced)".to_string(), |b| format!("sha256 {b}"))
+            );
+            let _ = writeln!(
+                out,
+                "      fix: pick a side with --conflict local|remote|newer|keep-both, or make them equal"
+            );
+        }
+        Conflict::DeletedAndChanged {
+            path,
+            deleted_in,
+            changed_sha256,
+        } => {
+            let (gone, kept) = match deleted_in {
+                super::action::Side::Cache => ("cache", "remote"),
+                super::action::Side::Remote => ("remote", "cache"),
+            };
+            let _ = writeln!(
+                out,
+                "  ✗ {path}: deleted in the {gone} but changed in the {kept} (sha256 {})",
+                changed_sha256.as_deref().unwrap_or("unknown")
+            );
+            let _ = writeln!(
+                out,
+                "      fix: --conflict local|remote|keep-both decides, or restore/delete it by hand"
+            );
+        }
+        Conflict::DeleteGuard { guard, message } => {
+            let _ = writeln!(out, "  ✗ delete guard `{guard}`: {message}");
+            let _ = writeln!(
+                out,
+                "      fix: check the cache and the remote; if the deletes are intended, run again with --force"
+            );
+        }
         Conflict::Unsupported { path, source, what } => {
             let src = root_label(&plan.sources[*source].root, repo);
             let _ = writeln!(out, "  ✗ {src}{path} is {}", what.describe());
@@ -216,6 +295,32 @@ pub fn closing_line(plan: &Plan) -> String {
             "{} identical duplicate(s) to drop",
             s.drop_duplicate
         ));
+    }
+    if s.upload > 0 {
+        parts.push(format!(
+            "{} to upload ({})",
+            s.upload,
+            human_bytes(s.bytes_to_upload)
+        ));
+    }
+    if s.download > 0 {
+        parts.push(format!(
+            "{} to download ({})",
+            s.download,
+            human_bytes(s.bytes_to_download)
+        ));
+    }
+    if s.delete_remote > 0 {
+        parts.push(format!("{} to delete from the remote", s.delete_remote));
+    }
+    if s.delete_local > 0 {
+        parts.push(format!("{} to delete from the cache", s.delete_local));
+    }
+    if s.rename_local > 0 {
+        parts.push(format!("{} to set aside", s.rename_local));
+    }
+    if s.record_base > 0 {
+        parts.push("sync base to record".to_string());
     }
     if s.invalidate_catalog > 0 {
         parts.push("catalog to rebuild".to_string());

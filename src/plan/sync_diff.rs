@@ -1,0 +1,662 @@
+//! The pure three-way merge of cache, remote and sync base (SPEC §4).
+//!
+//! Per file: a change on one side only propagates; a delete on one side
+//! only propagates as a delete; different changes on both sides are
+//! conflicts unless a policy settles them; with no base entry nothing is
+//! deleted. Delete guards are checked here, at plan time, never mid-apply.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::config::ConflictPolicy;
+use crate::layout::TierPath;
+use crate::state::{BaseEntry, FileState};
+
+use super::action::{Action, BaseRecord, Conflict, RemoteExpect, Side};
+
+/// A remote object as the listing (plus the base, or a HEAD) describes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RemoteFile {
+    pub size: u64,
+    pub version: String,
+    /// Known from the listing, from the base (same version), or a HEAD.
+    pub sha256: Option<String>,
+    /// Last-modified, seconds since the epoch, for `--conflict newer`.
+    pub modified: Option<i64>,
+}
+
+/// Which ways changes may flow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    Both,
+    Push,
+    Pull,
+}
+
+impl Direction {
+    fn pushes(self) -> bool {
+        matches!(self, Direction::Both | Direction::Push)
+    }
+
+    fn pulls(self) -> bool {
+        matches!(self, Direction::Both | Direction::Pull)
+    }
+}
+
+pub struct SyncInput<'a> {
+    pub local: &'a BTreeMap<TierPath, FileState>,
+    /// Local modification times (seconds), for `--conflict newer`.
+    pub local_modified: &'a BTreeMap<TierPath, i64>,
+    pub remote: &'a BTreeMap<TierPath, RemoteFile>,
+    pub base: &'a BTreeMap<TierPath, BaseEntry>,
+    pub direction: Direction,
+    pub policy: ConflictPolicy,
+    pub max_delete_percent: u8,
+    pub force: bool,
+}
+
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct SyncDiff {
+    pub actions: Vec<Action>,
+    pub conflicts: Vec<Conflict>,
+    /// Conflicts the policy settled (shown for review).
+    pub resolved: Vec<Conflict>,
+}
+
+/// What one file needs.
+enum Step {
+    Nothing,
+    Agree(BaseRecord),
+    Forget,
+    Push(Action),
+    Pull(Action),
+    Conflict(Conflict),
+}
+
+pub fn sync_diff(input: &SyncInput<'_>) -> SyncDiff {
+    let paths: BTreeSet<&TierPath> = input
+        .local
+        .keys()
+        .chain(input.remote.keys())
+        .chain(input.base.keys())
+        .collect();
+    let mut out = SyncDiff::default();
+    let mut pushes = Vec::new();
+    let mut pulls = Vec::new();
+    let mut deletes_local = Vec::new();
+    let mut deletes_remote = Vec::new();
+    let mut keep_both = Vec::new();
+    let mut add = Vec::new();
+    let mut forget = Vec::new();
+
+    for path in paths {
+        let l = input.local.get(path);
+        let r = input.remote.get(path);
+        let b = input.base.get(path);
+        match step(path, l, r, b) {
+            Step::Nothing => {}
+            Step::Agree(rec) => add.push(rec),
+            Step::Forget => forget.push(path.clone()),
+            Step::Push(a) if input.direction.pushes() => route(a, &mut pushes, &mut deletes_remote),
+            Step::Pull(a) if input.direction.pulls() => route(a, &mut pulls, &mut deletes_local),
+            Step::Push(_) | Step::Pull(_) => {}
+            Step::Conflict(c) => match settle(path, l, r, input) {
+                Some(actions) if actions.len() > 1 => {
+                    // keep-both: rename, download, upload, in that order
+                    out.resolved.push(c);
+                    keep_both.extend(actions);
+                }
+                Some(actions) => {
+                    out.resolved.push(c);
+                    for a in actions {
+                        match a {
+                            Action::Upload { .. } | Action::DeleteRemote { .. }
+                                if !input.direction.pushes() => {}
+                            Action::Download { .. }
+                            | Action::DeleteLocal { .. }
+                            | Action::RenameLocal { .. }
+                                if !input.direction.pulls() => {}
+                            Action::DeleteRemote { .. } => deletes_remote.push(a),
+                            Action::DeleteLocal { .. } => deletes_local.push(a),
+                            Action::Upload { .. } => pushes.push(a),
+                            _ => pulls.push(a),
+                        }
+                    }
+                }
+                None => out.conflicts.push(c),
+            },
+        }
+    }
+
+    if !input.force {
+        out.conflicts
+            .extend(guards(input, deletes_local.len(), deletes_remote.len()));
+    }
+
+    // Transfers first, deletes after, bookkeeping last.
+    out.actions.extend(pushes);
+    out.actions.extend(pulls);
+    out.actions.extend(keep_both);
+    out.actions.extend(deletes_remote);
+    out.actions.extend(deletes_local);
+    if !add.is_empty() || !forget.is_empty() {
+        out.actions.push(Action::RecordBase { add, drop: forget });
+    }
+    out
+}
+
+fn route(a: Action, transfers: &mut Vec<Action>, deletes: &mut Vec<Action>) {
+    match a {
+        Action::DeleteLocal { .. } | Action::DeleteRemote { .. } => deletes.push(a),
+        _ => transfers.push(a),
+    }
+}
+
+fn upload(path: &TierPath, l: &FileState, r: Option<&RemoteFile>) -> Action {
+    Action::Upload {
+        path: path.clone(),
+        size: l.size,
+        sha256: l.sha256.clone(),
+        remote: match r {
+            None => RemoteExpect::Absent,
+            Some(r) => RemoteExpect::Version {
+                version: r.version.clone(),
+            },
+        },
+    }
+}
+
+fn download(path: &TierPath, r: &RemoteFile, l: Option<&FileState>) -> Action {
+    Action::Download {
+        path: path.clone(),
+        size: r.size,
+        version: r.version.clone(),
+        sha256: r.sha256.clone(),
+        local: l.map(|l| l.sha256.clone()),
+    }
+}
+
+/// The remote object is unchanged since the base.
+fn remote_unchanged(r: &RemoteFile, b: &BaseEntry) -> bool {
+    r.version == b.version || r.sha256.as_deref() == Some(b.sha256.as_str())
+}
+
+fn step(
+    path: &TierPath,
+    l: Option<&FileState>,
+    r: Option<&RemoteFile>,
+    b: Option<&BaseEntry>,
+) -> Step {
+    match (l, r, b) {
+        (None, None, None) => Step::Nothing,
+        (None, None, Some(_)) => Step::Forget,
+        // Only in the cache.
+        (Some(l), None, None) => Step::Push(upload(path, l, None)),
+        (Some(l), None, Some(b)) if l.sha256 == b.sha256 => Step::Pull(Action::DeleteLocal {
+            path: path.clone(),
+            sha256: l.sha256.clone(),
+        }),
+        (Some(l), None, Some(_)) => Step::Conflict(Conflict::DeletedAndChanged {
+            path: path.clone(),
+            deleted_in: Side::Remote,
+            changed_sha256: Some(l.sha256.clone()),
+        }),
+        // Only in the remote.
+        (None, Some(r), None) => Step::Pull(download(path, r, None)),
+        (None, Some(r), Some(b)) if remote_unchanged(r, b) => Step::Push(Action::DeleteRemote {
+            path: path.clone(),
+            version: r.version.clone(),
+        }),
+        (None, Some(r), Some(_)) => Step::Conflict(Conflict::DeletedAndChanged {
+            path: path.clone(),
+            deleted_in: Side::Cache,
+            changed_sha256: r.sha256.clone(),
+        }),
+        // On both sides.
+        (Some(l), Some(r), b) => {
+            if r.sha256.as_deref() == Some(l.sha256.as_str()) {
+                let agreed = BaseEntry {
+                    sha256: l.sha256.clone(),
+                    size: l.size,
+                    version: r.version.clone(),
+                };
+                return if b == Some(&agreed) {
+                    Step::Nothing
+                } else {
+                    Step::Agree(BaseRecord {
+                        path: path.clone(),
+                        sha256: agreed.sha256,
+                        size: agreed.size,
+                        version: agreed.version,
+                    })
+                };
+            }
+            match b {
+                Some(b) if remote_unchanged(r, b) && l.sha256 != b.sha256 => {
+                    Step::Push(upload(path, l, Some(r)))
+                }
+                Some(b) if l.sha256 == b.sha256 => Step::Pull(download(path, r, Some(l))),
+                _ => Step::Conflict(Conflict::BothChanged {
+                    path: path.clone(),
+                    local_sha256: l.sha256.clone(),
+                    remote_version: r.version.clone(),
+                    remote_sha256: r.sha256.clone(),
+                    base_sha256: b.map(|b| b.sha256.clone()),
+                }),
+            }
+        }
+    }
+}
+
+/// The actions a policy settles a conflict with, or `None` to leave it.
+fn settle(
+    path: &TierPath,
+    l: Option<&FileState>,
+    r: Option<&RemoteFile>,
+    input: &SyncInput<'_>,
+) -> Option<Vec<Action>> {
+    let policy = match input.policy {
+        ConflictPolicy::Fail => return None,
+        ConflictPolicy::Newer => {
+            let lm = input.local_modified.get(path).copied();
+            let rm = r.and_then(|r| r.modified);
+            match (l, r) {
+                // A delete has no time: keep the surviving change.
+                (Some(_), None) => ConflictPolicy::Local,
+                (None, Some(_)) => ConflictPolicy::Remote,
+                _ => match (lm, rm) {
+                    (Some(lm), Some(rm)) if lm > rm => ConflictPolicy::Local,
+                    (Some(_), Some(_)) => ConflictPolicy::Remote,
+                    _ => return None,
+                },
+            }
+        }
+        p => p,
+    };
+    Some(match (policy, l, r) {
+        (ConflictPolicy::Local, Some(l), r) => vec![upload(path, l, r)],
+        (ConflictPolicy::Local, None, Some(r)) => vec![Action::DeleteRemote {
+            path: path.clone(),
+            version: r.version.clone(),
+        }],
+        (ConflictPolicy::Remote, l, Some(r)) => vec![download(path, r, l)],
+        (ConflictPolicy::Remote, Some(l), None) => vec![Action::DeleteLocal {
+            path: path.clone(),
+            sha256: l.sha256.clone(),
+        }],
+        // Keep both: the cache copy moves aside (and is uploaded under its
+        // new name), the remote one takes the path.
+        (ConflictPolicy::KeepBoth, Some(l), Some(r)) if input.direction == Direction::Both => {
+            let short = &l.sha256[..l.sha256.len().min(8)];
+            let to = TierPath::parse(&format!("{path}.conflict-{short}"))
+                .expect("a suffix keeps a tier path valid");
+            vec![
+                Action::RenameLocal {
+                    path: path.clone(),
+                    to: to.clone(),
+                    sha256: l.sha256.clone(),
+                },
+                download(path, r, None),
+                Action::Upload {
+                    path: to,
+                    size: l.size,
+                    sha256: l.sha256.clone(),
+                    remote: RemoteExpect::Absent,
+                },
+            ]
+        }
+        // Keep both of a delete and a change: keep the change.
+        (ConflictPolicy::KeepBoth, Some(l), None) => vec![upload(path, l, None)],
+        (ConflictPolicy::KeepBoth, None, Some(r)) => vec![download(path, r, None)],
+        _ => return None,
+    })
+}
+
+/// Delete guards, evaluated on the whole plan before anything runs.
+fn guards(input: &SyncInput<'_>, deletes_local: usize, deletes_remote: usize) -> Vec<Conflict> {
+    let mut out = Vec::new();
+    if input.base.is_empty() {
+        return out; // with no base nothing is deleted anyway
+    }
+    let n_base = input.base.len();
+    if input.local.is_empty() && !input.remote.is_empty() && input.direction.pushes() {
+        out.push(Conflict::DeleteGuard {
+            guard: "empty-cache".into(),
+            message: format!(
+                "the cache is empty but the last sync recorded {n_base} file(s); syncing would delete {} remote object(s)",
+                input.remote.len()
+            ),
+        });
+    }
+    if input.remote.is_empty() && !input.local.is_empty() && input.direction.pulls() {
+        out.push(Conflict::DeleteGuard {
+            guard: "empty-remote".into(),
+            message: format!(
+                "the remote is empty but the last sync recorded {n_base} file(s); syncing would delete {} cache file(s)",
+                input.local.len()
+            ),
+        });
+    }
+    let pct = u64::from(input.max_delete_percent);
+    for (side, deletes, total) in [
+        ("cache", deletes_local, input.local.len()),
+        ("remote", deletes_remote, input.remote.len()),
+    ] {
+        if total > 0 && deletes as u64 * 100 > pct * total as u64 {
+            out.push(Conflict::DeleteGuard {
+                guard: "max-delete-percent".into(),
+                message: format!(
+                    "the plan deletes {deletes} of {total} {side} file(s), more than [sync] max_delete_percent = {pct}%"
+                ),
+            });
+        }
+    }
+    // Everything changed on one side at once looks like a wiped or
+    // rewritten tree, not like work.
+    if n_base >= 3 {
+        let changed_local = input
+            .base
+            .iter()
+            .filter(|(p, b)| input.local.get(*p).is_none_or(|l| l.sha256 != b.sha256))
+            .count();
+        let changed_remote = input
+            .base
+            .iter()
+            .filter(|(p, b)| input.remote.get(*p).is_none_or(|r| !remote_unchanged(r, b)))
+            .count();
+        for (side, changed) in [("cache", changed_local), ("remote", changed_remote)] {
+            if changed == n_base {
+                out.push(Conflict::DeleteGuard {
+                    guard: "everything-changed".into(),
+                    message: format!(
+                        "every one of the {n_base} file(s) of the last sync changed or vanished in the {side}"
+                    ),
+                });
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tp(s: &str) -> TierPath {
+        TierPath::parse(s).unwrap()
+    }
+
+    #[derive(Default)]
+    struct World {
+        local: BTreeMap<TierPath, FileState>,
+        modified: BTreeMap<TierPath, i64>,
+        remote: BTreeMap<TierPath, RemoteFile>,
+        base: BTreeMap<TierPath, BaseEntry>,
+    }
+
+    impl World {
+        fn local(mut self, p: &str, sha: &str) -> Self {
+            self.local.insert(
+                tp(p),
+                FileState {
+                    size: 1,
+                    sha256: sha.into(),
+                },
+            );
+            self
+        }
+        fn remote(mut self, p: &str, sha: &str, version: &str) -> Self {
+            self.remote.insert(
+                tp(p),
+                RemoteFile {
+                    size: 1,
+                    version: version.into(),
+                    sha256: Some(sha.into()),
+                    modified: Some(100),
+                },
+            );
+            self
+        }
+        fn base(mut self, p: &str, sha: &str, version: &str) -> Self {
+            self.base.insert(
+                tp(p),
+                BaseEntry {
+                    sha256: sha.into(),
+                    size: 1,
+                    version: version.into(),
+                },
+            );
+            self
+        }
+        fn diff(&self, direction: Direction, policy: ConflictPolicy) -> SyncDiff {
+            sync_diff(&SyncInput {
+                local: &self.local,
+                local_modified: &self.modified,
+                remote: &self.remote,
+                base: &self.base,
+                direction,
+                policy,
+                max_delete_percent: 100,
+                force: false,
+            })
+        }
+        fn kinds(&self, direction: Direction, policy: ConflictPolicy) -> Vec<String> {
+            let d = self.diff(direction, policy);
+            d.actions
+                .iter()
+                .map(|a| {
+                    format!(
+                        "{} {}",
+                        a.kind(),
+                        a.path().map(|p| p.as_str()).unwrap_or("")
+                    )
+                })
+                .chain(d.conflicts.iter().map(|c| format!("conflict {}", c.kind())))
+                .collect()
+        }
+    }
+
+    use ConflictPolicy::Fail;
+    use Direction::{Both, Pull, Push};
+
+    #[test]
+    fn agreement_recorded_in_the_base_is_an_empty_plan() {
+        let w = World::default()
+            .local("data/a/1/raw", "x")
+            .remote("data/a/1/raw", "x", "e1")
+            .base("data/a/1/raw", "x", "e1");
+        assert_eq!(w.diff(Both, Fail), SyncDiff::default());
+    }
+
+    #[test]
+    fn first_sync_of_a_clean_cache_only_records_the_base() {
+        let w = World::default()
+            .local("data/a/1/raw", "x")
+            .remote("data/a/1/raw", "x", "e1");
+        assert_eq!(w.kinds(Both, Fail), ["record-base "]);
+    }
+
+    #[test]
+    fn one_sided_changes_propagate() {
+        let w = World::default()
+            .local("outputs/new", "n")
+            .remote("outputs/theirs", "t", "e9")
+            .local("outputs/mine", "m2")
+            .remote("outputs/mine", "m1", "e1")
+            .base("outputs/mine", "m1", "e1")
+            .local("outputs/yours", "y1")
+            .remote("outputs/yours", "y2", "e3")
+            .base("outputs/yours", "y1", "e2");
+        assert_eq!(
+            w.kinds(Both, Fail),
+            [
+                "upload outputs/mine",
+                "upload outputs/new",
+                "download outputs/theirs",
+                "download outputs/yours",
+            ]
+        );
+        assert_eq!(
+            w.kinds(Push, Fail),
+            ["upload outputs/mine", "upload outputs/new"]
+        );
+        assert_eq!(
+            w.kinds(Pull, Fail),
+            ["download outputs/theirs", "download outputs/yours"]
+        );
+    }
+
+    #[test]
+    fn one_sided_deletes_propagate_as_deletes() {
+        let w = World::default()
+            .remote("outputs/gone-here", "a", "e1")
+            .base("outputs/gone-here", "a", "e1")
+            .local("outputs/gone-there", "b")
+            .base("outputs/gone-there", "b", "e2")
+            .base("outputs/gone-everywhere", "c", "e3")
+            .local("outputs/kept", "k")
+            .remote("outputs/kept", "k", "e4")
+            .base("outputs/kept", "k", "e4");
+        assert_eq!(
+            w.kinds(Both, Fail),
+            [
+                "delete-remote outputs/gone-here",
+                "delete-local outputs/gone-there",
+                "record-base "
+            ]
+        );
+    }
+
+    #[test]
+    fn with_no_base_nothing_is_deleted() {
+        let w = World::default()
+            .local("outputs/a", "a")
+            .remote("outputs/b", "b", "e1");
+        assert_eq!(
+            w.kinds(Both, Fail),
+            ["upload outputs/a", "download outputs/b"]
+        );
+    }
+
+    #[test]
+    fn changes_on_both_sides_conflict_unless_a_policy_settles_them() {
+        let w = World::default()
+            .local("outputs/x", "mine")
+            .remote("outputs/x", "theirs", "e2")
+            .base("outputs/x", "old", "e1");
+        assert_eq!(w.kinds(Both, Fail), ["conflict both-changed"]);
+        assert_eq!(w.kinds(Both, ConflictPolicy::Local), ["upload outputs/x"]);
+        assert_eq!(
+            w.kinds(Both, ConflictPolicy::Remote),
+            ["download outputs/x"]
+        );
+        assert_eq!(
+            w.kinds(Both, ConflictPolicy::KeepBoth),
+            [
+                "rename-local outputs/x",
+                "download outputs/x",
+                "upload outputs/x.conflict-mine",
+            ]
+        );
+        let d = w.diff(Both, ConflictPolicy::Local);
+        assert_eq!(d.resolved.len(), 1, "settled conflicts stay visible");
+        match &d.actions[0] {
+            Action::Upload { remote, .. } => assert_eq!(
+                *remote,
+                RemoteExpect::Version {
+                    version: "e2".into()
+                },
+                "overwrites only the version it saw"
+            ),
+            a => panic!("{a:?}"),
+        }
+    }
+
+    #[test]
+    fn newer_picks_by_modification_time() {
+        let mut w = World::default()
+            .local("outputs/x", "mine")
+            .remote("outputs/x", "theirs", "e2")
+            .base("outputs/x", "old", "e1");
+        w.modified.insert(tp("outputs/x"), 200);
+        assert_eq!(w.kinds(Both, ConflictPolicy::Newer), ["upload outputs/x"]);
+        w.modified.insert(tp("outputs/x"), 50);
+        assert_eq!(w.kinds(Both, ConflictPolicy::Newer), ["download outputs/x"]);
+    }
+
+    #[test]
+    fn delete_against_change_conflicts() {
+        let w = World::default()
+            .remote("outputs/x", "changed", "e2")
+            .base("outputs/x", "old", "e1")
+            .local("outputs/k", "k")
+            .remote("outputs/k", "k", "e5")
+            .base("outputs/k", "k", "e5");
+        assert_eq!(w.kinds(Both, Fail), ["conflict deleted-and-changed"]);
+        assert_eq!(
+            w.kinds(Both, ConflictPolicy::Remote),
+            ["download outputs/x"]
+        );
+        assert_eq!(
+            w.kinds(Both, ConflictPolicy::Local),
+            ["delete-remote outputs/x"]
+        );
+    }
+
+    #[test]
+    fn an_emptied_cache_is_refused_by_a_guard() {
+        let w = World::default()
+            .remote("outputs/a", "a", "e1")
+            .base("outputs/a", "a", "e1")
+            .remote("outputs/b", "b", "e2")
+            .base("outputs/b", "b", "e2");
+        let d = w.diff(Both, Fail);
+        let guards: Vec<_> = d
+            .conflicts
+            .iter()
+            .filter_map(|c| match c {
+                Conflict::DeleteGuard { guard, .. } => Some(guard.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert!(guards.contains(&"empty-cache"), "{guards:?}");
+        let forced = sync_diff(&SyncInput {
+            force: true,
+            local: &w.local,
+            local_modified: &w.modified,
+            remote: &w.remote,
+            base: &w.base,
+            direction: Both,
+            policy: Fail,
+            max_delete_percent: 100,
+        });
+        assert!(forced.conflicts.is_empty());
+        assert_eq!(forced.actions.len(), 2);
+    }
+
+    #[test]
+    fn max_delete_percent_is_checked_at_plan_time() {
+        let w = World::default()
+            .remote("outputs/a", "a", "e1")
+            .base("outputs/a", "a", "e1")
+            .local("outputs/b", "b")
+            .remote("outputs/b", "b", "e2")
+            .base("outputs/b", "b", "e2");
+        let d = sync_diff(&SyncInput {
+            local: &w.local,
+            local_modified: &w.modified,
+            remote: &w.remote,
+            base: &w.base,
+            direction: Both,
+            policy: Fail,
+            max_delete_percent: 40,
+            force: false,
+        });
+        assert!(
+            d.conflicts
+                .iter()
+                .any(|c| matches!(c, Conflict::DeleteGuard { guard, .. } if guard == "max-delete-percent")),
+            "{:?}",
+            d.conflicts
+        );
+    }
+}

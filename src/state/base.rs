@@ -1,0 +1,114 @@
+//! The sync base: what cache and remote both held after the last
+//! successful sync, per file. It is what makes a delete on one side
+//! distinguishable from a create on the other. Stored atomically in the
+//! reconciler's repo-local state, and advanced only for actions that
+//! completed.
+
+use std::collections::BTreeMap;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::fsutil;
+use crate::layout::TierPath;
+
+/// One file as both sides held it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BaseEntry {
+    pub sha256: String,
+    pub size: u64,
+    /// The remote object's version (S3 ETag, GCS generation) at that time.
+    pub version: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SyncBase {
+    /// Which remote this base is for (`s3://bucket/prefix/ns`); a base for
+    /// another remote is no base at all.
+    pub remote: String,
+    pub files: BTreeMap<TierPath, BaseEntry>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum BaseError {
+    #[error("cannot read the sync base {}: {source}", .path.display())]
+    Read { path: PathBuf, source: io::Error },
+    #[error(
+        "the sync base {} is corrupt ({message}); move it aside and sync again: with no base nothing is deleted",
+        .path.display()
+    )]
+    Corrupt { path: PathBuf, message: String },
+    #[error("cannot write the sync base {}: {source}", .path.display())]
+    Write { path: PathBuf, source: io::Error },
+}
+
+impl SyncBase {
+    /// Loads the base for `remote`; a missing file, or a base recorded for
+    /// another remote, is an empty base (first sync: nothing is deleted).
+    pub fn load(path: &Path, remote: &str) -> Result<SyncBase, BaseError> {
+        let empty = SyncBase {
+            remote: remote.to_string(),
+            files: BTreeMap::new(),
+        };
+        let bytes = match std::fs::read(path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(empty),
+            Err(source) => {
+                return Err(BaseError::Read {
+                    path: path.to_path_buf(),
+                    source,
+                });
+            }
+        };
+        let base: SyncBase = serde_json::from_slice(&bytes).map_err(|e| BaseError::Corrupt {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        })?;
+        Ok(if base.remote == remote { base } else { empty })
+    }
+
+    /// Writes the base atomically, unless it is unchanged on disk.
+    pub fn save(&self, path: &Path) -> Result<bool, BaseError> {
+        let mut bytes = serde_json::to_vec_pretty(self).expect("base serialises");
+        bytes.push(b'\n');
+        if std::fs::read(path).is_ok_and(|old| old == bytes) {
+            return Ok(false);
+        }
+        fsutil::atomic_write(path, &bytes).map_err(|source| BaseError::Write {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Ok(true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base_for_another_remote_is_empty_and_unchanged_base_is_not_rewritten() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("base.json");
+        let mut b = SyncBase::load(&p, "s3://b/p").unwrap();
+        assert!(b.files.is_empty());
+        b.files.insert(
+            TierPath::parse("data/a/1/raw").unwrap(),
+            BaseEntry {
+                sha256: "aa".into(),
+                size: 1,
+                version: "v1".into(),
+            },
+        );
+        assert!(b.save(&p).unwrap());
+        assert!(!b.save(&p).unwrap(), "unchanged: not rewritten");
+        assert_eq!(SyncBase::load(&p, "s3://b/p").unwrap(), b);
+        assert!(SyncBase::load(&p, "s3://other/p").unwrap().files.is_empty());
+        std::fs::write(&p, b"{not json").unwrap();
+        assert!(matches!(
+            SyncBase::load(&p, "s3://b/p"),
+            Err(BaseError::Corrupt { .. })
+        ));
+    }
+}
