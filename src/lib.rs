@@ -16,3 +16,4 @@ pub mod fsutil;
 pub mod layout;
 pub mod plan;
 pub mod state;
+pub mod store;

@@ -1,0 +1,721 @@
+//! A directory used as an object store: key `a/b/c` is the file
+//! `<root>/a/b/c`. Used for a `filesystem` datastore's lock and manifests
+//! and for fast tests.
+//!
+//! - **sha256** is kept in the extended attribute `user.swamp.sha256` of the
+//!   file itself (not a sidecar), so it moves with the file on rename and no
+//!   extra files appear in a shared directory. On a filesystem without user
+//!   xattrs (some NFS mounts) nothing is recorded: `sha256` is `None` and
+//!   downloads are not verified.
+//! - **version** is `size-mtime_ns-inode`: every write is a rename of a new
+//!   file (new inode), and an in-place edit behind the store's back changes
+//!   the mtime.
+//! - **writes** are atomic: temp file in the same directory, fsync, rename,
+//!   fsync of the directory. Create-only uses a no-clobber rename (`link`),
+//!   so it holds even against writers that do not take the lock below.
+//! - **preconditions** are checked under an exclusive `flock` on the key's
+//!   parent directory, held across check-and-rename; every mutation takes
+//!   it, so writers in other processes on the same host serialise too.
+//!
+//! All filesystem work runs on tokio's blocking pool.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read, Write};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use async_trait::async_trait;
+use sha2::{Digest, Sha256};
+
+use super::{Capabilities, ObjectMeta, Precondition, Store, StoreError, check_key, verify_sha256};
+use crate::fsutil;
+
+/// Prefix of the store's temp files; such names are never listed and are
+/// refused as key components.
+const TMP_PREFIX: &str = ".swamp-tmp-";
+
+/// Attempts at the locked write before giving up; only exceeded if the
+/// directory keeps being removed under us (see [`FsStore::lock_dir`]).
+const LOCK_ATTEMPTS: usize = 20;
+
+pub struct FsStore {
+    root: PathBuf,
+}
+
+impl FsStore {
+    pub fn new(root: &Path) -> FsStore {
+        FsStore {
+            root: root.to_path_buf(),
+        }
+    }
+
+    fn path_of(&self, key: &str) -> Result<PathBuf, StoreError> {
+        check_key(key)?;
+        if key.split('/').any(|c| c.starts_with(TMP_PREFIX)) {
+            return Err(StoreError::other(format!(
+                "refusing object key {key:?}: `{TMP_PREFIX}` names are reserved for temp files"
+            )));
+        }
+        Ok(self.root.join(key))
+    }
+
+    fn not_found(&self, key: &str) -> StoreError {
+        StoreError::NotFound {
+            key: key.to_string(),
+            target: self.describe(),
+        }
+    }
+
+    /// Takes the exclusive lock of `dir`, creating it first when `create`.
+    /// Returns `None` when `dir` does not exist and `create` is false.
+    ///
+    /// Deleting the last object of a directory removes the directory, so a
+    /// waiter may end up holding a lock on a directory that is gone; it
+    /// checks that the path still names the locked inode and starts again
+    /// if not.
+    fn lock_dir(&self, dir: &Path, create: bool) -> Result<Option<File>, StoreError> {
+        for _ in 0..LOCK_ATTEMPTS {
+            if create {
+                fs::create_dir_all(dir).map_err(|e| StoreError::io(dir, e))?;
+            }
+            let file = match File::open(dir) {
+                Ok(f) => f,
+                Err(e) if e.kind() == io::ErrorKind::NotFound && create => continue,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+                Err(e) => return Err(StoreError::io(dir, e)),
+            };
+            file.lock().map_err(|e| StoreError::io(dir, e))?;
+            let held = file.metadata().map_err(|e| StoreError::io(dir, e))?;
+            match fs::metadata(dir) {
+                Ok(now) if now.ino() == held.ino() && now.dev() == held.dev() => {
+                    return Ok(Some(file));
+                }
+                Ok(_) => continue,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                    if create {
+                        continue;
+                    }
+                    return Ok(None);
+                }
+                Err(e) => return Err(StoreError::io(dir, e)),
+            }
+        }
+        Err(StoreError::other(format!(
+            "{} kept disappearing while trying to lock it",
+            dir.display()
+        )))
+    }
+
+    /// Current version of the object at `path`, `None` if absent.
+    fn current(&self, key: &str, path: &Path) -> Result<Option<ObjectMeta>, StoreError> {
+        match open_object(path) {
+            Ok(file) => Ok(Some(meta_of(key, path, &file)?)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(open_error(key, path, e)),
+        }
+    }
+
+    fn check_pre(
+        &self,
+        key: &str,
+        path: &Path,
+        pre: &Precondition,
+    ) -> Result<Option<ObjectMeta>, StoreError> {
+        let current = self.current(key, path)?;
+        let ok = match (pre, &current) {
+            (Precondition::None, _) => true,
+            (Precondition::CreateOnly, cur) => cur.is_none(),
+            (Precondition::Matches(v), Some(cur)) => cur.version == *v,
+            (Precondition::Matches(_), None) => false,
+        };
+        if ok {
+            Ok(current)
+        } else {
+            Err(StoreError::PreconditionFailed {
+                key: key.to_string(),
+            })
+        }
+    }
+
+    /// Writes `source` to `key` atomically under the directory lock,
+    /// hashing it on the way. `expected_sha` (when given) must match the
+    /// bytes written, so that content is never stored under a wrong hash;
+    /// `mismatch(expected, found)` builds the error when it does not.
+    fn write_object(
+        &self,
+        key: &str,
+        source: &mut dyn Read,
+        expected_sha: Option<&str>,
+        mismatch: &dyn Fn(&str, &str) -> StoreError,
+        pre: &Precondition,
+    ) -> Result<ObjectMeta, StoreError> {
+        let path = self.path_of(key)?;
+        let dir = path.parent().expect("a key has a parent").to_path_buf();
+        let mut source = Some(source);
+        for _ in 0..LOCK_ATTEMPTS {
+            let _lock = self.lock_dir(&dir, true)?;
+            self.check_pre(key, &path, pre)?;
+            let mut tmp = match tempfile::Builder::new()
+                .prefix(TMP_PREFIX)
+                .tempfile_in(&dir)
+            {
+                Ok(t) => t,
+                // A concurrent delete removed the (empty) directory between
+                // our lock and here: start again.
+                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(StoreError::io(&dir, e)),
+            };
+            let src = source.take().expect("source is consumed once");
+            let sha = copy_hashing(src, tmp.as_file_mut()).map_err(|e| StoreError::io(&path, e))?;
+            if let Some(expected) = expected_sha
+                && !expected.eq_ignore_ascii_case(&sha)
+            {
+                return Err(mismatch(expected, &sha));
+            }
+            set_sha_xattr(tmp.as_file(), &sha).map_err(|e| StoreError::io(tmp.path(), e))?;
+            tmp.as_file()
+                .sync_all()
+                .map_err(|e| StoreError::io(tmp.path(), e))?;
+            let file = match pre {
+                Precondition::CreateOnly => tmp.persist_noclobber(&path),
+                _ => tmp.persist(&path),
+            }
+            .map_err(|e| {
+                if e.error.kind() == io::ErrorKind::AlreadyExists {
+                    StoreError::PreconditionFailed {
+                        key: key.to_string(),
+                    }
+                } else {
+                    StoreError::io(&path, e.error)
+                }
+            })?;
+            fsutil::sync_dir(&dir).map_err(|e| StoreError::io(&dir, e))?;
+            return meta_of(key, &path, &file);
+        }
+        Err(StoreError::other(format!(
+            "{} kept disappearing while writing `{key}`",
+            dir.display()
+        )))
+    }
+
+    fn read_verified(&self, key: &str, dest: &mut dyn Write) -> Result<ObjectMeta, StoreError> {
+        let path = self.path_of(key)?;
+        let mut file = match open_object(&path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(self.not_found(key)),
+            Err(e) => return Err(open_error(key, &path, e)),
+        };
+        // Metadata from the same open file we read, so they agree even if
+        // the key is replaced meanwhile.
+        let meta = meta_of(key, &path, &file)?;
+        let sha = copy_hashing(&mut file, dest).map_err(|e| StoreError::io(&path, e))?;
+        verify_sha256(key, meta.sha256.as_deref(), &sha)?;
+        Ok(meta)
+    }
+
+    fn delete_blocking(&self, key: &str, pre: &Precondition) -> Result<(), StoreError> {
+        let path = self.path_of(key)?;
+        let dir = path.parent().expect("a key has a parent").to_path_buf();
+        let Some(_lock) = self.lock_dir(&dir, false)? else {
+            return match pre {
+                Precondition::Matches(_) => Err(StoreError::PreconditionFailed {
+                    key: key.to_string(),
+                }),
+                _ => Ok(()),
+            };
+        };
+        // CreateOnly makes no sense for a delete; treat it as unconditional.
+        let pre = match pre {
+            Precondition::CreateOnly => &Precondition::None,
+            p => p,
+        };
+        self.check_pre(key, &path, pre)?;
+        match fs::remove_file(&path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(StoreError::io(&path, e)),
+        }
+        fsutil::sync_dir(&dir).map_err(|e| StoreError::io(&dir, e))?;
+        // Still under the lock, so a writer waiting on this directory sees
+        // it gone and recreates it (see `lock_dir`).
+        fsutil::remove_empty_dirs(&dir, &self.root);
+        Ok(())
+    }
+
+    fn list_blocking(&self, prefix: &str) -> Result<Vec<ObjectMeta>, StoreError> {
+        // The deepest directory that holds every match: the prefix up to its
+        // last `/` (a prefix need not end at a component boundary).
+        let dir_part = prefix.rfind('/').map_or("", |i| &prefix[..i]);
+        if !dir_part.is_empty() {
+            check_key(dir_part)?;
+        }
+        let base = self.root.join(dir_part);
+        if !base.is_dir() {
+            return Ok(Vec::new());
+        }
+        let mut out = Vec::new();
+        for entry in walkdir::WalkDir::new(&base).follow_links(false) {
+            let entry = match entry {
+                Ok(e) => e,
+                // Removed while we walked: it is simply not there any more.
+                Err(e) if e.io_error().map(io::Error::kind) == Some(io::ErrorKind::NotFound) => {
+                    continue;
+                }
+                Err(e) => {
+                    return Err(StoreError::other(format!(
+                        "cannot list {}: {e}",
+                        base.display()
+                    )));
+                }
+            };
+            if !entry.file_type().is_file()
+                || entry.file_name().to_string_lossy().starts_with(TMP_PREFIX)
+            {
+                continue;
+            }
+            let rel = entry
+                .path()
+                .strip_prefix(&self.root)
+                .expect("walk stays under root");
+            let Some(key) = rel.to_str().map(str::to_owned) else {
+                return Err(StoreError::other(format!(
+                    "{} has a name that is not UTF-8 and cannot be an object key; rename or remove it",
+                    entry.path().display()
+                )));
+            };
+            if !key.starts_with(prefix) {
+                continue;
+            }
+            if let Some(meta) = self.current(&key, entry.path())? {
+                out.push(meta);
+            }
+        }
+        out.sort_by(|a, b| a.key.cmp(&b.key));
+        Ok(out)
+    }
+
+    /// Runs blocking filesystem work off the async threads.
+    async fn blocking<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(FsStore) -> Result<T, StoreError> + Send + 'static,
+    {
+        let me = FsStore::new(&self.root);
+        tokio::task::spawn_blocking(move || f(me))
+            .await
+            .map_err(|e| StoreError::other(format!("filesystem task failed: {e}")))?
+    }
+}
+
+#[async_trait]
+impl Store for FsStore {
+    fn describe(&self) -> String {
+        format!("file://{}", self.root.display())
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            conditional_create: true,
+            conditional_replace: true,
+            conditional_delete: true,
+            conditional_copy: true,
+            batch_delete: false,
+            server_side_copy: true,
+            listing_has_sha256: true,
+        }
+    }
+
+    async fn list(&self, prefix: &str) -> Result<Vec<ObjectMeta>, StoreError> {
+        let prefix = prefix.to_string();
+        self.blocking(move |s| s.list_blocking(&prefix)).await
+    }
+
+    async fn head(&self, key: &str) -> Result<Option<ObjectMeta>, StoreError> {
+        let key = key.to_string();
+        self.blocking(move |s| {
+            let path = s.path_of(&key)?;
+            s.current(&key, &path)
+        })
+        .await
+    }
+
+    async fn get_to_file(&self, key: &str, dest: &Path) -> Result<ObjectMeta, StoreError> {
+        let key = key.to_string();
+        let dest = dest.to_path_buf();
+        self.blocking(move |s| {
+            let dir = dest.parent().filter(|p| !p.as_os_str().is_empty());
+            let dir = dir.unwrap_or(Path::new("."));
+            fs::create_dir_all(dir).map_err(|e| StoreError::io(dir, e))?;
+            let mut tmp = tempfile::Builder::new()
+                .prefix(TMP_PREFIX)
+                .tempfile_in(dir)
+                .map_err(|e| StoreError::io(dir, e))?;
+            // On error `tmp` is dropped and removed: `dest` is untouched.
+            let meta = s.read_verified(&key, tmp.as_file_mut())?;
+            tmp.as_file()
+                .sync_all()
+                .map_err(|e| StoreError::io(tmp.path(), e))?;
+            tmp.persist(&dest)
+                .map_err(|e| StoreError::io(&dest, e.error))?;
+            fsutil::sync_dir(dir).map_err(|e| StoreError::io(dir, e))?;
+            Ok(meta)
+        })
+        .await
+    }
+
+    async fn get_bytes(&self, key: &str) -> Result<(ObjectMeta, Vec<u8>), StoreError> {
+        let key = key.to_string();
+        self.blocking(move |s| {
+            let mut buf = Vec::new();
+            let meta = s.read_verified(&key, &mut buf)?;
+            Ok((meta, buf))
+        })
+        .await
+    }
+
+    async fn put_file(
+        &self,
+        key: &str,
+        src: &Path,
+        sha256: &str,
+        pre: &Precondition,
+    ) -> Result<ObjectMeta, StoreError> {
+        let (key, src, sha, pre) = (
+            key.to_string(),
+            src.to_path_buf(),
+            sha256.to_string(),
+            pre.clone(),
+        );
+        self.blocking(move |s| {
+            let mut file = File::open(&src).map_err(|e| StoreError::io(&src, e))?;
+            let mismatch = |expected: &str, found: &str| {
+                StoreError::other(format!(
+                    "not uploading {} to `{key}`: its content has sha256 {found} but the caller said {expected} \
+                     (the file changed since it was hashed); plan again",
+                    src.display()
+                ))
+            };
+            s.write_object(&key, &mut file, Some(&sha), &mismatch, &pre)
+        })
+        .await
+    }
+
+    async fn put_bytes(
+        &self,
+        key: &str,
+        bytes: Vec<u8>,
+        pre: &Precondition,
+    ) -> Result<ObjectMeta, StoreError> {
+        let (key, pre) = (key.to_string(), pre.clone());
+        self.blocking(move |s| {
+            let unreachable = |_: &str, _: &str| unreachable!("no expected hash given");
+            s.write_object(&key, &mut bytes.as_slice(), None, &unreachable, &pre)
+        })
+        .await
+    }
+
+    async fn delete(&self, key: &str, pre: &Precondition) -> Result<(), StoreError> {
+        let (key, pre) = (key.to_string(), pre.clone());
+        self.blocking(move |s| s.delete_blocking(&key, &pre)).await
+    }
+
+    async fn delete_many(&self, keys: &[String]) -> Result<(), StoreError> {
+        let keys = keys.to_vec();
+        self.blocking(move |s| {
+            keys.iter()
+                .try_for_each(|k| s.delete_blocking(k, &Precondition::None))
+        })
+        .await
+    }
+
+    async fn copy(
+        &self,
+        from: &str,
+        to: &str,
+        pre: &Precondition,
+    ) -> Result<ObjectMeta, StoreError> {
+        let (from, to, pre) = (from.to_string(), to.to_string(), pre.clone());
+        self.blocking(move |s| {
+            let src_path = s.path_of(&from)?;
+            let mut file = match open_object(&src_path) {
+                Ok(f) => f,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(s.not_found(&from)),
+                Err(e) => return Err(open_error(&from, &src_path, e)),
+            };
+            let src_meta = meta_of(&from, &src_path, &file)?;
+            // The recorded hash of the source must match what is copied, so
+            // a corrupt source is not blessed with a fresh hash.
+            let mismatch = |expected: &str, found: &str| StoreError::Integrity {
+                key: from.clone(),
+                expected: expected.to_string(),
+                found: found.to_string(),
+            };
+            s.write_object(&to, &mut file, src_meta.sha256.as_deref(), &mismatch, &pre)
+        })
+        .await
+    }
+}
+
+/// Opens an object for reading without following a symlink at the key
+/// itself (a symlink in a shared datastore could point anywhere).
+fn open_object(path: &Path) -> io::Result<File> {
+    OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+}
+
+fn open_error(key: &str, path: &Path, e: io::Error) -> StoreError {
+    if e.raw_os_error() == Some(libc::ELOOP) {
+        StoreError::other(format!(
+            "`{key}` is a symlink ({}); objects must be regular files, remove or replace it",
+            path.display()
+        ))
+    } else {
+        StoreError::io(path, e)
+    }
+}
+
+fn meta_of(key: &str, path: &Path, file: &File) -> Result<ObjectMeta, StoreError> {
+    let md = file.metadata().map_err(|e| StoreError::io(path, e))?;
+    if !md.is_file() {
+        return Err(StoreError::other(format!(
+            "`{key}` is not a regular file ({}); remove it or choose another key",
+            path.display()
+        )));
+    }
+    let mtime_ns = i128::from(md.mtime()) * 1_000_000_000 + i128::from(md.mtime_nsec());
+    Ok(ObjectMeta {
+        key: key.to_string(),
+        size: md.len(),
+        version: format!("{}-{}-{}", md.len(), mtime_ns, md.ino()),
+        sha256: get_sha_xattr(file).map_err(|e| StoreError::io(path, e))?,
+    })
+}
+
+/// Copies everything from `src` to `dst`, returning the hex sha256.
+fn copy_hashing(src: &mut dyn Read, dst: &mut dyn Write) -> io::Result<String> {
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 256 * 1024];
+    loop {
+        let n = match src.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        hasher.update(&buf[..n]);
+        dst.write_all(&buf[..n])?;
+    }
+    dst.flush()?;
+    Ok(hex::encode(hasher.finalize()))
+}
+
+#[cfg(target_os = "linux")]
+const XATTR_NAME: &std::ffi::CStr = c"user.swamp.sha256";
+
+/// Whether an xattr error only means "this filesystem keeps none".
+#[cfg(target_os = "linux")]
+fn xattrs_unsupported(e: &io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::ENOTSUP) | Some(libc::EPERM))
+}
+
+#[cfg(target_os = "linux")]
+fn get_sha_xattr(file: &File) -> io::Result<Option<String>> {
+    use std::os::fd::AsRawFd;
+    let mut buf = [0u8; 128];
+    // SAFETY: the fd is open for the duration of the call, the name is a
+    // NUL-terminated C string and the buffer length is the buffer's size.
+    let n = unsafe {
+        libc::fgetxattr(
+            file.as_raw_fd(),
+            XATTR_NAME.as_ptr(),
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+        )
+    };
+    if n < 0 {
+        let e = io::Error::last_os_error();
+        if e.raw_os_error() == Some(libc::ENODATA) || xattrs_unsupported(&e) {
+            return Ok(None);
+        }
+        return Err(e);
+    }
+    let value = String::from_utf8_lossy(&buf[..n as usize]).into_owned();
+    Ok(Some(value))
+}
+
+#[cfg(target_os = "linux")]
+fn set_sha_xattr(file: &File, sha: &str) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: as in `get_sha_xattr`; the value pointer and length describe
+    // `sha`'s bytes.
+    let rc = unsafe {
+        libc::fsetxattr(
+            file.as_raw_fd(),
+            XATTR_NAME.as_ptr(),
+            sha.as_ptr().cast(),
+            sha.len(),
+            0,
+        )
+    };
+    if rc < 0 {
+        let e = io::Error::last_os_error();
+        if xattrs_unsupported(&e) {
+            return Ok(());
+        }
+        return Err(e);
+    }
+    Ok(())
+}
+
+#[cfg(not(target_os = "linux"))]
+fn get_sha_xattr(_file: &File) -> io::Result<Option<String>> {
+    Ok(None)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn set_sha_xattr(_file: &File, _sha: &str) -> io::Result<()> {
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn store() -> (tempfile::TempDir, FsStore) {
+        let dir = tempfile::tempdir().unwrap();
+        let s = FsStore::new(dir.path());
+        (dir, s)
+    }
+
+    #[tokio::test]
+    async fn round_trip_records_sha256_in_an_xattr() {
+        let (dir, s) = store();
+        let m = s
+            .put_bytes("p/a/b.txt", b"hello".to_vec(), &Precondition::None)
+            .await
+            .unwrap();
+        assert_eq!(
+            m.sha256.as_deref(),
+            Some(fsutil::sha256_bytes(b"hello").as_str())
+        );
+        assert_eq!(fs::read(dir.path().join("p/a/b.txt")).unwrap(), b"hello");
+        let (got, bytes) = s.get_bytes("p/a/b.txt").await.unwrap();
+        assert_eq!((got, bytes), (m.clone(), b"hello".to_vec()));
+        assert_eq!(s.head("p/a/b.txt").await.unwrap(), Some(m));
+        assert_eq!(s.head("p/a/missing").await.unwrap(), None);
+    }
+
+    #[tokio::test]
+    async fn version_changes_on_every_write() {
+        let (_dir, s) = store();
+        let a = s
+            .put_bytes("k", b"same".to_vec(), &Precondition::None)
+            .await
+            .unwrap();
+        let b = s
+            .put_bytes("k", b"same".to_vec(), &Precondition::None)
+            .await
+            .unwrap();
+        assert_ne!(a.version, b.version);
+        let e = s
+            .put_bytes("k", b"x".to_vec(), &Precondition::Matches(a.version))
+            .await
+            .unwrap_err();
+        assert!(matches!(e, StoreError::PreconditionFailed { .. }), "{e}");
+        s.put_bytes("k", b"x".to_vec(), &Precondition::Matches(b.version))
+            .await
+            .unwrap();
+    }
+
+    #[tokio::test]
+    async fn bad_keys_are_refused_naming_the_key() {
+        let (_dir, s) = store();
+        for key in ["../escape", "/abs", "a\\b", "a\0b", "x/.swamp-tmp-1"] {
+            let e = s
+                .put_bytes(key, vec![], &Precondition::None)
+                .await
+                .unwrap_err();
+            assert!(matches!(e, StoreError::Other { .. }), "{key:?}: {e}");
+            assert!(e.to_string().contains(&format!("{key:?}")), "{e}");
+        }
+        let e = s.list("../").await.unwrap_err();
+        assert!(e.to_string().contains("refusing"), "{e}");
+    }
+
+    #[tokio::test]
+    async fn listing_skips_temp_files_and_symlinks_and_uses_string_prefixes() {
+        let (dir, s) = store();
+        for k in ["data/a/1", "data/ab/2", "data/b/3", "other/4"] {
+            s.put_bytes(k, k.as_bytes().to_vec(), &Precondition::None)
+                .await
+                .unwrap();
+        }
+        fs::write(dir.path().join("data/a/.swamp-tmp-xyz"), b"partial").unwrap();
+        std::os::unix::fs::symlink("/etc/passwd", dir.path().join("data/a/link")).unwrap();
+        let keys = |v: Vec<ObjectMeta>| v.into_iter().map(|m| m.key).collect::<Vec<_>>();
+        assert_eq!(
+            keys(s.list("data/a").await.unwrap()),
+            ["data/a/1", "data/ab/2"]
+        );
+        assert_eq!(keys(s.list("data/a/").await.unwrap()), ["data/a/1"]);
+        assert_eq!(keys(s.list("").await.unwrap()).len(), 4);
+        assert!(s.list("nothing/here").await.unwrap().is_empty());
+        let e = s.head("data/a/link").await.unwrap_err();
+        assert!(e.to_string().contains("symlink"), "{e}");
+    }
+
+    #[tokio::test]
+    async fn delete_removes_empty_directories_but_not_the_root() {
+        let (dir, s) = store();
+        s.put_bytes("a/b/c", b"x".to_vec(), &Precondition::None)
+            .await
+            .unwrap();
+        s.delete("a/b/c", &Precondition::None).await.unwrap();
+        assert!(!dir.path().join("a").exists());
+        assert!(dir.path().exists());
+        // Missing: fine unconditionally, a failed precondition otherwise.
+        s.delete("a/b/c", &Precondition::None).await.unwrap();
+        let e = s
+            .delete("a/b/c", &Precondition::Matches("1-2-3".into()))
+            .await
+            .unwrap_err();
+        assert!(matches!(e, StoreError::PreconditionFailed { .. }));
+    }
+
+    #[tokio::test]
+    async fn put_file_refuses_a_source_whose_hash_does_not_match() {
+        let (dir, s) = store();
+        let src = dir.path().join("src");
+        fs::write(&src, b"content").unwrap();
+        let e = s
+            .put_file(
+                "k",
+                &src,
+                &fsutil::sha256_bytes(b"other"),
+                &Precondition::None,
+            )
+            .await
+            .unwrap_err();
+        assert!(e.to_string().contains("changed since it was hashed"), "{e}");
+        assert_eq!(s.head("k").await.unwrap(), None);
+    }
+
+    #[tokio::test]
+    async fn tampering_is_detected_and_dest_is_left_alone() {
+        let (dir, s) = store();
+        s.put_bytes("k", b"good".to_vec(), &Precondition::None)
+            .await
+            .unwrap();
+        // Rewritten in place behind the store's back: the xattr stays.
+        fs::write(dir.path().join("k"), b"evil").unwrap();
+        let dest = dir.path().join("out/dest");
+        let e = s.get_to_file("k", &dest).await.unwrap_err();
+        assert!(matches!(e, StoreError::Integrity { .. }), "{e}");
+        assert!(!dest.exists());
+        assert_eq!(fs::read_dir(dir.path().join("out")).unwrap().count(), 0);
+        let e = s.copy("k", "k2", &Precondition::None).await.unwrap_err();
+        assert!(matches!(e, StoreError::Integrity { .. }), "{e}");
+    }
+}

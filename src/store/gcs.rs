@@ -1,0 +1,590 @@
+//! GCS through its JSON API, with the `gcloud-storage` crate (rustls).
+//!
+//! With an `endpoint` configured (an emulator such as fake-gcs-server) the
+//! client is anonymous; otherwise it uses application default credentials
+//! (`GOOGLE_APPLICATION_CREDENTIALS`, `gcloud auth application-default
+//! login`, or the metadata server on Google Cloud).
+//!
+//! Versions are generations. Every write is a `uploadType=multipart` upload
+//! with `ifGenerationMatch` (0 = create-only): fake-gcs-server enforces
+//! preconditions on multipart uploads only, and real GCS on all of them.
+//! The sha256 is custom metadata `sha256`, which listings return too.
+//!
+//! fake-gcs-server ignores `ifGenerationMatch` on DELETE and on copy, so
+//! those also check the version just before acting (and still send the
+//! parameter, which real GCS enforces); [`Capabilities`] says so.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use async_trait::async_trait;
+use futures_util::{StreamExt, TryStreamExt};
+use gcloud_storage::client::{Client, ClientConfig};
+use gcloud_storage::http::Error as GcsError;
+use gcloud_storage::http::objects::Object;
+use gcloud_storage::http::objects::copy::CopyObjectRequest;
+use gcloud_storage::http::objects::delete::DeleteObjectRequest;
+use gcloud_storage::http::objects::download::Range;
+use gcloud_storage::http::objects::get::GetObjectRequest;
+use gcloud_storage::http::objects::list::ListObjectsRequest;
+use gcloud_storage::http::objects::upload::{UploadObjectRequest, UploadType};
+use tokio::io::AsyncReadExt;
+use tokio::sync::OnceCell;
+
+use super::retry::{Class, classify_status, with_retry};
+use super::{
+    Capabilities, Landing, ObjectMeta, Precondition, SHA256_METADATA, Store, StoreError,
+    StoreOptions, check_bucket_name, check_key,
+};
+use crate::fsutil;
+
+const CREDENTIALS_HINT: &str = "check the Google credentials: set GOOGLE_APPLICATION_CREDENTIALS to a \
+     service-account key file or run `gcloud auth application-default login`";
+
+/// Concurrent single deletes in [`Store::delete_many`] (GCS has no batch
+/// delete in the JSON API this crate speaks).
+const DELETE_CONCURRENCY: usize = 16;
+
+/// Attempts to read an object whose generation changes between reading its
+/// metadata and its body.
+const READ_RACE_ATTEMPTS: usize = 3;
+
+pub struct GcsStore {
+    bucket: String,
+    endpoint: Option<String>,
+    options: StoreOptions,
+    client: OnceCell<Client>,
+}
+
+/// Whether an operation is about an object or only the bucket, to tell
+/// "no such object" from "no such bucket" on a bare 404.
+#[derive(Clone, Copy)]
+enum Scope<'a> {
+    Object(&'a str),
+    Bucket,
+}
+
+impl GcsStore {
+    pub fn new(
+        bucket: &str,
+        endpoint: Option<&str>,
+        options: StoreOptions,
+    ) -> Result<GcsStore, StoreError> {
+        check_bucket_name(bucket, "GCS")?;
+        Ok(GcsStore {
+            bucket: bucket.to_string(),
+            endpoint: endpoint.map(|e| e.trim_end_matches('/').to_owned()),
+            options,
+            client: OnceCell::new(),
+        })
+    }
+
+    /// The client, built on first use (finding application default
+    /// credentials is async and may query the metadata server).
+    async fn client(&self) -> Result<&Client, StoreError> {
+        self.client.get_or_try_init(|| self.connect()).await
+    }
+
+    async fn connect(&self) -> Result<Client, StoreError> {
+        let http = reqwest::Client::builder()
+            .connect_timeout(self.options.connect_timeout)
+            .read_timeout(self.options.read_timeout)
+            .build()
+            .map_err(|e| StoreError::other(format!("cannot build an HTTP client: {e}")))?;
+        let config = ClientConfig {
+            http: Some(reqwest_middleware::ClientBuilder::new(http).build()),
+            ..ClientConfig::default()
+        };
+        let config = match &self.endpoint {
+            Some(endpoint) => ClientConfig {
+                storage_endpoint: endpoint.clone(),
+                ..config
+            }
+            .anonymous(),
+            None => config.with_auth().await.map_err(|e| StoreError::Denied {
+                target: self.describe(),
+                message: format!("no usable Google credentials: {e}"),
+                hint: CREDENTIALS_HINT.to_string(),
+            })?,
+        };
+        Ok(Client::new(config))
+    }
+
+    fn map_err(&self, e: GcsError, scope: Scope<'_>) -> StoreError {
+        let target = self.describe();
+        let key = match scope {
+            Scope::Object(k) => k.to_string(),
+            Scope::Bucket => String::new(),
+        };
+        let status_err = |status: u16, message: String| match (status, scope) {
+            (412, _) => StoreError::PreconditionFailed { key: key.clone() },
+            (404, Scope::Object(_)) => StoreError::NotFound {
+                key: key.clone(),
+                target: target.clone(),
+            },
+            (404, Scope::Bucket) => StoreError::NoSuchBucket {
+                bucket: self.bucket.clone(),
+                target: target.clone(),
+            },
+            (401 | 403, _) => StoreError::Denied {
+                target: target.clone(),
+                message: message.clone(),
+                hint: CREDENTIALS_HINT.to_string(),
+            },
+            (s, _) if classify_status(s, None) == Class::Transient => StoreError::Unavailable {
+                target: target.clone(),
+                message: message.clone(),
+            },
+            _ => StoreError::other(format!("{target}: `{key}`: {message}")),
+        };
+        match e {
+            GcsError::Response(r) => status_err(r.code, format!("HTTP {}: {}", r.code, r.message)),
+            GcsError::HttpClient(re) | GcsError::RawResponse(re, _) => {
+                if let Some(status) = re.status() {
+                    status_err(status.as_u16(), re.to_string())
+                } else if re.is_connect() || re.is_timeout() || re.is_request() || re.is_body() {
+                    StoreError::Unreachable {
+                        target,
+                        message: error_chain(&re),
+                    }
+                } else {
+                    StoreError::other(format!("{target}: {}", error_chain(&re)))
+                }
+            }
+            GcsError::TokenSource(e) => StoreError::Denied {
+                target,
+                message: e.to_string(),
+                hint: CREDENTIALS_HINT.to_string(),
+            },
+            e => StoreError::other(format!("{target}: {e}")),
+        }
+    }
+
+    fn meta(o: &Object) -> ObjectMeta {
+        ObjectMeta {
+            key: o.name.clone(),
+            size: o.size.max(0) as u64,
+            version: o.generation.to_string(),
+            sha256: o
+                .metadata
+                .as_ref()
+                .and_then(|m| m.get(SHA256_METADATA))
+                .cloned(),
+        }
+    }
+
+    /// The generation a precondition asks for; `Err` when a `Matches`
+    /// version is not a generation at all (so it cannot match).
+    fn generation_match(key: &str, pre: &Precondition) -> Result<Option<i64>, StoreError> {
+        match pre {
+            Precondition::None => Ok(None),
+            Precondition::CreateOnly => Ok(Some(0)),
+            Precondition::Matches(v) => {
+                v.parse::<i64>()
+                    .map(Some)
+                    .map_err(|_| StoreError::PreconditionFailed {
+                        key: key.to_string(),
+                    })
+            }
+        }
+    }
+
+    /// Checks `pre` against the object's current state, for operations the
+    /// emulator does not enforce preconditions on (delete, copy).
+    async fn precheck(&self, key: &str, pre: &Precondition) -> Result<(), StoreError> {
+        let ok = match (pre, self.head(key).await?) {
+            (Precondition::None, _) => true,
+            (Precondition::CreateOnly, cur) => cur.is_none(),
+            (Precondition::Matches(v), Some(cur)) => cur.version == *v,
+            (Precondition::Matches(_), None) => false,
+        };
+        if ok {
+            Ok(())
+        } else {
+            Err(StoreError::PreconditionFailed {
+                key: key.to_string(),
+            })
+        }
+    }
+
+    fn upload_type(key: &str, sha256: &str) -> UploadType {
+        UploadType::Multipart(Box::new(Object {
+            name: key.to_string(),
+            content_type: Some("application/octet-stream".into()),
+            metadata: Some(HashMap::from([(
+                SHA256_METADATA.to_string(),
+                sha256.to_string(),
+            )])),
+            ..Object::default()
+        }))
+    }
+
+    /// Uploads with retries; `upload(attempt)` makes one attempt. See
+    /// `S3Store::put_retrying` for why a repeated attempt that meets "precondition
+    /// failed" checks whether the object already holds our content.
+    async fn put_retrying<F, Fut>(&self, sha256: &str, upload: F) -> Result<ObjectMeta, StoreError>
+    where
+        F: Fn() -> Fut,
+        Fut: std::future::Future<Output = Result<ObjectMeta, StoreError>>,
+    {
+        with_retry(&self.options.retry, |attempt| {
+            let once = upload();
+            async move {
+                match once.await {
+                    Err(StoreError::PreconditionFailed { key }) if attempt > 1 => {
+                        match self.head(&key).await? {
+                            Some(m) if m.sha256.as_deref() == Some(sha256) => Ok(m),
+                            _ => Err(StoreError::PreconditionFailed { key }),
+                        }
+                    }
+                    r => r,
+                }
+            }
+        })
+        .await
+        .map_err(|e| match e {
+            StoreError::NotFound { .. } => StoreError::NoSuchBucket {
+                bucket: self.bucket.clone(),
+                target: self.describe(),
+            },
+            e => e,
+        })
+    }
+
+    /// Metadata and body stream of the object, pinned to one generation so
+    /// the two agree even if the object is replaced meanwhile.
+    async fn open_read(
+        &self,
+        key: &str,
+    ) -> Result<
+        (
+            ObjectMeta,
+            impl futures_util::Stream<Item = Result<bytes::Bytes, GcsError>> + use<>,
+        ),
+        StoreError,
+    > {
+        let client = self.client().await?;
+        let mut last = None;
+        for _ in 0..READ_RACE_ATTEMPTS {
+            let meta = self.head(key).await?.ok_or_else(|| StoreError::NotFound {
+                key: key.to_string(),
+                target: self.describe(),
+            })?;
+            let req = GetObjectRequest {
+                bucket: self.bucket.clone(),
+                object: key.to_string(),
+                generation: meta.version.parse().ok(),
+                ..GetObjectRequest::default()
+            };
+            match client
+                .download_streamed_object(&req, &Range::default())
+                .await
+            {
+                Ok(stream) => return Ok((meta, stream)),
+                // Replaced between metadata and body: look again.
+                Err(e) => match self.map_err(e, Scope::Object(key)) {
+                    e @ StoreError::NotFound { .. } => last = Some(e),
+                    e => return Err(e),
+                },
+            }
+        }
+        Err(last.expect("at least one attempt"))
+    }
+
+    fn stream_err(&self, e: GcsError) -> StoreError {
+        match self.map_err(e, Scope::Bucket) {
+            StoreError::Other { message } => StoreError::Unreachable {
+                target: self.describe(),
+                message: format!("download interrupted: {message}"),
+            },
+            e => e,
+        }
+    }
+}
+
+#[async_trait]
+impl Store for GcsStore {
+    fn describe(&self) -> String {
+        match &self.endpoint {
+            Some(e) => format!("gs://{} at {e}", self.bucket),
+            None => format!("gs://{}", self.bucket),
+        }
+    }
+
+    /// Observed against fake-gcs-server 1.54: multipart uploads enforce
+    /// `ifGenerationMatch` (one winner among 16 concurrent creators);
+    /// DELETE and copy ignore it.
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            conditional_create: true,
+            conditional_replace: true,
+            conditional_delete: false,
+            conditional_copy: false,
+            batch_delete: false,
+            server_side_copy: true,
+            listing_has_sha256: true,
+        }
+    }
+
+    async fn list(&self, prefix: &str) -> Result<Vec<ObjectMeta>, StoreError> {
+        let client = self.client().await?;
+        let mut out = Vec::new();
+        let mut token: Option<String> = None;
+        loop {
+            let req = ListObjectsRequest {
+                bucket: self.bucket.clone(),
+                prefix: (!prefix.is_empty()).then(|| prefix.to_string()),
+                max_results: Some(self.options.page_size.clamp(1, i32::MAX as u32) as i32),
+                page_token: token.clone(),
+                ..ListObjectsRequest::default()
+            };
+            let page = with_retry(&self.options.retry, |_| async {
+                client
+                    .list_objects(&req)
+                    .await
+                    .map_err(|e| self.map_err(e, Scope::Bucket))
+            })
+            .await?;
+            out.extend(page.items.iter().flatten().map(Self::meta));
+            match page.next_page_token {
+                Some(t) if !t.is_empty() => token = Some(t),
+                _ => break,
+            }
+        }
+        out.sort_by(|a, b| a.key.cmp(&b.key));
+        Ok(out)
+    }
+
+    async fn head(&self, key: &str) -> Result<Option<ObjectMeta>, StoreError> {
+        check_key(key)?;
+        let client = self.client().await?;
+        let req = GetObjectRequest {
+            bucket: self.bucket.clone(),
+            object: key.to_string(),
+            ..GetObjectRequest::default()
+        };
+        with_retry(&self.options.retry, |_| async {
+            match client.get_object(&req).await {
+                Ok(o) => Ok(Some(Self::meta(&o))),
+                Err(e) => match self.map_err(e, Scope::Object(key)) {
+                    StoreError::NotFound { .. } => Ok(None),
+                    e => Err(e),
+                },
+            }
+        })
+        .await
+    }
+
+    async fn get_to_file(&self, key: &str, dest: &Path) -> Result<ObjectMeta, StoreError> {
+        check_key(key)?;
+        with_retry(&self.options.retry, |_| async move {
+            let (meta, stream) = self.open_read(key).await?;
+            let mut stream = std::pin::pin!(stream);
+            // A fresh temp file per attempt; a failed one is removed on drop.
+            let mut landing = Landing::new(dest)?;
+            while let Some(chunk) = stream.next().await {
+                let chunk = chunk.map_err(|e| self.stream_err(e))?;
+                landing.write(&chunk).await?;
+            }
+            landing.finish(&self.describe(), &meta, dest).await?;
+            Ok(meta)
+        })
+        .await
+    }
+
+    async fn get_bytes(&self, key: &str) -> Result<(ObjectMeta, Vec<u8>), StoreError> {
+        check_key(key)?;
+        with_retry(&self.options.retry, |_| async move {
+            let (meta, stream) = self.open_read(key).await?;
+            let chunks: Vec<bytes::Bytes> =
+                stream.try_collect().await.map_err(|e| self.stream_err(e))?;
+            let bytes = chunks.concat();
+            let sha = fsutil::sha256_bytes(&bytes);
+            super::check_download(&self.describe(), &meta, bytes.len() as u64, &sha)?;
+            Ok((meta, bytes))
+        })
+        .await
+    }
+
+    async fn put_file(
+        &self,
+        key: &str,
+        src: &Path,
+        sha256: &str,
+        pre: &Precondition,
+    ) -> Result<ObjectMeta, StoreError> {
+        check_key(key)?;
+        let client = self.client().await?;
+        let req = UploadObjectRequest {
+            bucket: self.bucket.clone(),
+            if_generation_match: Self::generation_match(key, pre)?,
+            ..UploadObjectRequest::default()
+        };
+        let upload_type = Self::upload_type(key, sha256);
+        self.put_retrying(sha256, || async {
+            let file = tokio::fs::File::open(src)
+                .await
+                .map_err(|e| StoreError::io(src, e))?;
+            // Streamed: the file is never held in memory whole.
+            let body = futures_util::stream::try_unfold(file, |mut file| async move {
+                let mut buf = vec![0u8; 256 * 1024];
+                let n = file.read(&mut buf).await?;
+                if n == 0 {
+                    return Ok::<_, std::io::Error>(None);
+                }
+                buf.truncate(n);
+                Ok(Some((bytes::Bytes::from(buf), file)))
+            });
+            client
+                .upload_streamed_object(&req, body, &upload_type)
+                .await
+                .map(|o| Self::meta(&o))
+                .map_err(|e| self.map_err(e, Scope::Object(key)))
+        })
+        .await
+    }
+
+    async fn put_bytes(
+        &self,
+        key: &str,
+        bytes: Vec<u8>,
+        pre: &Precondition,
+    ) -> Result<ObjectMeta, StoreError> {
+        check_key(key)?;
+        let client = self.client().await?;
+        let sha = fsutil::sha256_bytes(&bytes);
+        let req = UploadObjectRequest {
+            bucket: self.bucket.clone(),
+            if_generation_match: Self::generation_match(key, pre)?,
+            ..UploadObjectRequest::default()
+        };
+        let upload_type = Self::upload_type(key, &sha);
+        let bytes = bytes::Bytes::from(bytes);
+        self.put_retrying(&sha, || async {
+            client
+                .upload_object(&req, bytes.clone(), &upload_type)
+                .await
+                .map(|o| Self::meta(&o))
+                .map_err(|e| self.map_err(e, Scope::Object(key)))
+        })
+        .await
+    }
+
+    async fn delete(&self, key: &str, pre: &Precondition) -> Result<(), StoreError> {
+        check_key(key)?;
+        let pre = match pre {
+            // Create-only means nothing for a delete.
+            Precondition::CreateOnly => &Precondition::None,
+            p => p,
+        };
+        // fake-gcs-server ignores ifGenerationMatch on DELETE: check first.
+        self.precheck(key, pre).await?;
+        let client = self.client().await?;
+        let req = DeleteObjectRequest {
+            bucket: self.bucket.clone(),
+            object: key.to_string(),
+            if_generation_match: Self::generation_match(key, pre)?,
+            ..DeleteObjectRequest::default()
+        };
+        with_retry(&self.options.retry, |_| async {
+            match client.delete_object(&req).await {
+                Ok(()) => Ok(()),
+                Err(e) => match self.map_err(e, Scope::Object(key)) {
+                    StoreError::NotFound { key, .. } => match pre {
+                        Precondition::Matches(_) => Err(StoreError::PreconditionFailed { key }),
+                        _ => Ok(()),
+                    },
+                    e => Err(e),
+                },
+            }
+        })
+        .await
+    }
+
+    async fn delete_many(&self, keys: &[String]) -> Result<(), StoreError> {
+        futures_util::stream::iter(keys.iter().map(Ok))
+            .try_for_each_concurrent(DELETE_CONCURRENCY, |k| self.delete(k, &Precondition::None))
+            .await
+    }
+
+    async fn copy(
+        &self,
+        from: &str,
+        to: &str,
+        pre: &Precondition,
+    ) -> Result<ObjectMeta, StoreError> {
+        check_key(from)?;
+        check_key(to)?;
+        // fake-gcs-server ignores ifGenerationMatch on copy: check first.
+        self.precheck(to, pre).await?;
+        let client = self.client().await?;
+        let req = CopyObjectRequest {
+            source_bucket: self.bucket.clone(),
+            source_object: from.to_string(),
+            destination_bucket: self.bucket.clone(),
+            destination_object: to.to_string(),
+            if_generation_match: Self::generation_match(to, pre)?,
+            // No metadata given: GCS keeps the source's (sha256 included).
+            metadata: None,
+            ..CopyObjectRequest::default()
+        };
+        with_retry(&self.options.retry, |_| async {
+            client
+                .copy_object(&req)
+                .await
+                .map(|o| Self::meta(&o))
+                .map_err(|e| match self.map_err(e, Scope::Object(from)) {
+                    // 412 is about the destination, 404 about the source.
+                    StoreError::PreconditionFailed { .. } => StoreError::PreconditionFailed {
+                        key: to.to_string(),
+                    },
+                    e => e,
+                })
+        })
+        .await
+    }
+}
+
+/// An error with its sources, so "connection refused" is not hidden behind
+/// "error sending request".
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        out.push_str(": ");
+        out.push_str(&s.to_string());
+        source = s.source();
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn preconditions_become_generations() {
+        assert_eq!(
+            GcsStore::generation_match("k", &Precondition::None).unwrap(),
+            None
+        );
+        assert_eq!(
+            GcsStore::generation_match("k", &Precondition::CreateOnly).unwrap(),
+            Some(0)
+        );
+        assert_eq!(
+            GcsStore::generation_match("k", &Precondition::Matches("42".into())).unwrap(),
+            Some(42)
+        );
+        assert!(matches!(
+            GcsStore::generation_match("k", &Precondition::Matches("etag".into())),
+            Err(StoreError::PreconditionFailed { .. })
+        ));
+    }
+
+    #[test]
+    fn describe_names_bucket_and_endpoint() {
+        let s = GcsStore::new("bkt", Some("http://127.0.0.1:9/"), StoreOptions::default()).unwrap();
+        assert_eq!(s.describe(), "gs://bkt at http://127.0.0.1:9");
+    }
+}

@@ -1,0 +1,521 @@
+//! Object stores: the one interface through which swamp reads and writes a
+//! datastore's remote side (S3, GCS) and the lock and manifests of a
+//! `filesystem` datastore.
+//!
+//! Owns: the [`Store`] trait (paged listing, head, verified downloads,
+//! conditional uploads, deletes, server-side copy), what each backend can
+//! enforce ([`Capabilities`]), typed errors that name the bucket or endpoint
+//! and the fix ([`StoreError`]), and retries of transient failures
+//! ([`retry`]). Backends: [`fs`] (a directory), [`s3`] (`aws-sdk-s3`),
+//! [`gcs`] (`gcloud-storage`, the GCS JSON API).
+//!
+//! Does not own: key layout. Keys given to a store are full object keys
+//! built by [`crate::layout::Layout::remote_key`]; a store never adds the
+//! configured prefix itself. Nor does it own credentials: S3 uses the
+//! standard AWS chain (env, profile, instance role) and GCS application
+//! default credentials; nothing is ever read from `.swamp.toml` for them.
+//!
+//! Every remote object carries the sha256 of its content as metadata (S3
+//! user metadata `x-amz-meta-sha256`, GCS custom metadata `sha256`, an
+//! extended attribute `user.swamp.sha256` on a filesystem), and downloads
+//! are checked against it before they land at their destination.
+
+pub mod fs;
+pub mod gcs;
+pub mod retry;
+pub mod s3;
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+use crate::config::DatastoreConfig;
+pub use retry::RetryPolicy;
+
+/// Name of the sha256 metadata entry (S3 user metadata and GCS custom
+/// metadata alike).
+pub const SHA256_METADATA: &str = "sha256";
+
+/// What a store knows about one object.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ObjectMeta {
+    pub key: String,
+    pub size: u64,
+    /// Opaque token that changes whenever the object does: S3 ETag (quotes
+    /// stripped), GCS generation, `size-mtime_ns-inode` on a filesystem.
+    /// [`Precondition::Matches`] takes it back.
+    pub version: String,
+    /// Hex sha256 from the object's metadata; `None` when the object has
+    /// none or the listing does not carry it
+    /// ([`Capabilities::listing_has_sha256`]).
+    pub sha256: Option<String>,
+}
+
+/// Condition a write or delete is made on, checked by the server.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Precondition {
+    /// Unconditional.
+    #[default]
+    None,
+    /// Only if no object exists at the key (S3 `If-None-Match: *`, GCS
+    /// `ifGenerationMatch=0`, `O_EXCL`/no-clobber rename on a filesystem).
+    CreateOnly,
+    /// Only if the object's current version is this one (S3 `If-Match`, GCS
+    /// `ifGenerationMatch=N`, a lock around check-and-rename on a
+    /// filesystem).
+    Matches(String),
+}
+
+/// Which guarantees a backend really gives, so the planner can choose a
+/// strategy (or refuse) instead of assuming. Each flag says what was
+/// observed against the servers the tests run, not what the API promises.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Capabilities {
+    /// [`Precondition::CreateOnly`] on puts is enforced atomically (exactly
+    /// one of many concurrent creators wins).
+    pub conditional_create: bool,
+    /// [`Precondition::Matches`] on puts is enforced atomically.
+    pub conditional_replace: bool,
+    /// [`Precondition::Matches`] on delete is enforced by the server. When
+    /// false the store still sends the condition and checks the version
+    /// just before deleting, but a concurrent writer can slip in between.
+    pub conditional_delete: bool,
+    /// A precondition on the destination of [`Store::copy`] is enforced by
+    /// the server (otherwise: checked just before, like `conditional_delete`).
+    pub conditional_copy: bool,
+    /// [`Store::delete_many`] sends batches, not one request per key.
+    pub batch_delete: bool,
+    /// [`Store::copy`] does not move the bytes through this process.
+    pub server_side_copy: bool,
+    /// [`Store::list`] fills [`ObjectMeta::sha256`] (no head per object
+    /// needed to plan).
+    pub listing_has_sha256: bool,
+}
+
+/// Errors from any store. Messages name what failed (key, bucket or
+/// endpoint) and what to do about it.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error(
+        "precondition failed for `{key}`: it changed (or appeared) since it was observed; plan again"
+    )]
+    PreconditionFailed { key: String },
+    #[error("`{key}` does not exist in {target}")]
+    NotFound { key: String, target: String },
+    #[error(
+        "cannot reach {target}: {message}; check that the endpoint is right and the server is up"
+    )]
+    Unreachable { target: String, message: String },
+    #[error(
+        "{target} is unavailable or throttling ({message}) and kept failing after retries; try again later"
+    )]
+    Unavailable { target: String, message: String },
+    #[error("{target} refused access ({message}); {hint}")]
+    Denied {
+        target: String,
+        message: String,
+        hint: String,
+    },
+    #[error(
+        "bucket `{bucket}` does not exist at {target}; create it or fix `bucket` in the [datastore] table of .swamp.toml"
+    )]
+    NoSuchBucket { bucket: String, target: String },
+    #[error(
+        "`{key}` is corrupt: its content has sha256 {found} but its metadata says {expected}; nothing was written locally"
+    )]
+    Integrity {
+        key: String,
+        expected: String,
+        found: String,
+    },
+    #[error("{}: {source}", .path.display())]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{message}")]
+    Other { message: String },
+}
+
+impl StoreError {
+    /// Whether trying the same request again may succeed (see [`retry`]).
+    pub fn is_transient(&self) -> bool {
+        matches!(
+            self,
+            StoreError::Unreachable { .. } | StoreError::Unavailable { .. }
+        )
+    }
+
+    pub(crate) fn io(path: &Path, source: std::io::Error) -> StoreError {
+        StoreError::Io {
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+
+    pub(crate) fn other(message: impl Into<String>) -> StoreError {
+        StoreError::Other {
+            message: message.into(),
+        }
+    }
+}
+
+/// Static credentials handed to a store in code. swamp itself never sets
+/// them (credentials come from the provider's standard chain, never from
+/// `.swamp.toml`); tests and embedders may.
+#[derive(Clone, PartialEq, Eq)]
+pub struct StaticCredentials {
+    pub access_key_id: String,
+    pub secret_access_key: String,
+}
+
+impl fmt::Debug for StaticCredentials {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Never print the secret, even in debug output.
+        f.debug_struct("StaticCredentials")
+            .field("access_key_id", &self.access_key_id)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Tuning that is not part of the datastore configuration.
+#[derive(Debug, Clone)]
+pub struct StoreOptions {
+    /// Objects per listing page (S3 `max-keys`, GCS `maxResults`). Tests use
+    /// a small value so that paging is exercised.
+    pub page_size: u32,
+    pub retry: RetryPolicy,
+    /// How long to wait for a TCP connection before treating the endpoint
+    /// as unreachable (each attempt).
+    pub connect_timeout: Duration,
+    /// How long a response may stall between bytes before the attempt is
+    /// abandoned (and retried).
+    pub read_timeout: Duration,
+    /// S3 only: use these instead of the default AWS credential chain.
+    pub s3_credentials: Option<StaticCredentials>,
+}
+
+impl Default for StoreOptions {
+    fn default() -> Self {
+        StoreOptions {
+            page_size: 1000,
+            retry: RetryPolicy::default(),
+            connect_timeout: Duration::from_secs(10),
+            read_timeout: Duration::from_secs(60),
+            s3_credentials: None,
+        }
+    }
+}
+
+/// An object store. Keys are full keys (`prefix/namespace/tier/...`),
+/// `/`-separated, never starting with `/`.
+#[async_trait]
+pub trait Store: Send + Sync {
+    /// `s3://bucket`, `gs://bucket`, `file:///path`, plus the endpoint when
+    /// one is configured: used in messages.
+    fn describe(&self) -> String;
+
+    fn capabilities(&self) -> Capabilities;
+
+    /// Every object whose key starts with `prefix` (a plain string prefix,
+    /// not only at `/`), following all pages, sorted by key.
+    async fn list(&self, prefix: &str) -> Result<Vec<ObjectMeta>, StoreError>;
+
+    /// The object's metadata (with sha256), or `None` when it does not exist.
+    async fn head(&self, key: &str) -> Result<Option<ObjectMeta>, StoreError>;
+
+    /// Streams the object to a temp file beside `dest`, verifies its sha256
+    /// against the metadata when the object has one, fsyncs and renames it
+    /// into place. On any error `dest` is left as it was.
+    async fn get_to_file(&self, key: &str, dest: &Path) -> Result<ObjectMeta, StoreError>;
+
+    /// The whole object in memory, verified like [`Store::get_to_file`]; for
+    /// small objects (manifests, locks).
+    async fn get_bytes(&self, key: &str) -> Result<(ObjectMeta, Vec<u8>), StoreError>;
+
+    /// Uploads `src`, recording `sha256` (its hex content hash, computed by
+    /// the caller) as metadata. Returns the new object's metadata.
+    async fn put_file(
+        &self,
+        key: &str,
+        src: &Path,
+        sha256: &str,
+        pre: &Precondition,
+    ) -> Result<ObjectMeta, StoreError>;
+
+    /// Uploads `bytes`; computes the sha256 itself.
+    async fn put_bytes(
+        &self,
+        key: &str,
+        bytes: Vec<u8>,
+        pre: &Precondition,
+    ) -> Result<ObjectMeta, StoreError>;
+
+    /// Deletes `key`. A missing key is fine unless `pre` is
+    /// [`Precondition::Matches`] (then: [`StoreError::PreconditionFailed`]).
+    async fn delete(&self, key: &str, pre: &Precondition) -> Result<(), StoreError>;
+
+    /// Deletes every key (missing ones are fine), batched where the backend
+    /// allows ([`Capabilities::batch_delete`]).
+    async fn delete_many(&self, keys: &[String]) -> Result<(), StoreError>;
+
+    /// Copies `from` to `to` inside the store, keeping the sha256 metadata;
+    /// `pre` applies to the destination.
+    async fn copy(
+        &self,
+        from: &str,
+        to: &str,
+        pre: &Precondition,
+    ) -> Result<ObjectMeta, StoreError>;
+}
+
+/// Opens the store behind a datastore configuration with default options.
+pub fn open(datastore: &DatastoreConfig) -> Result<Arc<dyn Store>, StoreError> {
+    open_with(datastore, StoreOptions::default())
+}
+
+/// Opens the store behind a datastore configuration. Cheap and offline:
+/// clients connect (and credentials are resolved) on first use, so errors
+/// about reachability and access come from the first call.
+pub fn open_with(
+    datastore: &DatastoreConfig,
+    options: StoreOptions,
+) -> Result<Arc<dyn Store>, StoreError> {
+    match datastore {
+        DatastoreConfig::Local => Err(StoreError::other(
+            "the `local` datastore is the repository's own .swamp/ directory and has no object store; \
+             use `swamp datastore setup` to move it to a filesystem, s3 or gcs datastore",
+        )),
+        DatastoreConfig::Filesystem { path } => Ok(open_fs(path.as_path())),
+        DatastoreConfig::S3 {
+            bucket,
+            region,
+            endpoint,
+            ..
+        } => Ok(Arc::new(s3::S3Store::new(
+            bucket,
+            region.as_deref(),
+            endpoint.as_deref(),
+            options,
+        )?)),
+        DatastoreConfig::Gcs {
+            bucket, endpoint, ..
+        } => Ok(Arc::new(gcs::GcsStore::new(
+            bucket,
+            endpoint.as_deref(),
+            options,
+        )?)),
+    }
+}
+
+/// A directory used as an object store (keys are relative paths under it).
+pub fn open_fs(root: &Path) -> Arc<dyn Store> {
+    Arc::new(fs::FsStore::new(root))
+}
+
+/// Where a remote download lands: a temp file beside the destination,
+/// hashed as it is written, renamed into place only once verified.
+pub(crate) struct Landing {
+    tmp: tempfile::NamedTempFile,
+    file: tokio::fs::File,
+    hasher: sha2::Sha256,
+    written: u64,
+}
+
+impl Landing {
+    pub(crate) fn new(dest: &Path) -> Result<Landing, StoreError> {
+        let dir = match dest.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
+        std::fs::create_dir_all(dir).map_err(|e| StoreError::io(dir, e))?;
+        let tmp = tempfile::Builder::new()
+            .prefix(".swamp-tmp-")
+            .tempfile_in(dir)
+            .map_err(|e| StoreError::io(dir, e))?;
+        let file = tmp
+            .as_file()
+            .try_clone()
+            .map_err(|e| StoreError::io(tmp.path(), e))?;
+        Ok(Landing {
+            tmp,
+            file: tokio::fs::File::from_std(file),
+            hasher: sha2::Sha256::default(),
+            written: 0,
+        })
+    }
+
+    pub(crate) async fn write(&mut self, chunk: &[u8]) -> Result<(), StoreError> {
+        use sha2::Digest;
+        use tokio::io::AsyncWriteExt;
+        self.hasher.update(chunk);
+        self.written += chunk.len() as u64;
+        self.file
+            .write_all(chunk)
+            .await
+            .map_err(|e| StoreError::io(self.tmp.path(), e))
+    }
+
+    /// Verifies size and sha256 against `meta`, fsyncs and renames into
+    /// `dest`. Dropping a `Landing` instead removes the temp file.
+    pub(crate) async fn finish(
+        mut self,
+        target: &str,
+        meta: &ObjectMeta,
+        dest: &Path,
+    ) -> Result<(), StoreError> {
+        use sha2::Digest;
+        use tokio::io::AsyncWriteExt;
+        let found = hex::encode(self.hasher.finalize_reset());
+        check_download(target, meta, self.written, &found)?;
+        self.file
+            .flush()
+            .await
+            .map_err(|e| StoreError::io(self.tmp.path(), e))?;
+        self.file
+            .sync_all()
+            .await
+            .map_err(|e| StoreError::io(self.tmp.path(), e))?;
+        let dest = dest.to_path_buf();
+        let tmp = self.tmp;
+        tokio::task::spawn_blocking(move || {
+            tmp.persist(&dest)
+                .map_err(|e| StoreError::io(&dest, e.error))?;
+            let dir = match dest.parent() {
+                Some(p) if !p.as_os_str().is_empty() => p,
+                _ => Path::new("."),
+            };
+            crate::fsutil::sync_dir(dir).map_err(|e| StoreError::io(dir, e))
+        })
+        .await
+        .map_err(|e| StoreError::other(format!("download task failed: {e}")))?
+    }
+}
+
+/// Checks a finished download: the length the server announced (a short
+/// body is a dropped connection, worth a retry) and the sha256 metadata.
+pub(crate) fn check_download(
+    target: &str,
+    meta: &ObjectMeta,
+    written: u64,
+    sha: &str,
+) -> Result<(), StoreError> {
+    if written != meta.size {
+        return Err(StoreError::Unreachable {
+            target: target.to_string(),
+            message: format!(
+                "download of `{}` ended after {written} of {} bytes",
+                meta.key, meta.size
+            ),
+        });
+    }
+    verify_sha256(&meta.key, meta.sha256.as_deref(), sha)
+}
+
+/// Checks the sha256 of downloaded content against the object's metadata.
+pub(crate) fn verify_sha256(
+    key: &str,
+    expected: Option<&str>,
+    found: &str,
+) -> Result<(), StoreError> {
+    match expected {
+        Some(expected) if !expected.eq_ignore_ascii_case(found) => Err(StoreError::Integrity {
+            key: key.to_string(),
+            expected: expected.to_string(),
+            found: found.to_string(),
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// Checks a bucket name the way both S3 and GCS do (3-63 characters of
+/// lowercase letters, digits, `-`, `.`, `_`), so a typo is reported before
+/// any request is made.
+pub(crate) fn check_bucket_name(bucket: &str, kind: &str) -> Result<(), StoreError> {
+    let ok_len = (3..=63).contains(&bucket.len());
+    let ok_chars = bucket
+        .chars()
+        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "-._".contains(c));
+    let ok_ends = bucket
+        .chars()
+        .next()
+        .zip(bucket.chars().last())
+        .is_some_and(|(a, z)| a.is_ascii_alphanumeric() && z.is_ascii_alphanumeric());
+    if ok_len && ok_chars && ok_ends {
+        Ok(())
+    } else {
+        Err(StoreError::other(format!(
+            "invalid {kind} bucket name `{bucket}` (3-63 lowercase letters, digits, `-`, `.`); \
+             fix `bucket` in the [datastore] table of .swamp.toml"
+        )))
+    }
+}
+
+/// Refuses keys a backend would interpret differently from the others or
+/// that could escape a filesystem root.
+pub(crate) fn check_key(key: &str) -> Result<(), StoreError> {
+    let reason = if key.is_empty() {
+        Some("it is empty")
+    } else if key.starts_with('/') {
+        Some("it starts with `/`")
+    } else if key.contains('\\') {
+        Some("it contains a backslash")
+    } else if key.contains('\0') {
+        Some("it contains a NUL byte")
+    } else if key.split('/').any(|c| c == ".." || c == ".") {
+        Some("it has a `.` or `..` component")
+    } else if key.split('/').any(str::is_empty) {
+        Some("it has an empty path component")
+    } else {
+        None
+    };
+    match reason {
+        Some(reason) => Err(StoreError::other(format!(
+            "refusing object key {key:?}: {reason}"
+        ))),
+        None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_that_could_escape_are_refused() {
+        for bad in [
+            "", "/abs", "a/../b", "..", "a\\b", "a\0b", "a//b", "a/", "./a",
+        ] {
+            let e = check_key(bad).unwrap_err();
+            assert!(
+                e.to_string().contains("refusing object key"),
+                "{bad:?}: {e}"
+            );
+        }
+        for good in ["a", "p/ns/data/x/1/raw", "a..b/c", ".hidden/x"] {
+            check_key(good).unwrap();
+        }
+    }
+
+    #[test]
+    fn bucket_names_are_checked() {
+        for bad in ["ab", "Bucket", "-abc", "abc-", "a_b!c"] {
+            assert!(check_bucket_name(bad, "S3").is_err(), "{bad}");
+        }
+        for good in ["abc", "swamp-test-1", "my.bucket"] {
+            check_bucket_name(good, "S3").unwrap();
+        }
+    }
+
+    #[test]
+    fn integrity_mismatch_names_both_hashes() {
+        verify_sha256("k", None, "aa").unwrap();
+        verify_sha256("k", Some("AA"), "aa").unwrap();
+        let e = verify_sha256("k", Some("bb"), "aa").unwrap_err();
+        let msg = e.to_string();
+        assert!(msg.contains("bb") && msg.contains("aa") && msg.contains("`k`"));
+    }
+}

@@ -1,0 +1,645 @@
+//! S3 (and S3-compatible servers) through `aws-sdk-s3`.
+//!
+//! Credentials and, unless configured, the region come from the standard
+//! AWS chain (env, profile, instance role); `.swamp.toml` only names
+//! `bucket`, `region` and `endpoint`. A configured endpoint switches to
+//! path-style addressing, which servers without virtual-host DNS need.
+//!
+//! Preconditions: create-only is `If-None-Match: *`, replace is `If-Match:
+//! "<etag>"`, a conditional delete is `DeleteObject` with `If-Match`, and a
+//! conditional copy puts the same headers on `CopyObject` (the source is
+//! pinned with `x-amz-copy-source-if-match`). A 412 is
+//! [`StoreError::PreconditionFailed`]. The sha256 is user metadata
+//! (`x-amz-meta-sha256`); `ListObjectsV2` does not return user metadata, so
+//! listings carry none.
+//!
+//! The SDK's own retries are switched off: [`super::retry`] does it, with
+//! the same policy for every backend.
+
+use std::path::Path;
+
+use async_trait::async_trait;
+use aws_sdk_s3::Client;
+use aws_sdk_s3::config::http::HttpResponse;
+use aws_sdk_s3::config::retry::RetryConfig;
+use aws_sdk_s3::config::timeout::TimeoutConfig;
+use aws_sdk_s3::config::{BehaviorVersion, Credentials, ProvideCredentials, Region};
+use aws_sdk_s3::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
+use aws_sdk_s3::primitives::ByteStream;
+use aws_sdk_s3::types::{Delete, MetadataDirective, ObjectIdentifier};
+use base64::Engine as _;
+use tokio::sync::OnceCell;
+
+use super::retry::{Class, classify_status, with_retry};
+use super::{
+    Capabilities, Landing, ObjectMeta, Precondition, SHA256_METADATA, Store, StoreError,
+    StoreOptions, check_bucket_name, check_key,
+};
+use crate::fsutil;
+
+/// Most keys one `DeleteObjects` request may name.
+const DELETE_BATCH: usize = 1000;
+
+const CREDENTIALS_HINT: &str = "check the AWS credentials: AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, \
+     AWS_PROFILE (~/.aws/credentials) or the instance role; swamp never reads them from .swamp.toml. \
+     Also check that the bucket exists: some S3-compatible servers (SeaweedFS) answer 403, not 404, \
+     for a missing bucket";
+
+pub struct S3Store {
+    bucket: String,
+    region: Option<String>,
+    endpoint: Option<String>,
+    options: StoreOptions,
+    client: OnceCell<Client>,
+}
+
+impl S3Store {
+    pub fn new(
+        bucket: &str,
+        region: Option<&str>,
+        endpoint: Option<&str>,
+        options: StoreOptions,
+    ) -> Result<S3Store, StoreError> {
+        check_bucket_name(bucket, "S3")?;
+        Ok(S3Store {
+            bucket: bucket.to_string(),
+            region: region.map(str::to_owned),
+            endpoint: endpoint.map(|e| e.trim_end_matches('/').to_owned()),
+            options,
+            client: OnceCell::new(),
+        })
+    }
+
+    /// The client, built on first use: loading the AWS configuration is
+    /// async and may touch the network (instance metadata), which `open`
+    /// should not.
+    async fn client(&self) -> Result<&Client, StoreError> {
+        self.client.get_or_try_init(|| self.connect()).await
+    }
+
+    async fn connect(&self) -> Result<Client, StoreError> {
+        let timeouts = TimeoutConfig::builder()
+            .connect_timeout(self.options.connect_timeout)
+            .read_timeout(self.options.read_timeout)
+            .build();
+        let mut loader = aws_config::defaults(BehaviorVersion::latest())
+            .retry_config(RetryConfig::disabled())
+            .timeout_config(timeouts);
+        if let Some(region) = &self.region {
+            loader = loader.region(Region::new(region.clone()));
+        }
+        if let Some(endpoint) = &self.endpoint {
+            loader = loader.endpoint_url(endpoint);
+        }
+        if let Some(c) = &self.options.s3_credentials {
+            loader = loader.credentials_provider(Credentials::new(
+                &c.access_key_id,
+                &c.secret_access_key,
+                None,
+                None,
+                "swamp-static",
+            ));
+        }
+        let sdk = loader.load().await;
+        if sdk.region().is_none() {
+            return Err(StoreError::other(format!(
+                "no AWS region for {}: set `region` in the [datastore] table of .swamp.toml or AWS_REGION",
+                self.describe()
+            )));
+        }
+        // Resolve credentials now so that "none found" is reported as such,
+        // not as an obscure signing failure on the first request.
+        let provider = sdk
+            .credentials_provider()
+            .ok_or_else(|| self.no_credentials("none configured"))?;
+        provider
+            .provide_credentials()
+            .await
+            .map_err(|e| self.no_credentials(&DisplayErrorContext(&e).to_string()))?;
+        let conf = aws_sdk_s3::config::Builder::from(&sdk)
+            .force_path_style(self.endpoint.is_some())
+            .build();
+        Ok(Client::from_conf(conf))
+    }
+
+    fn no_credentials(&self, why: &str) -> StoreError {
+        StoreError::Denied {
+            target: self.describe(),
+            message: format!("no AWS credentials found: {why}"),
+            hint: CREDENTIALS_HINT.to_string(),
+        }
+    }
+
+    /// Maps an SDK error to a [`StoreError`] naming the bucket/endpoint.
+    fn map_err<E>(&self, err: SdkError<E, HttpResponse>, key: Option<&str>) -> StoreError
+    where
+        E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+    {
+        let target = self.describe();
+        let key = key.unwrap_or("").to_string();
+        match &err {
+            SdkError::ServiceError(se) => {
+                let status = se.raw().status().as_u16();
+                let code = se.err().code().map(str::to_owned);
+                let message = format!(
+                    "HTTP {status} {}: {}",
+                    code.as_deref().unwrap_or(""),
+                    se.err().message().unwrap_or("")
+                );
+                match (status, code.as_deref()) {
+                    (412, _) => StoreError::PreconditionFailed { key },
+                    (_, Some("NoSuchBucket")) => StoreError::NoSuchBucket {
+                        bucket: self.bucket.clone(),
+                        target,
+                    },
+                    (404, _) => StoreError::NotFound { key, target },
+                    (401 | 403, _) => StoreError::Denied {
+                        target,
+                        message,
+                        hint: CREDENTIALS_HINT.to_string(),
+                    },
+                    (s, c) if classify_status(s, c) == Class::Transient => {
+                        StoreError::Unavailable { target, message }
+                    }
+                    _ => StoreError::other(format!("{target}: `{key}`: {message}")),
+                }
+            }
+            SdkError::ResponseError(re) => {
+                let status = re.raw().status().as_u16();
+                let message = format!("HTTP {status}: {}", DisplayErrorContext(&err));
+                if classify_status(status, None) == Class::Transient || status < 300 {
+                    // A 2xx we could not read is a connection cut short.
+                    StoreError::Unavailable { target, message }
+                } else if status == 412 {
+                    StoreError::PreconditionFailed { key }
+                } else {
+                    StoreError::other(format!("{target}: {message}"))
+                }
+            }
+            SdkError::DispatchFailure(d) if d.is_user() => {
+                StoreError::other(format!("{target}: {}", DisplayErrorContext(&err)))
+            }
+            // Connection refused, DNS, reset, TLS: the server is not there.
+            SdkError::DispatchFailure(_) | SdkError::TimeoutError(_) => StoreError::Unreachable {
+                target,
+                message: DisplayErrorContext(&err).to_string(),
+            },
+            _ => StoreError::other(format!("{target}: {}", DisplayErrorContext(&err))),
+        }
+    }
+
+    fn meta(
+        key: &str,
+        size: Option<i64>,
+        etag: Option<&str>,
+        sha256: Option<&String>,
+    ) -> ObjectMeta {
+        ObjectMeta {
+            key: key.to_string(),
+            size: size.unwrap_or(0).max(0) as u64,
+            version: strip_etag(etag),
+            sha256: sha256.cloned(),
+        }
+    }
+
+    /// One PutObject; `body` builds a fresh body for each attempt.
+    async fn put_once(
+        &self,
+        key: &str,
+        body: ByteStream,
+        size: u64,
+        sha256: &str,
+        pre: &Precondition,
+    ) -> Result<ObjectMeta, StoreError> {
+        let client = self.client().await?;
+        let mut req = client
+            .put_object()
+            .bucket(&self.bucket)
+            .key(key)
+            .body(body)
+            .content_length(size as i64)
+            .metadata(SHA256_METADATA, sha256);
+        // Our own hash as the request checksum: S3 rejects the upload if the
+        // bytes it received differ, and the SDK need not stream a checksum
+        // trailer (aws-chunked), which SeaweedFS without identities refuses
+        // ("Signed request requires setting up SeaweedFS S3 authentication").
+        if let Ok(raw) = hex::decode(sha256) {
+            req = req.checksum_sha256(base64::engine::general_purpose::STANDARD.encode(raw));
+        }
+        req = match pre {
+            Precondition::None => req,
+            Precondition::CreateOnly => req.if_none_match("*"),
+            Precondition::Matches(v) => req.if_match(quote_etag(v)),
+        };
+        match req.send().await {
+            Ok(out) => Ok(ObjectMeta {
+                key: key.to_string(),
+                size,
+                version: strip_etag(out.e_tag()),
+                sha256: Some(sha256.to_string()),
+            }),
+            // AWS answers If-Match on a missing key with 404 (SeaweedFS with
+            // 412): either way the version the caller saw is gone.
+            Err(e) => match self.map_err(e, Some(key)) {
+                StoreError::NotFound { key, .. } if matches!(pre, Precondition::Matches(_)) => {
+                    Err(StoreError::PreconditionFailed { key })
+                }
+                e => Err(e),
+            },
+        }
+    }
+
+    /// Retries a conditional put. A repeat that meets "precondition failed"
+    /// may be meeting its own first attempt, which succeeded but whose
+    /// answer was lost: if the object now holds our sha256, it is ours.
+    async fn put_retrying<F, Fut>(
+        &self,
+        key: &str,
+        sha256: &str,
+        pre: &Precondition,
+        body: F,
+    ) -> Result<ObjectMeta, StoreError>
+    where
+        F: Fn() -> Fut,
+        Fut: std::future::Future<Output = Result<(ByteStream, u64), StoreError>>,
+    {
+        check_key(key)?;
+        with_retry(&self.options.retry, |attempt| {
+            let body = body();
+            async move {
+                let (stream, size) = body.await?;
+                match self.put_once(key, stream, size, sha256, pre).await {
+                    Err(StoreError::PreconditionFailed { key }) if attempt > 1 => {
+                        match self.head(&key).await? {
+                            Some(m) if m.sha256.as_deref() == Some(sha256) => Ok(m),
+                            _ => Err(StoreError::PreconditionFailed { key }),
+                        }
+                    }
+                    r => r,
+                }
+            }
+        })
+        .await
+    }
+
+    async fn get_once(
+        &self,
+        key: &str,
+    ) -> Result<(ObjectMeta, aws_sdk_s3::primitives::ByteStream), StoreError> {
+        let client = self.client().await?;
+        let out = client
+            .get_object()
+            .bucket(&self.bucket)
+            .key(key)
+            .send()
+            .await
+            .map_err(|e| self.map_err(e, Some(key)))?;
+        let meta = Self::meta(
+            key,
+            out.content_length(),
+            out.e_tag(),
+            out.metadata().and_then(|m| m.get(SHA256_METADATA)),
+        );
+        Ok((meta, out.body))
+    }
+
+    fn stream_err(&self, e: impl std::fmt::Display) -> StoreError {
+        // The body broke off mid-way: a network failure, worth a retry.
+        StoreError::Unreachable {
+            target: self.describe(),
+            message: format!("download interrupted: {e}"),
+        }
+    }
+}
+
+#[async_trait]
+impl Store for S3Store {
+    fn describe(&self) -> String {
+        match &self.endpoint {
+            Some(e) => format!("s3://{} at {e}", self.bucket),
+            None => format!("s3://{}", self.bucket),
+        }
+    }
+
+    /// Observed against SeaweedFS 4.48 (`weed mini`): create-only and
+    /// replace hold under 16 concurrent writers; `If-Match` on DeleteObject
+    /// and `If-None-Match`/`If-Match` on CopyObject are answered with 412.
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            conditional_create: true,
+            conditional_replace: true,
+            conditional_delete: true,
+            conditional_copy: true,
+            batch_delete: true,
+            server_side_copy: true,
+            listing_has_sha256: false,
+        }
+    }
+
+    async fn list(&self, prefix: &str) -> Result<Vec<ObjectMeta>, StoreError> {
+        let client = self.client().await?;
+        let mut out = Vec::new();
+        let mut token: Option<String> = None;
+        loop {
+            let page = with_retry(&self.options.retry, |_| {
+                let req = client
+                    .list_objects_v2()
+                    .bucket(&self.bucket)
+                    .prefix(prefix)
+                    .max_keys(self.options.page_size.max(1) as i32)
+                    .set_continuation_token(token.clone());
+                async move { req.send().await.map_err(|e| self.map_err(e, None)) }
+            })
+            .await?;
+            for o in page.contents() {
+                if let Some(key) = o.key() {
+                    out.push(Self::meta(key, o.size(), o.e_tag(), None));
+                }
+            }
+            token = page.next_continuation_token().map(str::to_owned);
+            if page.is_truncated() != Some(true) || token.is_none() {
+                break;
+            }
+        }
+        out.sort_by(|a, b| a.key.cmp(&b.key));
+        Ok(out)
+    }
+
+    async fn head(&self, key: &str) -> Result<Option<ObjectMeta>, StoreError> {
+        check_key(key)?;
+        let client = self.client().await?;
+        with_retry(&self.options.retry, |_| {
+            let req = client.head_object().bucket(&self.bucket).key(key);
+            async move {
+                match req.send().await {
+                    Ok(o) => Ok(Some(Self::meta(
+                        key,
+                        o.content_length(),
+                        o.e_tag(),
+                        o.metadata().and_then(|m| m.get(SHA256_METADATA)),
+                    ))),
+                    Err(e) => match self.map_err(e, Some(key)) {
+                        StoreError::NotFound { .. } => Ok(None),
+                        e => Err(e),
+                    },
+                }
+            }
+        })
+        .await
+    }
+
+    async fn get_to_file(&self, key: &str, dest: &Path) -> Result<ObjectMeta, StoreError> {
+        check_key(key)?;
+        with_retry(&self.options.retry, |_| async move {
+            let (meta, mut body) = self.get_once(key).await?;
+            // Each attempt starts a fresh temp file; a failed one is dropped
+            // (and removed) with its `Landing`.
+            let mut landing = Landing::new(dest)?;
+            while let Some(chunk) = body.try_next().await.map_err(|e| self.stream_err(e))? {
+                landing.write(&chunk).await?;
+            }
+            landing.finish(&self.describe(), &meta, dest).await?;
+            Ok(meta)
+        })
+        .await
+    }
+
+    async fn get_bytes(&self, key: &str) -> Result<(ObjectMeta, Vec<u8>), StoreError> {
+        check_key(key)?;
+        with_retry(&self.options.retry, |_| async move {
+            let (meta, body) = self.get_once(key).await?;
+            let bytes = body
+                .collect()
+                .await
+                .map_err(|e| self.stream_err(e))?
+                .into_bytes()
+                .to_vec();
+            let sha = fsutil::sha256_bytes(&bytes);
+            super::check_download(&self.describe(), &meta, bytes.len() as u64, &sha)?;
+            Ok((meta, bytes))
+        })
+        .await
+    }
+
+    async fn put_file(
+        &self,
+        key: &str,
+        src: &Path,
+        sha256: &str,
+        pre: &Precondition,
+    ) -> Result<ObjectMeta, StoreError> {
+        self.put_retrying(key, sha256, pre, || async {
+            let size = tokio::fs::metadata(src)
+                .await
+                .map_err(|e| StoreError::io(src, e))?
+                .len();
+            let stream = ByteStream::from_path(src)
+                .await
+                .map_err(|e| StoreError::other(format!("cannot read {}: {e}", src.display())))?;
+            Ok((stream, size))
+        })
+        .await
+    }
+
+    async fn put_bytes(
+        &self,
+        key: &str,
+        bytes: Vec<u8>,
+        pre: &Precondition,
+    ) -> Result<ObjectMeta, StoreError> {
+        let sha = fsutil::sha256_bytes(&bytes);
+        let bytes = bytes::Bytes::from(bytes);
+        self.put_retrying(key, &sha, pre, || {
+            let b = bytes.clone();
+            async move {
+                let size = b.len() as u64;
+                Ok((ByteStream::from(b), size))
+            }
+        })
+        .await
+    }
+
+    async fn delete(&self, key: &str, pre: &Precondition) -> Result<(), StoreError> {
+        check_key(key)?;
+        let client = self.client().await?;
+        with_retry(&self.options.retry, |_| {
+            let mut req = client.delete_object().bucket(&self.bucket).key(key);
+            if let Precondition::Matches(v) = pre {
+                req = req.if_match(quote_etag(v));
+            }
+            async move {
+                match req.send().await {
+                    Ok(_) => Ok(()),
+                    Err(e) => match self.map_err(e, Some(key)) {
+                        StoreError::NotFound { key, .. } => match pre {
+                            Precondition::Matches(_) => Err(StoreError::PreconditionFailed { key }),
+                            _ => Ok(()),
+                        },
+                        e => Err(e),
+                    },
+                }
+            }
+        })
+        .await
+    }
+
+    async fn delete_many(&self, keys: &[String]) -> Result<(), StoreError> {
+        for key in keys {
+            check_key(key)?;
+        }
+        let client = self.client().await?;
+        for chunk in keys.chunks(DELETE_BATCH) {
+            let ids = chunk
+                .iter()
+                .map(|k| ObjectIdentifier::builder().key(k).build())
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| StoreError::other(format!("bad delete request: {e}")))?;
+            let delete = Delete::builder()
+                .set_objects(Some(ids))
+                .quiet(true)
+                .build()
+                .map_err(|e| StoreError::other(format!("bad delete request: {e}")))?;
+            let out = with_retry(&self.options.retry, |_| {
+                let req = client
+                    .delete_objects()
+                    .bucket(&self.bucket)
+                    .delete(delete.clone());
+                async move { req.send().await.map_err(|e| self.map_err(e, None)) }
+            })
+            .await?;
+            // Per-key failures come back in a 200 response.
+            if let Some(err) = out.errors().iter().find(|e| e.code() != Some("NoSuchKey")) {
+                let key = err.key().unwrap_or("").to_string();
+                let message = format!(
+                    "{} {}",
+                    err.code().unwrap_or(""),
+                    err.message().unwrap_or("")
+                );
+                return Err(match err.code() {
+                    Some("AccessDenied") => StoreError::Denied {
+                        target: self.describe(),
+                        message: format!("deleting `{key}`: {message}"),
+                        hint: CREDENTIALS_HINT.to_string(),
+                    },
+                    _ => StoreError::other(format!(
+                        "{}: could not delete `{key}`: {message}",
+                        self.describe()
+                    )),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    async fn copy(
+        &self,
+        from: &str,
+        to: &str,
+        pre: &Precondition,
+    ) -> Result<ObjectMeta, StoreError> {
+        check_key(from)?;
+        check_key(to)?;
+        let src = self.head(from).await?.ok_or_else(|| StoreError::NotFound {
+            key: from.to_string(),
+            target: self.describe(),
+        })?;
+        let client = self.client().await?;
+        with_retry(&self.options.retry, |attempt| {
+            let mut req = client
+                .copy_object()
+                .bucket(&self.bucket)
+                .key(to)
+                .copy_source(format!("{}/{}", self.bucket, encode_key(from)))
+                // Pin the source we looked at, so size and sha256 below are
+                // the copied object's.
+                .copy_source_if_match(quote_etag(&src.version))
+                .metadata_directive(MetadataDirective::Copy);
+            req = match pre {
+                Precondition::None => req,
+                Precondition::CreateOnly => req.if_none_match("*"),
+                Precondition::Matches(v) => req.if_match(quote_etag(v)),
+            };
+            let src = &src;
+            async move {
+                match req.send().await {
+                    Ok(out) => Ok(ObjectMeta {
+                        key: to.to_string(),
+                        size: src.size,
+                        version: strip_etag(out.copy_object_result().and_then(|r| r.e_tag())),
+                        sha256: src.sha256.clone(),
+                    }),
+                    Err(e) => match self.map_err(e, Some(to)) {
+                        StoreError::NotFound { key, .. }
+                            if matches!(pre, Precondition::Matches(_)) =>
+                        {
+                            Err(StoreError::PreconditionFailed { key })
+                        }
+                        // See `put_retrying`: a repeat may meet its own success.
+                        StoreError::PreconditionFailed { key } if attempt > 1 => {
+                            match self.head(to).await? {
+                                Some(m) if m.sha256.is_some() && m.sha256 == src.sha256 => Ok(m),
+                                _ => Err(StoreError::PreconditionFailed { key }),
+                            }
+                        }
+                        e => Err(e),
+                    },
+                }
+            }
+        })
+        .await
+    }
+}
+
+fn strip_etag(etag: Option<&str>) -> String {
+    etag.unwrap_or("").trim_matches('"').to_string()
+}
+
+fn quote_etag(version: &str) -> String {
+    format!("\"{}\"", version.trim_matches('"'))
+}
+
+/// Percent-encodes a key for `x-amz-copy-source` (everything but RFC 3986
+/// unreserved characters and `/`).
+fn encode_key(key: &str) -> String {
+    let mut out = String::with_capacity(key.len());
+    for b in key.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~/".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn etags_are_stored_bare_and_sent_quoted() {
+        assert_eq!(strip_etag(Some("\"abc\"")), "abc");
+        assert_eq!(strip_etag(Some("abc")), "abc");
+        assert_eq!(strip_etag(None), "");
+        assert_eq!(quote_etag("abc"), "\"abc\"");
+        assert_eq!(quote_etag("\"abc\""), "\"abc\"");
+    }
+
+    #[test]
+    fn copy_source_keys_are_percent_encoded() {
+        assert_eq!(encode_key("a/b c/ü+1.txt"), "a/b%20c/%C3%BC%2B1.txt");
+    }
+
+    #[test]
+    fn describe_names_bucket_and_endpoint() {
+        let s = S3Store::new(
+            "bkt",
+            None,
+            Some("http://127.0.0.1:9/"),
+            StoreOptions::default(),
+        )
+        .unwrap();
+        assert_eq!(s.describe(), "s3://bkt at http://127.0.0.1:9");
+        assert!(S3Store::new("B", None, None, StoreOptions::default()).is_err());
+    }
+}

@@ -1,0 +1,829 @@
+//! One suite of object-store scenarios, run alike against every backend:
+//! `fs` (a temp directory), `s3` (SeaweedFS) and `gcs` (fake-gcs-server),
+//! the real servers started by `support::servers`. Each scenario is an
+//! `async fn(Backend)`; the `conformance!` macro instantiates it once per
+//! backend, so `cargo test --test store_conformance s3::` runs one backend.
+
+mod support;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use swamp::fsutil::sha256_bytes;
+use swamp::store::{self, ObjectMeta, Precondition, RetryPolicy, Store, StoreError, StoreOptions};
+use tempfile::TempDir;
+
+use support::servers;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Backend {
+    Fs,
+    S3,
+    Gcs,
+}
+
+/// A fresh, empty store for one test, plus a scratch directory.
+struct Fixture {
+    backend: Backend,
+    store: Arc<dyn Store>,
+    /// Bucket name (S3/GCS) or unused (fs).
+    bucket: String,
+    /// Store root (fs only).
+    root: Option<TempDir>,
+    scratch: TempDir,
+}
+
+fn options() -> StoreOptions {
+    StoreOptions {
+        // Small pages so that listings must follow continuation tokens.
+        page_size: 2,
+        retry: RetryPolicy {
+            max_attempts: 5,
+            base_delay: Duration::from_millis(20),
+            max_delay: Duration::from_millis(200),
+        },
+        connect_timeout: Duration::from_secs(2),
+        read_timeout: Duration::from_secs(30),
+        s3_credentials: Some(servers::s3_credentials()),
+    }
+}
+
+impl Fixture {
+    fn new(backend: Backend) -> Fixture {
+        let scratch = tempfile::tempdir().unwrap();
+        match backend {
+            Backend::Fs => {
+                let root = tempfile::tempdir().unwrap();
+                Fixture {
+                    backend,
+                    store: store::open_fs(root.path()),
+                    bucket: String::new(),
+                    root: Some(root),
+                    scratch,
+                }
+            }
+            Backend::S3 => {
+                let server = servers::s3();
+                let bucket = server.fresh_bucket();
+                let store = store::open_with(&server.datastore(&bucket, None), options()).unwrap();
+                Fixture {
+                    backend,
+                    store,
+                    bucket,
+                    root: None,
+                    scratch,
+                }
+            }
+            Backend::Gcs => {
+                let server = servers::gcs();
+                let bucket = server.fresh_bucket();
+                let store = store::open_with(&server.datastore(&bucket, None), options()).unwrap();
+                Fixture {
+                    backend,
+                    store,
+                    bucket,
+                    root: None,
+                    scratch,
+                }
+            }
+        }
+    }
+
+    /// Stores `body` at `key` with sha256 metadata claiming `claimed`,
+    /// behind the store's back.
+    async fn tamper(&self, key: &str, body: &[u8], claimed: &str) {
+        match self.backend {
+            Backend::Fs => {
+                // Record the claimed content through the store (its hash goes
+                // into the xattr), then rewrite the bytes in place.
+                let meta = self
+                    .store
+                    .put_bytes(key, b"original".to_vec(), &Precondition::None)
+                    .await
+                    .unwrap();
+                assert_eq!(
+                    meta.sha256.as_deref(),
+                    Some(sha256_bytes(b"original").as_str())
+                );
+                let path = self.root.as_ref().unwrap().path().join(key);
+                std::fs::write(path, body).unwrap();
+            }
+            Backend::S3 => {
+                let (bucket, key, body, claimed) = (
+                    self.bucket.clone(),
+                    key.to_string(),
+                    body.to_vec(),
+                    claimed.to_string(),
+                );
+                tokio::task::spawn_blocking(move || {
+                    servers::s3().raw_put(&bucket, &key, &body, &claimed)
+                })
+                .await
+                .unwrap();
+            }
+            Backend::Gcs => {
+                let (bucket, key, body, claimed) = (
+                    self.bucket.clone(),
+                    key.to_string(),
+                    body.to_vec(),
+                    claimed.to_string(),
+                );
+                tokio::task::spawn_blocking(move || {
+                    servers::gcs().raw_put(&bucket, &key, &body, &claimed)
+                })
+                .await
+                .unwrap();
+            }
+        }
+    }
+
+    async fn body(&self, key: &str) -> Vec<u8> {
+        self.store.get_bytes(key).await.unwrap().1
+    }
+}
+
+fn is_precondition_failed(r: &Result<impl std::fmt::Debug, StoreError>) -> bool {
+    matches!(r, Err(StoreError::PreconditionFailed { .. }))
+}
+
+fn keys(metas: &[ObjectMeta]) -> Vec<&str> {
+    metas.iter().map(|m| m.key.as_str()).collect()
+}
+
+// ---------------------------------------------------------------------------
+// Scenarios
+
+async fn put_get_head_round_trip_with_sha256(b: Backend) {
+    let f = Fixture::new(b);
+    let s = &f.store;
+    let body = b"hello, datastore".to_vec();
+    let sha = sha256_bytes(&body);
+
+    let put = s
+        .put_bytes("p/data/a/1/raw", body.clone(), &Precondition::None)
+        .await
+        .unwrap();
+    assert_eq!(put.key, "p/data/a/1/raw");
+    assert_eq!(put.size, body.len() as u64);
+    assert_eq!(put.sha256.as_deref(), Some(sha.as_str()));
+    assert!(!put.version.is_empty());
+
+    let head = s
+        .head("p/data/a/1/raw")
+        .await
+        .unwrap()
+        .expect("head finds it");
+    assert_eq!(head, put, "head agrees with what put returned");
+
+    let (meta, got) = s.get_bytes("p/data/a/1/raw").await.unwrap();
+    assert_eq!(got, body);
+    assert_eq!(meta.sha256.as_deref(), Some(sha.as_str()));
+
+    let dest = f.scratch.path().join("out/deep/file");
+    let meta = s.get_to_file("p/data/a/1/raw", &dest).await.unwrap();
+    assert_eq!(std::fs::read(&dest).unwrap(), body);
+    assert_eq!(meta.version, put.version);
+
+    // put_file streams from disk and records the caller's hash.
+    let src = f.scratch.path().join("src.bin");
+    let big: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
+    std::fs::write(&src, &big).unwrap();
+    let big_sha = sha256_bytes(&big);
+    let put = s
+        .put_file("p/data/big", &src, &big_sha, &Precondition::None)
+        .await
+        .unwrap();
+    assert_eq!(put.size, big.len() as u64);
+    let head = s.head("p/data/big").await.unwrap().unwrap();
+    assert_eq!(head.sha256.as_deref(), Some(big_sha.as_str()));
+    assert_eq!(f.body("p/data/big").await, big);
+
+    // Empty objects are objects too.
+    let empty = s
+        .put_bytes("p/empty", Vec::new(), &Precondition::CreateOnly)
+        .await
+        .unwrap();
+    assert_eq!(empty.size, 0);
+    assert_eq!(f.body("p/empty").await, Vec::<u8>::new());
+
+    assert_eq!(s.head("p/data/missing").await.unwrap(), None);
+    let e = s.get_bytes("p/data/missing").await.unwrap_err();
+    assert!(matches!(e, StoreError::NotFound { .. }), "{e}");
+    let e = s
+        .get_to_file("p/data/missing", &f.scratch.path().join("m"))
+        .await
+        .unwrap_err();
+    assert!(matches!(e, StoreError::NotFound { .. }), "{e}");
+    assert!(!f.scratch.path().join("m").exists());
+}
+
+async fn list_follows_pages_and_respects_the_prefix(b: Backend) {
+    let f = Fixture::new(b);
+    let s = &f.store;
+    let inside = [
+        "p/ns/data/e",
+        "p/ns/data/a",
+        "p/ns/data/c/1",
+        "p/ns/data/b",
+        "p/ns/data/d",
+    ];
+    let outside = ["p/ns/database", "p/other/data/x", "q/ns/data/y", "p/ns/dat"];
+    for k in inside.iter().chain(&outside) {
+        s.put_bytes(k, k.as_bytes().to_vec(), &Precondition::None)
+            .await
+            .unwrap();
+    }
+
+    // 5 keys at page size 2: three pages, all followed, sorted.
+    let listed = s.list("p/ns/data/").await.unwrap();
+    assert_eq!(
+        keys(&listed),
+        [
+            "p/ns/data/a",
+            "p/ns/data/b",
+            "p/ns/data/c/1",
+            "p/ns/data/d",
+            "p/ns/data/e"
+        ]
+    );
+    for m in &listed {
+        assert_eq!(m.size, m.key.len() as u64);
+        assert!(!m.version.is_empty());
+        if s.capabilities().listing_has_sha256 {
+            assert_eq!(
+                m.sha256.as_deref(),
+                Some(sha256_bytes(m.key.as_bytes()).as_str())
+            );
+        } else {
+            assert_eq!(m.sha256, None);
+        }
+    }
+
+    // A prefix is a string prefix, not a directory.
+    assert_eq!(
+        keys(&s.list("p/ns/data").await.unwrap()),
+        [
+            "p/ns/data/a",
+            "p/ns/data/b",
+            "p/ns/data/c/1",
+            "p/ns/data/d",
+            "p/ns/data/e",
+            "p/ns/database"
+        ]
+    );
+    assert_eq!(s.list("").await.unwrap().len(), 9);
+    assert!(s.list("nothing/").await.unwrap().is_empty());
+}
+
+async fn create_only_refuses_an_existing_key(b: Backend) {
+    let f = Fixture::new(b);
+    let s = &f.store;
+    s.put_bytes("lock", b"first".to_vec(), &Precondition::CreateOnly)
+        .await
+        .unwrap();
+    let r = s
+        .put_bytes("lock", b"second".to_vec(), &Precondition::CreateOnly)
+        .await;
+    assert!(is_precondition_failed(&r), "{r:?}");
+    assert_eq!(f.body("lock").await, b"first");
+
+    let src = f.scratch.path().join("f");
+    std::fs::write(&src, b"third").unwrap();
+    let r = s
+        .put_file(
+            "lock",
+            &src,
+            &sha256_bytes(b"third"),
+            &Precondition::CreateOnly,
+        )
+        .await;
+    assert!(is_precondition_failed(&r), "{r:?}");
+    assert_eq!(f.body("lock").await, b"first");
+}
+
+async fn replace_needs_the_current_version(b: Backend) {
+    let f = Fixture::new(b);
+    let s = &f.store;
+    let v1 = s
+        .put_bytes("manifest", b"v1".to_vec(), &Precondition::None)
+        .await
+        .unwrap();
+    let v2 = s
+        .put_bytes(
+            "manifest",
+            b"v2".to_vec(),
+            &Precondition::Matches(v1.version.clone()),
+        )
+        .await
+        .unwrap();
+    assert_ne!(v1.version, v2.version);
+    assert_eq!(f.body("manifest").await, b"v2");
+
+    let r = s
+        .put_bytes(
+            "manifest",
+            b"v3".to_vec(),
+            &Precondition::Matches(v1.version),
+        )
+        .await;
+    assert!(is_precondition_failed(&r), "stale version must fail: {r:?}");
+    assert_eq!(f.body("manifest").await, b"v2");
+
+    let r = s
+        .put_bytes("absent", b"x".to_vec(), &Precondition::Matches(v2.version))
+        .await;
+    assert!(is_precondition_failed(&r), "no object, no match: {r:?}");
+    assert_eq!(s.head("absent").await.unwrap(), None);
+}
+
+async fn concurrent_create_only_has_exactly_one_winner(b: Backend) {
+    let f = Fixture::new(b);
+    assert!(f.store.capabilities().conditional_create);
+    let tasks: Vec<_> = (0..16)
+        .map(|i| {
+            let s = f.store.clone();
+            tokio::spawn(async move {
+                let body = format!("writer-{i}").into_bytes();
+                (
+                    i,
+                    s.put_bytes("race/lock", body, &Precondition::CreateOnly)
+                        .await,
+                )
+            })
+        })
+        .collect();
+    let mut winners = Vec::new();
+    for t in tasks {
+        let (i, r) = t.await.unwrap();
+        match r {
+            Ok(_) => winners.push(i),
+            Err(StoreError::PreconditionFailed { .. }) => {}
+            Err(e) => panic!("writer {i}: unexpected error {e}"),
+        }
+    }
+    assert_eq!(winners.len(), 1, "winners: {winners:?}");
+    assert_eq!(
+        f.body("race/lock").await,
+        format!("writer-{}", winners[0]).into_bytes()
+    );
+}
+
+async fn concurrent_replace_has_exactly_one_winner(b: Backend) {
+    let f = Fixture::new(b);
+    assert!(f.store.capabilities().conditional_replace);
+    let base = f
+        .store
+        .put_bytes("race/m", b"base".to_vec(), &Precondition::None)
+        .await
+        .unwrap();
+    let tasks: Vec<_> = (0..16)
+        .map(|i| {
+            let s = f.store.clone();
+            let pre = Precondition::Matches(base.version.clone());
+            tokio::spawn(async move {
+                (
+                    i,
+                    s.put_bytes("race/m", format!("writer-{i}").into_bytes(), &pre)
+                        .await,
+                )
+            })
+        })
+        .collect();
+    let mut winners = Vec::new();
+    for t in tasks {
+        let (i, r) = t.await.unwrap();
+        match r {
+            Ok(_) => winners.push(i),
+            Err(StoreError::PreconditionFailed { .. }) => {}
+            Err(e) => panic!("writer {i}: unexpected error {e}"),
+        }
+    }
+    assert_eq!(winners.len(), 1, "winners: {winners:?}");
+    assert_eq!(
+        f.body("race/m").await,
+        format!("writer-{}", winners[0]).into_bytes()
+    );
+}
+
+async fn delete_and_delete_many(b: Backend) {
+    let f = Fixture::new(b);
+    let s = &f.store;
+    let mut metas = Vec::new();
+    for k in ["d/1", "d/2", "d/3", "d/4", "d/sub/5"] {
+        metas.push(
+            s.put_bytes(k, k.as_bytes().to_vec(), &Precondition::None)
+                .await
+                .unwrap(),
+        );
+    }
+
+    s.delete("d/1", &Precondition::None).await.unwrap();
+    assert_eq!(s.head("d/1").await.unwrap(), None);
+    // Deleting what is not there is fine without a precondition...
+    s.delete("d/1", &Precondition::None).await.unwrap();
+    // ...and a failed precondition with one.
+    let r = s
+        .delete("d/1", &Precondition::Matches(metas[0].version.clone()))
+        .await;
+    assert!(is_precondition_failed(&r), "{r:?}");
+
+    // A stale version does not delete (checked at least just before; see
+    // Capabilities::conditional_delete for whether the server enforces it).
+    s.put_bytes("d/2", b"changed".to_vec(), &Precondition::None)
+        .await
+        .unwrap();
+    let r = s
+        .delete("d/2", &Precondition::Matches(metas[1].version.clone()))
+        .await;
+    assert!(is_precondition_failed(&r), "{r:?}");
+    let current = s.head("d/2").await.unwrap().expect("still there");
+    s.delete("d/2", &Precondition::Matches(current.version))
+        .await
+        .unwrap();
+    assert_eq!(s.head("d/2").await.unwrap(), None);
+
+    let batch = ["d/3", "d/4", "d/sub/5", "d/never-existed"].map(String::from);
+    s.delete_many(&batch).await.unwrap();
+    assert!(s.list("d/").await.unwrap().is_empty());
+    s.delete_many(&[]).await.unwrap();
+}
+
+async fn copy_keeps_sha256(b: Backend) {
+    let f = Fixture::new(b);
+    let s = &f.store;
+    let body = b"copied content".to_vec();
+    let src = s
+        .put_bytes("c/src", body.clone(), &Precondition::None)
+        .await
+        .unwrap();
+
+    let dst = s
+        .copy("c/src", "c/dst", &Precondition::CreateOnly)
+        .await
+        .unwrap();
+    assert_eq!(dst.key, "c/dst");
+    assert_eq!(dst.size, src.size);
+    assert_eq!(dst.sha256, src.sha256);
+    let head = s.head("c/dst").await.unwrap().unwrap();
+    assert_eq!(head.sha256, src.sha256, "sha256 metadata survives a copy");
+    assert_eq!(head.version, dst.version);
+    assert_eq!(f.body("c/dst").await, body);
+    assert_eq!(f.body("c/src").await, body, "the source stays");
+
+    // Preconditions apply to the destination.
+    let r = s.copy("c/src", "c/dst", &Precondition::CreateOnly).await;
+    assert!(is_precondition_failed(&r), "{r:?}");
+    let other = s
+        .put_bytes("c/other", b"other".to_vec(), &Precondition::None)
+        .await
+        .unwrap();
+    // (Not src.version: S3 ETags are content MD5s, so dst has src's.)
+    let r = s
+        .copy("c/other", "c/dst", &Precondition::Matches(other.version))
+        .await;
+    assert!(is_precondition_failed(&r), "{r:?}");
+    assert_eq!(f.body("c/dst").await, body);
+    s.copy("c/other", "c/dst", &Precondition::Matches(head.version))
+        .await
+        .unwrap();
+    assert_eq!(f.body("c/dst").await, b"other");
+
+    let e = s
+        .copy("c/missing", "c/x", &Precondition::None)
+        .await
+        .unwrap_err();
+    assert!(matches!(e, StoreError::NotFound { .. }), "{e}");
+}
+
+async fn downloads_verify_integrity(b: Backend) {
+    let f = Fixture::new(b);
+    let s = &f.store;
+    let claimed = sha256_bytes(b"original");
+    f.tamper("t/obj", b"tampered!", &claimed).await;
+    let head = s.head("t/obj").await.unwrap().unwrap();
+    assert_eq!(head.sha256.as_deref(), Some(claimed.as_str()));
+
+    let dest_dir = f.scratch.path().join("dl");
+    std::fs::create_dir_all(&dest_dir).unwrap();
+    let dest = dest_dir.join("obj");
+    let e = s.get_to_file("t/obj", &dest).await.unwrap_err();
+    match &e {
+        StoreError::Integrity {
+            key,
+            expected,
+            found,
+        } => {
+            assert_eq!(key, "t/obj");
+            assert_eq!(expected, &claimed);
+            assert_eq!(found, &sha256_bytes(b"tampered!"));
+        }
+        e => panic!("expected an integrity error, got {e}"),
+    }
+    assert!(!dest.exists(), "nothing lands at the destination");
+    assert_eq!(
+        std::fs::read_dir(&dest_dir).unwrap().count(),
+        0,
+        "no temp file left"
+    );
+
+    // An existing destination is left as it was.
+    std::fs::write(&dest, b"previous").unwrap();
+    let e = s.get_to_file("t/obj", &dest).await.unwrap_err();
+    assert!(matches!(e, StoreError::Integrity { .. }), "{e}");
+    assert_eq!(std::fs::read(&dest).unwrap(), b"previous");
+
+    let e = s.get_bytes("t/obj").await.unwrap_err();
+    assert!(matches!(e, StoreError::Integrity { .. }), "{e}");
+}
+
+async fn unreachable_endpoint_fails_fast(b: Backend) {
+    let port = servers::closed_port();
+    let endpoint = format!("http://127.0.0.1:{port}");
+    let config = match b {
+        Backend::S3 => swamp::config::DatastoreConfig::S3 {
+            bucket: "nobody-home".into(),
+            prefix: None,
+            region: Some(servers::S3_REGION.into()),
+            endpoint: Some(endpoint.clone()),
+        },
+        Backend::Gcs => swamp::config::DatastoreConfig::Gcs {
+            bucket: "nobody-home".into(),
+            prefix: None,
+            endpoint: Some(endpoint.clone()),
+        },
+        Backend::Fs => unreachable!("a directory has no endpoint"),
+    };
+    let s = store::open_with(&config, options()).unwrap();
+    let start = Instant::now();
+    let e = s.list("").await.unwrap_err();
+    let elapsed = start.elapsed();
+    assert!(matches!(e, StoreError::Unreachable { .. }), "{e}");
+    let msg = e.to_string();
+    assert!(
+        msg.contains(&format!("127.0.0.1:{port}")),
+        "names the endpoint: {msg}"
+    );
+    assert!(
+        msg.contains("check that the endpoint"),
+        "says what to check: {msg}"
+    );
+    assert!(
+        elapsed < Duration::from_secs(10),
+        "bounded retries, took {elapsed:?}"
+    );
+
+    let e = s
+        .put_bytes("k", b"x".to_vec(), &Precondition::CreateOnly)
+        .await
+        .unwrap_err();
+    assert!(matches!(e, StoreError::Unreachable { .. }), "{e}");
+    let e = s.head("k").await.unwrap_err();
+    assert!(matches!(e, StoreError::Unreachable { .. }), "{e}");
+}
+
+async fn missing_bucket_is_named(b: Backend) {
+    let config = match b {
+        Backend::S3 => servers::s3().datastore("no-such-bucket-here", None),
+        Backend::Gcs => servers::gcs().datastore("no-such-bucket-here", None),
+        Backend::Fs => unreachable!("a directory has no bucket"),
+    };
+    let s = store::open_with(&config, options()).unwrap();
+    // SeaweedFS answers signed requests for a missing bucket with 403
+    // AccessDenied (AWS and GCS with 404): then the message must still name
+    // the bucket and say to check that it exists.
+    let check = |e: StoreError| {
+        let msg = e.to_string();
+        assert!(
+            msg.contains("no-such-bucket-here"),
+            "names the bucket: {msg}"
+        );
+        match e {
+            StoreError::NoSuchBucket { .. } => {}
+            StoreError::Denied { .. } if b == Backend::S3 => {
+                assert!(msg.contains("check that the bucket exists"), "{msg}");
+            }
+            e => panic!("expected a missing-bucket error, got {e}"),
+        }
+    };
+    check(s.list("").await.unwrap_err());
+    check(
+        s.put_bytes("k", b"x".to_vec(), &Precondition::None)
+            .await
+            .unwrap_err(),
+    );
+}
+
+async fn bad_keys_are_refused(b: Backend) {
+    let f = Fixture::new(b);
+    for key in ["../escape", "/abs", "a//b", "a/./b"] {
+        let e = f
+            .store
+            .put_bytes(key, b"x".to_vec(), &Precondition::None)
+            .await
+            .unwrap_err();
+        assert!(matches!(e, StoreError::Other { .. }), "{key}: {e}");
+        assert!(e.to_string().contains(key), "names the key: {e}");
+    }
+    assert!(f.store.list("").await.unwrap().is_empty());
+}
+
+// ---------------------------------------------------------------------------
+// Instantiation: every scenario on every backend it applies to.
+
+macro_rules! conformance {
+    ($backend:ident: $variant:expr => [$($scenario:ident),* $(,)?]) => {
+        mod $backend {
+            use super::*;
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+                async fn $scenario() {
+                    super::$scenario($variant).await
+                }
+            )*
+        }
+    };
+}
+
+conformance!(fs: Backend::Fs => [
+    put_get_head_round_trip_with_sha256,
+    list_follows_pages_and_respects_the_prefix,
+    create_only_refuses_an_existing_key,
+    replace_needs_the_current_version,
+    concurrent_create_only_has_exactly_one_winner,
+    concurrent_replace_has_exactly_one_winner,
+    delete_and_delete_many,
+    copy_keeps_sha256,
+    downloads_verify_integrity,
+    bad_keys_are_refused,
+]);
+
+conformance!(s3: Backend::S3 => [
+    put_get_head_round_trip_with_sha256,
+    list_follows_pages_and_respects_the_prefix,
+    create_only_refuses_an_existing_key,
+    replace_needs_the_current_version,
+    concurrent_create_only_has_exactly_one_winner,
+    concurrent_replace_has_exactly_one_winner,
+    delete_and_delete_many,
+    copy_keeps_sha256,
+    downloads_verify_integrity,
+    bad_keys_are_refused,
+    unreachable_endpoint_fails_fast,
+    missing_bucket_is_named,
+]);
+
+conformance!(gcs: Backend::Gcs => [
+    put_get_head_round_trip_with_sha256,
+    list_follows_pages_and_respects_the_prefix,
+    create_only_refuses_an_existing_key,
+    replace_needs_the_current_version,
+    concurrent_create_only_has_exactly_one_winner,
+    concurrent_replace_has_exactly_one_winner,
+    delete_and_delete_many,
+    copy_keeps_sha256,
+    downloads_verify_integrity,
+    bad_keys_are_refused,
+    unreachable_endpoint_fails_fast,
+    missing_bucket_is_named,
+]);
+
+// ---------------------------------------------------------------------------
+// Capabilities as observed (documented per backend; pinned here so a
+// change is a decision, not an accident).
+
+#[test]
+fn capabilities_are_reported_as_observed() {
+    let dir = tempfile::tempdir().unwrap();
+    let fs = store::open_fs(dir.path()).capabilities();
+    assert!(fs.conditional_create && fs.conditional_replace && fs.conditional_delete);
+    let s3 = store::open_with(&servers_free_s3_config(), options())
+        .unwrap()
+        .capabilities();
+    assert!(s3.conditional_create && s3.conditional_replace && s3.conditional_delete);
+    assert!(s3.batch_delete && !s3.listing_has_sha256);
+    let gcs = store::open_with(&servers_free_gcs_config(), options())
+        .unwrap()
+        .capabilities();
+    assert!(gcs.conditional_create && gcs.conditional_replace);
+    assert!(
+        !gcs.conditional_delete && !gcs.conditional_copy,
+        "fake-gcs-server ignores them"
+    );
+    assert!(gcs.listing_has_sha256 && !gcs.batch_delete);
+}
+
+fn servers_free_s3_config() -> swamp::config::DatastoreConfig {
+    swamp::config::DatastoreConfig::S3 {
+        bucket: "caps".into(),
+        prefix: None,
+        region: Some("us-east-1".into()),
+        endpoint: Some("http://127.0.0.1:9".into()),
+    }
+}
+
+fn servers_free_gcs_config() -> swamp::config::DatastoreConfig {
+    swamp::config::DatastoreConfig::Gcs {
+        bucket: "caps".into(),
+        prefix: None,
+        endpoint: Some("http://127.0.0.1:9".into()),
+    }
+}
+
+// ---------------------------------------------------------------------------
+// S3 credentials through the standard chain, in a child process (the
+// environment is process-wide; setting it inside this multi-threaded test
+// binary would race with other tests).
+
+const CHILD_MODE: &str = "SWAMP_STORE_TEST_CHILD";
+
+/// Runs `child_s3_default_chain` in a fresh copy of this test binary with
+/// exactly `env` (plus the child-mode variables).
+fn run_child(mode: &str, env: &[(&str, String)]) -> std::process::Output {
+    let server = servers::s3();
+    let bucket = server.fresh_bucket();
+    let home = tempfile::tempdir().unwrap();
+    let mut cmd = std::process::Command::new(std::env::current_exe().unwrap());
+    cmd.args([
+        "--exact",
+        "child_s3_default_chain",
+        "--ignored",
+        "--nocapture",
+    ])
+    .env_clear()
+    .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+    // No ~/.aws of the developer's: only what `env` gives.
+    .env("HOME", home.path())
+    .env("AWS_EC2_METADATA_DISABLED", "true")
+    .env(CHILD_MODE, mode)
+    .env("SWAMP_STORE_TEST_ENDPOINT", &server.endpoint)
+    .env("SWAMP_STORE_TEST_BUCKET", &bucket);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().unwrap()
+}
+
+#[test]
+fn s3_credentials_come_from_the_environment() {
+    let out = run_child("with-env", &servers::s3_child_env());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "child failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("1 passed"), "the child test ran: {stdout}");
+}
+
+#[test]
+fn s3_without_credentials_is_a_clear_error() {
+    let env = [("AWS_REGION", servers::S3_REGION.to_string())];
+    let out = run_child("no-credentials", &env);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "child failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("1 passed"), "the child test ran: {stdout}");
+}
+
+/// Not a test on its own: the child half of the two tests above (does
+/// nothing unless started by them).
+#[tokio::test]
+#[ignore = "run by s3_credentials_* in a child process"]
+async fn child_s3_default_chain() {
+    let Ok(mode) = std::env::var(CHILD_MODE) else {
+        return;
+    };
+    let endpoint = std::env::var("SWAMP_STORE_TEST_ENDPOINT").unwrap();
+    let bucket = std::env::var("SWAMP_STORE_TEST_BUCKET").unwrap();
+    let config = swamp::config::DatastoreConfig::S3 {
+        bucket,
+        prefix: None,
+        // Region from AWS_REGION, credentials from the chain.
+        region: None,
+        endpoint: Some(endpoint),
+    };
+    let s = store::open(&config).unwrap();
+    let r = s
+        .put_bytes("env/k", b"via env".to_vec(), &Precondition::CreateOnly)
+        .await;
+    match mode.as_str() {
+        "with-env" => {
+            r.unwrap();
+            assert_eq!(s.get_bytes("env/k").await.unwrap().1, b"via env");
+        }
+        "no-credentials" => {
+            let e = r.unwrap_err();
+            assert!(matches!(e, StoreError::Denied { .. }), "{e}");
+            let msg = e.to_string();
+            assert!(
+                msg.contains("AWS_ACCESS_KEY_ID") && msg.contains("AWS_PROFILE"),
+                "{msg}"
+            );
+            assert!(msg.contains(".swamp.toml"), "{msg}");
+        }
+        other => panic!("unknown child mode {other}"),
+    }
+}
