@@ -11,15 +11,17 @@
 //! and planning again shows what is left.
 
 mod moves;
+pub mod remote;
 
 use std::path::Path;
 
 use crate::catalog::Catalog;
 use crate::config::Config;
+use crate::engine::RemoteTarget;
 use crate::layout::Layout;
 use crate::plan::{Action, Plan};
-use crate::state::HashCache;
 use crate::state::observed::first_datastore_file;
+use crate::state::{HashCache, SyncBase};
 
 pub use moves::MoveError;
 
@@ -53,6 +55,10 @@ pub struct ApplyReport {
     pub moved: usize,
     pub dropped: usize,
     pub bytes_moved: u64,
+    pub uploaded: usize,
+    pub downloaded: usize,
+    pub deleted_local: usize,
+    pub deleted_remote: usize,
     pub catalog_invalidated: bool,
     pub migration_finished: bool,
 }
@@ -60,10 +66,21 @@ pub struct ApplyReport {
 /// Receives progress: (actions done, actions total).
 pub type Progress<'a> = &'a mut dyn FnMut(usize, usize);
 
+/// Sync actions that may run side by side with their neighbours.
+fn concurrent_class(action: &Action) -> Option<u8> {
+    match action {
+        Action::Upload { .. } | Action::Download { .. } => Some(0),
+        Action::DeleteRemote { .. } | Action::DeleteLocal { .. } => Some(1),
+        _ => None,
+    }
+}
+
 pub fn apply(
     plan: &Plan,
     layout: &Layout,
     repo: &Path,
+    remote: Option<&RemoteTarget>,
+    concurrency: u16,
     progress: Progress<'_>,
 ) -> Result<ApplyReport, ApplyError> {
     if plan.has_conflicts() {
@@ -72,7 +89,80 @@ pub fn apply(
     let mut cache = HashCache::load(&layout.hash_cache_path());
     let mut report = ApplyReport::default();
     let total = plan.actions.len();
-    for (i, action) in plan.actions.iter().enumerate() {
+    let mut sync = match remote {
+        Some(r) => {
+            let base_path = layout.sync_base_path(&r.placement);
+            let base = SyncBase::load(&base_path, &r.url).map_err(|e| ApplyError::Stopped {
+                index: 0,
+                kind: "sync",
+                what: "the sync base".into(),
+                reason: e.to_string(),
+                completed: 0,
+            })?;
+            Some((r, base, base_path, crate::engine::sync::runtime()))
+        }
+        None => None,
+    };
+    let mut i = 0;
+    while i < plan.actions.len() {
+        let action = &plan.actions[i];
+        if let (Some(class), Some((r, base, base_path, rt))) =
+            (concurrent_class(action), sync.as_mut())
+        {
+            let run: Vec<&Action> = plan.actions[i..]
+                .iter()
+                .take_while(|a| concurrent_class(a) == Some(class))
+                .collect();
+            let outcomes = rt.block_on(remote::run_many(
+                &run,
+                &plan.target.root,
+                r,
+                usize::from(concurrency),
+            ));
+            let mut first_error = None;
+            for (k, outcome) in outcomes.into_iter().enumerate() {
+                match outcome {
+                    Ok(change) => {
+                        remote::record(base, change);
+                        match run[k] {
+                            Action::Upload { .. } => report.uploaded += 1,
+                            Action::Download { .. } => report.downloaded += 1,
+                            Action::DeleteLocal { .. } => report.deleted_local += 1,
+                            _ => report.deleted_remote += 1,
+                        }
+                        report.completed += 1;
+                    }
+                    Err(e) if first_error.is_none() => first_error = Some((i + k, e)),
+                    Err(_) => {}
+                }
+            }
+            progress(report.completed, total);
+            // Only completed actions advance the base; save it either way.
+            let saved = base.save(base_path);
+            if let Some((index, e)) = first_error {
+                return Err(ApplyError::Stopped {
+                    index: index + 1,
+                    kind: plan.actions[index].kind(),
+                    what: plan.actions[index]
+                        .path()
+                        .map(ToString::to_string)
+                        .unwrap_or_default(),
+                    reason: e.to_string(),
+                    completed: report.completed,
+                });
+            }
+            saved.map_err(|e| ApplyError::Stopped {
+                index: i + 1,
+                kind: action.kind(),
+                what: "the sync base".into(),
+                reason: e.to_string(),
+                completed: report.completed,
+            })?;
+            i += run.len();
+            continue;
+        }
+        i += 1;
+        let i = i - 1;
         let stopped = |reason: String, report: &ApplyReport| ApplyError::Stopped {
             index: i + 1,
             kind: action.kind(),
@@ -122,16 +212,38 @@ pub fn apply(
                 finish_migration(plan, layout, repo).map_err(|e| stopped(e, &report))?;
                 report.migration_finished = true;
             }
+            Action::RenameLocal { .. } => {
+                let Some((r, _, _, rt)) = sync.as_ref() else {
+                    return Err(stopped("a sync action needs the remote".into(), &report));
+                };
+                rt.block_on(remote::run(action, &plan.target.root, r))
+                    .map_err(|e| stopped(e.to_string(), &report))?;
+            }
+            Action::RecordBase { add, drop } => {
+                let Some((_, base, base_path, _)) = sync.as_mut() else {
+                    return Err(stopped("a sync action needs the remote".into(), &report));
+                };
+                for rec in add {
+                    base.files.insert(
+                        rec.path.clone(),
+                        crate::state::BaseEntry {
+                            sha256: rec.sha256.clone(),
+                            size: rec.size,
+                            version: rec.version.clone(),
+                        },
+                    );
+                }
+                for p in drop {
+                    base.files.remove(p);
+                }
+                base.save(base_path)
+                    .map_err(|e| stopped(e.to_string(), &report))?;
+            }
             Action::Upload { .. }
             | Action::Download { .. }
             | Action::DeleteLocal { .. }
-            | Action::DeleteRemote { .. }
-            | Action::RenameLocal { .. }
-            | Action::RecordBase { .. } => {
-                return Err(stopped(
-                    "sync actions are applied by the remote apply, not the local one".into(),
-                    &report,
-                ));
+            | Action::DeleteRemote { .. } => {
+                return Err(stopped("a sync action needs the remote".into(), &report));
             }
         }
         report.completed += 1;

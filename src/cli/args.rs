@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+use crate::config::ConflictPolicy;
 use crate::state::Scope;
 
 #[derive(Debug, Parser)]
@@ -26,6 +27,17 @@ pub struct Cli {
     pub no_color: bool,
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// How a sync plan settles conflicts and guards.
+#[derive(Debug, Args, Clone, Copy)]
+pub struct SyncArgs {
+    /// Settle changes on both sides: fail (default), local, remote, newer, keep-both
+    #[arg(long, value_name = "POLICY", value_parser = parse_policy)]
+    pub conflict: Option<ConflictPolicy>,
+    /// Override the delete guards (max_delete_percent, empty side, everything changed)
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// `-y`, `--yes` and `--confirm` are synonyms everywhere.
@@ -51,6 +63,8 @@ pub enum Command {
     Plan {
         #[arg(long, default_value = "all", value_parser = parse_scope)]
         scope: Scope,
+        #[command(flatten)]
+        sync: SyncArgs,
         /// Save the plan to FILE for `swamp apply FILE`
         #[arg(short = 'o', long = "out", value_name = "FILE")]
         out: Option<PathBuf>,
@@ -64,6 +78,8 @@ pub enum Command {
         file: Option<PathBuf>,
         #[arg(long, default_value = "all", value_parser = parse_scope)]
         scope: Scope,
+        #[command(flatten)]
+        sync: SyncArgs,
         #[command(flatten)]
         confirm: Confirm,
     },
@@ -90,12 +106,25 @@ pub enum Command {
 
 #[derive(Debug, Subcommand)]
 pub enum DatastoreCommand {
-    /// Change the datastore (`local`, `file:///abs/path`) and move the data there
+    /// Change the datastore (`local`, `file:///abs/path`, `s3://bucket/prefix?region=…&endpoint=…`, `gs://bucket/prefix?endpoint=…`) and move the data there
     Setup {
         spec: String,
         #[command(flatten)]
         confirm: Confirm,
     },
+    /// Sync the cache with the remote datastore (both ways, or --push / --pull)
+    Sync {
+        #[arg(long, conflicts_with = "pull")]
+        push: bool,
+        #[arg(long)]
+        pull: bool,
+        #[command(flatten)]
+        sync: SyncArgs,
+        #[command(flatten)]
+        confirm: Confirm,
+    },
+    /// Namespaces registered in the remote datastore, with their owning repo_id
+    Namespaces,
     /// Namespace of this repository's data
     Namespace {
         #[command(subcommand)]
@@ -166,4 +195,26 @@ pub enum CatalogCommand {
 
 fn parse_scope(s: &str) -> Result<Scope, String> {
     s.parse()
+}
+
+fn parse_policy(s: &str) -> Result<ConflictPolicy, String> {
+    match s {
+        "fail" => Ok(ConflictPolicy::Fail),
+        "local" => Ok(ConflictPolicy::Local),
+        "remote" => Ok(ConflictPolicy::Remote),
+        "newer" => Ok(ConflictPolicy::Newer),
+        "keep-both" => Ok(ConflictPolicy::KeepBoth),
+        _ => Err(format!(
+            "unknown conflict policy {s:?} (one of: fail, local, remote, newer, keep-both)"
+        )),
+    }
+}
+
+impl SyncArgs {
+    pub fn options(self) -> crate::engine::SyncOptions {
+        crate::engine::SyncOptions {
+            conflict: self.conflict,
+            force: self.force,
+        }
+    }
 }

@@ -278,6 +278,51 @@ impl Layout {
         self.state_dir().join("hash-cache.tsv")
     }
 
+    /// The key prefix everything of a placement lives under in its bucket:
+    /// `<prefix>/<ns>/`, `<prefix>/`, or `""` (no prefix, solo).
+    pub fn remote_prefix(placement: &Placement) -> String {
+        let prefix = match &placement.datastore {
+            DatastoreConfig::S3 { prefix, .. } | DatastoreConfig::Gcs { prefix, .. } => {
+                prefix.as_deref()
+            }
+            _ => None,
+        };
+        let mut key = String::new();
+        for part in [prefix, placement.namespace.as_ref().map(Namespace::as_str)]
+            .into_iter()
+            .flatten()
+        {
+            let part = part.trim_matches('/');
+            if !part.is_empty() {
+                key.push_str(part);
+                key.push('/');
+            }
+        }
+        key
+    }
+
+    /// `s3://bucket/<prefix>/<ns>/`: names the remote side in plans.
+    pub fn remote_url(placement: &Placement) -> String {
+        let (scheme, bucket) = match &placement.datastore {
+            DatastoreConfig::S3 { bucket, .. } => ("s3", bucket.as_str()),
+            DatastoreConfig::Gcs { bucket, .. } => ("gs", bucket.as_str()),
+            DatastoreConfig::Local | DatastoreConfig::Filesystem { .. } => ("file", ""),
+        };
+        format!("{scheme}://{bucket}/{}", Layout::remote_prefix(placement))
+    }
+
+    /// The sync base for one remote placement, in the repo-local state.
+    pub fn sync_base_path(&self, placement: &Placement) -> PathBuf {
+        let id = crate::fsutil::sha256_bytes(Layout::remote_url(placement).as_bytes());
+        self.state_dir()
+            .join(format!("sync-base-{}.json", &id[..16]))
+    }
+
+    /// A namespace's manifest key: `<prefix>/<ns>/.namespace.json`.
+    pub fn namespace_manifest_key(placement: &Placement) -> String {
+        format!("{}.namespace.json", Layout::remote_prefix(placement))
+    }
+
     /// A remote object key: `<prefix>/<ns>/<tier path>`.
     pub fn remote_key(
         prefix: Option<&str>,

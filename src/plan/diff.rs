@@ -208,6 +208,7 @@ mod tests {
     fn converged_state_has_an_empty_plan() {
         let d = desired(ns("h"), vec![]);
         let o = Observed {
+            remote: None,
             placements: vec![state(ns("h"), &[("data/a/1/raw", "aa")])],
         };
         assert!(diff(&d, &o).is_empty());
@@ -217,6 +218,7 @@ mod tests {
     fn moves_every_source_file_then_invalidates_catalog_then_finishes() {
         let d = desired(ns("h"), vec![solo()]);
         let o = Observed {
+            remote: None,
             placements: vec![
                 state(ns("h"), &[]),
                 state(solo(), &[("data/a/1/raw", "aa"), ("outputs/x.yaml", "bb")]),
@@ -239,6 +241,7 @@ mod tests {
     fn identical_file_at_target_is_dropped_not_conflicting() {
         let d = desired(ns("h"), vec![solo()]);
         let o = Observed {
+            remote: None,
             placements: vec![
                 state(ns("h"), &[("outputs/x", "same")]),
                 state(solo(), &[("outputs/x", "same")]),
@@ -258,6 +261,7 @@ mod tests {
     fn different_file_at_target_is_a_conflict_and_blocks_finishing() {
         let d = desired(ns("h"), vec![solo()]);
         let o = Observed {
+            remote: None,
             placements: vec![
                 state(ns("h"), &[("outputs/x", "theirs")]),
                 state(solo(), &[("outputs/x", "ours"), ("outputs/y", "y")]),
@@ -288,6 +292,7 @@ mod tests {
             kind: ObstacleKind::NotADirectory,
         });
         let o = Observed {
+            remote: None,
             placements: vec![
                 target,
                 state(
@@ -318,6 +323,7 @@ mod tests {
     fn file_at_target_where_a_directory_must_go_is_an_obstacle() {
         let d = desired(ns("h"), vec![solo()]);
         let o = Observed {
+            remote: None,
             placements: vec![
                 state(ns("h"), &[("outputs/a", "f")]),
                 state(solo(), &[("outputs/a/b", "1")]),
@@ -334,6 +340,7 @@ mod tests {
     fn directory_at_target_where_a_file_must_go_is_an_obstacle() {
         let d = desired(ns("h"), vec![solo()]);
         let o = Observed {
+            remote: None,
             placements: vec![
                 state(ns("h"), &[("outputs/a/b", "f")]),
                 state(solo(), &[("outputs/a", "1")]),
@@ -353,6 +360,7 @@ mod tests {
     fn two_sources_with_the_same_file_move_once_and_drop_once() {
         let d = desired(solo(), vec![ns("a"), ns("b")]);
         let o = Observed {
+            remote: None,
             placements: vec![
                 state(solo(), &[]),
                 state(ns("a"), &[("outputs/x", "same")]),
@@ -374,6 +382,7 @@ mod tests {
     fn recorded_migration_with_nothing_left_only_finishes() {
         let d = desired(ns("h"), vec![solo()]);
         let o = Observed {
+            remote: None,
             placements: vec![state(ns("h"), &[("outputs/x", "1")]), state(solo(), &[])],
         };
         assert_eq!(kinds(&diff(&d, &o)), [("finish-migration", None)]);
@@ -388,6 +397,7 @@ mod tests {
             kind: ObstacleKind::Symlink,
         });
         let o = Observed {
+            remote: None,
             placements: vec![state(ns("h"), &[]), source],
         };
         let plan = diff(&d, &o);

@@ -46,6 +46,23 @@ pub fn explain_changes(then: &Observed, now: &Observed, limit: usize) -> Vec<Str
             out.push(format!("obstacles under {root} changed"));
         }
     }
+    if let (Some(a), Some(b)) = (&then.remote, &now.remote) {
+        for (path, o) in &a.files {
+            match b.files.get(path) {
+                None => out.push(format!("{}{path} was deleted from the remote", b.url)),
+                Some(p) if p.version != o.version => {
+                    out.push(format!("{}{path} changed in the remote", b.url))
+                }
+                Some(_) => {}
+            }
+        }
+        for path in b.files.keys().filter(|p| !a.files.contains_key(*p)) {
+            out.push(format!("{}{path} appeared in the remote", b.url));
+        }
+        if a.base != b.base {
+            out.push("the sync base changed (another sync ran)".to_string());
+        }
+    }
     if out.is_empty() {
         out.push("the datastore layout changed".to_string());
     }

@@ -11,7 +11,10 @@ pub mod render;
 pub mod sync_diff;
 pub mod textdiff;
 
-pub use action::{Action, Conflict, PlacementInfo, Plan, Summary};
+pub use action::{
+    Action, BaseRecord, Conflict, PlacementInfo, Plan, RemoteExpect, RemoteInfo, RequestEstimate,
+    Side, Summary,
+};
 pub use diff::diff;
 pub use file::{PlanFileError, SavedPlan};
 pub use fingerprint::Fingerprint;

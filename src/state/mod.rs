@@ -5,8 +5,10 @@ pub mod base;
 pub mod desired;
 pub mod hash_cache;
 pub mod observed;
+pub mod remote;
 
 pub use base::{BaseEntry, SyncBase};
 pub use desired::{Desired, Scope};
 pub use hash_cache::HashCache;
 pub use observed::{FileState, Observed, Obstacle, ObstacleKind, PlacementState};
+pub use remote::{RemoteObject, RemoteSnapshot};

@@ -78,6 +78,10 @@ impl PlacementState {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Observed {
     pub placements: Vec<PlacementState>,
+    /// The remote listing and sync base, when the target is remote and the
+    /// scope syncs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote: Option<super::RemoteSnapshot>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -104,7 +108,10 @@ impl Observed {
             .iter()
             .map(|p| observe_placement(layout, p, cache))
             .collect::<Result<_, _>>()?;
-        Ok(Observed { placements })
+        Ok(Observed {
+            placements,
+            remote: None,
+        })
     }
 
     pub fn file_count(&self) -> usize {

@@ -8,7 +8,8 @@ use super::reconcile::{Unconfirmed, run_flow};
 use crate::cli::output::print_json;
 use crate::cli::{CliError, Ctx, Outcome, Repo};
 use crate::config::{Config, DatastoreConfig, Namespace, Placement, parse_datastore_spec};
-use crate::engine;
+use crate::engine::sync::{list_namespaces, register_namespace};
+use crate::engine::{self, SyncOptions};
 use crate::state::Scope;
 use crate::state::observed::first_datastore_file;
 
@@ -18,13 +19,6 @@ pub fn setup(ctx: &Ctx, spec: &str, yes: bool) -> Result<Outcome, CliError> {
         CliError::usage(e.to_string())
             .hint("e.g. `swamp datastore setup local` or `swamp datastore setup file:///srv/swamp`")
     })?;
-    if datastore.is_remote() {
-        return Err(CliError::failure(format!(
-            "{} datastores are not supported by this version of swamp; nothing was changed",
-            datastore.kind()
-        ))
-        .hint("use `local` or `file:///abs/path`"));
-    }
     if let DatastoreConfig::Filesystem { path } = &datastore
         && path.as_path().exists()
         && !path.as_path().is_dir()
@@ -124,13 +118,23 @@ fn retarget(
     if !migrate {
         return record_only(ctx, &new_repo, &config);
     }
-    let planned = engine::plan(&new_repo.layout, &config, Scope::Layout)?;
+    let scope = if config.datastore.is_remote() {
+        Scope::All
+    } else {
+        Scope::Layout
+    };
+    let planned = engine::plan(&new_repo.layout, &config, scope)?;
     let changed = config != repo.config;
+    if yes && config.datastore.is_remote() {
+        // The namespace is claimed in the bucket before .swamp.toml changes.
+        register_namespace(&config.target(), config.repo_id)?;
+    }
     run_flow(
         ctx,
         &new_repo,
         planned,
         changed.then_some(&config),
+        SyncOptions::default(),
         yes,
         Unconfirmed::Preview,
     )
@@ -162,5 +166,66 @@ fn record_only(ctx: &Ctx, repo: &Repo, config: &Config) -> Result<Outcome, CliEr
             );
         }
     }
+    Ok(Outcome::Success)
+}
+
+/// Claims the repository's namespace in its remote datastore, if it has one.
+pub fn ensure_registered(repo: &Repo) -> Result<(), CliError> {
+    if repo.config.datastore.is_remote() {
+        register_namespace(&repo.config.target(), repo.config.repo_id)?;
+    }
+    Ok(())
+}
+
+pub fn namespaces(ctx: &Ctx) -> Result<Outcome, CliError> {
+    let repo = ctx.open_repo()?;
+    if !repo.config.datastore.is_remote() {
+        return Err(CliError::usage(format!(
+            "namespaces are registered in remote datastores; this repository uses `{}`",
+            repo.config.datastore.kind()
+        ))
+        .hint("set up a remote with `swamp datastore setup s3://bucket/prefix` or `gs://bucket/prefix`"));
+    }
+    let all = list_namespaces(&repo.config.target())?;
+    let current = repo
+        .config
+        .namespace
+        .as_ref()
+        .map(|n| n.as_str().to_string());
+    if ctx.json {
+        let rows: Vec<_> = all
+            .iter()
+            .map(|m| {
+                json!({
+                    "namespace": m.namespace,
+                    "repo_id": m.repo_id,
+                    "registered_at": m.registered_at,
+                    "is_current": Some(&m.namespace) == current.as_ref(),
+                })
+            })
+            .collect();
+        print_json(&json!({ "namespaces": rows, "current": current }));
+        return Ok(Outcome::Success);
+    }
+    if all.is_empty() {
+        println!("No namespaces are registered in this datastore.");
+        return Ok(Outcome::Success);
+    }
+    let mut t = crate::plan::render::table();
+    t.set_header(["", "namespace", "repo_id", "registered_at"]);
+    for m in &all {
+        let mark = if Some(&m.namespace) == current.as_ref() {
+            "*"
+        } else {
+            ""
+        };
+        t.add_row(vec![
+            mark.to_string(),
+            m.namespace.clone(),
+            m.repo_id.to_string(),
+            m.registered_at.clone(),
+        ]);
+    }
+    println!("{t}");
     Ok(Outcome::Success)
 }

@@ -23,14 +23,11 @@ pub fn run(ctx: &Ctx, namespace: Option<&str>, datastore: &str) -> Result<Outcom
         .transpose()
         .map_err(|e| CliError::usage(e.to_string()))?;
     let datastore = parse_datastore_spec(datastore).map_err(|e| CliError::usage(e.to_string()))?;
-    if datastore.is_remote() {
-        return Err(CliError::failure(format!(
-            "{} datastores are not supported by this version of swamp; nothing was written",
-            datastore.kind()
-        ))
-        .hint("use `--datastore local` or `--datastore file:///abs/path`"));
-    }
     let config = Config::new(uuid::Uuid::new_v4(), datastore, namespace);
+    if config.datastore.is_remote() {
+        // Claim the namespace in the bucket before anything is written here.
+        crate::engine::sync::register_namespace(&config.target(), config.repo_id)?;
+    }
     config.save(&dir)?;
     std::fs::create_dir_all(dir.join(".swamp"))
         .map_err(|e| CliError::failure(format!("cannot create .swamp/: {e}")))?;

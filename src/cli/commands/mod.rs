@@ -17,23 +17,43 @@ pub fn run(ctx: &Ctx, command: Command) -> Result<Outcome, CliError> {
         } => init::run(ctx, namespace.as_deref(), &datastore),
         Command::Plan {
             scope,
+            sync,
             out,
             detailed_exitcode,
-        } => reconcile::plan(ctx, scope, out.as_deref(), detailed_exitcode),
+        } => reconcile::plan(
+            ctx,
+            scope,
+            sync.options(),
+            out.as_deref(),
+            detailed_exitcode,
+        ),
         Command::Apply {
-            file: Some(file),
-            confirm: _,
-            scope: _,
+            file: Some(file), ..
         } => reconcile::apply_saved(ctx, &file),
         Command::Apply {
             file: None,
             scope,
+            sync,
             confirm,
-        } => reconcile::apply(ctx, scope, confirm.yes),
+        } => reconcile::apply(ctx, scope, sync.options(), confirm.yes),
         Command::Show { file } => reconcile::show(ctx, &file),
         Command::Status => status::run(ctx),
         Command::Datastore { command } => match command {
             DatastoreCommand::Setup { spec, confirm } => datastore::setup(ctx, &spec, confirm.yes),
+            DatastoreCommand::Sync {
+                push,
+                pull,
+                sync,
+                confirm,
+            } => {
+                let scope = match (push, pull) {
+                    (true, _) => crate::state::Scope::Push,
+                    (_, true) => crate::state::Scope::Pull,
+                    _ => crate::state::Scope::Sync,
+                };
+                reconcile::apply(ctx, scope, sync.options(), confirm.yes)
+            }
+            DatastoreCommand::Namespaces => datastore::namespaces(ctx),
             DatastoreCommand::Namespace { command } => match command {
                 NamespaceCommand::Set {
                     namespace,

@@ -8,7 +8,7 @@ use serde_json::json;
 use crate::cli::output::{ask, interactive, print_json, progress_bar};
 use crate::cli::{CliError, Ctx, Outcome, Repo};
 use crate::config::Config;
-use crate::engine::{self, Planned};
+use crate::engine::{self, Planned, SyncOptions};
 use crate::plan::SavedPlan;
 use crate::plan::render::{human_bytes, render};
 use crate::state::Scope;
@@ -16,11 +16,12 @@ use crate::state::Scope;
 pub fn plan(
     ctx: &Ctx,
     scope: Scope,
+    options: SyncOptions,
     out: Option<&Path>,
     detailed_exitcode: bool,
 ) -> Result<Outcome, CliError> {
     let repo = ctx.open_repo()?;
-    let planned = engine::plan(&repo.layout, &repo.config, scope)?;
+    let planned = engine::plan_with(&repo.layout, &repo.config, scope, options)?;
     let saved = planned.into_saved(&repo.config);
     if let Some(out) = out {
         saved.save(out)?;
@@ -60,10 +61,18 @@ pub fn show(ctx: &Ctx, file: &Path) -> Result<Outcome, CliError> {
     Ok(Outcome::Success)
 }
 
-pub fn apply(ctx: &Ctx, scope: Scope, yes: bool) -> Result<Outcome, CliError> {
+pub fn apply(
+    ctx: &Ctx,
+    scope: Scope,
+    options: SyncOptions,
+    yes: bool,
+) -> Result<Outcome, CliError> {
     let repo = ctx.open_repo()?;
-    let planned = engine::plan(&repo.layout, &repo.config, scope)?;
-    run_flow(ctx, &repo, planned, None, yes, Unconfirmed::Refuse)
+    if scope != Scope::Layout && repo.config.datastore.is_remote() {
+        super::datastore::ensure_registered(&repo)?;
+    }
+    let planned = engine::plan_with(&repo.layout, &repo.config, scope, options)?;
+    run_flow(ctx, &repo, planned, None, options, yes, Unconfirmed::Refuse)
 }
 
 pub fn apply_saved(ctx: &Ctx, file: &Path) -> Result<Outcome, CliError> {
@@ -79,7 +88,7 @@ pub fn apply_saved(ctx: &Ctx, file: &Path) -> Result<Outcome, CliError> {
     if saved.plan.has_conflicts() {
         return conflicts(ctx, &saved, false);
     }
-    apply_confirmed(ctx, &repo, &saved)
+    apply_confirmed(ctx, &repo, &saved, SyncOptions::default())
 }
 
 /// What to do when the user did not confirm.
@@ -98,6 +107,7 @@ pub fn run_flow(
     repo: &Repo,
     planned: Planned,
     new_config: Option<&Config>,
+    options: SyncOptions,
     yes: bool,
     unconfirmed: Unconfirmed,
 ) -> Result<Outcome, CliError> {
@@ -152,7 +162,7 @@ pub fn run_flow(
         // plan continues toward it even if this run is interrupted.
         c.save(&repo.root)?;
     }
-    apply_confirmed(ctx, repo, &saved)
+    apply_confirmed(ctx, repo, &saved, options)
 }
 
 fn finish_empty(ctx: &Ctx, saved: &SavedPlan) -> Result<Outcome, CliError> {
@@ -181,10 +191,16 @@ fn conflicts(ctx: &Ctx, saved: &SavedPlan, recorded: bool) -> Result<Outcome, Cl
     Ok(Outcome::Conflicts)
 }
 
-fn apply_confirmed(ctx: &Ctx, repo: &Repo, saved: &SavedPlan) -> Result<Outcome, CliError> {
+fn apply_confirmed(
+    ctx: &Ctx,
+    repo: &Repo,
+    saved: &SavedPlan,
+    options: SyncOptions,
+) -> Result<Outcome, CliError> {
     let bar = progress_bar(saved.plan.actions.len());
     let mut tick = |done: usize, _total: usize| bar.set_position(done as u64);
-    let result = engine::apply_and_verify(&repo.root, &repo.layout, &saved.plan, &mut tick);
+    let result =
+        engine::apply_and_verify(&repo.root, &repo.layout, &saved.plan, options, &mut tick);
     bar.finish_and_clear();
     let applied = result?;
     let report = &applied.report;
@@ -202,8 +218,16 @@ fn apply_confirmed(ctx: &Ctx, repo: &Repo, saved: &SavedPlan) -> Result<Outcome,
             "remaining": remaining,
         }));
     } else {
+        let transfers = if saved.plan.remote.is_some() {
+            format!(
+                ", {} uploaded, {} downloaded, {} deleted from the remote, {} deleted from the cache",
+                report.uploaded, report.downloaded, report.deleted_remote, report.deleted_local
+            )
+        } else {
+            String::new()
+        };
         println!(
-            "\nApplied {} action(s): {} moved ({}), {} identical duplicate(s) dropped{}{}.",
+            "\nApplied {} action(s): {} moved ({}), {} identical duplicate(s) dropped{transfers}{}{}.",
             report.completed,
             report.moved,
             human_bytes(report.bytes_moved),

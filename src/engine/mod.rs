@@ -1,7 +1,11 @@
 //! The reconcile loop every command shares: desired state from the
 //! configuration and the command's scope, observed state from the disk, a
 //! pure diff into a plan; then apply, observe again, and confirm the new
-//! plan is empty (converged).
+//! plan is empty (converged). [`sync`] adds the remote side.
+
+pub mod sync;
+
+pub use sync::{RemoteTarget, SyncOptions};
 
 use std::path::Path;
 
@@ -24,6 +28,14 @@ pub enum EngineError {
     Observe(#[from] ObserveError),
     #[error(transparent)]
     Apply(#[from] ApplyError),
+    #[error(transparent)]
+    Store(#[from] crate::store::StoreError),
+    #[error(transparent)]
+    Remote(#[from] crate::state::remote::RemoteError),
+    #[error(transparent)]
+    Base(#[from] crate::state::base::BaseError),
+    #[error(transparent)]
+    Registration(#[from] sync::RegistrationError),
     #[error(
         "scope `{scope}` needs a remote datastore (s3 or gcs); this repository uses `{datastore}`"
     )]
@@ -32,6 +44,10 @@ pub enum EngineError {
     ScopeUnsupported { scope: Scope },
     #[error("{datastore} datastores are not supported by this version of swamp")]
     DatastoreUnsupported { datastore: String },
+    #[error(
+        "moving data off a remote datastore ({from}) is not supported by this version of swamp; nothing was changed"
+    )]
+    RemoteSourceUnsupported { from: String },
     #[error("the saved plan is stale; since it was made:\n  - {}", .changes.join("\n  - "))]
     Stale { changes: Vec<String> },
     #[error("the saved plan was made for repository {planned}, not this one ({actual})")]
@@ -58,25 +74,18 @@ impl Planned {
 
 /// Refuses what this version cannot reconcile, naming why.
 fn check_supported(config: &Config, scope: Scope) -> Result<(), EngineError> {
-    let remote = config.datastore.is_remote()
-        || config
-            .migrating_from
-            .iter()
-            .any(|p| p.datastore.is_remote());
-    if remote {
-        let datastore = config
-            .migrating_from
-            .iter()
-            .map(|p| &p.datastore)
-            .chain([&config.datastore])
-            .find(|d| d.is_remote())
-            .expect("checked above");
-        return Err(EngineError::DatastoreUnsupported {
-            datastore: datastore.kind().to_string(),
+    if let Some(p) = config
+        .migrating_from
+        .iter()
+        .find(|p| p.datastore.is_remote())
+    {
+        return Err(EngineError::RemoteSourceUnsupported {
+            from: p.to_string(),
         });
     }
     match scope {
         Scope::All | Scope::Layout => Ok(()),
+        Scope::Sync | Scope::Push | Scope::Pull if config.datastore.is_remote() => Ok(()),
         Scope::Sync | Scope::Push | Scope::Pull => Err(EngineError::ScopeNeedsRemote {
             scope,
             datastore: config.datastore.kind().to_string(),
@@ -99,10 +108,23 @@ pub fn observe(layout: &Layout, desired: &Desired) -> Result<Observed, EngineErr
 
 /// Builds the plan for `config` and `scope`.
 pub fn plan(layout: &Layout, config: &Config, scope: Scope) -> Result<Planned, EngineError> {
+    plan_with(layout, config, scope, SyncOptions::default())
+}
+
+/// Builds the plan, with sync options for a remote datastore.
+pub fn plan_with(
+    layout: &Layout,
+    config: &Config,
+    scope: Scope,
+    options: SyncOptions,
+) -> Result<Planned, EngineError> {
     check_supported(config, scope)?;
     let desired = Desired::from_config(config, scope);
-    let observed = observe(layout, &desired)?;
+    let mut observed = observe(layout, &desired)?;
     let mut plan = diff(&desired, &observed);
+    if config.datastore.is_remote() {
+        sync::add_sync(layout, config, scope, options, &mut observed, &mut plan)?;
+    }
     attach_diffs(&mut plan);
     Ok(Planned {
         desired,
@@ -148,7 +170,7 @@ pub fn check_fresh(saved: &SavedPlan, layout: &Layout, config: &Config) -> Resul
             )],
         });
     }
-    let observed_now = observe(layout, &desired_now)?;
+    let observed_now = plan(layout, config, saved.plan.scope)?.observed;
     if Fingerprint::of(&desired_now, &observed_now) != saved.fingerprint {
         let then = saved.observed.as_ref().expect("load() requires it");
         return Err(EngineError::Stale {
@@ -178,11 +200,24 @@ pub fn apply_and_verify(
     repo: &Path,
     layout: &Layout,
     plan: &Plan,
+    options: SyncOptions,
     progress: Progress<'_>,
 ) -> Result<Applied, EngineError> {
-    let report = apply::apply(plan, layout, repo, progress)?;
+    let config = Config::load(repo)?;
+    let remote = match &plan.remote {
+        Some(_) => Some(RemoteTarget::open(&config.target())?),
+        None => None,
+    };
+    let report = apply::apply(
+        plan,
+        layout,
+        repo,
+        remote.as_ref(),
+        config.sync.concurrency,
+        progress,
+    )?;
     let config = Config::load(repo)?;
     let layout = Layout::new(repo, &config, layout.swamp_home())?;
-    let after = self::plan(&layout, &config, plan.scope)?;
+    let after = plan_with(&layout, &config, plan.scope, options)?;
     Ok(Applied { report, after })
 }

@@ -1,0 +1,249 @@
+//! Applying sync actions: uploads and downloads with bounded concurrency,
+//! each checking its precondition at the moment of acting (the cache file's
+//! hash; the remote object's version through a conditional request), and
+//! the sync base advanced only for actions that completed.
+
+use std::path::{Path, PathBuf};
+
+use futures_util::StreamExt;
+
+use crate::engine::RemoteTarget;
+use crate::fsutil;
+use crate::layout::TierPath;
+use crate::plan::{Action, RemoteExpect};
+use crate::state::{BaseEntry, HashCache, SyncBase};
+use crate::store::{Precondition, StoreError};
+
+#[derive(Debug, thiserror::Error)]
+pub enum SyncActionError {
+    #[error("{path}: the cache file changed since the plan was made; plan again")]
+    LocalChanged { path: TierPath },
+    #[error("{path}: the cache file is gone; plan again")]
+    LocalGone { path: TierPath },
+    #[error("{path}: a cache file appeared where the plan expected none; plan again")]
+    LocalAppeared { path: TierPath },
+    #[error("{path}: {} is a symlink; swamp never follows symlinks out of the cache", .link.display())]
+    Symlink { path: TierPath, link: PathBuf },
+    #[error(
+        "{path}: downloaded content has sha256 {found}, the plan expected {expected}; nothing was written"
+    )]
+    Integrity {
+        path: TierPath,
+        expected: String,
+        found: String,
+    },
+    #[error("{path}: {source}")]
+    Store { path: TierPath, source: StoreError },
+    #[error("{path}: {source}")]
+    Io {
+        path: TierPath,
+        source: std::io::Error,
+    },
+}
+
+/// What a completed sync action means for the base.
+pub enum BaseChange {
+    Set(TierPath, BaseEntry),
+    Remove(TierPath),
+    Nothing,
+}
+
+/// Refuses a destination whose directories under `root` include a symlink
+/// (which could point out of the cache).
+fn check_no_symlink(root: &Path, path: &TierPath) -> Result<PathBuf, SyncActionError> {
+    let mut p = root.to_path_buf();
+    for seg in path.as_str().split('/') {
+        p.push(seg);
+        if let Ok(m) = std::fs::symlink_metadata(&p)
+            && m.file_type().is_symlink()
+        {
+            return Err(SyncActionError::Symlink {
+                path: path.clone(),
+                link: p,
+            });
+        }
+    }
+    Ok(p)
+}
+
+fn local_sha(file: &Path, path: &TierPath) -> Result<Option<String>, SyncActionError> {
+    match std::fs::symlink_metadata(file) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(source) => Err(SyncActionError::Io {
+            path: path.clone(),
+            source,
+        }),
+        Ok(m) => HashCache::in_memory()
+            .sha256(file, &m)
+            .map(Some)
+            .map_err(|source| SyncActionError::Io {
+                path: path.clone(),
+                source,
+            }),
+    }
+}
+
+/// Runs one sync action. `root` is the cache directory of the target.
+pub async fn run(
+    action: &Action,
+    root: &Path,
+    remote: &RemoteTarget,
+) -> Result<BaseChange, SyncActionError> {
+    let store_err = |path: &TierPath| {
+        let path = path.clone();
+        move |source| SyncActionError::Store { path, source }
+    };
+    match action {
+        Action::Upload {
+            path,
+            sha256,
+            remote: expect,
+            ..
+        } => {
+            let file = check_no_symlink(root, path)?;
+            match local_sha(&file, path)? {
+                None => return Err(SyncActionError::LocalGone { path: path.clone() }),
+                Some(found) if &found != sha256 => {
+                    return Err(SyncActionError::LocalChanged { path: path.clone() });
+                }
+                Some(_) => {}
+            }
+            let pre = match expect {
+                RemoteExpect::Absent => Precondition::CreateOnly,
+                RemoteExpect::Version { version } => Precondition::Matches(version.clone()),
+            };
+            let meta = remote
+                .store
+                .put_file(&remote.key(path), &file, sha256, &pre)
+                .await
+                .map_err(store_err(path))?;
+            Ok(BaseChange::Set(
+                path.clone(),
+                BaseEntry {
+                    sha256: sha256.clone(),
+                    size: meta.size,
+                    version: meta.version,
+                },
+            ))
+        }
+        Action::Download {
+            path,
+            version,
+            sha256,
+            local,
+            ..
+        } => {
+            let file = check_no_symlink(root, path)?;
+            let found = local_sha(&file, path)?;
+            if found != *local {
+                return Err(match (found, local) {
+                    (None, Some(_)) => SyncActionError::LocalGone { path: path.clone() },
+                    (Some(_), None) => SyncActionError::LocalAppeared { path: path.clone() },
+                    _ => SyncActionError::LocalChanged { path: path.clone() },
+                });
+            }
+            let meta = remote
+                .store
+                .get_to_file(&remote.key(path), &file)
+                .await
+                .map_err(store_err(path))?;
+            let got = fsutil::sha256_file(&file).map_err(|source| SyncActionError::Io {
+                path: path.clone(),
+                source,
+            })?;
+            if let Some(expected) = sha256
+                && *expected != got
+                && meta.version == *version
+            {
+                let _ = std::fs::remove_file(&file);
+                return Err(SyncActionError::Integrity {
+                    path: path.clone(),
+                    expected: expected.clone(),
+                    found: got,
+                });
+            }
+            Ok(BaseChange::Set(
+                path.clone(),
+                BaseEntry {
+                    sha256: got,
+                    size: meta.size,
+                    version: meta.version,
+                },
+            ))
+        }
+        Action::DeleteLocal { path, sha256 } => {
+            let file = check_no_symlink(root, path)?;
+            match local_sha(&file, path)? {
+                None => {}
+                Some(found) if &found != sha256 => {
+                    return Err(SyncActionError::LocalChanged { path: path.clone() });
+                }
+                Some(_) => std::fs::remove_file(&file).map_err(|source| SyncActionError::Io {
+                    path: path.clone(),
+                    source,
+                })?,
+            }
+            if let Some(parent) = file.parent() {
+                fsutil::remove_empty_dirs(parent, root);
+            }
+            Ok(BaseChange::Remove(path.clone()))
+        }
+        Action::DeleteRemote { path, version } => {
+            remote
+                .store
+                .delete(&remote.key(path), &Precondition::Matches(version.clone()))
+                .await
+                .map_err(store_err(path))?;
+            Ok(BaseChange::Remove(path.clone()))
+        }
+        Action::RenameLocal { path, to, sha256 } => {
+            let from = check_no_symlink(root, path)?;
+            let dest = check_no_symlink(root, to)?;
+            match local_sha(&from, path)? {
+                Some(found) if &found == sha256 => {}
+                Some(_) => return Err(SyncActionError::LocalChanged { path: path.clone() }),
+                None => return Err(SyncActionError::LocalGone { path: path.clone() }),
+            }
+            if dest.exists() {
+                return Err(SyncActionError::LocalAppeared { path: to.clone() });
+            }
+            std::fs::rename(&from, &dest).map_err(|source| SyncActionError::Io {
+                path: path.clone(),
+                source,
+            })?;
+            Ok(BaseChange::Nothing)
+        }
+        Action::RecordBase { .. }
+        | Action::Move { .. }
+        | Action::DropDuplicate { .. }
+        | Action::InvalidateCatalog
+        | Action::FinishMigration => Ok(BaseChange::Nothing),
+    }
+}
+
+/// Runs a run of consecutive transfer actions concurrently (at most
+/// `concurrency` at once), returning each one's outcome in plan order.
+pub async fn run_many(
+    actions: &[&Action],
+    root: &Path,
+    remote: &RemoteTarget,
+    concurrency: usize,
+) -> Vec<Result<BaseChange, SyncActionError>> {
+    futures_util::stream::iter(actions.iter().map(|a| run(a, root, remote)))
+        .buffered(concurrency.max(1))
+        .collect()
+        .await
+}
+
+/// Applies a base change.
+pub fn record(base: &mut SyncBase, change: BaseChange) {
+    match change {
+        BaseChange::Set(path, entry) => {
+            base.files.insert(path, entry);
+        }
+        BaseChange::Remove(path) => {
+            base.files.remove(&path);
+        }
+        BaseChange::Nothing => {}
+    }
+}

@@ -1,0 +1,279 @@
+//! The sync half of the loop: for a repository whose datastore is remote,
+//! observe the bucket under `<prefix>/<ns>/` and the sync base, and add the
+//! three-way merge's actions to the plan, computed against the cache as it
+//! will be once the plan's moves are done.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use crate::config::{Config, ConflictPolicy, Placement};
+use crate::layout::{Layout, Tier};
+use crate::plan::sync_diff::{Direction, SyncInput, sync_diff};
+use crate::plan::{Action, Plan, RemoteInfo};
+use crate::state::remote::observe_remote;
+use crate::state::{FileState, Observed, RemoteSnapshot, Scope, SyncBase};
+use crate::store::{self, Store};
+
+use super::EngineError;
+
+/// How a sync plan treats conflicts and guards.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SyncOptions {
+    /// Overrides `[sync] conflict` for this run.
+    pub conflict: Option<ConflictPolicy>,
+    /// Overrides the delete guards.
+    pub force: bool,
+}
+
+/// The remote side of a repository: its store and where our keys live.
+#[derive(Clone)]
+pub struct RemoteTarget {
+    pub store: Arc<dyn Store>,
+    pub placement: Placement,
+    pub url: String,
+    pub key_prefix: String,
+}
+
+impl RemoteTarget {
+    pub fn open(placement: &Placement) -> Result<RemoteTarget, EngineError> {
+        let store = store::open(&placement.datastore)?;
+        Ok(RemoteTarget {
+            store,
+            placement: placement.clone(),
+            url: Layout::remote_url(placement),
+            key_prefix: Layout::remote_prefix(placement),
+        })
+    }
+
+    pub fn key(&self, path: &crate::layout::TierPath) -> String {
+        format!("{}{}", self.key_prefix, path.as_str())
+    }
+}
+
+/// A runtime for the remote calls of one command.
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a tokio runtime starts")
+}
+
+pub fn direction(scope: Scope) -> Option<Direction> {
+    match scope {
+        Scope::All | Scope::Sync => Some(Direction::Both),
+        Scope::Push => Some(Direction::Push),
+        Scope::Pull => Some(Direction::Pull),
+        Scope::Layout | Scope::Config => None,
+    }
+}
+
+/// Adds the sync actions for `config`'s remote target to `plan`, and the
+/// remote snapshot to `observed`.
+pub fn add_sync(
+    layout: &Layout,
+    config: &Config,
+    scope: Scope,
+    options: SyncOptions,
+    observed: &mut Observed,
+    plan: &mut Plan,
+) -> Result<(), EngineError> {
+    let Some(direction) = direction(scope) else {
+        return Ok(());
+    };
+    let target = RemoteTarget::open(&config.target())?;
+    // The cache as it will be after the plan's moves and drops.
+    let mut local: BTreeMap<_, FileState> = observed.placements[0].files.clone();
+    for a in &plan.actions {
+        if let Action::Move {
+            path, size, sha256, ..
+        } = a
+        {
+            local.insert(
+                path.clone(),
+                FileState {
+                    size: *size,
+                    sha256: sha256.clone(),
+                },
+            );
+        }
+    }
+    let base = SyncBase::load(&layout.sync_base_path(&target.placement), &target.url)?;
+    let snapshot: RemoteSnapshot = runtime().block_on(observe_remote(
+        target.store.as_ref(),
+        target.url.clone(),
+        &target.key_prefix,
+        base.files,
+        &local,
+    ))?;
+    let remote_files = snapshot.remote_files();
+    let diff = sync_diff(&SyncInput {
+        local: &local,
+        local_modified: &BTreeMap::new(),
+        remote: &remote_files,
+        base: &snapshot.base,
+        direction,
+        policy: options.conflict.unwrap_or(config.sync.conflict),
+        max_delete_percent: config.sync.max_delete_percent,
+        force: options.force,
+    });
+
+    // Sync actions go after the moves, before the catalog and the
+    // migration record, which always come last.
+    let tail_at = plan
+        .actions
+        .iter()
+        .position(|a| matches!(a, Action::InvalidateCatalog | Action::FinishMigration))
+        .unwrap_or(plan.actions.len());
+    let tail: Vec<_> = plan.actions.drain(tail_at..).collect();
+    let touches_data = diff.actions.iter().any(|a| {
+        matches!(
+            a,
+            Action::Download { .. } | Action::DeleteLocal { .. } | Action::RenameLocal { .. }
+        ) && a.path().is_some_and(|p| p.tier() == Tier::Data)
+    });
+    plan.actions.extend(diff.actions);
+    if touches_data && !tail.iter().any(|a| matches!(a, Action::InvalidateCatalog)) {
+        plan.actions.push(Action::InvalidateCatalog);
+    }
+    plan.actions.extend(tail);
+    // A finished migration must not be recorded while sync conflicts block.
+    if !diff.conflicts.is_empty() {
+        plan.actions
+            .retain(|a| !matches!(a, Action::FinishMigration));
+    }
+    plan.conflicts.extend(diff.conflicts);
+    plan.remote = Some(RemoteInfo {
+        url: target.url.clone(),
+        key_prefix: target.key_prefix.clone(),
+        objects: snapshot.objects,
+        batch_delete: false,
+        conflict_policy: options.conflict.unwrap_or(config.sync.conflict),
+        forced: options.force,
+        resolved: diff.resolved,
+    });
+    observed.remote = Some(snapshot);
+    Ok(())
+}
+
+/// `<prefix>/<ns>/.namespace.json`: who owns a namespace in a bucket.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct NamespaceManifest {
+    pub namespace: String,
+    pub repo_id: uuid::Uuid,
+    pub registered_at: String,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RegistrationError {
+    #[error(
+        "namespace `{namespace}` in {url} is registered to another repository ({owner}); nothing was changed"
+    )]
+    OwnedByAnother {
+        namespace: String,
+        url: String,
+        owner: String,
+    },
+    #[error("the namespace manifest {key} is not valid JSON ({message})")]
+    Malformed { key: String, message: String },
+}
+
+/// Makes sure `<prefix>/<ns>/.namespace.json` names this repository,
+/// creating it with a create-only write if it is missing. Returns whether
+/// it was created. Solo placements have nothing to register.
+pub fn register_namespace(placement: &Placement, repo_id: uuid::Uuid) -> Result<bool, EngineError> {
+    let Some(ns) = &placement.namespace else {
+        return Ok(false);
+    };
+    let target = RemoteTarget::open(placement)?;
+    let key = Layout::namespace_manifest_key(placement);
+    runtime().block_on(async {
+        // Two tries: a create that loses a race reads the winner's manifest.
+        for _ in 0..2 {
+            match target.store.get_bytes(&key).await {
+                Ok((_, bytes)) => {
+                    let m: NamespaceManifest = serde_json::from_slice(&bytes).map_err(|e| {
+                        RegistrationError::Malformed {
+                            key: key.clone(),
+                            message: e.to_string(),
+                        }
+                    })?;
+                    return if m.repo_id == repo_id {
+                        Ok(false)
+                    } else {
+                        Err(RegistrationError::OwnedByAnother {
+                            namespace: ns.to_string(),
+                            url: target.url.clone(),
+                            owner: m.repo_id.to_string(),
+                        }
+                        .into())
+                    };
+                }
+                Err(crate::store::StoreError::NotFound { .. }) => {}
+                Err(e) => return Err(e.into()),
+            }
+            let manifest = NamespaceManifest {
+                namespace: ns.to_string(),
+                repo_id,
+                registered_at: now_rfc3339(),
+            };
+            let mut body = serde_json::to_vec_pretty(&manifest).expect("manifest serialises");
+            body.push(b'\n');
+            match target
+                .store
+                .put_bytes(&key, body, &crate::store::Precondition::CreateOnly)
+                .await
+            {
+                Ok(_) => return Ok(true),
+                Err(crate::store::StoreError::PreconditionFailed { .. }) => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(EngineError::Store(crate::store::StoreError::other(
+            format!("could not create or read {key}"),
+        )))
+    })
+}
+
+/// Every namespace registered under the placement's `<prefix>/`.
+pub fn list_namespaces(placement: &Placement) -> Result<Vec<NamespaceManifest>, EngineError> {
+    let solo = Placement {
+        datastore: placement.datastore.clone(),
+        namespace: None,
+    };
+    let target = RemoteTarget::open(&solo)?;
+    runtime().block_on(async {
+        let listed = target.store.list(&target.key_prefix).await?;
+        let mut out = Vec::new();
+        for meta in listed {
+            let rel = &meta.key[target.key_prefix.len()..];
+            let Some((ns, ".namespace.json")) = rel.split_once('/') else {
+                continue;
+            };
+            if ns.contains('/') {
+                continue;
+            }
+            let (_, bytes) = target.store.get_bytes(&meta.key).await?;
+            match serde_json::from_slice::<NamespaceManifest>(&bytes) {
+                Ok(m) => out.push(m),
+                Err(e) => {
+                    return Err(RegistrationError::Malformed {
+                        key: meta.key.clone(),
+                        message: e.to_string(),
+                    }
+                    .into());
+                }
+            }
+        }
+        out.sort_by(|a, b| a.namespace.cmp(&b.namespace));
+        Ok(out)
+    })
+}
+
+/// RFC 3339 UTC, to the second; `SWAMP_NOW` (RFC 3339) pins it for tests.
+pub fn now_rfc3339() -> String {
+    if let Ok(fixed) = std::env::var("SWAMP_NOW") {
+        return fixed;
+    }
+    humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
+}

@@ -1,0 +1,194 @@
+//! The remote side of the observed state: one listing of `<prefix>/<ns>/`,
+//! mapped to tier paths, with each object's sha256 taken from the listing,
+//! from the sync base (same version), or from a HEAD only where the cache
+//! holds the same path and nothing else can tell whether they agree.
+//!
+//! Keys that would escape the cache (`..`, `.`, empty segments, a
+//! backslash or NUL) are refused here, before anything is written.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::layout::{Tier, TierPath};
+use crate::plan::sync_diff::RemoteFile;
+use crate::store::{Store, StoreError};
+
+use super::{BaseEntry, FileState};
+
+/// A remote object as observed (the part that goes into the fingerprint).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RemoteObject {
+    pub size: u64,
+    pub version: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
+}
+
+/// What the remote holds under our key prefix, and the sync base.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RemoteSnapshot {
+    /// `s3://bucket/prefix/ns/`.
+    pub url: String,
+    /// `<prefix>/<ns>/` (or `<prefix>/`, or empty).
+    pub key_prefix: String,
+    pub files: BTreeMap<TierPath, RemoteObject>,
+    /// Every object listed, including internal ones (`.namespace.json`).
+    pub objects: usize,
+    pub base: BTreeMap<TierPath, BaseEntry>,
+}
+
+impl RemoteSnapshot {
+    /// The files as the sync diff takes them.
+    pub fn remote_files(&self) -> BTreeMap<TierPath, RemoteFile> {
+        self.files
+            .iter()
+            .map(|(p, o)| {
+                (
+                    p.clone(),
+                    RemoteFile {
+                        size: o.size,
+                        version: o.version.clone(),
+                        sha256: o.sha256.clone(),
+                        modified: None,
+                    },
+                )
+            })
+            .collect()
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RemoteError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(
+        "refusing remote object `{key}`: {reason}; nothing was written. Remove or rename it in the bucket"
+    )]
+    HostileKey { key: String, reason: String },
+}
+
+/// Maps a listed key to a tier path: `Ok(None)` for keys that are not
+/// ours to sync (internal files, another namespace's directory).
+pub fn tier_path_of(key: &str, key_prefix: &str) -> Result<Option<TierPath>, RemoteError> {
+    let hostile = |reason: &str| RemoteError::HostileKey {
+        key: key.to_string(),
+        reason: reason.to_string(),
+    };
+    let Some(rel) = key.strip_prefix(key_prefix) else {
+        return Ok(None);
+    };
+    if key.contains('\\') || key.contains('\0') {
+        return Err(hostile("it contains a backslash or NUL"));
+    }
+    if rel.starts_with('/') {
+        return Err(hostile("it would be an absolute path"));
+    }
+    if rel.split('/').any(|s| s == ".." || s == ".") {
+        return Err(hostile(
+            "it contains `..` or `.` and would land outside the cache",
+        ));
+    }
+    let first = rel.split('/').next().unwrap_or("");
+    if first.starts_with('.') || Tier::parse(first).is_none() {
+        // `.namespace.json`, `.swamp/lock.json`, or another namespace.
+        return Ok(None);
+    }
+    TierPath::parse(rel)
+        .map(Some)
+        .map_err(|e| hostile(&e.to_string()))
+}
+
+/// Lists the remote under `key_prefix` and resolves sha256s.
+pub async fn observe_remote(
+    store: &dyn Store,
+    url: String,
+    key_prefix: &str,
+    base: BTreeMap<TierPath, BaseEntry>,
+    local: &BTreeMap<TierPath, FileState>,
+) -> Result<RemoteSnapshot, RemoteError> {
+    let listed = store.list(key_prefix).await?;
+    let objects = listed.len();
+    let mut files = BTreeMap::new();
+    let mut unknown = Vec::new();
+    for meta in listed {
+        let Some(path) = tier_path_of(&meta.key, key_prefix)? else {
+            continue;
+        };
+        let sha256 = meta.sha256.clone().or_else(|| {
+            base.get(&path)
+                .filter(|b| b.version == meta.version)
+                .map(|b| b.sha256.clone())
+        });
+        if sha256.is_none() && local.contains_key(&path) {
+            unknown.push((path.clone(), meta.key.clone()));
+        }
+        files.insert(
+            path,
+            RemoteObject {
+                size: meta.size,
+                version: meta.version,
+                sha256,
+            },
+        );
+    }
+    // Only the ambiguous ones get a HEAD, a few at a time.
+    let heads = futures_util::future::join_all(unknown.chunks(32).map(|chunk| async move {
+        let mut out = Vec::new();
+        for (path, key) in chunk {
+            out.push((path.clone(), store.head(key).await));
+        }
+        out
+    }))
+    .await;
+    for (path, head) in heads.into_iter().flatten() {
+        if let Some(meta) = head?
+            && let Some(obj) = files.get_mut(&path)
+            && meta.version == obj.version
+        {
+            obj.sha256 = meta.sha256;
+        }
+    }
+    Ok(RemoteSnapshot {
+        url,
+        key_prefix: key_prefix.to_string(),
+        files,
+        objects,
+        base,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_map_to_tier_paths_and_hostile_keys_are_refused() {
+        let p = "swamp/homelab/";
+        assert_eq!(
+            tier_path_of("swamp/homelab/data/a/1/raw", p)
+                .unwrap()
+                .unwrap()
+                .as_str(),
+            "data/a/1/raw"
+        );
+        assert_eq!(
+            tier_path_of("swamp/homelab/.namespace.json", p).unwrap(),
+            None
+        );
+        assert_eq!(tier_path_of("swamp/other/data/x", "swamp/").unwrap(), None);
+        assert_eq!(tier_path_of("elsewhere/data/x", p).unwrap(), None);
+        for bad in [
+            "swamp/homelab/data/../../escape",
+            "swamp/homelab/../escape",
+            "swamp/homelab//data/x",
+            "swamp/homelab/data\\x",
+            "swamp/homelab/data/./x",
+        ] {
+            assert!(
+                matches!(tier_path_of(bad, p), Err(RemoteError::HostileKey { .. })),
+                "{bad}"
+            );
+        }
+    }
+}
