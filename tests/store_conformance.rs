@@ -536,6 +536,92 @@ async fn downloads_verify_integrity(b: Backend) {
     assert!(matches!(e, StoreError::Integrity { .. }), "{e}");
 }
 
+async fn put_file_refuses_content_that_does_not_match_its_hash(b: Backend) {
+    let f = Fixture::new(b);
+    let src = f.scratch.path().join("src");
+    std::fs::write(&src, b"what is on disk").unwrap();
+    // The caller hashed something else (say, the file changed after it was
+    // hashed): storing it under that hash would poison every later check.
+    let e = f
+        .store
+        .put_file(
+            "h/obj",
+            &src,
+            &sha256_bytes(b"what was hashed"),
+            &Precondition::None,
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        !e.is_transient(),
+        "not retried as if the network failed: {e}"
+    );
+    assert!(e.to_string().contains("h/obj"), "names the key: {e}");
+    assert!(
+        e.to_string().contains("changed since it was hashed"),
+        "says why: {e}"
+    );
+    assert_eq!(f.store.head("h/obj").await.unwrap(), None, "nothing stored");
+}
+
+async fn retries_ride_out_dropped_connections_and_throttling(b: Backend) {
+    retried(b, servers::Flake::DropThenThrottle).await;
+}
+
+/// A create-only put whose first reply is lost is retried, meets "already
+/// exists" (its own first attempt), and recognises the object as its own.
+async fn a_retried_create_recognises_its_own_lost_success(b: Backend) {
+    retried(b, servers::Flake::LoseFirstReply).await;
+}
+
+/// Put and get through a proxy that misbehaves as `flake` says.
+async fn retried(b: Backend, flake: servers::Flake) {
+    // A real server behind a proxy that drops the first connection and
+    // answers the second with 503 SlowDown.
+    let (config, accepted) = match b {
+        Backend::S3 => {
+            let server = servers::s3();
+            let bucket = server.fresh_bucket();
+            let (endpoint, accepted) = servers::flaky_proxy(server.addr(), flake);
+            let config = swamp::config::DatastoreConfig::S3 {
+                bucket,
+                prefix: None,
+                region: Some(servers::S3_REGION.into()),
+                endpoint: Some(endpoint),
+            };
+            (config, accepted)
+        }
+        Backend::Gcs => {
+            let server = servers::gcs();
+            let bucket = server.fresh_bucket();
+            let (endpoint, accepted) = servers::flaky_proxy(server.addr(), flake);
+            let config = swamp::config::DatastoreConfig::Gcs {
+                bucket,
+                prefix: None,
+                endpoint: Some(endpoint),
+            };
+            (config, accepted)
+        }
+        Backend::Fs => unreachable!("a directory has no network"),
+    };
+    let s = store::open_with(&config, options()).unwrap();
+    let put = s
+        .put_bytes("r/k", b"made it".to_vec(), &Precondition::CreateOnly)
+        .await
+        .unwrap();
+    let min_connections = match flake {
+        servers::Flake::DropThenThrottle => 3,
+        servers::Flake::LoseFirstReply => 2,
+    };
+    assert!(
+        accepted.load(std::sync::atomic::Ordering::SeqCst) >= min_connections,
+        "the failed attempts were retried"
+    );
+    let (meta, body) = s.get_bytes("r/k").await.unwrap();
+    assert_eq!(body, b"made it");
+    assert_eq!(meta.version, put.version);
+}
+
 async fn unreachable_endpoint_fails_fast(b: Backend) {
     let port = servers::closed_port();
     let endpoint = format!("http://127.0.0.1:{port}");
@@ -645,6 +731,7 @@ macro_rules! conformance {
 }
 
 conformance!(fs: Backend::Fs => [
+    put_file_refuses_content_that_does_not_match_its_hash,
     put_get_head_round_trip_with_sha256,
     list_follows_pages_and_respects_the_prefix,
     create_only_refuses_an_existing_key,
@@ -658,6 +745,9 @@ conformance!(fs: Backend::Fs => [
 ]);
 
 conformance!(s3: Backend::S3 => [
+    a_retried_create_recognises_its_own_lost_success,
+    retries_ride_out_dropped_connections_and_throttling,
+    put_file_refuses_content_that_does_not_match_its_hash,
     put_get_head_round_trip_with_sha256,
     list_follows_pages_and_respects_the_prefix,
     create_only_refuses_an_existing_key,
@@ -673,6 +763,9 @@ conformance!(s3: Backend::S3 => [
 ]);
 
 conformance!(gcs: Backend::Gcs => [
+    a_retried_create_recognises_its_own_lost_success,
+    retries_ride_out_dropped_connections_and_throttling,
+    put_file_refuses_content_that_does_not_match_its_hash,
     put_get_head_round_trip_with_sha256,
     list_follows_pages_and_respects_the_prefix,
     create_only_refuses_an_existing_key,

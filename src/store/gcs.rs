@@ -421,25 +421,44 @@ impl Store for GcsStore {
             ..UploadObjectRequest::default()
         };
         let upload_type = Self::upload_type(key, sha256);
+        // Set when the file's bytes do not hash to `sha256`: the stream
+        // then fails before its last part, so the upload is never completed.
+        let mismatch = std::sync::Arc::new(std::sync::Mutex::new(None::<String>));
         self.put_retrying(sha256, || async {
             let file = tokio::fs::File::open(src)
                 .await
                 .map_err(|e| StoreError::io(src, e))?;
             // Streamed: the file is never held in memory whole.
-            let body = futures_util::stream::try_unfold(file, |mut file| async move {
+            let state = (file, sha2::Sha256::default(), mismatch.clone(), sha256.to_string());
+            let body = futures_util::stream::try_unfold(state, |(mut file, mut hasher, flag, want)| async move {
+                use sha2::Digest;
                 let mut buf = vec![0u8; 256 * 1024];
                 let n = file.read(&mut buf).await?;
                 if n == 0 {
+                    let found = hex::encode(hasher.finalize());
+                    if !found.eq_ignore_ascii_case(&want) {
+                        *flag.lock().expect("mismatch flag") = Some(found);
+                        return Err(std::io::Error::other("content does not match its sha256"));
+                    }
                     return Ok::<_, std::io::Error>(None);
                 }
                 buf.truncate(n);
-                Ok(Some((bytes::Bytes::from(buf), file)))
+                hasher.update(&buf);
+                Ok(Some((bytes::Bytes::from(buf), (file, hasher, flag, want))))
             });
-            client
+            let result = client
                 .upload_streamed_object(&req, body, &upload_type)
                 .await
                 .map(|o| Self::meta(&o))
-                .map_err(|e| self.map_err(e, Scope::Object(key)))
+                .map_err(|e| self.map_err(e, Scope::Object(key)));
+            match mismatch.lock().expect("mismatch flag").take() {
+                Some(found) => Err(StoreError::other(format!(
+                    "not uploading {} to `{key}`: its content has sha256 {found} but the caller said {sha256} \
+                     (the file changed since it was hashed); plan again",
+                    src.display()
+                ))),
+                None => result,
+            }
         })
         .await
     }

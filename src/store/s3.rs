@@ -240,12 +240,32 @@ impl S3Store {
             }),
             // AWS answers If-Match on a missing key with 404 (SeaweedFS with
             // 412): either way the version the caller saw is gone.
-            Err(e) => match self.map_err(e, Some(key)) {
-                StoreError::NotFound { key, .. } if matches!(pre, Precondition::Matches(_)) => {
-                    Err(StoreError::PreconditionFailed { key })
+            Err(e) => {
+                let code = e
+                    .as_service_error()
+                    .and_then(|se| se.code())
+                    .map(str::to_owned);
+                match self.map_err(e, Some(key)) {
+                    StoreError::NotFound { key, .. } if matches!(pre, Precondition::Matches(_)) => {
+                        Err(StoreError::PreconditionFailed { key })
+                    }
+                    // The server hashed what it received and it is not what
+                    // the caller said (SeaweedFS: BadDigest; AWS:
+                    // BadDigest/XAmzContentChecksumMismatch).
+                    StoreError::Other { message }
+                        if matches!(
+                            code.as_deref(),
+                            Some("BadDigest" | "XAmzContentChecksumMismatch" | "InvalidDigest")
+                        ) =>
+                    {
+                        Err(StoreError::other(format!(
+                            "not uploading `{key}`: its content does not have sha256 {sha256} \
+                             (the file changed since it was hashed); plan again ({message})"
+                        )))
+                    }
+                    e => Err(e),
                 }
-                e => Err(e),
-            },
+            }
         }
     }
 

@@ -467,6 +467,133 @@ pub fn http(
 }
 
 // ---------------------------------------------------------------------------
+// A flaky network in front of a real server
+
+/// How [`flaky_proxy`] misbehaves before it starts piping faithfully.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flake {
+    /// Connection 1 is closed at once; connection 2 gets `503 SlowDown`.
+    DropThenThrottle,
+    /// Connection 1's request reaches the server, but the reply is lost:
+    /// the client's connection is closed once the server has answered.
+    LoseFirstReply,
+}
+
+/// A TCP proxy on 127.0.0.1 in front of `target` (`host:port`) whose first
+/// connections fail the way overloaded servers and networks do (see
+/// [`Flake`]); later connections are piped through. Returns the proxy's
+/// endpoint (`http://127.0.0.1:PORT`) and a counter of accepted
+/// connections.
+pub fn flaky_proxy(target: &str, flake: Flake) -> (String, std::sync::Arc<AtomicU32>) {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind proxy");
+    let endpoint = format!("http://{}", listener.local_addr().expect("proxy addr"));
+    let accepted = std::sync::Arc::new(AtomicU32::new(0));
+    let counter = accepted.clone();
+    let target = target.to_string();
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut client) = conn else { continue };
+            let n = counter.fetch_add(1, Ordering::SeqCst) + 1;
+            match (flake, n) {
+                (Flake::DropThenThrottle, 1) => drop(client),
+                (Flake::DropThenThrottle, 2) => {
+                    read_request_head(&mut client);
+                    let body = "<Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>";
+                    let _ = write!(
+                        client,
+                        "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/xml\r\n\
+                         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                        body.len()
+                    );
+                }
+                (Flake::LoseFirstReply, 1) => {
+                    let Ok(server) = TcpStream::connect(&target) else {
+                        continue;
+                    };
+                    lose_reply(client, server);
+                }
+                _ => {
+                    let Ok(server) = TcpStream::connect(&target) else {
+                        continue;
+                    };
+                    pipe(client, server);
+                }
+            }
+        }
+    });
+    (endpoint, accepted)
+}
+
+/// Forwards the client's bytes to the server, waits until the server has
+/// answered (and then gone quiet for a moment), and closes both without
+/// passing the answer on.
+fn lose_reply(client: TcpStream, mut server: TcpStream) {
+    let (Ok(mut c2), Ok(mut s2)) = (client.try_clone(), server.try_clone()) else {
+        return;
+    };
+    std::thread::spawn(move || {
+        let _ = io::copy(&mut c2, &mut s2);
+    });
+    let _ = server.set_read_timeout(Some(Duration::from_millis(300)));
+    let mut buf = [0u8; 16 * 1024];
+    let mut got = 0usize;
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(10) {
+        match server.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            // Quiet for 300 ms after the answer began: it is complete.
+            Err(_) if got > 0 => break,
+            Err(_) => {}
+        }
+    }
+    let _ = client.shutdown(std::net::Shutdown::Both);
+    let _ = server.shutdown(std::net::Shutdown::Both);
+}
+
+fn read_request_head(stream: &mut TcpStream) {
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") && head.len() < 64 * 1024 {
+        match stream.read(&mut byte) {
+            Ok(1) => head.push(byte[0]),
+            _ => return,
+        }
+    }
+}
+
+/// Copies both ways until either side closes.
+fn pipe(client: TcpStream, server: TcpStream) {
+    let (Ok(mut c2), Ok(mut s2)) = (client.try_clone(), server.try_clone()) else {
+        return;
+    };
+    let (mut c, mut s) = (client, server);
+    std::thread::spawn(move || {
+        let _ = io::copy(&mut c2, &mut s2);
+        let _ = s2.shutdown(std::net::Shutdown::Write);
+    });
+    std::thread::spawn(move || {
+        let _ = io::copy(&mut s, &mut c);
+        let _ = c.shutdown(std::net::Shutdown::Write);
+    });
+}
+
+impl S3Server {
+    /// `host:port` of the S3 API.
+    pub fn addr(&self) -> &str {
+        &self.addr
+    }
+}
+
+impl GcsServer {
+    /// `host:port` of the JSON API.
+    pub fn addr(&self) -> &str {
+        &self.addr
+    }
+}
+
+// ---------------------------------------------------------------------------
 // Process ownership: servers die with the test binary.
 
 struct Owned {
