@@ -449,6 +449,93 @@ fn setup_moves_local_data_into_the_bucket(backend: Backend) {
     assert_eq!(repo.run(&["data", "get", "x"]).stdout, "hello\n");
 }
 
+/// local → bucket → local leaves every file byte-identical and the bucket
+/// empty of this repository's keys.
+fn setup_round_trip_leaves_files_identical_and_the_bucket_empty(backend: Backend) {
+    let bucket = Bucket::new(backend);
+    bucket.raw_put("swamp/other/data/theirs/1/raw", b"theirs");
+    let repo = Repo::empty(bucket.env());
+    repo.run(&["init", "--namespace", "lab"]).expect(0);
+    repo.put("model/out", "v1\n");
+    repo.put("model/out", "v2\n");
+    std::fs::create_dir_all(repo.root.join(".swamp/lab/audit")).unwrap();
+    std::fs::write(repo.root.join(".swamp/lab/audit/log"), "entry\n").unwrap();
+    let before = files(&repo.root.join(".swamp/lab"));
+    let spec = bucket.spec();
+    repo.run(&["datastore", "setup", &spec, "-y"]).expect(0);
+    assert!(!repo.root.join(".swamp/lab").exists());
+
+    let back = repo.run(&["datastore", "setup", "local", "-y"]);
+    back.expect(0);
+    assert_eq!(
+        files(&repo.root.join(".swamp/lab")),
+        before,
+        "byte-identical"
+    );
+    let left: Vec<String> = bucket.contents().into_keys().collect();
+    assert_eq!(
+        left,
+        ["swamp/other/data/theirs/1/raw"],
+        "only the other repo's key is left"
+    );
+    assert!(
+        !repo.cache().join("lab").exists(),
+        "the old cache is drained"
+    );
+    repo.run(&["plan", "--detailed-exitcode"]).expect(0);
+    assert!(
+        !std::fs::read_to_string(repo.root.join(".swamp.toml"))
+            .unwrap()
+            .contains("migrating_from")
+    );
+}
+
+/// Setting a namespace on a remote repository re-keys its objects inside
+/// the bucket (server-side copy, then delete) and moves its cache.
+fn setting_a_namespace_re_keys_remote_objects(backend: Backend) {
+    let bucket = Bucket::new(backend);
+    let a = Repo::init(&bucket, None);
+    a.put("x", "1\n");
+    a.write_cache("outputs/o.yaml", "o\n");
+    a.run(&["datastore", "sync", "-y"]).expect(0);
+    // an object only the remote has (pushed by a clone)
+    let b = a.clone_elsewhere();
+    b.run(&["datastore", "sync", "-y"]).expect(0);
+    b.write_cache("outputs/from-b.yaml", "b\n");
+    b.run(&["datastore", "sync", "-y"]).expect(0);
+
+    let preview = a.run(&["datastore", "namespace", "set", "homelab", "--migrate"]);
+    preview.expect(0);
+    assert!(preview.stdout.contains("copy-remote"), "{}", preview.stdout);
+    a.run(&[
+        "datastore",
+        "namespace",
+        "set",
+        "homelab",
+        "--migrate",
+        "-y",
+    ])
+    .expect(0);
+    let keys: Vec<String> = bucket.contents().into_keys().collect();
+    assert_eq!(
+        keys,
+        [
+            "swamp/homelab/.namespace.json",
+            "swamp/homelab/data/x/1/raw",
+            "swamp/homelab/outputs/from-b.yaml",
+            "swamp/homelab/outputs/o.yaml",
+        ]
+    );
+    let cache = files(&a.cache());
+    assert!(
+        cache.keys().all(|k| k.starts_with("homelab/")),
+        "{:?}",
+        cache.keys()
+    );
+    assert_eq!(cache["homelab/outputs/from-b.yaml"], b"b\n");
+    a.run(&["plan", "--detailed-exitcode"]).expect(0);
+}
+
 /// A hostile key in the remote is refused and nothing is written.
 /// GCS only: SeaweedFS answers such a PUT with 400 InvalidRequest, so an
 /// S3 bucket here can never hold one; `state::remote`'s unit tests cover
@@ -501,4 +588,6 @@ on_every_backend!(
     an_emptied_cache_is_refused_naming_the_guard_and_force,
     a_namespace_owned_by_another_repo_is_refused,
     setup_moves_local_data_into_the_bucket,
+    setup_round_trip_leaves_files_identical_and_the_bucket_empty,
+    setting_a_namespace_re_keys_remote_objects,
 );

@@ -59,6 +59,7 @@ pub struct ApplyReport {
     pub downloaded: usize,
     pub deleted_local: usize,
     pub deleted_remote: usize,
+    pub copied: usize,
     pub catalog_invalidated: bool,
     pub migration_finished: bool,
 }
@@ -69,7 +70,9 @@ pub type Progress<'a> = &'a mut dyn FnMut(usize, usize);
 /// Sync actions that may run side by side with their neighbours.
 fn concurrent_class(action: &Action) -> Option<u8> {
     match action {
-        Action::Upload { .. } | Action::Download { .. } => Some(0),
+        Action::Upload { .. } | Action::Download { .. } | Action::Fetch { .. } => Some(0),
+        // Copies finish before the downloads that read their results.
+        Action::CopyRemote { .. } => Some(2),
         Action::DeleteRemote { .. } | Action::DeleteLocal { .. } => Some(1),
         _ => None,
     }
@@ -80,6 +83,7 @@ pub fn apply(
     layout: &Layout,
     repo: &Path,
     remote: Option<&RemoteTarget>,
+    sources: &[Option<RemoteTarget>],
     concurrency: u16,
     progress: Progress<'_>,
 ) -> Result<ApplyReport, ApplyError> {
@@ -89,7 +93,13 @@ pub fn apply(
     let mut cache = HashCache::load(&layout.hash_cache_path());
     let mut report = ApplyReport::default();
     let total = plan.actions.len();
-    let mut sync = match remote {
+    let remotes = remote::Remotes {
+        target: remote,
+        sources,
+    };
+    let rt = (remote.is_some() || sources.iter().any(Option::is_some))
+        .then(crate::engine::sync::runtime);
+    let mut base = match remote {
         Some(r) => {
             let base_path = layout.sync_base_path(&r.placement);
             let base = SyncBase::load(&base_path, &r.url).map_err(|e| ApplyError::Stopped {
@@ -99,16 +109,14 @@ pub fn apply(
                 reason: e.to_string(),
                 completed: 0,
             })?;
-            Some((r, base, base_path, crate::engine::sync::runtime()))
+            Some((base, base_path))
         }
         None => None,
     };
     let mut i = 0;
     while i < plan.actions.len() {
         let action = &plan.actions[i];
-        if let (Some(class), Some((r, base, base_path, rt))) =
-            (concurrent_class(action), sync.as_mut())
-        {
+        if let (Some(class), Some(rt)) = (concurrent_class(action), rt.as_ref()) {
             let run: Vec<&Action> = plan.actions[i..]
                 .iter()
                 .take_while(|a| concurrent_class(a) == Some(class))
@@ -116,18 +124,23 @@ pub fn apply(
             let outcomes = rt.block_on(remote::run_many(
                 &run,
                 &plan.target.root,
-                r,
+                &remotes,
                 usize::from(concurrency),
             ));
             let mut first_error = None;
             for (k, outcome) in outcomes.into_iter().enumerate() {
                 match outcome {
                     Ok(change) => {
-                        remote::record(base, change);
+                        if let Some((base, _)) = base.as_mut() {
+                            remote::record(base, change);
+                        }
                         match run[k] {
                             Action::Upload { .. } => report.uploaded += 1,
-                            Action::Download { .. } => report.downloaded += 1,
+                            Action::Download { .. } | Action::Fetch { .. } => {
+                                report.downloaded += 1
+                            }
                             Action::DeleteLocal { .. } => report.deleted_local += 1,
+                            Action::CopyRemote { .. } => report.copied += 1,
                             _ => report.deleted_remote += 1,
                         }
                         report.completed += 1;
@@ -138,7 +151,10 @@ pub fn apply(
             }
             progress(report.completed, total);
             // Only completed actions advance the base; save it either way.
-            let saved = base.save(base_path);
+            let saved = match base.as_ref() {
+                Some((base, path)) => base.save(path).map(|_| ()),
+                None => Ok(()),
+            };
             if let Some((index, e)) = first_error {
                 return Err(ApplyError::Stopped {
                     index: index + 1,
@@ -212,15 +228,18 @@ pub fn apply(
                 finish_migration(plan, layout, repo).map_err(|e| stopped(e, &report))?;
                 report.migration_finished = true;
             }
-            Action::RenameLocal { .. } => {
-                let Some((r, _, _, rt)) = sync.as_ref() else {
+            Action::RenameLocal { .. } | Action::DeleteSourceRemote { .. } => {
+                let Some(rt) = rt.as_ref() else {
                     return Err(stopped("a sync action needs the remote".into(), &report));
                 };
-                rt.block_on(remote::run(action, &plan.target.root, r))
+                rt.block_on(remote::run(action, &plan.target.root, &remotes))
                     .map_err(|e| stopped(e.to_string(), &report))?;
+                if let Action::DeleteSourceRemote { objects, .. } = action {
+                    report.deleted_remote += objects.len();
+                }
             }
             Action::RecordBase { add, drop } => {
-                let Some((_, base, base_path, _)) = sync.as_mut() else {
+                let Some((base, base_path)) = base.as_mut() else {
                     return Err(stopped("a sync action needs the remote".into(), &report));
                 };
                 for rec in add {
@@ -242,7 +261,9 @@ pub fn apply(
             Action::Upload { .. }
             | Action::Download { .. }
             | Action::DeleteLocal { .. }
-            | Action::DeleteRemote { .. } => {
+            | Action::DeleteRemote { .. }
+            | Action::Fetch { .. }
+            | Action::CopyRemote { .. } => {
                 return Err(stopped("a sync action needs the remote".into(), &report));
             }
         }

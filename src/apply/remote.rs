@@ -34,6 +34,16 @@ pub enum SyncActionError {
     },
     #[error("{path}: {source}")]
     Store { path: TierPath, source: StoreError },
+    #[error(
+        "{path}: the plan needs a remote this repository's configuration no longer names; plan again"
+    )]
+    NoRemote { path: TierPath },
+    #[error("{key}: {source}")]
+    Object { key: String, source: StoreError },
+    #[error(
+        "the plan deletes objects of a remote this repository's configuration no longer names; plan again"
+    )]
+    NoSourceRemote,
     #[error("{path}: {source}")]
     Io {
         path: TierPath,
@@ -83,11 +93,33 @@ fn local_sha(file: &Path, path: &TierPath) -> Result<Option<String>, SyncActionE
     }
 }
 
-/// Runs one sync action. `root` is the cache directory of the target.
+/// The remotes an apply talks to: the target's (if remote) and each
+/// source's (if remote), by source index.
+pub struct Remotes<'a> {
+    pub target: Option<&'a RemoteTarget>,
+    pub sources: &'a [Option<RemoteTarget>],
+}
+
+impl Remotes<'_> {
+    fn target(&self, path: &TierPath) -> Result<&RemoteTarget, SyncActionError> {
+        self.target
+            .ok_or_else(|| SyncActionError::NoRemote { path: path.clone() })
+    }
+
+    fn source(&self, i: usize, path: &TierPath) -> Result<&RemoteTarget, SyncActionError> {
+        self.sources
+            .get(i)
+            .and_then(Option::as_ref)
+            .ok_or_else(|| SyncActionError::NoRemote { path: path.clone() })
+    }
+}
+
+/// Runs one sync action. `root` is the target's directory (the cache, for
+/// a remote target).
 pub async fn run(
     action: &Action,
     root: &Path,
-    remote: &RemoteTarget,
+    remotes: &Remotes<'_>,
 ) -> Result<BaseChange, SyncActionError> {
     let store_err = |path: &TierPath| {
         let path = path.clone();
@@ -112,6 +144,7 @@ pub async fn run(
                 RemoteExpect::Absent => Precondition::CreateOnly,
                 RemoteExpect::Version { version } => Precondition::Matches(version.clone()),
             };
+            let remote = remotes.target(path)?;
             let meta = remote
                 .store
                 .put_file(&remote.key(path), &file, sha256, &pre)
@@ -142,6 +175,7 @@ pub async fn run(
                     _ => SyncActionError::LocalChanged { path: path.clone() },
                 });
             }
+            let remote = remotes.target(path)?;
             let meta = remote
                 .store
                 .get_to_file(&remote.key(path), &file)
@@ -189,6 +223,7 @@ pub async fn run(
             Ok(BaseChange::Remove(path.clone()))
         }
         Action::DeleteRemote { path, version } => {
+            let remote = remotes.target(path)?;
             remote
                 .store
                 .delete(&remote.key(path), &Precondition::Matches(version.clone()))
@@ -213,6 +248,92 @@ pub async fn run(
             })?;
             Ok(BaseChange::Nothing)
         }
+        Action::Fetch {
+            path,
+            source,
+            sha256,
+            ..
+        } => {
+            let file = check_no_symlink(root, path)?;
+            if local_sha(&file, path)?.is_some() {
+                return Err(SyncActionError::LocalAppeared { path: path.clone() });
+            }
+            let from = remotes.source(*source, path)?;
+            from.store
+                .get_to_file(&from.key(path), &file)
+                .await
+                .map_err(store_err(path))?;
+            let got = fsutil::sha256_file(&file).map_err(|source| SyncActionError::Io {
+                path: path.clone(),
+                source,
+            })?;
+            if let Some(expected) = sha256
+                && *expected != got
+            {
+                let _ = std::fs::remove_file(&file);
+                return Err(SyncActionError::Integrity {
+                    path: path.clone(),
+                    expected: expected.clone(),
+                    found: got,
+                });
+            }
+            Ok(BaseChange::Nothing)
+        }
+        Action::CopyRemote {
+            path,
+            source,
+            sha256,
+            size,
+            in_cache,
+            ..
+        } => {
+            let from = remotes.source(*source, path)?;
+            let to = remotes.target(path)?;
+            let meta = to
+                .store
+                .copy(&from.key(path), &to.key(path), &Precondition::CreateOnly)
+                .await
+                .map_err(store_err(path))?;
+            // The cache copy moved earlier in this plan: both sides agree.
+            Ok(if *in_cache {
+                BaseChange::Set(
+                    path.clone(),
+                    BaseEntry {
+                        sha256: sha256.clone(),
+                        size: *size,
+                        version: meta.version,
+                    },
+                )
+            } else {
+                BaseChange::Nothing
+            })
+        }
+        Action::DeleteSourceRemote { source, objects } => {
+            let from = remotes
+                .sources
+                .get(*source)
+                .and_then(Option::as_ref)
+                .ok_or(SyncActionError::NoSourceRemote)?;
+            let results = futures_util::stream::iter(objects.iter().map(|o| {
+                let store = from.store.clone();
+                async move {
+                    store
+                        .delete(&o.key, &Precondition::Matches(o.version.clone()))
+                        .await
+                        .map_err(|source| SyncActionError::Object {
+                            key: o.key.clone(),
+                            source,
+                        })
+                }
+            }))
+            .buffer_unordered(16)
+            .collect::<Vec<_>>()
+            .await;
+            for r in results {
+                r?;
+            }
+            Ok(BaseChange::Nothing)
+        }
         Action::RecordBase { .. }
         | Action::Move { .. }
         | Action::DropDuplicate { .. }
@@ -226,10 +347,10 @@ pub async fn run(
 pub async fn run_many(
     actions: &[&Action],
     root: &Path,
-    remote: &RemoteTarget,
+    remotes: &Remotes<'_>,
     concurrency: usize,
 ) -> Vec<Result<BaseChange, SyncActionError>> {
-    futures_util::stream::iter(actions.iter().map(|a| run(a, root, remote)))
+    futures_util::stream::iter(actions.iter().map(|a| run(a, root, remotes)))
         .buffered(concurrency.max(1))
         .collect()
         .await

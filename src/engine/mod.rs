@@ -45,7 +45,7 @@ pub enum EngineError {
     #[error("{datastore} datastores are not supported by this version of swamp")]
     DatastoreUnsupported { datastore: String },
     #[error(
-        "moving data off a remote datastore ({from}) is not supported by this version of swamp; nothing was changed"
+        "moving data from {from} to another bucket is not supported by this version of swamp; nothing was changed"
     )]
     RemoteSourceUnsupported { from: String },
     #[error("the saved plan is stale; since it was made:\n  - {}", .changes.join("\n  - "))]
@@ -74,11 +74,11 @@ impl Planned {
 
 /// Refuses what this version cannot reconcile, naming why.
 fn check_supported(config: &Config, scope: Scope) -> Result<(), EngineError> {
-    if let Some(p) = config
-        .migrating_from
-        .iter()
-        .find(|p| p.datastore.is_remote())
-    {
+    // A remote source drains into a local target, or into another
+    // namespace of the same bucket (server-side copies); not across buckets.
+    if let Some(p) = config.migrating_from.iter().find(|p| {
+        p.datastore.is_remote() && config.datastore.is_remote() && p.datastore != config.datastore
+    }) {
         return Err(EngineError::RemoteSourceUnsupported {
             from: p.to_string(),
         });
@@ -122,8 +122,8 @@ pub fn plan_with(
     let desired = Desired::from_config(config, scope);
     let mut observed = observe(layout, &desired)?;
     let mut plan = diff(&desired, &observed);
-    if config.datastore.is_remote() {
-        sync::add_sync(layout, config, scope, options, &mut observed, &mut plan)?;
+    if config.datastore.is_remote() || desired.sources.iter().any(|s| s.datastore.is_remote()) {
+        sync::add_remote(layout, config, scope, options, &mut observed, &mut plan)?;
     }
     attach_diffs(&mut plan);
     Ok(Planned {
@@ -205,14 +205,25 @@ pub fn apply_and_verify(
 ) -> Result<Applied, EngineError> {
     let config = Config::load(repo)?;
     let remote = match &plan.remote {
-        Some(_) => Some(RemoteTarget::open(&config.target())?),
+        Some(_) => Some(RemoteTarget::open(&plan.target.placement())?),
         None => None,
     };
+    let sources = plan
+        .sources
+        .iter()
+        .map(|s| {
+            s.datastore
+                .is_remote()
+                .then(|| RemoteTarget::open(&s.placement()))
+                .transpose()
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     let report = apply::apply(
         plan,
         layout,
         repo,
         remote.as_ref(),
+        &sources,
         config.sync.concurrency,
         progress,
     )?;

@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use crate::config::{Config, ConflictPolicy, Placement};
 use crate::layout::{Layout, Tier};
+use crate::plan::drain::drain;
 use crate::plan::sync_diff::{Direction, SyncInput, sync_diff};
 use crate::plan::{Action, Plan, RemoteInfo};
 use crate::state::remote::observe_remote;
@@ -68,9 +69,11 @@ pub fn direction(scope: Scope) -> Option<Direction> {
     }
 }
 
-/// Adds the sync actions for `config`'s remote target to `plan`, and the
-/// remote snapshot to `observed`.
-pub fn add_sync(
+/// Adds the remote side to `plan`: draining remote sources (fetch or
+/// re-key what only they hold, delete them last) and the three-way sync
+/// with the target's bucket, computed against the cache as it will be once
+/// the plan's moves are done. Records the snapshots in `observed`.
+pub fn add_remote(
     layout: &Layout,
     config: &Config,
     scope: Scope,
@@ -78,11 +81,34 @@ pub fn add_sync(
     observed: &mut Observed,
     plan: &mut Plan,
 ) -> Result<(), EngineError> {
-    let Some(direction) = direction(scope) else {
+    let rt = runtime();
+    // Remote sources: what their buckets still hold.
+    let mut any_source = false;
+    for i in 1..observed.placements.len() {
+        let placement = observed.placements[i].placement.clone();
+        if !placement.datastore.is_remote() {
+            continue;
+        }
+        any_source = true;
+        let source = RemoteTarget::open(&placement)?;
+        let base = SyncBase::load(&layout.sync_base_path(&placement), &source.url)?;
+        let snapshot = rt.block_on(observe_remote(
+            source.store.as_ref(),
+            source.url.clone(),
+            &source.key_prefix,
+            base.files,
+            &observed.placements[i].files,
+            config.datastore.is_remote(),
+        ))?;
+        observed.placements[i].remote = Some(snapshot);
+    }
+    let direction = direction(scope);
+    let target_remote = config.datastore.is_remote() && (direction.is_some() || any_source);
+    if !target_remote && !any_source {
         return Ok(());
-    };
-    let target = RemoteTarget::open(&config.target())?;
-    // The cache as it will be after the plan's moves and drops.
+    }
+
+    // The cache as it will be after the plan's moves.
     let mut local: BTreeMap<_, FileState> = observed.placements[0].files.clone();
     for a in &plan.actions {
         if let Action::Move {
@@ -98,61 +124,97 @@ pub fn add_sync(
             );
         }
     }
-    let base = SyncBase::load(&layout.sync_base_path(&target.placement), &target.url)?;
-    let snapshot: RemoteSnapshot = runtime().block_on(observe_remote(
-        target.store.as_ref(),
-        target.url.clone(),
-        &target.key_prefix,
-        base.files,
-        &local,
-    ))?;
-    let remote_files = snapshot.remote_files();
-    let diff = sync_diff(&SyncInput {
-        local: &local,
-        local_modified: &BTreeMap::new(),
-        remote: &remote_files,
-        base: &snapshot.base,
-        direction,
-        policy: options.conflict.unwrap_or(config.sync.conflict),
-        max_delete_percent: config.sync.max_delete_percent,
-        force: options.force,
-    });
+    let target = if target_remote {
+        let target = RemoteTarget::open(&config.target())?;
+        let base = SyncBase::load(&layout.sync_base_path(&target.placement), &target.url)?;
+        let snapshot: RemoteSnapshot = rt.block_on(observe_remote(
+            target.store.as_ref(),
+            target.url.clone(),
+            &target.key_prefix,
+            base.files,
+            &local,
+            false,
+        ))?;
+        Some((target, snapshot))
+    } else {
+        None
+    };
 
-    // Sync actions go after the moves, before the catalog and the
-    // migration record, which always come last.
+    let drain = drain(observed, target.as_ref().map(|(_, s)| s));
+    let policy = options.conflict.unwrap_or(config.sync.conflict);
+    let mut sync_actions = Vec::new();
+    let mut sync_conflicts = Vec::new();
+    let mut resolved = Vec::new();
+    if let (Some(direction), Some((_, snapshot))) = (direction, &target) {
+        // Re-keyed paths whose cache file moves too are settled by the copy.
+        let mut remote_files = snapshot.remote_files();
+        remote_files.retain(|p, _| !drain.settled.contains(p));
+        remote_files.extend(drain.incoming.clone());
+        local.retain(|p, _| !drain.settled.contains(p));
+        let diff = sync_diff(&SyncInput {
+            local: &local,
+            local_modified: &BTreeMap::new(),
+            remote: &remote_files,
+            base: &snapshot.base,
+            direction,
+            policy,
+            max_delete_percent: config.sync.max_delete_percent,
+            force: options.force,
+        });
+        sync_actions = diff.actions;
+        sync_conflicts = diff.conflicts;
+        resolved = diff.resolved;
+    }
+
+    // Order: moves, fetches and copies, sync transfers, old objects
+    // deleted, then the catalog and the migration record.
     let tail_at = plan
         .actions
         .iter()
         .position(|a| matches!(a, Action::InvalidateCatalog | Action::FinishMigration))
         .unwrap_or(plan.actions.len());
     let tail: Vec<_> = plan.actions.drain(tail_at..).collect();
-    let touches_data = diff.actions.iter().any(|a| {
+    let touches_data = drain.transfers.iter().chain(&sync_actions).any(|a| {
         matches!(
             a,
-            Action::Download { .. } | Action::DeleteLocal { .. } | Action::RenameLocal { .. }
+            Action::Download { .. }
+                | Action::DeleteLocal { .. }
+                | Action::RenameLocal { .. }
+                | Action::Fetch { .. }
         ) && a.path().is_some_and(|p| p.tier() == Tier::Data)
     });
-    plan.actions.extend(diff.actions);
+    plan.actions.extend(drain.transfers);
+    plan.actions.extend(sync_actions);
+    plan.actions.extend(drain.deletes);
     if touches_data && !tail.iter().any(|a| matches!(a, Action::InvalidateCatalog)) {
         plan.actions.push(Action::InvalidateCatalog);
     }
     plan.actions.extend(tail);
-    // A finished migration must not be recorded while sync conflicts block.
-    if !diff.conflicts.is_empty() {
-        plan.actions
-            .retain(|a| !matches!(a, Action::FinishMigration));
+    let blocked = !drain.conflicts.is_empty() || !sync_conflicts.is_empty();
+    plan.conflicts.extend(drain.conflicts);
+    plan.conflicts.extend(sync_conflicts);
+    if blocked {
+        // Nothing old is deleted and no migration is recorded finished
+        // while anything blocks.
+        plan.actions.retain(|a| {
+            !matches!(
+                a,
+                Action::FinishMigration | Action::DeleteSourceRemote { .. }
+            )
+        });
     }
-    plan.conflicts.extend(diff.conflicts);
-    plan.remote = Some(RemoteInfo {
-        url: target.url.clone(),
-        key_prefix: target.key_prefix.clone(),
-        objects: snapshot.objects,
-        batch_delete: false,
-        conflict_policy: options.conflict.unwrap_or(config.sync.conflict),
-        forced: options.force,
-        resolved: diff.resolved,
-    });
-    observed.remote = Some(snapshot);
+    if let Some((target, snapshot)) = target {
+        plan.remote = Some(RemoteInfo {
+            url: target.url.clone(),
+            key_prefix: target.key_prefix.clone(),
+            objects: snapshot.objects,
+            batch_delete: false,
+            conflict_policy: policy,
+            forced: options.force,
+            resolved,
+        });
+        observed.remote = Some(snapshot);
+    }
     Ok(())
 }
 

@@ -65,6 +65,33 @@ pub enum Action {
         to: TierPath,
         sha256: String,
     },
+    /// Download an object that only a remote source still holds straight
+    /// to the (local) target. Precondition: the target path is absent.
+    Fetch {
+        path: TierPath,
+        source: usize,
+        size: u64,
+        version: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        sha256: Option<String>,
+    },
+    /// Server-side copy from a remote source's key to the target's key in
+    /// the same bucket (create-only at the destination).
+    CopyRemote {
+        path: TierPath,
+        source: usize,
+        size: u64,
+        version: String,
+        sha256: String,
+        /// The cache copy moves in this plan too, so both sides will agree.
+        in_cache: bool,
+    },
+    /// Delete what a remote source holds once everything is at the target:
+    /// each object only at the version observed.
+    DeleteSourceRemote {
+        source: usize,
+        objects: Vec<RemoteObjectRef>,
+    },
     /// Record in the sync base the files both sides already agree on (and
     /// forget those gone from both). No transfer.
     RecordBase {
@@ -83,6 +110,13 @@ pub enum RemoteExpect {
     Version { version: String },
 }
 
+/// An object to delete, at the version it was seen at.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RemoteObjectRef {
+    pub key: String,
+    pub version: String,
+}
+
 /// One file both sides agree on.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BaseRecord {
@@ -94,9 +128,12 @@ pub struct BaseRecord {
 
 impl Action {
     /// Stable names, in the order the summary lists them.
-    pub const KINDS: [&'static str; 10] = [
+    pub const KINDS: [&'static str; 13] = [
         "move",
         "drop-duplicate",
+        "fetch",
+        "copy-remote",
+        "delete-source-remote",
         "upload",
         "download",
         "delete-local",
@@ -119,6 +156,9 @@ impl Action {
             Action::DeleteRemote { .. } => "delete-remote",
             Action::RenameLocal { .. } => "rename-local",
             Action::RecordBase { .. } => "record-base",
+            Action::Fetch { .. } => "fetch",
+            Action::CopyRemote { .. } => "copy-remote",
+            Action::DeleteSourceRemote { .. } => "delete-source-remote",
         }
     }
 
@@ -130,8 +170,13 @@ impl Action {
             | Action::Download { path, .. }
             | Action::DeleteLocal { path, .. }
             | Action::DeleteRemote { path, .. }
-            | Action::RenameLocal { path, .. } => Some(path),
-            Action::InvalidateCatalog | Action::FinishMigration | Action::RecordBase { .. } => None,
+            | Action::RenameLocal { path, .. }
+            | Action::Fetch { path, .. }
+            | Action::CopyRemote { path, .. } => Some(path),
+            Action::InvalidateCatalog
+            | Action::FinishMigration
+            | Action::RecordBase { .. }
+            | Action::DeleteSourceRemote { .. } => None,
         }
     }
 
@@ -153,6 +198,9 @@ impl Action {
             Action::DeleteRemote { .. } => "deleted in the cache",
             Action::RenameLocal { .. } => "keep both: cache copy set aside",
             Action::RecordBase { .. } => "both sides already agree",
+            Action::Fetch { .. } => "only the old remote has it",
+            Action::CopyRemote { .. } => "re-keyed inside the bucket",
+            Action::DeleteSourceRemote { .. } => "everything is at the target",
         }
     }
 }
@@ -198,6 +246,15 @@ pub enum Conflict {
         deleted_in: Side,
         changed_sha256: Option<String>,
     },
+    /// The old datastore's cache and bucket disagree about a file being
+    /// moved off it.
+    SourceDiverged {
+        path: TierPath,
+        source: usize,
+        cache_sha256: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        remote_sha256: Option<String>,
+    },
     /// A delete guard refuses the plan (checked at plan time; `--force` overrides).
     DeleteGuard { guard: String, message: String },
     /// A source holds something swamp cannot move (a symlink, a special file).
@@ -218,6 +275,7 @@ impl Conflict {
             Conflict::BothChanged { .. } => "both-changed",
             Conflict::DeletedAndChanged { .. } => "deleted-and-changed",
             Conflict::DeleteGuard { .. } => "delete-guard",
+            Conflict::SourceDiverged { .. } => "source-diverged",
         }
     }
 }
@@ -240,6 +298,13 @@ pub struct PlacementInfo {
 }
 
 impl PlacementInfo {
+    /// `s3://bucket/prefix/ns/` for a remote placement.
+    pub fn remote_label(&self) -> Option<String> {
+        self.datastore
+            .is_remote()
+            .then(|| crate::layout::Layout::remote_url(&self.placement()))
+    }
+
     pub fn placement(&self) -> Placement {
         Placement {
             datastore: self.datastore.clone(),
@@ -261,6 +326,9 @@ pub struct Summary {
     pub delete_remote: usize,
     pub rename_local: usize,
     pub record_base: usize,
+    pub fetch: usize,
+    pub copy_remote: usize,
+    pub delete_source_remote: usize,
     pub invalidate_catalog: usize,
     pub finish_migration: usize,
     pub conflicts: usize,
@@ -348,6 +416,14 @@ impl Plan {
                 Action::DeleteRemote { .. } => s.delete_remote += 1,
                 Action::RenameLocal { .. } => s.rename_local += 1,
                 Action::RecordBase { .. } => s.record_base += 1,
+                Action::Fetch { size, .. } => {
+                    s.fetch += 1;
+                    s.bytes_to_download += size;
+                }
+                Action::CopyRemote { .. } => s.copy_remote += 1,
+                Action::DeleteSourceRemote { objects, .. } => {
+                    s.delete_source_remote += objects.len();
+                }
             }
         }
         if let Some(remote) = &self.remote {
@@ -363,6 +439,11 @@ impl Plan {
                 },
             };
         }
+        // Draining a remote source: a GET per fetch, a PUT (copy) per
+        // re-keyed object, a DELETE per object left behind.
+        s.requests.get += s.fetch as u64;
+        s.requests.put += s.copy_remote as u64;
+        s.requests.delete += s.delete_source_remote as u64;
         s
     }
 }

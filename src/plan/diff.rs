@@ -186,6 +186,7 @@ mod tests {
                 })
                 .collect(),
             obstacles: vec![],
+            remote: None,
         }
     }
 

@@ -5,6 +5,7 @@
 
 pub mod action;
 pub mod diff;
+pub mod drain;
 pub mod file;
 pub mod fingerprint;
 pub mod render;
@@ -12,8 +13,8 @@ pub mod sync_diff;
 pub mod textdiff;
 
 pub use action::{
-    Action, BaseRecord, Conflict, PlacementInfo, Plan, RemoteExpect, RemoteInfo, RequestEstimate,
-    Side, Summary,
+    Action, BaseRecord, Conflict, PlacementInfo, Plan, RemoteExpect, RemoteInfo, RemoteObjectRef,
+    RequestEstimate, Side, Summary,
 };
 pub use diff::diff;
 pub use file::{PlanFileError, SavedPlan};

@@ -81,9 +81,12 @@ pub fn render(plan: &Plan, repo: &Path) -> String {
     let s = plan.summary();
     let mut summary = table();
     summary.set_header(["action", "count", "bytes"]);
-    let rows: [(&str, usize, Option<u64>); 11] = [
+    let rows: [(&str, usize, Option<u64>); 14] = [
         ("move", s.moves, Some(s.bytes_to_move)),
         ("drop-duplicate", s.drop_duplicate, None),
+        ("fetch", s.fetch, None),
+        ("copy-remote", s.copy_remote, None),
+        ("delete-source-remote", s.delete_source_remote, None),
         ("upload", s.upload, Some(s.bytes_to_upload)),
         ("download", s.download, Some(s.bytes_to_download)),
         ("delete-remote", s.delete_remote, None),
@@ -140,6 +143,30 @@ pub fn render(plan: &Plan, repo: &Path) -> String {
                 Action::RenameLocal { path, to, .. } => {
                     (path.to_string(), "cache".into(), to.to_string())
                 }
+                Action::Fetch { path, source, .. } => (
+                    path.to_string(),
+                    plan.sources[*source]
+                        .remote_label()
+                        .unwrap_or_else(|| "remote".into()),
+                    target.clone(),
+                ),
+                Action::CopyRemote { path, source, .. } => (
+                    path.to_string(),
+                    plan.sources[*source]
+                        .remote_label()
+                        .unwrap_or_else(|| "remote".into()),
+                    plan.remote
+                        .as_ref()
+                        .map(|r| r.url.clone())
+                        .unwrap_or_else(|| "remote".into()),
+                ),
+                Action::DeleteSourceRemote { source, objects } => (
+                    format!("{} object(s)", objects.len()),
+                    plan.sources[*source]
+                        .remote_label()
+                        .unwrap_or_else(|| "remote".into()),
+                    "(removed)".into(),
+                ),
                 Action::RecordBase { add, drop } => (
                     format!("{} file(s) recorded, {} forgotten", add.len(), drop.len()),
                     String::new(),
@@ -258,6 +285,30 @@ fn render_conflict(out: &mut String, c: &Conflict, plan: &Plan, repo: &Path, tar
                 "      fix: --conflict local|remote|keep-both decides, or restore/delete it by hand"
             );
         }
+        Conflict::SourceDiverged {
+            path,
+            source,
+            cache_sha256,
+            remote_sha256,
+        } => {
+            let from = plan.sources[*source]
+                .remote_label()
+                .unwrap_or_else(|| "the old remote".into());
+            let _ = writeln!(
+                out,
+                "  ✗ {path}: the old datastore's cache and bucket ({from}) disagree"
+            );
+            let _ = writeln!(out, "      cache  sha256 {cache_sha256}");
+            let _ = writeln!(
+                out,
+                "      remote sha256 {}",
+                remote_sha256.as_deref().unwrap_or("unknown")
+            );
+            let _ = writeln!(
+                out,
+                "      fix: remove the copy you do not want (cache file or object), then plan again"
+            );
+        }
         Conflict::DeleteGuard { guard, message } => {
             let _ = writeln!(out, "  ✗ delete guard `{guard}`: {message}");
             let _ = writeln!(
@@ -321,6 +372,18 @@ pub fn closing_line(plan: &Plan) -> String {
     }
     if s.record_base > 0 {
         parts.push("sync base to record".to_string());
+    }
+    if s.fetch > 0 {
+        parts.push(format!("{} to fetch from the old remote", s.fetch));
+    }
+    if s.copy_remote > 0 {
+        parts.push(format!("{} to re-key in the bucket", s.copy_remote));
+    }
+    if s.delete_source_remote > 0 {
+        parts.push(format!(
+            "{} old object(s) to delete",
+            s.delete_source_remote
+        ));
     }
     if s.invalidate_catalog > 0 {
         parts.push("catalog to rebuild".to_string());

@@ -65,6 +65,9 @@ pub struct PlacementState {
     pub root: PathBuf,
     pub files: BTreeMap<TierPath, FileState>,
     pub obstacles: Vec<Obstacle>,
+    /// For a remote source placement: what its bucket still holds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote: Option<super::RemoteSnapshot>,
 }
 
 impl PlacementState {
@@ -130,6 +133,7 @@ fn observe_placement(
         root: root.clone(),
         files: BTreeMap::new(),
         obstacles: Vec::new(),
+        remote: None,
     };
     match fs::symlink_metadata(&root) {
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(state),

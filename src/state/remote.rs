@@ -35,6 +35,9 @@ pub struct RemoteSnapshot {
     pub files: BTreeMap<TierPath, RemoteObject>,
     /// Every object listed, including internal ones (`.namespace.json`).
     pub objects: usize,
+    /// Version of `<key_prefix>.namespace.json`, when present.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub manifest: Option<String>,
     pub base: BTreeMap<TierPath, BaseEntry>,
 }
 
@@ -100,18 +103,27 @@ pub fn tier_path_of(key: &str, key_prefix: &str) -> Result<Option<TierPath>, Rem
 }
 
 /// Lists the remote under `key_prefix` and resolves sha256s.
+///
+/// `head_all`: resolve every sha256 (a HEAD per object the listing and the
+/// base cannot vouch for), for draining a source whose objects get re-keyed.
 pub async fn observe_remote(
     store: &dyn Store,
     url: String,
     key_prefix: &str,
     base: BTreeMap<TierPath, BaseEntry>,
     local: &BTreeMap<TierPath, FileState>,
+    head_all: bool,
 ) -> Result<RemoteSnapshot, RemoteError> {
     let listed = store.list(key_prefix).await?;
     let objects = listed.len();
     let mut files = BTreeMap::new();
     let mut unknown = Vec::new();
+    let manifest_key = format!("{key_prefix}.namespace.json");
+    let mut manifest = None;
     for meta in listed {
+        if meta.key == manifest_key {
+            manifest = Some(meta.version.clone());
+        }
         let Some(path) = tier_path_of(&meta.key, key_prefix)? else {
             continue;
         };
@@ -120,7 +132,7 @@ pub async fn observe_remote(
                 .filter(|b| b.version == meta.version)
                 .map(|b| b.sha256.clone())
         });
-        if sha256.is_none() && local.contains_key(&path) {
+        if sha256.is_none() && (head_all || local.contains_key(&path)) {
             unknown.push((path.clone(), meta.key.clone()));
         }
         files.insert(
@@ -154,6 +166,7 @@ pub async fn observe_remote(
         key_prefix: key_prefix.to_string(),
         files,
         objects,
+        manifest,
         base,
     })
 }

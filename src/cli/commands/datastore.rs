@@ -116,6 +116,9 @@ fn retarget(
         .map_err(|e| CliError::failure(format!("the new configuration is invalid: {e}")))?;
     let new_repo = Repo::new(repo.root.clone(), config.clone())?;
     if !migrate {
+        if config.datastore.is_remote() {
+            register_namespace(&config.target(), config.repo_id)?;
+        }
         return record_only(ctx, &new_repo, &config);
     }
     let scope = if config.datastore.is_remote() {

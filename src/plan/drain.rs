@@ -1,0 +1,318 @@
+//! Draining remote sources (pure): when the desired datastore moves off a
+//! bucket (s3 → local) or to another key prefix in the same bucket (a
+//! namespace set or unset on a remote repository), what only the old
+//! remote holds must reach the target before the old keys are deleted.
+//!
+//! - target local: objects missing from the old cache are fetched straight
+//!   to the target (the cache copies move with the layout diff);
+//! - target remote (same bucket): every object is copied server-side to its
+//!   new key; copies whose cache file moves too are then in agreement.
+//!
+//! The old objects are deleted last, each only at the version observed.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::layout::TierPath;
+use crate::state::{Observed, RemoteSnapshot};
+
+use super::action::{Action, Conflict, RemoteObjectRef};
+use super::sync_diff::RemoteFile;
+
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Drain {
+    /// Fetches and copies, in source then path order.
+    pub transfers: Vec<Action>,
+    /// One delete-source-remote per drained source.
+    pub deletes: Vec<Action>,
+    pub conflicts: Vec<Conflict>,
+    /// Paths copied whose cache file also moves: the sync leaves them be.
+    pub settled: BTreeSet<TierPath>,
+    /// Paths copied that only the remote had: the sync downloads them.
+    pub incoming: BTreeMap<TierPath, RemoteFile>,
+}
+
+/// `target_remote`: the target's own remote snapshot when it is remote.
+pub fn drain(observed: &Observed, target_remote: Option<&RemoteSnapshot>) -> Drain {
+    let mut out = Drain::default();
+    let target = &observed.placements[0];
+    for (i, source) in observed.placements[1..].iter().enumerate() {
+        let Some(remote) = &source.remote else {
+            continue;
+        };
+        let conflicts_before = out.conflicts.len();
+        for (path, obj) in &remote.files {
+            let cache = source.files.get(path);
+            if let Some(c) = cache
+                && obj.sha256.as_deref() != Some(c.sha256.as_str())
+            {
+                out.conflicts.push(Conflict::SourceDiverged {
+                    path: path.clone(),
+                    source: i,
+                    cache_sha256: c.sha256.clone(),
+                    remote_sha256: obj.sha256.clone(),
+                });
+                continue;
+            }
+            match target_remote {
+                None => {
+                    if cache.is_some() {
+                        continue; // the layout diff moves the cache copy
+                    }
+                    match target.files.get(path) {
+                        Some(t) if obj.sha256.as_deref() == Some(t.sha256.as_str()) => {}
+                        Some(t) => out.conflicts.push(Conflict::DifferentAtTarget {
+                            path: path.clone(),
+                            source: i,
+                            source_sha256: obj.sha256.clone().unwrap_or_default(),
+                            target_sha256: t.sha256.clone(),
+                            diff: None,
+                        }),
+                        None => out.transfers.push(Action::Fetch {
+                            path: path.clone(),
+                            source: i,
+                            size: obj.size,
+                            version: obj.version.clone(),
+                            sha256: obj.sha256.clone(),
+                        }),
+                    }
+                }
+                Some(tr) => {
+                    let Some(sha256) = obj.sha256.clone() else {
+                        out.conflicts.push(Conflict::SourceDiverged {
+                            path: path.clone(),
+                            source: i,
+                            cache_sha256: String::new(),
+                            remote_sha256: None,
+                        });
+                        continue;
+                    };
+                    match tr.files.get(path) {
+                        Some(t) if t.sha256.as_deref() == Some(sha256.as_str()) => continue,
+                        Some(t) => {
+                            out.conflicts.push(Conflict::DifferentAtTarget {
+                                path: path.clone(),
+                                source: i,
+                                source_sha256: sha256,
+                                target_sha256: t.sha256.clone().unwrap_or_default(),
+                                diff: None,
+                            });
+                            continue;
+                        }
+                        None => {}
+                    }
+                    if cache.is_some() {
+                        out.settled.insert(path.clone());
+                    } else {
+                        out.incoming.insert(
+                            path.clone(),
+                            RemoteFile {
+                                size: obj.size,
+                                version: String::new(),
+                                sha256: Some(sha256.clone()),
+                                modified: None,
+                            },
+                        );
+                    }
+                    out.transfers.push(Action::CopyRemote {
+                        path: path.clone(),
+                        source: i,
+                        size: obj.size,
+                        version: obj.version.clone(),
+                        sha256,
+                        in_cache: cache.is_some(),
+                    });
+                }
+            }
+        }
+        if out.conflicts.len() == conflicts_before {
+            let mut objects: Vec<RemoteObjectRef> = remote
+                .files
+                .iter()
+                .map(|(path, obj)| RemoteObjectRef {
+                    key: format!("{}{path}", remote.key_prefix),
+                    version: obj.version.clone(),
+                })
+                .collect();
+            if let Some(version) = &remote.manifest {
+                objects.push(RemoteObjectRef {
+                    key: format!("{}.namespace.json", remote.key_prefix),
+                    version: version.clone(),
+                });
+            }
+            if !objects.is_empty() {
+                out.deletes
+                    .push(Action::DeleteSourceRemote { source: i, objects });
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use super::*;
+    use crate::config::{DatastoreConfig, Namespace, Placement};
+    use crate::state::{FileState, PlacementState, RemoteObject};
+
+    fn tp(s: &str) -> TierPath {
+        TierPath::parse(s).unwrap()
+    }
+
+    fn s3(ns: Option<&str>) -> Placement {
+        Placement {
+            datastore: DatastoreConfig::S3 {
+                bucket: "b".into(),
+                prefix: Some("swamp".into()),
+                region: None,
+                endpoint: None,
+            },
+            namespace: ns.map(|n| Namespace::parse(n).unwrap()),
+        }
+    }
+
+    fn snapshot(prefix: &str, files: &[(&str, &str)], manifest: bool) -> RemoteSnapshot {
+        RemoteSnapshot {
+            url: format!("s3://b/{prefix}"),
+            key_prefix: prefix.into(),
+            files: files
+                .iter()
+                .map(|(p, sha)| {
+                    (
+                        tp(p),
+                        RemoteObject {
+                            size: 1,
+                            version: format!("v-{p}"),
+                            sha256: Some(sha.to_string()),
+                        },
+                    )
+                })
+                .collect(),
+            objects: files.len(),
+            manifest: manifest.then(|| "m1".into()),
+            base: BTreeMap::new(),
+        }
+    }
+
+    fn placement(
+        p: Placement,
+        files: &[(&str, &str)],
+        remote: Option<RemoteSnapshot>,
+    ) -> PlacementState {
+        PlacementState {
+            placement: p,
+            root: PathBuf::from("/cache"),
+            files: files
+                .iter()
+                .map(|(path, sha)| {
+                    (
+                        tp(path),
+                        FileState {
+                            size: 1,
+                            sha256: sha.to_string(),
+                        },
+                    )
+                })
+                .collect(),
+            obstacles: vec![],
+            remote,
+        }
+    }
+
+    #[test]
+    fn to_local_fetches_what_only_the_remote_has_then_deletes_everything_old() {
+        let observed = Observed {
+            placements: vec![
+                placement(
+                    Placement {
+                        datastore: DatastoreConfig::Local,
+                        namespace: None,
+                    },
+                    &[],
+                    None,
+                ),
+                placement(
+                    s3(Some("h")),
+                    &[("outputs/cached", "c")],
+                    Some(snapshot(
+                        "swamp/h/",
+                        &[("outputs/cached", "c"), ("outputs/remote-only", "r")],
+                        true,
+                    )),
+                ),
+            ],
+            remote: None,
+        };
+        let d = drain(&observed, None);
+        assert!(d.conflicts.is_empty());
+        assert_eq!(d.transfers.len(), 1);
+        assert!(
+            matches!(&d.transfers[0], Action::Fetch { path, .. } if path.as_str() == "outputs/remote-only")
+        );
+        match &d.deletes[..] {
+            [Action::DeleteSourceRemote { objects, .. }] => {
+                let keys: Vec<_> = objects.iter().map(|o| o.key.as_str()).collect();
+                assert_eq!(
+                    keys,
+                    [
+                        "swamp/h/outputs/cached",
+                        "swamp/h/outputs/remote-only",
+                        "swamp/h/.namespace.json"
+                    ]
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn re_keying_copies_server_side_and_marks_cached_paths_settled() {
+        let observed = Observed {
+            placements: vec![
+                placement(s3(Some("h")), &[], None),
+                placement(
+                    s3(None),
+                    &[("data/a/1/raw", "a")],
+                    Some(snapshot(
+                        "swamp/",
+                        &[("data/a/1/raw", "a"), ("data/b/1/raw", "b")],
+                        false,
+                    )),
+                ),
+            ],
+            remote: None,
+        };
+        let target_remote = snapshot("swamp/h/", &[], true);
+        let d = drain(&observed, Some(&target_remote));
+        assert_eq!(d.transfers.len(), 2);
+        assert!(d.settled.contains(&tp("data/a/1/raw")));
+        assert!(d.incoming.contains_key(&tp("data/b/1/raw")));
+        assert_eq!(d.deletes.len(), 1);
+    }
+
+    #[test]
+    fn a_diverged_old_cache_blocks_and_deletes_nothing() {
+        let observed = Observed {
+            placements: vec![
+                placement(
+                    Placement {
+                        datastore: DatastoreConfig::Local,
+                        namespace: None,
+                    },
+                    &[],
+                    None,
+                ),
+                placement(
+                    s3(None),
+                    &[("outputs/x", "mine")],
+                    Some(snapshot("swamp/", &[("outputs/x", "theirs")], false)),
+                ),
+            ],
+            remote: None,
+        };
+        let d = drain(&observed, None);
+        assert_eq!(d.conflicts.len(), 1);
+        assert!(d.deletes.is_empty());
+    }
+}
