@@ -34,7 +34,7 @@ use tokio::sync::OnceCell;
 use super::retry::{Class, classify_status, with_retry};
 use super::{
     Capabilities, Landing, ObjectMeta, Precondition, SHA256_METADATA, Store, StoreError,
-    StoreOptions, check_bucket_name, check_key,
+    StoreOptions, check_bucket_name, check_key, error_chain,
 };
 use crate::fsutil;
 
@@ -562,19 +562,6 @@ impl Store for GcsStore {
         })
         .await
     }
-}
-
-/// An error with its sources, so "connection refused" is not hidden behind
-/// "error sending request".
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut out = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        out.push_str(": ");
-        out.push_str(&s.to_string());
-        source = s.source();
-    }
-    out
 }
 
 #[cfg(test)]

@@ -203,7 +203,9 @@ impl Default for StoreOptions {
         StoreOptions {
             page_size: 1000,
             retry: RetryPolicy::default(),
-            connect_timeout: Duration::from_secs(10),
+            // Per attempt: with the default retry policy an endpoint that
+            // drops packets is reported after about half a minute.
+            connect_timeout: Duration::from_secs(5),
             read_timeout: Duration::from_secs(60),
             s3_credentials: None,
         }
@@ -413,6 +415,23 @@ pub(crate) fn check_download(
         });
     }
     verify_sha256(&meta.key, meta.sha256.as_deref(), sha)
+}
+
+/// An error with its sources on one line, so "connection refused" is not
+/// hidden behind "error sending request" (sources whose text is already
+/// there are skipped).
+pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        let text = s.to_string();
+        if !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        source = s.source();
+    }
+    out
 }
 
 /// Checks the sha256 of downloaded content against the object's metadata.

@@ -24,7 +24,7 @@ use aws_sdk_s3::config::http::HttpResponse;
 use aws_sdk_s3::config::retry::RetryConfig;
 use aws_sdk_s3::config::timeout::TimeoutConfig;
 use aws_sdk_s3::config::{BehaviorVersion, Credentials, ProvideCredentials, Region};
-use aws_sdk_s3::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
+use aws_sdk_s3::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::types::{Delete, MetadataDirective, ObjectIdentifier};
 use base64::Engine as _;
@@ -33,16 +33,23 @@ use tokio::sync::OnceCell;
 use super::retry::{Class, classify_status, with_retry};
 use super::{
     Capabilities, Landing, ObjectMeta, Precondition, SHA256_METADATA, Store, StoreError,
-    StoreOptions, check_bucket_name, check_key,
+    StoreOptions, check_bucket_name, check_key, error_chain,
 };
 use crate::fsutil;
 
 /// Most keys one `DeleteObjects` request may name.
 const DELETE_BATCH: usize = 1000;
 
+/// Largest object a single PutObject may carry.
+const MAX_SINGLE_PUT: u64 = 5 * 1024 * 1024 * 1024;
+
 const CREDENTIALS_HINT: &str = "check the AWS credentials: AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, \
-     AWS_PROFILE (~/.aws/credentials) or the instance role; swamp never reads them from .swamp.toml. \
-     Also check that the bucket exists: some S3-compatible servers (SeaweedFS) answer 403, not 404, \
+     AWS_PROFILE (~/.aws/credentials) or the instance role; swamp never reads them from .swamp.toml";
+
+/// For a 403 answer: credentials, or a bucket that does not exist.
+const DENIED_HINT: &str = "check the AWS credentials: AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, \
+     AWS_PROFILE (~/.aws/credentials) or the instance role (swamp never reads them from .swamp.toml), \
+     and check that the bucket exists: some S3-compatible servers (SeaweedFS) answer 403, not 404, \
      for a missing bucket";
 
 pub struct S3Store {
@@ -115,7 +122,7 @@ impl S3Store {
         provider
             .provide_credentials()
             .await
-            .map_err(|e| self.no_credentials(&DisplayErrorContext(&e).to_string()))?;
+            .map_err(|e| self.no_credentials(&error_chain(&e)))?;
         let conf = aws_sdk_s3::config::Builder::from(&sdk)
             .force_path_style(self.endpoint.is_some())
             .build();
@@ -156,7 +163,7 @@ impl S3Store {
                     (401 | 403, _) => StoreError::Denied {
                         target,
                         message,
-                        hint: CREDENTIALS_HINT.to_string(),
+                        hint: DENIED_HINT.to_string(),
                     },
                     (s, c) if classify_status(s, c) == Class::Transient => {
                         StoreError::Unavailable { target, message }
@@ -166,7 +173,7 @@ impl S3Store {
             }
             SdkError::ResponseError(re) => {
                 let status = re.raw().status().as_u16();
-                let message = format!("HTTP {status}: {}", DisplayErrorContext(&err));
+                let message = format!("HTTP {status}: {}", error_chain(&err));
                 if classify_status(status, None) == Class::Transient || status < 300 {
                     // A 2xx we could not read is a connection cut short.
                     StoreError::Unavailable { target, message }
@@ -177,14 +184,14 @@ impl S3Store {
                 }
             }
             SdkError::DispatchFailure(d) if d.is_user() => {
-                StoreError::other(format!("{target}: {}", DisplayErrorContext(&err)))
+                StoreError::other(format!("{target}: {}", error_chain(&err)))
             }
             // Connection refused, DNS, reset, TLS: the server is not there.
             SdkError::DispatchFailure(_) | SdkError::TimeoutError(_) => StoreError::Unreachable {
                 target,
-                message: DisplayErrorContext(&err).to_string(),
+                message: error_chain(&err),
             },
-            _ => StoreError::other(format!("{target}: {}", DisplayErrorContext(&err))),
+            _ => StoreError::other(format!("{target}: {}", error_chain(&err))),
         }
     }
 
@@ -453,6 +460,15 @@ impl Store for S3Store {
                 .await
                 .map_err(|e| StoreError::io(src, e))?
                 .len();
+            if size > MAX_SINGLE_PUT {
+                // Larger objects need a multipart upload (with the
+                // precondition on CompleteMultipartUpload): not built yet.
+                return Err(StoreError::other(format!(
+                    "{} is {size} bytes; uploads over 5 GiB to {} are not supported yet",
+                    src.display(),
+                    self.describe()
+                )));
+            }
             let stream = ByteStream::from_path(src)
                 .await
                 .map_err(|e| StoreError::other(format!("cannot read {}: {e}", src.display())))?;
@@ -539,7 +555,7 @@ impl Store for S3Store {
                     Some("AccessDenied") => StoreError::Denied {
                         target: self.describe(),
                         message: format!("deleting `{key}`: {message}"),
-                        hint: CREDENTIALS_HINT.to_string(),
+                        hint: DENIED_HINT.to_string(),
                     },
                     _ => StoreError::other(format!(
                         "{}: could not delete `{key}`: {message}",
