@@ -122,6 +122,7 @@ pub fn s3_child_env() -> Vec<(&'static str, String)> {
 
 fn start_weed() -> S3Server {
     let bin = find_weed().unwrap_or_else(|| panic!("SeaweedFS is not installed: {INSTALL_HINT}"));
+    sweep_stale();
     let mut last_log = String::new();
     // A port picked as free can be taken by someone else before weed binds
     // it; start again on fresh ports if that happens.
@@ -132,6 +133,10 @@ fn start_weed() -> S3Server {
         let _ = std::fs::remove_dir_all(&dir);
         let data = dir.join("data");
         std::fs::create_dir_all(&data).expect("weed data dir");
+        // For `sweep_stale`, should this binary be killed before its
+        // atexit hook runs.
+        let port_list: Vec<String> = ports.iter().map(u16::to_string).collect();
+        std::fs::write(dir.join("ports"), port_list.join("\n")).expect("weed ports file");
         let log_path = dir.join("weed.log");
         let log = std::fs::File::create(&log_path).expect("weed log");
         let names = [
@@ -287,6 +292,7 @@ pub fn gcs_child_env() -> Vec<(&'static str, String)> {
 fn start_fake_gcs() -> GcsServer {
     let bin = find_fake_gcs()
         .unwrap_or_else(|| panic!("fake-gcs-server is not installed: {INSTALL_HINT}"));
+    sweep_stale();
     let mut last_log = String::new();
     for attempt in 0..3 {
         let port = free_ports(1)[0];
@@ -386,6 +392,40 @@ fn find_on_path(name: &str) -> Option<PathBuf> {
     std::env::split_paths(&std::env::var_os("PATH")?)
         .map(|d| d.join(name))
         .find(|p| p.is_file())
+}
+
+/// Removes what servers of test binaries that were killed outright (no
+/// atexit) left in the temp directory: their data directories, logs and
+/// weed's unix sockets. The servers themselves died with them
+/// (`PR_SET_PDEATHSIG`).
+fn sweep_stale() {
+    let tmp = std::env::temp_dir();
+    for entry in std::fs::read_dir(&tmp).into_iter().flatten().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(rest) = name
+            .strip_prefix("swamp-test-weed-")
+            .or_else(|| name.strip_prefix("swamp-test-fake-gcs-"))
+        else {
+            continue;
+        };
+        let Some(pid) = rest.split('-').next().and_then(|p| p.parse::<i32>().ok()) else {
+            continue;
+        };
+        // SAFETY: signal 0 only checks whether the process exists.
+        let gone = pid != std::process::id() as i32
+            && unsafe { libc::kill(pid, 0) } != 0
+            && io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
+        if !gone {
+            continue;
+        }
+        let path = entry.path();
+        if let Ok(ports) = std::fs::read_to_string(path.join("ports")) {
+            for port in ports.lines() {
+                remove_path(&PathBuf::from(format!("/tmp/*-{port}.sock")));
+            }
+        }
+        remove_path(&path);
+    }
 }
 
 /// Polls `ready` until it holds, the process exits, or the startup timeout.
