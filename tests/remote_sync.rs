@@ -356,6 +356,42 @@ fn both_sides_changed_is_a_conflict_until_a_policy_settles_it(backend: Backend) 
         std::fs::read_to_string(b.cache().join("ns/outputs/x.yaml")).unwrap(),
         "a third\n"
     );
+
+    // newer: the cache copy written after the remote one wins
+    a.write_cache("ns/outputs/x.yaml", "a fourth\n");
+    a.run(&["datastore", "sync", "-y"]).expect(0);
+    let newer_time = std::time::SystemTime::now() + std::time::Duration::from_secs(3600);
+    b.write_cache("ns/outputs/x.yaml", "b fourth, newer\n");
+    std::fs::File::options()
+        .write(true)
+        .open(b.cache().join("ns/outputs/x.yaml"))
+        .unwrap()
+        .set_modified(newer_time)
+        .unwrap();
+    b.run(&["datastore", "sync", "-y"]).expect(3);
+    b.run(&["datastore", "sync", "-y", "--conflict", "newer"])
+        .expect(0);
+    assert_eq!(
+        bucket.contents()["swamp/ns/outputs/x.yaml"],
+        b"b fourth, newer\n"
+    );
+    // and an older cache copy loses
+    b.write_cache("ns/outputs/x.yaml", "b fifth, older\n");
+    std::fs::File::options()
+        .write(true)
+        .open(b.cache().join("ns/outputs/x.yaml"))
+        .unwrap()
+        .set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(3600))
+        .unwrap();
+    a.run(&["datastore", "sync", "-y"]).expect(0);
+    a.write_cache("ns/outputs/x.yaml", "a fifth, newer\n");
+    a.run(&["datastore", "sync", "-y"]).expect(0);
+    b.run(&["datastore", "sync", "-y", "--conflict", "newer"])
+        .expect(0);
+    assert_eq!(
+        std::fs::read_to_string(b.cache().join("ns/outputs/x.yaml")).unwrap(),
+        "a fifth, newer\n"
+    );
 }
 
 /// Another namespace's objects and keys outside `<prefix>/` are untouched

@@ -151,9 +151,28 @@ pub fn add_remote(
         remote_files.retain(|p, _| !drain.settled.contains(p));
         remote_files.extend(drain.incoming.clone());
         local.retain(|p, _| !drain.settled.contains(p));
+        // Modification times only matter to `--conflict newer`.
+        let local_modified: BTreeMap<_, i64> = if policy == ConflictPolicy::Newer {
+            let root = &observed.placements[0].root;
+            local
+                .keys()
+                .filter_map(|p| {
+                    let meta = std::fs::metadata(root.join(p.as_str())).ok()?;
+                    let secs = meta
+                        .modified()
+                        .ok()?
+                        .duration_since(std::time::UNIX_EPOCH)
+                        .ok()?
+                        .as_secs();
+                    Some((p.clone(), secs as i64))
+                })
+                .collect()
+        } else {
+            BTreeMap::new()
+        };
         let diff = sync_diff(&SyncInput {
             local: &local,
-            local_modified: &BTreeMap::new(),
+            local_modified: &local_modified,
             remote: &remote_files,
             base: &snapshot.base,
             direction,

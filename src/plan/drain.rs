@@ -185,6 +185,7 @@ mod tests {
                             size: 1,
                             version: format!("v-{p}"),
                             sha256: Some(sha.to_string()),
+                            modified: None,
                         },
                     )
                 })

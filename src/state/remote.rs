@@ -23,6 +23,9 @@ pub struct RemoteObject {
     pub version: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sha256: Option<String>,
+    /// Last modified (seconds since the epoch), for `--conflict newer`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub modified: Option<i64>,
 }
 
 /// What the remote holds under our key prefix, and the sync base.
@@ -53,7 +56,7 @@ impl RemoteSnapshot {
                         size: o.size,
                         version: o.version.clone(),
                         sha256: o.sha256.clone(),
-                        modified: None,
+                        modified: o.modified,
                     },
                 )
             })
@@ -141,6 +144,7 @@ pub async fn observe_remote(
                 size: meta.size,
                 version: meta.version,
                 sha256,
+                modified: meta.modified,
             },
         );
     }

@@ -490,6 +490,7 @@ fn meta_of(key: &str, path: &Path, file: &File) -> Result<ObjectMeta, StoreError
         size: md.len(),
         version: format!("{}-{}-{}", md.len(), mtime_ns, md.ino()),
         sha256: get_sha_xattr(file).map_err(|e| StoreError::io(path, e))?,
+        modified: Some(md.mtime()),
     })
 }
 

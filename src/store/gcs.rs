@@ -170,6 +170,7 @@ impl GcsStore {
                 .as_ref()
                 .and_then(|m| m.get(SHA256_METADATA))
                 .cloned(),
+            modified: o.updated.map(|t| t.unix_timestamp()),
         }
     }
 

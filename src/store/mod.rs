@@ -52,6 +52,9 @@ pub struct ObjectMeta {
     /// none or the listing does not carry it
     /// ([`Capabilities::listing_has_sha256`]).
     pub sha256: Option<String>,
+    /// Last modified, seconds since the epoch, when the backend says
+    /// (listings fill it; `--conflict newer` uses it).
+    pub modified: Option<i64>,
 }
 
 /// Condition a write or delete is made on, checked by the server.

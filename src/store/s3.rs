@@ -206,6 +206,7 @@ impl S3Store {
             size: size.unwrap_or(0).max(0) as u64,
             version: strip_etag(etag),
             sha256: sha256.cloned(),
+            modified: None,
         }
     }
 
@@ -244,6 +245,7 @@ impl S3Store {
                 size,
                 version: strip_etag(out.e_tag()),
                 sha256: Some(sha256.to_string()),
+                modified: None,
             }),
             // AWS answers If-Match on a missing key with 404 (SeaweedFS with
             // 412): either way the version the caller saw is gone.
@@ -380,7 +382,9 @@ impl Store for S3Store {
             .await?;
             for o in page.contents() {
                 if let Some(key) = o.key() {
-                    out.push(Self::meta(key, o.size(), o.e_tag(), None));
+                    let mut meta = Self::meta(key, o.size(), o.e_tag(), None);
+                    meta.modified = o.last_modified().map(|t| t.secs());
+                    out.push(meta);
                 }
             }
             token = page.next_continuation_token().map(str::to_owned);
@@ -603,6 +607,7 @@ impl Store for S3Store {
                         size: src.size,
                         version: strip_etag(out.copy_object_result().and_then(|r| r.e_tag())),
                         sha256: src.sha256.clone(),
+                        modified: None,
                     }),
                     Err(e) => match self.map_err(e, Some(to)) {
                         StoreError::NotFound { key, .. }
