@@ -952,6 +952,28 @@ fn every_action() -> Vec<swamp::plan::Action> {
             }],
             drop: vec![tp("data/c/1/raw")],
         },
+        Action::Fetch {
+            path: tp("data/d/1/raw"),
+            source: 0,
+            size: 3,
+            version: "7".into(),
+            sha256: Some(hex('2')),
+        },
+        Action::CopyRemote {
+            path: tp("data/e/1/raw"),
+            source: 0,
+            size: 3,
+            version: "etag-e".into(),
+            sha256: hex('3'),
+            in_cache: true,
+        },
+        Action::DeleteSourceRemote {
+            source: 0,
+            objects: vec![swamp::plan::RemoteObjectRef {
+                key: "swamp/data/e/1/raw".into(),
+                version: "etag-e".into(),
+            }],
+        },
         Action::InvalidateCatalog,
         Action::FinishMigration,
     ]
@@ -1011,6 +1033,12 @@ fn every_conflict() -> Vec<swamp::plan::Conflict> {
             path: tp("data/a/1/raw"),
             deleted_in: Side::Remote,
             changed_sha256: None,
+        },
+        Conflict::SourceDiverged {
+            path: tp("outputs/x"),
+            source: 0,
+            cache_sha256: hex('4'),
+            remote_sha256: Some(hex('5')),
         },
         Conflict::DeleteGuard {
             guard: "max_delete_percent".into(),
