@@ -10,20 +10,21 @@ use sha2::{Digest, Sha256};
 /// Writes `bytes` to `path` atomically: a temp file in the same directory,
 /// fsync, rename, then fsync of the directory so the rename survives a crash.
 pub fn atomic_write(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let dir = parent_dir(path);
-    fs::create_dir_all(dir)?;
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".swamp-tmp-")
-        .tempfile_in(dir)?;
-    tmp.write_all(bytes)?;
-    tmp.as_file().sync_all()?;
+    let tmp = synced_temp_beside(path, bytes)?;
     tmp.persist(path).map_err(|e| e.error)?;
-    sync_dir(dir)
+    sync_dir(parent_dir(path))
 }
 
 /// Like [`atomic_write`], but fails with `AlreadyExists` instead of
 /// replacing an existing file.
 pub fn atomic_create(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let tmp = synced_temp_beside(path, bytes)?;
+    tmp.persist_noclobber(path).map_err(|e| e.error)?;
+    sync_dir(parent_dir(path))
+}
+
+/// A temp file in `path`'s directory holding `bytes`, already fsynced.
+fn synced_temp_beside(path: &Path, bytes: &[u8]) -> io::Result<tempfile::NamedTempFile> {
     let dir = parent_dir(path);
     fs::create_dir_all(dir)?;
     let mut tmp = tempfile::Builder::new()
@@ -31,8 +32,7 @@ pub fn atomic_create(path: &Path, bytes: &[u8]) -> io::Result<()> {
         .tempfile_in(dir)?;
     tmp.write_all(bytes)?;
     tmp.as_file().sync_all()?;
-    tmp.persist_noclobber(path).map_err(|e| e.error)?;
-    sync_dir(dir)
+    Ok(tmp)
 }
 
 fn parent_dir(path: &Path) -> &Path {

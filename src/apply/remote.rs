@@ -93,6 +93,30 @@ fn local_sha(file: &Path, path: &TierPath) -> Result<Option<String>, SyncActionE
     }
 }
 
+/// Hashes a file a download just landed and checks it against `expected`,
+/// removing it on a mismatch. Returns its sha256.
+fn verify_landed(
+    file: &Path,
+    path: &TierPath,
+    expected: Option<&str>,
+) -> Result<String, SyncActionError> {
+    let got = fsutil::sha256_file(file).map_err(|source| SyncActionError::Io {
+        path: path.clone(),
+        source,
+    })?;
+    if let Some(expected) = expected
+        && expected != got
+    {
+        let _ = std::fs::remove_file(file);
+        return Err(SyncActionError::Integrity {
+            path: path.clone(),
+            expected: expected.to_string(),
+            found: got,
+        });
+    }
+    Ok(got)
+}
+
 /// The remotes an apply talks to: the target's (if remote) and each
 /// source's (if remote), by source index.
 pub struct Remotes<'a> {
@@ -181,21 +205,9 @@ pub async fn run(
                 .get_to_file(&remote.key(path), &file)
                 .await
                 .map_err(store_err(path))?;
-            let got = fsutil::sha256_file(&file).map_err(|source| SyncActionError::Io {
-                path: path.clone(),
-                source,
-            })?;
-            if let Some(expected) = sha256
-                && *expected != got
-                && meta.version == *version
-            {
-                let _ = std::fs::remove_file(&file);
-                return Err(SyncActionError::Integrity {
-                    path: path.clone(),
-                    expected: expected.clone(),
-                    found: got,
-                });
-            }
+            // The plan's hash binds only the version it saw.
+            let expected = sha256.as_deref().filter(|_| meta.version == *version);
+            let got = verify_landed(&file, path, expected)?;
             Ok(BaseChange::Set(
                 path.clone(),
                 BaseEntry {
@@ -263,20 +275,7 @@ pub async fn run(
                 .get_to_file(&from.key(path), &file)
                 .await
                 .map_err(store_err(path))?;
-            let got = fsutil::sha256_file(&file).map_err(|source| SyncActionError::Io {
-                path: path.clone(),
-                source,
-            })?;
-            if let Some(expected) = sha256
-                && *expected != got
-            {
-                let _ = std::fs::remove_file(&file);
-                return Err(SyncActionError::Integrity {
-                    path: path.clone(),
-                    expected: expected.clone(),
-                    found: got,
-                });
-            }
+            verify_landed(&file, path, sha256.as_deref())?;
             Ok(BaseChange::Nothing)
         }
         Action::CopyRemote {
