@@ -134,7 +134,7 @@ mod from {
                     "{completed} action(s) completed and stay done; run `swamp plan` to see what is left, then `swamp apply`"
                 )),
                 EngineError::ScopeNeedsRemote { .. } => Some(
-                    "use `--scope layout` (or `all`) with local and filesystem datastores".into(),
+                    "local and filesystem datastores need no sync; to use a bucket, run `swamp datastore setup s3://bucket/prefix` (or `gs://bucket/prefix`)".into(),
                 ),
                 EngineError::WrongRepo { .. } => {
                     Some("apply the plan in the repository it was made in".to_string())

@@ -24,6 +24,10 @@ pub fn run(ctx: &Ctx) -> Result<Outcome, CliError> {
             "datastore_root": root,
             "catalog": repo.layout.catalog_path(),
             "migrating_from": config.migrating_from,
+            "remote": config
+                .datastore
+                .is_remote()
+                .then(|| crate::layout::Layout::remote_url(&config.target())),
             "lock": null,
             "pending": summary,
             "converged": planned.plan.is_empty(),
@@ -44,7 +48,17 @@ pub fn run(ctx: &Ctx) -> Result<Outcome, CliError> {
     for p in &config.migrating_from {
         println!("moving from {p}");
     }
-    println!("lock        none (local datastore)");
+    if config.datastore.is_remote() {
+        println!(
+            "remote      {}",
+            crate::layout::Layout::remote_url(&config.target())
+        );
+        println!("cache       {}", repo.layout.cache_root().display());
+        // The distributed lock is not built yet: say so rather than imply one.
+        println!("lock        not implemented yet (no lock is taken)");
+    } else {
+        println!("lock        none (local datastore)");
+    }
     if planned.plan.is_empty() {
         println!("pending     nothing: the datastore matches the configuration");
     } else {
