@@ -1,5 +1,6 @@
-//! Sync scenarios against real servers: SeaweedFS (S3) and
-//! fake-gcs-server (GCS), the same scenarios on each backend. Each test
+//! Sync scenarios against a directory object store (`endpoint=file://…`)
+//! and real servers: SeaweedFS (S3) and fake-gcs-server (GCS), the same
+//! scenarios on each backend. Each test
 //! takes a fresh bucket; repositories are the real binary in temp dirs,
 //! and "another machine" is another `SWAMP_HOME` with a copy of
 //! `.swamp.toml` (a clone).
@@ -17,6 +18,8 @@ use tempfile::TempDir;
 
 #[derive(Clone, Copy, Debug)]
 enum Backend {
+    /// A directory as the object store (`endpoint=file:///dir`).
+    Fs,
     S3,
     Gcs,
 }
@@ -24,19 +27,39 @@ enum Backend {
 struct Bucket {
     backend: Backend,
     name: String,
+    /// For `Fs`: the directory holding the bucket directories.
+    _dir: Option<TempDir>,
 }
 
 impl Bucket {
     fn new(backend: Backend) -> Bucket {
-        let name = match backend {
-            Backend::S3 => servers::s3().fresh_bucket(),
-            Backend::Gcs => servers::gcs().fresh_bucket(),
+        let (name, dir) = match backend {
+            Backend::Fs => {
+                let dir = tempfile::tempdir().unwrap();
+                std::fs::create_dir(dir.path().join("bucket")).unwrap();
+                ("bucket".to_string(), Some(dir))
+            }
+            Backend::S3 => (servers::s3().fresh_bucket(), None),
+            Backend::Gcs => (servers::gcs().fresh_bucket(), None),
         };
-        Bucket { backend, name }
+        Bucket {
+            backend,
+            name,
+            _dir: dir,
+        }
+    }
+
+    fn fs_root(&self) -> PathBuf {
+        self._dir.as_ref().unwrap().path().canonicalize().unwrap()
     }
 
     fn spec(&self) -> String {
         match self.backend {
+            Backend::Fs => format!(
+                "s3://{}/swamp?endpoint=file://{}",
+                self.name,
+                self.fs_root().display()
+            ),
             Backend::S3 => format!(
                 "s3://{}/swamp?region=us-east-1&endpoint={}",
                 self.name,
@@ -52,13 +75,19 @@ impl Bucket {
 
     fn env(&self) -> Vec<(&'static str, String)> {
         match self.backend {
+            Backend::Fs | Backend::Gcs => servers::gcs_child_env(),
             Backend::S3 => servers::s3_child_env(),
-            Backend::Gcs => servers::gcs_child_env(),
         }
     }
 
     fn store(&self) -> Arc<dyn Store> {
         let ds = match self.backend {
+            Backend::Fs => swamp::config::DatastoreConfig::S3 {
+                bucket: self.name.clone(),
+                prefix: None,
+                region: None,
+                endpoint: Some(format!("file://{}", self.fs_root().display())),
+            },
             Backend::S3 => servers::s3().datastore(&self.name, None),
             Backend::Gcs => servers::gcs().datastore(&self.name, None),
         };
@@ -72,6 +101,14 @@ impl Bucket {
     fn raw_put(&self, key: &str, body: &[u8]) {
         let sha = sha(body);
         match self.backend {
+            Backend::Fs => {
+                let rt = tokio::runtime::Runtime::new().unwrap();
+                rt.block_on(
+                    self.store()
+                        .put_bytes(key, body.to_vec(), &Default::default()),
+                )
+                .unwrap();
+            }
             Backend::S3 => servers::s3().raw_put(&self.name, key, body, &sha),
             Backend::Gcs => servers::gcs().raw_put(&self.name, key, body, &sha),
         }
@@ -253,11 +290,30 @@ fn namespace_scoped_pull_writes_only_under_the_namespace(backend: Backend) {
 
     let plan = b.run(&["plan", "--detailed-exitcode"]);
     plan.expect(0);
+    let base_files = || files(&b.root.join(".swamp/state"));
+    let base_before = base_files();
+    assert!(
+        base_before.keys().any(|k| k.starts_with("sync-base-")),
+        "{:?}",
+        base_before.keys()
+    );
     let second = b.run(&["datastore", "sync", "-y"]);
     second.expect(0);
     assert!(second.stdout.contains("No changes"), "{}", second.stdout);
     b.run(&["datastore", "sync", "--push", "-y"]).expect(0);
     assert_eq!(files(&b.cache()), cache, "nothing rewritten");
+    let base_after = base_files();
+    assert_eq!(
+        base_after
+            .iter()
+            .filter(|(k, _)| k.starts_with("sync-base-"))
+            .collect::<Vec<_>>(),
+        base_before
+            .iter()
+            .filter(|(k, _)| k.starts_with("sync-base-"))
+            .collect::<Vec<_>>(),
+        "a converged sync does not rewrite the base"
+    );
     // the catalog sees the pulled data
     let list = b.run(&["--json", "data", "list"]);
     list.expect(0);
@@ -572,6 +628,24 @@ fn setting_a_namespace_re_keys_remote_objects(backend: Backend) {
     a.run(&["plan", "--detailed-exitcode"]).expect(0);
 }
 
+/// A symlink in the cache is never followed out of it.
+fn a_symlink_in_the_cache_is_never_followed(backend: Backend) {
+    let bucket = Bucket::new(backend);
+    let a = Repo::init(&bucket, Some("ns"));
+    a.write_cache("ns/outputs/report.yaml", "r\n");
+    a.run(&["datastore", "sync", "-y"]).expect(0);
+    let b = a.clone_elsewhere();
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(b.cache().join("ns")).unwrap();
+    std::os::unix::fs::symlink(outside.path(), b.cache().join("ns/outputs")).unwrap();
+    let run = b.run(&["datastore", "sync", "-y"]);
+    assert_ne!(run.code, Some(0), "{}\n{}", run.stdout, run.stderr);
+    assert!(
+        std::fs::read_dir(outside.path()).unwrap().next().is_none(),
+        "nothing written through the symlink"
+    );
+}
+
 /// A hostile key in the remote is refused and nothing is written.
 /// GCS only: SeaweedFS answers such a PUT with 400 InvalidRequest, so an
 /// S3 bucket here can never hold one; `state::remote`'s unit tests cover
@@ -607,6 +681,9 @@ fn gcs_a_hostile_remote_key_is_refused() {
 
 macro_rules! on_every_backend {
     ($($scenario:ident),* $(,)?) => {
+        mod fs {
+            $( #[test] fn $scenario() { super::$scenario(super::Backend::Fs) } )*
+        }
         mod s3 {
             $( #[test] fn $scenario() { super::$scenario(super::Backend::S3) } )*
         }
@@ -626,4 +703,5 @@ on_every_backend!(
     setup_moves_local_data_into_the_bucket,
     setup_round_trip_leaves_files_identical_and_the_bucket_empty,
     setting_a_namespace_re_keys_remote_objects,
+    a_symlink_in_the_cache_is_never_followed,
 );

@@ -235,7 +235,15 @@ impl FsStore {
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
             Err(e) => return Err(StoreError::io(&path, e)),
         }
-        fsutil::sync_dir(&dir).map_err(|e| StoreError::io(&dir, e))?;
+        // A concurrent delete in a subdirectory may prune this directory the
+        // moment it is empty (it holds only its own lock): then the entry is
+        // gone with it, and there is nothing left to sync.
+        match fsutil::sync_dir(&dir) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => {
+                return Err(StoreError::io(&dir, e));
+            }
+            _ => {}
+        }
         // Still under the lock, so a writer waiting on this directory sees
         // it gone and recreates it (see `lock_dir`).
         fsutil::remove_empty_dirs(&dir, &self.root);

@@ -295,6 +295,27 @@ pub fn open_with(
              use `swamp datastore setup` to move it to a filesystem, s3 or gcs datastore",
         )),
         DatastoreConfig::Filesystem { path } => Ok(open_fs(path.as_path())),
+        // `endpoint=file:///dir`: the bucket is the directory `dir/<bucket>`,
+        // an object store on disk (for tests and trying swamp without a
+        // server). Same keys, same preconditions, same sha256 metadata.
+        DatastoreConfig::S3 {
+            bucket,
+            endpoint: Some(endpoint),
+            ..
+        }
+        | DatastoreConfig::Gcs {
+            bucket,
+            endpoint: Some(endpoint),
+            ..
+        } if endpoint.starts_with("file://") => {
+            let dir = Path::new(&endpoint["file://".len()..]);
+            if !dir.is_absolute() {
+                return Err(StoreError::other(format!(
+                    "endpoint {endpoint:?} must name an absolute directory (file:///path)"
+                )));
+            }
+            Ok(open_fs(&dir.join(bucket)))
+        }
         DatastoreConfig::S3 {
             bucket,
             region,
