@@ -429,7 +429,11 @@ impl Plan {
         if let Some(remote) = &self.remote {
             let deletes = s.delete_remote as u64;
             s.requests = RequestEstimate {
-                list: (remote.objects as u64).div_ceil(1000).max(1),
+                // The re-observation lists what the bucket will hold then.
+                list: (remote.objects + s.upload)
+                    .saturating_sub(s.delete_remote)
+                    .div_ceil(1000)
+                    .max(1) as u64,
                 put: s.upload as u64,
                 get: s.download as u64,
                 delete: if remote.batch_delete {
