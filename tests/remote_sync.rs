@@ -8,11 +8,12 @@
 mod support;
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use assert_cmd::Command;
 use support::servers;
+use support::tree as files;
 use swamp::store::{Store, StoreOptions};
 use tempfile::TempDir;
 
@@ -234,27 +235,6 @@ impl Repo {
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();
         std::fs::write(p, content).unwrap();
     }
-}
-
-fn files(root: &Path) -> BTreeMap<String, Vec<u8>> {
-    let mut out = BTreeMap::new();
-    if !root.exists() {
-        return out;
-    }
-    for e in walkdir::WalkDir::new(root).sort_by_file_name() {
-        let e = e.unwrap();
-        if e.file_type().is_file() {
-            let rel = e
-                .path()
-                .strip_prefix(root)
-                .unwrap()
-                .to_str()
-                .unwrap()
-                .to_string();
-            out.insert(rel, std::fs::read(e.path()).unwrap());
-        }
-    }
-    out
 }
 
 /// The namespace-scoped pull (the original bug): data already under

@@ -372,38 +372,23 @@ mod tests {
     use crate::fsutil;
     use crate::layout::TierPath;
     use std::fs;
-    use tempfile::TempDir;
     use uuid::Uuid;
 
-    struct Repo {
-        _dir: TempDir,
-        layout: Layout,
-        placement: Placement,
+    /// The shared temp repo, with this module's helpers.
+    struct Repo(crate::layout::test_support::TempRepo);
+
+    impl std::ops::Deref for Repo {
+        type Target = crate::layout::test_support::TempRepo;
+        fn deref(&self) -> &Self::Target {
+            &self.0
+        }
     }
 
     fn repo(namespace: Option<&str>) -> Repo {
-        let dir = tempfile::tempdir().unwrap();
-        let repo = dir.path().join("repo");
-        fs::create_dir_all(&repo).unwrap();
-        let config = Config::new(
-            Uuid::nil(),
-            DatastoreConfig::Local,
-            namespace.map(|n| Namespace::parse(n).unwrap()),
-        );
-        let layout = Layout::new(&repo, &config, &dir.path().join("home")).unwrap();
-        Repo {
-            _dir: dir,
-            layout,
-            placement: config.target(),
-        }
+        Repo(crate::layout::test_support::TempRepo::new(namespace))
     }
 
     impl Repo {
-        fn file(&self, tier_path: &str) -> PathBuf {
-            self.layout
-                .file_path(&self.placement, &TierPath::parse(tier_path).unwrap())
-        }
-
         /// Writes a version file the way `swamp data put` leaves it.
         fn put(&self, name: &str, version: u64, content: &[u8]) {
             fsutil::atomic_write(&self.file(&format!("data/{name}/{version}/raw")), content)

@@ -2,37 +2,23 @@
 
 use std::fs;
 use std::io::{self, Read};
-use std::path::PathBuf;
 use std::sync::Arc;
-
-use tempfile::TempDir;
-use uuid::Uuid;
 
 use super::*;
 use crate::catalog::Freshness;
-use crate::config::{Config, DatastoreConfig, Namespace};
 
-struct Repo {
-    _dir: TempDir,
-    layout: Layout,
-    placement: Placement,
+/// The shared temp repo, with this module's helpers.
+struct Repo(crate::layout::test_support::TempRepo);
+
+impl std::ops::Deref for Repo {
+    type Target = crate::layout::test_support::TempRepo;
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
 }
 
 fn repo(namespace: Option<&str>) -> Repo {
-    let dir = tempfile::tempdir().unwrap();
-    let repo = dir.path().join("repo");
-    fs::create_dir_all(&repo).unwrap();
-    let config = Config::new(
-        Uuid::nil(),
-        DatastoreConfig::Local,
-        namespace.map(|n| Namespace::parse(n).unwrap()),
-    );
-    let layout = Layout::new(&repo, &config, &dir.path().join("home")).unwrap();
-    Repo {
-        _dir: dir,
-        layout,
-        placement: config.target(),
-    }
+    Repo(crate::layout::test_support::TempRepo::new(namespace))
 }
 
 impl Repo {
@@ -42,11 +28,6 @@ impl Repo {
 
     fn put(&self, name: &str, content: &[u8]) -> Entry {
         self.store().put(name, &mut &content[..]).unwrap()
-    }
-
-    fn file(&self, tier_path: &str) -> PathBuf {
-        self.layout
-            .file_path(&self.placement, &TierPath::parse(tier_path).unwrap())
     }
 }
 

@@ -345,6 +345,51 @@ impl Layout {
     }
 }
 
+/// A repository in a temp dir, with its layout and desired placement, for
+/// the unit tests of modules that work through a [`Layout`].
+#[cfg(test)]
+pub(crate) mod test_support {
+    use std::path::Path;
+
+    use uuid::Uuid;
+
+    use super::Layout;
+    use crate::config::{Config, DatastoreConfig, Namespace, Placement};
+
+    pub(crate) struct TempRepo {
+        pub(crate) _dir: tempfile::TempDir,
+        pub(crate) layout: Layout,
+        pub(crate) placement: Placement,
+    }
+
+    impl TempRepo {
+        /// A local-datastore repo at `<tmp>/repo`, solo or namespaced.
+        pub(crate) fn new(namespace: Option<&str>) -> TempRepo {
+            let dir = tempfile::tempdir().unwrap();
+            let repo = dir.path().join("repo");
+            std::fs::create_dir_all(&repo).unwrap();
+            let config = Config::new(
+                Uuid::nil(),
+                DatastoreConfig::Local,
+                namespace.map(|n| Namespace::parse(n).unwrap()),
+            );
+            let home: &Path = &dir.path().join("home");
+            let layout = Layout::new(&repo, &config, home).unwrap();
+            TempRepo {
+                _dir: dir,
+                layout,
+                placement: config.target(),
+            }
+        }
+
+        /// The absolute path of a tier file at the desired placement.
+        pub(crate) fn file(&self, tier_path: &str) -> std::path::PathBuf {
+            self.layout
+                .file_path(&self.placement, &super::TierPath::parse(tier_path).unwrap())
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -2,7 +2,7 @@
 //! binary and look at the tree.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use assert_cmd::Command;
 use tempfile::TempDir;
@@ -147,26 +147,7 @@ impl TestRepo {
     }
 }
 
-pub fn tree(root: &Path) -> BTreeMap<String, Vec<u8>> {
-    let mut out = BTreeMap::new();
-    if !root.exists() {
-        return out;
-    }
-    for e in walkdir::WalkDir::new(root).sort_by_file_name() {
-        let e = e.unwrap();
-        if e.file_type().is_file() {
-            let rel = e
-                .path()
-                .strip_prefix(root)
-                .unwrap()
-                .to_str()
-                .unwrap()
-                .to_string();
-            out.insert(rel, std::fs::read(e.path()).unwrap());
-        }
-    }
-    out
-}
+pub use crate::support::tree;
 
 /// The datastore files of a tree: no catalog files, no reconciler state.
 pub fn data_files(tree: &BTreeMap<String, Vec<u8>>) -> BTreeMap<String, Vec<u8>> {

@@ -2,6 +2,9 @@
 //! pinned environment (temp `SWAMP_HOME`, no colour, paths and ids
 //! filtered in snapshots). Scenario names read like the bug they prevent.
 
+#[path = "../support/mod.rs"]
+mod support;
+
 mod common;
 mod config_errors;
 mod crash;

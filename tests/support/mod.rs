@@ -3,3 +3,30 @@
 //! directory such as `tests/e2e/`.
 
 pub mod servers;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// Every regular file under `root` (relative path → bytes); empty when
+/// `root` does not exist.
+#[allow(dead_code)]
+pub fn tree(root: &Path) -> BTreeMap<String, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    if !root.exists() {
+        return out;
+    }
+    for e in walkdir::WalkDir::new(root).sort_by_file_name() {
+        let e = e.unwrap();
+        if e.file_type().is_file() {
+            let rel = e
+                .path()
+                .strip_prefix(root)
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .to_string();
+            out.insert(rel, std::fs::read(e.path()).unwrap());
+        }
+    }
+    out
+}
