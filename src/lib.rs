@@ -14,6 +14,7 @@ pub mod data;
 pub mod engine;
 pub mod fsutil;
 pub mod layout;
+pub mod lock;
 pub mod plan;
 pub mod state;
 pub mod store;

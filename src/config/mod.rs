@@ -61,6 +61,8 @@ pub struct Config {
     pub sync: SyncConfig,
     #[serde(default, skip_serializing_if = "ManagedConfig::is_default")]
     pub config: ManagedConfig,
+    #[serde(default, skip_serializing_if = "LockConfig::is_default")]
+    pub lock: LockConfig,
     /// Where datastore files may still sit while a layout change converges.
     /// Written together with the new desired state, cleared once converged.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -314,6 +316,44 @@ impl ManagedConfig {
     }
 }
 
+/// `[lock]`: the distributed lock held by commands that write the
+/// datastore (see [`crate::lock`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LockConfig {
+    /// Seconds a lock lives without renewal; a holder renews it every
+    /// third of that. Others take over a lock this far past its last renewal.
+    #[serde(default = "default_lock_ttl")]
+    pub ttl_secs: u64,
+    /// Seconds a command waits for a lock someone else holds before it
+    /// gives up (exit 75). `--lock-timeout` overrides it.
+    #[serde(default = "default_lock_timeout")]
+    pub timeout_secs: u64,
+}
+
+fn default_lock_ttl() -> u64 {
+    crate::lock::DEFAULT_TTL.as_secs()
+}
+
+fn default_lock_timeout() -> u64 {
+    crate::lock::DEFAULT_TIMEOUT.as_secs()
+}
+
+impl Default for LockConfig {
+    fn default() -> Self {
+        LockConfig {
+            ttl_secs: default_lock_ttl(),
+            timeout_secs: default_lock_timeout(),
+        }
+    }
+}
+
+impl LockConfig {
+    fn is_default(&self) -> bool {
+        *self == LockConfig::default()
+    }
+}
+
 impl Config {
     pub fn new(repo_id: Uuid, datastore: DatastoreConfig, namespace: Option<Namespace>) -> Self {
         Config {
@@ -324,6 +364,7 @@ impl Config {
             exclude: Vec::new(),
             sync: SyncConfig::default(),
             config: ManagedConfig::default(),
+            lock: LockConfig::default(),
             migrating_from: Vec::new(),
         }
     }
@@ -349,6 +390,12 @@ impl Config {
         }
         if self.sync.concurrency == 0 {
             return Err("key `sync.concurrency`: must be at least 1".into());
+        }
+        if !(1..=86_400).contains(&self.lock.ttl_secs) {
+            return Err(format!(
+                "key `lock.ttl_secs`: {} is out of range (1-86400 seconds)",
+                self.lock.ttl_secs
+            ));
         }
         for (i, glob) in self.exclude.iter().enumerate() {
             globset::Glob::new(glob)

@@ -323,6 +323,25 @@ impl Layout {
         format!("{}.namespace.json", Layout::remote_prefix(placement))
     }
 
+    /// A placement's lock object: `<prefix>/<ns>/.swamp/lock.json` (solo:
+    /// `<prefix>/.swamp/lock.json`), relative to its store's root (the
+    /// bucket, or the path of a filesystem datastore).
+    pub fn lock_key(placement: &Placement) -> String {
+        format!("{}.swamp/lock.json", Layout::remote_prefix(placement))
+    }
+
+    /// The lock object as a URL, for messages: `s3://bucket/p/ns/.swamp/lock.json`.
+    pub fn lock_url(placement: &Placement) -> String {
+        match &placement.datastore {
+            DatastoreConfig::Filesystem { path } => {
+                let mut p = path.as_path().to_path_buf();
+                p.push(Layout::lock_key(placement));
+                p.display().to_string()
+            }
+            _ => format!("{}.swamp/lock.json", Layout::remote_url(placement)),
+        }
+    }
+
     /// A remote object key: `<prefix>/<ns>/<tier path>`.
     pub fn remote_key(
         prefix: Option<&str>,

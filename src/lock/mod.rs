@@ -1,0 +1,602 @@
+//! The distributed lock: one object per namespace of a datastore
+//! (`<prefix>/<ns>/.swamp/lock.json`, solo `<prefix>/.swamp/lock.json`,
+//! computed by [`Layout::lock_key`]) that every command writing the remote
+//! or migrating a layout holds for its whole run.
+//!
+//! Owns: the lock body ([`LockBody`]), reading a lock ([`inspect`]),
+//! taking it ([`acquire`]: a create-only write; a lock past its expiry is
+//! taken over with a compare-and-swap on the version seen, never by
+//! delete-then-create), keeping it (a heartbeat thread renewing it with a
+//! compare-and-swap on our own version), and giving it back (a delete
+//! conditional on our own version, so a holder that stalled past its TTL
+//! cannot remove its successor's lock). [`release_all`] gives back every
+//! lock this process holds; the Ctrl-C handler calls it.
+//!
+//! Expiry is judged from the `expires_at` the holder wrote, against this
+//! machine's clock: clocks of machines sharing a bucket are assumed to
+//! agree to well within the TTL.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, SystemTime};
+
+use serde::{Deserialize, Serialize};
+
+use crate::config::{DatastoreConfig, Placement};
+use crate::layout::Layout;
+use crate::store::{self, Precondition, Store, StoreError};
+
+/// How long a lock lives without renewal, unless `[lock] ttl_secs` says.
+pub const DEFAULT_TTL: Duration = Duration::from_secs(60);
+/// How long a command waits for a held lock, unless told otherwise.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// What a lock object says. Written whole by one request, so a reader sees
+/// either the old body or the new one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LockBody {
+    /// Random, new for every acquisition.
+    pub id: String,
+    /// The command holding it (`datastore sync`, `apply`, …).
+    pub operation: String,
+    /// `user@host`.
+    pub holder: String,
+    pub pid: u32,
+    pub tool_version: String,
+    /// RFC 3339, UTC.
+    pub acquired_at: String,
+    /// RFC 3339, UTC; pushed forward by every renewal.
+    pub expires_at: String,
+    pub ttl_secs: u64,
+}
+
+impl LockBody {
+    fn new(operation: &str, ttl: Duration) -> LockBody {
+        let now = SystemTime::now();
+        LockBody {
+            id: uuid::Uuid::new_v4().to_string(),
+            operation: operation.to_string(),
+            holder: who_am_i(),
+            pid: std::process::id(),
+            tool_version: env!("CARGO_PKG_VERSION").to_string(),
+            acquired_at: rfc3339(now),
+            expires_at: rfc3339(now + ttl),
+            ttl_secs: ttl.as_secs().max(1),
+        }
+    }
+
+    fn to_bytes(&self) -> Vec<u8> {
+        let mut v = serde_json::to_vec_pretty(self).expect("a lock body serialises");
+        v.push(b'\n');
+        v
+    }
+
+    pub fn expires(&self) -> Option<SystemTime> {
+        humantime::parse_rfc3339_weak(&self.expires_at).ok()
+    }
+
+    pub fn acquired(&self) -> Option<SystemTime> {
+        humantime::parse_rfc3339_weak(&self.acquired_at).ok()
+    }
+
+    /// Past its expiry (an unreadable expiry counts as never expiring).
+    pub fn is_stale(&self, now: SystemTime) -> bool {
+        self.expires().is_some_and(|e| e < now)
+    }
+
+    /// "alice@build-1 (pid 4242, `datastore sync`, since 2026-11-30T07:00:00Z)".
+    pub fn describe(&self) -> String {
+        format!(
+            "{} (pid {}, `{}`, since {})",
+            self.holder, self.pid, self.operation, self.acquired_at
+        )
+    }
+}
+
+/// What sits at a lock key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LockState {
+    Free,
+    Held {
+        body: LockBody,
+        /// The object's version (etag, generation), for compare-and-swap.
+        version: String,
+        stale: bool,
+    },
+    /// Something is there but it is not a lock body we can read: held,
+    /// owner unknown. Only `lock release --force` breaks it.
+    Unparseable {
+        version: String,
+        size: u64,
+        reason: String,
+    },
+}
+
+/// Where one lock lives: a store and a key in it.
+#[derive(Clone)]
+pub struct LockTarget {
+    pub store: Arc<dyn Store>,
+    pub key: String,
+    /// `s3://bucket/prefix/ns/.swamp/lock.json`: names it in messages.
+    pub url: String,
+}
+
+impl std::fmt::Debug for LockTarget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.url)
+    }
+}
+
+impl LockTarget {
+    /// The lock of a placement. A `local` datastore is the repository's own
+    /// `.swamp/`, so its lock is repo-local state.
+    pub fn of(layout: &Layout, placement: &Placement) -> Result<LockTarget, StoreError> {
+        match &placement.datastore {
+            DatastoreConfig::Local => {
+                let dir = layout.state_dir();
+                Ok(LockTarget {
+                    store: store::open_fs(&dir),
+                    key: "lock.json".into(),
+                    url: dir.join("lock.json").display().to_string(),
+                })
+            }
+            other => Ok(LockTarget {
+                store: store::open(other)?,
+                key: Layout::lock_key(placement),
+                url: Layout::lock_url(placement),
+            }),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum LockError {
+    #[error(
+        "the lock {url} is held by {} until {}; gave up after waiting {waited}s",
+        .body.holder_line(), .body.expires_at
+    )]
+    Held {
+        url: String,
+        body: Box<LockBody>,
+        waited: u64,
+    },
+    #[error("the lock {url} holds an unreadable object ({reason}); it is held by an unknown owner")]
+    Unparseable { url: String, reason: String },
+    #[error("lost the lock {url}: {reason}; stopped before doing more")]
+    Lost { url: String, reason: String },
+    #[error("{0}")]
+    Store(#[from] StoreError),
+}
+
+impl LockBody {
+    fn holder_line(&self) -> String {
+        self.describe()
+    }
+}
+
+/// Reads the lock at `target`.
+pub async fn inspect(target: &LockTarget) -> Result<LockState, StoreError> {
+    let (meta, bytes) = match target.store.get_bytes(&target.key).await {
+        Ok(x) => x,
+        Err(StoreError::NotFound { .. }) => return Ok(LockState::Free),
+        // Metadata that disagrees with the content: someone wrote it by hand.
+        Err(StoreError::Integrity { .. }) => {
+            let meta = target.store.head(&target.key).await?;
+            return Ok(match meta {
+                None => LockState::Free,
+                Some(m) => LockState::Unparseable {
+                    version: m.version,
+                    size: m.size,
+                    reason: "its content does not match its sha256 metadata".into(),
+                },
+            });
+        }
+        Err(e) => return Err(e),
+    };
+    Ok(match serde_json::from_slice::<LockBody>(&bytes) {
+        Ok(body) => LockState::Held {
+            stale: body.is_stale(SystemTime::now()),
+            body,
+            version: meta.version,
+        },
+        Err(e) => LockState::Unparseable {
+            version: meta.version,
+            size: meta.size,
+            reason: format!("not a swamp lock: {e}"),
+        },
+    })
+}
+
+/// What [`acquire`] tells its caller while it works.
+#[derive(Debug, Clone)]
+pub enum Event<'a> {
+    /// Held by someone else; waiting (sent once per holder).
+    Waiting { url: &'a str, body: &'a LockBody },
+    /// A lock past its expiry was taken over.
+    TookOver {
+        url: &'a str,
+        previous: &'a LockBody,
+    },
+}
+
+/// How to take a lock.
+#[derive(Debug, Clone)]
+pub struct LockOptions {
+    pub operation: String,
+    pub ttl: Duration,
+    /// How long to wait for a lock someone else holds.
+    pub timeout: Duration,
+}
+
+/// Takes the lock at `target`, waiting up to `options.timeout` for a holder
+/// to release it or for its lock to expire. On success a heartbeat keeps it
+/// until the returned guard is released or dropped.
+pub fn acquire(
+    target: &LockTarget,
+    options: &LockOptions,
+    on_event: &mut dyn FnMut(Event<'_>),
+) -> Result<LockGuard, LockError> {
+    let rt = small_runtime();
+    let started = std::time::Instant::now();
+    let mut announced: Option<String> = None;
+    let poll = Duration::from_millis(250)
+        .min(options.ttl / 4)
+        .max(Duration::from_millis(50));
+    loop {
+        let body = LockBody::new(&options.operation, options.ttl);
+        match rt.block_on(target.store.put_bytes(
+            &target.key,
+            body.to_bytes(),
+            &Precondition::CreateOnly,
+        )) {
+            Ok(meta) => {
+                return Ok(LockGuard::start(
+                    target.clone(),
+                    body,
+                    meta.version,
+                    options.ttl,
+                ));
+            }
+            Err(StoreError::PreconditionFailed { .. }) => {}
+            Err(e) => return Err(e.into()),
+        }
+        match rt.block_on(inspect(target))? {
+            LockState::Free => continue,
+            LockState::Held {
+                body: old,
+                version,
+                stale: true,
+            } => {
+                // Compare-and-swap on the stale version: of several waiters
+                // exactly one wins, and a holder that renewed in the
+                // meantime keeps its lock.
+                match rt.block_on(target.store.put_bytes(
+                    &target.key,
+                    body.to_bytes(),
+                    &Precondition::Matches(version),
+                )) {
+                    Ok(meta) => {
+                        on_event(Event::TookOver {
+                            url: &target.url,
+                            previous: &old,
+                        });
+                        return Ok(LockGuard::start(
+                            target.clone(),
+                            body,
+                            meta.version,
+                            options.ttl,
+                        ));
+                    }
+                    Err(StoreError::PreconditionFailed { .. } | StoreError::NotFound { .. }) => {
+                        continue;
+                    }
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            LockState::Held { body: held, .. } => {
+                let waited = started.elapsed();
+                if waited >= options.timeout {
+                    return Err(LockError::Held {
+                        url: target.url.clone(),
+                        body: Box::new(held),
+                        waited: waited.as_secs(),
+                    });
+                }
+                if announced.as_deref() != Some(held.id.as_str()) {
+                    on_event(Event::Waiting {
+                        url: &target.url,
+                        body: &held,
+                    });
+                    announced = Some(held.id.clone());
+                }
+                std::thread::sleep(poll.min(options.timeout - waited));
+            }
+            LockState::Unparseable { reason, .. } => {
+                if started.elapsed() >= options.timeout {
+                    return Err(LockError::Unparseable {
+                        url: target.url.clone(),
+                        reason,
+                    });
+                }
+                std::thread::sleep(poll);
+            }
+        }
+    }
+}
+
+/// Breaks the lock at `target`: a delete conditional on the version seen,
+/// so a lock that changed since it was read (renewed, or taken by someone
+/// else) is left alone. Returns what was removed.
+pub fn break_lock(target: &LockTarget, seen: &LockState) -> Result<(), StoreError> {
+    let version = match seen {
+        LockState::Free => return Ok(()),
+        LockState::Held { version, .. } | LockState::Unparseable { version, .. } => version,
+    };
+    small_runtime().block_on(
+        target
+            .store
+            .delete(&target.key, &Precondition::Matches(version.clone())),
+    )
+}
+
+/// A held lock. Renewed by a heartbeat thread until [`LockGuard::release`]
+/// (or drop).
+pub struct LockGuard {
+    inner: Arc<Held>,
+    stop: Option<mpsc::Sender<()>>,
+    heartbeat: Option<JoinHandle<()>>,
+}
+
+/// What the holder and its heartbeat share.
+struct Held {
+    target: LockTarget,
+    body: Mutex<LockBody>,
+    /// The version of our lock object, as of our last write.
+    version: Mutex<String>,
+    lost: Mutex<Option<String>>,
+    released: AtomicBool,
+}
+
+impl std::fmt::Debug for LockGuard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LockGuard")
+            .field("url", &self.inner.target.url)
+            .finish_non_exhaustive()
+    }
+}
+
+impl LockGuard {
+    fn start(target: LockTarget, body: LockBody, version: String, ttl: Duration) -> LockGuard {
+        let inner = Arc::new(Held {
+            target,
+            body: Mutex::new(body),
+            version: Mutex::new(version),
+            lost: Mutex::new(None),
+            released: AtomicBool::new(false),
+        });
+        register(&inner);
+        let (stop, stopped) = mpsc::channel::<()>();
+        let beat = Arc::clone(&inner);
+        let heartbeat = std::thread::Builder::new()
+            .name("swamp-lock-heartbeat".into())
+            .spawn(move || heartbeat(beat, ttl, stopped))
+            .expect("a heartbeat thread starts");
+        LockGuard {
+            inner,
+            stop: Some(stop),
+            heartbeat: Some(heartbeat),
+        }
+    }
+
+    pub fn url(&self) -> &str {
+        &self.inner.target.url
+    }
+
+    /// The version (etag, generation) of our lock object right now.
+    pub fn version(&self) -> String {
+        self.inner.version.lock().unwrap().clone()
+    }
+
+    pub fn body(&self) -> LockBody {
+        self.inner.body.lock().unwrap().clone()
+    }
+
+    /// Errors when the lock was lost (a renewal found someone else's lock).
+    pub fn check(&self) -> Result<(), LockError> {
+        match self.inner.lost.lock().unwrap().clone() {
+            None => Ok(()),
+            Some(reason) => Err(LockError::Lost {
+                url: self.inner.target.url.clone(),
+                reason,
+            }),
+        }
+    }
+
+    /// Stops the heartbeat and deletes our lock object, on condition that
+    /// it is still ours. A lost lock is left to its new holder.
+    pub fn release(mut self) -> Result<(), LockError> {
+        self.stop_heartbeat();
+        let lost = self.check();
+        self.inner.release()?;
+        lost
+    }
+
+    fn stop_heartbeat(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(h) = self.heartbeat.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+impl Drop for LockGuard {
+    fn drop(&mut self) {
+        self.stop_heartbeat();
+        let _ = self.inner.release();
+    }
+}
+
+impl Held {
+    fn release(&self) -> Result<(), StoreError> {
+        if self.released.swap(true, Ordering::SeqCst) {
+            return Ok(());
+        }
+        unregister(self);
+        if self.lost.lock().unwrap().is_some() {
+            return Ok(());
+        }
+        let version = self.version.lock().unwrap().clone();
+        match small_runtime().block_on(
+            self.target
+                .store
+                .delete(&self.target.key, &Precondition::Matches(version)),
+        ) {
+            // Not ours any more (taken over after we stalled): leave it.
+            Ok(()) | Err(StoreError::PreconditionFailed { .. }) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn lose(&self, reason: String) {
+        let mut lost = self.lost.lock().unwrap();
+        if lost.is_none() {
+            *lost = Some(reason);
+        }
+    }
+}
+
+/// Renews the lock every third of its TTL with a compare-and-swap on our
+/// own version. A renewal that finds another version means someone took
+/// the lock over: the lock is lost and never written again.
+fn heartbeat(held: Arc<Held>, ttl: Duration, stopped: mpsc::Receiver<()>) {
+    let rt = small_runtime();
+    let every = (ttl / 3).max(Duration::from_millis(100));
+    loop {
+        match stopped.recv_timeout(every) {
+            Err(RecvTimeoutError::Timeout) => {}
+            Ok(()) | Err(RecvTimeoutError::Disconnected) => return,
+        }
+        let now = SystemTime::now();
+        let body = {
+            let mut b = held.body.lock().unwrap();
+            if b.is_stale(now) {
+                // We stalled past our own expiry: someone may hold it now,
+                // and what we did meanwhile was not covered.
+                drop(b);
+                held.lose(format!(
+                    "it expired before it could be renewed (this process stalled for more than {}s)",
+                    ttl.as_secs()
+                ));
+                return;
+            }
+            b.expires_at = rfc3339(now + ttl);
+            b.clone()
+        };
+        let version = held.version.lock().unwrap().clone();
+        match rt.block_on(held.target.store.put_bytes(
+            &held.target.key,
+            body.to_bytes(),
+            &Precondition::Matches(version),
+        )) {
+            Ok(meta) => *held.version.lock().unwrap() = meta.version,
+            Err(StoreError::PreconditionFailed { .. } | StoreError::NotFound { .. }) => {
+                held.lose("another process took it over or broke it".into());
+                return;
+            }
+            // A transient failure: try again next beat; the expiry check
+            // above stops us if it never comes back in time.
+            Err(_) => {}
+        }
+    }
+}
+
+/// The locks this process holds, for the Ctrl-C handler.
+static HELD: Mutex<BTreeMap<usize, std::sync::Weak<Held>>> = Mutex::new(BTreeMap::new());
+
+thread_local! {
+    /// The locks taken on this thread, which [`ensure_held`] answers for.
+    /// Per thread, so that one command's loss never stops another's work
+    /// (tests run many on one process).
+    static MINE: std::cell::RefCell<Vec<std::sync::Weak<Held>>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+fn register(held: &Arc<Held>) {
+    HELD.lock()
+        .unwrap()
+        .insert(Arc::as_ptr(held) as usize, Arc::downgrade(held));
+    MINE.with(|m| m.borrow_mut().push(Arc::downgrade(held)));
+}
+
+fn unregister(held: &Held) {
+    HELD.lock().unwrap().remove(&(held as *const Held as usize));
+}
+
+/// Errors when a lock taken on this thread and still held was lost. Apply
+/// calls this before each step, so a holder that stalled past its TTL stops
+/// instead of working alongside its successor.
+pub fn ensure_held() -> Result<(), String> {
+    MINE.with(|m| {
+        let mut m = m.borrow_mut();
+        m.retain(|w| w.strong_count() > 0);
+        for h in m.iter().filter_map(std::sync::Weak::upgrade) {
+            if h.released.load(Ordering::SeqCst) {
+                continue;
+            }
+            if let Some(r) = h.lost.lock().unwrap().as_ref() {
+                return Err(format!("lost the lock {}: {r}", h.target.url));
+            }
+        }
+        Ok(())
+    })
+}
+
+/// Releases every lock this process holds (conditional deletes of our own
+/// versions). For the Ctrl-C handler; guards dropped later do nothing.
+pub fn release_all() {
+    let held: Vec<_> = HELD
+        .lock()
+        .unwrap()
+        .values()
+        .filter_map(std::sync::Weak::upgrade)
+        .collect();
+    for h in held {
+        let _ = h.release();
+    }
+}
+
+fn small_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime starts")
+}
+
+fn rfc3339(t: SystemTime) -> String {
+    humantime::format_rfc3339_millis(t).to_string()
+}
+
+/// `user@host` for the lock body.
+pub fn who_am_i() -> String {
+    let user = std::env::var("USER")
+        .or_else(|_| std::env::var("LOGNAME"))
+        .unwrap_or_else(|_| format!("uid{}", unsafe { libc::getuid() }));
+    let mut buf = [0u8; 256];
+    // SAFETY: the buffer is valid for its length; gethostname NUL-terminates
+    // within it on success.
+    let host = if unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) } == 0 {
+        let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+        String::from_utf8_lossy(&buf[..end]).into_owned()
+    } else {
+        "unknown-host".into()
+    };
+    format!("{user}@{host}")
+}
+
+#[cfg(test)]
+mod tests;
