@@ -663,11 +663,20 @@ fn namespace_migration_plan_json_matches_the_schema() {
     let saved = read_json(&saved_path);
     assert_valid(&v, &saved, "a plan saved with `plan -o`");
     assert!(saved["observed"].is_object());
+    // It records the lock it was made under, as information.
+    assert!(
+        saved["lock"]["url"]
+            .as_str()
+            .is_some_and(|u| u.ends_with("lock.json")),
+        "{}",
+        saved["lock"]
+    );
     let mut without = saved.clone();
     without.as_object_mut().unwrap().remove("observed");
+    without.as_object_mut().unwrap().remove("lock");
     assert_eq!(
         without, doc,
-        "--json prints the saved plan minus `observed`"
+        "--json prints the saved plan minus `observed` and `lock`"
     );
     let shown = sb.json(&["show", "--json", saved_path.to_str().unwrap()], 0);
     assert_valid(&v, &shown, "`swamp show --json FILE`");

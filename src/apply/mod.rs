@@ -116,6 +116,18 @@ pub fn apply(
     let mut i = 0;
     while i < plan.actions.len() {
         let action = &plan.actions[i];
+        // A holder that stalled past its lock's TTL stops here instead of
+        // working alongside its successor (remote writes are conditional
+        // either way).
+        if let Err(reason) = crate::lock::ensure_held() {
+            return Err(ApplyError::Stopped {
+                index: i + 1,
+                kind: action.kind(),
+                what: "the datastore lock".into(),
+                reason,
+                completed: report.completed,
+            });
+        }
         if let (Some(class), Some(rt)) = (concurrent_class(action), rt.as_ref()) {
             let run: Vec<&Action> = plan.actions[i..]
                 .iter()

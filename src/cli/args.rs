@@ -25,6 +25,10 @@ pub struct Cli {
     /// Do not colour output
     #[arg(long, global = true)]
     pub no_color: bool,
+    /// How long to wait for the datastore lock when someone else holds it
+    /// (e.g. `30s`, `5m`, `0` to give up at once; default: `[lock] timeout_secs`)
+    #[arg(long, global = true, value_name = "DURATION", env = "SWAMP_LOCK_TIMEOUT", value_parser = parse_duration)]
+    pub lock_timeout: Option<std::time::Duration>,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -130,6 +134,39 @@ pub enum DatastoreCommand {
         #[command(subcommand)]
         command: NamespaceCommand,
     },
+    /// The distributed lock (inspect it, or break it)
+    Lock {
+        #[command(subcommand)]
+        command: LockCommand,
+    },
+}
+
+/// Which lock: the repository's (default) or any datastore's, by URL.
+#[derive(Debug, Args, Clone)]
+pub struct LockWhere {
+    /// A datastore spec (`s3://bucket/prefix?endpoint=…`, `gs://…`, `file:///path`); no repository needed
+    #[arg(long, value_name = "SPEC")]
+    pub datastore: Option<String>,
+    /// The namespace inside --datastore (default: the solo layout)
+    #[arg(long, value_name = "NS", requires = "datastore")]
+    pub namespace: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum LockCommand {
+    /// Who holds the lock, since when, and until when
+    Status {
+        #[command(flatten)]
+        at: LockWhere,
+    },
+    /// Remove a stale lock (or, with --force, any lock: only when its holder is surely gone)
+    Release {
+        #[command(flatten)]
+        at: LockWhere,
+        /// Break a lock that is held and not yet expired, or unreadable
+        #[arg(long)]
+        force: bool,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -191,6 +228,14 @@ pub enum DataCommand {
 pub enum CatalogCommand {
     /// Rebuild the catalog from the files
     Rebuild,
+}
+
+fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
+    if let Ok(secs) = s.parse::<u64>() {
+        return Ok(std::time::Duration::from_secs(secs));
+    }
+    humantime::parse_duration(s)
+        .map_err(|e| format!("{s:?} is not a duration like `30s` or `5m`: {e}"))
 }
 
 fn parse_scope(s: &str) -> Result<Scope, String> {

@@ -13,7 +13,6 @@ pub enum ErrorKind {
     /// 64: the command line is wrong.
     Usage,
     /// 75: the lock is held by someone else.
-    #[allow(dead_code)]
     LockHeld,
 }
 
@@ -172,6 +171,28 @@ mod from {
     impl From<DataError> for CliError {
         fn from(e: DataError) -> CliError {
             CliError::failure(e.to_string())
+        }
+    }
+
+    impl From<crate::lock::LockError> for CliError {
+        fn from(e: crate::lock::LockError) -> CliError {
+            use crate::lock::LockError;
+            match &e {
+                LockError::Held { .. } => CliError::new(ErrorKind::LockHeld, e.to_string()).hint(
+                    "see the holder with `swamp datastore lock status`; if that process is gone, \
+                     its lock expires by itself, or break it now with `swamp datastore lock release --force`",
+                ),
+                LockError::Unparseable { .. } => {
+                    CliError::new(ErrorKind::LockHeld, e.to_string()).hint(
+                        "inspect it with `swamp datastore lock status`; once sure nobody is working, \
+                         break it with `swamp datastore lock release --force`",
+                    )
+                }
+                LockError::Lost { .. } => CliError::failure(e.to_string()).hint(
+                    "another process holds the lock now; when it is done, run `swamp plan` to see what is left",
+                ),
+                LockError::Store(_) => CliError::failure(e.to_string()),
+            }
         }
     }
 }

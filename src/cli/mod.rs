@@ -5,6 +5,7 @@
 mod args;
 mod commands;
 mod error;
+mod locking;
 mod output;
 
 use std::path::PathBuf;
@@ -24,6 +25,8 @@ pub struct Ctx {
     pub json: bool,
     pub color: bool,
     pub repo_arg: Option<PathBuf>,
+    /// `--lock-timeout`: overrides `[lock] timeout_secs`.
+    pub lock_timeout: Option<std::time::Duration>,
 }
 
 /// An opened repository.
@@ -104,7 +107,17 @@ pub fn main() -> ExitCode {
         json: cli.json,
         color: !cli.no_color && std::env::var_os("NO_COLOR").is_none(),
         repo_arg: cli.repo.clone(),
+        lock_timeout: cli.lock_timeout,
     };
+    // Ctrl-C (or SIGTERM) releases the locks this process holds; whatever
+    // was half done is resumed by planning again.
+    let _ = ctrlc::set_handler(|| {
+        crate::lock::release_all();
+        eprintln!(
+            "\nInterrupted; released the datastore lock. Run `swamp plan` to see what is left."
+        );
+        std::process::exit(130);
+    });
     match commands::run(&ctx, cli.command) {
         Ok(outcome) => ExitCode::from(outcome.exit_code()),
         Err(err) => {

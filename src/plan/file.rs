@@ -43,9 +43,23 @@ pub struct SavedPlan {
     pub summary: Summary,
     #[serde(flatten)]
     pub plan: Plan,
+    /// The lock this plan was made under: information only. Staleness is
+    /// judged from the observed state, never from the lock.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lock: Option<LockInfo>,
     /// Present in saved files only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed: Option<Observed>,
+}
+
+/// Which lock object (and which version of it) a plan was made under.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LockInfo {
+    pub url: String,
+    /// The lock object's version (etag, generation) when planning ended.
+    pub version: String,
+    /// The lock body's random id.
+    pub id: String,
 }
 
 impl SavedPlan {
@@ -56,6 +70,7 @@ impl SavedPlan {
             fingerprint: Fingerprint::of(desired, &observed),
             summary: plan.summary(),
             plan,
+            lock: None,
             observed: Some(observed),
         }
     }

@@ -17,7 +17,7 @@ pub use action::{
     RequestEstimate, Side, Summary,
 };
 pub use diff::diff;
-pub use file::{PlanFileError, SavedPlan};
+pub use file::{LockInfo, PlanFileError, SavedPlan};
 pub use fingerprint::Fingerprint;
 
 /// Version of the plan JSON document (`--json` and saved plan files).

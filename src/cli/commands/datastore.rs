@@ -5,6 +5,7 @@
 use serde_json::json;
 
 use super::reconcile::{Unconfirmed, run_flow};
+use crate::cli::locking::Locks;
 use crate::cli::output::print_json;
 use crate::cli::{CliError, Ctx, Outcome, Repo};
 use crate::config::{Config, DatastoreConfig, Namespace, Placement, parse_datastore_spec};
@@ -115,28 +116,51 @@ fn retarget(
         .validate()
         .map_err(|e| CliError::failure(format!("the new configuration is invalid: {e}")))?;
     let new_repo = Repo::new(repo.root.clone(), config.clone())?;
+    let operation = if migrate {
+        "layout migration"
+    } else {
+        "namespace change"
+    };
+    // A preview writes nothing and holds nothing (it must not even create
+    // a filesystem datastore's directory for the lock). On a terminal the
+    // preview may turn into an apply, so the lock is taken.
+    if migrate && !yes && (ctx.json || !crate::cli::output::interactive()) {
+        return retarget_locked(ctx, repo, &new_repo, &config, yes, migrate);
+    }
+    let locks = Locks::take(ctx, &new_repo.layout, &config, operation)?;
+    locks.finish(retarget_locked(ctx, repo, &new_repo, &config, yes, migrate))
+}
+
+fn retarget_locked(
+    ctx: &Ctx,
+    repo: &Repo,
+    new_repo: &Repo,
+    config: &Config,
+    yes: bool,
+    migrate: bool,
+) -> Result<Outcome, CliError> {
     if !migrate {
         if config.datastore.is_remote() {
             register_namespace(&config.target(), config.repo_id)?;
         }
-        return record_only(ctx, &new_repo, &config);
+        return record_only(ctx, new_repo, config);
     }
     let scope = if config.datastore.is_remote() {
         Scope::All
     } else {
         Scope::Layout
     };
-    let planned = engine::plan(&new_repo.layout, &config, scope)?;
-    let changed = config != repo.config;
+    let planned = engine::plan(&new_repo.layout, config, scope)?;
+    let changed = *config != repo.config;
     if yes && config.datastore.is_remote() {
         // The namespace is claimed in the bucket before .swamp.toml changes.
         register_namespace(&config.target(), config.repo_id)?;
     }
     run_flow(
         ctx,
-        &new_repo,
+        new_repo,
         planned,
-        changed.then_some(&config),
+        changed.then_some(config),
         SyncOptions::default(),
         yes,
         Unconfirmed::Preview,

@@ -3,10 +3,13 @@
 mod data;
 mod datastore;
 mod init;
+mod lock;
 mod reconcile;
 mod status;
 
-use super::args::{CatalogCommand, Command, DataCommand, DatastoreCommand, NamespaceCommand};
+use super::args::{
+    CatalogCommand, Command, DataCommand, DatastoreCommand, LockCommand, NamespaceCommand,
+};
 use super::{CliError, Ctx, Outcome};
 
 pub fn run(ctx: &Ctx, command: Command) -> Result<Outcome, CliError> {
@@ -54,6 +57,10 @@ pub fn run(ctx: &Ctx, command: Command) -> Result<Outcome, CliError> {
                 reconcile::apply(ctx, scope, sync.options(), confirm.yes)
             }
             DatastoreCommand::Namespaces => datastore::namespaces(ctx),
+            DatastoreCommand::Lock { command } => match command {
+                LockCommand::Status { at } => lock::status(ctx, &at),
+                LockCommand::Release { at, force } => lock::release(ctx, &at, force),
+            },
             DatastoreCommand::Namespace { command } => match command {
                 NamespaceCommand::Set {
                     namespace,

@@ -5,6 +5,7 @@ use std::path::Path;
 
 use serde_json::json;
 
+use crate::cli::locking::Locks;
 use crate::cli::output::{ask, interactive, print_json, progress_bar};
 use crate::cli::{CliError, Ctx, Outcome, Repo};
 use crate::config::Config;
@@ -21,10 +22,26 @@ pub fn plan(
     detailed_exitcode: bool,
 ) -> Result<Outcome, CliError> {
     let repo = ctx.open_repo()?;
-    let planned = engine::plan_with(&repo.layout, &repo.config, scope, options)?;
-    let saved = planned.into_saved(&repo.config);
+    // A plan saved for a later apply is made under the lock, so it never
+    // sees a half-applied run of someone else's; a plan only shown is a
+    // read and takes no lock.
+    let locks = match out {
+        Some(_) => Some(Locks::take(ctx, &repo.layout, &repo.config, "plan")?),
+        None => None,
+    };
+    let info = locks.as_ref().and_then(Locks::info);
+    let planned = engine::plan_with(&repo.layout, &repo.config, scope, options);
+    let planned = match locks {
+        Some(l) => l.finish(planned.map_err(CliError::from))?,
+        None => planned?,
+    };
+    let mut saved = planned.into_saved(&repo.config);
     if let Some(out) = out {
+        // Information for whoever reviews the file; `apply FILE` judges
+        // staleness from the observed state alone.
+        saved.lock = info;
         saved.save(out)?;
+        saved.lock = None;
     }
     if ctx.json {
         print_json(&saved.to_json());
@@ -68,27 +85,41 @@ pub fn apply(
     yes: bool,
 ) -> Result<Outcome, CliError> {
     let repo = ctx.open_repo()?;
-    if scope != Scope::Layout && repo.config.datastore.is_remote() {
-        super::datastore::ensure_registered(&repo)?;
-    }
-    let planned = engine::plan_with(&repo.layout, &repo.config, scope, options)?;
-    run_flow(ctx, &repo, planned, None, options, yes, Unconfirmed::Refuse)
+    let operation = match scope {
+        Scope::Sync => "datastore sync",
+        Scope::Push => "datastore sync --push",
+        Scope::Pull => "datastore sync --pull",
+        _ => "apply",
+    };
+    let locks = Locks::take(ctx, &repo.layout, &repo.config, operation)?;
+    locks.finish((|| {
+        if scope != Scope::Layout && repo.config.datastore.is_remote() {
+            super::datastore::ensure_registered(&repo)?;
+        }
+        let planned = engine::plan_with(&repo.layout, &repo.config, scope, options)?;
+        run_flow(ctx, &repo, planned, None, options, yes, Unconfirmed::Refuse)
+    })())
 }
 
 pub fn apply_saved(ctx: &Ctx, file: &Path) -> Result<Outcome, CliError> {
     let repo = ctx.open_repo()?;
     let saved = SavedPlan::load(file)?;
-    engine::check_fresh(&saved, &repo.layout, &repo.config)?;
+    let locks = Locks::take(ctx, &repo.layout, &repo.config, "apply")?;
+    locks.finish(apply_saved_locked(ctx, &repo, &saved))
+}
+
+fn apply_saved_locked(ctx: &Ctx, repo: &Repo, saved: &SavedPlan) -> Result<Outcome, CliError> {
+    engine::check_fresh(saved, &repo.layout, &repo.config)?;
     if !ctx.json {
         print!("{}", render(&saved.plan, &repo.root));
     }
     if saved.plan.is_empty() {
-        return finish_empty(ctx, &saved);
+        return finish_empty(ctx, saved);
     }
     if saved.plan.has_conflicts() {
-        return conflicts(ctx, &saved, false);
+        return conflicts(ctx, saved, false);
     }
-    apply_confirmed(ctx, &repo, &saved, SyncOptions::default())
+    apply_confirmed(ctx, repo, saved, SyncOptions::default())
 }
 
 /// What to do when the user did not confirm.

@@ -6,6 +6,7 @@ use serde_json::json;
 use crate::cli::output::print_json;
 use crate::cli::{CliError, Ctx, Outcome};
 use crate::engine;
+use crate::lock::LockState;
 use crate::plan::render::{closing_line, root_label};
 use crate::state::Scope;
 
@@ -15,6 +16,27 @@ pub fn run(ctx: &Ctx) -> Result<Outcome, CliError> {
     let planned = engine::plan(&repo.layout, config, Scope::All)?;
     let summary = planned.plan.summary();
     let root = repo.layout.placement_root(&config.target());
+    let lock_target = crate::lock::LockTarget::of(&repo.layout, &config.target())
+        .map_err(|e| CliError::from(crate::lock::LockError::from(e)))?;
+    let lock_state = crate::engine::sync::runtime()
+        .block_on(crate::lock::inspect(&lock_target))
+        .map_err(|e| CliError::from(crate::lock::LockError::from(e)))?;
+    let lock_line = match &lock_state {
+        LockState::Free => "free".to_string(),
+        LockState::Held {
+            body, stale: false, ..
+        } => format!("held by {} until {}", body.describe(), body.expires_at),
+        LockState::Held {
+            body, stale: true, ..
+        } => format!(
+            "stale: {} let it expire at {} (the next command takes it over)",
+            body.describe(),
+            body.expires_at
+        ),
+        LockState::Unparseable { reason, .. } => {
+            format!("held by an unknown owner ({reason}); see `swamp datastore lock status`")
+        }
+    };
     if ctx.json {
         print_json(&json!({
             "repo": repo.root,
@@ -28,7 +50,19 @@ pub fn run(ctx: &Ctx) -> Result<Outcome, CliError> {
                 .datastore
                 .is_remote()
                 .then(|| crate::layout::Layout::remote_url(&config.target())),
-            "lock": null,
+            "lock": {
+                "url": lock_target.url,
+                "state": match &lock_state {
+                    LockState::Free => "free",
+                    LockState::Held { stale: false, .. } => "held",
+                    LockState::Held { stale: true, .. } => "stale",
+                    LockState::Unparseable { .. } => "unparseable",
+                },
+                "holder": match &lock_state {
+                    LockState::Held { body, .. } => Some(body.describe()),
+                    _ => None,
+                },
+            },
             "pending": summary,
             "converged": planned.plan.is_empty(),
         }));
@@ -54,11 +88,8 @@ pub fn run(ctx: &Ctx) -> Result<Outcome, CliError> {
             crate::layout::Layout::remote_url(&config.target())
         );
         println!("cache       {}", repo.layout.cache_root().display());
-        // The distributed lock is not built yet: say so rather than imply one.
-        println!("lock        not implemented yet (no lock is taken)");
-    } else {
-        println!("lock        none (local datastore)");
     }
+    println!("lock        {lock_line}");
     if planned.plan.is_empty() {
         println!("pending     nothing: the datastore matches the configuration");
     } else {

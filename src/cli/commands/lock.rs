@@ -1,0 +1,241 @@
+//! `datastore lock status` and `datastore lock release [--force]`: inspect
+//! and break the distributed lock, of this repository's datastore or of any
+//! datastore named by `--datastore SPEC` (no repository needed).
+
+use std::time::SystemTime;
+
+use serde_json::{Value, json};
+
+use crate::cli::args::LockWhere;
+use crate::cli::output::print_json;
+use crate::cli::{CliError, Ctx, ErrorKind, Outcome};
+use crate::config::{DatastoreConfig, Namespace, Placement, parse_datastore_spec};
+use crate::lock::{self, LockState, LockTarget};
+use crate::store::StoreError;
+
+/// The locks a command names: `--datastore` (+ `--namespace`), or the
+/// repository's target and every placement it still drains.
+fn targets(ctx: &Ctx, at: &LockWhere) -> Result<Vec<LockTarget>, CliError> {
+    let lock_err = |e: StoreError| CliError::from(lock::LockError::from(e));
+    if let Some(spec) = &at.datastore {
+        let datastore = parse_datastore_spec(spec).map_err(|e| CliError::usage(e.to_string()))?;
+        if datastore == DatastoreConfig::Local {
+            return Err(
+                CliError::usage("a `local` datastore's lock lives in its repository").hint(
+                    "run `swamp datastore lock status` inside the repository, without --datastore",
+                ),
+            );
+        }
+        let namespace = at
+            .namespace
+            .as_deref()
+            .map(Namespace::parse)
+            .transpose()
+            .map_err(|e| CliError::usage(e.to_string()))?;
+        let placement = Placement {
+            datastore,
+            namespace,
+        };
+        // Only `local` needs a repository's layout; it was refused above.
+        let t = LockTarget {
+            store: crate::store::open(&placement.datastore).map_err(lock_err)?,
+            key: crate::layout::Layout::lock_key(&placement),
+            url: crate::layout::Layout::lock_url(&placement),
+        };
+        return Ok(vec![t]);
+    }
+    let repo = ctx.open_repo().map_err(|e| {
+        let hint = "run it inside a repository, or name the datastore: `swamp datastore lock status --datastore s3://bucket/prefix --namespace NS`";
+        CliError {
+            hint: Some(hint.into()),
+            ..e
+        }
+    })?;
+    let config = &repo.config;
+    let mut out: Vec<LockTarget> = Vec::new();
+    for p in std::iter::once(config.target()).chain(config.migrating_from.iter().cloned()) {
+        let t = LockTarget::of(&repo.layout, &p).map_err(lock_err)?;
+        if !out.iter().any(|x| x.url == t.url) {
+            out.push(t);
+        }
+    }
+    Ok(out)
+}
+
+fn inspect(t: &LockTarget) -> Result<LockState, CliError> {
+    crate::engine::sync::runtime()
+        .block_on(lock::inspect(t))
+        .map_err(|e| CliError::from(lock::LockError::from(e)))
+}
+
+fn secs_between(a: SystemTime, b: SystemTime) -> i64 {
+    match b.duration_since(a) {
+        Ok(d) => d.as_secs() as i64,
+        Err(e) => -(e.duration().as_secs() as i64),
+    }
+}
+
+fn state_json(url: &str, state: &LockState) -> Value {
+    let now = SystemTime::now();
+    match state {
+        LockState::Free => json!({"url": url, "state": "free"}),
+        LockState::Held {
+            body,
+            version,
+            stale,
+        } => json!({
+            "url": url,
+            "state": if *stale { "stale" } else { "held" },
+            "holder": body.holder,
+            "pid": body.pid,
+            "operation": body.operation,
+            "id": body.id,
+            "tool_version": body.tool_version,
+            "acquired_at": body.acquired_at,
+            "expires_at": body.expires_at,
+            "age_secs": body.acquired().map(|t| secs_between(t, now)),
+            "expires_in_secs": body.expires().map(|t| secs_between(now, t)),
+            "version": version,
+        }),
+        LockState::Unparseable {
+            version,
+            size,
+            reason,
+        } => json!({
+            "url": url,
+            "state": "unparseable",
+            "reason": reason,
+            "size": size,
+            "version": version,
+        }),
+    }
+}
+
+fn print_state(url: &str, state: &LockState) {
+    let now = SystemTime::now();
+    println!("lock       {url}");
+    match state {
+        LockState::Free => println!("state      free"),
+        LockState::Held { body, stale, .. } => {
+            let left = body.expires().map(|t| secs_between(now, t)).unwrap_or(0);
+            if *stale {
+                println!(
+                    "state      stale: expired {}s ago without being released (the next command takes it over)",
+                    -left
+                );
+            } else {
+                println!("state      held, expires in {left}s unless renewed");
+            }
+            println!("holder     {} (pid {})", body.holder, body.pid);
+            println!("operation  {}", body.operation);
+            let age = body.acquired().map(|t| secs_between(t, now)).unwrap_or(0);
+            println!("since      {} ({age}s ago)", body.acquired_at);
+            println!("expires    {}", body.expires_at);
+            println!("lock id    {}", body.id);
+        }
+        LockState::Unparseable { reason, size, .. } => {
+            println!(
+                "state      held by an unknown owner: the object ({size} bytes) is unreadable: {reason}"
+            );
+            println!(
+                "           break it with `swamp datastore lock release --force` once nobody is working"
+            );
+        }
+    }
+}
+
+pub fn status(ctx: &Ctx, at: &LockWhere) -> Result<Outcome, CliError> {
+    let targets = targets(ctx, at)?;
+    let mut rows = Vec::new();
+    for (i, t) in targets.iter().enumerate() {
+        let state = inspect(t)?;
+        if ctx.json {
+            rows.push(state_json(&t.url, &state));
+        } else {
+            if i > 0 {
+                println!();
+            }
+            print_state(&t.url, &state);
+        }
+    }
+    if ctx.json {
+        print_json(&json!({ "locks": rows }));
+    }
+    Ok(Outcome::Success)
+}
+
+/// A holder on this machine whose process no longer runs.
+fn holder_is_gone(body: &lock::LockBody) -> bool {
+    if body.holder != lock::who_am_i() {
+        return false;
+    }
+    let Ok(pid) = libc::pid_t::try_from(body.pid) else {
+        return false;
+    };
+    // SAFETY: signal 0 only checks that the process exists.
+    let r = unsafe { libc::kill(pid, 0) };
+    r != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
+}
+
+pub fn release(ctx: &Ctx, at: &LockWhere, force: bool) -> Result<Outcome, CliError> {
+    let targets = targets(ctx, at)?;
+    let mut rows = Vec::new();
+    for t in &targets {
+        let state = inspect(t)?;
+        let why = match &state {
+            LockState::Free => None,
+            LockState::Held { stale: true, .. } => Some("it had expired"),
+            LockState::Held { body, .. } if holder_is_gone(body) => Some("its process is gone"),
+            LockState::Held { body, .. } => {
+                if !force {
+                    return Err(CliError::new(
+                        ErrorKind::LockHeld,
+                        format!(
+                            "the lock {} is held by {} until {}; not released",
+                            t.url,
+                            body.describe(),
+                            body.expires_at
+                        ),
+                    )
+                    .hint("if that process is surely gone, break it with `swamp datastore lock release --force`; otherwise wait for it"));
+                }
+                Some("--force")
+            }
+            LockState::Unparseable { reason, .. } => {
+                if !force {
+                    return Err(CliError::new(
+                        ErrorKind::LockHeld,
+                        format!(
+                            "the lock {} is unreadable ({reason}); its owner is unknown; not released",
+                            t.url
+                        ),
+                    )
+                    .hint("once sure nobody is working on this datastore, break it with `swamp datastore lock release --force`"));
+                }
+                Some("--force")
+            }
+        };
+        if let Some(why) = why {
+            lock::break_lock(t, &state).map_err(|e| match e {
+                StoreError::PreconditionFailed { .. } => CliError::failure(format!(
+                    "the lock {} changed while it was being released (renewed or taken by someone else); it was left alone",
+                    t.url
+                ))
+                .hint("look again with `swamp datastore lock status`"),
+                other => CliError::from(lock::LockError::from(other)),
+            })?;
+            if !ctx.json {
+                println!("Released the lock {} ({why}).", t.url);
+            }
+        } else if !ctx.json {
+            println!("No lock is held at {}; nothing to release.", t.url);
+        }
+        let mut row = state_json(&t.url, &state);
+        row["released"] = json!(why.is_some());
+        rows.push(row);
+    }
+    if ctx.json {
+        print_json(&json!({ "locks": rows }));
+    }
+    Ok(Outcome::Success)
+}
