@@ -2,11 +2,14 @@
 
 mod data;
 mod datastore;
+mod doctor;
 mod init;
 mod reconcile;
 mod status;
 
-use super::args::{CatalogCommand, Command, DataCommand, DatastoreCommand, NamespaceCommand};
+use super::args::{
+    CatalogCommand, Command, DataCommand, DatastoreCommand, DoctorCommand, NamespaceCommand,
+};
 use super::{CliError, Ctx, Outcome};
 
 pub fn run(ctx: &Ctx, command: Command) -> Result<Outcome, CliError> {
@@ -78,5 +81,8 @@ pub fn run(ctx: &Ctx, command: Command) -> Result<Outcome, CliError> {
         Command::Catalog {
             command: CatalogCommand::Rebuild,
         } => data::catalog_rebuild(ctx),
+        Command::Doctor {
+            command: DoctorCommand::Datastores { repair, confirm },
+        } => doctor::datastores(ctx, repair, confirm.yes),
     }
 }
