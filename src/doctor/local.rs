@@ -154,7 +154,7 @@ impl Check for LayoutCheck {
                 let s = planned.plan.summary();
                 let ns = config.namespace.as_ref().expect("stray_plan needs one");
                 problems.push(format!(
-                    "{} file(s) at the datastore root {root_shown} outside namespace `{ns}`: {} byte-identical to the namespaced copy, {} only at the root, {} different from the namespaced copy",
+                    "{} file(s) in {root_shown} outside namespace `{ns}`: {} byte-identical to the namespaced copy, {} only at the root, {} different from it",
                     s.drop_duplicate + s.moves + s.conflicts,
                     s.drop_duplicate,
                     s.moves,
@@ -238,16 +238,21 @@ impl Check for CatalogCheck {
         if c.on_disk == 0 && matches!(c.freshness, Freshness::Missing | Freshness::Invalidated) {
             return Finding::pass(name, "no data files yet; nothing to index");
         }
-        let state = match &c.freshness {
-            Freshness::Fresh => String::new(),
-            other => format!("the catalog is {other}; "),
+        let message = match &c.freshness {
+            // Files changed behind a catalog marked fresh: queries are wrong
+            // and nothing rebuilds it on its own.
+            Freshness::Fresh => format!(
+                "{} of {} version file(s) are not indexed (or have another hash) and {} row(s) have no file: `swamp data list` is wrong until it is rebuilt",
+                c.missing, c.on_disk, c.extra
+            ),
+            other => format!(
+                "the catalog is {other}: it indexes none of the {} version file(s) until it is rebuilt (the next `swamp data` command does that first)",
+                c.on_disk
+            ),
         };
         Finding::fail(
             name,
-            format!(
-                "{state}{} of {} version file(s) are not indexed and {} row(s) have no file, so `swamp data list` is wrong until it is rebuilt",
-                c.missing, c.on_disk, c.extra
-            ),
+            message,
             "`swamp catalog rebuild` (or `swamp doctor datastores --repair -y`)",
         )
     }

@@ -418,3 +418,95 @@ impl Check for Registration {
         }))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+    use std::sync::Arc;
+
+    use async_trait::async_trait;
+
+    use super::*;
+    use crate::store::{Capabilities, ObjectMeta};
+
+    /// A directory store that drops every precondition, like a server
+    /// that ignores `If-None-Match` / `ifGenerationMatch`.
+    struct Careless(Arc<dyn Store>);
+
+    #[async_trait]
+    impl Store for Careless {
+        fn describe(&self) -> String {
+            self.0.describe()
+        }
+        fn capabilities(&self) -> Capabilities {
+            self.0.capabilities()
+        }
+        async fn list(&self, prefix: &str) -> Result<Vec<ObjectMeta>, StoreError> {
+            self.0.list(prefix).await
+        }
+        async fn head(&self, key: &str) -> Result<Option<ObjectMeta>, StoreError> {
+            self.0.head(key).await
+        }
+        async fn get_to_file(&self, key: &str, dest: &Path) -> Result<ObjectMeta, StoreError> {
+            self.0.get_to_file(key, dest).await
+        }
+        async fn get_bytes(&self, key: &str) -> Result<(ObjectMeta, Vec<u8>), StoreError> {
+            self.0.get_bytes(key).await
+        }
+        async fn put_file(
+            &self,
+            key: &str,
+            src: &Path,
+            sha256: &str,
+            _pre: &Precondition,
+        ) -> Result<ObjectMeta, StoreError> {
+            self.0.put_file(key, src, sha256, &Precondition::None).await
+        }
+        async fn put_bytes(
+            &self,
+            key: &str,
+            bytes: Vec<u8>,
+            _pre: &Precondition,
+        ) -> Result<ObjectMeta, StoreError> {
+            self.0.put_bytes(key, bytes, &Precondition::None).await
+        }
+        async fn delete(&self, key: &str, _pre: &Precondition) -> Result<(), StoreError> {
+            self.0.delete(key, &Precondition::None).await
+        }
+        async fn delete_many(&self, keys: &[String]) -> Result<(), StoreError> {
+            self.0.delete_many(keys).await
+        }
+        async fn copy(
+            &self,
+            from: &str,
+            to: &str,
+            _pre: &Precondition,
+        ) -> Result<ObjectMeta, StoreError> {
+            self.0.copy(from, to, &Precondition::None).await
+        }
+    }
+
+    const KEY: &str = "swamp/lab/.swamp/doctor-canary-test";
+
+    #[test]
+    fn a_store_that_enforces_conditional_writes_passes_and_the_canary_is_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::store::open_fs(dir.path());
+        let rt = runtime();
+        rt.block_on(probe(store.as_ref(), KEY)).unwrap();
+        assert!(rt.block_on(store.list("")).unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_store_that_ignores_create_only_fails_and_the_canary_is_still_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Careless(crate::store::open_fs(dir.path()));
+        let rt = runtime();
+        let err = rt.block_on(probe(&store, KEY)).unwrap_err();
+        assert!(
+            err.contains("a second create-only write") && err.contains("was accepted"),
+            "{err}"
+        );
+        assert!(rt.block_on(store.list("")).unwrap().is_empty());
+    }
+}
