@@ -227,6 +227,7 @@ pub fn checks() -> Vec<Box<dyn Check>> {
     vec![
         Box::new(local::ConfigCheck),
         Box::new(remote::Reachable),
+        // The distributed lock's `lock` check joins here, after `reachable`.
         Box::new(local::LayoutCheck),
         Box::new(local::CatalogCheck),
         Box::new(remote::Drift),

@@ -238,3 +238,18 @@ fn a_version_file_written_behind_a_fresh_catalog_fails_and_repair_reindexes() {
     let list = repo.run(&["--json", "data", "list"]);
     assert!(list.stdout.contains("sneaky"), "{}", list.stdout);
 }
+
+#[test]
+fn repo_local_files_at_the_root_of_a_namespaced_repo_never_count_as_stray_data() {
+    let repo = TestRepo::init(&["--namespace", "homelab"]);
+    repo.write(".swamp/homelab/data/web/1/raw", "one\n");
+    repo.run(&["data", "list"]).expect(0);
+    repo.write(".swamp/data/_catalog.db-journal", "sidecar");
+    repo.write(".swamp/data/_catalog.db-wal-extra", "sidecar");
+    repo.write(".swamp/secrets/local_encryption/prod/db.enc", "SECRET");
+    repo.write(".swamp/vault-bundles/prod.bundle", "BUNDLE");
+    repo.write(".swamp/state/notes", "reconciler state");
+    let run = repo.run(&["--json", "doctor", "datastores"]);
+    run.expect(0);
+    assert_eq!(statuses(&run.json())["layout"], "pass", "{}", run.stdout);
+}

@@ -157,8 +157,12 @@ pub fn datastores(ctx: &Ctx, repair: bool, yes: bool) -> Result<Outcome, CliErro
                 "ok": false,
                 "repair": {"needed": true, "preview": true, "fixes": fixes_json, "plans": plans_json, "results": [], "checks_before": before},
             }));
-        } else {
+        } else if items.iter().any(Item::automatic) {
             println!("\nThis was a preview; nothing changed. Add --confirm (or -y) to apply it.");
+        } else {
+            println!(
+                "\nNothing here can be repaired automatically in this version; run the command(s) named above. Nothing was changed."
+            );
         }
         // The checks still fail: nothing was repaired.
         return Ok(Outcome::Failed);
