@@ -182,7 +182,7 @@ impl Check for LayoutCheck {
                     shown.join(", ")
                 ));
                 fixes.push(format!(
-                    "swamp never deletes them: check what they hold, then remove them by hand from {root_shown}"
+                    "swamp never deletes foreign directories: check what they hold, then remove them by hand from {root_shown}"
                 ));
             }
         }
