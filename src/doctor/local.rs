@@ -279,3 +279,118 @@ pub fn rebuild_catalog_step() -> Step {
         }),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use uuid::Uuid;
+
+    use super::*;
+    use crate::config::{DatastoreConfig, Namespace};
+    use crate::plan::Conflict;
+
+    struct Repo {
+        _dir: tempfile::TempDir,
+        swamp: std::path::PathBuf,
+        config: Config,
+        layout: Layout,
+    }
+
+    fn repo(namespace: Option<&str>) -> Repo {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("repo");
+        std::fs::create_dir_all(&root).unwrap();
+        let config = Config::new(
+            Uuid::nil(),
+            DatastoreConfig::Local,
+            namespace.map(|n| Namespace::parse(n).unwrap()),
+        );
+        let layout = Layout::new(&root, &config, &dir.path().join("home")).unwrap();
+        Repo {
+            swamp: root.join(".swamp"),
+            _dir: dir,
+            config,
+            layout,
+        }
+    }
+
+    impl Repo {
+        fn write(&self, rel: &str, content: &str) {
+            let p = self.swamp.join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, content).unwrap();
+        }
+
+        fn kinds(&self) -> Vec<(String, String)> {
+            let planned = stray_plan(&self.config, &self.layout).unwrap().unwrap();
+            let mut out: Vec<_> = planned
+                .plan
+                .actions
+                .iter()
+                .map(|a| {
+                    (
+                        a.kind().to_string(),
+                        a.path().map(ToString::to_string).unwrap_or_default(),
+                    )
+                })
+                .collect();
+            out.extend(planned.plan.conflicts.iter().map(|c| match c {
+                Conflict::DifferentAtTarget { path, .. } => {
+                    (c.kind().to_string(), path.to_string())
+                }
+                other => (other.kind().to_string(), String::new()),
+            }));
+            out
+        }
+    }
+
+    #[test]
+    fn root_copies_are_dropped_when_identical_moved_when_alone_and_conflicts_when_different() {
+        let r = repo(Some("lab"));
+        r.write("lab/data/a/1/raw", "a\n");
+        r.write("lab/outputs/o.yaml", "ours\n");
+        r.write("data/a/1/raw", "a\n");
+        r.write("outputs/o.yaml", "theirs\n");
+        r.write("audit/only-here.log", "x\n");
+        assert_eq!(
+            r.kinds(),
+            vec![
+                ("move".to_string(), "audit/only-here.log".to_string()),
+                ("drop-duplicate".to_string(), "data/a/1/raw".to_string()),
+                (
+                    "different-at-target".to_string(),
+                    "outputs/o.yaml".to_string()
+                ),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_solo_repo_or_a_root_with_only_repo_local_files_has_no_stray_plan() {
+        let solo = repo(None);
+        solo.write("data/a/1/raw", "a\n");
+        assert!(stray_plan(&solo.config, &solo.layout).unwrap().is_none());
+
+        let r = repo(Some("lab"));
+        r.write("lab/data/a/1/raw", "a\n");
+        for local in [
+            "data/_catalog.db",
+            "data/_catalog.db-wal",
+            "data/_catalog.db-shm",
+            "data/_catalog.db-journal",
+            "secrets/k.enc",
+            "vault-bundles/b",
+            "state/hash-cache.tsv",
+        ] {
+            r.write(local, "local");
+        }
+        assert!(stray_plan(&r.config, &r.layout).unwrap().is_none());
+    }
+
+    #[test]
+    fn moving_data_in_invalidates_the_catalog_but_never_finishes_a_migration() {
+        let r = repo(Some("lab"));
+        r.write("data/a/1/raw", "a\n");
+        let kinds: Vec<String> = r.kinds().into_iter().map(|(k, _)| k).collect();
+        assert_eq!(kinds, vec!["move", "invalidate-catalog"]);
+    }
+}
