@@ -90,11 +90,17 @@ pub fn datastores(ctx: &Ctx, repair: bool, yes: bool) -> Result<Outcome, CliErro
     }
     if ok {
         if ctx.json {
-            print_json(&json!({
-                "checks": before,
-                "ok": true,
-                "repair": {"needed": false, "preview": !yes, "fixes": [], "plans": [], "results": [], "checks_before": before},
-            }));
+            print_json(
+                &RepairDoc {
+                    checks: &before,
+                    before: &before,
+                    preview: !yes,
+                    fixes: &[],
+                    plans: &[],
+                    results: &[],
+                }
+                .to_json(),
+            );
         } else {
             print!("{}", render_checks(&before));
             println!("\nNothing to repair: every check passed.");
@@ -138,11 +144,17 @@ pub fn datastores(ctx: &Ctx, repair: bool, yes: bool) -> Result<Outcome, CliErro
     }
     if conflicts > 0 {
         if ctx.json {
-            print_json(&json!({
-                "checks": before,
-                "ok": false,
-                "repair": {"needed": true, "preview": !yes, "fixes": fixes_json, "plans": plans_json, "results": [], "checks_before": before},
-            }));
+            print_json(
+                &RepairDoc {
+                    checks: &before,
+                    before: &before,
+                    preview: !yes,
+                    fixes: &fixes_json,
+                    plans: &plans_json,
+                    results: &[],
+                }
+                .to_json(),
+            );
         } else {
             eprintln!(
                 "error: the repair plan has {conflicts} conflict(s); nothing was changed\n  hint: decide each conflict above (keep the right copy in the namespace, delete the other), then run `swamp doctor datastores --repair -y` again"
@@ -152,11 +164,17 @@ pub fn datastores(ctx: &Ctx, repair: bool, yes: bool) -> Result<Outcome, CliErro
     }
     if !yes {
         if ctx.json {
-            print_json(&json!({
-                "checks": before,
-                "ok": false,
-                "repair": {"needed": true, "preview": true, "fixes": fixes_json, "plans": plans_json, "results": [], "checks_before": before},
-            }));
+            print_json(
+                &RepairDoc {
+                    checks: &before,
+                    before: &before,
+                    preview: true,
+                    fixes: &fixes_json,
+                    plans: &plans_json,
+                    results: &[],
+                }
+                .to_json(),
+            );
         } else if items.iter().any(Item::automatic) {
             println!("\nThis was a preview; nothing changed. Add --confirm (or -y) to apply it.");
         } else {
@@ -227,11 +245,17 @@ pub fn datastores(ctx: &Ctx, repair: bool, yes: bool) -> Result<Outcome, CliErro
     let after = doctor::run_checks(&mut cx, &checks);
     let ok_after = doctor::all_ok(&after);
     if ctx.json {
-        print_json(&json!({
-            "checks": after,
-            "ok": ok_after,
-            "repair": {"needed": true, "preview": false, "fixes": fixes_json, "plans": plans_json, "results": results, "checks_before": before},
-        }));
+        print_json(
+            &RepairDoc {
+                checks: &after,
+                before: &before,
+                preview: false,
+                fixes: &fixes_json,
+                plans: &plans_json,
+                results: &results,
+            }
+            .to_json(),
+        );
     } else {
         println!();
         for r in &results {
@@ -251,6 +275,34 @@ pub fn datastores(ctx: &Ctx, repair: bool, yes: bool) -> Result<Outcome, CliErro
         println!("\n{}", closing(&after));
     }
     Ok(outcome(ok_after))
+}
+
+/// The `--repair` document: `checks` and `ok` describe the state when the
+/// command ends; `repair` says what was (or would be) done.
+struct RepairDoc<'a> {
+    checks: &'a [Finding],
+    before: &'a [Finding],
+    preview: bool,
+    fixes: &'a [Value],
+    plans: &'a [Value],
+    results: &'a [Value],
+}
+
+impl RepairDoc<'_> {
+    fn to_json(&self) -> Value {
+        json!({
+            "checks": self.checks,
+            "ok": doctor::all_ok(self.checks),
+            "repair": {
+                "needed": !doctor::all_ok(self.before),
+                "preview": self.preview,
+                "fixes": self.fixes,
+                "plans": self.plans,
+                "results": self.results,
+                "checks_before": self.before,
+            },
+        })
+    }
 }
 
 fn run_step(check: &str, step: &doctor::Step, cx: &Context) -> Value {
