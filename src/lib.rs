@@ -11,6 +11,7 @@ pub mod catalog;
 pub mod cli;
 pub mod config;
 pub mod data;
+pub mod doctor;
 pub mod engine;
 pub mod fsutil;
 pub mod layout;

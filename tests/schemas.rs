@@ -1358,3 +1358,132 @@ fn s3_sync_plan_json_matches_the_schema() {
 fn gcs_sync_plan_json_matches_the_schema() {
     sync_plan_json_matches_the_schema(Backend::Gcs);
 }
+
+// ------------------------------------------------------------- doctor
+
+fn doctor_schema() -> Value {
+    read_json(&manifest_dir().join("schemas/doctor.schema.json"))
+}
+
+#[test]
+fn the_doctor_schema_is_a_valid_draft_2020_12_schema() {
+    let schema = doctor_schema();
+    assert_eq!(
+        schema["$schema"],
+        "https://json-schema.org/draft/2020-12/schema"
+    );
+    if let Err(e) = jsonschema::draft202012::meta::validate(&schema) {
+        panic!("doctor schema is not a valid draft 2020-12 schema: {e}");
+    }
+    validator(&schema);
+    // Every check swamp runs has a name the schema knows.
+    let names = string_enum(&schema["$defs"]["check_name"]["enum"]);
+    for check in swamp::doctor::checks() {
+        assert!(names.contains(check.name()), "{}", check.name());
+    }
+}
+
+/// Checks a doctor document, and each plan it embeds against the plan schema.
+fn assert_doctor_valid(doc: &Value, what: &str) {
+    assert_valid(&validator(&doctor_schema()), doc, what);
+    if let Some(plans) = doc["repair"]["plans"].as_array() {
+        let v = validator(&plan_schema());
+        for p in plans {
+            assert_valid(&v, p, &format!("a plan in {what}"));
+        }
+    }
+}
+
+#[test]
+fn doctor_json_matches_the_schema_through_a_repair() {
+    let sb = sandbox("homelab");
+    sb.run_ok(&[
+        "datastore",
+        "namespace",
+        "set",
+        "homelab",
+        "--migrate",
+        "-y",
+    ]);
+    sb.run_ok(&["data", "list"]);
+    let doc = sb.json(&["--json", "doctor", "datastores"], 0);
+    assert_doctor_valid(&doc, "`doctor datastores --json` (healthy, local)");
+    assert_eq!(doc["ok"], true);
+    assert!(doc.get("repair").is_none(), "{doc}");
+    let doc = sb.json(&["--json", "doctor", "datastores", "--repair"], 0);
+    assert_doctor_valid(&doc, "`doctor --repair` with nothing to repair");
+    assert_eq!(doc["repair"]["needed"], false);
+
+    // A byte-identical root copy, and a differing one: conflicts.
+    let ns = sb.repo.join(".swamp/homelab");
+    let root = sb.repo.join(".swamp");
+    fs::create_dir_all(root.join("audit")).unwrap();
+    fs::copy(ns.join("audit/2026-11.log"), root.join("audit/2026-11.log")).unwrap();
+    fs::create_dir_all(root.join("workflow-runs/nightly")).unwrap();
+    fs::write(
+        root.join("workflow-runs/nightly/workflow-run-0001.yaml"),
+        "differs\n",
+    )
+    .unwrap();
+    let doc = sb.json(&["--json", "doctor", "datastores"], 1);
+    assert_doctor_valid(&doc, "`doctor datastores --json` (layout fails)");
+    let doc = sb.json(&["--json", "doctor", "datastores", "--repair", "-y"], 3);
+    assert_doctor_valid(&doc, "`doctor --repair -y` blocked by a conflict");
+    assert_eq!(doc["repair"]["results"], Value::Array(vec![]));
+
+    fs::remove_file(root.join("workflow-runs/nightly/workflow-run-0001.yaml")).unwrap();
+    let doc = sb.json(&["--json", "doctor", "datastores", "--repair"], 1);
+    assert_doctor_valid(&doc, "`doctor --repair` preview");
+    assert_eq!(doc["repair"]["preview"], true);
+    let doc = sb.json(&["--json", "doctor", "datastores", "--repair", "-y"], 0);
+    assert_doctor_valid(&doc, "`doctor --repair -y` applied");
+    assert_eq!(doc["ok"], true, "{doc}");
+    assert_eq!(doc["repair"]["results"][0]["status"], "applied");
+}
+
+fn doctor_json_on_a_bucket_matches_the_schema(backend: Backend) {
+    use support::servers;
+    let (spec, env) = match backend {
+        Backend::S3 => {
+            let server = servers::s3();
+            let bucket = server.fresh_bucket();
+            (
+                format!(
+                    "s3://{bucket}/swamp?region=us-east-1&endpoint={}",
+                    server.endpoint
+                ),
+                servers::s3_child_env(),
+            )
+        }
+        Backend::Gcs => {
+            let server = servers::gcs();
+            let bucket = server.fresh_bucket();
+            (
+                format!("gs://{bucket}/swamp?endpoint={}", server.endpoint),
+                servers::gcs_child_env(),
+            )
+        }
+    };
+    let a = RemoteRepo::empty(env);
+    a.run_ok(&["init", "--datastore", &spec, "--namespace", "homelab"]);
+    a.write_cache("homelab/outputs/x.yaml", "x\n");
+    a.run_ok(&["datastore", "sync", "-y"]);
+    let doc = a.json(&["--json", "doctor", "datastores"], 0);
+    assert_doctor_valid(&doc, "`doctor datastores --json` on a bucket");
+    a.write_cache("outputs/x.yaml", "x\n");
+    a.write_cache("homelab/outputs/y.yaml", "y\n");
+    let doc = a.json(&["--json", "doctor", "datastores", "--repair", "-y"], 1);
+    assert_doctor_valid(&doc, "`doctor --repair -y` on a bucket, drift left");
+    assert_eq!(doc["checks"][2]["name"], "layout");
+    assert_eq!(doc["checks"][2]["status"], "pass", "{doc}");
+}
+
+#[test]
+fn s3_doctor_json_matches_the_schema() {
+    doctor_json_on_a_bucket_matches_the_schema(Backend::S3);
+}
+
+#[test]
+fn gcs_doctor_json_matches_the_schema() {
+    doctor_json_on_a_bucket_matches_the_schema(Backend::Gcs);
+}

@@ -145,6 +145,25 @@ impl fmt::Display for Freshness {
     }
 }
 
+/// How the catalog compares with the data files on disk (for `swamp doctor`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Completeness {
+    pub freshness: Freshness,
+    /// Version files on disk.
+    pub on_disk: u64,
+    /// Version files on disk that the catalog lacks or records with another hash.
+    pub missing: u64,
+    /// Rows with no version file on disk.
+    pub extra: u64,
+}
+
+impl Completeness {
+    /// The catalog answers queries exactly as the files would.
+    pub fn is_complete(&self) -> bool {
+        self.freshness == Freshness::Fresh && self.missing == 0 && self.extra == 0
+    }
+}
+
 /// An open, fresh catalog.
 pub struct Catalog {
     conn: Connection,
@@ -210,6 +229,44 @@ impl Catalog {
             Err(e) if db::is_corrupt(&e) => Ok(Freshness::Corrupt),
             Err(e) => Err(CatalogError::sql(&path, e)),
         }
+    }
+
+    /// Compares the catalog's rows with a scan of the data files, without
+    /// creating, changing or rebuilding it (for `swamp doctor`). A catalog
+    /// that is not fresh counts every file as missing.
+    pub fn completeness(
+        layout: &Layout,
+        placement: &Placement,
+    ) -> Result<Completeness, CatalogError> {
+        let freshness = Catalog::check(layout, placement)?;
+        let on_disk = scan::scan(&data_dir(layout, placement)?, &HashMap::new())?;
+        let (missing, extra) = if freshness == Freshness::Fresh {
+            let path = layout.catalog_path();
+            let rows = db::connect_existing(&path)
+                .and_then(|conn| db::all(&conn))
+                .map_err(|e| CatalogError::sql(&path, e))?;
+            let indexed: HashMap<&str, &str> = rows
+                .iter()
+                .map(|e| (e.path.as_str(), e.sha256.as_str()))
+                .collect();
+            let missing = on_disk
+                .iter()
+                .filter(|(p, s)| indexed.get(p.as_str()) != Some(&s.entry.sha256.as_str()))
+                .count();
+            let extra = indexed
+                .keys()
+                .filter(|p| !on_disk.contains_key(**p))
+                .count();
+            (missing as u64, extra as u64)
+        } else {
+            (on_disk.len() as u64, 0)
+        };
+        Ok(Completeness {
+            freshness,
+            on_disk: on_disk.len() as u64,
+            missing,
+            extra,
+        })
     }
 
     /// The database file.

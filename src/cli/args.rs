@@ -106,6 +106,23 @@ pub enum Command {
         #[command(subcommand)]
         command: CatalogCommand,
     },
+    /// Health checks, and repairs of what they find
+    Doctor {
+        #[command(subcommand)]
+        command: DoctorCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum DoctorCommand {
+    /// Check the datastore (config, reachability, layout, catalog, drift, sentinel, registration); exit 1 when a check fails
+    Datastores {
+        /// Preview the automatic fixes of the failed checks (apply them with -y)
+        #[arg(long)]
+        repair: bool,
+        #[command(flatten)]
+        confirm: Confirm,
+    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -123,6 +123,7 @@ pub const RESERVED_NAMES: [&str; 16] = [
 
 /// Catalog file name; it lives in `.swamp/data/` whatever the namespace.
 pub const CATALOG_FILE: &str = "_catalog.db";
+pub const MANAGED_CONFIG_SENTINEL: &str = "config/managed-config-migrated.json";
 
 /// True for files that belong to the repo-local tier even though they sit
 /// inside a tier directory: the catalog and every SQLite sidecar of it.
@@ -316,6 +317,15 @@ impl Layout {
         let id = crate::fsutil::sha256_bytes(Layout::remote_url(placement).as_bytes());
         self.state_dir()
             .join(format!("sync-base-{}.json", &id[..16]))
+    }
+
+    /// A throwaway object `swamp doctor` writes to probe conditional
+    /// writes: `<prefix>/<ns>/.swamp/doctor-canary-<token>`.
+    pub fn doctor_canary_key(placement: &Placement, token: &str) -> String {
+        format!(
+            "{}.swamp/doctor-canary-{token}",
+            Layout::remote_prefix(placement)
+        )
     }
 
     /// A namespace's manifest key: `<prefix>/<ns>/.namespace.json`.

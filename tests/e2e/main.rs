@@ -9,6 +9,7 @@ mod common;
 mod config_errors;
 mod crash;
 mod data;
+mod doctor;
 mod layout_migration;
 mod saved_plans;
 mod setup;

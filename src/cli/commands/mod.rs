@@ -2,13 +2,15 @@
 
 mod data;
 mod datastore;
+mod doctor;
 mod init;
 mod lock;
 mod reconcile;
 mod status;
 
 use super::args::{
-    CatalogCommand, Command, DataCommand, DatastoreCommand, LockCommand, NamespaceCommand,
+    CatalogCommand, Command, DataCommand, DatastoreCommand, DoctorCommand, LockCommand,
+    NamespaceCommand,
 };
 use super::{CliError, Ctx, Outcome};
 
@@ -85,5 +87,8 @@ pub fn run(ctx: &Ctx, command: Command) -> Result<Outcome, CliError> {
         Command::Catalog {
             command: CatalogCommand::Rebuild,
         } => data::catalog_rebuild(ctx),
+        Command::Doctor {
+            command: DoctorCommand::Datastores { repair, confirm },
+        } => doctor::datastores(ctx, repair, confirm.yes),
     }
 }

@@ -1,0 +1,366 @@
+//! `swamp doctor datastores [--repair] [-y]`: runs the health checks and
+//! shows them as a table (or one JSON document); exits 1 when one fails.
+//! With `--repair` it builds the fixes of the failed checks (a layout plan
+//! applied through the ordinary apply path, steps such as a catalog
+//! rebuild, or "no automatic fix" naming the command), previews them, and
+//! with `-y` applies them and runs the checks again.
+
+use serde_json::{Value, json};
+
+use crate::cli::output::{print_json, progress_bar};
+use crate::cli::{CliError, Ctx, Outcome};
+use crate::config;
+use crate::doctor::{self, Context, DoctorError, Finding, Fix, Status, local};
+use crate::engine::{self, SyncOptions};
+use crate::layout::Layout;
+use crate::plan::render::{human_bytes, render, table};
+
+fn doctor_err(e: DoctorError) -> CliError {
+    match e {
+        DoctorError::Engine(e) => e.into(),
+        DoctorError::Catalog(e) => e.into(),
+        other => CliError::failure(other.to_string()),
+    }
+}
+
+/// One failed check and how it is repaired.
+struct Item {
+    finding: Finding,
+    fix: Fix,
+}
+
+impl Item {
+    fn describe(&self) -> String {
+        match &self.fix {
+            Fix::Manual => format!(
+                "no automatic fix in this version: {}",
+                self.finding
+                    .fix
+                    .as_deref()
+                    .unwrap_or("see the message above")
+            ),
+            Fix::Step(step) => step.what.clone(),
+            Fix::Plan(planned) => {
+                let s = planned.plan.summary();
+                format!(
+                    "apply the plan below: {} identical duplicate(s) to drop, {} file(s) to move, {} conflict(s)",
+                    s.drop_duplicate, s.moves, s.conflicts
+                )
+            }
+        }
+    }
+
+    fn automatic(&self) -> bool {
+        !matches!(self.fix, Fix::Manual)
+    }
+
+    fn to_json(&self) -> Value {
+        json!({
+            "check": self.finding.name,
+            "automatic": self.automatic(),
+            "what": self.describe(),
+        })
+    }
+}
+
+pub fn datastores(ctx: &Ctx, repair: bool, yes: bool) -> Result<Outcome, CliError> {
+    if yes && !repair {
+        return Err(CliError::usage(
+            "`-y` applies repairs, so it needs `--repair`; nothing was changed",
+        )
+        .hint("run `swamp doctor datastores --repair -y`"));
+    }
+    let root = config::find_repo(&ctx.repo_dir())?;
+    let home = Layout::default_swamp_home().map_err(|e| CliError::failure(e.to_string()))?;
+    let mut cx = Context::new(&root, &home);
+    let checks = doctor::checks();
+    let before = doctor::run_checks(&mut cx, &checks);
+    let ok = doctor::all_ok(&before);
+    if !repair {
+        if ctx.json {
+            print_json(&json!({"checks": before, "ok": ok}));
+        } else {
+            print!("{}", render_checks(&before));
+            println!("\n{}", closing(&before));
+            if !ok {
+                println!("Run `swamp doctor datastores --repair` to preview the automatic fixes.");
+            }
+        }
+        return Ok(outcome(ok));
+    }
+    if ok {
+        if ctx.json {
+            print_json(
+                &RepairDoc {
+                    checks: &before,
+                    before: &before,
+                    preview: !yes,
+                    fixes: &[],
+                    plans: &[],
+                    results: &[],
+                }
+                .to_json(),
+            );
+        } else {
+            print!("{}", render_checks(&before));
+            println!("\nNothing to repair: every check passed.");
+        }
+        return Ok(Outcome::Success);
+    }
+
+    let mut items = Vec::new();
+    for (check, finding) in checks.iter().zip(&before) {
+        if finding.failed() {
+            let fix = check.fix(&cx, finding).map_err(doctor_err)?;
+            items.push(Item {
+                finding: finding.clone(),
+                fix,
+            });
+        }
+    }
+    let plans: Vec<&engine::Planned> = items
+        .iter()
+        .filter_map(|i| match &i.fix {
+            Fix::Plan(p) => Some(p.as_ref()),
+            _ => None,
+        })
+        .collect();
+    let conflicts: usize = plans.iter().map(|p| p.plan.conflicts.len()).sum();
+    let plans_json: Vec<Value> = plans
+        .iter()
+        .map(|p| (*p).clone().into_saved(&cx_config(&cx)).to_json())
+        .collect();
+    let fixes_json: Vec<Value> = items.iter().map(Item::to_json).collect();
+    if !ctx.json {
+        print!("{}", render_checks(&before));
+        println!("\nRepairs:");
+        for item in &items {
+            println!("  {}: {}", item.finding.name, item.describe());
+        }
+        for p in &plans {
+            println!();
+            print!("{}", render(&p.plan, &root));
+        }
+    }
+    if conflicts > 0 {
+        if ctx.json {
+            print_json(
+                &RepairDoc {
+                    checks: &before,
+                    before: &before,
+                    preview: !yes,
+                    fixes: &fixes_json,
+                    plans: &plans_json,
+                    results: &[],
+                }
+                .to_json(),
+            );
+        } else {
+            eprintln!(
+                "error: the repair plan has {conflicts} conflict(s); nothing was changed\n  hint: decide each conflict above (keep the right copy in the namespace, delete the other), then run `swamp doctor datastores --repair -y` again"
+            );
+        }
+        return Ok(Outcome::Conflicts);
+    }
+    if !yes {
+        if ctx.json {
+            print_json(
+                &RepairDoc {
+                    checks: &before,
+                    before: &before,
+                    preview: true,
+                    fixes: &fixes_json,
+                    plans: &plans_json,
+                    results: &[],
+                }
+                .to_json(),
+            );
+        } else if items.iter().any(Item::automatic) {
+            println!("\nThis was a preview; nothing changed. Add --confirm (or -y) to apply it.");
+        } else {
+            println!(
+                "\nNothing here can be repaired automatically in this version; run the command(s) named above. Nothing was changed."
+            );
+        }
+        // The checks still fail: nothing was repaired.
+        return Ok(Outcome::Failed);
+    }
+
+    // Apply: plans first (through the ordinary apply path), then the steps
+    // (which look at the result), then check everything again.
+    let mut results: Vec<Value> = Vec::new();
+    let mut rebuild_after_plans = false;
+    for item in &items {
+        let Fix::Plan(planned) = &item.fix else {
+            continue;
+        };
+        let (_, layout) = cx
+            .loaded
+            .as_ref()
+            .map_err(|e| CliError::failure(e.clone()))?;
+        let bar = progress_bar(planned.plan.actions.len());
+        let mut tick = |done: usize, _total: usize| bar.set_position(done as u64);
+        let applied = engine::apply_and_verify(
+            &root,
+            layout,
+            &planned.plan,
+            SyncOptions::default(),
+            &mut tick,
+        );
+        bar.finish_and_clear();
+        let applied = applied?;
+        let r = &applied.report;
+        rebuild_after_plans |= r.catalog_invalidated;
+        results.push(json!({
+            "check": item.finding.name,
+            "status": "applied",
+            "message": format!(
+                "applied {} action(s): {} identical duplicate(s) dropped, {} moved ({})",
+                r.completed, r.dropped, r.moved, human_bytes(r.bytes_moved)
+            ),
+            "report": r,
+        }));
+    }
+    cx.reload();
+    let catalog_step_queued = items
+        .iter()
+        .any(|i| i.finding.name == "catalog" && matches!(i.fix, Fix::Step(_)));
+    if rebuild_after_plans && !catalog_step_queued {
+        // The moves changed data files; the index follows them.
+        let step = local::rebuild_catalog_step();
+        results.push(run_step("catalog", &step, &cx));
+    }
+    for item in &items {
+        match &item.fix {
+            Fix::Plan(_) => {}
+            Fix::Step(step) => results.push(run_step(item.finding.name, step, &cx)),
+            Fix::Manual => results.push(json!({
+                "check": item.finding.name,
+                "status": "manual",
+                "message": item.describe(),
+            })),
+        }
+    }
+    cx.reload();
+    let after = doctor::run_checks(&mut cx, &checks);
+    let ok_after = doctor::all_ok(&after);
+    if ctx.json {
+        print_json(
+            &RepairDoc {
+                checks: &after,
+                before: &before,
+                preview: false,
+                fixes: &fixes_json,
+                plans: &plans_json,
+                results: &results,
+            }
+            .to_json(),
+        );
+    } else {
+        println!();
+        for r in &results {
+            let mark = match r["status"].as_str() {
+                Some("applied") => "done",
+                Some("failed") => "FAILED",
+                _ => "manual",
+            };
+            println!(
+                "{mark}  {}: {}",
+                r["check"].as_str().unwrap_or(""),
+                r["message"].as_str().unwrap_or("")
+            );
+        }
+        println!("\nAfter repair:");
+        print!("{}", render_checks(&after));
+        println!("\n{}", closing(&after));
+    }
+    Ok(outcome(ok_after))
+}
+
+/// The `--repair` document: `checks` and `ok` describe the state when the
+/// command ends; `repair` says what was (or would be) done.
+struct RepairDoc<'a> {
+    checks: &'a [Finding],
+    before: &'a [Finding],
+    preview: bool,
+    fixes: &'a [Value],
+    plans: &'a [Value],
+    results: &'a [Value],
+}
+
+impl RepairDoc<'_> {
+    fn to_json(&self) -> Value {
+        json!({
+            "checks": self.checks,
+            "ok": doctor::all_ok(self.checks),
+            "repair": {
+                "needed": !doctor::all_ok(self.before),
+                "preview": self.preview,
+                "fixes": self.fixes,
+                "plans": self.plans,
+                "results": self.results,
+                "checks_before": self.before,
+            },
+        })
+    }
+}
+
+fn run_step(check: &str, step: &doctor::Step, cx: &Context) -> Value {
+    match (step.run)(cx) {
+        Ok(message) => json!({"check": check, "status": "applied", "message": message}),
+        Err(e) => json!({"check": check, "status": "failed", "message": e.to_string()}),
+    }
+}
+
+/// The configuration the plans were made under (a fix plan exists only
+/// when it loaded).
+fn cx_config(cx: &Context) -> config::Config {
+    cx.loaded
+        .as_ref()
+        .map(|(c, _)| c.clone())
+        .expect("a plan needs a loaded configuration")
+}
+
+fn outcome(ok: bool) -> Outcome {
+    if ok {
+        Outcome::Success
+    } else {
+        Outcome::Failed
+    }
+}
+
+/// One row per check (name, status, message), then the fix of each
+/// failed check.
+fn render_checks(findings: &[Finding]) -> String {
+    let mut t = table();
+    t.set_header(["check", "status", "message"]);
+    for f in findings {
+        let status = match f.status {
+            Status::Pass => "pass",
+            Status::Fail => "✗ fail",
+            Status::Skip => "skip",
+        };
+        t.add_row(vec![
+            f.name.to_string(),
+            status.to_string(),
+            f.message.clone(),
+        ]);
+    }
+    let mut out = format!("{t}\n");
+    for f in findings.iter().filter(|f| f.failed()) {
+        if let Some(fix) = &f.fix {
+            out.push_str(&format!("  fix {}: {fix}\n", f.name));
+        }
+    }
+    out
+}
+
+fn closing(findings: &[Finding]) -> String {
+    let count = |s: Status| findings.iter().filter(|f| f.status == s).count();
+    format!(
+        "{} check(s) failed, {} passed, {} skipped.",
+        count(Status::Fail),
+        count(Status::Pass),
+        count(Status::Skip)
+    )
+}

@@ -1,0 +1,512 @@
+//! Checks of the remote side (S3, GCS): `reachable` (credentials, bucket,
+//! listing and conditional writes, probed with a canary object under our
+//! prefix), `drift` (the sync plan is empty), `sentinel` (the managed-config
+//! sentinel and the objects it vouches for agree) and `registration` (the
+//! namespace manifest names this repository). Nothing outside
+//! `<prefix>/<ns>/` is read or written.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+use crate::config::{Config, DatastoreConfig};
+use crate::engine::sync::{NamespaceManifest, RemoteTarget, register_namespace, runtime};
+use crate::engine::{self, SyncOptions};
+use crate::layout::{Layout, MANAGED_CONFIG_SENTINEL, Tier, TierPath};
+use crate::state::Scope;
+use crate::store::{Precondition, Store, StoreError};
+
+use super::{Check, Context, DoctorError, Finding, Fix, Step, could_not};
+
+pub struct Reachable;
+
+impl Check for Reachable {
+    fn name(&self) -> &'static str {
+        "reachable"
+    }
+
+    fn run(&self, cx: &Context) -> Finding {
+        let name = self.name();
+        let (config, _) = match cx.config(name) {
+            Ok(c) => c,
+            Err(skip) => return skip,
+        };
+        match &config.datastore {
+            DatastoreConfig::Local => Finding::skip(
+                name,
+                "local datastore: the data is in .swamp/, nothing remote to reach",
+            ),
+            DatastoreConfig::Filesystem { path } => {
+                let path = path.as_path();
+                if path.is_dir() {
+                    Finding::pass(name, format!("the directory {} exists", path.display()))
+                } else if path.exists() {
+                    Finding::fail(
+                        name,
+                        format!("{} exists and is not a directory", path.display()),
+                        "move it away, or point the datastore elsewhere with `swamp datastore setup file:///abs/path`",
+                    )
+                } else {
+                    Finding::skip(
+                        name,
+                        format!(
+                            "{} does not exist yet; the first write creates it",
+                            path.display()
+                        ),
+                    )
+                }
+            }
+            DatastoreConfig::S3 { .. } | DatastoreConfig::Gcs { .. } => {
+                let target = match RemoteTarget::open(&config.target()) {
+                    Ok(t) => t,
+                    Err(e) => return could_not(name, "open the remote datastore", e),
+                };
+                let token = uuid::Uuid::new_v4().simple().to_string();
+                let key = Layout::doctor_canary_key(&config.target(), &token);
+                match runtime().block_on(probe(target.store.as_ref(), &key)) {
+                    Ok(()) => Finding::pass(
+                        name,
+                        format!(
+                            "{} answered: listing, create-only writes and version-matched writes work (probed with a canary object under {}.swamp/, then removed)",
+                            target.url, target.key_prefix
+                        ),
+                    ),
+                    Err(problem) => Finding::fail(
+                        name,
+                        format!("{}: {problem}", target.url),
+                        "fix what the message names (the endpoint, the credentials, or `bucket` in the [datastore] table of .swamp.toml), then run `swamp doctor datastores` again",
+                    ),
+                }
+            }
+        }
+    }
+}
+
+/// A create-only put, a second create-only put that must be refused, a
+/// listing that must show it, a put matching its version, then delete.
+/// The canary is removed whatever happens after it was created.
+async fn probe(store: &dyn Store, key: &str) -> Result<(), String> {
+    let created = store
+        .put_bytes(
+            key,
+            b"swamp doctor canary 1\n".to_vec(),
+            &Precondition::CreateOnly,
+        )
+        .await
+        .map_err(|e| format!("cannot write the canary object `{key}`: {e}"))?;
+    let checks = async {
+        match store
+            .put_bytes(key, b"swamp doctor canary 2\n".to_vec(), &Precondition::CreateOnly)
+            .await
+        {
+            Err(StoreError::PreconditionFailed { .. }) => {}
+            Ok(_) => {
+                return Err(format!(
+                    "a second create-only write of `{key}` was accepted: the server does not enforce conditional creates (S3 `If-None-Match: *`, GCS `ifGenerationMatch=0`), which swamp needs to write safely"
+                ));
+            }
+            Err(e) => return Err(format!("a second create-only write of `{key}` failed: {e}")),
+        }
+        let listed = store
+            .list(key)
+            .await
+            .map_err(|e| format!("cannot list `{key}`: {e}"))?;
+        if !listed.iter().any(|m| m.key == key) {
+            return Err(format!(
+                "the canary `{key}` was written but the listing does not show it"
+            ));
+        }
+        let current = store
+            .head(key)
+            .await
+            .map_err(|e| format!("cannot read `{key}`: {e}"))?
+            .map(|m| m.version)
+            .unwrap_or(created.version);
+        store
+            .put_bytes(
+                key,
+                b"swamp doctor canary 3\n".to_vec(),
+                &Precondition::Matches(current),
+            )
+            .await
+            .map_err(|e| {
+                format!("a write of `{key}` matching its current version was refused: {e}")
+            })?;
+        Ok(())
+    }
+    .await;
+    let removed = store
+        .delete(key, &Precondition::None)
+        .await
+        .map_err(|e| format!("cannot delete the canary `{key}`: {e}; delete it by hand"));
+    checks.and(removed)
+}
+
+pub struct Drift;
+
+impl Check for Drift {
+    fn name(&self) -> &'static str {
+        "drift"
+    }
+
+    fn run(&self, cx: &Context) -> Finding {
+        let name = self.name();
+        let (config, layout) = match cx.remote(name) {
+            Ok(c) => c,
+            Err(skip) => return skip,
+        };
+        let planned = match engine::plan_with(layout, config, Scope::Sync, SyncOptions::default()) {
+            Ok(p) => p,
+            Err(e) => return could_not(name, "plan the sync", e),
+        };
+        let url = Layout::remote_url(&config.target());
+        if planned.plan.is_empty() {
+            return Finding::pass(name, format!("the cache and {url} agree"));
+        }
+        let s = planned.plan.summary();
+        let mut fix =
+            "`swamp datastore sync` (review it first with `swamp plan --scope sync`)".to_string();
+        if s.conflicts > 0 {
+            fix.push_str("; conflicts need a decision: `swamp datastore sync --conflict POLICY`");
+        }
+        Finding::fail(
+            name,
+            format!(
+                "the cache and {url} differ: {} to upload, {} to download, {} to delete in the cache, {} to delete in the remote, {} conflict(s)",
+                s.upload, s.download, s.delete_local, s.delete_remote, s.conflicts
+            ),
+            fix,
+        )
+    }
+}
+
+/// The sentinel's body, as `datastore config migrate` publishes it.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct SentinelBody {
+    #[allow(dead_code)]
+    migrated_at: String,
+    #[serde(default)]
+    #[allow(dead_code)]
+    sources: Vec<serde_json::Value>,
+    /// Tier path → sha256 of every config object it vouches for.
+    #[serde(default)]
+    objects: BTreeMap<String, String>,
+}
+
+pub struct Sentinel;
+
+const SENTINEL_FIX: &str = "run `swamp datastore config migrate`";
+
+impl Check for Sentinel {
+    fn name(&self) -> &'static str {
+        "sentinel"
+    }
+
+    fn run(&self, cx: &Context) -> Finding {
+        let name = self.name();
+        let (config, _) = match cx.remote(name) {
+            Ok(c) => c,
+            Err(skip) => return skip,
+        };
+        let target = match RemoteTarget::open(&config.target()) {
+            Ok(t) => t,
+            Err(e) => return could_not(name, "open the remote datastore", e),
+        };
+        match runtime().block_on(sentinel_state(&target)) {
+            Ok(finding) => finding,
+            Err(e) => could_not(name, "read the managed config sentinel", e),
+        }
+    }
+
+    fn fix(&self, _cx: &Context, _finding: &Finding) -> Result<Fix, DoctorError> {
+        // Publishing is `datastore config migrate`'s job (content first,
+        // sentinel last); doctor does not write a sentinel of its own.
+        Ok(Fix::Manual)
+    }
+}
+
+async fn sentinel_state(target: &RemoteTarget) -> Result<Finding, DoctorError> {
+    const NAME: &str = "sentinel";
+    let sentinel =
+        TierPath::parse(MANAGED_CONFIG_SENTINEL).map_err(|e| DoctorError::Other(e.to_string()))?;
+    let sentinel_key = target.key(&sentinel);
+    let config_prefix = format!("{}{}/", target.key_prefix, Tier::Config.as_str());
+    let listed: BTreeMap<String, _> = target
+        .store
+        .list(&config_prefix)
+        .await?
+        .into_iter()
+        .map(|m| (m.key.clone(), m))
+        .collect();
+    let payload = listed.keys().filter(|k| **k != sentinel_key).count();
+    if !listed.contains_key(&sentinel_key) {
+        return Ok(if payload == 0 {
+            Finding::pass(
+                NAME,
+                format!("no managed config is published in {}", target.url),
+            )
+        } else {
+            Finding::fail(
+                NAME,
+                format!(
+                    "{payload} config object(s) under {config_prefix} but no sentinel {MANAGED_CONFIG_SENTINEL} (payload without sentinel): other repositories will not trust them"
+                ),
+                SENTINEL_FIX,
+            )
+        });
+    }
+    let (_, bytes) = target.store.get_bytes(&sentinel_key).await?;
+    let body: SentinelBody = match serde_json::from_slice(&bytes) {
+        Ok(b) => b,
+        Err(e) => {
+            return Ok(Finding::fail(
+                NAME,
+                format!("the sentinel `{sentinel_key}` is not valid: {e}"),
+                SENTINEL_FIX,
+            ));
+        }
+    };
+    let mut missing = Vec::new();
+    let mut changed = Vec::new();
+    for (path, expected) in &body.objects {
+        let tier_path = match TierPath::parse(path) {
+            Ok(p) if p.tier() == Tier::Config && p.as_str() != MANAGED_CONFIG_SENTINEL => p,
+            _ => {
+                return Ok(Finding::fail(
+                    NAME,
+                    format!(
+                        "the sentinel `{sentinel_key}` lists `{path}`, which is not a config object path"
+                    ),
+                    SENTINEL_FIX,
+                ));
+            }
+        };
+        let key = target.key(&tier_path);
+        let Some(meta) = listed.get(&key) else {
+            missing.push(path.clone());
+            continue;
+        };
+        let sha = match &meta.sha256 {
+            Some(s) => Some(s.clone()),
+            None => target.store.head(&key).await?.and_then(|m| m.sha256),
+        };
+        let sha = match sha {
+            Some(s) => s,
+            // No metadata: hash the content itself.
+            None => crate::fsutil::sha256_bytes(&target.store.get_bytes(&key).await?.1),
+        };
+        if &sha != expected {
+            changed.push(path.clone());
+        }
+    }
+    if missing.is_empty() && changed.is_empty() {
+        return Ok(Finding::pass(
+            NAME,
+            format!(
+                "the sentinel vouches for {} config object(s); each is present with the sha256 it lists",
+                body.objects.len()
+            ),
+        ));
+    }
+    let example = missing.first().or(changed.first()).expect("one of them");
+    Ok(Finding::fail(
+        NAME,
+        format!(
+            "the sentinel vouches for {} config object(s) but {} are missing and {} have another sha256, e.g. {example} (present without its payload)",
+            body.objects.len(),
+            missing.len(),
+            changed.len()
+        ),
+        SENTINEL_FIX,
+    ))
+}
+
+pub struct Registration;
+
+/// What `<prefix>/<ns>/.namespace.json` says.
+enum Manifest {
+    Missing,
+    Ours,
+    Other(String),
+    Malformed(String),
+}
+
+fn manifest(config: &Config) -> Result<Manifest, DoctorError> {
+    let target = RemoteTarget::open(&config.target())?;
+    let key = Layout::namespace_manifest_key(&config.target());
+    runtime().block_on(async {
+        match target.store.get_bytes(&key).await {
+            Ok((_, bytes)) => Ok(match serde_json::from_slice::<NamespaceManifest>(&bytes) {
+                Ok(m) if m.repo_id == config.repo_id => Manifest::Ours,
+                Ok(m) => Manifest::Other(m.repo_id.to_string()),
+                Err(e) => Manifest::Malformed(e.to_string()),
+            }),
+            Err(StoreError::NotFound { .. }) => Ok(Manifest::Missing),
+            Err(e) => Err(e.into()),
+        }
+    })
+}
+
+impl Check for Registration {
+    fn name(&self) -> &'static str {
+        "registration"
+    }
+
+    fn run(&self, cx: &Context) -> Finding {
+        let name = self.name();
+        let (config, _) = match cx.remote(name) {
+            Ok(c) => c,
+            Err(skip) => return skip,
+        };
+        let Some(ns) = &config.namespace else {
+            return Finding::skip(
+                name,
+                "no namespace: the solo layout has nothing to register",
+            );
+        };
+        let key = Layout::namespace_manifest_key(&config.target());
+        let url = Layout::remote_url(&config.target());
+        match manifest(config) {
+            Err(e) => could_not(name, &format!("read `{key}`"), e),
+            Ok(Manifest::Ours) => Finding::pass(
+                name,
+                format!("namespace `{ns}` is registered to this repository in {url}"),
+            ),
+            Ok(Manifest::Missing) => Finding::fail(
+                name,
+                format!("namespace `{ns}` is not registered: `{key}` is missing"),
+                "`swamp doctor datastores --repair -y` or `swamp datastore sync` registers it (a create-only write)",
+            ),
+            Ok(Manifest::Other(owner)) => Finding::fail(
+                name,
+                format!("namespace `{ns}` in {url} is registered to another repository ({owner})"),
+                "choose another namespace: `swamp datastore namespace set NS --migrate --confirm`",
+            ),
+            Ok(Manifest::Malformed(message)) => Finding::fail(
+                name,
+                format!("the namespace manifest `{key}` is not valid ({message})"),
+                format!(
+                    "check that no other repository uses `{ns}`, delete `{key}`, then run `swamp datastore sync`"
+                ),
+            ),
+        }
+    }
+
+    fn fix(&self, cx: &Context, _finding: &Finding) -> Result<Fix, DoctorError> {
+        let Ok((config, _)) = &cx.loaded else {
+            return Ok(Fix::Manual);
+        };
+        if config.namespace.is_none() || !matches!(manifest(config)?, Manifest::Missing) {
+            return Ok(Fix::Manual);
+        }
+        let key = Layout::namespace_manifest_key(&config.target());
+        Ok(Fix::Step(Step {
+            what: format!("register the namespace: create `{key}` (create-only write)"),
+            run: Box::new(|cx: &Context| {
+                let (config, _) = cx
+                    .loaded
+                    .as_ref()
+                    .map_err(|e| DoctorError::Other(e.clone()))?;
+                let key = Layout::namespace_manifest_key(&config.target());
+                Ok(if register_namespace(&config.target(), config.repo_id)? {
+                    format!("registered the namespace: created `{key}`")
+                } else {
+                    format!("the namespace was already registered to this repository (`{key}`)")
+                })
+            }),
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+    use std::sync::Arc;
+
+    use async_trait::async_trait;
+
+    use super::*;
+    use crate::store::{Capabilities, ObjectMeta};
+
+    /// A directory store that drops every precondition, like a server
+    /// that ignores `If-None-Match` / `ifGenerationMatch`.
+    struct Careless(Arc<dyn Store>);
+
+    #[async_trait]
+    impl Store for Careless {
+        fn describe(&self) -> String {
+            self.0.describe()
+        }
+        fn capabilities(&self) -> Capabilities {
+            self.0.capabilities()
+        }
+        async fn list(&self, prefix: &str) -> Result<Vec<ObjectMeta>, StoreError> {
+            self.0.list(prefix).await
+        }
+        async fn head(&self, key: &str) -> Result<Option<ObjectMeta>, StoreError> {
+            self.0.head(key).await
+        }
+        async fn get_to_file(&self, key: &str, dest: &Path) -> Result<ObjectMeta, StoreError> {
+            self.0.get_to_file(key, dest).await
+        }
+        async fn get_bytes(&self, key: &str) -> Result<(ObjectMeta, Vec<u8>), StoreError> {
+            self.0.get_bytes(key).await
+        }
+        async fn put_file(
+            &self,
+            key: &str,
+            src: &Path,
+            sha256: &str,
+            _pre: &Precondition,
+        ) -> Result<ObjectMeta, StoreError> {
+            self.0.put_file(key, src, sha256, &Precondition::None).await
+        }
+        async fn put_bytes(
+            &self,
+            key: &str,
+            bytes: Vec<u8>,
+            _pre: &Precondition,
+        ) -> Result<ObjectMeta, StoreError> {
+            self.0.put_bytes(key, bytes, &Precondition::None).await
+        }
+        async fn delete(&self, key: &str, _pre: &Precondition) -> Result<(), StoreError> {
+            self.0.delete(key, &Precondition::None).await
+        }
+        async fn delete_many(&self, keys: &[String]) -> Result<(), StoreError> {
+            self.0.delete_many(keys).await
+        }
+        async fn copy(
+            &self,
+            from: &str,
+            to: &str,
+            _pre: &Precondition,
+        ) -> Result<ObjectMeta, StoreError> {
+            self.0.copy(from, to, &Precondition::None).await
+        }
+    }
+
+    const KEY: &str = "swamp/lab/.swamp/doctor-canary-test";
+
+    #[test]
+    fn a_store_that_enforces_conditional_writes_passes_and_the_canary_is_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::store::open_fs(dir.path());
+        let rt = runtime();
+        rt.block_on(probe(store.as_ref(), KEY)).unwrap();
+        assert!(rt.block_on(store.list("")).unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_store_that_ignores_create_only_fails_and_the_canary_is_still_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Careless(crate::store::open_fs(dir.path()));
+        let rt = runtime();
+        let err = rt.block_on(probe(&store, KEY)).unwrap_err();
+        assert!(
+            err.contains("a second create-only write") && err.contains("was accepted"),
+            "{err}"
+        );
+        assert!(rt.block_on(store.list("")).unwrap().is_empty());
+    }
+}
