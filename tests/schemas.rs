@@ -1474,8 +1474,8 @@ fn doctor_json_on_a_bucket_matches_the_schema(backend: Backend) {
     a.write_cache("homelab/outputs/y.yaml", "y\n");
     let doc = a.json(&["--json", "doctor", "datastores", "--repair", "-y"], 1);
     assert_doctor_valid(&doc, "`doctor --repair -y` on a bucket, drift left");
-    assert_eq!(doc["checks"][2]["name"], "layout");
-    assert_eq!(doc["checks"][2]["status"], "pass", "{doc}");
+    assert_eq!(doc["checks"][3]["name"], "layout");
+    assert_eq!(doc["checks"][3]["status"], "pass", "{doc}");
 }
 
 #[test]

@@ -14,6 +14,7 @@
 //! [`checks`]; its fix, if it has one, is its [`Check::fix`].
 
 pub mod local;
+pub mod lock;
 pub mod remote;
 
 use std::path::{Path, PathBuf};
@@ -227,7 +228,7 @@ pub fn checks() -> Vec<Box<dyn Check>> {
     vec![
         Box::new(local::ConfigCheck),
         Box::new(remote::Reachable),
-        // The distributed lock's `lock` check joins here, after `reachable`.
+        Box::new(lock::LockCheck),
         Box::new(local::LayoutCheck),
         Box::new(local::CatalogCheck),
         Box::new(remote::Drift),

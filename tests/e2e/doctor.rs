@@ -10,6 +10,15 @@ use crate::common::{TestRepo, data_files, tree};
 use crate::snapshot;
 
 /// Every check's status in a doctor JSON document.
+fn check<'a>(doc: &'a Value, name: &str) -> &'a Value {
+    doc["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == name)
+        .unwrap_or_else(|| panic!("no check `{name}` in {doc}"))
+}
+
 fn statuses(doc: &Value) -> BTreeMap<String, String> {
     doc["checks"]
         .as_array()
@@ -143,7 +152,7 @@ fn a_missing_catalog_fails_and_repair_rebuilds_it() {
     let doc = run.json();
     assert_eq!(statuses(&doc)["catalog"], "fail", "{doc}");
     assert!(
-        doc["checks"][3]["fix"]
+        check(&doc, "catalog")["fix"]
             .as_str()
             .unwrap()
             .contains("`swamp catalog rebuild`"),
@@ -224,7 +233,7 @@ fn a_version_file_written_behind_a_fresh_catalog_fails_and_repair_reindexes() {
     run.expect(1);
     let doc = run.json();
     assert!(
-        doc["checks"][3]["message"]
+        check(&doc, "catalog")["message"]
             .as_str()
             .unwrap()
             .starts_with("1 of 3 version file(s) are not indexed"),

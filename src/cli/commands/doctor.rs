@@ -7,6 +7,7 @@
 
 use serde_json::{Value, json};
 
+use crate::cli::locking::Locks;
 use crate::cli::output::{print_json, progress_bar};
 use crate::cli::{CliError, Ctx, Outcome};
 use crate::config;
@@ -186,9 +187,23 @@ pub fn datastores(ctx: &Ctx, repair: bool, yes: bool) -> Result<Outcome, CliErro
         return Ok(Outcome::Failed);
     }
 
-    // Apply: plans first (through the ordinary apply path), then the steps
-    // (which look at the result), then check everything again.
+    // A stale lock is broken first; the repair then holds the lock itself
+    // while it applies. Plans go first (through the ordinary apply path),
+    // then the steps (which look at the result); the lock is released
+    // before everything is checked again.
     let mut results: Vec<Value> = Vec::new();
+    for item in items.iter().filter(|i| i.finding.name == "lock") {
+        if let Fix::Step(step) = &item.fix {
+            results.push(run_step(item.finding.name, step, &cx));
+        }
+    }
+    let locks = {
+        let (config, layout) = cx
+            .loaded
+            .as_ref()
+            .map_err(|e| CliError::failure(e.clone()))?;
+        Locks::take(ctx, layout, config, "doctor datastores --repair")?
+    };
     let mut rebuild_after_plans = false;
     for item in &items {
         let Fix::Plan(planned) = &item.fix else {
@@ -233,6 +248,7 @@ pub fn datastores(ctx: &Ctx, repair: bool, yes: bool) -> Result<Outcome, CliErro
     for item in &items {
         match &item.fix {
             Fix::Plan(_) => {}
+            Fix::Step(_) if item.finding.name == "lock" => {}
             Fix::Step(step) => results.push(run_step(item.finding.name, step, &cx)),
             Fix::Manual => results.push(json!({
                 "check": item.finding.name,
@@ -241,6 +257,7 @@ pub fn datastores(ctx: &Ctx, repair: bool, yes: bool) -> Result<Outcome, CliErro
             })),
         }
     }
+    locks.finish(Ok(()))?;
     cx.reload();
     let after = doctor::run_checks(&mut cx, &checks);
     let ok_after = doctor::all_ok(&after);
