@@ -49,6 +49,16 @@ pub enum SyncActionError {
         path: TierPath,
         source: std::io::Error,
     },
+    #[error("{path}: the repository copy {} changed since the plan was made; plan again", .file.display())]
+    RepoChanged { path: TierPath, file: PathBuf },
+    #[error(
+        "{path} could not be verified in the remote ({reason}); the sentinel was not published"
+    )]
+    NotVerified { path: TierPath, reason: String },
+    #[error(
+        "{path}: another sentinel, vouching for other content, was published meanwhile; nothing was overwritten"
+    )]
+    SentinelTaken { path: TierPath },
 }
 
 /// What a completed sync action means for the base.
@@ -334,10 +344,124 @@ pub async fn run(
             Ok(BaseChange::Nothing)
         }
         Action::RecordBase { .. }
+        | Action::MirrorConfig { .. }
+        | Action::PublishSentinel { .. }
         | Action::Move { .. }
         | Action::DropDuplicate { .. }
         | Action::InvalidateCatalog
         | Action::FinishMigration => Ok(BaseChange::Nothing),
+    }
+}
+
+/// Copies a definition file from the repository into the cache (`root`):
+/// the repository file must still have `sha256`, the cache file must be as
+/// `local` says; written atomically.
+pub fn mirror_config(
+    repo: &Path,
+    root: &Path,
+    path: &TierPath,
+    sha256: &str,
+    local: Option<&str>,
+) -> Result<(), SyncActionError> {
+    let io = |source| SyncActionError::Io {
+        path: path.clone(),
+        source,
+    };
+    let from =
+        crate::engine::managed::repo_file(repo, path).ok_or_else(|| SyncActionError::Io {
+            path: path.clone(),
+            source: std::io::Error::other("not a managed-config path"),
+        })?;
+    let dest = check_no_symlink(root, path)?;
+    if local_sha(&dest, path)?.as_deref() != local {
+        return Err(match local {
+            None => SyncActionError::LocalAppeared { path: path.clone() },
+            Some(_) => SyncActionError::LocalChanged { path: path.clone() },
+        });
+    }
+    let meta = std::fs::symlink_metadata(&from).map_err(io)?;
+    if !meta.is_file() {
+        return Err(SyncActionError::RepoChanged {
+            path: path.clone(),
+            file: from,
+        });
+    }
+    let bytes = std::fs::read(&from).map_err(io)?;
+    if fsutil::sha256_bytes(&bytes) != sha256 {
+        return Err(SyncActionError::RepoChanged {
+            path: path.clone(),
+            file: from,
+        });
+    }
+    fsutil::atomic_write(&dest, &bytes).map_err(io)
+}
+
+/// Publishes the managed-config sentinel: each object it vouches for is
+/// checked in the remote first (HEAD: present, sha256 metadata as expected),
+/// then the sentinel is written create-only. A sentinel that appeared
+/// meanwhile is accepted only if it vouches for the same content.
+pub async fn publish_sentinel(
+    target: &RemoteTarget,
+    path: &TierPath,
+    sources: &[String],
+    objects: &std::collections::BTreeMap<TierPath, String>,
+) -> Result<(), SyncActionError> {
+    use crate::engine::managed::Sentinel;
+    let heads = futures_util::stream::iter(objects.iter().map(|(p, sha)| async move {
+        let head = target.store.head(&target.key(p)).await;
+        (p, sha, head)
+    }))
+    .buffered(16)
+    .collect::<Vec<_>>()
+    .await;
+    for (p, sha, head) in heads {
+        let not_verified = |reason: String| SyncActionError::NotVerified {
+            path: p.clone(),
+            reason,
+        };
+        match head {
+            Ok(Some(meta)) if meta.sha256.as_deref() == Some(sha.as_str()) => {}
+            Ok(Some(meta)) => {
+                return Err(not_verified(format!(
+                    "its sha256 is {}, the sentinel would say {sha}",
+                    meta.sha256.as_deref().unwrap_or("unknown")
+                )));
+            }
+            Ok(None) => return Err(not_verified("it is not in the remote".into())),
+            Err(e) => return Err(not_verified(e.to_string())),
+        }
+    }
+    let sentinel = Sentinel {
+        migrated_at: crate::engine::sync::now_rfc3339(),
+        sources: sources.to_vec(),
+        objects: objects.clone(),
+    };
+    let key = target.key(path);
+    match target
+        .store
+        .put_bytes(&key, sentinel.to_bytes(), &Precondition::CreateOnly)
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(StoreError::PreconditionFailed { .. }) => {
+            let (_, bytes) =
+                target
+                    .store
+                    .get_bytes(&key)
+                    .await
+                    .map_err(|source| SyncActionError::Store {
+                        path: path.clone(),
+                        source,
+                    })?;
+            match Sentinel::parse(&key, &bytes) {
+                Ok(s) if s.vouches_same(sources, objects) => Ok(()),
+                _ => Err(SyncActionError::SentinelTaken { path: path.clone() }),
+            }
+        }
+        Err(source) => Err(SyncActionError::Store {
+            path: path.clone(),
+            source,
+        }),
     }
 }
 

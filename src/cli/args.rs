@@ -130,6 +130,20 @@ pub enum DatastoreCommand {
         #[command(subcommand)]
         command: NamespaceCommand,
     },
+    /// Managed config: the definition directories kept in the datastore
+    Config {
+        #[command(subcommand)]
+        command: ConfigCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ConfigCommand {
+    /// Preview, or with --confirm apply, publishing models/, workflows/ and vaults/ to the datastore's config/ tier (content first, sentinel last)
+    Migrate {
+        #[command(flatten)]
+        confirm: Confirm,
+    },
 }
 
 #[derive(Debug, Subcommand)]

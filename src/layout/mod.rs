@@ -123,6 +123,7 @@ pub const RESERVED_NAMES: [&str; 16] = [
 
 /// Catalog file name; it lives in `.swamp/data/` whatever the namespace.
 pub const CATALOG_FILE: &str = "_catalog.db";
+pub const MANAGED_CONFIG_SENTINEL: &str = "config/managed-config-migrated.json";
 
 /// True for files that belong to the repo-local tier even though they sit
 /// inside a tier directory: the catalog and every SQLite sidecar of it.

@@ -1,12 +1,15 @@
 //! One module per command group; `run` dispatches.
 
+mod config;
 mod data;
 mod datastore;
 mod init;
 mod reconcile;
 mod status;
 
-use super::args::{CatalogCommand, Command, DataCommand, DatastoreCommand, NamespaceCommand};
+use super::args::{
+    CatalogCommand, Command, ConfigCommand, DataCommand, DatastoreCommand, NamespaceCommand,
+};
 use super::{CliError, Ctx, Outcome};
 
 pub fn run(ctx: &Ctx, command: Command) -> Result<Outcome, CliError> {
@@ -54,6 +57,9 @@ pub fn run(ctx: &Ctx, command: Command) -> Result<Outcome, CliError> {
                 reconcile::apply(ctx, scope, sync.options(), confirm.yes)
             }
             DatastoreCommand::Namespaces => datastore::namespaces(ctx),
+            DatastoreCommand::Config {
+                command: ConfigCommand::Migrate { confirm },
+            } => config::migrate(ctx, confirm.yes),
             DatastoreCommand::Namespace { command } => match command {
                 NamespaceCommand::Set {
                     namespace,
