@@ -617,6 +617,24 @@ fn a_first_migrate_previews_content_first_sentinel_last(backend: Backend) {
             > kinds.iter().position(|k| *k == "mirror-config")
     );
 
+    // The document matches the plan schema (it is closed: new kinds and
+    // summary keys must be in it).
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("schemas/plan.schema.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let validator = jsonschema::options()
+        .should_validate_formats(true)
+        .build(&schema)
+        .unwrap();
+    for d in [&doc["plan"], &plan.json()] {
+        let errors: Vec<String> = validator.iter_errors(d).map(|e| e.to_string()).collect();
+        assert!(errors.is_empty(), "{errors:?}\n{d}");
+    }
+
     // Nothing changed.
     assert!(backend.contents(&bucket).is_empty());
     assert!(a.cached_config().is_empty());
