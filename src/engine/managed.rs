@@ -312,6 +312,128 @@ mod tests {
         assert_eq!(repo_file(repo, &p("data/models/x")), None);
     }
 
+    fn mirror() -> Mirror {
+        let mut files = BTreeMap::new();
+        files.insert(
+            TierPath::parse("config/models/a.yaml").unwrap(),
+            FileState {
+                size: 1,
+                sha256: "aa".into(),
+            },
+        );
+        Mirror {
+            sources: vec!["models".into()],
+            files,
+        }
+    }
+
+    fn present(s: &Sentinel) -> RemoteSentinel {
+        RemoteSentinel::Present {
+            body: String::from_utf8(s.to_bytes()).unwrap(),
+            parsed: Some(s.clone()),
+        }
+    }
+
+    fn kinds(
+        step: (Option<Action>, Option<Conflict>),
+    ) -> (Option<&'static str>, Option<&'static str>) {
+        (step.0.map(|a| a.kind()), step.1.map(|c| c.kind()))
+    }
+
+    #[test]
+    fn migrate_publishes_only_when_the_remote_has_no_sentinel() {
+        let m = mirror();
+        let empty = BTreeMap::new();
+        assert_eq!(
+            kinds(sentinel_step(
+                Scope::Config,
+                &m,
+                &empty,
+                &RemoteSentinel::Absent
+            )),
+            (Some("publish-sentinel"), None)
+        );
+        // The same content, published at another time: already migrated.
+        let same = m.sentinel("2020-01-01T00:00:00Z");
+        assert_eq!(
+            kinds(sentinel_step(Scope::Config, &m, &empty, &present(&same))),
+            (None, None)
+        );
+    }
+
+    #[test]
+    fn another_repos_sentinel_is_a_conflict_for_migrate_only() {
+        let m = mirror();
+        let mut theirs = m.sentinel("2020-01-01T00:00:00Z");
+        theirs.objects.insert(
+            TierPath::parse("config/models/b.yaml").unwrap(),
+            "bb".into(),
+        );
+        let step = sentinel_step(Scope::Config, &m, &m.files, &present(&theirs));
+        let Some(Conflict::ConfigAlreadyMigrated {
+            remote_body,
+            local_body,
+            ..
+        }) = &step.1
+        else {
+            panic!("{step:?}")
+        };
+        assert!(
+            remote_body.contains("config/models/b.yaml"),
+            "{remote_body}"
+        );
+        assert!(!local_body.contains("config/models/b.yaml"), "{local_body}");
+        assert!(step.0.is_none());
+        // A plain sync leaves it alone.
+        assert_eq!(
+            kinds(sentinel_step(Scope::Sync, &m, &m.files, &present(&theirs))),
+            (None, None)
+        );
+        // Unreadable: a conflict too, never overwritten.
+        let junk = RemoteSentinel::Present {
+            body: "not json".into(),
+            parsed: None,
+        };
+        assert_eq!(
+            kinds(sentinel_step(Scope::Config, &m, &m.files, &junk)),
+            (None, Some("config-already-migrated"))
+        );
+    }
+
+    #[test]
+    fn a_push_publishes_a_missing_sentinel_only_once_the_cache_holds_the_mirror() {
+        let m = mirror();
+        let empty = BTreeMap::new();
+        assert_eq!(
+            kinds(sentinel_step(
+                Scope::Push,
+                &m,
+                &empty,
+                &RemoteSentinel::Absent
+            )),
+            (None, None)
+        );
+        assert_eq!(
+            kinds(sentinel_step(
+                Scope::Push,
+                &m,
+                &m.files,
+                &RemoteSentinel::Absent
+            )),
+            (Some("publish-sentinel"), None)
+        );
+        // Nothing to vouch for: nothing to publish.
+        assert_eq!(
+            kinds(sentinel_step(
+                Scope::Config,
+                &Mirror::default(),
+                &empty,
+                &RemoteSentinel::Absent
+            )),
+            (None, None)
+        );
+    }
+
     #[test]
     fn sentinel_body_has_a_fixed_key_order() {
         let mut objects = BTreeMap::new();

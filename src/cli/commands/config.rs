@@ -52,11 +52,13 @@ pub fn migrate(ctx: &Ctx, yes: bool) -> Result<Outcome, CliError> {
         }
     }
     let publishes = !planned.plan.is_empty();
+    // `[config] managed = true` is recorded only with a plan that can run.
+    let record = changed && !planned.plan.has_conflicts();
     run_flow(
         ctx,
         &repo,
         planned,
-        changed.then_some(&config),
+        record.then_some(&config),
         SyncOptions::default(),
         yes,
         Unconfirmed::Preview,
@@ -132,5 +134,5 @@ fn unpublished(reason: &str) -> CliError {
     CliError::failure(format!(
         "The migration is saved locally but was not published to the datastore: {reason}. Run `swamp datastore config migrate` again to publish it (or `swamp datastore sync --push`)."
     ))
-    .hint("run `swamp datastore config migrate` again once the datastore is reachable; nothing was published and no sentinel was written")
+    .hint("nothing vouches for the config until it is published: no sentinel was written, here or in the datastore")
 }
