@@ -427,6 +427,7 @@ fn a_migration_the_server_never_saw_is_published_by_the_rerun(backend: Backend) 
     let started = Instant::now();
     let run = a.run(&["datastore", "config", "migrate", "-y"]);
     run.expect(1);
+    eprintln!("the first migrate failed after {:?}", started.elapsed());
     assert!(
         started.elapsed() < Duration::from_secs(30),
         "a refused endpoint fails fast, took {:?}",
@@ -484,10 +485,20 @@ fn a_publish_that_dies_mid_way_writes_no_sentinel_and_the_rerun_publishes(backen
     let a = Repo::with_definitions(backend, &backend.spec(&bucket, &fwd.endpoint()));
 
     let started = Instant::now();
-    let run = a.run(&["datastore", "config", "migrate", "-y"]);
+    let run = a.run(&["datastore", "config", "migrate", "-y", "--json"]);
     run.expect(1);
+    eprintln!("the first migrate failed after {:?}", started.elapsed());
     assert!(started.elapsed() < Duration::from_secs(30));
-    assert!(run.stderr.contains(UNPUBLISHED), "{}", run.stderr);
+    let err = &run.json()["error"];
+    assert_eq!(err["exit_code"], 1);
+    let message = err["message"].as_str().unwrap();
+    assert!(message.starts_with(UNPUBLISHED), "{message}");
+    // It was the publish that failed, not the planning.
+    assert!(message.contains("(upload config/"), "{message}");
+    assert!(
+        message.contains("Run `swamp datastore config migrate` again to publish it"),
+        "{message}"
+    );
     assert_eq!(a.cached_config(), expected_config(&a));
     let contents = backend.contents(&bucket);
     assert!(
@@ -676,6 +687,29 @@ macro_rules! on_every_server {
             $( #[test] fn $scenario() { super::$scenario(super::Backend::Gcs) } )*
         }
     };
+}
+
+/// Managed config needs a remote datastore: on `local` migrate refuses,
+/// names the setup command, and changes nothing.
+#[test]
+fn migrate_on_a_local_datastore_names_setup_and_changes_nothing() {
+    let a = Repo::empty(Vec::new());
+    a.run(&["init"]).expect(0);
+    a.write_definitions();
+    let before = std::fs::read_to_string(a.root.join(".swamp.toml")).unwrap();
+    let run = a.run(&["datastore", "config", "migrate", "-y"]);
+    run.expect(64);
+    assert!(
+        run.stderr.contains("swamp datastore setup"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(
+        std::fs::read_to_string(a.root.join(".swamp.toml")).unwrap(),
+        before
+    );
+    assert!(!a.root.join(".swamp/config").exists());
+    a.run(&["plan", "--scope", "config"]).expect(64);
 }
 
 on_every_server!(
