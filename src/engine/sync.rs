@@ -227,6 +227,7 @@ pub fn add_remote(
         plan.actions.push(Action::InvalidateCatalog);
     }
     plan.actions.extend(tail);
+    let mut blocked = !drain.conflicts.is_empty() || !sync_conflicts.is_empty();
     plan.conflicts.extend(drain.conflicts);
     plan.conflicts.extend(sync_conflicts);
     // The sentinel last, after every object it vouches for.
@@ -236,19 +237,23 @@ pub fn add_remote(
         let sentinel = rt.block_on(read_sentinel(target, snapshot))?;
         let (action, conflict) = sentinel_step(scope, mirror, &local, &sentinel);
         plan.actions.extend(action);
+        blocked |= conflict.is_some();
         plan.conflicts.extend(conflict);
     }
-    if !plan.conflicts.is_empty() {
-        // Nothing old is deleted, no migration is recorded finished and
-        // nothing is vouched for while anything blocks.
+    if blocked {
+        // Nothing old is deleted and no migration is recorded finished
+        // while anything blocks.
         plan.actions.retain(|a| {
             !matches!(
                 a,
-                Action::FinishMigration
-                    | Action::DeleteSourceRemote { .. }
-                    | Action::PublishSentinel { .. }
+                Action::FinishMigration | Action::DeleteSourceRemote { .. }
             )
         });
+    }
+    if !plan.conflicts.is_empty() {
+        // Nothing is vouched for while anything blocks.
+        plan.actions
+            .retain(|a| !matches!(a, Action::PublishSentinel { .. }));
     }
     if let Some((target, snapshot)) = target {
         plan.remote = Some(RemoteInfo {
