@@ -9,6 +9,11 @@
 //!
 //! Apply stops at the first failed precondition: what is done stays done,
 //! and planning again shows what is left.
+//!
+//! The managed-config sentinel is published in a phase of its own: it must
+//! be the plan's last action, so every transfer before it has finished (or
+//! apply has stopped), and each object it vouches for is verified in the
+//! remote before the create-only write.
 
 mod moves;
 pub mod remote;

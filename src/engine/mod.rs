@@ -169,20 +169,26 @@ pub fn plan_with(
 /// it: always for `config`; for the other pushing scopes of a remote
 /// datastore with `[config] managed = true` (to publish a missing sentinel),
 /// where an unreadable definition directory just means "not now".
-fn managed_mirror(
+pub fn managed_mirror(
     layout: &Layout,
     config: &Config,
     scope: Scope,
 ) -> Result<Option<managed::Mirror>, EngineError> {
-    match scope {
-        Scope::Config => Ok(Some(managed::Mirror::read(layout.repo())?)),
+    let mut mirror = match scope {
+        Scope::Config => managed::Mirror::read(layout.repo())?,
         Scope::All | Scope::Sync | Scope::Push
             if config.config.managed && config.datastore.is_remote() =>
         {
-            Ok(managed::Mirror::read(layout.repo()).ok())
+            match managed::Mirror::read(layout.repo()) {
+                Ok(m) => m,
+                Err(_) => return Ok(None),
+            }
         }
-        _ => Ok(None),
-    }
+        _ => return Ok(None),
+    };
+    // Excluded paths stay repo-local, so the sentinel cannot vouch for them.
+    mirror.files.retain(|p, _| !layout.is_excluded(p));
+    Ok(Some(mirror))
 }
 
 /// `datastore config migrate` with the remote out of reach: the mirror
@@ -203,7 +209,7 @@ pub fn mirror_offline(
     if cache.contains_key(&managed::sentinel_path()) {
         return Ok(None);
     }
-    let mirror = managed::Mirror::read(layout.repo())?;
+    let mirror = managed_mirror(layout, config, Scope::Config)?.unwrap_or_default();
     let actions = managed::mirror_actions(&mirror, &managed::config_only(cache));
     if actions
         .iter()

@@ -4,6 +4,8 @@
 //! only propagates as a delete; different changes on both sides are
 //! conflicts unless a policy settles them; with no base entry nothing is
 //! deleted. Delete guards are checked here, at plan time, never mid-apply.
+//! The managed-config sentinel is remote-owned: a sync never uploads or
+//! deletes it remotely (only the explicit publish step writes it).
 
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -11,7 +11,7 @@
 use super::reconcile::{Unconfirmed, run_flow};
 use crate::cli::{CliError, Ctx, Outcome, Repo};
 use crate::config::Config;
-use crate::engine::managed::{Mirror, config_only};
+use crate::engine::managed::config_only;
 use crate::engine::sync::register_namespace;
 use crate::engine::{self, EngineError, SyncOptions};
 use crate::state::Scope;
@@ -25,18 +25,18 @@ pub fn migrate(ctx: &Ctx, yes: bool) -> Result<Outcome, CliError> {
         ))
         .hint("set one up with `swamp datastore setup s3://bucket/prefix` (or `gs://bucket/prefix`), then run `swamp datastore config migrate`"));
     }
-    let mirror = Mirror::read(&repo.root).map_err(EngineError::from)?;
-    if mirror.files.is_empty() {
+    let mut config = repo.config.clone();
+    config.config.managed = true;
+    let changed = config != repo.config;
+    let repo = Repo::new(repo.root.clone(), config.clone())?;
+    let mirror = engine::managed_mirror(&repo.layout, &config, Scope::Config)?;
+    if mirror.is_none_or(|m| m.files.is_empty()) {
         return Err(CliError::failure(format!(
             "there are no definition files in models/, workflows/ or vaults/ of {}; nothing to migrate",
             repo.root.display()
         ))
         .hint("add the definitions there, then run `swamp datastore config migrate`"));
     }
-    let mut config = repo.config.clone();
-    config.config.managed = true;
-    let changed = config != repo.config;
-    let repo = Repo::new(repo.root.clone(), config.clone())?;
 
     let planned =
         match engine::plan_with(&repo.layout, &config, Scope::Config, SyncOptions::default()) {
@@ -115,7 +115,7 @@ fn unreachable(e: &EngineError) -> bool {
 
 /// Every definition file is in the cache as the repository has it.
 fn saved_locally(repo: &Repo) -> bool {
-    let Ok(mirror) = Mirror::read(&repo.root) else {
+    let Ok(Some(mirror)) = engine::managed_mirror(&repo.layout, &repo.config, Scope::Config) else {
         return false;
     };
     let desired = crate::state::Desired::from_config(&repo.config, Scope::Config);
