@@ -491,3 +491,120 @@ pub fn record(base: &mut SyncBase, change: BaseChange) {
         BaseChange::Nothing => {}
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::config::{DatastoreConfig, Placement};
+    use crate::engine::managed::Sentinel;
+
+    fn tp(s: &str) -> TierPath {
+        TierPath::parse(s).unwrap()
+    }
+
+    /// A remote on a directory object store, keys under `swamp/`.
+    fn target(dir: &Path) -> RemoteTarget {
+        RemoteTarget {
+            store: crate::store::open_fs(dir),
+            placement: Placement {
+                datastore: DatastoreConfig::Local,
+                namespace: None,
+            },
+            url: "file:///test/swamp/".into(),
+            key_prefix: "swamp/".into(),
+        }
+    }
+
+    fn put(t: &RemoteTarget, path: &str, body: &[u8]) {
+        let rt = tokio::runtime::Runtime::new().unwrap();
+        rt.block_on(
+            t.store
+                .put_bytes(&t.key(&tp(path)), body.to_vec(), &Precondition::None),
+        )
+        .unwrap();
+    }
+
+    fn publish(
+        t: &RemoteTarget,
+        objects: &BTreeMap<TierPath, String>,
+    ) -> Result<(), SyncActionError> {
+        let rt = tokio::runtime::Runtime::new().unwrap();
+        rt.block_on(publish_sentinel(
+            t,
+            &crate::engine::managed::sentinel_path(),
+            &["models".to_string()],
+            objects,
+        ))
+    }
+
+    fn sentinel_in(t: &RemoteTarget) -> Option<Vec<u8>> {
+        let rt = tokio::runtime::Runtime::new().unwrap();
+        let key = t.key(&crate::engine::managed::sentinel_path());
+        rt.block_on(t.store.get_bytes(&key)).ok().map(|(_, b)| b)
+    }
+
+    #[test]
+    fn the_sentinel_is_not_published_while_an_object_it_vouches_for_is_missing_or_different() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = target(dir.path());
+        let body = b"name: web\n";
+        let objects: BTreeMap<_, _> = [(tp("config/models/web.yaml"), fsutil::sha256_bytes(body))]
+            .into_iter()
+            .collect();
+        let err = publish(&t, &objects).unwrap_err();
+        assert!(matches!(err, SyncActionError::NotVerified { .. }), "{err}");
+        assert!(sentinel_in(&t).is_none());
+
+        put(&t, "config/models/web.yaml", b"name: other\n");
+        let err = publish(&t, &objects).unwrap_err();
+        assert!(err.to_string().contains("sha256"), "{err}");
+        assert!(sentinel_in(&t).is_none());
+
+        put(&t, "config/models/web.yaml", body);
+        publish(&t, &objects).unwrap();
+        let s = Sentinel::parse("k", &sentinel_in(&t).unwrap()).unwrap();
+        assert!(s.vouches_same(&["models".to_string()], &objects));
+    }
+
+    #[test]
+    fn a_sentinel_published_meanwhile_is_never_overwritten() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = target(dir.path());
+        let body = b"name: web\n";
+        put(&t, "config/models/web.yaml", body);
+        let objects: BTreeMap<_, _> = [(tp("config/models/web.yaml"), fsutil::sha256_bytes(body))]
+            .into_iter()
+            .collect();
+        // Someone else's, vouching for other content.
+        let theirs = Sentinel {
+            migrated_at: "2020-01-01T00:00:00Z".into(),
+            sources: vec!["models".into()],
+            objects: [(tp("config/models/web.yaml"), "0".repeat(64))]
+                .into_iter()
+                .collect(),
+        };
+        put(
+            &t,
+            "config/managed-config-migrated.json",
+            &theirs.to_bytes(),
+        );
+        let err = publish(&t, &objects).unwrap_err();
+        assert!(
+            matches!(err, SyncActionError::SentinelTaken { .. }),
+            "{err}"
+        );
+        assert_eq!(sentinel_in(&t).unwrap(), theirs.to_bytes());
+
+        // The same content published meanwhile (a retry meeting its own
+        // success, or a twin clone): fine, and left as it is.
+        let same = Sentinel {
+            objects: objects.clone(),
+            ..theirs
+        };
+        put(&t, "config/managed-config-migrated.json", &same.to_bytes());
+        publish(&t, &objects).unwrap();
+        assert_eq!(sentinel_in(&t).unwrap(), same.to_bytes());
+    }
+}
