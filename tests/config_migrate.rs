@@ -233,12 +233,6 @@ impl Forwarder {
     }
 }
 
-impl Drop for Forwarder {
-    fn drop(&mut self) {
-        self.go_down();
-    }
-}
-
 // ---------------------------------------------------------------------------
 // Repositories
 
@@ -473,7 +467,7 @@ fn a_migration_the_server_never_saw_is_published_by_the_rerun(backend: Backend) 
         contents[SENTINEL].clone(),
     );
     assert_eq!(b.cached_config(), want);
-    drop(fwd);
+    fwd.stop();
 }
 
 /// The endpoint dies at the first upload, after the plan was made: the
@@ -508,7 +502,7 @@ fn a_publish_that_dies_mid_way_writes_no_sentinel_and_the_rerun_publishes(backen
     );
 
     // `sync --push` is the other way the message names.
-    let _fwd = fwd.restart();
+    let fwd = fwd.restart();
     a.run(&["datastore", "sync", "--push", "-y"]).expect(0);
     let contents = backend.contents(&bucket);
     assert_eq!(remote_config(&contents), expected_config(&a));
@@ -517,6 +511,7 @@ fn a_publish_that_dies_mid_way_writes_no_sentinel_and_the_rerun_publishes(backen
     let run = a.run(&["datastore", "config", "migrate", "-y", "--json"]);
     run.expect(0);
     assert_eq!(run.json()["converged"], true, "{}", run.stdout);
+    fwd.stop();
 }
 
 /// Bug #61: "already migrated" was judged from the local cache. A repo on
