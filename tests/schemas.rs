@@ -985,6 +985,25 @@ fn every_action() -> Vec<swamp::plan::Action> {
         },
         Action::InvalidateCatalog,
         Action::FinishMigration,
+        Action::MirrorConfig {
+            path: tp("config/models/a.yaml"),
+            size: 3,
+            sha256: hex('6'),
+            local: None,
+        },
+        Action::MirrorConfig {
+            path: tp("config/models/a.yaml"),
+            size: 3,
+            sha256: hex('6'),
+            local: Some(hex('7')),
+        },
+        Action::PublishSentinel {
+            path: tp("config/managed-config-migrated.json"),
+            sources: vec!["models".into(), "vaults".into()],
+            objects: [(tp("config/models/a.yaml"), hex('6'))]
+                .into_iter()
+                .collect(),
+        },
     ]
 }
 
@@ -1057,6 +1076,11 @@ fn every_conflict() -> Vec<swamp::plan::Conflict> {
             path: "data/link".into(),
             source: 0,
             what: ObstacleKind::SpecialFile,
+        },
+        Conflict::ConfigAlreadyMigrated {
+            path: tp("config/managed-config-migrated.json"),
+            remote_body: "{\"migratedAt\": \"2026-11-30T07:00:00Z\"}".into(),
+            local_body: "{\"sources\": []}".into(),
         },
     ]
 }

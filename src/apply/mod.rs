@@ -9,6 +9,11 @@
 //!
 //! Apply stops at the first failed precondition: what is done stays done,
 //! and planning again shows what is left.
+//!
+//! The managed-config sentinel is published in a phase of its own: it must
+//! be the plan's last action, so every transfer before it has finished (or
+//! apply has stopped), and each object it vouches for is verified in the
+//! remote before the create-only write.
 
 mod moves;
 pub mod remote;
@@ -62,6 +67,10 @@ pub struct ApplyReport {
     pub copied: usize,
     pub catalog_invalidated: bool,
     pub migration_finished: bool,
+    /// Definition files copied into the cache's `config/` tier.
+    pub mirrored: usize,
+    /// The managed-config sentinel was published to the remote.
+    pub sentinel_published: bool,
 }
 
 /// Receives progress: (actions done, actions total).
@@ -269,6 +278,36 @@ pub fn apply(
                 }
                 base.save(base_path)
                     .map_err(|e| stopped(e.to_string(), &report))?;
+            }
+            Action::MirrorConfig {
+                path,
+                sha256,
+                local,
+                ..
+            } => {
+                remote::mirror_config(repo, &plan.target.root, path, sha256, local.as_deref())
+                    .map_err(|e| stopped(e.to_string(), &report))?;
+                report.mirrored += 1;
+            }
+            Action::PublishSentinel {
+                path,
+                sources,
+                objects,
+            } => {
+                // A phase of its own: every other action (all uploads
+                // included) has finished before the sentinel is considered.
+                if i + 1 != plan.actions.len() {
+                    return Err(stopped(
+                        "the sentinel must be the plan's last action; plan again".into(),
+                        &report,
+                    ));
+                }
+                let (Some(rt), Some(target)) = (rt.as_ref(), remote) else {
+                    return Err(stopped("a sync action needs the remote".into(), &report));
+                };
+                rt.block_on(remote::publish_sentinel(target, path, sources, objects))
+                    .map_err(|e| stopped(e.to_string(), &report))?;
+                report.sentinel_published = true;
             }
             Action::Upload { .. }
             | Action::Download { .. }

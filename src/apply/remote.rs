@@ -49,6 +49,16 @@ pub enum SyncActionError {
         path: TierPath,
         source: std::io::Error,
     },
+    #[error("{path}: the repository copy {} changed since the plan was made; plan again", .file.display())]
+    RepoChanged { path: TierPath, file: PathBuf },
+    #[error(
+        "{path} could not be verified in the remote ({reason}); the sentinel was not published"
+    )]
+    NotVerified { path: TierPath, reason: String },
+    #[error(
+        "{path}: another sentinel, vouching for other content, was published meanwhile; nothing was overwritten"
+    )]
+    SentinelTaken { path: TierPath },
 }
 
 /// What a completed sync action means for the base.
@@ -334,10 +344,124 @@ pub async fn run(
             Ok(BaseChange::Nothing)
         }
         Action::RecordBase { .. }
+        | Action::MirrorConfig { .. }
+        | Action::PublishSentinel { .. }
         | Action::Move { .. }
         | Action::DropDuplicate { .. }
         | Action::InvalidateCatalog
         | Action::FinishMigration => Ok(BaseChange::Nothing),
+    }
+}
+
+/// Copies a definition file from the repository into the cache (`root`):
+/// the repository file must still have `sha256`, the cache file must be as
+/// `local` says; written atomically.
+pub fn mirror_config(
+    repo: &Path,
+    root: &Path,
+    path: &TierPath,
+    sha256: &str,
+    local: Option<&str>,
+) -> Result<(), SyncActionError> {
+    let io = |source| SyncActionError::Io {
+        path: path.clone(),
+        source,
+    };
+    let from =
+        crate::engine::managed::repo_file(repo, path).ok_or_else(|| SyncActionError::Io {
+            path: path.clone(),
+            source: std::io::Error::other("not a managed-config path"),
+        })?;
+    let dest = check_no_symlink(root, path)?;
+    if local_sha(&dest, path)?.as_deref() != local {
+        return Err(match local {
+            None => SyncActionError::LocalAppeared { path: path.clone() },
+            Some(_) => SyncActionError::LocalChanged { path: path.clone() },
+        });
+    }
+    let meta = std::fs::symlink_metadata(&from).map_err(io)?;
+    if !meta.is_file() {
+        return Err(SyncActionError::RepoChanged {
+            path: path.clone(),
+            file: from,
+        });
+    }
+    let bytes = std::fs::read(&from).map_err(io)?;
+    if fsutil::sha256_bytes(&bytes) != sha256 {
+        return Err(SyncActionError::RepoChanged {
+            path: path.clone(),
+            file: from,
+        });
+    }
+    fsutil::atomic_write(&dest, &bytes).map_err(io)
+}
+
+/// Publishes the managed-config sentinel: each object it vouches for is
+/// checked in the remote first (HEAD: present, sha256 metadata as expected),
+/// then the sentinel is written create-only. A sentinel that appeared
+/// meanwhile is accepted only if it vouches for the same content.
+pub async fn publish_sentinel(
+    target: &RemoteTarget,
+    path: &TierPath,
+    sources: &[String],
+    objects: &std::collections::BTreeMap<TierPath, String>,
+) -> Result<(), SyncActionError> {
+    use crate::engine::managed::Sentinel;
+    let heads = futures_util::stream::iter(objects.iter().map(|(p, sha)| async move {
+        let head = target.store.head(&target.key(p)).await;
+        (p, sha, head)
+    }))
+    .buffered(16)
+    .collect::<Vec<_>>()
+    .await;
+    for (p, sha, head) in heads {
+        let not_verified = |reason: String| SyncActionError::NotVerified {
+            path: p.clone(),
+            reason,
+        };
+        match head {
+            Ok(Some(meta)) if meta.sha256.as_deref() == Some(sha.as_str()) => {}
+            Ok(Some(meta)) => {
+                return Err(not_verified(format!(
+                    "its sha256 is {}, the sentinel would say {sha}",
+                    meta.sha256.as_deref().unwrap_or("unknown")
+                )));
+            }
+            Ok(None) => return Err(not_verified("it is not in the remote".into())),
+            Err(e) => return Err(not_verified(e.to_string())),
+        }
+    }
+    let sentinel = Sentinel {
+        migrated_at: crate::engine::sync::now_rfc3339(),
+        sources: sources.to_vec(),
+        objects: objects.clone(),
+    };
+    let key = target.key(path);
+    match target
+        .store
+        .put_bytes(&key, sentinel.to_bytes(), &Precondition::CreateOnly)
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(StoreError::PreconditionFailed { .. }) => {
+            let (_, bytes) =
+                target
+                    .store
+                    .get_bytes(&key)
+                    .await
+                    .map_err(|source| SyncActionError::Store {
+                        path: path.clone(),
+                        source,
+                    })?;
+            match Sentinel::parse(&key, &bytes) {
+                Ok(s) if s.vouches_same(sources, objects) => Ok(()),
+                _ => Err(SyncActionError::SentinelTaken { path: path.clone() }),
+            }
+        }
+        Err(source) => Err(SyncActionError::Store {
+            path: path.clone(),
+            source,
+        }),
     }
 }
 
@@ -365,5 +489,122 @@ pub fn record(base: &mut SyncBase, change: BaseChange) {
             base.files.remove(&path);
         }
         BaseChange::Nothing => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::config::{DatastoreConfig, Placement};
+    use crate::engine::managed::Sentinel;
+
+    fn tp(s: &str) -> TierPath {
+        TierPath::parse(s).unwrap()
+    }
+
+    /// A remote on a directory object store, keys under `swamp/`.
+    fn target(dir: &Path) -> RemoteTarget {
+        RemoteTarget {
+            store: crate::store::open_fs(dir),
+            placement: Placement {
+                datastore: DatastoreConfig::Local,
+                namespace: None,
+            },
+            url: "file:///test/swamp/".into(),
+            key_prefix: "swamp/".into(),
+        }
+    }
+
+    fn put(t: &RemoteTarget, path: &str, body: &[u8]) {
+        let rt = tokio::runtime::Runtime::new().unwrap();
+        rt.block_on(
+            t.store
+                .put_bytes(&t.key(&tp(path)), body.to_vec(), &Precondition::None),
+        )
+        .unwrap();
+    }
+
+    fn publish(
+        t: &RemoteTarget,
+        objects: &BTreeMap<TierPath, String>,
+    ) -> Result<(), SyncActionError> {
+        let rt = tokio::runtime::Runtime::new().unwrap();
+        rt.block_on(publish_sentinel(
+            t,
+            &crate::engine::managed::sentinel_path(),
+            &["models".to_string()],
+            objects,
+        ))
+    }
+
+    fn sentinel_in(t: &RemoteTarget) -> Option<Vec<u8>> {
+        let rt = tokio::runtime::Runtime::new().unwrap();
+        let key = t.key(&crate::engine::managed::sentinel_path());
+        rt.block_on(t.store.get_bytes(&key)).ok().map(|(_, b)| b)
+    }
+
+    #[test]
+    fn the_sentinel_is_not_published_while_an_object_it_vouches_for_is_missing_or_different() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = target(dir.path());
+        let body = b"name: web\n";
+        let objects: BTreeMap<_, _> = [(tp("config/models/web.yaml"), fsutil::sha256_bytes(body))]
+            .into_iter()
+            .collect();
+        let err = publish(&t, &objects).unwrap_err();
+        assert!(matches!(err, SyncActionError::NotVerified { .. }), "{err}");
+        assert!(sentinel_in(&t).is_none());
+
+        put(&t, "config/models/web.yaml", b"name: other\n");
+        let err = publish(&t, &objects).unwrap_err();
+        assert!(err.to_string().contains("sha256"), "{err}");
+        assert!(sentinel_in(&t).is_none());
+
+        put(&t, "config/models/web.yaml", body);
+        publish(&t, &objects).unwrap();
+        let s = Sentinel::parse("k", &sentinel_in(&t).unwrap()).unwrap();
+        assert!(s.vouches_same(&["models".to_string()], &objects));
+    }
+
+    #[test]
+    fn a_sentinel_published_meanwhile_is_never_overwritten() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = target(dir.path());
+        let body = b"name: web\n";
+        put(&t, "config/models/web.yaml", body);
+        let objects: BTreeMap<_, _> = [(tp("config/models/web.yaml"), fsutil::sha256_bytes(body))]
+            .into_iter()
+            .collect();
+        // Someone else's, vouching for other content.
+        let theirs = Sentinel {
+            migrated_at: "2020-01-01T00:00:00Z".into(),
+            sources: vec!["models".into()],
+            objects: [(tp("config/models/web.yaml"), "0".repeat(64))]
+                .into_iter()
+                .collect(),
+        };
+        put(
+            &t,
+            "config/managed-config-migrated.json",
+            &theirs.to_bytes(),
+        );
+        let err = publish(&t, &objects).unwrap_err();
+        assert!(
+            matches!(err, SyncActionError::SentinelTaken { .. }),
+            "{err}"
+        );
+        assert_eq!(sentinel_in(&t).unwrap(), theirs.to_bytes());
+
+        // The same content published meanwhile (a retry meeting its own
+        // success, or a twin clone): fine, and left as it is.
+        let same = Sentinel {
+            objects: objects.clone(),
+            ..theirs
+        };
+        put(&t, "config/managed-config-migrated.json", &same.to_bytes());
+        publish(&t, &objects).unwrap();
+        assert_eq!(sentinel_in(&t).unwrap(), same.to_bytes());
     }
 }

@@ -156,6 +156,11 @@ pub enum DatastoreCommand {
         #[command(subcommand)]
         command: LockCommand,
     },
+    /// Managed config: the definition directories kept in the datastore
+    Config {
+        #[command(subcommand)]
+        command: ConfigCommand,
+    },
 }
 
 /// Which lock: the repository's (default) or any datastore's, by URL.
@@ -183,6 +188,15 @@ pub enum LockCommand {
         /// Break a lock that is held and not yet expired, or unreadable
         #[arg(long)]
         force: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ConfigCommand {
+    /// Preview, or with --confirm apply, publishing models/, workflows/ and vaults/ to the datastore's config/ tier (content first, sentinel last)
+    Migrate {
+        #[command(flatten)]
+        confirm: Confirm,
     },
 }
 

@@ -132,6 +132,15 @@ mod from {
                 EngineError::Apply(ApplyError::Stopped { completed, .. }) => Some(format!(
                     "{completed} action(s) completed and stay done; run `swamp plan` to see what is left, then `swamp apply`"
                 )),
+                EngineError::ScopeNeedsRemote {
+                    scope: crate::state::Scope::Config,
+                    ..
+                } => Some(
+                    "managed config is kept in a remote datastore; set one up with `swamp datastore setup s3://bucket/prefix` (or `gs://bucket/prefix`)".into(),
+                ),
+                EngineError::ConfigTierExcluded => Some(
+                    "add `config` to `directories` in .swamp.toml (or remove the key), then run `swamp datastore config migrate`".into(),
+                ),
                 EngineError::ScopeNeedsRemote { .. } => Some(
                     "local and filesystem datastores need no sync; to use a bucket, run `swamp datastore setup s3://bucket/prefix` (or `gs://bucket/prefix`)".into(),
                 ),

@@ -3,6 +3,7 @@
 //! pure diff into a plan; then apply, observe again, and confirm the new
 //! plan is empty (converged). [`sync`] adds the remote side.
 
+pub mod managed;
 pub mod sync;
 
 pub use sync::{RemoteTarget, SyncOptions};
@@ -36,6 +37,12 @@ pub enum EngineError {
     Base(#[from] crate::state::base::BaseError),
     #[error(transparent)]
     Registration(#[from] sync::RegistrationError),
+    #[error(transparent)]
+    Managed(#[from] managed::ManagedError),
+    #[error(
+        "the `config` directory is not part of the datastore (`directories` in .swamp.toml leaves it out), so managed config has nowhere to go; nothing was changed"
+    )]
+    ConfigTierExcluded,
     #[error(
         "scope `{scope}` needs a remote datastore (s3 or gcs); this repository uses `{datastore}`"
     )]
@@ -90,7 +97,19 @@ fn check_supported(config: &Config, scope: Scope) -> Result<(), EngineError> {
             scope,
             datastore: config.datastore.kind().to_string(),
         }),
-        Scope::Config => Err(EngineError::ScopeUnsupported { scope }),
+        Scope::Config if !config.datastore.is_remote() => Err(EngineError::ScopeNeedsRemote {
+            scope,
+            datastore: config.datastore.kind().to_string(),
+        }),
+        Scope::Config
+            if config
+                .directories
+                .as_ref()
+                .is_some_and(|d| !d.contains(&crate::layout::Tier::Config)) =>
+        {
+            Err(EngineError::ConfigTierExcluded)
+        }
+        Scope::Config => Ok(()),
     }
 }
 
@@ -122,8 +141,21 @@ pub fn plan_with(
     let desired = Desired::from_config(config, scope);
     let mut observed = observe(layout, &desired)?;
     let mut plan = diff(&desired, &observed);
+    let mirror = managed_mirror(layout, config, scope)?;
+    if let Some(mirror) = mirror.as_ref().filter(|_| scope == Scope::Config) {
+        let cache = managed::config_only(&observed.placements[0].files);
+        plan.actions.extend(managed::mirror_actions(mirror, &cache));
+    }
     if config.datastore.is_remote() || desired.sources.iter().any(|s| s.datastore.is_remote()) {
-        sync::add_remote(layout, config, scope, options, &mut observed, &mut plan)?;
+        sync::add_remote(
+            layout,
+            config,
+            scope,
+            options,
+            mirror.as_ref(),
+            &mut observed,
+            &mut plan,
+        )?;
     }
     attach_diffs(&mut plan);
     Ok(Planned {
@@ -131,6 +163,73 @@ pub fn plan_with(
         observed,
         plan,
     })
+}
+
+/// What the managed-config mirror should hold, for the scopes that act on
+/// it: always for `config`; for the other pushing scopes of a remote
+/// datastore with `[config] managed = true` (to publish a missing sentinel),
+/// where an unreadable definition directory just means "not now".
+pub fn managed_mirror(
+    layout: &Layout,
+    config: &Config,
+    scope: Scope,
+) -> Result<Option<managed::Mirror>, EngineError> {
+    let mut mirror = match scope {
+        Scope::Config => managed::Mirror::read(layout.repo())?,
+        Scope::All | Scope::Sync | Scope::Push
+            if config.config.managed && config.datastore.is_remote() =>
+        {
+            match managed::Mirror::read(layout.repo()) {
+                Ok(m) => m,
+                Err(_) => return Ok(None),
+            }
+        }
+        _ => return Ok(None),
+    };
+    // Excluded paths stay repo-local, so the sentinel cannot vouch for them.
+    mirror.files.retain(|p, _| !layout.is_excluded(p));
+    Ok(Some(mirror))
+}
+
+/// `datastore config migrate` with the remote out of reach: the mirror
+/// copies into the cache only, so the migration is kept locally and the
+/// next run publishes it. Returns `None` (and changes nothing) when that
+/// cannot be done safely without the remote: a cache copy would be
+/// replaced, or the cache holds a sentinel pulled from the remote (then the
+/// remote must judge).
+pub fn mirror_offline(
+    repo: &Path,
+    layout: &Layout,
+    config: &Config,
+) -> Result<Option<ApplyReport>, EngineError> {
+    check_supported(config, Scope::Config)?;
+    let desired = Desired::from_config(config, Scope::Config);
+    let observed = observe(layout, &desired)?;
+    let cache = &observed.placements[0].files;
+    if cache.contains_key(&managed::sentinel_path()) {
+        return Ok(None);
+    }
+    let mirror = managed_mirror(layout, config, Scope::Config)?.unwrap_or_default();
+    let actions = managed::mirror_actions(&mirror, &managed::config_only(cache));
+    if actions
+        .iter()
+        .any(|a| matches!(a, crate::plan::Action::MirrorConfig { local: Some(_), .. }))
+    {
+        return Ok(None);
+    }
+    let mut plan = diff(&desired, &observed);
+    plan.actions = actions;
+    plan.conflicts.clear();
+    let report = apply::apply(
+        &plan,
+        layout,
+        repo,
+        None,
+        &[],
+        config.sync.concurrency,
+        &mut |_, _| {},
+    )?;
+    Ok(Some(report))
 }
 
 /// Checks a saved plan against the state now: same repository, same

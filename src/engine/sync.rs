@@ -16,6 +16,7 @@ use crate::state::{FileState, Observed, RemoteSnapshot, Scope, SyncBase};
 use crate::store::{self, Store};
 
 use super::EngineError;
+use super::managed::{Mirror, RemoteSentinel, Sentinel, config_only, sentinel_path, sentinel_step};
 
 /// How a sync plan treats conflicts and guards.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -63,9 +64,10 @@ pub fn runtime() -> tokio::runtime::Runtime {
 pub fn direction(scope: Scope) -> Option<Direction> {
     match scope {
         Scope::All | Scope::Sync => Some(Direction::Both),
-        Scope::Push => Some(Direction::Push),
+        // `config` publishes the mirror: only ever pushes.
+        Scope::Push | Scope::Config => Some(Direction::Push),
         Scope::Pull => Some(Direction::Pull),
-        Scope::Layout | Scope::Config => None,
+        Scope::Layout => None,
     }
 }
 
@@ -73,11 +75,16 @@ pub fn direction(scope: Scope) -> Option<Direction> {
 /// re-key what only they hold, delete them last) and the three-way sync
 /// with the target's bucket, computed against the cache as it will be once
 /// the plan's moves are done. Records the snapshots in `observed`.
+///
+/// With a managed-config `mirror` (see [`super::managed`]) the scope
+/// `config` syncs only the `config/` tier, and the sentinel's step is
+/// decided from the remote's sentinel and added strictly last.
 pub fn add_remote(
     layout: &Layout,
     config: &Config,
     scope: Scope,
     options: SyncOptions,
+    mirror: Option<&Mirror>,
     observed: &mut Observed,
     plan: &mut Plan,
 ) -> Result<(), EngineError> {
@@ -108,10 +115,13 @@ pub fn add_remote(
         return Ok(());
     }
 
-    // The cache as it will be after the plan's moves.
+    // The cache as it will be after the plan's moves and mirror copies.
     let mut local: BTreeMap<_, FileState> = observed.placements[0].files.clone();
     for a in &plan.actions {
         if let Action::Move {
+            path, size, sha256, ..
+        }
+        | Action::MirrorConfig {
             path, size, sha256, ..
         } = a
         {
@@ -123,6 +133,9 @@ pub fn add_remote(
                 },
             );
         }
+    }
+    if scope == Scope::Config {
+        local = config_only(&local);
     }
     let target = if target_remote {
         let target = RemoteTarget::open(&config.target())?;
@@ -148,6 +161,11 @@ pub fn add_remote(
     if let (Some(direction), Some((_, snapshot))) = (direction, &target) {
         // Re-keyed paths whose cache file moves too are settled by the copy.
         let mut remote_files = snapshot.remote_files();
+        let mut base = snapshot.base.clone();
+        if scope == Scope::Config {
+            remote_files = config_only(&remote_files);
+            base = config_only(&base);
+        }
         remote_files.retain(|p, _| !drain.settled.contains(p));
         remote_files.extend(drain.incoming.clone());
         local.retain(|p, _| !drain.settled.contains(p));
@@ -174,7 +192,7 @@ pub fn add_remote(
             local: &local,
             local_modified: &local_modified,
             remote: &remote_files,
-            base: &snapshot.base,
+            base: &base,
             direction,
             policy,
             max_delete_percent: config.sync.max_delete_percent,
@@ -209,9 +227,19 @@ pub fn add_remote(
         plan.actions.push(Action::InvalidateCatalog);
     }
     plan.actions.extend(tail);
-    let blocked = !drain.conflicts.is_empty() || !sync_conflicts.is_empty();
+    let mut blocked = !drain.conflicts.is_empty() || !sync_conflicts.is_empty();
     plan.conflicts.extend(drain.conflicts);
     plan.conflicts.extend(sync_conflicts);
+    // The sentinel last, after every object it vouches for.
+    if let (Some(mirror), Some((target, snapshot)), Some(d)) = (mirror, &target, direction)
+        && d != Direction::Pull
+    {
+        let sentinel = rt.block_on(read_sentinel(target, snapshot))?;
+        let (action, conflict) = sentinel_step(scope, mirror, &local, &sentinel);
+        plan.actions.extend(action);
+        blocked |= conflict.is_some();
+        plan.conflicts.extend(conflict);
+    }
     if blocked {
         // Nothing old is deleted and no migration is recorded finished
         // while anything blocks.
@@ -221,6 +249,11 @@ pub fn add_remote(
                 Action::FinishMigration | Action::DeleteSourceRemote { .. }
             )
         });
+    }
+    if !plan.conflicts.is_empty() {
+        // Nothing is vouched for while anything blocks.
+        plan.actions
+            .retain(|a| !matches!(a, Action::PublishSentinel { .. }));
     }
     if let Some((target, snapshot)) = target {
         plan.remote = Some(RemoteInfo {
@@ -235,6 +268,26 @@ pub fn add_remote(
         observed.remote = Some(snapshot);
     }
     Ok(())
+}
+
+/// The remote's managed-config sentinel, read when the listing has one.
+async fn read_sentinel(
+    target: &RemoteTarget,
+    snapshot: &RemoteSnapshot,
+) -> Result<RemoteSentinel, EngineError> {
+    let path = sentinel_path();
+    if !snapshot.files.contains_key(&path) {
+        return Ok(RemoteSentinel::Absent);
+    }
+    match target.store.get_bytes(&target.key(&path)).await {
+        Ok((_, bytes)) => Ok(RemoteSentinel::Present {
+            body: String::from_utf8_lossy(&bytes).into_owned(),
+            parsed: Sentinel::parse(&target.key(&path), &bytes).ok(),
+        }),
+        // Deleted since the listing: as if it had not been listed.
+        Err(crate::store::StoreError::NotFound { .. }) => Ok(RemoteSentinel::Absent),
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// `<prefix>/<ns>/.namespace.json`: who owns a namespace in a bucket.

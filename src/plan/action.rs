@@ -1,5 +1,6 @@
 //! The plan's vocabulary: typed actions, conflicts, and the plan itself.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
@@ -98,6 +99,26 @@ pub enum Action {
         add: Vec<BaseRecord>,
         drop: Vec<TierPath>,
     },
+    /// Copy a definition file from the repository (`config/models/a.yaml`
+    /// from `models/a.yaml`) into the cache, atomically. Precondition: the
+    /// repository file still has `sha256`; the cache file is as `local` says.
+    MirrorConfig {
+        path: TierPath,
+        size: u64,
+        sha256: String,
+        /// The cache file's sha256 it replaces (`None`: absent).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        local: Option<String>,
+    },
+    /// Publish the managed-config sentinel to the remote, after every other
+    /// action has finished: each object in `objects` is verified in the
+    /// remote (HEAD, sha256 metadata) first, then the sentinel is written
+    /// create-only. Never written to the cache.
+    PublishSentinel {
+        path: TierPath,
+        sources: Vec<String>,
+        objects: BTreeMap<TierPath, String>,
+    },
 }
 
 /// What the remote must hold for an upload to proceed.
@@ -128,7 +149,8 @@ pub struct BaseRecord {
 
 impl Action {
     /// Stable names, in the order the summary lists them.
-    pub const KINDS: [&'static str; 13] = [
+    pub const KINDS: [&'static str; 15] = [
+        "mirror-config",
         "move",
         "drop-duplicate",
         "fetch",
@@ -142,6 +164,7 @@ impl Action {
         "record-base",
         "invalidate-catalog",
         "finish-migration",
+        "publish-sentinel",
     ];
 
     pub fn kind(&self) -> &'static str {
@@ -159,6 +182,8 @@ impl Action {
             Action::Fetch { .. } => "fetch",
             Action::CopyRemote { .. } => "copy-remote",
             Action::DeleteSourceRemote { .. } => "delete-source-remote",
+            Action::MirrorConfig { .. } => "mirror-config",
+            Action::PublishSentinel { .. } => "publish-sentinel",
         }
     }
 
@@ -172,7 +197,9 @@ impl Action {
             | Action::DeleteRemote { path, .. }
             | Action::RenameLocal { path, .. }
             | Action::Fetch { path, .. }
-            | Action::CopyRemote { path, .. } => Some(path),
+            | Action::CopyRemote { path, .. }
+            | Action::MirrorConfig { path, .. }
+            | Action::PublishSentinel { path, .. } => Some(path),
             Action::InvalidateCatalog
             | Action::FinishMigration
             | Action::RecordBase { .. }
@@ -201,6 +228,9 @@ impl Action {
             Action::Fetch { .. } => "only the old remote has it",
             Action::CopyRemote { .. } => "re-keyed inside the bucket",
             Action::DeleteSourceRemote { .. } => "everything is at the target",
+            Action::MirrorConfig { local: None, .. } => "new in the repository",
+            Action::MirrorConfig { .. } => "changed in the repository",
+            Action::PublishSentinel { .. } => "last, once every config object is verified",
         }
     }
 }
@@ -264,6 +294,16 @@ pub enum Conflict {
         source: usize,
         what: crate::state::ObstacleKind,
     },
+    /// The remote already holds a managed-config sentinel that vouches for
+    /// other content than this repository would publish (another clone
+    /// migrated first). Nothing of it is overwritten.
+    ConfigAlreadyMigrated {
+        path: TierPath,
+        /// The sentinel in the remote, as stored.
+        remote_body: String,
+        /// What this repository would publish (`sources` and `objects`).
+        local_body: String,
+    },
 }
 
 impl Conflict {
@@ -276,6 +316,7 @@ impl Conflict {
             Conflict::DeletedAndChanged { .. } => "deleted-and-changed",
             Conflict::DeleteGuard { .. } => "delete-guard",
             Conflict::SourceDiverged { .. } => "source-diverged",
+            Conflict::ConfigAlreadyMigrated { .. } => "config-already-migrated",
         }
     }
 }
@@ -331,6 +372,8 @@ pub struct Summary {
     pub delete_source_remote: usize,
     pub invalidate_catalog: usize,
     pub finish_migration: usize,
+    pub mirror_config: usize,
+    pub publish_sentinel: usize,
     pub conflicts: usize,
     pub bytes_to_move: u64,
     pub bytes_to_upload: u64,
@@ -395,6 +438,7 @@ impl Plan {
             conflicts: self.conflicts.len(),
             ..Summary::default()
         };
+        let mut sentinel_heads = 0;
         for a in &self.actions {
             match a {
                 Action::Move { size, .. } => {
@@ -424,6 +468,11 @@ impl Plan {
                 Action::DeleteSourceRemote { objects, .. } => {
                     s.delete_source_remote += objects.len();
                 }
+                Action::MirrorConfig { .. } => s.mirror_config += 1,
+                Action::PublishSentinel { objects, .. } => {
+                    s.publish_sentinel += 1;
+                    sentinel_heads += objects.len() as u64;
+                }
             }
         }
         if let Some(remote) = &self.remote {
@@ -448,6 +497,10 @@ impl Plan {
         s.requests.get += s.fetch as u64;
         s.requests.put += s.copy_remote as u64;
         s.requests.delete += s.delete_source_remote as u64;
+        // Publishing the sentinel: a HEAD per object it vouches for
+        // (counted with the GETs), then one PUT.
+        s.requests.get += sentinel_heads;
+        s.requests.put += s.publish_sentinel as u64;
         s
     }
 }

@@ -81,7 +81,8 @@ pub fn render(plan: &Plan, repo: &Path) -> String {
     let s = plan.summary();
     let mut summary = table();
     summary.set_header(["action", "count", "bytes"]);
-    let rows: [(&str, usize, Option<u64>); 14] = [
+    let rows: [(&str, usize, Option<u64>); 16] = [
+        ("mirror-config", s.mirror_config, None),
         ("move", s.moves, Some(s.bytes_to_move)),
         ("drop-duplicate", s.drop_duplicate, None),
         ("fetch", s.fetch, None),
@@ -95,6 +96,7 @@ pub fn render(plan: &Plan, repo: &Path) -> String {
         ("record-base", s.record_base, None),
         ("invalidate-catalog", s.invalidate_catalog, None),
         ("finish-migration", s.finish_migration, None),
+        ("publish-sentinel", s.publish_sentinel, None),
         ("conflict", s.conflicts, None),
     ];
     for (name, count, bytes) in rows.into_iter().filter(|r| r.1 > 0) {
@@ -171,6 +173,19 @@ pub fn render(plan: &Plan, repo: &Path) -> String {
                     format!("{} file(s) recorded, {} forgotten", add.len(), drop.len()),
                     String::new(),
                     "sync base".into(),
+                ),
+                Action::MirrorConfig { path, .. } => (
+                    path.to_string(),
+                    path.as_str()
+                        .strip_prefix("config/")
+                        .unwrap_or(path.as_str())
+                        .to_string(),
+                    "cache".into(),
+                ),
+                Action::PublishSentinel { path, objects, .. } => (
+                    path.to_string(),
+                    format!("vouches for {} object(s)", objects.len()),
+                    "remote".into(),
                 ),
             };
             actions.add_row(vec![
@@ -316,6 +331,28 @@ fn render_conflict(out: &mut String, c: &Conflict, plan: &Plan, repo: &Path, tar
                 "      fix: check the cache and the remote; if the deletes are intended, run again with --force"
             );
         }
+        Conflict::ConfigAlreadyMigrated {
+            path,
+            remote_body,
+            local_body,
+        } => {
+            let _ = writeln!(
+                out,
+                "  ✗ {path}: the datastore's managed config was already migrated, with other content"
+            );
+            let _ = writeln!(out, "      remote (published):");
+            for line in remote_body.lines() {
+                let _ = writeln!(out, "        {line}");
+            }
+            let _ = writeln!(out, "      this repository would publish:");
+            for line in local_body.lines() {
+                let _ = writeln!(out, "        {line}");
+            }
+            let _ = writeln!(
+                out,
+                "      fix: take the datastore's config with `swamp datastore sync --pull`, or remove its sentinel and config/ objects if they are wrong; nothing was overwritten"
+            );
+        }
         Conflict::Unsupported { path, source, what } => {
             let src = root_label(&plan.sources[*source].root, repo);
             let _ = writeln!(out, "  ✗ {src}{path} is {}", what.describe());
@@ -334,6 +371,12 @@ pub fn closing_line(plan: &Plan) -> String {
         return "No changes.".to_string();
     }
     let mut parts = Vec::new();
+    if s.mirror_config > 0 {
+        parts.push(format!(
+            "{} definition file(s) to copy into the cache",
+            s.mirror_config
+        ));
+    }
     if s.moves > 0 {
         parts.push(format!(
             "{} to move ({})",
@@ -390,6 +433,9 @@ pub fn closing_line(plan: &Plan) -> String {
     }
     if s.finish_migration > 0 {
         parts.push("migration record to clear".to_string());
+    }
+    if s.publish_sentinel > 0 {
+        parts.push("managed-config sentinel to publish (last)".to_string());
     }
     let mut line = if parts.is_empty() {
         "Plan: nothing can be applied yet.".to_string()

@@ -4,11 +4,13 @@
 //! only propagates as a delete; different changes on both sides are
 //! conflicts unless a policy settles them; with no base entry nothing is
 //! deleted. Delete guards are checked here, at plan time, never mid-apply.
+//! The managed-config sentinel is remote-owned: a sync never uploads or
+//! deletes it remotely (only the explicit publish step writes it).
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::config::ConflictPolicy;
-use crate::layout::TierPath;
+use crate::layout::{MANAGED_CONFIG_SENTINEL, TierPath};
 use crate::state::{BaseEntry, FileState};
 
 use super::action::{Action, BaseRecord, Conflict, RemoteExpect, Side};
@@ -92,7 +94,11 @@ pub fn sync_diff(input: &SyncInput<'_>) -> SyncDiff {
         let l = input.local.get(path);
         let r = input.remote.get(path);
         let b = input.base.get(path);
-        match step(path, l, r, b) {
+        let mut st = step(path, l, r, b);
+        if path.as_str() == MANAGED_CONFIG_SENTINEL {
+            st = remote_owned(st, path, l, r);
+        }
+        match st {
             Step::Nothing => {}
             Step::Agree(rec) => add.push(rec),
             Step::Forget => forget.push(path.clone()),
@@ -142,6 +148,29 @@ pub fn sync_diff(input: &SyncInput<'_>) -> SyncDiff {
         out.actions.push(Action::RecordBase { add, drop: forget });
     }
     out
+}
+
+/// The managed-config sentinel belongs to the remote: only the explicit
+/// publish step writes it there, so a sync never uploads or deletes it
+/// remotely: whatever a push would do becomes a pull of the remote's copy,
+/// and a conflict is settled for the remote.
+fn remote_owned(st: Step, path: &TierPath, l: Option<&FileState>, r: Option<&RemoteFile>) -> Step {
+    match st {
+        Step::Push(_) => match r {
+            Some(r) => Step::Pull(download(path, r, l)),
+            // Never synced, or the remote lost it: left alone, never pushed.
+            None => Step::Nothing,
+        },
+        Step::Conflict(_) => match (l, r) {
+            (_, Some(r)) => Step::Pull(download(path, r, l)),
+            (Some(l), None) => Step::Pull(Action::DeleteLocal {
+                path: path.clone(),
+                sha256: l.sha256.clone(),
+            }),
+            (None, None) => Step::Nothing,
+        },
+        other => other,
+    }
 }
 
 fn route(a: Action, transfers: &mut Vec<Action>, deletes: &mut Vec<Action>) {
@@ -457,6 +486,56 @@ mod tests {
 
     use ConflictPolicy::Fail;
     use Direction::{Both, Pull, Push};
+
+    const SENTINEL: &str = "config/managed-config-migrated.json";
+
+    #[test]
+    fn a_cache_copy_of_the_sentinel_is_never_pushed() {
+        // Only in the cache (no base): a plain sync must not publish it.
+        let w = World::default()
+            .local(SENTINEL, "s")
+            .local("config/models/a.yaml", "a");
+        assert_eq!(w.kinds(Both, Fail), ["upload config/models/a.yaml"]);
+        assert_eq!(w.kinds(Push, Fail), ["upload config/models/a.yaml"]);
+        // Changed in the cache since the last sync: still not pushed.
+        let w = World::default()
+            .local(SENTINEL, "s2")
+            .remote(SENTINEL, "s1", "e1")
+            .base(SENTINEL, "s1", "e1");
+        assert!(w.kinds(Push, Fail).is_empty());
+        // Both changed: the remote wins, no conflict.
+        let w = World::default()
+            .local(SENTINEL, "mine")
+            .remote(SENTINEL, "theirs", "e2");
+        assert_eq!(w.kinds(Both, Fail), [format!("download {SENTINEL}")]);
+        assert!(w.kinds(Push, Fail).is_empty());
+    }
+
+    #[test]
+    fn a_sync_never_deletes_the_remote_sentinel() {
+        // Deleted from the cache since the last sync: the remote keeps it
+        // (and a pull restores the cache copy).
+        let w = World::default()
+            .remote(SENTINEL, "s", "e1")
+            .base(SENTINEL, "s", "e1")
+            .local("config/models/a.yaml", "a")
+            .remote("config/models/a.yaml", "a", "e2")
+            .base("config/models/a.yaml", "a", "e2");
+        assert_eq!(w.kinds(Both, Fail), [format!("download {SENTINEL}")]);
+        assert!(w.kinds(Push, Fail).is_empty());
+        // Never synced and only in the remote: a pull brings it down.
+        let w = World::default().remote(SENTINEL, "s", "e1");
+        assert_eq!(w.kinds(Pull, Fail), [format!("download {SENTINEL}")]);
+        // Gone from the remote since the last sync: the cache copy goes
+        // too, even if it differs.
+        let w = World::default()
+            .local(SENTINEL, "s2")
+            .base(SENTINEL, "s1", "e1")
+            .local("config/models/a.yaml", "a")
+            .remote("config/models/a.yaml", "a", "e2")
+            .base("config/models/a.yaml", "a", "e2");
+        assert_eq!(w.kinds(Both, Fail), [format!("delete-local {SENTINEL}")]);
+    }
 
     #[test]
     fn agreement_recorded_in_the_base_is_an_empty_plan() {

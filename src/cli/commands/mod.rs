@@ -1,5 +1,6 @@
 //! One module per command group; `run` dispatches.
 
+mod config;
 mod data;
 mod datastore;
 mod doctor;
@@ -9,8 +10,8 @@ mod reconcile;
 mod status;
 
 use super::args::{
-    CatalogCommand, Command, DataCommand, DatastoreCommand, DoctorCommand, LockCommand,
-    NamespaceCommand,
+    CatalogCommand, Command, ConfigCommand, DataCommand, DatastoreCommand, DoctorCommand,
+    LockCommand, NamespaceCommand,
 };
 use super::{CliError, Ctx, Outcome};
 
@@ -63,6 +64,9 @@ pub fn run(ctx: &Ctx, command: Command) -> Result<Outcome, CliError> {
                 LockCommand::Status { at } => lock::status(ctx, &at),
                 LockCommand::Release { at, force } => lock::release(ctx, &at, force),
             },
+            DatastoreCommand::Config {
+                command: ConfigCommand::Migrate { confirm },
+            } => config::migrate(ctx, confirm.yes),
             DatastoreCommand::Namespace { command } => match command {
                 NamespaceCommand::Set {
                     namespace,

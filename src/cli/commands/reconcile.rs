@@ -257,8 +257,18 @@ fn apply_confirmed(
         } else {
             String::new()
         };
+        let mut managed = String::new();
+        if report.mirrored > 0 {
+            managed = format!(
+                ", {} definition file(s) copied into the cache",
+                report.mirrored
+            );
+        }
+        if report.sentinel_published {
+            managed.push_str(", managed-config sentinel published");
+        }
         println!(
-            "\nApplied {} action(s): {} moved ({}), {} identical duplicate(s) dropped{transfers}{}{}.",
+            "\nApplied {} action(s): {} moved ({}), {} identical duplicate(s) dropped{managed}{transfers}{}{}.",
             report.completed,
             report.moved,
             human_bytes(report.bytes_moved),
