@@ -305,9 +305,21 @@ pub fn apply(
                 let (Some(rt), Some(target)) = (rt.as_ref(), remote) else {
                     return Err(stopped("a sync action needs the remote".into(), &report));
                 };
-                rt.block_on(remote::publish_sentinel(target, path, sources, objects))
+                let change = rt
+                    .block_on(remote::publish_sentinel(
+                        target,
+                        &plan.target.root,
+                        path,
+                        sources,
+                        objects,
+                    ))
                     .map_err(|e| stopped(e.to_string(), &report))?;
                 report.sentinel_published = true;
+                if let Some((base, base_path)) = base.as_mut() {
+                    remote::record(base, change);
+                    base.save(base_path)
+                        .map_err(|e| stopped(e.to_string(), &report))?;
+                }
             }
             Action::Upload { .. }
             | Action::Download { .. }

@@ -400,12 +400,18 @@ pub fn mirror_config(
 /// checked in the remote first (HEAD: present, sha256 metadata as expected),
 /// then the sentinel is written create-only. A sentinel that appeared
 /// meanwhile is accepted only if it vouches for the same content.
+///
+/// Once published, the sentinel also lands in the cache (`cache_root`) and
+/// in the sync base, so cache and remote agree and the next sync has
+/// nothing to fetch. Sync never uploads it, so this copy vouches for
+/// nothing by itself.
 pub async fn publish_sentinel(
     target: &RemoteTarget,
+    cache_root: &Path,
     path: &TierPath,
     sources: &[String],
     objects: &std::collections::BTreeMap<TierPath, String>,
-) -> Result<(), SyncActionError> {
+) -> Result<BaseChange, SyncActionError> {
     use crate::engine::managed::Sentinel;
     let heads = futures_util::stream::iter(objects.iter().map(|(p, sha)| async move {
         let head = target.store.head(&target.key(p)).await;
@@ -437,32 +443,53 @@ pub async fn publish_sentinel(
         objects: objects.clone(),
     };
     let key = target.key(path);
-    match target
-        .store
-        .put_bytes(&key, sentinel.to_bytes(), &Precondition::CreateOnly)
-        .await
-    {
-        Ok(_) => Ok(()),
-        Err(StoreError::PreconditionFailed { .. }) => {
-            let (_, bytes) =
-                target
-                    .store
-                    .get_bytes(&key)
-                    .await
-                    .map_err(|source| SyncActionError::Store {
+    let body = sentinel.to_bytes();
+    let (meta, body) =
+        match target
+            .store
+            .put_bytes(&key, body.clone(), &Precondition::CreateOnly)
+            .await
+        {
+            Ok(meta) => (meta, body),
+            Err(StoreError::PreconditionFailed { .. }) => {
+                let (meta, bytes) = target.store.get_bytes(&key).await.map_err(|source| {
+                    SyncActionError::Store {
                         path: path.clone(),
                         source,
-                    })?;
-            match Sentinel::parse(&key, &bytes) {
-                Ok(s) if s.vouches_same(sources, objects) => Ok(()),
-                _ => Err(SyncActionError::SentinelTaken { path: path.clone() }),
+                    }
+                })?;
+                match Sentinel::parse(&key, &bytes) {
+                    Ok(s) if s.vouches_same(sources, objects) => (meta, bytes),
+                    _ => return Err(SyncActionError::SentinelTaken { path: path.clone() }),
+                }
             }
-        }
-        Err(source) => Err(SyncActionError::Store {
+            Err(source) => {
+                return Err(SyncActionError::Store {
+                    path: path.clone(),
+                    source,
+                });
+            }
+        };
+    let dest = cache_root.join(path.as_str());
+    let sha256 = crate::fsutil::sha256_bytes(&body);
+    if let Some(dir) = dest.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| SyncActionError::Io {
             path: path.clone(),
-            source,
-        }),
+            source: e,
+        })?;
     }
+    crate::fsutil::atomic_write(&dest, &body).map_err(|e| SyncActionError::Io {
+        path: path.clone(),
+        source: e,
+    })?;
+    Ok(BaseChange::Set(
+        path.clone(),
+        BaseEntry {
+            sha256,
+            size: meta.size,
+            version: meta.version,
+        },
+    ))
 }
 
 /// Runs a run of consecutive transfer actions concurrently (at most
@@ -531,12 +558,26 @@ mod tests {
         objects: &BTreeMap<TierPath, String>,
     ) -> Result<(), SyncActionError> {
         let rt = tokio::runtime::Runtime::new().unwrap();
-        rt.block_on(publish_sentinel(
+        let cache = tempfile::tempdir().unwrap();
+        let path = crate::engine::managed::sentinel_path();
+        let change = rt.block_on(publish_sentinel(
             t,
-            &crate::engine::managed::sentinel_path(),
+            cache.path(),
+            &path,
             &["models".to_string()],
             objects,
-        ))
+        ))?;
+        // What was published is what the cache and the base now hold.
+        let landed = std::fs::read(cache.path().join(path.as_str())).unwrap();
+        assert_eq!(Some(&landed), sentinel_in(t).as_ref());
+        match change {
+            BaseChange::Set(p, entry) => {
+                assert_eq!(p, path);
+                assert_eq!(entry.sha256, fsutil::sha256_bytes(&landed));
+            }
+            _ => panic!("the base records the sentinel"),
+        }
+        Ok(())
     }
 
     fn sentinel_in(t: &RemoteTarget) -> Option<Vec<u8>> {

@@ -25,9 +25,20 @@ impl Locks {
         config: &Config,
         operation: &str,
     ) -> Result<Locks, CliError> {
+        Locks::try_take(ctx, layout, config, operation).map_err(CliError::from)
+    }
+
+    /// [`Locks::take`], with the typed error (so a caller can tell an
+    /// unreachable datastore from a held lock).
+    pub fn try_take(
+        ctx: &Ctx,
+        layout: &Layout,
+        config: &Config,
+        operation: &str,
+    ) -> Result<Locks, lock::LockError> {
         let mut targets: Vec<LockTarget> = Vec::new();
         for p in std::iter::once(config.target()).chain(config.migrating_from.iter().cloned()) {
-            let t = LockTarget::of(layout, &p).map_err(lock::LockError::from)?;
+            let t = LockTarget::of(layout, &p)?;
             if !targets.iter().any(|x| x.url == t.url) {
                 targets.push(t);
             }
@@ -79,10 +90,20 @@ impl Locks {
     pub fn finish<T>(self, result: Result<T, CliError>) -> Result<T, CliError> {
         let mut lost = None;
         for g in self.guards.into_iter().rev() {
-            if let Err(e) = g.release()
-                && lost.is_none()
-            {
-                lost = Some(CliError::from(e));
+            let (url, ttl) = (g.url().to_string(), g.body().ttl_secs);
+            match g.release() {
+                Ok(()) => {}
+                // Could not reach the datastore to release it: say how it
+                // ends, rather than leave the next run to wonder.
+                Err(lock::LockError::Store(e)) => eprintln!(
+                    "warning: could not release the lock {url} ({e}); it expires by itself within {ttl}s, \
+                     or `swamp datastore lock release` removes it now (its process is gone)"
+                ),
+                Err(e) => {
+                    if lost.is_none() {
+                        lost = Some(CliError::from(e));
+                    }
+                }
             }
         }
         match (result, lost) {

@@ -219,10 +219,27 @@ impl Check for Sentinel {
         }
     }
 
-    fn fix(&self, _cx: &Context, _finding: &Finding) -> Result<Fix, DoctorError> {
-        // Publishing is `datastore config migrate`'s job (content first,
-        // sentinel last); doctor does not write a sentinel of its own.
-        Ok(Fix::Manual)
+    fn fix(&self, cx: &Context, _finding: &Finding) -> Result<Fix, DoctorError> {
+        // The repair is the config-migrate plan itself (content first, the
+        // sentinel last, published only after its payload is verified in
+        // the remote), for a repository whose config is managed. For one
+        // that is not, publishing is a decision: `datastore config migrate`.
+        let Ok((config, layout)) = &cx.loaded else {
+            return Ok(Fix::Manual);
+        };
+        if !config.config.managed {
+            return Ok(Fix::Manual);
+        }
+        let planned = crate::engine::plan_with(
+            layout,
+            config,
+            crate::state::Scope::Config,
+            crate::engine::SyncOptions::default(),
+        )?;
+        if planned.plan.is_empty() {
+            return Ok(Fix::Manual);
+        }
+        Ok(Fix::Plan(Box::new(planned)))
     }
 }
 

@@ -9,11 +9,14 @@
 //! replaces nothing.
 
 use super::reconcile::{Unconfirmed, run_flow};
+use crate::cli::locking::Locks;
+use crate::cli::output::interactive;
 use crate::cli::{CliError, Ctx, Outcome, Repo};
 use crate::config::Config;
 use crate::engine::managed::config_only;
 use crate::engine::sync::register_namespace;
 use crate::engine::{self, EngineError, SyncOptions};
+use crate::lock::LockError;
 use crate::state::Scope;
 
 pub fn migrate(ctx: &Ctx, yes: bool) -> Result<Outcome, CliError> {
@@ -38,16 +41,51 @@ pub fn migrate(ctx: &Ctx, yes: bool) -> Result<Outcome, CliError> {
         .hint("add the definitions there, then run `swamp datastore config migrate`"));
     }
 
+    // Held from planning to the end, as every command that writes the
+    // remote; a preview that cannot turn into an apply takes none.
+    let locks = if yes || (!ctx.json && interactive()) {
+        match Locks::try_take(ctx, &repo.layout, &config, "datastore config migrate") {
+            Ok(l) => Some(l),
+            Err(LockError::Store(e)) if e.is_transient() => {
+                let reason = e.to_string();
+                return offline(ctx, &repo, &config, yes, reason, LockError::Store(e).into());
+            }
+            Err(e) => return Err(e.into()),
+        }
+    } else {
+        None
+    };
+    let result = migrate_locked(ctx, &repo, &config, changed, yes);
+    match locks {
+        Some(l) => l.finish(result),
+        None => result,
+    }
+}
+
+fn migrate_locked(
+    ctx: &Ctx,
+    repo: &Repo,
+    config: &Config,
+    changed: bool,
+    yes: bool,
+) -> Result<Outcome, CliError> {
+    let (repo, config) = (repo.clone(), config.clone());
     let planned =
         match engine::plan_with(&repo.layout, &config, Scope::Config, SyncOptions::default()) {
             Ok(p) => p,
-            Err(e) if unreachable(&e) => return offline(ctx, &repo, &config, yes, e),
+            Err(e) if unreachable(&e) => {
+                let reason = e.to_string();
+                return offline(ctx, &repo, &config, yes, reason, e.into());
+            }
             Err(e) => return Err(e.into()),
         };
     if yes && !planned.plan.is_empty() && !planned.plan.has_conflicts() {
         match register_namespace(&config.target(), config.repo_id) {
             Ok(_) => {}
-            Err(e) if unreachable(&e) => return offline(ctx, &repo, &config, yes, e),
+            Err(e) if unreachable(&e) => {
+                let reason = e.to_string();
+                return offline(ctx, &repo, &config, yes, reason, e.into());
+            }
             Err(e) => return Err(e.into()),
         }
     }
@@ -82,11 +120,11 @@ fn offline(
     repo: &Repo,
     config: &Config,
     yes: bool,
-    err: EngineError,
+    reason: String,
+    err: CliError,
 ) -> Result<Outcome, CliError> {
-    let reason = err.to_string();
     if !yes {
-        return Err(CliError::from(err));
+        return Err(err);
     }
     match engine::mirror_offline(&repo.root, &repo.layout, config)? {
         Some(report) => {
@@ -99,7 +137,7 @@ fn offline(
             }
             Err(unpublished(&reason))
         }
-        None => Err(CliError::from(err).hint(
+        None => Err(err.hint(
             "the cache already holds config from the datastore, so only the remote can tell what to publish; run `swamp datastore config migrate` again once it is reachable",
         )),
     }
