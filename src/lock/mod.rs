@@ -548,6 +548,11 @@ pub fn ensure_held() -> Result<(), String> {
             if h.released.load(Ordering::SeqCst) {
                 continue;
             }
+            // Our own expiry, read here rather than left to the heartbeat:
+            // after a stall this thread may run before the heartbeat does.
+            if h.body.lock().unwrap().is_stale(SystemTime::now()) {
+                h.lose("it expired before it could be renewed (this process stalled)".into());
+            }
             if let Some(r) = h.lost.lock().unwrap().as_ref() {
                 return Err(format!("lost the lock {}: {r}", h.target.url));
             }

@@ -2,6 +2,7 @@
 //! `tests/`, or `#[path = "../support/mod.rs"] mod support;` from a test
 //! directory such as `tests/e2e/`.
 
+pub mod bucket;
 pub mod servers;
 
 use std::collections::BTreeMap;

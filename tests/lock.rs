@@ -1,0 +1,334 @@
+//! The distributed lock end to end, on a directory object store, SeaweedFS
+//! (S3) and fake-gcs-server (GCS): real binaries racing for one
+//! namespace's lock object. Holders are held in place with the test-only
+//! failpoint `lock-acquired` (`FAILPOINTS=lock-acquired=sleep(MS)`).
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::process::Child;
+use std::time::{Duration, Instant, SystemTime};
+
+use serde_json::Value;
+use support::bucket::{Backend, Bucket, Repo, Run, finish};
+
+const LOCK_KEY: &str = "swamp/homelab/.swamp/lock.json";
+
+/// `[lock] ttl_secs` for these tests: short, so takeovers happen quickly.
+fn repo_with_ttl(bucket: &Bucket, ttl: u64) -> Repo {
+    let repo = Repo::init(bucket, Some("homelab"));
+    repo.append_config(&format!("\n[lock]\nttl_secs = {ttl}\n"));
+    repo
+}
+
+fn status(repo: &Repo) -> Value {
+    let run = repo.run(&["--json", "datastore", "lock", "status"]);
+    run.expect(0);
+    run.json()["locks"][0].clone()
+}
+
+/// Waits until `pred` holds for the lock status, or fails after `secs`.
+#[track_caller]
+fn wait_for(repo: &Repo, secs: u64, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        let s = status(repo);
+        if pred(&s) {
+            return s;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "timed out waiting for {what}: {s}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn held_by(s: &Value, pid: u32) -> bool {
+    s["state"] == "held" && s["pid"] == pid
+}
+
+fn signal(child: &Child, sig: i32) {
+    // SAFETY: kill(2) on our own child's pid.
+    let r = unsafe { libc::kill(child.id() as i32, sig) };
+    assert_eq!(r, 0, "kill({}, {sig})", child.id());
+}
+
+fn parse_time(s: &Value) -> SystemTime {
+    humantime::parse_rfc3339_weak(s.as_str().unwrap()).unwrap()
+}
+
+/// The data files of the namespace in the bucket: key → content.
+fn remote_data(bucket: &Bucket) -> BTreeMap<String, Vec<u8>> {
+    bucket
+        .contents()
+        .into_iter()
+        .filter(|(k, _)| k.starts_with("swamp/homelab/data/"))
+        .collect()
+}
+
+fn cache_data(repo: &Repo) -> BTreeMap<String, Vec<u8>> {
+    support::tree(&repo.cache().join("homelab/data"))
+        .into_iter()
+        .filter(|(k, _)| !k.starts_with("_catalog"))
+        .map(|(k, v)| (format!("swamp/homelab/data/{k}"), v))
+        .collect()
+}
+
+/// Two machines sync the same namespace at the same moment: one holds the
+/// lock, the other waits for it (naming the holder), then plans against
+/// what the first pushed. Nothing is lost; the end state is what the two
+/// syncs give run one after the other.
+fn two_syncs_at_once_one_waits_for_the_other_and_nothing_is_lost(backend: Backend) {
+    let bucket = Bucket::new(backend);
+    let a = repo_with_ttl(&bucket, 10);
+    let b = a.clone_elsewhere();
+    a.put("alpha/state", "alpha: 1\n");
+    a.put("alpha/state", "alpha: 2\n");
+    b.put("beta/state", "beta: 1\n");
+    let expected: BTreeMap<String, Vec<u8>> =
+        cache_data(&a).into_iter().chain(cache_data(&b)).collect();
+    assert_eq!(expected.len(), 3);
+
+    // Each holds the lock a while once it has it, so the two overlap.
+    let hold = [("FAILPOINTS", "lock-acquired=sleep(1500)")];
+    let pa = a.spawn(&["datastore", "sync", "-y"], &hold);
+    let pb = b.spawn(&["datastore", "sync", "-y"], &hold);
+    let (pid_a, pid_b) = (pa.id(), pb.id());
+    let (ra, rb) = (finish(pa), finish(pb));
+    ra.expect(0);
+    rb.expect(0);
+    let waited = |run: &Run, other: u32| {
+        run.stderr.contains("Waiting for the lock") && run.stderr.contains(&format!("pid {other}"))
+    };
+    let (waited_a, waited_b) = (waited(&ra, pid_b), waited(&rb, pid_a));
+    assert!(
+        waited_a ^ waited_b,
+        "exactly one waited, naming the other\n--- a\n{}\n--- b\n{}",
+        ra.stderr,
+        rb.stderr
+    );
+
+    // The second to run pulled the first's files and pushed its own.
+    assert_eq!(remote_data(&bucket), expected, "no lost update");
+    let (first, second) = if waited_a { (&b, &a) } else { (&a, &b) };
+    assert_eq!(cache_data(second), expected);
+    // One more sync of the first: what a serial run ends with everywhere.
+    first.run(&["datastore", "sync", "-y"]).expect(0);
+    assert_eq!(cache_data(first), expected);
+    assert_eq!(cache_data(second), expected);
+    assert!(bucket.get(LOCK_KEY).is_none(), "both released the lock");
+}
+
+/// A holder killed with SIGKILL never releases its lock. Another command
+/// is refused (exit 75, naming the holder and the commands to inspect or
+/// break it) until the TTL runs out, and takes it over after it, not before.
+fn a_holder_killed_with_sigkill_is_taken_over_after_the_ttl_not_before(backend: Backend) {
+    let bucket = Bucket::new(backend);
+    let a = repo_with_ttl(&bucket, 4);
+    a.put("alpha/state", "alpha: 1\n");
+    let mut holder = a.spawn(
+        &["datastore", "sync", "-y"],
+        &[("FAILPOINTS", "lock-acquired=sleep(60000)")],
+    );
+    let pid = holder.id();
+    wait_for(&a, 30, "the holder to take the lock", |s| held_by(s, pid));
+    holder.kill().unwrap(); // SIGKILL
+    holder.wait().unwrap();
+    let s = status(&a);
+    assert!(held_by(&s, pid), "a killed holder's lock stays: {s}");
+    let expires = parse_time(&s["expires_at"]);
+
+    let refused = a.run(&["--lock-timeout", "0", "datastore", "sync", "-y"]);
+    refused.expect(75);
+    for needle in [
+        format!("pid {pid}"),
+        "swamp datastore lock status".to_string(),
+        "swamp datastore lock release --force".to_string(),
+    ] {
+        assert!(
+            refused.stderr.contains(&needle),
+            "{needle}: {}",
+            refused.stderr
+        );
+    }
+    let json = a.run(&["--json", "--lock-timeout", "0", "datastore", "sync", "-y"]);
+    json.expect(75);
+    assert_eq!(json.json()["error"]["kind"], "lock-held");
+
+    let started = SystemTime::now();
+    assert!(
+        started < expires,
+        "the test must start waiting before the expiry"
+    );
+    let took = a.run(&["datastore", "sync", "-y"]);
+    took.expect(0);
+    assert!(
+        SystemTime::now() >= expires,
+        "taken over after the TTL, not before"
+    );
+    assert!(
+        took.stderr.contains("Took over the lock") && took.stderr.contains(&format!("pid {pid}")),
+        "{}",
+        took.stderr
+    );
+    assert_eq!(status(&a)["state"], "free");
+    assert_eq!(remote_data(&bucket), cache_data(&a));
+}
+
+/// A holder stalled past its TTL (SIGSTOP) while a successor takes the
+/// lock over: once resumed (SIGCONT) it can neither renew nor delete the
+/// successor's lock, and it stops with an error instead of working on.
+fn a_stalled_holder_cannot_renew_or_delete_its_successors_lock(backend: Backend) {
+    let bucket = Bucket::new(backend);
+    let a = repo_with_ttl(&bucket, 2);
+    let b = a.clone_elsewhere();
+    a.put("alpha/state", "alpha: 1\n");
+    let stalled = a.spawn(
+        &["datastore", "sync", "-y"],
+        &[("FAILPOINTS", "lock-acquired=sleep(3000)")],
+    );
+    let pid_a = stalled.id();
+    wait_for(&a, 30, "the first holder", |s| held_by(s, pid_a));
+    signal(&stalled, libc::SIGSTOP);
+    wait_for(&a, 30, "the stalled lock to expire", |s| {
+        s["state"] == "stale"
+    });
+
+    let successor = b.spawn(
+        &["datastore", "sync", "-y"],
+        &[("FAILPOINTS", "lock-acquired=sleep(4000)")],
+    );
+    let pid_b = successor.id();
+    let taken = wait_for(&a, 30, "the successor's takeover", |s| held_by(s, pid_b));
+    signal(&stalled, libc::SIGCONT);
+    let ra = finish(stalled);
+    ra.expect(1);
+    assert!(ra.stderr.contains("lost the lock"), "{}", ra.stderr);
+    // The successor's lock is untouched: same id, still held by it.
+    let now = status(&a);
+    assert_eq!(now["id"], taken["id"], "{now}");
+    assert!(held_by(&now, pid_b), "{now}");
+
+    let rb: Run = finish(successor);
+    rb.expect(0);
+    assert!(rb.stderr.contains(&format!("pid {pid_a}")), "{}", rb.stderr);
+    assert_eq!(status(&a)["state"], "free");
+    // The next sync finishes what the stalled one did not.
+    a.run(&["datastore", "sync", "-y"]).expect(0);
+    assert_eq!(remote_data(&bucket), cache_data(&a));
+}
+
+/// `lock status` and `lock release` from only the datastore URL: a stale
+/// lock is released without --force, a live one only with it, an
+/// unreadable one is "held, owner unknown" and also needs --force.
+fn lock_status_and_release_work_without_a_repository(backend: Backend) {
+    let bucket = Bucket::new(backend);
+    let spec = bucket.spec();
+    let nowhere = Repo::empty(bucket.env()); // no .swamp.toml anywhere
+    let at = ["--datastore", spec.as_str(), "--namespace", "homelab"];
+    let cmd = |verb: &[&str], extra: &[&str]| -> Run {
+        let mut args = vec!["datastore", "lock"];
+        args.extend_from_slice(verb);
+        args.extend_from_slice(&at);
+        args.extend_from_slice(extra);
+        nowhere.run(&args)
+    };
+    let run = cmd(&["status"], &["--json"]);
+    run.expect(0);
+    assert_eq!(run.json()["locks"][0]["state"], "free", "{}", run.stdout);
+
+    let body = |expires: &str| {
+        format!(
+            r#"{{"id":"x-1","operation":"datastore sync","holder":"someone@elsewhere","pid":4242,"tool_version":"0.1.0","acquired_at":"2026-01-01T00:00:00Z","expires_at":"{expires}","ttl_secs":60}}"#
+        )
+    };
+    bucket.put(LOCK_KEY, body("2026-01-01T00:01:00Z").as_bytes());
+    let run = cmd(&["status"], &[]);
+    run.expect(0);
+    assert!(run.stdout.contains("stale"), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("someone@elsewhere (pid 4242)"),
+        "{}",
+        run.stdout
+    );
+    cmd(&["release"], &[]).expect(0);
+    assert!(bucket.get(LOCK_KEY).is_none());
+
+    bucket.put(LOCK_KEY, body("2999-01-01T00:00:00Z").as_bytes());
+    let refused = cmd(&["release"], &[]);
+    refused.expect(75);
+    assert!(refused.stderr.contains("--force"), "{}", refused.stderr);
+    assert!(bucket.get(LOCK_KEY).is_some(), "a live lock stays");
+    // A command that needs it gives up naming the holder.
+    let repo = Repo::init(&bucket, Some("homelab"));
+    let blocked = repo.run(&["--lock-timeout", "1s", "datastore", "sync", "-y"]);
+    blocked.expect(75);
+    assert!(
+        blocked.stderr.contains("someone@elsewhere (pid 4242"),
+        "{}",
+        blocked.stderr
+    );
+    cmd(&["release"], &["--force"]).expect(0);
+    assert!(bucket.get(LOCK_KEY).is_none());
+
+    bucket.put(LOCK_KEY, b"{ half a lock");
+    let run = cmd(&["status"], &["--json"]);
+    run.expect(0);
+    assert_eq!(run.json()["locks"][0]["state"], "unparseable");
+    let doctor = repo.run(&["--json", "doctor", "datastores"]);
+    doctor.expect(1);
+    let doc = doctor.json();
+    let lock = doc["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "lock")
+        .unwrap()
+        .clone();
+    assert_eq!(lock["status"], "fail", "{doc}");
+    assert!(
+        lock["message"].as_str().unwrap().contains("unknown owner"),
+        "{lock}"
+    );
+    cmd(&["release"], &[]).expect(75);
+    cmd(&["release"], &["--force"]).expect(0);
+    assert!(bucket.get(LOCK_KEY).is_none());
+}
+
+/// Doctor reports a stale lock and `--repair -y` breaks it (a delete
+/// conditional on the version it saw), then holds the lock itself while
+/// repairing and releases it.
+fn doctor_reports_a_stale_lock_and_repair_breaks_it(backend: Backend) {
+    let bucket = Bucket::new(backend);
+    let repo = Repo::init(&bucket, Some("homelab"));
+    repo.put("alpha/state", "alpha: 1\n");
+    repo.run(&["datastore", "sync", "-y"]).expect(0);
+    bucket.put(
+        LOCK_KEY,
+        br#"{"id":"x-2","operation":"apply","holder":"gone@host","pid":7,"tool_version":"0.1.0","acquired_at":"2026-01-01T00:00:00Z","expires_at":"2026-01-01T00:01:00Z","ttl_secs":60}"#,
+    );
+    let run = repo.run(&["--json", "doctor", "datastores"]);
+    run.expect(1);
+    let doc = run.json();
+    let failed: Vec<&str> = doc["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["status"] == "fail")
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(failed, ["lock"], "{doc}");
+    repo.run(&["doctor", "datastores", "--repair", "-y"])
+        .expect(0);
+    assert!(bucket.get(LOCK_KEY).is_none());
+    repo.run(&["doctor", "datastores"]).expect(0);
+}
+
+on_every_backend!(
+    two_syncs_at_once_one_waits_for_the_other_and_nothing_is_lost,
+    a_holder_killed_with_sigkill_is_taken_over_after_the_ttl_not_before,
+    a_stalled_holder_cannot_renew_or_delete_its_successors_lock,
+    lock_status_and_release_work_without_a_repository,
+    doctor_reports_a_stale_lock_and_repair_breaks_it,
+);
