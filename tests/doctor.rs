@@ -6,164 +6,13 @@
 mod support;
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::path::Path;
 
 use assert_cmd::Command;
 use serde_json::{Value, json};
+use support::bucket::{Backend, Bucket, Repo, sha};
 use support::servers;
 use support::tree;
-use swamp::store::{Precondition, Store, StoreOptions};
-use tempfile::TempDir;
-
-#[derive(Clone, Copy, Debug)]
-enum Backend {
-    /// A directory as the object store (`endpoint=file:///dir`).
-    Fs,
-    S3,
-    Gcs,
-}
-
-struct Bucket {
-    backend: Backend,
-    name: String,
-    _dir: Option<TempDir>,
-}
-
-impl Bucket {
-    fn new(backend: Backend) -> Bucket {
-        let (name, dir) = match backend {
-            Backend::Fs => {
-                let dir = tempfile::tempdir().unwrap();
-                std::fs::create_dir(dir.path().join("bucket")).unwrap();
-                ("bucket".to_string(), Some(dir))
-            }
-            Backend::S3 => (servers::s3().fresh_bucket(), None),
-            Backend::Gcs => (servers::gcs().fresh_bucket(), None),
-        };
-        Bucket {
-            backend,
-            name,
-            _dir: dir,
-        }
-    }
-
-    fn fs_root(&self) -> PathBuf {
-        self._dir.as_ref().unwrap().path().canonicalize().unwrap()
-    }
-
-    fn spec(&self) -> String {
-        match self.backend {
-            Backend::Fs => format!(
-                "s3://{}/swamp?endpoint=file://{}",
-                self.name,
-                self.fs_root().display()
-            ),
-            Backend::S3 => format!(
-                "s3://{}/swamp?region=us-east-1&endpoint={}",
-                self.name,
-                servers::s3().endpoint
-            ),
-            Backend::Gcs => format!(
-                "gs://{}/swamp?endpoint={}",
-                self.name,
-                servers::gcs().endpoint
-            ),
-        }
-    }
-
-    fn env(&self) -> Vec<(&'static str, String)> {
-        match self.backend {
-            Backend::Fs | Backend::Gcs => servers::gcs_child_env(),
-            Backend::S3 => servers::s3_child_env(),
-        }
-    }
-
-    fn store(&self) -> Arc<dyn Store> {
-        let ds = match self.backend {
-            Backend::Fs => swamp::config::DatastoreConfig::S3 {
-                bucket: self.name.clone(),
-                prefix: None,
-                region: None,
-                endpoint: Some(format!("file://{}", self.fs_root().display())),
-            },
-            Backend::S3 => servers::s3().datastore(&self.name, None),
-            Backend::Gcs => servers::gcs().datastore(&self.name, None),
-        };
-        let options = StoreOptions {
-            s3_credentials: Some(servers::s3_credentials()),
-            ..StoreOptions::default()
-        };
-        swamp::store::open_with(&ds, options).unwrap()
-    }
-
-    /// Writes an object through the store (with correct sha256 metadata).
-    fn put(&self, key: &str, body: &[u8]) {
-        let rt = tokio::runtime::Runtime::new().unwrap();
-        rt.block_on(
-            self.store()
-                .put_bytes(key, body.to_vec(), &Precondition::None),
-        )
-        .unwrap();
-    }
-
-    fn delete(&self, key: &str) {
-        let rt = tokio::runtime::Runtime::new().unwrap();
-        rt.block_on(self.store().delete(key, &Precondition::None))
-            .unwrap();
-    }
-
-    /// Every object in the bucket: key → content.
-    fn contents(&self) -> BTreeMap<String, Vec<u8>> {
-        let store = self.store();
-        let rt = tokio::runtime::Runtime::new().unwrap();
-        rt.block_on(async {
-            let mut out = BTreeMap::new();
-            for meta in store.list("").await.unwrap() {
-                let (_, bytes) = store.get_bytes(&meta.key).await.unwrap();
-                out.insert(meta.key, bytes);
-            }
-            out
-        })
-    }
-}
-
-fn sha(bytes: &[u8]) -> String {
-    use sha2::Digest;
-    hex::encode(sha2::Sha256::digest(bytes))
-}
-
-struct Repo {
-    _dir: TempDir,
-    root: PathBuf,
-    home: PathBuf,
-    env: Vec<(&'static str, String)>,
-}
-
-struct Run {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-}
-
-impl Run {
-    #[track_caller]
-    fn expect(&self, code: i32) -> &Run {
-        assert_eq!(
-            self.code,
-            Some(code),
-            "expected exit {code}\n--- stdout\n{}\n--- stderr\n{}",
-            self.stdout,
-            self.stderr
-        );
-        self
-    }
-
-    fn json(&self) -> Value {
-        serde_json::from_str(&self.stdout)
-            .unwrap_or_else(|e| panic!("stdout is not one JSON document ({e}):\n{}", self.stdout))
-    }
-}
 
 /// The check named `name` in a doctor JSON document.
 fn check<'a>(doc: &'a Value, name: &str) -> &'a Value {
@@ -195,82 +44,23 @@ fn statuses(doc: &Value) -> BTreeMap<String, String> {
         .collect()
 }
 
-impl Repo {
-    fn init(bucket: &Bucket, namespace: &str) -> Repo {
-        let dir = tempfile::tempdir().unwrap();
-        let root = dir.path().canonicalize().unwrap().join("repo");
-        let home = dir.path().canonicalize().unwrap().join("home");
-        std::fs::create_dir_all(&root).unwrap();
-        let repo = Repo {
-            _dir: dir,
-            root,
-            home,
-            env: bucket.env(),
-        };
-        let spec = bucket.spec();
-        repo.run(&["init", "--datastore", &spec, "--namespace", namespace])
-            .expect(0);
-        repo
-    }
+/// `swamp --json doctor datastores EXTRA…`, expecting exit `code`.
+fn doctor(repo: &Repo, extra: &[&str], code: i32) -> Value {
+    let mut args = vec!["--json", "doctor", "datastores"];
+    args.extend_from_slice(extra);
+    let run = repo.run(&args);
+    run.expect(code);
+    run.json()
+}
 
-    fn run(&self, args: &[&str]) -> Run {
-        let out = Command::cargo_bin("swamp")
-            .unwrap()
-            .current_dir(&self.root)
-            .env("SWAMP_HOME", &self.home)
-            .env("NO_COLOR", "1")
-            .envs(self.env.iter().map(|(k, v)| (*k, v.as_str())))
-            .args(args)
-            .output()
-            .unwrap();
-        Run {
-            code: out.status.code(),
-            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        }
-    }
-
-    fn doctor(&self, extra: &[&str], code: i32) -> Value {
-        let mut args = vec!["--json", "doctor", "datastores"];
-        args.extend_from_slice(extra);
-        let run = self.run(&args);
-        run.expect(code);
-        run.json()
-    }
-
-    fn repo_id(&self) -> String {
-        let c: toml::Value =
-            toml::from_str(&std::fs::read_to_string(self.root.join(".swamp.toml")).unwrap())
-                .unwrap();
-        c["repo_id"].as_str().unwrap().to_string()
-    }
-
-    fn cache(&self) -> PathBuf {
-        self.home.join("repos").join(self.repo_id())
-    }
-
-    fn put(&self, name: &str, content: &str) {
-        let f = self.root.join("input.txt");
-        std::fs::write(&f, content).unwrap();
-        self.run(&["data", "put", name, "--file", "input.txt"])
-            .expect(0);
-    }
-
-    fn write_cache(&self, rel: &str, content: &str) {
-        let p = self.cache().join(rel);
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(p, content).unwrap();
-    }
-
-    /// A synced namespaced repo: two data versions and an output, pushed.
-    fn synced(bucket: &Bucket) -> Repo {
-        let a = Repo::init(bucket, "homelab");
-        a.put("web/state", "replicas: 1\n");
-        a.put("web/state", "replicas: 2\n");
-        a.write_cache("homelab/outputs/deploy/web-1.yaml", "status: ok\n");
-        a.run(&["datastore", "sync", "-y"]).expect(0);
-        a
-    }
+/// A synced namespaced repo: two data versions and an output, pushed.
+fn synced(bucket: &Bucket) -> Repo {
+    let a = Repo::init(bucket, Some("homelab"));
+    a.put("web/state", "replicas: 1\n");
+    a.put("web/state", "replicas: 2\n");
+    a.write_cache("homelab/outputs/deploy/web-1.yaml", "status: ok\n");
+    a.run(&["datastore", "sync", "-y"]).expect(0);
+    a
 }
 
 fn copy_tree(from: &Path, to: &Path) {
@@ -304,8 +94,8 @@ fn no_canary_left(bucket: &Bucket) {
 /// the copies; doctor passes; sync both ways exits 0.
 fn byte_identical_root_copies_in_the_cache_fail_layout_and_repair_drops_them(backend: Backend) {
     let bucket = Bucket::new(backend);
-    let a = Repo::synced(&bucket);
-    let clean = a.doctor(&[], 0);
+    let a = synced(&bucket);
+    let clean = doctor(&a, &[], 0);
     assert_eq!(
         statuses(&clean),
         BTreeMap::from(
@@ -332,7 +122,7 @@ fn byte_identical_root_copies_in_the_cache_fail_layout_and_repair_drops_them(bac
     let bucket_before = bucket.contents();
     assert!(root_level(&a).contains_key("data/web/state/2/raw"));
 
-    let failing = a.doctor(&[], 1);
+    let failing = doctor(&a, &[], 1);
     assert_eq!(status(&failing, "layout"), "fail", "{failing}");
     assert_eq!(failing["ok"], false);
     let message = check(&failing, "layout")["message"].as_str().unwrap();
@@ -371,7 +161,7 @@ fn byte_identical_root_copies_in_the_cache_fail_layout_and_repair_drops_them(bac
     );
     assert_eq!(tree(&a.cache()), wedged_cache, "a preview changes nothing");
 
-    let repaired = a.doctor(&["--repair", "-y"], 0);
+    let repaired = doctor(&a, &["--repair", "-y"], 0);
     assert_eq!(repaired["ok"], true, "{repaired}");
     let before = json!({"checks": repaired["repair"]["checks_before"].clone()});
     assert_eq!(status(&before, "layout"), "fail", "{repaired}");
@@ -382,7 +172,7 @@ fn byte_identical_root_copies_in_the_cache_fail_layout_and_repair_drops_them(bac
         "the namespaced files are as they were"
     );
 
-    a.doctor(&[], 0);
+    doctor(&a, &[], 0);
     a.run(&["datastore", "sync", "-y"]).expect(0);
     a.run(&["datastore", "sync", "--push", "-y"]).expect(0);
     assert_eq!(bucket.contents(), bucket_before, "the bucket is untouched");
@@ -393,13 +183,13 @@ fn byte_identical_root_copies_in_the_cache_fail_layout_and_repair_drops_them(bac
 /// `--repair -y` reports it with both hashes, exits 3, and moves nothing.
 fn a_root_copy_that_differs_is_a_conflict_and_repair_moves_nothing(backend: Backend) {
     let bucket = Bucket::new(backend);
-    let a = Repo::synced(&bucket);
+    let a = synced(&bucket);
     copy_tree(&a.cache().join("homelab"), &a.cache());
     a.write_cache("data/web/state/2/raw", "replicas: 20\n");
     a.write_cache("outputs/only-at-root.yaml", "stray\n");
     let before = tree(&a.cache());
 
-    let failing = a.doctor(&[], 1);
+    let failing = doctor(&a, &[], 1);
     let message = check(&failing, "layout")["message"].as_str().unwrap();
     assert!(
         message
@@ -420,7 +210,7 @@ fn a_root_copy_that_differs_is_a_conflict_and_repair_moves_nothing(backend: Back
     );
     assert!(run.stderr.contains("nothing was changed"), "{}", run.stderr);
     assert_eq!(tree(&a.cache()), before, "nothing moved or dropped");
-    let doc = a.doctor(&["--repair", "-y"], 3);
+    let doc = doctor(&a, &["--repair", "-y"], 3);
     assert_eq!(
         doc["repair"]["plans"][0]["conflicts"][0]["kind"],
         "different-at-target"
@@ -431,9 +221,9 @@ fn a_root_copy_that_differs_is_a_conflict_and_repair_moves_nothing(backend: Back
 /// the fix; repair does not sync on its own; after a sync doctor passes.
 fn drift_fails_naming_sync_until_synced(backend: Backend) {
     let bucket = Bucket::new(backend);
-    let a = Repo::synced(&bucket);
+    let a = synced(&bucket);
     a.write_cache("homelab/outputs/new.yaml", "new\n");
-    let doc = a.doctor(&[], 1);
+    let doc = doctor(&a, &[], 1);
     assert_eq!(status(&doc, "drift"), "fail", "{doc}");
     let drift = check(&doc, "drift");
     assert!(
@@ -447,7 +237,7 @@ fn drift_fails_naming_sync_until_synced(backend: Backend) {
             .contains("`swamp datastore sync`"),
         "{drift}"
     );
-    let repaired = a.doctor(&["--repair", "-y"], 1);
+    let repaired = doctor(&a, &["--repair", "-y"], 1);
     let results = repaired["repair"]["results"].as_array().unwrap();
     assert_eq!(results.len(), 1, "{repaired}");
     assert_eq!(results[0]["status"], "manual");
@@ -459,25 +249,25 @@ fn drift_fails_naming_sync_until_synced(backend: Backend) {
         "{repaired}"
     );
     a.run(&["datastore", "sync", "-y"]).expect(0);
-    a.doctor(&[], 0);
+    doctor(&a, &[], 0);
 }
 
 /// A missing namespace manifest fails `registration`; repair re-registers
 /// the namespace (a create-only write) since it is free.
 fn a_missing_namespace_manifest_fails_and_repair_registers_it(backend: Backend) {
     let bucket = Bucket::new(backend);
-    let a = Repo::synced(&bucket);
+    let a = synced(&bucket);
     bucket.delete("swamp/homelab/.namespace.json");
-    let doc = a.doctor(&[], 1);
+    let doc = doctor(&a, &[], 1);
     assert_eq!(status(&doc, "registration"), "fail", "{doc}");
-    a.doctor(&["--repair"], 1);
+    doctor(&a, &["--repair"], 1);
     assert!(
         !bucket
             .contents()
             .contains_key("swamp/homelab/.namespace.json"),
         "a preview registers nothing"
     );
-    a.doctor(&["--repair", "-y"], 0);
+    doctor(&a, &["--repair", "-y"], 0);
     let manifest: Value =
         serde_json::from_slice(&bucket.contents()["swamp/homelab/.namespace.json"]).unwrap();
     assert_eq!(manifest["repo_id"], a.repo_id());
@@ -487,7 +277,7 @@ fn a_missing_namespace_manifest_fails_and_repair_registers_it(backend: Backend) 
         "swamp/homelab/.namespace.json",
         br#"{"namespace":"homelab","repo_id":"00000000-0000-0000-0000-000000000001","registered_at":"2026-01-01T00:00:00Z"}"#,
     );
-    let doc = a.doctor(&["--repair", "-y"], 1);
+    let doc = doctor(&a, &["--repair", "-y"], 1);
     assert!(
         check(&doc, "registration")["message"]
             .as_str()
@@ -502,13 +292,13 @@ fn a_missing_namespace_manifest_fails_and_repair_registers_it(backend: Backend) 
 /// repair says there is no automatic fix; a matching sentinel passes.
 fn sentinel_without_payload_or_payload_without_sentinel_fails(backend: Backend) {
     let bucket = Bucket::new(backend);
-    let a = Repo::synced(&bucket);
+    let a = synced(&bucket);
     let model = b"kind: model\n";
     bucket.put("swamp/homelab/config/models/a.yaml", model);
     // Keep drift out of the way: the cache has the same object.
     a.run(&["datastore", "sync", "-y"]).expect(0);
 
-    let doc = a.doctor(&[], 1);
+    let doc = doctor(&a, &[], 1);
     assert_eq!(status(&doc, "sentinel"), "fail", "{doc}");
     assert!(
         check(&doc, "sentinel")["message"]
@@ -517,7 +307,7 @@ fn sentinel_without_payload_or_payload_without_sentinel_fails(backend: Backend) 
             .contains("payload without sentinel"),
         "{doc}"
     );
-    let repaired = a.doctor(&["--repair", "-y"], 1);
+    let repaired = doctor(&a, &["--repair", "-y"], 1);
     assert_eq!(
         repaired["repair"]["results"][0]["message"],
         "no automatic fix in this version: run `swamp datastore config migrate`",
@@ -539,7 +329,7 @@ fn sentinel_without_payload_or_payload_without_sentinel_fails(backend: Backend) 
         ))
         .as_bytes(),
     );
-    let doc = a.doctor(&[], 1);
+    let doc = doctor(&a, &[], 1);
     let message = check(&doc, "sentinel")["message"].as_str().unwrap();
     assert!(
         message.contains("1 are missing and 0 have another sha256")
@@ -551,7 +341,7 @@ fn sentinel_without_payload_or_payload_without_sentinel_fails(backend: Backend) 
         sentinel_key,
         body(&format!(r#""config/models/a.yaml":"{}""#, sha(b"other"))).as_bytes(),
     );
-    let doc = a.doctor(&[], 1);
+    let doc = doctor(&a, &[], 1);
     assert!(
         check(&doc, "sentinel")["message"]
             .as_str()
@@ -561,7 +351,7 @@ fn sentinel_without_payload_or_payload_without_sentinel_fails(backend: Backend) 
     );
 
     bucket.put(sentinel_key, b"{not json");
-    let doc = a.doctor(&[], 1);
+    let doc = doctor(&a, &[], 1);
     assert!(
         check(&doc, "sentinel")["message"]
             .as_str()
@@ -576,7 +366,7 @@ fn sentinel_without_payload_or_payload_without_sentinel_fails(backend: Backend) 
     );
     // The sentinel itself is a config object the cache pulls.
     a.run(&["datastore", "sync", "-y"]).expect(0);
-    let doc = a.doctor(&[], 0);
+    let doc = doctor(&a, &[], 0);
     assert_eq!(status(&doc, "sentinel"), "pass", "{doc}");
 }
 
@@ -584,7 +374,7 @@ fn sentinel_without_payload_or_payload_without_sentinel_fails(backend: Backend) 
 /// namespace's directory in our cache fails `layout` and is never deleted.
 fn a_missing_catalog_is_rebuilt_and_a_foreign_cache_dir_is_only_reported(backend: Backend) {
     let bucket = Bucket::new(backend);
-    let a = Repo::synced(&bucket);
+    let a = synced(&bucket);
     for f in std::fs::read_dir(a.root.join(".swamp/data")).unwrap() {
         let f = f.unwrap();
         if f.file_name().to_string_lossy().starts_with("_catalog.db") {
@@ -592,7 +382,7 @@ fn a_missing_catalog_is_rebuilt_and_a_foreign_cache_dir_is_only_reported(backend
         }
     }
     a.write_cache("other/data/theirs/1/raw", "theirs\n");
-    let doc = a.doctor(&[], 1);
+    let doc = doctor(&a, &[], 1);
     assert_eq!(status(&doc, "catalog"), "fail", "{doc}");
     assert_eq!(status(&doc, "layout"), "fail", "{doc}");
     assert!(
@@ -602,7 +392,7 @@ fn a_missing_catalog_is_rebuilt_and_a_foreign_cache_dir_is_only_reported(backend
             .contains("other/"),
         "{doc}"
     );
-    let repaired = a.doctor(&["--repair", "-y"], 1);
+    let repaired = doctor(&a, &["--repair", "-y"], 1);
     assert_eq!(status(&repaired, "catalog"), "pass", "{repaired}");
     assert_eq!(status(&repaired, "layout"), "fail", "{repaired}");
     assert!(a.root.join(".swamp/data/_catalog.db").exists());
@@ -613,20 +403,6 @@ fn a_missing_catalog_is_rebuilt_and_a_foreign_cache_dir_is_only_reported(backend
     let list = a.run(&["--json", "data", "list"]);
     list.expect(0);
     assert!(list.stdout.contains("web/state"), "{}", list.stdout);
-}
-
-macro_rules! on_every_backend {
-    ($($scenario:ident),* $(,)?) => {
-        mod fs {
-            $( #[test] fn $scenario() { super::$scenario(super::Backend::Fs) } )*
-        }
-        mod s3 {
-            $( #[test] fn $scenario() { super::$scenario(super::Backend::S3) } )*
-        }
-        mod gcs {
-            $( #[test] fn $scenario() { super::$scenario(super::Backend::Gcs) } )*
-        }
-    };
 }
 
 on_every_backend!(
