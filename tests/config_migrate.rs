@@ -16,11 +16,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use assert_cmd::Command;
+use support::bucket::{Repo, sha};
 use support::servers;
 use support::tree as files;
 use swamp::store::{Store, StoreOptions};
-use tempfile::TempDir;
 
 const SENTINEL: &str = "swamp/config/managed-config-migrated.json";
 const UNPUBLISHED: &str = "The migration is saved locally but was not published to the datastore";
@@ -240,126 +239,45 @@ impl Forwarder {
 // ---------------------------------------------------------------------------
 // Repositories
 
-struct Repo {
-    _dir: TempDir,
-    root: PathBuf,
-    home: PathBuf,
-    env: Vec<(&'static str, String)>,
+/// A repository on `spec` holding a model, a workflow and a vault (with a
+/// fixed clock: sentinels say when they were written).
+fn with_definitions(backend: Backend, spec: &str) -> Repo {
+    let mut env = backend.env();
+    env.push(("SWAMP_NOW", "2026-11-30T07:00:00Z".to_string()));
+    let repo = Repo::empty(env);
+    repo.run(&["init", "--datastore", spec]).expect(0);
+    write_definitions(&repo);
+    repo
 }
 
-struct Run {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
+fn write_definitions(repo: &Repo) {
+    write(repo, "models/web.yaml", "name: web\nimage: nginx:1.27\n");
+    write(repo, "models/db/postgres.yaml", "name: db\nversion: 16\n");
+    write(repo, "workflows/deploy.yaml", "steps: [build, ship]\n");
+    write(repo, "vaults/prod.yaml", "kind: sops\n");
 }
 
-impl Run {
-    #[track_caller]
-    fn expect(&self, code: i32) -> &Run {
-        assert_eq!(
-            self.code,
-            Some(code),
-            "expected exit {code}\n--- stdout\n{}\n--- stderr\n{}",
-            self.stdout,
-            self.stderr
-        );
-        self
-    }
-
-    fn json(&self) -> serde_json::Value {
-        serde_json::from_str(&self.stdout)
-            .unwrap_or_else(|e| panic!("stdout is not one JSON document ({e}):\n{}", self.stdout))
-    }
+fn write(repo: &Repo, rel: &str, content: &str) {
+    let p = repo.root.join(rel);
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, content).unwrap();
 }
 
-impl Repo {
-    fn empty(env: Vec<(&'static str, String)>) -> Repo {
-        let dir = tempfile::tempdir().unwrap();
-        let root = dir.path().canonicalize().unwrap().join("repo");
-        let home = dir.path().canonicalize().unwrap().join("home");
-        std::fs::create_dir_all(&root).unwrap();
-        Repo {
-            _dir: dir,
-            root,
-            home,
-            env,
-        }
-    }
+fn managed(repo: &Repo) -> bool {
+    let toml: toml::Value =
+        toml::from_str(&std::fs::read_to_string(repo.root.join(".swamp.toml")).unwrap()).unwrap();
+    toml.get("config")
+        .and_then(|c| c.get("managed"))
+        .and_then(toml::Value::as_bool)
+        .unwrap_or(false)
+}
 
-    /// A repository on `spec` holding a model, a workflow and a vault.
-    fn with_definitions(backend: Backend, spec: &str) -> Repo {
-        let repo = Repo::empty(backend.env());
-        repo.run(&["init", "--datastore", spec]).expect(0);
-        repo.write_definitions();
-        repo
-    }
-
-    fn write_definitions(&self) {
-        self.write("models/web.yaml", "name: web\nimage: nginx:1.27\n");
-        self.write("models/db/postgres.yaml", "name: db\nversion: 16\n");
-        self.write("workflows/deploy.yaml", "steps: [build, ship]\n");
-        self.write("vaults/prod.yaml", "kind: sops\n");
-    }
-
-    /// The same repository on another machine: its .swamp.toml and its
-    /// definition directories, an empty cache.
-    fn clone_elsewhere(&self) -> Repo {
-        let repo = Repo::empty(self.env.clone());
-        std::fs::copy(self.root.join(".swamp.toml"), repo.root.join(".swamp.toml")).unwrap();
-        repo
-    }
-
-    fn write(&self, rel: &str, content: &str) {
-        let p = self.root.join(rel);
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(p, content).unwrap();
-    }
-
-    fn run(&self, args: &[&str]) -> Run {
-        let out = Command::cargo_bin("swamp")
-            .unwrap()
-            .current_dir(&self.root)
-            .env("SWAMP_HOME", &self.home)
-            .env("NO_COLOR", "1")
-            .env("SWAMP_NOW", "2026-11-30T07:00:00Z")
-            .envs(self.env.iter().map(|(k, v)| (*k, v.as_str())))
-            .args(args)
-            .output()
-            .unwrap();
-        Run {
-            code: out.status.code(),
-            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        }
-    }
-
-    fn repo_id(&self) -> String {
-        self.toml()["repo_id"].as_str().unwrap().to_string()
-    }
-
-    fn toml(&self) -> toml::Value {
-        toml::from_str(&std::fs::read_to_string(self.root.join(".swamp.toml")).unwrap()).unwrap()
-    }
-
-    fn managed(&self) -> bool {
-        self.toml()
-            .get("config")
-            .and_then(|c| c.get("managed"))
-            .and_then(toml::Value::as_bool)
-            .unwrap_or(false)
-    }
-
-    fn cache(&self) -> PathBuf {
-        self.home.join("repos").join(self.repo_id())
-    }
-
-    /// The cache's `config/` tier: tier path → content.
-    fn cached_config(&self) -> BTreeMap<String, Vec<u8>> {
-        files(&self.cache().join("config"))
-            .into_iter()
-            .map(|(k, v)| (format!("config/{k}"), v))
-            .collect()
-    }
+/// The cache's `config/` tier: tier path → content.
+fn cached_config(repo: &Repo) -> BTreeMap<String, Vec<u8>> {
+    files(&repo.cache().join("config"))
+        .into_iter()
+        .map(|(k, v)| (format!("config/{k}"), v))
+        .collect()
 }
 
 /// The definitions as the `config/` tier should hold them.
@@ -380,11 +298,6 @@ fn remote_config(contents: &BTreeMap<String, Vec<u8>>) -> BTreeMap<String, Vec<u
         .filter(|(k, _)| k.starts_with("swamp/config/") && k.as_str() != SENTINEL)
         .map(|(k, v)| (k["swamp/".len()..].to_string(), v.clone()))
         .collect()
-}
-
-fn sha(bytes: &[u8]) -> String {
-    use sha2::Digest;
-    hex::encode(sha2::Sha256::digest(bytes))
 }
 
 #[track_caller]
@@ -419,7 +332,7 @@ fn assert_sentinel_vouches_for(
 fn a_migration_the_server_never_saw_is_published_by_the_rerun(backend: Backend) {
     let bucket = backend.fresh_bucket();
     let fwd = Forwarder::start(backend.addr(), Trip::Manual);
-    let a = Repo::with_definitions(backend, &backend.spec(&bucket, &fwd.endpoint()));
+    let a = with_definitions(backend, &backend.spec(&bucket, &fwd.endpoint()));
     fwd.stop();
 
     let started = Instant::now();
@@ -439,7 +352,7 @@ fn a_migration_the_server_never_saw_is_published_by_the_rerun(backend: Backend) 
         run.stderr
     );
     // The local copy is kept, no sentinel anywhere.
-    assert_eq!(a.cached_config(), expected_config(&a));
+    assert_eq!(cached_config(&a), expected_config(&a));
     assert!(
         !a.cache()
             .join("config/managed-config-migrated.json")
@@ -449,7 +362,7 @@ fn a_migration_the_server_never_saw_is_published_by_the_rerun(backend: Backend) 
         backend.contents(&bucket).is_empty(),
         "nothing reached the bucket"
     );
-    assert!(a.managed(), "[config] managed = true is recorded");
+    assert!(managed(&a), "[config] managed = true is recorded");
 
     let fwd = fwd.restart();
     a.run(&["datastore", "config", "migrate", "-y"]).expect(0);
@@ -475,7 +388,7 @@ fn a_migration_the_server_never_saw_is_published_by_the_rerun(backend: Backend) 
         "config/managed-config-migrated.json".into(),
         contents[SENTINEL].clone(),
     );
-    assert_eq!(b.cached_config(), want);
+    assert_eq!(cached_config(&b), want);
     fwd.stop();
 }
 
@@ -485,7 +398,7 @@ fn a_migration_the_server_never_saw_is_published_by_the_rerun(backend: Backend) 
 fn a_publish_that_dies_mid_way_writes_no_sentinel_and_the_rerun_publishes(backend: Backend) {
     let bucket = backend.fresh_bucket();
     let fwd = Forwarder::start(backend.addr(), Trip::FirstUpload);
-    let a = Repo::with_definitions(backend, &backend.spec(&bucket, &fwd.endpoint()));
+    let a = with_definitions(backend, &backend.spec(&bucket, &fwd.endpoint()));
 
     let started = Instant::now();
     let run = a.run(&["datastore", "config", "migrate", "-y", "--json"]);
@@ -502,7 +415,7 @@ fn a_publish_that_dies_mid_way_writes_no_sentinel_and_the_rerun_publishes(backen
         message.contains("Run `swamp datastore config migrate` again to publish it"),
         "{message}"
     );
-    assert_eq!(a.cached_config(), expected_config(&a));
+    assert_eq!(cached_config(&a), expected_config(&a));
     let contents = backend.contents(&bucket);
     assert!(
         !contents.contains_key(SENTINEL),
@@ -510,8 +423,24 @@ fn a_publish_that_dies_mid_way_writes_no_sentinel_and_the_rerun_publishes(backen
         contents.keys()
     );
 
-    // `sync --push` is the other way the message names.
+    // The dead endpoint also kept the lock from being released: the run
+    // says how it ends, and `lock release` (its process is gone) ends it
+    // now instead of after the TTL.
+    assert!(
+        run.stderr.contains("could not release the lock")
+            && run.stderr.contains("swamp datastore lock release"),
+        "{}",
+        run.stderr
+    );
     let fwd = fwd.restart();
+    let released = a.run(&["datastore", "lock", "release"]);
+    released.expect(0);
+    assert!(
+        released.stdout.contains("its process is gone"),
+        "{}",
+        released.stdout
+    );
+    // `sync --push` is the other way the message names.
     a.run(&["datastore", "sync", "--push", "-y"]).expect(0);
     let contents = backend.contents(&bucket);
     assert_eq!(remote_config(&contents), expected_config(&a));
@@ -528,7 +457,7 @@ fn a_publish_that_dies_mid_way_writes_no_sentinel_and_the_rerun_publishes(backen
 /// a no-op that transfers nothing.
 fn a_second_repo_sees_the_definitions_and_migrating_again_is_a_no_op(backend: Backend) {
     let bucket = backend.fresh_bucket();
-    let a = Repo::with_definitions(
+    let a = with_definitions(
         backend,
         &backend.spec(&bucket, &format!("http://{}", backend.addr())),
     );
@@ -545,7 +474,7 @@ fn a_second_repo_sees_the_definitions_and_migrating_again_is_a_no_op(backend: Ba
 
     let b = a.clone_elsewhere();
     b.run(&["datastore", "sync", "--pull", "-y"]).expect(0);
-    let cached = b.cached_config();
+    let cached = cached_config(&b);
     for (k, v) in expected_config(&a) {
         assert_eq!(cached.get(&k), Some(&v), "{k}");
     }
@@ -557,15 +486,15 @@ fn a_second_repo_sees_the_definitions_and_migrating_again_is_a_no_op(backend: Ba
 fn migrating_over_another_repos_config_is_a_conflict_showing_both(backend: Backend) {
     let bucket = backend.fresh_bucket();
     let spec = backend.spec(&bucket, &format!("http://{}", backend.addr()));
-    let a = Repo::with_definitions(backend, &spec);
+    let a = with_definitions(backend, &spec);
     a.run(&["datastore", "config", "migrate", "-y"]).expect(0);
     let before = backend.contents(&bucket);
     let versions = backend.versions(&bucket);
 
     // Another clone (same .swamp.toml, another machine) whose definitions differ.
     let b = a.clone_elsewhere();
-    b.write_definitions();
-    b.write("models/web.yaml", "name: web\nimage: nginx:1.29\n");
+    write_definitions(&b);
+    write(&b, "models/web.yaml", "name: web\nimage: nginx:1.29\n");
     let run = b.run(&["datastore", "config", "migrate", "-y"]);
     run.expect(3);
     let out = format!("{}{}", run.stdout, run.stderr);
@@ -584,7 +513,7 @@ fn migrating_over_another_repos_config_is_a_conflict_showing_both(backend: Backe
     assert_eq!(backend.contents(&bucket), before, "nothing overwritten");
     assert_eq!(backend.versions(&bucket), versions);
     assert!(
-        b.cached_config().is_empty(),
+        cached_config(&b).is_empty(),
         "nothing applied, not even locally"
     );
 
@@ -607,7 +536,7 @@ fn migrating_over_another_repos_config_is_a_conflict_showing_both(backend: Backe
 fn a_first_migrate_previews_content_first_sentinel_last(backend: Backend) {
     let bucket = backend.fresh_bucket();
     let endpoint = format!("http://{}", backend.addr());
-    let a = Repo::with_definitions(backend, &backend.spec(&bucket, &endpoint));
+    let a = with_definitions(backend, &backend.spec(&bucket, &endpoint));
     let toml_before = std::fs::read_to_string(a.root.join(".swamp.toml")).unwrap();
 
     let human = a.run(&["datastore", "config", "migrate"]);
@@ -652,7 +581,7 @@ fn a_first_migrate_previews_content_first_sentinel_last(backend: Backend) {
 
     // Nothing changed.
     assert!(backend.contents(&bucket).is_empty());
-    assert!(a.cached_config().is_empty());
+    assert!(cached_config(&a).is_empty());
     assert_eq!(
         std::fs::read_to_string(a.root.join(".swamp.toml")).unwrap(),
         toml_before
@@ -688,7 +617,7 @@ fn a_first_migrate_previews_content_first_sentinel_last(backend: Backend) {
 /// passes. The config objects themselves are not rewritten.
 fn a_lost_sentinel_fails_doctor_and_repair_republishes_it(backend: Backend) {
     let bucket = backend.fresh_bucket();
-    let a = Repo::with_definitions(
+    let a = with_definitions(
         backend,
         &backend.spec(&bucket, &format!("http://{}", backend.addr())),
     );
@@ -744,7 +673,7 @@ macro_rules! on_every_server {
 fn migrate_on_a_local_datastore_names_setup_and_changes_nothing() {
     let a = Repo::empty(Vec::new());
     a.run(&["init"]).expect(0);
-    a.write_definitions();
+    write_definitions(&a);
     let before = std::fs::read_to_string(a.root.join(".swamp.toml")).unwrap();
     let run = a.run(&["datastore", "config", "migrate", "-y"]);
     run.expect(64);

@@ -325,10 +325,36 @@ fn doctor_reports_a_stale_lock_and_repair_breaks_it(backend: Backend) {
     repo.run(&["doctor", "datastores"]).expect(0);
 }
 
+/// Ctrl-C (SIGINT) while holding the lock releases it on the way out, so
+/// nobody waits for the TTL.
+fn ctrl_c_releases_the_lock(backend: Backend) {
+    let bucket = Bucket::new(backend);
+    let a = repo_with_ttl(&bucket, 60);
+    a.put("alpha/state", "alpha: 1\n");
+    let holder = a.spawn(
+        &["datastore", "sync", "-y"],
+        &[("FAILPOINTS", "lock-acquired=sleep(60000)")],
+    );
+    let pid = holder.id();
+    wait_for(&a, 30, "the holder to take the lock", |s| held_by(s, pid));
+    signal(&holder, libc::SIGINT);
+    let run = finish(holder);
+    run.expect(130);
+    assert!(
+        run.stderr.contains("released the datastore lock"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(status(&a)["state"], "free");
+    a.run(&["--lock-timeout", "0", "datastore", "sync", "-y"])
+        .expect(0);
+}
+
 on_every_backend!(
     two_syncs_at_once_one_waits_for_the_other_and_nothing_is_lost,
     a_holder_killed_with_sigkill_is_taken_over_after_the_ttl_not_before,
     a_stalled_holder_cannot_renew_or_delete_its_successors_lock,
     lock_status_and_release_work_without_a_repository,
     doctor_reports_a_stale_lock_and_repair_breaks_it,
+    ctrl_c_releases_the_lock,
 );
