@@ -635,12 +635,7 @@ fn a_lost_sentinel_fails_doctor_and_repair_republishes_it(backend: Backend) {
     let run = a.run(&["--json", "doctor", "datastores"]);
     run.expect(1);
     let doc = run.json();
-    let sentinel = doc["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["name"] == "sentinel")
-        .unwrap();
+    let sentinel = support::doctor_check(&doc, "sentinel");
     assert_eq!(sentinel["status"], "fail", "{doc}");
 
     let run = a.run(&["--json", "doctor", "datastores", "--repair", "-y"]);

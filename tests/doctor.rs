@@ -13,35 +13,11 @@ use serde_json::{Value, json};
 use support::bucket::{Backend, Bucket, Repo, sha};
 use support::servers;
 use support::tree;
-
-/// The check named `name` in a doctor JSON document.
-fn check<'a>(doc: &'a Value, name: &str) -> &'a Value {
-    doc["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["name"] == name)
-        .unwrap_or_else(|| panic!("no check {name} in {doc}"))
-}
+use support::{doctor_check as check, doctor_statuses as statuses};
 
 #[track_caller]
 fn status(doc: &Value, name: &str) -> String {
     check(doc, name)["status"].as_str().unwrap().to_string()
-}
-
-/// Every check's status, for assertions that name all of them.
-fn statuses(doc: &Value) -> BTreeMap<String, String> {
-    doc["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| {
-            (
-                c["name"].as_str().unwrap().to_string(),
-                c["status"].as_str().unwrap().to_string(),
-            )
-        })
-        .collect()
 }
 
 /// `swamp --json doctor datastores EXTRA…`, expecting exit `code`.

@@ -279,13 +279,7 @@ fn lock_status_and_release_work_without_a_repository(backend: Backend) {
     let doctor = repo.run(&["--json", "doctor", "datastores"]);
     doctor.expect(1);
     let doc = doctor.json();
-    let lock = doc["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["name"] == "lock")
-        .unwrap()
-        .clone();
+    let lock = support::doctor_check(&doc, "lock").clone();
     assert_eq!(lock["status"], "fail", "{doc}");
     assert!(
         lock["message"].as_str().unwrap().contains("unknown owner"),
@@ -311,12 +305,10 @@ fn doctor_reports_a_stale_lock_and_repair_breaks_it(backend: Backend) {
     let run = repo.run(&["--json", "doctor", "datastores"]);
     run.expect(1);
     let doc = run.json();
-    let failed: Vec<&str> = doc["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|c| c["status"] == "fail")
-        .map(|c| c["name"].as_str().unwrap())
+    let failed: Vec<String> = support::doctor_statuses(&doc)
+        .into_iter()
+        .filter(|(_, status)| status == "fail")
+        .map(|(name, _)| name)
         .collect();
     assert_eq!(failed, ["lock"], "{doc}");
     repo.run(&["doctor", "datastores", "--repair", "-y"])

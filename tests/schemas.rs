@@ -22,6 +22,7 @@ use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
 use serde_json::Value;
+use support::bucket::{Backend, Bucket, Repo};
 use tempfile::TempDir;
 
 fn manifest_dir() -> PathBuf {
@@ -1182,110 +1183,11 @@ fn a_sync_plan_document_matches_the_schema() {
 
 // ------------------------------------------------- sync plans, real servers
 
-#[derive(Clone, Copy, Debug)]
-enum Backend {
-    S3,
-    Gcs,
-}
-
-/// A repository on one "machine" (its own `SWAMP_HOME`) using a bucket.
-struct RemoteRepo {
-    _dir: TempDir,
-    root: PathBuf,
-    home: PathBuf,
-    env: Vec<(&'static str, String)>,
-}
-
-impl RemoteRepo {
-    fn empty(env: Vec<(&'static str, String)>) -> RemoteRepo {
-        let dir = TempDir::new().unwrap();
-        let base = dir.path().canonicalize().unwrap();
-        fs::create_dir_all(base.join("repo")).unwrap();
-        RemoteRepo {
-            root: base.join("repo"),
-            home: base.join("home"),
-            _dir: dir,
-            env,
-        }
-    }
-
-    fn command(&self, args: &[&str]) -> Command {
-        let mut cmd = Command::cargo_bin("swamp").unwrap();
-        cmd.current_dir(&self.root)
-            .env("SWAMP_HOME", &self.home)
-            .env("NO_COLOR", "1")
-            .envs(self.env.iter().map(|(k, v)| (*k, v.as_str())))
-            .args(args);
-        cmd
-    }
-
-    fn run_ok(&self, args: &[&str]) {
-        self.command(args).assert().success();
-    }
-
-    fn json(&self, args: &[&str], code: i32) -> Value {
-        let out = self.command(args).output().unwrap();
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        assert_eq!(
-            out.status.code(),
-            Some(code),
-            "swamp {args:?}\nstdout:\n{stdout}\nstderr:\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        serde_json::from_str(&stdout)
-            .unwrap_or_else(|e| panic!("swamp {args:?} printed no JSON document ({e}):\n{stdout}"))
-    }
-
-    fn clone_elsewhere(&self) -> RemoteRepo {
-        let other = RemoteRepo::empty(self.env.clone());
-        fs::copy(
-            self.root.join(".swamp.toml"),
-            other.root.join(".swamp.toml"),
-        )
-        .unwrap();
-        other
-    }
-
-    fn cache(&self) -> PathBuf {
-        let text = fs::read_to_string(self.root.join(".swamp.toml")).unwrap();
-        let config: toml::Value = toml::from_str(&text).unwrap();
-        self.home
-            .join("repos")
-            .join(config["repo_id"].as_str().unwrap())
-    }
-
-    fn write_cache(&self, rel: &str, content: &str) {
-        let path = self.cache().join(rel);
-        fs::create_dir_all(path.parent().unwrap()).unwrap();
-        fs::write(path, content).unwrap();
-    }
-}
-
 fn sync_plan_json_matches_the_schema(backend: Backend) {
-    use support::servers;
     let v = validator(&plan_schema());
-    let (spec, env) = match backend {
-        Backend::S3 => {
-            let server = servers::s3();
-            let bucket = server.fresh_bucket();
-            (
-                format!(
-                    "s3://{bucket}/swamp?region=us-east-1&endpoint={}",
-                    server.endpoint
-                ),
-                servers::s3_child_env(),
-            )
-        }
-        Backend::Gcs => {
-            let server = servers::gcs();
-            let bucket = server.fresh_bucket();
-            (
-                format!("gs://{bucket}/swamp?endpoint={}", server.endpoint),
-                servers::gcs_child_env(),
-            )
-        }
-    };
-    let a = RemoteRepo::empty(env);
+    let bucket = Bucket::new(backend);
+    let (spec, env) = (bucket.spec(), bucket.env());
+    let a = Repo::empty(env);
     a.run_ok(&["init", "--datastore", &spec, "--namespace", "homelab"]);
     let config_text = fs::read_to_string(a.root.join(".swamp.toml")).unwrap();
     assert_valid(
@@ -1466,29 +1368,9 @@ fn doctor_json_matches_the_schema_through_a_repair() {
 }
 
 fn doctor_json_on_a_bucket_matches_the_schema(backend: Backend) {
-    use support::servers;
-    let (spec, env) = match backend {
-        Backend::S3 => {
-            let server = servers::s3();
-            let bucket = server.fresh_bucket();
-            (
-                format!(
-                    "s3://{bucket}/swamp?region=us-east-1&endpoint={}",
-                    server.endpoint
-                ),
-                servers::s3_child_env(),
-            )
-        }
-        Backend::Gcs => {
-            let server = servers::gcs();
-            let bucket = server.fresh_bucket();
-            (
-                format!("gs://{bucket}/swamp?endpoint={}", server.endpoint),
-                servers::gcs_child_env(),
-            )
-        }
-    };
-    let a = RemoteRepo::empty(env);
+    let bucket = Bucket::new(backend);
+    let (spec, env) = (bucket.spec(), bucket.env());
+    let a = Repo::empty(env);
     a.run_ok(&["init", "--datastore", &spec, "--namespace", "homelab"]);
     a.write_cache("homelab/outputs/x.yaml", "x\n");
     a.run_ok(&["datastore", "sync", "-y"]);

@@ -36,7 +36,8 @@ pub struct RemoteSnapshot {
     /// `<prefix>/<ns>/` (or `<prefix>/`, or empty).
     pub key_prefix: String,
     pub files: BTreeMap<TierPath, RemoteObject>,
-    /// Every object listed, including internal ones (`.namespace.json`).
+    /// Every object listed, including internal ones (`.namespace.json`),
+    /// but not locks or doctor canaries (anything under a `.swamp/`).
     pub objects: usize,
     /// Version of `<key_prefix>.namespace.json`, when present.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -118,7 +119,12 @@ pub async fn observe_remote(
     head_all: bool,
 ) -> Result<RemoteSnapshot, RemoteError> {
     let listed = store.list(key_prefix).await?;
-    let objects = listed.len();
+    // Locks and doctor canaries (`…/.swamp/…`) come and go with whoever is
+    // working; counting them would make a saved plan stale for nothing.
+    let objects = listed
+        .iter()
+        .filter(|m| !m.key.split('/').any(|seg| seg == ".swamp"))
+        .count();
     let mut files = BTreeMap::new();
     let mut unknown = Vec::new();
     let manifest_key = format!("{key_prefix}.namespace.json");

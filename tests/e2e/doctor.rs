@@ -2,36 +2,9 @@
 //! root-level copies in a namespaced repo, a bad configuration, and the
 //! output snapshots. The remote backends are in `tests/doctor.rs`.
 
-use std::collections::BTreeMap;
-
-use serde_json::Value;
-
 use crate::common::{TestRepo, data_files, tree};
 use crate::snapshot;
-
-/// Every check's status in a doctor JSON document.
-fn check<'a>(doc: &'a Value, name: &str) -> &'a Value {
-    doc["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["name"] == name)
-        .unwrap_or_else(|| panic!("no check `{name}` in {doc}"))
-}
-
-fn statuses(doc: &Value) -> BTreeMap<String, String> {
-    doc["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| {
-            (
-                c["name"].as_str().unwrap().to_string(),
-                c["status"].as_str().unwrap().to_string(),
-            )
-        })
-        .collect()
-}
+use crate::support::{doctor_check as check, doctor_statuses as statuses};
 
 /// A namespaced local repo whose `.swamp/` root still holds byte-identical
 /// copies of the namespaced data (what an interrupted or re-run migration

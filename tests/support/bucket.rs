@@ -242,6 +242,19 @@ impl Repo {
         self.run_with(args, &[])
     }
 
+    #[track_caller]
+    pub fn run_ok(&self, args: &[&str]) {
+        self.run(args).expect(0);
+    }
+
+    /// Runs, expects exit `code`, and parses stdout as one JSON document.
+    #[track_caller]
+    pub fn json(&self, args: &[&str], code: i32) -> serde_json::Value {
+        let run = self.run(args);
+        run.expect(code);
+        run.json()
+    }
+
     /// Runs with extra environment (`FAILPOINTS=…`, `SWAMP_NOW=…`).
     pub fn run_with(&self, args: &[&str], env: &[(&str, &str)]) -> Run {
         let out = self

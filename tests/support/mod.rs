@@ -31,3 +31,31 @@ pub fn tree(root: &Path) -> BTreeMap<String, Vec<u8>> {
     }
     out
 }
+
+/// The check named `name` in a `doctor datastores --json` document.
+#[allow(dead_code)]
+#[track_caller]
+pub fn doctor_check<'a>(doc: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    doc["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == name)
+        .unwrap_or_else(|| panic!("no check `{name}` in {doc}"))
+}
+
+/// Every check's status in a `doctor datastores --json` document.
+#[allow(dead_code)]
+pub fn doctor_statuses(doc: &serde_json::Value) -> BTreeMap<String, String> {
+    doc["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["name"].as_str().unwrap().to_string(),
+                c["status"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
