@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The main job on the embedded default (the `local` datastore, no cloud
 # account): copies examples/homelab to a temp dir, shows the plan that
-# moves its data into a namespace, applies it, and shows it converged.
+# moves its data into a namespace, applies it, shows it converged, moves
+# it back, and ends with the health checks.
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 cargo build --quiet --release --manifest-path "$here/Cargo.toml"
@@ -22,3 +23,4 @@ run plan --detailed-exitcode
 run data get ec2-instance/web-1/state
 run datastore namespace unset --migrate --confirm
 run status
+run doctor datastores

@@ -346,9 +346,9 @@ fn sentinel_without_payload_or_payload_without_sentinel_fails(backend: Backend) 
     assert_eq!(status(&doc, "sentinel"), "pass", "{doc}");
 }
 
-/// A missing catalog fails `catalog`; repair rebuilds it. Another
+/// A corrupt catalog fails `catalog`; repair rebuilds it. Another
 /// namespace's directory in our cache fails `layout` and is never deleted.
-fn a_missing_catalog_is_rebuilt_and_a_foreign_cache_dir_is_only_reported(backend: Backend) {
+fn a_corrupt_catalog_is_rebuilt_and_a_foreign_cache_dir_is_only_reported(backend: Backend) {
     let bucket = Bucket::new(backend);
     let a = synced(&bucket);
     for f in std::fs::read_dir(a.root.join(".swamp/data")).unwrap() {
@@ -357,6 +357,11 @@ fn a_missing_catalog_is_rebuilt_and_a_foreign_cache_dir_is_only_reported(backend
             std::fs::remove_file(f.path()).unwrap();
         }
     }
+    std::fs::write(
+        a.root.join(".swamp/data/_catalog.db"),
+        "not a database, at all, not even close to one",
+    )
+    .unwrap();
     a.write_cache("other/data/theirs/1/raw", "theirs\n");
     let doc = doctor(&a, &[], 1);
     assert_eq!(status(&doc, "catalog"), "fail", "{doc}");
@@ -387,7 +392,7 @@ on_every_backend!(
     drift_fails_naming_sync_until_synced,
     a_missing_namespace_manifest_fails_and_repair_registers_it,
     sentinel_without_payload_or_payload_without_sentinel_fails,
-    a_missing_catalog_is_rebuilt_and_a_foreign_cache_dir_is_only_reported,
+    a_corrupt_catalog_is_rebuilt_and_a_foreign_cache_dir_is_only_reported,
 );
 
 /// An endpoint nobody listens on: `reachable` fails naming it, and the

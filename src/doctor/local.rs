@@ -238,6 +238,19 @@ impl Check for CatalogCheck {
         if c.on_disk == 0 && matches!(c.freshness, Freshness::Missing | Freshness::Invalidated) {
             return Finding::pass(name, "no data files yet; nothing to index");
         }
+        // States swamp itself leaves and heals: a layout change marks the
+        // catalog for rebuild, and a catalog never built (or deleted: it is
+        // derived) is built by the next read. Not a failure, or doctor
+        // would fail after every migration.
+        if matches!(c.freshness, Freshness::Missing | Freshness::Invalidated) {
+            return Finding::pass(
+                name,
+                format!(
+                    "the catalog is {}: the next `swamp data` command rebuilds it from the {} version file(s) (or `swamp catalog rebuild` now)",
+                    c.freshness, c.on_disk
+                ),
+            );
+        }
         let message = match &c.freshness {
             // Files changed behind a catalog marked fresh: queries are wrong
             // and nothing rebuilds it on its own.

@@ -7,36 +7,13 @@ use std::path::PathBuf;
 use assert_cmd::Command;
 use tempfile::TempDir;
 
+pub use crate::support::bucket::Run;
+
 pub struct TestRepo {
     _dir: TempDir,
     _home: TempDir,
     pub root: PathBuf,
     pub home: PathBuf,
-}
-
-pub struct Run {
-    pub code: Option<i32>,
-    pub stdout: String,
-    pub stderr: String,
-}
-
-impl Run {
-    #[track_caller]
-    pub fn expect(&self, code: i32) -> &Run {
-        assert_eq!(
-            self.code,
-            Some(code),
-            "expected exit {code}\n--- stdout\n{}\n--- stderr\n{}",
-            self.stdout,
-            self.stderr
-        );
-        self
-    }
-
-    pub fn json(&self) -> serde_json::Value {
-        serde_json::from_str(&self.stdout)
-            .unwrap_or_else(|e| panic!("stdout is not one JSON document ({e}):\n{}", self.stdout))
-    }
 }
 
 impl TestRepo {

@@ -2,6 +2,7 @@
 
 use serde_json::json;
 
+use crate::cli::locking::Locks;
 use crate::cli::output::print_json;
 use crate::cli::{CliError, Ctx, Outcome};
 use crate::config::{CONFIG_FILE, Config, Namespace, parse_datastore_spec};
@@ -25,8 +26,18 @@ pub fn run(ctx: &Ctx, namespace: Option<&str>, datastore: &str) -> Result<Outcom
     let datastore = parse_datastore_spec(datastore).map_err(|e| CliError::usage(e.to_string()))?;
     let config = Config::new(uuid::Uuid::new_v4(), datastore, namespace);
     if config.datastore.is_remote() {
-        // Claim the namespace in the bucket before anything is written here.
-        crate::engine::sync::register_namespace(&config.target(), config.repo_id)?;
+        // Claim the namespace in the bucket before anything is written
+        // here, under its lock like every write to a datastore.
+        let home = crate::layout::Layout::default_swamp_home()
+            .map_err(|e| CliError::failure(e.to_string()))?;
+        let layout = crate::layout::Layout::new(&dir, &config, &home)
+            .map_err(|e| CliError::failure(e.to_string()))?;
+        let locks = Locks::take(ctx, &layout, &config, "init")?;
+        locks.finish(
+            crate::engine::sync::register_namespace(&config.target(), config.repo_id)
+                .map(|_| ())
+                .map_err(CliError::from),
+        )?;
     }
     config.save(&dir)?;
     std::fs::create_dir_all(dir.join(".swamp"))
