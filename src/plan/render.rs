@@ -276,10 +276,14 @@ fn render_conflict(out: &mut String, c: &Conflict, plan: &Plan, repo: &Path, tar
                     .as_deref()
                     .map_or("none (never synced)".to_string(), |b| format!("sha256 {b}"))
             );
-            let _ = writeln!(
-                out,
+            let fix = if path.tier() == crate::layout::Tier::Config {
+                // Published managed config is shared: "local" would overwrite
+                // what another clone published.
+                "      fix: take the published definition with --conflict remote, or make the repository's copy agree; --conflict local overwrites what another clone published"
+            } else {
                 "      fix: pick a side with --conflict local|remote|newer|keep-both, or make them equal"
-            );
+            };
+            let _ = writeln!(out, "{fix}");
         }
         Conflict::DeletedAndChanged {
             path,
@@ -450,4 +454,51 @@ pub fn closing_line(plan: &Plan) -> String {
         );
     }
     line
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::DatastoreConfig;
+    use crate::layout::TierPath;
+    use crate::state::Scope;
+
+    fn both_changed(path: &str) -> String {
+        let plan = Plan {
+            scope: Scope::Sync,
+            target: PlacementInfo {
+                datastore: DatastoreConfig::Local,
+                namespace: None,
+                root: "/r/.swamp".into(),
+            },
+            sources: Vec::new(),
+            remote: None,
+            actions: Vec::new(),
+            conflicts: vec![Conflict::BothChanged {
+                path: TierPath::parse(path).unwrap(),
+                local_sha256: "a".repeat(64),
+                remote_version: "v2".into(),
+                remote_sha256: Some("b".repeat(64)),
+                base_sha256: Some("c".repeat(64)),
+            }],
+        };
+        render(&plan, Path::new("/r"))
+    }
+
+    #[test]
+    fn a_config_conflict_never_suggests_overwriting_published_config_first() {
+        let out = both_changed("config/models/web.yaml");
+        let fix = out.lines().find(|l| l.contains("fix:")).unwrap();
+        assert!(fix.contains("--conflict remote"), "{fix}");
+        assert!(
+            fix.contains("overwrites what another clone published"),
+            "{fix}"
+        );
+        let out = both_changed("data/web/1/raw");
+        let fix = out.lines().find(|l| l.contains("fix:")).unwrap();
+        assert!(
+            fix.contains("--conflict local|remote|newer|keep-both"),
+            "{fix}"
+        );
+    }
 }
