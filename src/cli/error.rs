@@ -151,9 +151,7 @@ mod from {
             };
             let kind = match &e {
                 EngineError::Apply(ApplyError::Conflicts(_)) => ErrorKind::Conflicts,
-                EngineError::ScopeNeedsRemote { .. } | EngineError::ScopeUnsupported { .. } => {
-                    ErrorKind::Usage
-                }
+                EngineError::ScopeNeedsRemote { .. } => ErrorKind::Usage,
                 _ => ErrorKind::Failure,
             };
             CliError {

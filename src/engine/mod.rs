@@ -47,8 +47,6 @@ pub enum EngineError {
         "scope `{scope}` needs a remote datastore (s3 or gcs); this repository uses `{datastore}`"
     )]
     ScopeNeedsRemote { scope: Scope, datastore: String },
-    #[error("scope `{scope}` is not supported by this version of swamp")]
-    ScopeUnsupported { scope: Scope },
     #[error("{datastore} datastores are not supported by this version of swamp")]
     DatastoreUnsupported { datastore: String },
     #[error(
