@@ -225,6 +225,7 @@ fn a_stalled_holder_cannot_renew_or_delete_its_successors_lock(backend: Backend)
 fn lock_status_and_release_work_without_a_repository(backend: Backend) {
     let bucket = Bucket::new(backend);
     let spec = bucket.spec();
+    let repo = Repo::init(&bucket, Some("homelab"));
     let nowhere = Repo::empty(bucket.env()); // no .swamp.toml anywhere
     let at = ["--datastore", spec.as_str(), "--namespace", "homelab"];
     let cmd = |verb: &[&str], extra: &[&str]| -> Run {
@@ -261,7 +262,6 @@ fn lock_status_and_release_work_without_a_repository(backend: Backend) {
     assert!(refused.stderr.contains("--force"), "{}", refused.stderr);
     assert!(bucket.get(LOCK_KEY).is_some(), "a live lock stays");
     // A command that needs it gives up naming the holder.
-    let repo = Repo::init(&bucket, Some("homelab"));
     let blocked = repo.run(&["--lock-timeout", "1s", "datastore", "sync", "-y"]);
     blocked.expect(75);
     assert!(
