@@ -102,10 +102,6 @@ pub fn apply(
     let mut cache = HashCache::load(&layout.hash_cache_path());
     let mut report = ApplyReport::default();
     let total = plan.actions.len();
-    let remotes = remote::Remotes {
-        target: remote,
-        sources,
-    };
     let rt = (remote.is_some() || sources.iter().any(Option::is_some))
         .then(crate::engine::sync::runtime);
     let mut base = match remote {
@@ -145,7 +141,7 @@ pub fn apply(
             let outcomes = rt.block_on(remote::run_many(
                 &run,
                 &plan.target.root,
-                &remotes,
+                &remotes_with(remote, sources, &cache),
                 usize::from(concurrency),
             ));
             let mut first_error = None;
@@ -253,8 +249,12 @@ pub fn apply(
                 let Some(rt) = rt.as_ref() else {
                     return Err(stopped("a sync action needs the remote".into(), &report));
                 };
-                rt.block_on(remote::run(action, &plan.target.root, &remotes))
-                    .map_err(|e| stopped(e.to_string(), &report))?;
+                rt.block_on(remote::run(
+                    action,
+                    &plan.target.root,
+                    &remotes_with(remote, sources, &cache),
+                ))
+                .map_err(|e| stopped(e.to_string(), &report))?;
                 if let Action::DeleteSourceRemote { objects, .. } = action {
                     report.deleted_remote += objects.len();
                 }
@@ -333,9 +333,28 @@ pub fn apply(
         report.completed += 1;
         progress(report.completed, total);
     }
-    // The cache only speeds up the next observation; failing to save it loses nothing.
-    let _ = cache.save();
+    // The cache only speeds up the next observation; failing to save it
+    // loses nothing. Apply sees only the files it acts on, so it keeps the
+    // entries it did not touch (saving only those it used would make the
+    // verifying plan read every other file again).
+    let _ = cache.save_keeping();
     Ok(report)
+}
+
+/// The remotes for one step. Transfers check their preconditions against
+/// the hash cache the plan was observed with (a file whose inode, size and
+/// mtime are unchanged is not read again); built per step, as moves update
+/// the cache.
+fn remotes_with<'a>(
+    target: Option<&'a RemoteTarget>,
+    sources: &'a [Option<RemoteTarget>],
+    hashes: &'a HashCache,
+) -> remote::Remotes<'a> {
+    remote::Remotes {
+        target,
+        sources,
+        hashes: Some(hashes),
+    }
 }
 
 fn describe_global(action: &Action) -> &'static str {

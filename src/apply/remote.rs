@@ -86,20 +86,25 @@ fn check_no_symlink(root: &Path, path: &TierPath) -> Result<PathBuf, SyncActionE
     Ok(p)
 }
 
-fn local_sha(file: &Path, path: &TierPath) -> Result<Option<String>, SyncActionError> {
+/// The sha256 of the cache file now (`None`: it does not exist), from
+/// `known` when its (device, inode, size, mtime) are unchanged since it was
+/// hashed, else by reading it.
+fn local_sha(
+    file: &Path,
+    path: &TierPath,
+    known: Option<&HashCache>,
+) -> Result<Option<String>, SyncActionError> {
+    let io = |source| SyncActionError::Io {
+        path: path.clone(),
+        source,
+    };
     match std::fs::symlink_metadata(file) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(source) => Err(SyncActionError::Io {
-            path: path.clone(),
-            source,
-        }),
-        Ok(m) => HashCache::in_memory()
-            .sha256(file, &m)
-            .map(Some)
-            .map_err(|source| SyncActionError::Io {
-                path: path.clone(),
-                source,
-            }),
+        Err(source) => Err(io(source)),
+        Ok(m) => match known.and_then(|k| k.known(&m)) {
+            Some(sha) => Ok(Some(sha.to_string())),
+            None => fsutil::sha256_file(file).map(Some).map_err(io),
+        },
     }
 }
 
@@ -132,6 +137,9 @@ fn verify_landed(
 pub struct Remotes<'a> {
     pub target: Option<&'a RemoteTarget>,
     pub sources: &'a [Option<RemoteTarget>],
+    /// Hashes already known by (device, inode, size, mtime), so a file the
+    /// plan just hashed is not read a second time to check a precondition.
+    pub hashes: Option<&'a HashCache>,
 }
 
 impl Remotes<'_> {
@@ -167,7 +175,7 @@ pub async fn run(
             ..
         } => {
             let file = check_no_symlink(root, path)?;
-            match local_sha(&file, path)? {
+            match local_sha(&file, path, remotes.hashes)? {
                 None => return Err(SyncActionError::LocalGone { path: path.clone() }),
                 Some(found) if &found != sha256 => {
                     return Err(SyncActionError::LocalChanged { path: path.clone() });
@@ -201,7 +209,7 @@ pub async fn run(
             ..
         } => {
             let file = check_no_symlink(root, path)?;
-            let found = local_sha(&file, path)?;
+            let found = local_sha(&file, path, remotes.hashes)?;
             if found != *local {
                 return Err(match (found, local) {
                     (None, Some(_)) => SyncActionError::LocalGone { path: path.clone() },
@@ -229,7 +237,7 @@ pub async fn run(
         }
         Action::DeleteLocal { path, sha256 } => {
             let file = check_no_symlink(root, path)?;
-            match local_sha(&file, path)? {
+            match local_sha(&file, path, remotes.hashes)? {
                 None => {}
                 Some(found) if &found != sha256 => {
                     return Err(SyncActionError::LocalChanged { path: path.clone() });
@@ -256,7 +264,7 @@ pub async fn run(
         Action::RenameLocal { path, to, sha256 } => {
             let from = check_no_symlink(root, path)?;
             let dest = check_no_symlink(root, to)?;
-            match local_sha(&from, path)? {
+            match local_sha(&from, path, remotes.hashes)? {
                 Some(found) if &found == sha256 => {}
                 Some(_) => return Err(SyncActionError::LocalChanged { path: path.clone() }),
                 None => return Err(SyncActionError::LocalGone { path: path.clone() }),
@@ -277,7 +285,7 @@ pub async fn run(
             ..
         } => {
             let file = check_no_symlink(root, path)?;
-            if local_sha(&file, path)?.is_some() {
+            if local_sha(&file, path, remotes.hashes)?.is_some() {
                 return Err(SyncActionError::LocalAppeared { path: path.clone() });
             }
             let from = remotes.source(*source, path)?;
@@ -373,7 +381,7 @@ pub fn mirror_config(
             source: std::io::Error::other("not a managed-config path"),
         })?;
     let dest = check_no_symlink(root, path)?;
-    if local_sha(&dest, path)?.as_deref() != local {
+    if local_sha(&dest, path, None)?.as_deref() != local {
         return Err(match local {
             None => SyncActionError::LocalAppeared { path: path.clone() },
             Some(_) => SyncActionError::LocalChanged { path: path.clone() },

@@ -102,22 +102,50 @@ impl HashCache {
         Ok(sha)
     }
 
+    /// The sha256 recorded for a file with metadata `meta`, without reading
+    /// it; `None` when the cache has no entry for it.
+    pub fn known(&self, meta: &Metadata) -> Option<&str> {
+        let key = Key::of(meta);
+        self.used
+            .get(&key)
+            .or_else(|| self.entries.get(&key))
+            .map(String::as_str)
+    }
+
     /// How many files had to be read.
     pub fn misses(&self) -> usize {
         self.misses
     }
 
     /// Persists the entries used since loading (so entries for files that
-    /// are gone are dropped). Writes nothing when nothing changed.
+    /// are gone are dropped). Writes nothing when nothing changed. For a
+    /// full observation, which touches every file.
     pub fn save(&self) -> io::Result<()> {
-        let Some(path) = &self.path else {
-            return Ok(());
-        };
         if self.misses == 0 && self.used.len() == self.entries.len() {
             return Ok(());
         }
-        let mut out = String::with_capacity(self.used.len() * 100);
-        for (k, sha) in &self.used {
+        self.write(&self.used)
+    }
+
+    /// Persists the loaded entries plus those learnt since, dropping none:
+    /// for apply, which sees only the files it acts on (the next full
+    /// observation prunes what is gone). Writes nothing when nothing new
+    /// was learnt.
+    pub fn save_keeping(&self) -> io::Result<()> {
+        if self.misses == 0 {
+            return Ok(());
+        }
+        let mut all = self.entries.clone();
+        all.extend(self.used.iter().map(|(k, v)| (*k, v.clone())));
+        self.write(&all)
+    }
+
+    fn write(&self, entries: &HashMap<Key, String>) -> io::Result<()> {
+        let Some(path) = &self.path else {
+            return Ok(());
+        };
+        let mut out = String::with_capacity(entries.len() * 100);
+        for (k, sha) in entries {
             out.push_str(&format!(
                 "{}\t{}\t{}\t{}\t{}\n",
                 k.dev, k.ino, k.size, k.mtime_ns, sha
@@ -159,6 +187,33 @@ mod tests {
             .unwrap();
         assert_ne!(sha2, sha);
         assert_eq!(c.misses(), 1);
+    }
+
+    #[test]
+    fn apply_saves_what_it_learnt_without_dropping_what_it_did_not_touch() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+        std::fs::write(&a, b"a").unwrap();
+        let cache_path = dir.path().join("cache.tsv");
+        let mut c = HashCache::load(&cache_path);
+        c.sha256(&a, &std::fs::symlink_metadata(&a).unwrap())
+            .unwrap();
+        c.save().unwrap();
+
+        // Apply knows `a` without reading it, and learns `b`.
+        std::fs::write(&b, b"b").unwrap();
+        let mut c = HashCache::load(&cache_path);
+        let meta_a = std::fs::symlink_metadata(&a).unwrap();
+        assert_eq!(c.known(&meta_a), Some(fsutil::sha256_bytes(b"a").as_str()));
+        c.sha256(&b, &std::fs::symlink_metadata(&b).unwrap())
+            .unwrap();
+        c.save_keeping().unwrap();
+
+        let mut c = HashCache::load(&cache_path);
+        c.sha256(&a, &meta_a).unwrap();
+        c.sha256(&b, &std::fs::symlink_metadata(&b).unwrap())
+            .unwrap();
+        assert_eq!(c.misses(), 0, "both are known after apply saved");
     }
 
     #[test]
