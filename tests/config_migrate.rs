@@ -16,85 +16,30 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use support::bucket::{Repo, sha};
+use support::bucket::{Backend, Bucket, Repo, sha};
 use support::servers;
 use support::tree as files;
-use swamp::store::{Store, StoreOptions};
 
 const SENTINEL: &str = "swamp/config/managed-config-migrated.json";
 const UNPUBLISHED: &str = "The migration is saved locally but was not published to the datastore";
 
-#[derive(Clone, Copy, Debug)]
-enum Backend {
-    S3,
-    Gcs,
+/// The shared server's address (the forwarders' upstream).
+fn addr(backend: Backend) -> &'static str {
+    match backend {
+        Backend::S3 => servers::s3().addr(),
+        Backend::Gcs => servers::gcs().addr(),
+        Backend::Fs => unreachable!("config migrate runs against servers"),
+    }
 }
 
-impl Backend {
-    fn addr(self) -> &'static str {
-        match self {
-            Backend::S3 => servers::s3().addr(),
-            Backend::Gcs => servers::gcs().addr(),
-        }
-    }
-
-    fn fresh_bucket(self) -> String {
-        match self {
-            Backend::S3 => servers::s3().fresh_bucket(),
-            Backend::Gcs => servers::gcs().fresh_bucket(),
-        }
-    }
-
-    /// The datastore spec for `bucket` (prefix `swamp`) at `endpoint`.
-    fn spec(self, bucket: &str, endpoint: &str) -> String {
-        match self {
-            Backend::S3 => format!("s3://{bucket}/swamp?region=us-east-1&endpoint={endpoint}"),
-            Backend::Gcs => format!("gs://{bucket}/swamp?endpoint={endpoint}"),
-        }
-    }
-
-    fn env(self) -> Vec<(&'static str, String)> {
-        match self {
-            Backend::S3 => servers::s3_child_env(),
-            Backend::Gcs => servers::gcs_child_env(),
-        }
-    }
-
-    fn store(self, bucket: &str) -> Arc<dyn Store> {
-        let ds = match self {
-            Backend::S3 => servers::s3().datastore(bucket, None),
-            Backend::Gcs => servers::gcs().datastore(bucket, None),
-        };
-        let options = StoreOptions {
-            s3_credentials: Some(servers::s3_credentials()),
-            ..StoreOptions::default()
-        };
-        swamp::store::open_with(&ds, options).unwrap()
-    }
-
-    /// Every object in the bucket (straight from the server): key → content.
-    fn contents(self, bucket: &str) -> BTreeMap<String, Vec<u8>> {
-        let store = self.store(bucket);
-        let rt = tokio::runtime::Runtime::new().unwrap();
-        rt.block_on(async {
-            let mut out = BTreeMap::new();
-            for meta in store.list("").await.unwrap() {
-                let (_, bytes) = store.get_bytes(&meta.key).await.unwrap();
-                out.insert(meta.key, bytes);
-            }
-            out
-        })
-    }
-
-    /// Every object's version: proves nothing was rewritten.
-    fn versions(self, bucket: &str) -> BTreeMap<String, String> {
-        let store = self.store(bucket);
-        let rt = tokio::runtime::Runtime::new().unwrap();
-        rt.block_on(store.list(""))
-            .unwrap()
-            .into_iter()
-            .map(|m| (m.key, m.version))
-            .collect()
+/// The datastore spec for `bucket` (prefix `swamp`) reached at `endpoint`
+/// (the server itself, or a forwarder in front of it).
+fn spec(bucket: &Bucket, endpoint: &str) -> String {
+    let name = &bucket.name;
+    match bucket.backend {
+        Backend::S3 => format!("s3://{name}/swamp?region=us-east-1&endpoint={endpoint}"),
+        Backend::Gcs => format!("gs://{name}/swamp?endpoint={endpoint}"),
+        Backend::Fs => unreachable!("config migrate runs against servers"),
     }
 }
 
@@ -241,8 +186,8 @@ impl Forwarder {
 
 /// A repository on `spec` holding a model, a workflow and a vault (with a
 /// fixed clock: sentinels say when they were written).
-fn with_definitions(backend: Backend, spec: &str) -> Repo {
-    let mut env = backend.env();
+fn with_definitions(bucket: &Bucket, spec: &str) -> Repo {
+    let mut env = bucket.env();
     env.push(("SWAMP_NOW", "2026-11-30T07:00:00Z".to_string()));
     let repo = Repo::empty(env);
     repo.run(&["init", "--datastore", spec]).expect(0);
@@ -330,9 +275,9 @@ fn assert_sentinel_vouches_for(
 /// push, so after a failed push every re-run said "already migrated" and
 /// never published. Here the endpoint is down for the whole first run.
 fn a_migration_the_server_never_saw_is_published_by_the_rerun(backend: Backend) {
-    let bucket = backend.fresh_bucket();
-    let fwd = Forwarder::start(backend.addr(), Trip::Manual);
-    let a = with_definitions(backend, &backend.spec(&bucket, &fwd.endpoint()));
+    let bucket = Bucket::new(backend);
+    let fwd = Forwarder::start(addr(backend), Trip::Manual);
+    let a = with_definitions(&bucket, &spec(&bucket, &fwd.endpoint()));
     fwd.stop();
 
     let started = Instant::now();
@@ -358,15 +303,12 @@ fn a_migration_the_server_never_saw_is_published_by_the_rerun(backend: Backend) 
             .join("config/managed-config-migrated.json")
             .exists()
     );
-    assert!(
-        backend.contents(&bucket).is_empty(),
-        "nothing reached the bucket"
-    );
+    assert!(bucket.contents().is_empty(), "nothing reached the bucket");
     assert!(managed(&a), "[config] managed = true is recorded");
 
     let fwd = fwd.restart();
     a.run(&["datastore", "config", "migrate", "-y"]).expect(0);
-    let contents = backend.contents(&bucket);
+    let contents = bucket.contents();
     assert_eq!(remote_config(&contents), expected_config(&a));
     assert_sentinel_vouches_for(&contents, &expected_config(&a));
     // Once published (not before), the cache holds the same sentinel, so
@@ -396,9 +338,9 @@ fn a_migration_the_server_never_saw_is_published_by_the_rerun(backend: Backend) 
 /// mirror is in the cache, nothing is vouched for, and the re-run (or
 /// `sync --push`) publishes.
 fn a_publish_that_dies_mid_way_writes_no_sentinel_and_the_rerun_publishes(backend: Backend) {
-    let bucket = backend.fresh_bucket();
-    let fwd = Forwarder::start(backend.addr(), Trip::FirstUpload);
-    let a = with_definitions(backend, &backend.spec(&bucket, &fwd.endpoint()));
+    let bucket = Bucket::new(backend);
+    let fwd = Forwarder::start(addr(backend), Trip::FirstUpload);
+    let a = with_definitions(&bucket, &spec(&bucket, &fwd.endpoint()));
 
     let started = Instant::now();
     let run = a.run(&["datastore", "config", "migrate", "-y", "--json"]);
@@ -416,7 +358,7 @@ fn a_publish_that_dies_mid_way_writes_no_sentinel_and_the_rerun_publishes(backen
         "{message}"
     );
     assert_eq!(cached_config(&a), expected_config(&a));
-    let contents = backend.contents(&bucket);
+    let contents = bucket.contents();
     assert!(
         !contents.contains_key(SENTINEL),
         "no sentinel: {:?}",
@@ -442,7 +384,7 @@ fn a_publish_that_dies_mid_way_writes_no_sentinel_and_the_rerun_publishes(backen
     );
     // `sync --push` is the other way the message names.
     a.run(&["datastore", "sync", "--push", "-y"]).expect(0);
-    let contents = backend.contents(&bucket);
+    let contents = bucket.contents();
     assert_eq!(remote_config(&contents), expected_config(&a));
     assert_sentinel_vouches_for(&contents, &expected_config(&a));
     // And migrate agrees it is done.
@@ -456,13 +398,13 @@ fn a_publish_that_dies_mid_way_writes_no_sentinel_and_the_rerun_publishes(backen
 /// another machine sees the definitions; running migrate again anywhere is
 /// a no-op that transfers nothing.
 fn a_second_repo_sees_the_definitions_and_migrating_again_is_a_no_op(backend: Backend) {
-    let bucket = backend.fresh_bucket();
+    let bucket = Bucket::new(backend);
     let a = with_definitions(
-        backend,
-        &backend.spec(&bucket, &format!("http://{}", backend.addr())),
+        &bucket,
+        &spec(&bucket, &format!("http://{}", addr(backend))),
     );
     a.run(&["datastore", "config", "migrate", "-y"]).expect(0);
-    let before = backend.versions(&bucket);
+    let before = bucket.versions();
     assert!(before.contains_key(SENTINEL));
 
     let run = a.run(&["datastore", "config", "migrate", "-y", "--json"]);
@@ -470,7 +412,7 @@ fn a_second_repo_sees_the_definitions_and_migrating_again_is_a_no_op(backend: Ba
     let doc = run.json();
     assert_eq!(doc["applied"], serde_json::Value::Null, "{doc}");
     assert_eq!(doc["plan"]["actions"], serde_json::json!([]));
-    assert_eq!(backend.versions(&bucket), before, "nothing rewritten");
+    assert_eq!(bucket.versions(), before, "nothing rewritten");
 
     let b = a.clone_elsewhere();
     b.run(&["datastore", "sync", "--pull", "-y"]).expect(0);
@@ -478,18 +420,18 @@ fn a_second_repo_sees_the_definitions_and_migrating_again_is_a_no_op(backend: Ba
     for (k, v) in expected_config(&a) {
         assert_eq!(cached.get(&k), Some(&v), "{k}");
     }
-    assert_eq!(backend.versions(&bucket), before);
+    assert_eq!(bucket.versions(), before);
 }
 
 /// Bug #61, the other half: a second repo migrating over a datastore that
 /// another repo already migrated must not overwrite that repo's config.
 fn migrating_over_another_repos_config_is_a_conflict_showing_both(backend: Backend) {
-    let bucket = backend.fresh_bucket();
-    let spec = backend.spec(&bucket, &format!("http://{}", backend.addr()));
-    let a = with_definitions(backend, &spec);
+    let bucket = Bucket::new(backend);
+    let spec = spec(&bucket, &format!("http://{}", addr(backend)));
+    let a = with_definitions(&bucket, &spec);
     a.run(&["datastore", "config", "migrate", "-y"]).expect(0);
-    let before = backend.contents(&bucket);
-    let versions = backend.versions(&bucket);
+    let before = bucket.contents();
+    let versions = bucket.versions();
 
     // Another clone (same .swamp.toml, another machine) whose definitions differ.
     let b = a.clone_elsewhere();
@@ -510,8 +452,8 @@ fn migrating_over_another_repos_config_is_a_conflict_showing_both(backend: Backe
         out.contains("2026-11-30T07:00:00Z"),
         "the remote sentinel is shown: {out}"
     );
-    assert_eq!(backend.contents(&bucket), before, "nothing overwritten");
-    assert_eq!(backend.versions(&bucket), versions);
+    assert_eq!(bucket.contents(), before, "nothing overwritten");
+    assert_eq!(bucket.versions(), versions);
     assert!(
         cached_config(&b).is_empty(),
         "nothing applied, not even locally"
@@ -534,9 +476,9 @@ fn migrating_over_another_repos_config_is_a_conflict_showing_both(backend: Backe
 /// Without `-y` migrate previews (like `namespace migrate`) and changes
 /// nothing; `plan --scope config` shows the same plan.
 fn a_first_migrate_previews_content_first_sentinel_last(backend: Backend) {
-    let bucket = backend.fresh_bucket();
-    let endpoint = format!("http://{}", backend.addr());
-    let a = with_definitions(backend, &backend.spec(&bucket, &endpoint));
+    let bucket = Bucket::new(backend);
+    let endpoint = format!("http://{}", addr(backend));
+    let a = with_definitions(&bucket, &spec(&bucket, &endpoint));
     let toml_before = std::fs::read_to_string(a.root.join(".swamp.toml")).unwrap();
 
     let human = a.run(&["datastore", "config", "migrate"]);
@@ -580,7 +522,7 @@ fn a_first_migrate_previews_content_first_sentinel_last(backend: Backend) {
     }
 
     // Nothing changed.
-    assert!(backend.contents(&bucket).is_empty());
+    assert!(bucket.contents().is_empty());
     assert!(cached_config(&a).is_empty());
     assert_eq!(
         std::fs::read_to_string(a.root.join(".swamp.toml")).unwrap(),
@@ -588,7 +530,7 @@ fn a_first_migrate_previews_content_first_sentinel_last(backend: Backend) {
     );
 
     let redact = |s: &str| {
-        s.replace(&bucket, "[bucket]")
+        s.replace(&bucket.name, "[bucket]")
             .replace(&endpoint, "[endpoint]")
             .replace(&a.cache().display().to_string(), "[cache]")
             .replace(&a.repo_id(), "[repo-id]")
@@ -596,6 +538,7 @@ fn a_first_migrate_previews_content_first_sentinel_last(backend: Backend) {
     let name = match backend {
         Backend::S3 => "config_migrate_preview_s3",
         Backend::Gcs => "config_migrate_preview_gcs",
+        Backend::Fs => unreachable!("config migrate runs against servers"),
     };
     insta::with_settings!({
         snapshot_path => concat!(env!("CARGO_MANIFEST_DIR"), "/snapshots"),
@@ -616,20 +559,14 @@ fn a_first_migrate_previews_content_first_sentinel_last(backend: Backend) {
 /// config-migrate plan, only after verifying the payload, and doctor then
 /// passes. The config objects themselves are not rewritten.
 fn a_lost_sentinel_fails_doctor_and_repair_republishes_it(backend: Backend) {
-    let bucket = backend.fresh_bucket();
+    let bucket = Bucket::new(backend);
     let a = with_definitions(
-        backend,
-        &backend.spec(&bucket, &format!("http://{}", backend.addr())),
+        &bucket,
+        &spec(&bucket, &format!("http://{}", addr(backend))),
     );
     a.run(&["datastore", "config", "migrate", "-y"]).expect(0);
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    rt.block_on(
-        backend
-            .store(&bucket)
-            .delete(SENTINEL, &swamp::store::Precondition::None),
-    )
-    .unwrap();
-    let payload = backend.versions(&bucket);
+    bucket.delete(SENTINEL);
+    let payload = bucket.versions();
     assert!(!payload.contains_key(SENTINEL));
 
     let run = a.run(&["--json", "doctor", "datastores"]);
@@ -642,12 +579,12 @@ fn a_lost_sentinel_fails_doctor_and_repair_republishes_it(backend: Backend) {
     run.expect(0);
     let doc = run.json();
     assert_eq!(doc["ok"], true, "{doc}");
-    let after = backend.versions(&bucket);
+    let after = bucket.versions();
     assert!(after.contains_key(SENTINEL), "the sentinel is back");
     for (k, v) in &payload {
         assert_eq!(after.get(k), Some(v), "{k} was not rewritten");
     }
-    assert_sentinel_vouches_for(&backend.contents(&bucket), &expected_config(&a));
+    assert_sentinel_vouches_for(&bucket.contents(), &expected_config(&a));
     a.run(&["doctor", "datastores"]).expect(0);
 }
 

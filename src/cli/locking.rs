@@ -17,8 +17,8 @@ pub struct Locks {
 }
 
 impl Locks {
-    /// Takes the locks for `config`'s target and sources, in a fixed order
-    /// (by URL) so two commands never each hold one the other waits for.
+    /// Takes the locks for `config`'s target and sources
+    /// ([`LockTarget::all_of`], in a fixed order).
     pub fn take(
         ctx: &Ctx,
         layout: &Layout,
@@ -36,14 +36,7 @@ impl Locks {
         config: &Config,
         operation: &str,
     ) -> Result<Locks, lock::LockError> {
-        let mut targets: Vec<LockTarget> = Vec::new();
-        for p in std::iter::once(config.target()).chain(config.migrating_from.iter().cloned()) {
-            let t = LockTarget::of(layout, &p)?;
-            if !targets.iter().any(|x| x.url == t.url) {
-                targets.push(t);
-            }
-        }
-        targets.sort_by(|a, b| a.url.cmp(&b.url));
+        let targets = LockTarget::all_of(layout, config)?;
         let options = LockOptions {
             operation: operation.to_string(),
             ttl: Duration::from_secs(config.lock.ttl_secs),

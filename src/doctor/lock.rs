@@ -16,16 +16,8 @@ fn observe(cx: &Context) -> Result<Option<(LockTarget, LockState)>, DoctorError>
         return Ok(None);
     };
     let target = LockTarget::of(layout, &config.target())?;
-    let state = crate::engine::sync::runtime().block_on(lock::inspect(&target))?;
+    let state = lock::read(&target)?;
     Ok(Some((target, state)))
-}
-
-fn secs_until(t: Option<SystemTime>) -> i64 {
-    match t.map(|t| t.duration_since(SystemTime::now())) {
-        Some(Ok(d)) => d.as_secs() as i64,
-        Some(Err(e)) => -(e.duration().as_secs() as i64),
-        None => 0,
-    }
 }
 
 impl Check for LockCheck {
@@ -65,7 +57,7 @@ impl Check for LockCheck {
                 format!(
                     "held by {}, expires in {}s unless renewed: a command is running; others wait for it ({url})",
                     body.describe(),
-                    secs_until(body.expires())
+                    body.expires_in_secs(SystemTime::now()).unwrap_or(0)
                 ),
             ),
             LockState::Held {

@@ -25,7 +25,7 @@ use std::time::{Duration, SystemTime};
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::{DatastoreConfig, Placement};
+use crate::config::{Config, DatastoreConfig, Placement};
 use crate::layout::Layout;
 use crate::store::{self, Precondition, Store, StoreError};
 
@@ -82,6 +82,16 @@ impl LockBody {
         humantime::parse_rfc3339_weak(&self.acquired_at).ok()
     }
 
+    /// Seconds from `acquired_at` to `now` (negative: acquired in the future).
+    pub fn age_secs(&self, now: SystemTime) -> Option<i64> {
+        self.acquired().map(|t| secs_between(t, now))
+    }
+
+    /// Seconds from `now` to `expires_at` (negative: already expired).
+    pub fn expires_in_secs(&self, now: SystemTime) -> Option<i64> {
+        self.expires().map(|t| secs_between(now, t))
+    }
+
     /// Past its expiry (an unreadable expiry counts as never expiring).
     pub fn is_stale(&self, now: SystemTime) -> bool {
         self.expires().is_some_and(|e| e < now)
@@ -115,6 +125,19 @@ pub enum LockState {
     },
 }
 
+impl LockState {
+    /// `free`, `held`, `stale` or `unparseable`: the `state` of `--json`
+    /// outputs.
+    pub fn label(&self) -> &'static str {
+        match self {
+            LockState::Free => "free",
+            LockState::Held { stale: false, .. } => "held",
+            LockState::Held { stale: true, .. } => "stale",
+            LockState::Unparseable { .. } => "unparseable",
+        }
+    }
+}
+
 /// Where one lock lives: a store and a key in it.
 #[derive(Clone)]
 pub struct LockTarget {
@@ -143,12 +166,33 @@ impl LockTarget {
                     url: dir.join("lock.json").display().to_string(),
                 })
             }
-            other => Ok(LockTarget {
-                store: store::open(other)?,
-                key: Layout::lock_key(placement),
-                url: Layout::lock_url(placement),
-            }),
+            _ => LockTarget::shared(placement),
         }
+    }
+
+    /// The lock of a placement in a shared datastore (filesystem, S3, GCS):
+    /// needs no repository.
+    pub fn shared(placement: &Placement) -> Result<LockTarget, StoreError> {
+        Ok(LockTarget {
+            store: store::open(&placement.datastore)?,
+            key: Layout::lock_key(placement),
+            url: Layout::lock_url(placement),
+        })
+    }
+
+    /// The locks a repository's commands hold: its target placement's and
+    /// those of every placement it still drains, each once, ordered by URL
+    /// (so two commands never each hold one the other waits for).
+    pub fn all_of(layout: &Layout, config: &Config) -> Result<Vec<LockTarget>, StoreError> {
+        let mut targets: Vec<LockTarget> = Vec::new();
+        for p in std::iter::once(config.target()).chain(config.migrating_from.iter().cloned()) {
+            let t = LockTarget::of(layout, &p)?;
+            if !targets.iter().any(|x| x.url == t.url) {
+                targets.push(t);
+            }
+        }
+        targets.sort_by(|a, b| a.url.cmp(&b.url));
+        Ok(targets)
     }
 }
 
@@ -156,7 +200,7 @@ impl LockTarget {
 pub enum LockError {
     #[error(
         "the lock {url} is held by {} until {}; gave up after waiting {waited}s",
-        .body.holder_line(), .body.expires_at
+        .body.describe(), .body.expires_at
     )]
     Held {
         url: String,
@@ -169,12 +213,6 @@ pub enum LockError {
     Lost { url: String, reason: String },
     #[error("{0}")]
     Store(#[from] StoreError),
-}
-
-impl LockBody {
-    fn holder_line(&self) -> String {
-        self.describe()
-    }
 }
 
 /// Reads the lock at `target`.
@@ -208,6 +246,11 @@ pub async fn inspect(target: &LockTarget) -> Result<LockState, StoreError> {
             reason: format!("not a swamp lock: {e}"),
         },
     })
+}
+
+/// [`inspect`] for callers outside an async runtime.
+pub fn read(target: &LockTarget) -> Result<LockState, StoreError> {
+    small_runtime().block_on(inspect(target))
 }
 
 /// What [`acquire`] tells its caller while it works.
@@ -572,6 +615,14 @@ pub fn release_all() {
         .collect();
     for h in held {
         let _ = h.release();
+    }
+}
+
+/// Whole seconds from `a` to `b`, negative when `b` is earlier.
+fn secs_between(a: SystemTime, b: SystemTime) -> i64 {
+    match b.duration_since(a) {
+        Ok(d) => d.as_secs() as i64,
+        Err(e) => -(e.duration().as_secs() as i64),
     }
 }
 

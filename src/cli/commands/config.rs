@@ -47,8 +47,7 @@ pub fn migrate(ctx: &Ctx, yes: bool) -> Result<Outcome, CliError> {
         match Locks::try_take(ctx, &repo.layout, &config, "datastore config migrate") {
             Ok(l) => Some(l),
             Err(LockError::Store(e)) if e.is_transient() => {
-                let reason = e.to_string();
-                return offline(ctx, &repo, &config, yes, reason, LockError::Store(e).into());
+                return offline(ctx, &repo, &config, yes, LockError::Store(e).into());
             }
             Err(e) => return Err(e.into()),
         }
@@ -69,23 +68,16 @@ fn migrate_locked(
     changed: bool,
     yes: bool,
 ) -> Result<Outcome, CliError> {
-    let (repo, config) = (repo.clone(), config.clone());
     let planned =
-        match engine::plan_with(&repo.layout, &config, Scope::Config, SyncOptions::default()) {
+        match engine::plan_with(&repo.layout, config, Scope::Config, SyncOptions::default()) {
             Ok(p) => p,
-            Err(e) if unreachable(&e) => {
-                let reason = e.to_string();
-                return offline(ctx, &repo, &config, yes, reason, e.into());
-            }
+            Err(e) if unreachable(&e) => return offline(ctx, repo, config, yes, e.into()),
             Err(e) => return Err(e.into()),
         };
     if yes && !planned.plan.is_empty() && !planned.plan.has_conflicts() {
         match register_namespace(&config.target(), config.repo_id) {
             Ok(_) => {}
-            Err(e) if unreachable(&e) => {
-                let reason = e.to_string();
-                return offline(ctx, &repo, &config, yes, reason, e.into());
-            }
+            Err(e) if unreachable(&e) => return offline(ctx, repo, config, yes, e.into()),
             Err(e) => return Err(e.into()),
         }
     }
@@ -94,9 +86,9 @@ fn migrate_locked(
     let record = changed && !planned.plan.has_conflicts();
     run_flow(
         ctx,
-        &repo,
+        repo,
         planned,
-        record.then_some(&config),
+        record.then_some(config),
         SyncOptions::default(),
         yes,
         Unconfirmed::Preview,
@@ -104,7 +96,7 @@ fn migrate_locked(
     .map_err(|e| {
         // Confirmed and failed while applying: if the local copy is there,
         // say so and how to publish it.
-        if yes && publishes && e.kind == crate::cli::ErrorKind::Failure && saved_locally(&repo) {
+        if yes && publishes && e.kind == crate::cli::ErrorKind::Failure && saved_locally(repo) {
             unpublished(&e.message)
         } else {
             e
@@ -120,7 +112,6 @@ fn offline(
     repo: &Repo,
     config: &Config,
     yes: bool,
-    reason: String,
     err: CliError,
 ) -> Result<Outcome, CliError> {
     if !yes {
@@ -135,7 +126,7 @@ fn offline(
                     report.mirrored
                 );
             }
-            Err(unpublished(&reason))
+            Err(unpublished(&err.message))
         }
         None => Err(err.hint(
             "the cache already holds config from the datastore, so only the remote can tell what to publish; run `swamp datastore config migrate` again once it is reachable",

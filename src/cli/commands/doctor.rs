@@ -91,17 +91,7 @@ pub fn datastores(ctx: &Ctx, repair: bool, yes: bool) -> Result<Outcome, CliErro
     }
     if ok {
         if ctx.json {
-            print_json(
-                &RepairDoc {
-                    checks: &before,
-                    before: &before,
-                    preview: !yes,
-                    fixes: &[],
-                    plans: &[],
-                    results: &[],
-                }
-                .to_json(),
-            );
+            print_json(&RepairDoc::unapplied(&before, !yes, &[], &[]).to_json());
         } else {
             print!("{}", render_checks(&before));
             println!("\nNothing to repair: every check passed.");
@@ -145,17 +135,7 @@ pub fn datastores(ctx: &Ctx, repair: bool, yes: bool) -> Result<Outcome, CliErro
     }
     if conflicts > 0 {
         if ctx.json {
-            print_json(
-                &RepairDoc {
-                    checks: &before,
-                    before: &before,
-                    preview: !yes,
-                    fixes: &fixes_json,
-                    plans: &plans_json,
-                    results: &[],
-                }
-                .to_json(),
-            );
+            print_json(&RepairDoc::unapplied(&before, !yes, &fixes_json, &plans_json).to_json());
         } else {
             eprintln!(
                 "error: the repair plan has {conflicts} conflict(s); nothing was changed\n  hint: decide each conflict above (keep the right copy in the namespace, delete the other), then run `swamp doctor datastores --repair -y` again"
@@ -165,17 +145,7 @@ pub fn datastores(ctx: &Ctx, repair: bool, yes: bool) -> Result<Outcome, CliErro
     }
     if !yes {
         if ctx.json {
-            print_json(
-                &RepairDoc {
-                    checks: &before,
-                    before: &before,
-                    preview: true,
-                    fixes: &fixes_json,
-                    plans: &plans_json,
-                    results: &[],
-                }
-                .to_json(),
-            );
+            print_json(&RepairDoc::unapplied(&before, true, &fixes_json, &plans_json).to_json());
         } else if items.iter().any(Item::automatic) {
             println!("\nThis was a preview; nothing changed. Add --confirm (or -y) to apply it.");
         } else {
@@ -305,7 +275,24 @@ struct RepairDoc<'a> {
     results: &'a [Value],
 }
 
-impl RepairDoc<'_> {
+impl<'a> RepairDoc<'a> {
+    /// Nothing was applied: the checks are the ones from before.
+    fn unapplied(
+        before: &'a [Finding],
+        preview: bool,
+        fixes: &'a [Value],
+        plans: &'a [Value],
+    ) -> RepairDoc<'a> {
+        RepairDoc {
+            checks: before,
+            before,
+            preview,
+            fixes,
+            plans,
+            results: &[],
+        }
+    }
+
     fn to_json(&self) -> Value {
         json!({
             "checks": self.checks,

@@ -37,12 +37,7 @@ fn targets(ctx: &Ctx, at: &LockWhere) -> Result<Vec<LockTarget>, CliError> {
             namespace,
         };
         // Only `local` needs a repository's layout; it was refused above.
-        let t = LockTarget {
-            store: crate::store::open(&placement.datastore).map_err(lock_err)?,
-            key: crate::layout::Layout::lock_key(&placement),
-            url: crate::layout::Layout::lock_url(&placement),
-        };
-        return Ok(vec![t]);
+        return Ok(vec![LockTarget::shared(&placement).map_err(lock_err)?]);
     }
     let repo = ctx.open_repo().map_err(|e| {
         let hint = "run it inside a repository, or name the datastore: `swamp datastore lock status --datastore s3://bucket/prefix --namespace NS`";
@@ -51,41 +46,20 @@ fn targets(ctx: &Ctx, at: &LockWhere) -> Result<Vec<LockTarget>, CliError> {
             ..e
         }
     })?;
-    let config = &repo.config;
-    let mut out: Vec<LockTarget> = Vec::new();
-    for p in std::iter::once(config.target()).chain(config.migrating_from.iter().cloned()) {
-        let t = LockTarget::of(&repo.layout, &p).map_err(lock_err)?;
-        if !out.iter().any(|x| x.url == t.url) {
-            out.push(t);
-        }
-    }
-    Ok(out)
+    LockTarget::all_of(&repo.layout, &repo.config).map_err(lock_err)
 }
 
 fn inspect(t: &LockTarget) -> Result<LockState, CliError> {
-    crate::engine::sync::runtime()
-        .block_on(lock::inspect(t))
-        .map_err(|e| CliError::from(lock::LockError::from(e)))
-}
-
-fn secs_between(a: SystemTime, b: SystemTime) -> i64 {
-    match b.duration_since(a) {
-        Ok(d) => d.as_secs() as i64,
-        Err(e) => -(e.duration().as_secs() as i64),
-    }
+    lock::read(t).map_err(|e| CliError::from(lock::LockError::from(e)))
 }
 
 fn state_json(url: &str, state: &LockState) -> Value {
     let now = SystemTime::now();
     match state {
-        LockState::Free => json!({"url": url, "state": "free"}),
-        LockState::Held {
-            body,
-            version,
-            stale,
-        } => json!({
+        LockState::Free => json!({"url": url, "state": state.label()}),
+        LockState::Held { body, version, .. } => json!({
             "url": url,
-            "state": if *stale { "stale" } else { "held" },
+            "state": state.label(),
             "holder": body.holder,
             "pid": body.pid,
             "operation": body.operation,
@@ -93,8 +67,8 @@ fn state_json(url: &str, state: &LockState) -> Value {
             "tool_version": body.tool_version,
             "acquired_at": body.acquired_at,
             "expires_at": body.expires_at,
-            "age_secs": body.acquired().map(|t| secs_between(t, now)),
-            "expires_in_secs": body.expires().map(|t| secs_between(now, t)),
+            "age_secs": body.age_secs(now),
+            "expires_in_secs": body.expires_in_secs(now),
             "version": version,
         }),
         LockState::Unparseable {
@@ -103,7 +77,7 @@ fn state_json(url: &str, state: &LockState) -> Value {
             reason,
         } => json!({
             "url": url,
-            "state": "unparseable",
+            "state": state.label(),
             "reason": reason,
             "size": size,
             "version": version,
@@ -117,7 +91,7 @@ fn print_state(url: &str, state: &LockState) {
     match state {
         LockState::Free => println!("state      free"),
         LockState::Held { body, stale, .. } => {
-            let left = body.expires().map(|t| secs_between(now, t)).unwrap_or(0);
+            let left = body.expires_in_secs(now).unwrap_or(0);
             if *stale {
                 println!(
                     "state      stale: expired {}s ago without being released (the next command takes it over)",
@@ -128,7 +102,7 @@ fn print_state(url: &str, state: &LockState) {
             }
             println!("holder     {} (pid {})", body.holder, body.pid);
             println!("operation  {}", body.operation);
-            let age = body.acquired().map(|t| secs_between(t, now)).unwrap_or(0);
+            let age = body.age_secs(now).unwrap_or(0);
             println!("since      {} ({age}s ago)", body.acquired_at);
             println!("expires    {}", body.expires_at);
             println!("lock id    {}", body.id);

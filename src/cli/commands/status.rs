@@ -18,8 +18,7 @@ pub fn run(ctx: &Ctx) -> Result<Outcome, CliError> {
     let root = repo.layout.placement_root(&config.target());
     let lock_target = crate::lock::LockTarget::of(&repo.layout, &config.target())
         .map_err(|e| CliError::from(crate::lock::LockError::from(e)))?;
-    let lock_state = crate::engine::sync::runtime()
-        .block_on(crate::lock::inspect(&lock_target))
+    let lock_state = crate::lock::read(&lock_target)
         .map_err(|e| CliError::from(crate::lock::LockError::from(e)))?;
     let lock_line = match &lock_state {
         LockState::Free => "free".to_string(),
@@ -52,12 +51,7 @@ pub fn run(ctx: &Ctx) -> Result<Outcome, CliError> {
                 .then(|| crate::layout::Layout::remote_url(&config.target())),
             "lock": {
                 "url": lock_target.url,
-                "state": match &lock_state {
-                    LockState::Free => "free",
-                    LockState::Held { stale: false, .. } => "held",
-                    LockState::Held { stale: true, .. } => "stale",
-                    LockState::Unparseable { .. } => "unparseable",
-                },
+                "state": lock_state.label(),
                 "holder": match &lock_state {
                     LockState::Held { body, .. } => Some(body.describe()),
                     _ => None,
