@@ -421,6 +421,9 @@ pub async fn publish_sentinel(
     objects: &std::collections::BTreeMap<TierPath, String>,
 ) -> Result<BaseChange, SyncActionError> {
     use crate::engine::managed::Sentinel;
+    // Where it lands in the cache, checked before anything is published:
+    // like every download, never through a symlink out of the cache.
+    let dest = check_no_symlink(cache_root, path)?;
     let heads = futures_util::stream::iter(objects.iter().map(|(p, sha)| async move {
         let head = target.store.head(&target.key(p)).await;
         (p, sha, head)
@@ -478,14 +481,7 @@ pub async fn publish_sentinel(
                 });
             }
         };
-    let dest = cache_root.join(path.as_str());
     let sha256 = crate::fsutil::sha256_bytes(&body);
-    if let Some(dir) = dest.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| SyncActionError::Io {
-            path: path.clone(),
-            source: e,
-        })?;
-    }
     crate::fsutil::atomic_write(&dest, &body).map_err(|e| SyncActionError::Io {
         path: path.clone(),
         source: e,
@@ -615,6 +611,33 @@ mod tests {
         publish(&t, &objects).unwrap();
         let s = Sentinel::parse("k", &sentinel_in(&t).unwrap()).unwrap();
         assert!(s.vouches_same(&["models".to_string()], &objects));
+    }
+
+    #[test]
+    fn a_sentinel_is_not_published_when_the_cache_tier_is_a_symlink() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = target(dir.path());
+        let body = b"name: web\n";
+        put(&t, "config/models/web.yaml", body);
+        let objects: BTreeMap<_, _> = [(tp("config/models/web.yaml"), fsutil::sha256_bytes(body))]
+            .into_iter()
+            .collect();
+        let cache = tempfile::tempdir().unwrap();
+        let elsewhere = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(elsewhere.path(), cache.path().join("config")).unwrap();
+        let rt = tokio::runtime::Runtime::new().unwrap();
+        let Err(err) = rt.block_on(publish_sentinel(
+            &t,
+            cache.path(),
+            &crate::engine::managed::sentinel_path(),
+            &["models".to_string()],
+            &objects,
+        )) else {
+            panic!("published through a symlinked cache tier");
+        };
+        assert!(matches!(err, SyncActionError::Symlink { .. }), "{err}");
+        assert!(sentinel_in(&t).is_none(), "nothing was published");
+        assert_eq!(std::fs::read_dir(elsewhere.path()).unwrap().count(), 0);
     }
 
     #[test]
