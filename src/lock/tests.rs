@@ -20,7 +20,7 @@ fn opts(ttl_ms: u64, timeout_ms: u64) -> LockOptions {
 }
 
 fn state(t: &LockTarget) -> LockState {
-    small_runtime().block_on(inspect(t)).unwrap()
+    read(t).unwrap()
 }
 
 fn put_raw(t: &LockTarget, bytes: &[u8]) {
