@@ -7,6 +7,22 @@ use std::path::Path;
 
 use sha2::{Digest, Sha256};
 
+/// The name prefix of every temp file swamp writes before renaming it into
+/// place. One constant and one predicate ([`is_swamp_temp`]) for every
+/// writer, the observation, the stores and the catalog scan.
+pub const TEMP_PREFIX: &str = ".swamp-tmp-";
+
+/// True for a swamp temp file's name. Temp files are never data: never
+/// moved, uploaded, downloaded over, or counted by guards.
+pub fn is_swamp_temp(name: &str) -> bool {
+    name.starts_with(TEMP_PREFIX)
+}
+
+/// A new temp file in `dir`, named with [`TEMP_PREFIX`].
+pub fn temp_file_in(dir: &Path) -> io::Result<tempfile::NamedTempFile> {
+    tempfile::Builder::new().prefix(TEMP_PREFIX).tempfile_in(dir)
+}
+
 /// Writes `bytes` to `path` atomically: a temp file in the same directory,
 /// fsync, rename, then fsync of the directory so the rename survives a crash.
 pub fn atomic_write(path: &Path, bytes: &[u8]) -> io::Result<()> {
@@ -27,9 +43,7 @@ pub fn atomic_create(path: &Path, bytes: &[u8]) -> io::Result<()> {
 fn synced_temp_beside(path: &Path, bytes: &[u8]) -> io::Result<tempfile::NamedTempFile> {
     let dir = parent_dir(path);
     fs::create_dir_all(dir)?;
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".swamp-tmp-")
-        .tempfile_in(dir)?;
+    let mut tmp = temp_file_in(dir)?;
     tmp.write_all(bytes)?;
     tmp.as_file().sync_all()?;
     Ok(tmp)

@@ -71,6 +71,8 @@ pub struct ApplyReport {
     pub mirrored: usize,
     /// The managed-config sentinel was published to the remote.
     pub sentinel_published: bool,
+    /// Orphaned swamp temp files removed.
+    pub temps_removed: usize,
 }
 
 /// Receives progress: (actions done, actions total).
@@ -236,6 +238,14 @@ pub fn apply(
                     .map_err(|e| stopped(e.to_string(), &report))?;
                 prune_parents(&src, src_root);
                 report.dropped += 1;
+            }
+            Action::RemoveTemp { path, source, .. } => {
+                let root = match source {
+                    None => &plan.target.root,
+                    Some(i) => &plan.sources[*i].root,
+                };
+                moves::remove_temp(root, path).map_err(|e| stopped(e.to_string(), &report))?;
+                report.temps_removed += 1;
             }
             Action::InvalidateCatalog => {
                 Catalog::invalidate(layout).map_err(|e| stopped(e.to_string(), &report))?;

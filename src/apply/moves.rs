@@ -101,9 +101,7 @@ fn copy_no_clobber(
     cache: &mut HashCache,
 ) -> Result<(), MoveError> {
     let dst_dir = dst.parent().expect("destination has a parent");
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".swamp-tmp-")
-        .tempfile_in(dst_dir)
+    let mut tmp = crate::fsutil::temp_file_in(dst_dir)
         .map_err(io_at(dst_dir))?;
     let mut input = fs::File::open(src).map_err(io_at(src))?;
     io::copy(&mut input, tmp.as_file_mut()).map_err(io_at(dst))?;
@@ -144,6 +142,39 @@ pub fn drop_duplicate(
         Err(e) => return Err(e),
     }
     fs::remove_file(src).map_err(io_at(src))
+}
+
+/// Removes an orphaned swamp temp file at `root/path`: only a regular file
+/// with a temp name, reached without following a symlink.
+pub fn remove_temp(root: &Path, path: &crate::layout::TierPath) -> Result<(), MoveError> {
+    let file = root.join(path.as_str());
+    if !crate::layout::is_swamp_temp(path.file_name()) {
+        return Err(MoveError::NotAFile(file));
+    }
+    let mut dir = root.to_path_buf();
+    for seg in path.as_str().split('/') {
+        dir.push(seg);
+        match fs::symlink_metadata(&dir) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(io_at(&dir)(e)),
+            Ok(m) if dir == file && !m.file_type().is_file() => {
+                return Err(MoveError::NotAFile(file));
+            }
+            Ok(m) if dir != file && !m.file_type().is_dir() => {
+                return Err(MoveError::NotAFile(dir));
+            }
+            Ok(_) => {}
+        }
+    }
+    match fs::remove_file(&file) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        Err(e) => return Err(io_at(&file)(e)),
+    }
+    if let Some(parent) = file.parent() {
+        fsutil::remove_empty_dirs(parent, root);
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -221,6 +252,28 @@ mod tests {
         assert_eq!(fs::read(&dst).unwrap(), b"y");
         // no temp file left behind
         assert_eq!(fs::read_dir(d.path()).unwrap().count(), 2);
+    }
+
+    #[test]
+    fn remove_temp_removes_only_a_temp_file_and_never_through_a_symlink() {
+        let d = tempfile::tempdir().unwrap();
+        let tp = |s: &str| crate::layout::TierPath::parse(s).unwrap();
+        fs::create_dir_all(d.path().join("data/a")).unwrap();
+        fs::write(d.path().join("data/a/.swamp-tmp-1"), b"partial").unwrap();
+        fs::write(d.path().join("data/a/raw"), b"data").unwrap();
+        remove_temp(d.path(), &tp("data/a/.swamp-tmp-1")).unwrap();
+        assert!(!d.path().join("data/a/.swamp-tmp-1").exists());
+        // Not a temp name: refused, kept.
+        let e = remove_temp(d.path(), &tp("data/a/raw")).unwrap_err();
+        assert!(matches!(e, MoveError::NotAFile(_)), "{e}");
+        assert!(d.path().join("data/a/raw").exists());
+        // Through a symlinked directory: refused, the target kept.
+        let outside = tempfile::tempdir().unwrap();
+        fs::write(outside.path().join(".swamp-tmp-2"), b"theirs").unwrap();
+        std::os::unix::fs::symlink(outside.path(), d.path().join("data/ln")).unwrap();
+        let e = remove_temp(d.path(), &tp("data/ln/.swamp-tmp-2")).unwrap_err();
+        assert!(matches!(e, MoveError::NotAFile(_)), "{e}");
+        assert!(outside.path().join(".swamp-tmp-2").exists());
     }
 
     #[test]

@@ -354,6 +354,7 @@ pub async fn run(
         Action::RecordBase { .. }
         | Action::MirrorConfig { .. }
         | Action::PublishSentinel { .. }
+        | Action::RemoveTemp { .. }
         | Action::Move { .. }
         | Action::DropDuplicate { .. }
         | Action::InvalidateCatalog

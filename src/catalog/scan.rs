@@ -13,7 +13,7 @@ use walkdir::WalkDir;
 use super::name::{RAW_FILE, check_name, parse_version};
 use super::{CatalogError, Entry};
 use crate::fsutil;
-use crate::layout::is_repo_local_file;
+use crate::layout::is_catalog_name;
 
 /// One version file found on disk; `mtime` lets a second scan reuse the hash.
 #[derive(Debug, Clone)]
@@ -61,7 +61,7 @@ pub(crate) fn scan(
             }
         };
         // The catalog sits in the solo data dir; it is never data.
-        if !item.file_type().is_file() || item.file_name().to_str().is_none_or(is_repo_local_file) {
+        if !item.file_type().is_file() || item.file_name().to_str().is_none_or(is_catalog_name) {
             continue;
         }
         let Ok(rel) = item.path().strip_prefix(data_dir) else {

@@ -77,9 +77,7 @@ impl DataStore<'_> {
         content: &mut dyn Read,
     ) -> Result<Entry, DataError> {
         let raw = self.raw_path(name, version)?;
-        let mut tmp = tempfile::Builder::new()
-            .prefix(".swamp-tmp-")
-            .tempfile_in(version_dir)
+        let mut tmp = crate::fsutil::temp_file_in(version_dir)
             .map_err(|e| DataError::io("create a temp file in", version_dir, e))?;
         let mut hasher = Sha256::new();
         let mut size: u64 = 0;

@@ -154,6 +154,14 @@ pub fn add_remote(
     };
 
     let drain = drain(observed, target.as_ref().map(|(_, s)| s));
+    // Objects at the catalog's path: repo-local in every clone.
+    let reserved: Vec<_> = observed.placements[1..]
+        .iter()
+        .filter_map(|p| p.remote.as_ref())
+        .chain(target.as_ref().map(|(_, s)| s))
+        .flat_map(|s| s.reserved.iter())
+        .map(|key| crate::plan::Conflict::ReservedPath { key: key.clone() })
+        .collect();
     let policy = options.conflict.unwrap_or(config.sync.conflict);
     let mut sync_actions = Vec::new();
     let mut sync_conflicts = Vec::new();
@@ -190,6 +198,7 @@ pub fn add_remote(
         };
         let diff = sync_diff(&SyncInput {
             local: &local,
+            local_other: &observed.placements[0].obstacles,
             local_modified: &local_modified,
             remote: &remote_files,
             base: &base,
@@ -227,7 +236,9 @@ pub fn add_remote(
         plan.actions.push(Action::InvalidateCatalog);
     }
     plan.actions.extend(tail);
-    let mut blocked = !drain.conflicts.is_empty() || !sync_conflicts.is_empty();
+    let mut blocked =
+        !drain.conflicts.is_empty() || !sync_conflicts.is_empty() || !reserved.is_empty();
+    plan.conflicts.extend(reserved);
     plan.conflicts.extend(drain.conflicts);
     plan.conflicts.extend(sync_conflicts);
     // The sentinel last, after every object it vouches for.

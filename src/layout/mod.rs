@@ -125,15 +125,29 @@ pub const RESERVED_NAMES: [&str; 16] = [
 pub const CATALOG_FILE: &str = "_catalog.db";
 pub const MANAGED_CONFIG_SENTINEL: &str = "config/managed-config-migrated.json";
 
-/// True for files that belong to the repo-local tier even though they sit
-/// inside a tier directory: the catalog and every SQLite sidecar of it.
-/// Such files are never moved, compared, or counted as data in the way.
-pub fn is_repo_local_file(name: &str) -> bool {
+/// True for the catalog's file name and every SQLite sidecar of it
+/// (`-wal`, `-shm`, `-journal`).
+pub fn is_catalog_name(name: &str) -> bool {
     name == CATALOG_FILE
         || name
             .strip_prefix(CATALOG_FILE)
             .is_some_and(|rest| rest.starts_with('-'))
 }
+
+/// True for the tier paths that belong to the repo-local tier even though
+/// they sit inside a tier directory: the catalog at `data/_catalog.db` and
+/// its sidecars, in every placement (the same names anywhere else are
+/// ordinary data). Such paths are never moved, synced, compared, or counted
+/// as data in the way; a remote object at one is a reserved-path conflict.
+pub fn is_repo_local_path(path: &TierPath) -> bool {
+    path.tier() == Tier::Data && {
+        let mut rest = path.rest_segments();
+        matches!((rest.next(), rest.next()), (Some(name), None) if is_catalog_name(name))
+    }
+}
+
+/// Temp files: one constant and one predicate, owned by the writers.
+pub use crate::fsutil::{TEMP_PREFIX, is_swamp_temp};
 
 #[derive(Debug, thiserror::Error)]
 pub enum LayoutError {
@@ -154,6 +168,9 @@ pub struct Layout {
     repo_id: Uuid,
     tiers: Vec<Tier>,
     exclude: GlobSet,
+    /// How old a swamp temp file must be to count as orphaned: the lock's
+    /// TTL (a live writer finishes or renews within it).
+    temp_grace: std::time::Duration,
 }
 
 impl Layout {
@@ -181,6 +198,7 @@ impl Layout {
             repo_id: config.repo_id,
             tiers,
             exclude,
+            temp_grace: std::time::Duration::from_secs(config.lock.ttl_secs),
         })
     }
 
@@ -197,6 +215,11 @@ impl Layout {
 
     pub fn repo(&self) -> &Path {
         &self.repo
+    }
+
+    /// How old a swamp temp file must be before a plan removes it.
+    pub fn temp_grace(&self) -> std::time::Duration {
+        self.temp_grace
     }
 
     pub fn swamp_home(&self) -> &Path {
@@ -534,16 +557,28 @@ mod tests {
     }
 
     #[test]
-    fn catalog_sidecars_are_repo_local() {
+    fn only_the_catalog_path_and_its_sidecars_are_repo_local() {
         for name in [
             "_catalog.db",
             "_catalog.db-wal",
             "_catalog.db-shm",
             "_catalog.db-journal",
         ] {
-            assert!(is_repo_local_file(name), "{name}");
+            assert!(is_catalog_name(name), "{name}");
+            assert!(is_repo_local_path(&tp(&format!("data/{name}"))), "{name}");
+            // The same names elsewhere are ordinary data.
+            assert!(!is_repo_local_path(&tp(&format!("data/m/{name}"))), "{name}");
+            assert!(!is_repo_local_path(&tp(&format!("outputs/{name}"))), "{name}");
         }
-        assert!(!is_repo_local_file("_catalog.dbx"));
-        assert!(!is_repo_local_file("raw"));
+        assert!(!is_catalog_name("_catalog.dbx"));
+        assert!(!is_repo_local_path(&tp("data/_catalog.dbx")));
+        assert!(!is_repo_local_path(&tp("data/raw")));
+    }
+
+    #[test]
+    fn temp_files_are_named_by_one_prefix() {
+        assert!(is_swamp_temp(".swamp-tmp-abc123"));
+        assert!(!is_swamp_temp("swamp-tmp-abc"));
+        assert!(!is_swamp_temp("raw"));
     }
 }

@@ -110,6 +110,16 @@ pub enum Action {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         local: Option<String>,
     },
+    /// Remove a swamp temp file (`.swamp-tmp-…`) that an interrupted write
+    /// left behind: never data, and older than the lock's TTL, so no live
+    /// writer owns it. `source`: `None` for the target, else the source
+    /// placement. Precondition: it is still a regular temp file.
+    RemoveTemp {
+        path: TierPath,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        source: Option<usize>,
+        size: u64,
+    },
     /// Publish the managed-config sentinel to the remote, after every other
     /// action has finished: each object in `objects` is verified in the
     /// remote (HEAD, sha256 metadata) first, then the sentinel is written
@@ -149,7 +159,8 @@ pub struct BaseRecord {
 
 impl Action {
     /// Stable names, in the order the summary lists them.
-    pub const KINDS: [&'static str; 15] = [
+    pub const KINDS: [&'static str; 16] = [
+        "remove-temp",
         "mirror-config",
         "move",
         "drop-duplicate",
@@ -184,6 +195,7 @@ impl Action {
             Action::DeleteSourceRemote { .. } => "delete-source-remote",
             Action::MirrorConfig { .. } => "mirror-config",
             Action::PublishSentinel { .. } => "publish-sentinel",
+            Action::RemoveTemp { .. } => "remove-temp",
         }
     }
 
@@ -199,7 +211,8 @@ impl Action {
             | Action::Fetch { path, .. }
             | Action::CopyRemote { path, .. }
             | Action::MirrorConfig { path, .. }
-            | Action::PublishSentinel { path, .. } => Some(path),
+            | Action::PublishSentinel { path, .. }
+            | Action::RemoveTemp { path, .. } => Some(path),
             Action::InvalidateCatalog
             | Action::FinishMigration
             | Action::RecordBase { .. }
@@ -231,6 +244,7 @@ impl Action {
             Action::MirrorConfig { local: None, .. } => "new in the repository",
             Action::MirrorConfig { .. } => "changed in the repository",
             Action::PublishSentinel { .. } => "last, once every config object is verified",
+            Action::RemoveTemp { .. } => "left by an interrupted write",
         }
     }
 }
@@ -259,6 +273,26 @@ pub enum Conflict {
         /// The first blocked file, as an example.
         example: TierPath,
     },
+    /// In the cache, something other than a regular file stands where the
+    /// remote or the last sync has a file (or files below it): a symlink, a
+    /// special file, a directory, or a plain file where a directory must
+    /// be. Nothing of it is followed, deleted, uploaded or downloaded over.
+    NotAFile {
+        /// Relative to the cache's placement root ("" = the root itself).
+        at: String,
+        what: crate::state::ObstacleKind,
+        /// For a symlink: where it points (never followed).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        link: Option<String>,
+        /// How many synced files it stands in for.
+        files: usize,
+        /// The first of them, as an example.
+        example: TierPath,
+    },
+    /// A remote object at a path that is repo-local in every clone (the
+    /// catalog `data/_catalog.db` and its sidecars): never downloaded,
+    /// never deleted.
+    ReservedPath { key: String },
     /// Cache and remote both changed the file since the last sync.
     BothChanged {
         path: TierPath,
@@ -311,6 +345,8 @@ impl Conflict {
         match self {
             Conflict::DifferentAtTarget { .. } => "different-at-target",
             Conflict::Obstacle { .. } => "obstacle",
+            Conflict::NotAFile { .. } => "not-a-file",
+            Conflict::ReservedPath { .. } => "reserved-path",
             Conflict::Unsupported { .. } => "unsupported",
             Conflict::BothChanged { .. } => "both-changed",
             Conflict::DeletedAndChanged { .. } => "deleted-and-changed",
@@ -374,6 +410,7 @@ pub struct Summary {
     pub finish_migration: usize,
     pub mirror_config: usize,
     pub publish_sentinel: usize,
+    pub remove_temp: usize,
     pub conflicts: usize,
     pub bytes_to_move: u64,
     pub bytes_to_upload: u64,
@@ -469,6 +506,7 @@ impl Plan {
                     s.delete_source_remote += objects.len();
                 }
                 Action::MirrorConfig { .. } => s.mirror_config += 1,
+                Action::RemoveTemp { .. } => s.remove_temp += 1,
                 Action::PublishSentinel { objects, .. } => {
                     s.publish_sentinel += 1;
                     sentinel_heads += objects.len() as u64;

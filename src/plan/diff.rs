@@ -27,12 +27,34 @@ pub fn diff(desired: &Desired, observed: &Observed) -> Plan {
     // source's copy is handled.
     let mut incoming: HashMap<&TierPath, &FileState> = HashMap::new();
 
+    // Leftovers of interrupted writes go first: never data, never moved.
+    for (source, state) in std::iter::once((None, target)).chain(
+        sources
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.root != target.root)
+            .map(|(i, s)| (Some(i), s)),
+    ) {
+        for t in state.temps.iter().filter(|t| t.stale) {
+            actions.push(Action::RemoveTemp {
+                path: t.path.clone(),
+                source,
+                size: t.size,
+            });
+        }
+    }
+
     for (i, source) in sources.iter().enumerate() {
         if source.root == target.root {
             // Same directory under another name: nothing can move.
             continue;
         }
-        for o in &source.obstacles {
+        // A directory with no data in it is in nobody's way at a source.
+        for o in source
+            .obstacles
+            .iter()
+            .filter(|o| o.kind != ObstacleKind::Directory)
+        {
             conflicts.push(Conflict::Unsupported {
                 path: o.path.clone(),
                 source: i,
@@ -116,7 +138,7 @@ fn info(state: &PlacementState) -> PlacementInfo {
 /// What at the target keeps `path` from being created there, if anything:
 /// the root or an ancestor that is not a directory, or a directory (or
 /// other non-file) at the path itself.
-fn obstacle_for(
+pub(crate) fn obstacle_for(
     target: &PlacementState,
     target_files: &BTreeSet<&str>,
     path: &TierPath,
@@ -125,7 +147,10 @@ fn obstacle_for(
         return Some((o.path.clone(), o.kind));
     }
     for ancestor in path.ancestors() {
-        if let Some(o) = target.obstacle_at(ancestor) {
+        // A directory is what an ancestor must be.
+        if let Some(o) = target.obstacle_at(ancestor)
+            && o.kind != ObstacleKind::Directory
+        {
             return Some((o.path.clone(), o.kind));
         }
         if target_files.contains(ancestor) {
@@ -186,6 +211,7 @@ mod tests {
                 })
                 .collect(),
             obstacles: vec![],
+            temps: vec![],
             remote: None,
         }
     }
@@ -288,10 +314,7 @@ mod tests {
     fn plain_file_where_a_tier_directory_must_go_blocks_its_files() {
         let d = desired(ns("h"), vec![solo()]);
         let mut target = state(ns("h"), &[]);
-        target.obstacles.push(Obstacle {
-            path: "outputs".into(),
-            kind: ObstacleKind::NotADirectory,
-        });
+        target.obstacles.push(Obstacle::new("outputs", ObstacleKind::NotADirectory));
         let o = Observed {
             remote: None,
             placements: vec![
@@ -390,13 +413,87 @@ mod tests {
     }
 
     #[test]
+    fn an_empty_directory_at_a_move_destination_is_an_obstacle_at_plan_time() {
+        let d = desired(ns("h"), vec![solo()]);
+        let mut target = state(ns("h"), &[]);
+        target
+            .obstacles
+            .push(Obstacle::new("data/a/1/raw", ObstacleKind::Directory));
+        // An empty directory where a directory goes is no obstacle.
+        target
+            .obstacles
+            .push(Obstacle::new("data/b", ObstacleKind::Directory));
+        target.obstacles.sort_by(|a, b| a.path.cmp(&b.path));
+        let o = Observed {
+            remote: None,
+            placements: vec![
+                target,
+                state(solo(), &[("data/a/1/raw", "1"), ("data/b/1/raw", "2")]),
+            ],
+        };
+        let plan = diff(&d, &o);
+        assert_eq!(
+            plan.conflicts,
+            [Conflict::Obstacle {
+                obstacle: "data/a/1/raw".into(),
+                what: ObstacleKind::Directory,
+                blocked_files: 1,
+                example: TierPath::parse("data/a/1/raw").unwrap(),
+            }]
+        );
+        assert!(kinds(&plan).contains(&("move", Some("data/b/1/raw"))));
+        assert!(!kinds(&plan).contains(&("finish-migration", None)));
+    }
+
+    #[test]
+    fn stale_temp_files_are_removed_first_and_fresh_ones_left_alone() {
+        let d = desired(ns("h"), vec![solo()]);
+        let mut target = state(ns("h"), &[]);
+        let mut source = state(solo(), &[("data/a/1/raw", "1")]);
+        let temp = |p: &str, stale| crate::state::observed::TempFile {
+            path: TierPath::parse(p).unwrap(),
+            size: 3,
+            stale,
+        };
+        target.temps = vec![temp("data/x/.swamp-tmp-1", true)];
+        source.temps = vec![
+            temp("data/a/1/.swamp-tmp-2", true),
+            temp("data/a/1/.swamp-tmp-3", false),
+        ];
+        // An empty directory at a source is nobody's obstacle.
+        source
+            .obstacles
+            .push(Obstacle::new("outputs/empty", ObstacleKind::Directory));
+        let o = Observed {
+            remote: None,
+            placements: vec![target, source],
+        };
+        let plan = diff(&d, &o);
+        assert!(!plan.has_conflicts(), "{:?}", plan.conflicts);
+        assert_eq!(
+            kinds(&plan),
+            [
+                ("remove-temp", Some("data/x/.swamp-tmp-1")),
+                ("remove-temp", Some("data/a/1/.swamp-tmp-2")),
+                ("move", Some("data/a/1/raw")),
+                ("invalidate-catalog", None),
+                ("finish-migration", None)
+            ]
+        );
+        assert!(matches!(
+            &plan.actions[1],
+            Action::RemoveTemp {
+                source: Some(0),
+                ..
+            }
+        ));
+    }
+
+    #[test]
     fn source_symlink_is_reported_not_moved() {
         let d = desired(ns("h"), vec![solo()]);
         let mut source = state(solo(), &[]);
-        source.obstacles.push(Obstacle {
-            path: "outputs/link".into(),
-            kind: ObstacleKind::Symlink,
-        });
+        source.obstacles.push(Obstacle::new("outputs/link", ObstacleKind::Symlink));
         let o = Observed {
             remote: None,
             placements: vec![state(ns("h"), &[]), source],

@@ -35,6 +35,10 @@ pub struct Drain {
 pub fn drain(observed: &Observed, target_remote: Option<&RemoteSnapshot>) -> Drain {
     let mut out = Drain::default();
     let target = &observed.placements[0];
+    let target_files: BTreeSet<&str> = target.files.keys().map(TierPath::as_str).collect();
+    // Obstacle path → (kind, blocked count, first blocked file).
+    let mut blocked: BTreeMap<String, (crate::state::ObstacleKind, usize, TierPath)> =
+        BTreeMap::new();
     for (i, source) in observed.placements[1..].iter().enumerate() {
         let Some(remote) = &source.remote else {
             continue;
@@ -67,13 +71,19 @@ pub fn drain(observed: &Observed, target_remote: Option<&RemoteSnapshot>) -> Dra
                             target_sha256: t.sha256.clone(),
                             diff: None,
                         }),
-                        None => out.transfers.push(Action::Fetch {
-                            path: path.clone(),
-                            source: i,
-                            size: obj.size,
-                            version: obj.version.clone(),
-                            sha256: obj.sha256.clone(),
-                        }),
+                        None => match super::diff::obstacle_for(target, &target_files, path) {
+                            // Something at the target where the fetch must write.
+                            Some((at, kind)) => {
+                                blocked.entry(at).or_insert((kind, 0, path.clone())).1 += 1;
+                            }
+                            None => out.transfers.push(Action::Fetch {
+                                path: path.clone(),
+                                source: i,
+                                size: obj.size,
+                                version: obj.version.clone(),
+                                sha256: obj.sha256.clone(),
+                            }),
+                        },
                     }
                 }
                 Some(tr) => {
@@ -124,7 +134,7 @@ pub fn drain(observed: &Observed, target_remote: Option<&RemoteSnapshot>) -> Dra
                 }
             }
         }
-        if out.conflicts.len() == conflicts_before {
+        if out.conflicts.len() == conflicts_before && blocked.is_empty() {
             let mut objects: Vec<RemoteObjectRef> = remote
                 .files
                 .iter()
@@ -144,6 +154,14 @@ pub fn drain(observed: &Observed, target_remote: Option<&RemoteSnapshot>) -> Dra
                     .push(Action::DeleteSourceRemote { source: i, objects });
             }
         }
+    }
+    for (obstacle, (what, blocked_files, example)) in blocked {
+        out.conflicts.push(Conflict::Obstacle {
+            obstacle,
+            what,
+            blocked_files,
+            example,
+        });
     }
     out
 }
@@ -191,6 +209,7 @@ mod tests {
                 })
                 .collect(),
             objects: files.len(),
+            reserved: vec![],
             manifest: manifest.then(|| "m1".into()),
             base: BTreeMap::new(),
         }
@@ -217,6 +236,7 @@ mod tests {
                 })
                 .collect(),
             obstacles: vec![],
+            temps: vec![],
             remote,
         }
     }

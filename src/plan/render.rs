@@ -81,7 +81,8 @@ pub fn render(plan: &Plan, repo: &Path) -> String {
     let s = plan.summary();
     let mut summary = table();
     summary.set_header(["action", "count", "bytes"]);
-    let rows: [(&str, usize, Option<u64>); 16] = [
+    let rows: [(&str, usize, Option<u64>); 17] = [
+        ("remove-temp", s.remove_temp, None),
         ("mirror-config", s.mirror_config, None),
         ("move", s.moves, Some(s.bytes_to_move)),
         ("drop-duplicate", s.drop_duplicate, None),
@@ -182,6 +183,14 @@ pub fn render(plan: &Plan, repo: &Path) -> String {
                         .to_string(),
                     "cache".into(),
                 ),
+                Action::RemoveTemp { path, source, .. } => (
+                    path.to_string(),
+                    match source {
+                        None => target.clone(),
+                        Some(i) => root_label(&plan.sources[*i].root, repo),
+                    },
+                    "(removed)".into(),
+                ),
                 Action::PublishSentinel { path, objects, .. } => (
                     path.to_string(),
                     format!("vouches for {} object(s)", objects.len()),
@@ -250,6 +259,43 @@ fn render_conflict(out: &mut String, c: &Conflict, plan: &Plan, repo: &Path, tar
             let _ = writeln!(
                 out,
                 "      fix: move {target}{obstacle} out of the way, then plan again"
+            );
+        }
+        Conflict::NotAFile {
+            at,
+            what,
+            link,
+            files,
+            example,
+        } => {
+            let cache = plan.target.root.join(at);
+            let pointing = link
+                .as_deref()
+                .map(|l| format!(" to {l}"))
+                .unwrap_or_default();
+            let _ = writeln!(
+                out,
+                "  ✗ {at}: replaced in the cache by {}{pointing}, where the remote or the last sync has {files} file(s), e.g. {example}",
+                what.describe()
+            );
+            let _ = writeln!(
+                out,
+                "      nothing of it is deleted, uploaded or downloaded over; swamp never follows symlinks"
+            );
+            let _ = writeln!(
+                out,
+                "      fix: put the regular file back at {} (or move what is there aside and run `swamp datastore sync --pull`), then plan again",
+                cache.display()
+            );
+        }
+        Conflict::ReservedPath { key } => {
+            let _ = writeln!(
+                out,
+                "  ✗ {key}: the remote holds an object at the catalog's path, which is repo-local in every clone"
+            );
+            let _ = writeln!(
+                out,
+                "      it is never downloaded and never deleted by swamp; fix: remove or rename it in the bucket, then plan again"
             );
         }
         Conflict::BothChanged {
@@ -375,6 +421,12 @@ pub fn closing_line(plan: &Plan) -> String {
         return "No changes.".to_string();
     }
     let mut parts = Vec::new();
+    if s.remove_temp > 0 {
+        parts.push(format!(
+            "{} leftover temp file(s) to remove",
+            s.remove_temp
+        ));
+    }
     if s.mirror_config > 0 {
         parts.push(format!(
             "{} definition file(s) to copy into the cache",

@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::config::ConflictPolicy;
 use crate::layout::{MANAGED_CONFIG_SENTINEL, TierPath};
-use crate::state::{BaseEntry, FileState};
+use crate::state::{BaseEntry, FileState, Obstacle, ObstacleKind};
 
 use super::action::{Action, BaseRecord, Conflict, RemoteExpect, Side};
 
@@ -44,8 +44,13 @@ impl Direction {
     }
 }
 
+#[derive(Clone, Copy)]
 pub struct SyncInput<'a> {
     pub local: &'a BTreeMap<TierPath, FileState>,
+    /// What in the cache is not a regular file (symlinks, special files,
+    /// directories without data, plain files where a directory must be),
+    /// by path relative to the cache's placement root, sorted.
+    pub local_other: &'a [Obstacle],
     /// Local modification times (seconds), for `--conflict newer`.
     pub local_modified: &'a BTreeMap<TierPath, i64>,
     pub remote: &'a BTreeMap<TierPath, RemoteFile>,
@@ -74,7 +79,142 @@ enum Step {
     Conflict(Conflict),
 }
 
+/// What in the cache stands where the remote or the base has files, and
+/// which paths that keeps out of the sync (on both sides).
+#[derive(Default)]
+struct InTheWay {
+    /// Obstacle path → (kind, link, files it stands in for, first of them).
+    at: BTreeMap<String, (ObstacleKind, Option<String>, usize, TierPath)>,
+    /// Remote/base paths left alone, and local paths never pushed.
+    paths: BTreeSet<TierPath>,
+    /// Directories whose local files are never pushed (a directory where
+    /// the remote has a file).
+    dirs: BTreeSet<String>,
+}
+
+impl InTheWay {
+    fn find(input: &SyncInput<'_>) -> InTheWay {
+        let mut out = InTheWay::default();
+        let other = |p: &str| {
+            input
+                .local_other
+                .binary_search_by(|o| o.path.as_str().cmp(p))
+                .ok()
+                .map(|i| &input.local_other[i])
+        };
+        let synced: BTreeSet<&TierPath> = input.remote.keys().chain(input.base.keys()).collect();
+        for path in synced {
+            if input.local.contains_key(path) {
+                continue;
+            }
+            let mut found: Option<(String, ObstacleKind, Option<String>)> = None;
+            if let Some(o) = other("") {
+                found = Some((String::new(), o.kind, o.link.clone()));
+            }
+            for anc in path.ancestors() {
+                if found.is_some() {
+                    break;
+                }
+                match other(anc) {
+                    // A directory is what an ancestor must be.
+                    Some(o) if o.kind != ObstacleKind::Directory => {
+                        found = Some((anc.to_string(), o.kind, o.link.clone()));
+                    }
+                    _ => {
+                        if let Ok(a) = TierPath::parse(anc)
+                            && input.local.contains_key(&a)
+                        {
+                            // A plain file where the synced files' directory is.
+                            out.paths.insert(a);
+                            found = Some((anc.to_string(), ObstacleKind::NotADirectory, None));
+                        }
+                    }
+                }
+            }
+            if found.is_none() {
+                if let Some(o) = other(path.as_str()) {
+                    found = Some((path.to_string(), o.kind, o.link.clone()));
+                } else {
+                    let dir = format!("{path}/");
+                    // Keys between `p` and `p/` share the prefix (`p.x`, `p-x`).
+                    let has_children = input
+                        .local
+                        .range(path.clone()..)
+                        .take_while(|(p, _)| p.as_str().starts_with(path.as_str()))
+                        .any(|(p, _)| p.as_str().starts_with(&dir));
+                    if has_children {
+                        out.dirs.insert(path.to_string());
+                        found = Some((path.to_string(), ObstacleKind::Directory, None));
+                    }
+                }
+            }
+            if let Some((at, kind, link)) = found {
+                out.paths.insert(path.clone());
+                out.at
+                    .entry(at)
+                    .or_insert_with(|| (kind, link, 0, path.clone()))
+                    .2 += 1;
+            }
+        }
+        out
+    }
+
+    fn blocks(&self, path: &TierPath) -> bool {
+        self.paths.contains(path)
+            || (!self.dirs.is_empty() && path.ancestors().iter().any(|a| self.dirs.contains(*a)))
+    }
+
+    fn conflicts(self) -> impl Iterator<Item = Conflict> {
+        self.at
+            .into_iter()
+            .map(|(at, (what, link, files, example))| Conflict::NotAFile {
+                at,
+                what,
+                link,
+                files,
+                example,
+            })
+    }
+}
+
+/// The three-way merge. Paths something in the cache stands in for are
+/// left out of it entirely (on both sides, guards included) and reported
+/// as conflicts.
 pub fn sync_diff(input: &SyncInput<'_>) -> SyncDiff {
+    let in_the_way = InTheWay::find(input);
+    if in_the_way.at.is_empty() {
+        return merge(input);
+    }
+    let keep = |p: &&TierPath| !in_the_way.blocks(p);
+    let local: BTreeMap<_, _> = input
+        .local
+        .iter()
+        .filter(|(p, _)| keep(p))
+        .map(|(p, f)| (p.clone(), f.clone()))
+        .collect();
+    let remote: BTreeMap<_, _> = input
+        .remote
+        .iter()
+        .filter(|(p, _)| keep(p))
+        .map(|(p, f)| (p.clone(), f.clone()))
+        .collect();
+    let base: BTreeMap<_, _> = input
+        .base
+        .iter()
+        .filter(|(p, _)| keep(p))
+        .map(|(p, f)| (p.clone(), f.clone()))
+        .collect();
+    let mut out = merge(&SyncInput {
+        local: &local,
+        remote: &remote,
+        base: &base,
+        ..*input
+    });
+    out.conflicts.splice(0..0, in_the_way.conflicts());
+    out
+}
+
+fn merge(input: &SyncInput<'_>) -> SyncDiff {
     let paths: BTreeSet<&TierPath> = input
         .local
         .keys()
@@ -420,9 +560,15 @@ mod tests {
         modified: BTreeMap<TierPath, i64>,
         remote: BTreeMap<TierPath, RemoteFile>,
         base: BTreeMap<TierPath, BaseEntry>,
+        other: Vec<Obstacle>,
     }
 
     impl World {
+        fn other(mut self, p: &str, kind: ObstacleKind) -> Self {
+            self.other.push(Obstacle::new(p, kind));
+            self.other.sort_by(|a, b| a.path.cmp(&b.path));
+            self
+        }
         fn local(mut self, p: &str, sha: &str) -> Self {
             self.local.insert(
                 tp(p),
@@ -459,6 +605,7 @@ mod tests {
         fn diff(&self, direction: Direction, policy: ConflictPolicy) -> SyncDiff {
             sync_diff(&SyncInput {
                 local: &self.local,
+                local_other: &self.other,
                 local_modified: &self.modified,
                 remote: &self.remote,
                 base: &self.base,
@@ -488,6 +635,92 @@ mod tests {
     use Direction::{Both, Pull, Push};
 
     const SENTINEL: &str = "config/managed-config-migrated.json";
+
+    #[test]
+    fn a_symlink_fifo_or_directory_replacing_a_synced_file_is_a_conflict_never_a_delete() {
+        for kind in [
+            ObstacleKind::Symlink,
+            ObstacleKind::SpecialFile,
+            ObstacleKind::Directory,
+        ] {
+            let w = World::default()
+                .local("data/m/1/raw", "a")
+                .remote("data/m/1/raw", "a", "e1")
+                .base("data/m/1/raw", "a", "e1")
+                .remote("data/m/2/raw", "b", "e2")
+                .base("data/m/2/raw", "b", "e2")
+                .other("data/m/2/raw", kind);
+            for direction in [Both, Push, Pull] {
+                let d = w.diff(direction, ConflictPolicy::Local);
+                assert!(d.actions.is_empty(), "{kind:?} {direction:?}: {:?}", d.actions);
+                assert_eq!(
+                    d.conflicts,
+                    [Conflict::NotAFile {
+                        at: "data/m/2/raw".into(),
+                        what: kind,
+                        link: None,
+                        files: 1,
+                        example: tp("data/m/2/raw"),
+                    }],
+                    "{kind:?} {direction:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_directory_with_files_where_a_synced_file_was_uploads_nothing_under_it() {
+        let w = World::default()
+            .local("data/m/2/raw/inner", "x")
+            .local("data/m/3/raw", "c")
+            .remote("data/m/2/raw", "b", "e2")
+            .base("data/m/2/raw", "b", "e2");
+        assert_eq!(
+            w.kinds(Both, ConflictPolicy::Local),
+            ["upload data/m/3/raw", "conflict not-a-file"]
+        );
+    }
+
+    #[test]
+    fn a_symlinked_or_plain_file_ancestor_keeps_everything_below_it_out_of_the_sync() {
+        // `data/m` became a symlink: nothing under it is seen, nothing deleted.
+        let w = World::default()
+            .remote("data/m/1/raw", "a", "e1")
+            .base("data/m/1/raw", "a", "e1")
+            .remote("data/m/2/raw", "b", "e2")
+            .base("data/m/2/raw", "b", "e2")
+            .other("data/m", ObstacleKind::Symlink);
+        let d = w.diff(Both, Fail);
+        assert!(d.actions.is_empty(), "{:?}", d.actions);
+        assert!(matches!(
+            &d.conflicts[..],
+            [Conflict::NotAFile { at, what: ObstacleKind::Symlink, files: 2, .. }] if at == "data/m"
+        ));
+        // `data/m` became a plain file: it is neither pushed nor are the
+        // files below it deleted.
+        let w = World::default()
+            .local("data/m", "f")
+            .remote("data/m/1/raw", "a", "e1")
+            .base("data/m/1/raw", "a", "e1");
+        let d = w.diff(Both, ConflictPolicy::Local);
+        assert!(d.actions.is_empty(), "{:?}", d.actions);
+        assert_eq!(d.conflicts[0].kind(), "not-a-file");
+        // A whole cache root that is not a directory.
+        let w = World::default()
+            .remote("data/m/1/raw", "a", "e1")
+            .base("data/m/1/raw", "a", "e1")
+            .other("", ObstacleKind::Symlink);
+        assert_eq!(w.kinds(Both, Fail), ["conflict not-a-file"]);
+    }
+
+    #[test]
+    fn a_non_file_nobody_synced_is_left_alone() {
+        let w = World::default()
+            .local("data/m/1/raw", "a")
+            .other("data/link", ObstacleKind::Symlink)
+            .other("data/empty", ObstacleKind::Directory);
+        assert_eq!(w.kinds(Both, Fail), ["upload data/m/1/raw"]);
+    }
 
     #[test]
     fn a_cache_copy_of_the_sentinel_is_never_pushed() {
@@ -701,6 +934,7 @@ mod tests {
         let forced = sync_diff(&SyncInput {
             force: true,
             local: &w.local,
+            local_other: &w.other,
             local_modified: &w.modified,
             remote: &w.remote,
             base: &w.base,
@@ -722,6 +956,7 @@ mod tests {
             .base("outputs/b", "b", "e2");
         let d = sync_diff(&SyncInput {
             local: &w.local,
+            local_other: &w.other,
             local_modified: &w.modified,
             remote: &w.remote,
             base: &w.base,

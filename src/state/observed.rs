@@ -1,21 +1,26 @@
 //! Observed state: a snapshot of what the datastore tier holds at each
-//! placement the desired state names (path, size, sha256), plus whatever
-//! would stand in the way of a move (a plain file where a directory must
-//! go, symlinks, special files).
+//! placement the desired state names, with every entry typed:
 //!
-//! Only datastore-tier directories are walked; repo-local files (the
-//! catalog and its sidecars, secrets, the reconciler's state) and files
-//! matching `exclude` are never part of the snapshot.
+//! - a regular file (path, size, sha256): the only kind that is data;
+//! - a symlink (never followed), a special file (FIFO, socket, device), a
+//!   directory that holds no data file (it is in the way wherever a file
+//!   must go), or a plain file where a directory must be: [`Obstacle`]s,
+//!   which the diff turns into conflicts wherever a file is expected;
+//! - a swamp temp file ([`TempFile`]): never data; a stale one is removed
+//!   by a planned `remove-temp` action;
+//! - a repo-local file (the catalog at `data/_catalog.db` and its sidecars)
+//!   and files matching `exclude`: never part of the snapshot.
 
 use std::collections::BTreeMap;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 
 use crate::config::Placement;
-use crate::layout::{Layout, TierPath, is_repo_local_file};
+use crate::layout::{Layout, TierPath, is_repo_local_path, is_swamp_temp};
 
 use super::HashCache;
 
@@ -34,7 +39,8 @@ pub enum ObstacleKind {
     Symlink,
     /// A socket, FIFO or device.
     SpecialFile,
-    /// A directory where a file must be.
+    /// A directory where a file must be (observed: a directory that holds
+    /// no datastore file; one that does is seen through its files).
     Directory,
 }
 
@@ -55,6 +61,30 @@ pub struct Obstacle {
     /// Path relative to the placement root ("" is the root itself).
     pub path: String,
     pub kind: ObstacleKind,
+    /// For a symlink: where it points (never followed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link: Option<String>,
+}
+
+impl Obstacle {
+    pub fn new(path: impl Into<String>, kind: ObstacleKind) -> Obstacle {
+        Obstacle {
+            path: path.into(),
+            kind,
+            link: None,
+        }
+    }
+}
+
+/// A swamp temp file (`.swamp-tmp-…`) left in a tier: never data.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TempFile {
+    /// Relative to the placement root.
+    pub path: TierPath,
+    pub size: u64,
+    /// Older than the lock's TTL when observed: no live writer of ours
+    /// still owns it (every writer finishes or renews within that time).
+    pub stale: bool,
 }
 
 /// What one placement holds.
@@ -65,15 +95,33 @@ pub struct PlacementState {
     pub root: PathBuf,
     pub files: BTreeMap<TierPath, FileState>,
     pub obstacles: Vec<Obstacle>,
+    /// Swamp temp files found in the tier directories.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub temps: Vec<TempFile>,
     /// For a remote source placement: what its bucket still holds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub remote: Option<super::RemoteSnapshot>,
 }
 
 impl PlacementState {
+    /// An empty placement (nothing observed yet).
+    pub fn empty(placement: Placement, root: PathBuf) -> PlacementState {
+        PlacementState {
+            placement,
+            root,
+            files: BTreeMap::new(),
+            obstacles: Vec::new(),
+            temps: Vec::new(),
+            remote: None,
+        }
+    }
+
     /// The obstacle, if any, at `rel` (relative to the placement root).
     pub fn obstacle_at(&self, rel: &str) -> Option<&Obstacle> {
-        self.obstacles.iter().find(|o| o.path == rel)
+        self.obstacles
+            .binary_search_by(|o| o.path.as_str().cmp(rel))
+            .ok()
+            .map(|i| &self.obstacles[i])
     }
 }
 
@@ -122,31 +170,68 @@ impl Observed {
     }
 }
 
+fn walk_error(e: walkdir::Error, dir: &Path) -> ObserveError {
+    let path = e
+        .path()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| dir.to_path_buf());
+    ObserveError::Io {
+        source: e
+            .into_io_error()
+            .unwrap_or_else(|| io::Error::other("walk failed")),
+        path,
+    }
+}
+
+/// Directories being walked (pre-order), innermost last, each with whether
+/// a datastore file was found beneath it. A directory that ends with none
+/// is recorded as a [`ObstacleKind::Directory`] obstacle: harmless where a
+/// directory is wanted, in the way where a file must go.
+struct OpenDirs(Vec<(usize, String, bool)>);
+
+impl OpenDirs {
+    /// Closes every directory at `depth` or deeper.
+    fn close_to(&mut self, depth: usize, obstacles: &mut Vec<Obstacle>) {
+        while let Some((d, _, _)) = self.0.last()
+            && *d >= depth
+        {
+            let (_, rel, has_data) = self.0.pop().expect("checked");
+            if has_data {
+                if let Some(parent) = self.0.last_mut() {
+                    parent.2 = true;
+                }
+            } else {
+                obstacles.push(Obstacle::new(rel, ObstacleKind::Directory));
+            }
+        }
+    }
+
+    fn found_data(&mut self) {
+        if let Some(top) = self.0.last_mut() {
+            top.2 = true;
+        }
+    }
+}
+
 fn observe_placement(
     layout: &Layout,
     placement: &Placement,
     cache: &mut HashCache,
 ) -> Result<PlacementState, ObserveError> {
     let root = layout.placement_root(placement);
-    let mut state = PlacementState {
-        placement: placement.clone(),
-        root: root.clone(),
-        files: BTreeMap::new(),
-        obstacles: Vec::new(),
-        remote: None,
-    };
+    let mut state = PlacementState::empty(placement.clone(), root.clone());
     match fs::symlink_metadata(&root) {
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(state),
         Err(e) => return Err(io_err(&root)(e)),
         Ok(m) if !m.is_dir() => {
-            state.obstacles.push(Obstacle {
-                path: String::new(),
-                kind: kind_of(&m),
-            });
+            state.obstacles.push(obstacle(&root, String::new(), &m));
             return Ok(state);
         }
         Ok(_) => {}
     }
+    let stale_before = SystemTime::now()
+        .checked_sub(layout.temp_grace())
+        .unwrap_or(SystemTime::UNIX_EPOCH);
     for &tier in layout.tiers() {
         let dir = layout.tier_dir(placement, tier);
         let meta = match fs::symlink_metadata(&dir) {
@@ -155,10 +240,9 @@ fn observe_placement(
             Ok(m) => m,
         };
         if !meta.is_dir() {
-            state.obstacles.push(Obstacle {
-                path: tier.as_str().to_string(),
-                kind: kind_of(&meta),
-            });
+            state
+                .obstacles
+                .push(obstacle(&dir, tier.as_str().to_string(), &meta));
             continue;
         }
         // Sorted walk so observation order (and any error) is deterministic.
@@ -166,68 +250,71 @@ fn observe_placement(
             .follow_links(false)
             .min_depth(1)
             .sort_by_file_name();
+        let mut open = OpenDirs(Vec::new());
         for entry in walker {
-            let entry = entry.map_err(|e| {
-                let path = e
-                    .path()
-                    .map(Path::to_path_buf)
-                    .unwrap_or_else(|| dir.clone());
-                ObserveError::Io {
-                    source: e
-                        .into_io_error()
-                        .unwrap_or_else(|| io::Error::other("walk failed")),
-                    path,
-                }
-            })?;
+            let entry = entry.map_err(|e| walk_error(e, &dir))?;
+            open.close_to(entry.depth(), &mut state.obstacles);
             let ft = entry.file_type();
-            if ft.is_dir() {
-                continue;
-            }
             let rel_in_tier = entry
                 .path()
                 .strip_prefix(&dir)
                 .expect("walk stays under its root");
             let Some(rel_in_tier) = rel_in_tier.to_str() else {
                 // Non-UTF-8 names cannot be datastore keys.
-                state.obstacles.push(Obstacle {
-                    path: format!("{}/{}", tier.as_str(), rel_in_tier.to_string_lossy()),
-                    kind: ObstacleKind::SpecialFile,
-                });
+                state.obstacles.push(Obstacle::new(
+                    format!("{}/{}", tier.as_str(), rel_in_tier.to_string_lossy()),
+                    ObstacleKind::SpecialFile,
+                ));
+                open.found_data();
                 continue;
             };
             let rel = format!("{}/{}", tier.as_str(), rel_in_tier);
-            if is_repo_local_file(entry.file_name().to_str().unwrap_or("")) {
+            if ft.is_dir() {
+                open.0.push((entry.depth(), rel, false));
                 continue;
             }
-            if !ft.is_file() {
-                let meta = entry.metadata().map_err(|e| ObserveError::Io {
+            let name = entry.file_name().to_str().unwrap_or("");
+            let stat = |entry: &walkdir::DirEntry| {
+                entry.metadata().map_err(|e| ObserveError::Io {
                     path: entry.path().to_path_buf(),
                     source: e
                         .into_io_error()
                         .unwrap_or_else(|| io::Error::other("stat failed")),
-                })?;
-                state.obstacles.push(Obstacle {
-                    path: rel,
-                    kind: kind_of(&meta),
+                })
+            };
+            if ft.is_file()
+                && is_swamp_temp(name)
+                && let Ok(path) = TierPath::parse(&rel)
+            {
+                let meta = stat(&entry)?;
+                let stale = meta.modified().is_ok_and(|m| m < stale_before);
+                state.temps.push(TempFile {
+                    path,
+                    size: meta.len(),
+                    stale,
                 });
                 continue;
             }
-            let Ok(path) = TierPath::parse(&rel) else {
-                state.obstacles.push(Obstacle {
-                    path: rel,
-                    kind: ObstacleKind::SpecialFile,
-                });
+            let path = TierPath::parse(&rel).ok();
+            if path.as_ref().is_some_and(is_repo_local_path) {
+                continue;
+            }
+            if path.as_ref().is_some_and(|p| layout.is_excluded(p)) {
+                continue;
+            }
+            open.found_data();
+            if !ft.is_file() {
+                let meta = stat(&entry)?;
+                state.obstacles.push(obstacle(entry.path(), rel, &meta));
+                continue;
+            }
+            let Some(path) = path else {
+                state
+                    .obstacles
+                    .push(Obstacle::new(rel, ObstacleKind::SpecialFile));
                 continue;
             };
-            if layout.is_excluded(&path) {
-                continue;
-            }
-            let meta = entry.metadata().map_err(|e| ObserveError::Io {
-                path: entry.path().to_path_buf(),
-                source: e
-                    .into_io_error()
-                    .unwrap_or_else(|| io::Error::other("stat failed")),
-            })?;
+            let meta = stat(&entry)?;
             let sha256 = cache
                 .sha256(entry.path(), &meta)
                 .map_err(io_err(entry.path()))?;
@@ -239,19 +326,34 @@ fn observe_placement(
                 },
             );
         }
+        open.close_to(0, &mut state.obstacles);
     }
     state.obstacles.sort_by(|a, b| a.path.cmp(&b.path));
     Ok(state)
 }
 
-fn kind_of(meta: &fs::Metadata) -> ObstacleKind {
+/// The obstacle an entry that is not a regular file (or not a directory
+/// where one must be) makes, with a symlink's target.
+fn obstacle(path: &Path, rel: String, meta: &fs::Metadata) -> Obstacle {
     let ft = meta.file_type();
-    if ft.is_symlink() {
+    let kind = if ft.is_symlink() {
         ObstacleKind::Symlink
     } else if ft.is_file() {
         ObstacleKind::NotADirectory
+    } else if ft.is_dir() {
+        ObstacleKind::Directory
     } else {
         ObstacleKind::SpecialFile
+    };
+    let link = ft
+        .is_symlink()
+        .then(|| fs::read_link(path).ok())
+        .flatten()
+        .map(|t| t.to_string_lossy().into_owned());
+    Obstacle {
+        path: rel,
+        kind,
+        link,
     }
 }
 
@@ -267,21 +369,128 @@ pub fn first_datastore_file(layout: &Layout, placement: &Placement) -> Option<Pa
             .flatten()
         {
             if entry.file_type().is_dir()
-                || is_repo_local_file(entry.file_name().to_str().unwrap_or(""))
+                || is_swamp_temp(entry.file_name().to_str().unwrap_or(""))
             {
                 continue;
             }
-            let excluded = entry
+            let skipped = entry
                 .path()
                 .strip_prefix(&root)
                 .ok()
                 .and_then(Path::to_str)
                 .and_then(|r| TierPath::parse(r).ok())
-                .is_some_and(|tp| layout.is_excluded(&tp));
-            if !excluded {
+                .is_some_and(|tp| layout.is_excluded(&tp) || is_repo_local_path(&tp));
+            if !skipped {
                 return Some(entry.path().to_path_buf());
             }
         }
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::layout::test_support::TempRepo;
+
+    fn observe(repo: &TempRepo) -> PlacementState {
+        let mut cache = HashCache::in_memory();
+        Observed::observe(&repo.layout, &[&repo.placement], &mut cache)
+            .unwrap()
+            .placements
+            .remove(0)
+    }
+
+    fn write(path: &Path, body: &[u8]) {
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(path, body).unwrap();
+    }
+
+    #[test]
+    fn every_entry_is_typed_and_only_regular_files_are_data() {
+        let repo = TempRepo::new(None);
+        write(&repo.file("data/m/1/raw"), b"one");
+        std::os::unix::fs::symlink("../../../elsewhere", repo.file("data/m/2")).unwrap();
+        fs::create_dir_all(repo.file("data/m/3/raw")).unwrap();
+        let fifo = std::ffi::CString::new(repo.file("outputs/pipe").to_str().unwrap()).unwrap();
+        fs::create_dir_all(repo.file("outputs/x").parent().unwrap()).unwrap();
+        // SAFETY: mkfifo on a NUL-terminated path we own.
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
+        let state = observe(&repo);
+        assert_eq!(
+            state.files.keys().map(TierPath::as_str).collect::<Vec<_>>(),
+            ["data/m/1/raw"]
+        );
+        assert_eq!(
+            state.obstacles,
+            [
+                Obstacle {
+                    path: "data/m/2".into(),
+                    kind: ObstacleKind::Symlink,
+                    link: Some("../../../elsewhere".into()),
+                },
+                Obstacle::new("data/m/3", ObstacleKind::Directory),
+                Obstacle::new("data/m/3/raw", ObstacleKind::Directory),
+                Obstacle::new("outputs/pipe", ObstacleKind::SpecialFile),
+            ]
+        );
+    }
+
+    #[test]
+    fn only_directories_without_data_are_recorded() {
+        let repo = TempRepo::new(Some("ns"));
+        write(&repo.file("data/a/1/raw"), b"x");
+        fs::create_dir_all(repo.file("data/b/1")).unwrap();
+        let state = observe(&repo);
+        let dirs: Vec<_> = state.obstacles.iter().map(|o| o.path.as_str()).collect();
+        assert_eq!(dirs, ["data/b", "data/b/1"]);
+        assert!(state.obstacle_at("data/a").is_none());
+    }
+
+    #[test]
+    fn temp_files_are_never_data_and_only_old_ones_are_stale() {
+        let repo = TempRepo::new(None);
+        write(&repo.file("data/m/1/.swamp-tmp-fresh"), b"partial");
+        let old = repo.file("data/m/2/.swamp-tmp-old");
+        write(&old, b"partial");
+        let hour_ago = SystemTime::now() - Duration::from_secs(3600);
+        fs::File::options()
+            .write(true)
+            .open(&old)
+            .unwrap()
+            .set_modified(hour_ago)
+            .unwrap();
+        let state = observe(&repo);
+        assert!(state.files.is_empty(), "{:?}", state.files);
+        let temps: Vec<_> = state
+            .temps
+            .iter()
+            .map(|t| (t.path.as_str(), t.stale))
+            .collect();
+        assert_eq!(
+            temps,
+            [
+                ("data/m/1/.swamp-tmp-fresh", false),
+                ("data/m/2/.swamp-tmp-old", true)
+            ]
+        );
+        // A directory holding only a temp file is not data either.
+        assert!(state.obstacle_at("data/m/1").is_some());
+    }
+
+    #[test]
+    fn only_the_catalog_path_is_repo_local() {
+        let repo = TempRepo::new(None);
+        write(&repo.file("data/_catalog.db"), b"sqlite");
+        write(&repo.file("data/_catalog.db-wal"), b"wal");
+        write(&repo.file("data/m/_catalog.db"), b"data named like a catalog");
+        write(&repo.file("outputs/_catalog.db-shm"), b"data too");
+        let state = observe(&repo);
+        assert_eq!(
+            state.files.keys().map(TierPath::as_str).collect::<Vec<_>>(),
+            ["data/m/_catalog.db", "outputs/_catalog.db-shm"]
+        );
+    }
 }

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::layout::{Tier, TierPath};
+use crate::layout::{Tier, TierPath, is_repo_local_path, is_swamp_temp};
 use crate::plan::sync_diff::RemoteFile;
 use crate::store::{Store, StoreError};
 
@@ -39,6 +39,10 @@ pub struct RemoteSnapshot {
     /// Every object listed, including internal ones (`.namespace.json`),
     /// but not locks or doctor canaries (anything under a `.swamp/`).
     pub objects: usize,
+    /// Keys at a repo-local path (the catalog `data/_catalog.db` and its
+    /// sidecars): never synced, reported as conflicts.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reserved: Vec<String>,
     /// Version of `<key_prefix>.namespace.json`, when present.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub manifest: Option<String>,
@@ -101,6 +105,11 @@ pub fn tier_path_of(key: &str, key_prefix: &str) -> Result<Option<TierPath>, Rem
         // `.namespace.json`, `.swamp/lock.json`, or another namespace.
         return Ok(None);
     }
+    if rel.split('/').any(is_swamp_temp) {
+        // An interrupted write's leftover another tool (or an old swamp)
+        // uploaded: never data, never downloaded, never deleted.
+        return Ok(None);
+    }
     TierPath::parse(rel)
         .map(Some)
         .map_err(|e| hostile(&e.to_string()))
@@ -129,6 +138,7 @@ pub async fn observe_remote(
     let mut unknown = Vec::new();
     let manifest_key = format!("{key_prefix}.namespace.json");
     let mut manifest = None;
+    let mut reserved = Vec::new();
     for meta in listed {
         if meta.key == manifest_key {
             manifest = Some(meta.version.clone());
@@ -136,6 +146,10 @@ pub async fn observe_remote(
         let Some(path) = tier_path_of(&meta.key, key_prefix)? else {
             continue;
         };
+        if is_repo_local_path(&path) {
+            reserved.push(meta.key.clone());
+            continue;
+        }
         let sha256 = meta.sha256.clone().or_else(|| {
             base.get(&path)
                 .filter(|b| b.version == meta.version)
@@ -176,6 +190,7 @@ pub async fn observe_remote(
         key_prefix: key_prefix.to_string(),
         files,
         objects,
+        reserved,
         manifest,
         base,
     })
@@ -201,6 +216,11 @@ mod tests {
         );
         assert_eq!(tier_path_of("swamp/other/data/x", "swamp/").unwrap(), None);
         assert_eq!(tier_path_of("elsewhere/data/x", p).unwrap(), None);
+        assert_eq!(
+            tier_path_of("swamp/homelab/data/a/.swamp-tmp-x1", p).unwrap(),
+            None,
+            "temp files are never data"
+        );
         for bad in [
             "swamp/homelab/data/../../escape",
             "swamp/homelab/../escape",

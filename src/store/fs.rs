@@ -32,7 +32,7 @@ use crate::fsutil;
 
 /// Prefix of the store's temp files; such names are never listed and are
 /// refused as key components.
-const TMP_PREFIX: &str = ".swamp-tmp-";
+use crate::fsutil::{TEMP_PREFIX as TMP_PREFIX, is_swamp_temp};
 
 /// Attempts at the locked write before giving up; only exceeded if the
 /// directory keeps being removed under us (see [`FsStore::lock_dir`]).
@@ -51,7 +51,7 @@ impl FsStore {
 
     fn path_of(&self, key: &str) -> Result<PathBuf, StoreError> {
         check_key(key)?;
-        if key.split('/').any(|c| c.starts_with(TMP_PREFIX)) {
+        if key.split('/').any(is_swamp_temp) {
             return Err(StoreError::other(format!(
                 "refusing object key {key:?}: `{TMP_PREFIX}` names are reserved for temp files"
             )));
@@ -155,9 +155,7 @@ impl FsStore {
         for _ in 0..LOCK_ATTEMPTS {
             let _lock = self.lock_dir(&dir, true)?;
             self.check_pre(key, &path, pre)?;
-            let mut tmp = match tempfile::Builder::new()
-                .prefix(TMP_PREFIX)
-                .tempfile_in(&dir)
+            let mut tmp = match crate::fsutil::temp_file_in(&dir)
             {
                 Ok(t) => t,
                 // A concurrent delete removed the (empty) directory between
@@ -277,7 +275,7 @@ impl FsStore {
                 }
             };
             if !entry.file_type().is_file()
-                || entry.file_name().to_string_lossy().starts_with(TMP_PREFIX)
+                || is_swamp_temp(&entry.file_name().to_string_lossy())
             {
                 continue;
             }
@@ -354,9 +352,7 @@ impl Store for FsStore {
             let dir = dest.parent().filter(|p| !p.as_os_str().is_empty());
             let dir = dir.unwrap_or(Path::new("."));
             fs::create_dir_all(dir).map_err(|e| StoreError::io(dir, e))?;
-            let mut tmp = tempfile::Builder::new()
-                .prefix(TMP_PREFIX)
-                .tempfile_in(dir)
+            let mut tmp = crate::fsutil::temp_file_in(dir)
                 .map_err(|e| StoreError::io(dir, e))?;
             // On error `tmp` is dropped and removed: `dest` is untouched.
             let meta = s.read_verified(&key, tmp.as_file_mut())?;

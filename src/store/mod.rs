@@ -358,9 +358,7 @@ impl Landing {
             _ => Path::new("."),
         };
         std::fs::create_dir_all(dir).map_err(|e| StoreError::io(dir, e))?;
-        let tmp = tempfile::Builder::new()
-            .prefix(".swamp-tmp-")
-            .tempfile_in(dir)
+        let tmp = crate::fsutil::temp_file_in(dir)
             .map_err(|e| StoreError::io(dir, e))?;
         let file = tmp
             .as_file()
