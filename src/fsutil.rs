@@ -20,7 +20,9 @@ pub fn is_swamp_temp(name: &str) -> bool {
 
 /// A new temp file in `dir`, named with [`TEMP_PREFIX`].
 pub fn temp_file_in(dir: &Path) -> io::Result<tempfile::NamedTempFile> {
-    tempfile::Builder::new().prefix(TEMP_PREFIX).tempfile_in(dir)
+    tempfile::Builder::new()
+        .prefix(TEMP_PREFIX)
+        .tempfile_in(dir)
 }
 
 /// Writes `bytes` to `path` atomically: a temp file in the same directory,
@@ -80,6 +82,27 @@ pub fn sha256_bytes(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
 
+/// The first component of `path` below `base` (exclusive) that is a
+/// symlink, if any; components that do not exist yet end the check. For
+/// writers and readers that must never follow a link out of a tree
+/// (`path` must lie under `base`; otherwise every component is checked).
+pub fn symlink_below(base: &Path, path: &Path) -> io::Result<Option<std::path::PathBuf>> {
+    let (mut at, rest) = match path.strip_prefix(base) {
+        Ok(rest) => (base.to_path_buf(), rest),
+        Err(_) => (std::path::PathBuf::new(), path),
+    };
+    for part in rest.components() {
+        at.push(part);
+        match fs::symlink_metadata(&at) {
+            Ok(m) if m.file_type().is_symlink() => return Ok(Some(at)),
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(None)
+}
+
 /// Removes `dir` and then each empty parent, stopping at `stop` (exclusive)
 /// or at the first directory that is not empty.
 pub fn remove_empty_dirs(mut dir: &Path, stop: &Path) {
@@ -122,6 +145,23 @@ mod tests {
             "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
         );
         assert_eq!(sha256_bytes(b"abc"), sha256_file(&p).unwrap());
+    }
+
+    #[test]
+    fn symlink_below_finds_the_first_link_and_ignores_the_base() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = dir.path().join("base");
+        fs::create_dir_all(base.join("a")).unwrap();
+        std::os::unix::fs::symlink("/tmp", base.join("a/ln")).unwrap();
+        assert_eq!(
+            symlink_below(&base, &base.join("a/ln/x/y")).unwrap(),
+            Some(base.join("a/ln"))
+        );
+        assert_eq!(symlink_below(&base, &base.join("a/new/x")).unwrap(), None);
+        // The base itself may be a link (a datastore on another disk).
+        let linked = dir.path().join("linked");
+        std::os::unix::fs::symlink(&base, &linked).unwrap();
+        assert_eq!(symlink_below(&linked, &linked.join("a/x")).unwrap(), None);
     }
 
     #[test]

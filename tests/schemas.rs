@@ -986,6 +986,16 @@ fn every_action() -> Vec<swamp::plan::Action> {
         },
         Action::InvalidateCatalog,
         Action::FinishMigration,
+        Action::RemoveTemp {
+            path: tp("data/a/1/.swamp-tmp-x1"),
+            source: None,
+            size: 7,
+        },
+        Action::RemoveTemp {
+            path: tp("data/a/1/.swamp-tmp-x2"),
+            source: Some(0),
+            size: 0,
+        },
         Action::MirrorConfig {
             path: tp("config/models/a.yaml"),
             size: 3,
@@ -1077,6 +1087,23 @@ fn every_conflict() -> Vec<swamp::plan::Conflict> {
             path: "data/link".into(),
             source: 0,
             what: ObstacleKind::SpecialFile,
+        },
+        Conflict::NotAFile {
+            at: "data/m/x/2/raw".into(),
+            what: ObstacleKind::Symlink,
+            link: Some("../../../../../elsewhere".into()),
+            files: 1,
+            example: tp("data/m/x/2/raw"),
+        },
+        Conflict::NotAFile {
+            at: String::new(),
+            what: ObstacleKind::Directory,
+            link: None,
+            files: 3,
+            example: tp("outputs/x"),
+        },
+        Conflict::ReservedPath {
+            key: "swamp/alpha/data/_catalog.db".into(),
         },
         Conflict::ConfigAlreadyMigrated {
             path: tp("config/managed-config-migrated.json"),

@@ -713,6 +713,59 @@ async fn bad_keys_are_refused(b: Backend) {
     assert!(f.store.list("").await.unwrap().is_empty());
 }
 
+/// Defence in depth under the planner: a store scoped to one namespace
+/// refuses every key outside it (another namespace's, another tool's) and
+/// leaves those objects as they were; keys inside work as usual.
+async fn a_scoped_store_refuses_keys_outside_its_prefix_and_namespace(b: Backend) {
+    let f = Fixture::new(b);
+    let raw = &f.store;
+    for key in ["other/precious.txt", "swamp/beta/data/m/1/raw"] {
+        raw.put_bytes(key, b"keep".to_vec(), &Precondition::None)
+            .await
+            .unwrap();
+    }
+    let scoped = store::scoped::Scoped::new(raw.clone(), "swamp/alpha/");
+    let mine = scoped
+        .put_bytes(
+            "swamp/alpha/data/m/1/raw",
+            b"mine".to_vec(),
+            &Precondition::None,
+        )
+        .await
+        .unwrap();
+    for key in ["other/precious.txt", "swamp/beta/data/m/1/raw"] {
+        let e = scoped.delete(key, &Precondition::None).await.unwrap_err();
+        assert!(matches!(e, StoreError::OutOfScope { .. }), "{key}: {e}");
+        assert!(e.to_string().contains(key), "names the key: {e}");
+        let e = scoped
+            .put_bytes(key, b"x".to_vec(), &Precondition::None)
+            .await
+            .unwrap_err();
+        assert!(matches!(e, StoreError::OutOfScope { .. }), "{key}: {e}");
+        assert!(scoped.delete_many(&[key.to_string()]).await.is_err());
+        assert!(
+            scoped
+                .copy("swamp/alpha/data/m/1/raw", key, &Precondition::None)
+                .await
+                .is_err()
+        );
+        assert_eq!(f.body(key).await, b"keep", "{key} untouched");
+    }
+    scoped
+        .delete(
+            "swamp/alpha/data/m/1/raw",
+            &Precondition::Matches(mine.version),
+        )
+        .await
+        .unwrap();
+    assert!(
+        raw.head("swamp/alpha/data/m/1/raw")
+            .await
+            .unwrap()
+            .is_none()
+    );
+}
+
 // ---------------------------------------------------------------------------
 // Instantiation: every scenario on every backend it applies to.
 
@@ -742,6 +795,7 @@ conformance!(fs: Backend::Fs => [
     copy_keeps_sha256,
     downloads_verify_integrity,
     bad_keys_are_refused,
+    a_scoped_store_refuses_keys_outside_its_prefix_and_namespace,
 ]);
 
 conformance!(s3: Backend::S3 => [
@@ -758,6 +812,7 @@ conformance!(s3: Backend::S3 => [
     copy_keeps_sha256,
     downloads_verify_integrity,
     bad_keys_are_refused,
+    a_scoped_store_refuses_keys_outside_its_prefix_and_namespace,
     unreachable_endpoint_fails_fast,
     missing_bucket_is_named,
 ]);
@@ -776,6 +831,7 @@ conformance!(gcs: Backend::Gcs => [
     copy_keeps_sha256,
     downloads_verify_integrity,
     bad_keys_are_refused,
+    a_scoped_store_refuses_keys_outside_its_prefix_and_namespace,
     unreachable_endpoint_fails_fast,
     missing_bucket_is_named,
 ]);

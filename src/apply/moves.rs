@@ -101,8 +101,7 @@ fn copy_no_clobber(
     cache: &mut HashCache,
 ) -> Result<(), MoveError> {
     let dst_dir = dst.parent().expect("destination has a parent");
-    let mut tmp = crate::fsutil::temp_file_in(dst_dir)
-        .map_err(io_at(dst_dir))?;
+    let mut tmp = crate::fsutil::temp_file_in(dst_dir).map_err(io_at(dst_dir))?;
     let mut input = fs::File::open(src).map_err(io_at(src))?;
     io::copy(&mut input, tmp.as_file_mut()).map_err(io_at(dst))?;
     tmp.as_file().sync_all().map_err(io_at(dst))?;

@@ -57,6 +57,47 @@ pub enum CatalogError {
         .path.display()
     )]
     RemoveCorrupt { path: PathBuf, source: io::Error },
+    #[error(
+        "{} is a symlink; swamp never writes its catalog through a link (it could be someone else's file). Remove the link, then run `swamp catalog rebuild`",
+        .path.display()
+    )]
+    Symlink { path: PathBuf },
+}
+
+/// Refuses a catalog whose file, sidecars or directories (below `.swamp/`)
+/// are symlinks, and a data dir that is one: SQLite would follow them.
+fn refuse_symlinks(
+    layout: &Layout,
+    data_dir: Option<(&Placement, &Path)>,
+) -> Result<(), CatalogError> {
+    let path = layout.catalog_path();
+    let base = layout.swamp_dir();
+    let io = |p: &Path| {
+        let p = p.to_path_buf();
+        move |source| CatalogError::Io {
+            action: "inspect",
+            path: p,
+            source,
+        }
+    };
+    let mut paths = vec![path.clone()];
+    for suffix in ["-wal", "-shm", "-journal"] {
+        let mut p = path.clone().into_os_string();
+        p.push(suffix);
+        paths.push(PathBuf::from(p));
+    }
+    for p in &paths {
+        if let Some(link) = crate::fsutil::symlink_below(&base, p).map_err(io(p))? {
+            return Err(CatalogError::Symlink { path: link });
+        }
+    }
+    if let Some((placement, dir)) = data_dir {
+        let root = layout.link_check_root(placement, dir);
+        if let Some(link) = crate::fsutil::symlink_below(&root, dir).map_err(io(dir))? {
+            return Err(CatalogError::Symlink { path: link });
+        }
+    }
+    Ok(())
 }
 
 impl CatalogError {
@@ -164,6 +205,17 @@ impl Completeness {
     }
 }
 
+/// Every version file under `data_dir`, read from the files (no catalog):
+/// for data a pending layout change has not moved yet.
+pub fn scan_entries(data_dir: &Path) -> Result<Vec<Entry>, CatalogError> {
+    let mut entries: Vec<Entry> = scan::scan(data_dir, &HashMap::new())?
+        .into_values()
+        .map(|s| s.entry)
+        .collect();
+    entries.sort_by(|a, b| (&a.name, a.version).cmp(&(&b.name, b.version)));
+    Ok(entries)
+}
+
 /// An open, fresh catalog.
 pub struct Catalog {
     conn: Connection,
@@ -178,6 +230,7 @@ impl Catalog {
     pub fn open(layout: &Layout, placement: &Placement) -> Result<Catalog, CatalogError> {
         let path = layout.catalog_path();
         let data_dir = data_dir(layout, placement)?;
+        refuse_symlinks(layout, Some((placement, &data_dir)))?;
         let (conn, opened_as, rebuilt) = connect_fresh(&path, &data_dir, false)?;
         Ok(Catalog {
             conn,
@@ -191,6 +244,7 @@ impl Catalog {
     pub fn rebuild(layout: &Layout, placement: &Placement) -> Result<RebuildStats, CatalogError> {
         let path = layout.catalog_path();
         let data_dir = data_dir(layout, placement)?;
+        refuse_symlinks(layout, Some((placement, &data_dir)))?;
         let (conn, _, rebuilt) = connect_fresh(&path, &data_dir, true)?;
         match rebuilt {
             Some(stats) => Ok(stats),
@@ -204,6 +258,7 @@ impl Catalog {
     /// files.
     pub fn invalidate(layout: &Layout) -> Result<(), CatalogError> {
         let path = layout.catalog_path();
+        refuse_symlinks(layout, None)?;
         if !exists(&path)? {
             return Ok(());
         }
@@ -219,6 +274,7 @@ impl Catalog {
     /// or rebuilding it (for `swamp doctor`).
     pub fn check(layout: &Layout, placement: &Placement) -> Result<Freshness, CatalogError> {
         let path = layout.catalog_path();
+        refuse_symlinks(layout, None)?;
         if !exists(&path)? {
             return Ok(Freshness::Missing);
         }

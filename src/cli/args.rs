@@ -78,7 +78,10 @@ pub enum Command {
     },
     /// Plan and apply (or apply a saved plan FILE)
     Apply {
-        /// A plan saved with `swamp plan -o FILE`
+        /// A plan saved with `swamp plan -o FILE` (planned again and applied
+        /// only if unchanged; it carries its own scope, conflict policy and
+        /// --force, so those options cannot be given with it)
+        #[arg(conflicts_with_all = ["scope", "conflict", "force"])]
         file: Option<PathBuf>,
         #[arg(long, default_value = "all", value_parser = parse_scope)]
         scope: Scope,

@@ -5,7 +5,17 @@
 //! [`Catalog`], and reads go through the catalog (which rebuilds itself
 //! when stale). Names follow [`crate::catalog::name`]. Writing a version
 //! lives in `put`.
+//!
+//! While a layout change is pending (`namespace set`, `setup` not yet
+//! applied), reads also see each version wherever the change left it: at
+//! the target or, failing that, at a recorded source (`pending`). New
+//! versions go to the target, numbered after every version in any of them.
+//!
+//! No path is ever followed through a symlink below the datastore root:
+//! every path is checked component by component before it is written,
+//! read or removed.
 
+mod pending;
 mod put;
 
 use std::io;
@@ -51,6 +61,16 @@ pub enum DataError {
         path: PathBuf,
         source: io::Error,
     },
+    #[error(
+        "{} is a symlink; swamp never follows symlinks in the datastore. Replace it with a directory (or remove it), then retry",
+        .path.display()
+    )]
+    Symlink { path: PathBuf },
+    #[error(
+        "{} is not a regular file; move it out of the way, then retry",
+        .path.display()
+    )]
+    NotAFile { path: PathBuf },
     #[error(transparent)]
     Catalog(#[from] CatalogError),
     /// Unreachable for checked names; kept typed rather than panicking.
@@ -68,35 +88,128 @@ impl DataError {
     }
 }
 
-/// The data of one placement.
+/// The data of one placement (and, while a layout change is pending, of
+/// the placements it moves data from).
 pub struct DataStore<'a> {
     layout: &'a Layout,
     placement: Placement,
+    /// Where a pending layout change still has data (`migrating_from`).
+    sources: Vec<Placement>,
 }
 
 impl<'a> DataStore<'a> {
     pub fn new(layout: &'a Layout, placement: Placement) -> Self {
-        DataStore { layout, placement }
+        DataStore {
+            layout,
+            placement,
+            sources: Vec::new(),
+        }
+    }
+
+    /// Reads also look at these placements (a pending layout change's
+    /// sources); the target always wins for the same version.
+    pub fn with_sources(mut self, sources: Vec<Placement>) -> Self {
+        let target_dir = self.data_dir();
+        self.sources = sources
+            .into_iter()
+            .filter(|p| self.layout.tier_dir(p, Tier::Data) != target_dir)
+            .collect();
+        self
     }
 
     /// A version (the latest when `version` is `None`) and its `raw` file.
     pub fn get(&self, name: &str, version: Option<u64>) -> Result<(Entry, PathBuf), DataError> {
         check(name)?;
+        let at_target = self.get_at_target(name, version);
+        if self.sources.is_empty() {
+            return at_target;
+        }
+        let pending = pending::versions(self, name)?;
+        let pick = |pending: &[(Entry, PathBuf)]| match version {
+            Some(v) => pending.iter().find(|(e, _)| e.version == v).cloned(),
+            None => pending.iter().max_by_key(|(e, _)| e.version).cloned(),
+        };
+        match at_target {
+            // The target's own copy, unless a source still holds a newer one.
+            Ok((entry, path))
+                if version.is_some() || pending.iter().all(|(e, _)| e.version <= entry.version) =>
+            {
+                Ok((entry, path))
+            }
+            Ok(found) => Ok(pick(&pending).unwrap_or(found)),
+            Err(DataError::NotFound { .. } | DataError::VersionNotFound { .. })
+                if pick(&pending).is_some() =>
+            {
+                Ok(pick(&pending).expect("checked"))
+            }
+            Err(DataError::NotFound { .. }) | Err(DataError::VersionNotFound { .. }) => {
+                let latest = self
+                    .get_at_target(name, None)
+                    .ok()
+                    .map(|(e, _)| e.version)
+                    .into_iter()
+                    .chain(pending.iter().map(|(e, _)| e.version))
+                    .max();
+                Err(match (version, latest) {
+                    (Some(version), Some(latest)) => DataError::VersionNotFound {
+                        name: name.into(),
+                        version,
+                        latest,
+                    },
+                    _ => DataError::NotFound { name: name.into() },
+                })
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    fn get_at_target(
+        &self,
+        name: &str,
+        version: Option<u64>,
+    ) -> Result<(Entry, PathBuf), DataError> {
         let entry = self.lookup(&Catalog::open(self.layout, &self.placement)?, name, version)?;
         let path = self.raw_path(name, entry.version)?;
+        self.guard(&path)?;
         if path.exists() {
-            return Ok((entry, path));
+            return self.regular(entry, path);
         }
         // Removed behind the catalog's back: re-index once and look again.
         Catalog::rebuild(self.layout, &self.placement)?;
         let entry = self.lookup(&Catalog::open(self.layout, &self.placement)?, name, version)?;
         let path = self.raw_path(name, entry.version)?;
-        Ok((entry, path))
+        self.guard(&path)?;
+        self.regular(entry, path)
+    }
+
+    /// `path` must be a regular file (never a link to one).
+    fn regular(&self, entry: Entry, path: PathBuf) -> Result<(Entry, PathBuf), DataError> {
+        match std::fs::symlink_metadata(&path) {
+            Ok(m) if m.file_type().is_file() => Ok((entry, path)),
+            Ok(m) if m.file_type().is_symlink() => Err(DataError::Symlink { path }),
+            Ok(_) => Err(DataError::NotAFile { path }),
+            Err(e) => Err(DataError::io("read", &path, e)),
+        }
     }
 
     /// Every name with its latest version, sorted by name.
     pub fn list(&self) -> Result<Vec<NameSummary>, DataError> {
-        Ok(Catalog::open(self.layout, &self.placement)?.list()?)
+        let catalog = Catalog::open(self.layout, &self.placement)?;
+        if self.sources.is_empty() {
+            return Ok(catalog.list()?);
+        }
+        Ok(pending::merge(catalog.entries()?, pending::all(self)?))
+    }
+
+    /// Refuses `path` if a component of it below the datastore root is a
+    /// symlink.
+    fn guard(&self, path: &Path) -> Result<(), DataError> {
+        let root = self.layout.link_check_root(&self.placement, path);
+        match fsutil::symlink_below(&root, path) {
+            Ok(None) => Ok(()),
+            Ok(Some(link)) => Err(DataError::Symlink { path: link }),
+            Err(e) => Err(DataError::io("inspect", path, e)),
+        }
     }
 
     /// Deletes every version of exactly `name` (not nested names like
@@ -163,6 +276,7 @@ impl<'a> DataStore<'a> {
     /// Removes a version's directory, then its catalog row.
     fn delete_version(&self, catalog: &mut Catalog, entry: &Entry) -> Result<(), DataError> {
         let dir = self.version_dir(&entry.name, entry.version)?;
+        self.guard(&dir)?;
         match std::fs::remove_dir_all(&dir) {
             Ok(()) => {}
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}

@@ -20,8 +20,19 @@ impl DataStore<'_> {
     pub fn put(&self, name: &str, content: &mut dyn Read) -> Result<Entry, DataError> {
         super::check(name)?;
         let name_dir = self.name_dir(name)?;
+        self.guard(&name_dir)?;
         fs::create_dir_all(&name_dir).map_err(|e| DataError::io("create", &name_dir, e))?;
-        let next = max_version_on_disk(&name_dir)? + 1;
+        self.guard(&name_dir)?;
+        // After every version on disk, here and wherever a pending layout
+        // change still has some, so the move never meets a different file.
+        let mut next = max_version_on_disk(&name_dir)? + 1;
+        for source in &self.sources {
+            let dir = self.layout.file_path(
+                source,
+                &crate::layout::TierPath::parse(&format!("data/{name}"))?,
+            );
+            next = next.max(max_version_on_disk(&dir)? + 1);
+        }
         let (version, version_dir) = self.claim_version(name, next)?;
         let written = self.write_raw(name, version, &version_dir, &name_dir, content);
         let entry = match written {
@@ -118,7 +129,7 @@ impl DataStore<'_> {
 
 /// The highest version directory under `name_dir` (0 if none). Directories
 /// only, without following symlinks; nested names are not versions.
-fn max_version_on_disk(name_dir: &Path) -> Result<u64, DataError> {
+pub(super) fn max_version_on_disk(name_dir: &Path) -> Result<u64, DataError> {
     let entries = match fs::read_dir(name_dir) {
         Ok(entries) => entries,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(0),

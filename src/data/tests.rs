@@ -343,3 +343,94 @@ fn namespaced_data_lives_under_the_namespace_and_catalog_stays_put() {
         swamp.join("homelab/data/a/1/raw")
     );
 }
+
+#[test]
+fn put_through_a_symlinked_directory_is_refused_and_writes_nothing_outside() {
+    let r = repo(None);
+    let outside = tempfile::tempdir().unwrap();
+    let data_dir = r.layout.tier_dir(&r.placement, crate::layout::Tier::Data);
+    fs::create_dir_all(&data_dir).unwrap();
+    std::os::unix::fs::symlink(outside.path(), data_dir.join("ln")).unwrap();
+    let err = r.store().put("ln/y", &mut &b"x"[..]).unwrap_err();
+    assert!(matches!(err, DataError::Symlink { .. }), "{err}");
+    assert!(err.to_string().contains("ln"), "names the link: {err}");
+    assert_eq!(fs::read_dir(outside.path()).unwrap().count(), 0);
+}
+
+#[test]
+fn a_symlinked_raw_is_never_read_and_never_removed_through() {
+    let r = repo(None);
+    r.put("m", b"mine");
+    let secret = tempfile::NamedTempFile::new().unwrap();
+    fs::write(secret.path(), b"someone else's").unwrap();
+    let raw = r.file("data/m/1/raw");
+    fs::remove_file(&raw).unwrap();
+    std::os::unix::fs::symlink(secret.path(), &raw).unwrap();
+    let err = r.store().get("m", None).unwrap_err();
+    assert!(matches!(err, DataError::Symlink { .. }), "{err}");
+
+    // A version dir that became a link is not removed through.
+    let outside = tempfile::tempdir().unwrap();
+    fs::write(outside.path().join("raw"), b"keep").unwrap();
+    r.put("n", b"n");
+    fs::remove_dir_all(r.file("data/n/1/raw").parent().unwrap()).unwrap();
+    std::os::unix::fs::symlink(outside.path(), r.file("data/n/1/raw").parent().unwrap()).unwrap();
+    assert!(r.store().rm("n").is_err());
+    assert_eq!(fs::read(outside.path().join("raw")).unwrap(), b"keep");
+}
+
+#[test]
+fn a_symlinked_catalog_is_refused_and_the_other_file_left_alone() {
+    let r = repo(None);
+    let other = tempfile::NamedTempFile::new().unwrap();
+    fs::write(other.path(), b"not yours").unwrap();
+    fs::create_dir_all(r.layout.catalog_path().parent().unwrap()).unwrap();
+    std::os::unix::fs::symlink(other.path(), r.layout.catalog_path()).unwrap();
+    let err = r.store().put("m", &mut &b"x"[..]).unwrap_err();
+    assert!(
+        matches!(err, DataError::Catalog(CatalogError::Symlink { .. })),
+        "{err}"
+    );
+    assert_eq!(fs::read(other.path()).unwrap(), b"not yours");
+    assert!(Catalog::rebuild(&r.layout, &r.placement).is_err());
+    assert_eq!(fs::read(other.path()).unwrap(), b"not yours");
+}
+
+#[test]
+fn reads_see_versions_a_pending_layout_change_has_not_moved_yet() {
+    let r = repo(Some("ns"));
+    let solo = crate::config::Placement {
+        datastore: crate::config::DatastoreConfig::Local,
+        namespace: None,
+    };
+    for (v, body) in [(1, "one"), (2, "two")] {
+        let p = r
+            .layout
+            .file_path(&solo, &TierPath::parse(&format!("data/m/{v}/raw")).unwrap());
+        fs::create_dir_all(p.parent().unwrap()).unwrap();
+        fs::write(p, body).unwrap();
+    }
+    let store = || r.store().with_sources(vec![solo.clone()]);
+    let (entry, path) = store().get("m", None).unwrap();
+    assert_eq!(
+        (entry.version, fs::read(&path).unwrap()),
+        (2, b"two".to_vec())
+    );
+    let (_, path) = store().get("m", Some(1)).unwrap();
+    assert_eq!(fs::read(path).unwrap(), b"one");
+    assert!(matches!(
+        store().get("m", Some(7)),
+        Err(DataError::VersionNotFound { latest: 2, .. })
+    ));
+    // A new version goes to the target, after every version anywhere.
+    let three = store().put("m", &mut &b"three"[..]).unwrap();
+    assert_eq!(three.version, 3);
+    assert_eq!(fs::read(r.file("data/m/3/raw")).unwrap(), b"three");
+    let (entry, _) = store().get("m", None).unwrap();
+    assert_eq!(entry.version, 3);
+    let listed = store().list().unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!((listed[0].latest_version, listed[0].versions), (3, 3));
+    // Without the sources, only the target's version is seen.
+    assert_eq!(r.store().list().unwrap()[0].versions, 1);
+}

@@ -230,9 +230,25 @@ pub fn mirror_offline(
     Ok(Some(report))
 }
 
-/// Checks a saved plan against the state now: same repository, same
-/// desired state, same observed state.
-pub fn check_fresh(saved: &SavedPlan, layout: &Layout, config: &Config) -> Result<(), EngineError> {
+/// The options a saved plan was composed with (its conflict policy and
+/// whether the guards were forced), so re-deriving it composes the same way.
+pub fn saved_options(saved: &SavedPlan) -> SyncOptions {
+    SyncOptions {
+        conflict: saved.plan.remote.as_ref().map(|r| r.conflict_policy),
+        force: saved.plan.remote.as_ref().is_some_and(|r| r.forced),
+    }
+}
+
+/// Re-derives a saved plan instead of trusting it: same repository, same
+/// desired state, and a plan composed now (from a fresh observation, with
+/// the saved plan's own options) that equals the saved one exactly.
+/// Returns the fresh plan, which is what gets applied. A stale, tampered or
+/// foreign plan all end here, naming the first difference.
+pub fn rederive(
+    saved: &SavedPlan,
+    layout: &Layout,
+    config: &Config,
+) -> Result<Planned, EngineError> {
     if saved.repo_id != config.repo_id {
         return Err(EngineError::WrongRepo {
             planned: saved.repo_id.to_string(),
@@ -267,14 +283,72 @@ pub fn check_fresh(saved: &SavedPlan, layout: &Layout, config: &Config) -> Resul
             )],
         });
     }
-    let observed_now = plan(layout, config, saved.plan.scope)?.observed;
-    if Fingerprint::of(&desired_now, &observed_now) != saved.fingerprint {
-        let then = saved.observed.as_ref().expect("load() requires it");
-        return Err(EngineError::Stale {
-            changes: explain_changes(then, &observed_now, 10),
-        });
+    let now = plan_with(layout, config, saved.plan.scope, saved_options(saved))?;
+    if let Some(difference) = first_difference(&saved.plan, &now.plan) {
+        let mut changes = vec![difference];
+        if Fingerprint::of(&desired_now, &now.observed) != saved.fingerprint
+            && let Some(then) = saved.observed.as_ref()
+        {
+            changes.extend(
+                explain_changes(then, &now.observed, 10)
+                    .into_iter()
+                    .filter(|c| c != "the datastore layout changed"),
+            );
+        }
+        return Err(EngineError::Stale { changes });
     }
-    Ok(())
+    Ok(now)
+}
+
+/// The first way `now` differs from `saved`, in words; `None` when equal.
+pub fn first_difference(saved: &Plan, now: &Plan) -> Option<String> {
+    let show = |a: &crate::plan::Action| {
+        let json = serde_json::to_string(a).expect("actions serialise");
+        match json.char_indices().nth(300) {
+            Some((i, _)) => format!("{}…", &json[..i]),
+            None => json,
+        }
+    };
+    for (i, (a, b)) in saved.actions.iter().zip(&now.actions).enumerate() {
+        if a != b {
+            return Some(format!(
+                "action {} differs: the saved plan has {}, planning now gives {}",
+                i + 1,
+                show(a),
+                show(b)
+            ));
+        }
+    }
+    if saved.actions.len() != now.actions.len() {
+        let n = saved.actions.len().min(now.actions.len());
+        let extra = match (saved.actions.get(n), now.actions.get(n)) {
+            (Some(a), _) => format!("; the saved plan also has {}", show(a)),
+            (_, Some(b)) => format!("; planning now also gives {}", show(b)),
+            _ => String::new(),
+        };
+        return Some(format!(
+            "the saved plan has {} action(s), planning now gives {}{extra}",
+            saved.actions.len(),
+            now.actions.len()
+        ));
+    }
+    if saved.conflicts != now.conflicts {
+        return Some(format!(
+            "the saved plan lists {} conflict(s), planning now finds {}",
+            saved.conflicts.len(),
+            now.conflicts.len()
+        ));
+    }
+    if saved.target != now.target || saved.sources != now.sources {
+        return Some("the plan's target or sources differ from planning now".to_string());
+    }
+    if saved.remote != now.remote {
+        return Some(
+            "the plan's remote side (bucket, prefix, object count or policy) differs from planning now"
+                .to_string(),
+        );
+    }
+    (saved.scope != now.scope).then(|| "the plan's scope differs".to_string())
 }
 
 /// The outcome of an apply followed by a fresh plan.

@@ -37,13 +37,19 @@ pub struct RemoteTarget {
 }
 
 impl RemoteTarget {
+    /// The placement's store, refusing every key outside its prefix and
+    /// namespace ([`store::scoped`]).
     pub fn open(placement: &Placement) -> Result<RemoteTarget, EngineError> {
-        let store = store::open(&placement.datastore)?;
+        let key_prefix = Layout::remote_prefix(placement);
+        let store = Arc::new(store::scoped::Scoped::new(
+            store::open(&placement.datastore)?,
+            key_prefix.clone(),
+        ));
         Ok(RemoteTarget {
             store,
             placement: placement.clone(),
             url: Layout::remote_url(placement),
-            key_prefix: Layout::remote_prefix(placement),
+            key_prefix,
         })
     }
 
@@ -386,19 +392,21 @@ pub fn list_namespaces(placement: &Placement) -> Result<Vec<NamespaceManifest>, 
         datastore: placement.datastore.clone(),
         namespace: None,
     };
-    let target = RemoteTarget::open(&solo)?;
+    // Reads every namespace's manifest: the whole prefix, not one scope.
+    let store = store::open(&solo.datastore)?;
+    let key_prefix = Layout::remote_prefix(&solo);
     runtime().block_on(async {
-        let listed = target.store.list(&target.key_prefix).await?;
+        let listed = store.list(&key_prefix).await?;
         let mut out = Vec::new();
         for meta in listed {
-            let rel = &meta.key[target.key_prefix.len()..];
+            let rel = &meta.key[key_prefix.len()..];
             let Some((ns, ".namespace.json")) = rel.split_once('/') else {
                 continue;
             };
             if ns.contains('/') {
                 continue;
             }
-            let (_, bytes) = target.store.get_bytes(&meta.key).await?;
+            let (_, bytes) = store.get_bytes(&meta.key).await?;
             match serde_json::from_slice::<NamespaceManifest>(&bytes) {
                 Ok(m) => out.push(m),
                 Err(e) => {

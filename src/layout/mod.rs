@@ -255,6 +255,18 @@ impl Layout {
         }
     }
 
+    /// Where checks for symlinks start for `path` of `placement`: its
+    /// datastore root (which may itself be a link, say to another disk), or
+    /// `.swamp/` for a repo-local tier.
+    pub fn link_check_root(&self, placement: &Placement, path: &Path) -> PathBuf {
+        let root = self.datastore_root(&placement.datastore);
+        if path.starts_with(&root) {
+            root
+        } else {
+            self.swamp_dir()
+        }
+    }
+
     /// The cache of a remote datastore.
     pub fn cache_root(&self) -> PathBuf {
         self.swamp_home.join("repos").join(self.repo_id.to_string())
@@ -567,8 +579,14 @@ mod tests {
             assert!(is_catalog_name(name), "{name}");
             assert!(is_repo_local_path(&tp(&format!("data/{name}"))), "{name}");
             // The same names elsewhere are ordinary data.
-            assert!(!is_repo_local_path(&tp(&format!("data/m/{name}"))), "{name}");
-            assert!(!is_repo_local_path(&tp(&format!("outputs/{name}"))), "{name}");
+            assert!(
+                !is_repo_local_path(&tp(&format!("data/m/{name}"))),
+                "{name}"
+            );
+            assert!(
+                !is_repo_local_path(&tp(&format!("outputs/{name}"))),
+                "{name}"
+            );
         }
         assert!(!is_catalog_name("_catalog.dbx"));
         assert!(!is_repo_local_path(&tp("data/_catalog.dbx")));

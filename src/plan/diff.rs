@@ -314,7 +314,9 @@ mod tests {
     fn plain_file_where_a_tier_directory_must_go_blocks_its_files() {
         let d = desired(ns("h"), vec![solo()]);
         let mut target = state(ns("h"), &[]);
-        target.obstacles.push(Obstacle::new("outputs", ObstacleKind::NotADirectory));
+        target
+            .obstacles
+            .push(Obstacle::new("outputs", ObstacleKind::NotADirectory));
         let o = Observed {
             remote: None,
             placements: vec![
@@ -493,7 +495,9 @@ mod tests {
     fn source_symlink_is_reported_not_moved() {
         let d = desired(ns("h"), vec![solo()]);
         let mut source = state(solo(), &[]);
-        source.obstacles.push(Obstacle::new("outputs/link", ObstacleKind::Symlink));
+        source
+            .obstacles
+            .push(Obstacle::new("outputs/link", ObstacleKind::Symlink));
         let o = Observed {
             remote: None,
             placements: vec![state(ns("h"), &[]), source],

@@ -422,10 +422,7 @@ pub fn closing_line(plan: &Plan) -> String {
     }
     let mut parts = Vec::new();
     if s.remove_temp > 0 {
-        parts.push(format!(
-            "{} leftover temp file(s) to remove",
-            s.remove_temp
-        ));
+        parts.push(format!("{} leftover temp file(s) to remove", s.remove_temp));
     }
     if s.mirror_config > 0 {
         parts.push(format!(

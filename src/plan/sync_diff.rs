@@ -652,7 +652,11 @@ mod tests {
                 .other("data/m/2/raw", kind);
             for direction in [Both, Push, Pull] {
                 let d = w.diff(direction, ConflictPolicy::Local);
-                assert!(d.actions.is_empty(), "{kind:?} {direction:?}: {:?}", d.actions);
+                assert!(
+                    d.actions.is_empty(),
+                    "{kind:?} {direction:?}: {:?}",
+                    d.actions
+                );
                 assert_eq!(
                     d.conflicts,
                     [Conflict::NotAFile {

@@ -368,8 +368,7 @@ pub fn first_datastore_file(layout: &Layout, placement: &Placement) -> Option<Pa
             .into_iter()
             .flatten()
         {
-            if entry.file_type().is_dir()
-                || is_swamp_temp(entry.file_name().to_str().unwrap_or(""))
+            if entry.file_type().is_dir() || is_swamp_temp(entry.file_name().to_str().unwrap_or(""))
             {
                 continue;
             }
@@ -485,7 +484,10 @@ mod tests {
         let repo = TempRepo::new(None);
         write(&repo.file("data/_catalog.db"), b"sqlite");
         write(&repo.file("data/_catalog.db-wal"), b"wal");
-        write(&repo.file("data/m/_catalog.db"), b"data named like a catalog");
+        write(
+            &repo.file("data/m/_catalog.db"),
+            b"data named like a catalog",
+        );
         write(&repo.file("outputs/_catalog.db-shm"), b"data too");
         let state = observe(&repo);
         assert_eq!(

@@ -155,8 +155,7 @@ impl FsStore {
         for _ in 0..LOCK_ATTEMPTS {
             let _lock = self.lock_dir(&dir, true)?;
             self.check_pre(key, &path, pre)?;
-            let mut tmp = match crate::fsutil::temp_file_in(&dir)
-            {
+            let mut tmp = match crate::fsutil::temp_file_in(&dir) {
                 Ok(t) => t,
                 // A concurrent delete removed the (empty) directory between
                 // our lock and here: start again.
@@ -274,9 +273,7 @@ impl FsStore {
                     )));
                 }
             };
-            if !entry.file_type().is_file()
-                || is_swamp_temp(&entry.file_name().to_string_lossy())
-            {
+            if !entry.file_type().is_file() || is_swamp_temp(&entry.file_name().to_string_lossy()) {
                 continue;
             }
             let rel = entry
@@ -352,8 +349,7 @@ impl Store for FsStore {
             let dir = dest.parent().filter(|p| !p.as_os_str().is_empty());
             let dir = dir.unwrap_or(Path::new("."));
             fs::create_dir_all(dir).map_err(|e| StoreError::io(dir, e))?;
-            let mut tmp = crate::fsutil::temp_file_in(dir)
-                .map_err(|e| StoreError::io(dir, e))?;
+            let mut tmp = crate::fsutil::temp_file_in(dir).map_err(|e| StoreError::io(dir, e))?;
             // On error `tmp` is dropped and removed: `dest` is untouched.
             let meta = s.read_verified(&key, tmp.as_file_mut())?;
             tmp.as_file()

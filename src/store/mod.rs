@@ -24,6 +24,7 @@ pub mod fs;
 pub mod gcs;
 pub mod retry;
 pub mod s3;
+pub mod scoped;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -139,6 +140,10 @@ pub enum StoreError {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error(
+        "refusing `{key}`: it lies outside {scope}, the prefix and namespace this command works in; nothing was changed"
+    )]
+    OutOfScope { key: String, scope: String },
     #[error("{message}")]
     Other { message: String },
 }
@@ -358,8 +363,7 @@ impl Landing {
             _ => Path::new("."),
         };
         std::fs::create_dir_all(dir).map_err(|e| StoreError::io(dir, e))?;
-        let tmp = crate::fsutil::temp_file_in(dir)
-            .map_err(|e| StoreError::io(dir, e))?;
+        let tmp = crate::fsutil::temp_file_in(dir).map_err(|e| StoreError::io(dir, e))?;
         let file = tmp
             .as_file()
             .try_clone()

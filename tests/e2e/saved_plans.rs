@@ -59,6 +59,8 @@ fn a_stale_saved_plan_is_refused_naming_what_changed() {
 #[test]
 fn a_plan_made_against_nothing_is_not_reappliable_once_data_appears() {
     let repo = TestRepo::init(&[]);
+    repo.run(&["datastore", "namespace", "set", "homelab"])
+        .expect(0);
     repo.run(&["plan", "-o", "empty.json"]).expect(0);
     repo.write(".swamp/outputs/x.yaml", "x\n");
     let run = repo.run(&["apply", "empty.json"]);
@@ -68,6 +70,107 @@ fn a_plan_made_against_nothing_is_not_reappliable_once_data_appears() {
         "{}",
         run.stderr
     );
+    assert!(repo.exists(".swamp/outputs/x.yaml"), "nothing moved");
+}
+
+/// A saved plan is re-derived, never trusted: one whose observed state
+/// changed without changing what apply would do still applies exactly
+/// what was reviewed (here: nothing).
+#[test]
+fn a_saved_empty_plan_stays_empty_when_unrelated_data_appears() {
+    let repo = TestRepo::init(&[]);
+    repo.run(&["plan", "-o", "empty.json"]).expect(0);
+    repo.write(".swamp/outputs/x.yaml", "x\n");
+    let run = repo.run(&["apply", "empty.json"]);
+    run.expect(0);
+    assert!(run.stdout.contains("No changes"), "{}", run.stdout);
+    assert_eq!(repo.read(".swamp/outputs/x.yaml"), "x\n");
+}
+
+/// Terraform rejects planning options with a plan file; so does swamp:
+/// the saved plan carries its own scope, policy and --force.
+#[test]
+fn planning_options_with_a_saved_plan_are_a_usage_error() {
+    let repo = TestRepo::with_solo_data();
+    repo.run(&["datastore", "namespace", "set", "homelab"])
+        .expect(0);
+    repo.run(&["plan", "-o", "plan.json"]).expect(0);
+    let before = repo.tree(".swamp");
+    for extra in [
+        &["--scope", "layout"][..],
+        &["--conflict", "local"][..],
+        &["--force"][..],
+    ] {
+        let mut args = vec!["apply", "plan.json", "-y"];
+        args.extend_from_slice(extra);
+        let run = repo.run(&args);
+        run.expect(64);
+        assert!(run.stderr.contains(extra[0]), "{extra:?}: {}", run.stderr);
+    }
+    assert_eq!(repo.tree(".swamp"), before, "nothing applied");
+    repo.run(&["apply", "plan.json"]).expect(0);
+}
+
+/// A hand-edited plan is refused, naming the first difference, and
+/// nothing is applied: an action added, a path changed, a conflict removed.
+#[test]
+fn a_tampered_saved_plan_is_refused_and_changes_nothing() {
+    let repo = TestRepo::with_solo_data();
+    repo.write(".swamp/homelab/audit/2026-11.log", "someone else\n");
+    repo.run(&["datastore", "namespace", "set", "homelab"])
+        .expect(0);
+    repo.run(&["plan", "-o", "conflicted.json"]).expect(3);
+    std::fs::remove_file(repo.path(".swamp/homelab/audit/2026-11.log")).unwrap();
+    repo.run(&["plan", "-o", "plan.json"]).expect(0);
+    let before = repo.tree(".swamp");
+    let edit = |from: &str, f: &dyn Fn(&mut serde_json::Value)| {
+        let mut doc: serde_json::Value = serde_json::from_str(&repo.read(from)).unwrap();
+        f(&mut doc);
+        // Keep the summary consistent, as a careful tamperer would.
+        let plan: swamp::plan::Plan = serde_json::from_value(doc.clone()).unwrap();
+        doc["summary"] = serde_json::to_value(plan.summary()).unwrap();
+        repo.write(
+            "tampered.json",
+            &serde_json::to_string_pretty(&doc).unwrap(),
+        );
+    };
+    let refused = |what: &str| {
+        let run = repo.run(&["apply", "tampered.json", "-y"]);
+        run.expect(1);
+        assert!(run.stderr.contains("stale"), "{what}: {}", run.stderr);
+        assert!(
+            run.stderr.contains("differs")
+                || run.stderr.contains("action(s)")
+                || run.stderr.contains("conflict(s)"),
+            "{what}: {}",
+            run.stderr
+        );
+        assert_eq!(repo.tree(".swamp"), before, "{what}: nothing applied");
+    };
+    // An extra action.
+    edit("plan.json", &|d| {
+        let actions = d["actions"].as_array_mut().unwrap();
+        let mut extra = actions[0].clone();
+        extra["path"] = "data/web/state/9/raw".into();
+        actions.insert(1, extra);
+    });
+    refused("extra action");
+    // A changed path.
+    edit("plan.json", &|d| {
+        d["actions"][0]["path"] = "outputs/elsewhere.yaml".into();
+    });
+    refused("changed path");
+    // A conflict removed from a blocked plan (made before the obstacle went
+    // away, so the plan now differs anyway; with it back it is the same).
+    repo.write(".swamp/homelab/audit/2026-11.log", "someone else\n");
+    let before_conflict = repo.tree(".swamp");
+    edit("conflicted.json", &|d| {
+        d["conflicts"] = serde_json::json!([]);
+    });
+    let run = repo.run(&["apply", "tampered.json", "-y"]);
+    run.expect(1);
+    assert!(run.stderr.contains("conflict(s)"), "{}", run.stderr);
+    assert_eq!(repo.tree(".swamp"), before_conflict, "nothing applied");
 }
 
 #[test]

@@ -1,6 +1,6 @@
 //! `swamp data put/get/list/rm/gc` and `swamp catalog rebuild`.
-//! Data is written to the desired placement; a pending layout change is
-//! flagged, since files still at the old place are not seen there.
+//! Data is written to the desired placement; while a layout change is
+//! pending, reads also find what is still at the old place.
 
 use std::io::Write;
 use std::path::Path;
@@ -15,18 +15,28 @@ use crate::data::DataStore;
 use crate::plan::render::{human_bytes, table};
 
 fn open(ctx: &Ctx) -> Result<Repo, CliError> {
-    let repo = ctx.open_repo()?;
+    ctx.open_repo()
+}
+
+/// The data of the desired placement, seeing (for reads) what a pending
+/// layout change still has at its sources.
+fn store(repo: &Repo) -> DataStore<'_> {
+    let desired = crate::state::Desired::from_config(&repo.config, crate::state::Scope::All);
+    DataStore::new(&repo.layout, desired.target).with_sources(desired.sources)
+}
+
+/// Says that `rm`/`gc` act on the new place only while a move is pending.
+fn warn_pending(repo: &Repo) {
     if !repo.config.migrating_from.is_empty() {
         eprintln!(
-            "warning: a layout change is not finished; data still at the old place is not shown. Run `swamp apply` to finish it."
+            "warning: a layout change is not finished; versions still at the old place are not removed. Run `swamp apply` to finish the move first."
         );
     }
-    Ok(repo)
 }
 
 pub fn put(ctx: &Ctx, name: &str, file: Option<&Path>) -> Result<Outcome, CliError> {
     let repo = open(ctx)?;
-    let store = DataStore::new(&repo.layout, repo.config.target());
+    let store = store(&repo);
     let entry = match file {
         Some(f) => {
             let mut input = std::fs::File::open(f)
@@ -51,8 +61,7 @@ pub fn put(ctx: &Ctx, name: &str, file: Option<&Path>) -> Result<Outcome, CliErr
 
 pub fn get(ctx: &Ctx, name: &str, version: Option<u64>) -> Result<Outcome, CliError> {
     let repo = open(ctx)?;
-    let store = DataStore::new(&repo.layout, repo.config.target());
-    let (entry, path) = store.get(name, version)?;
+    let (entry, path) = store(&repo).get(name, version)?;
     let bytes = std::fs::read(&path)
         .map_err(|e| CliError::failure(format!("cannot read {}: {e}", path.display())))?;
     if ctx.json {
@@ -72,8 +81,7 @@ pub fn get(ctx: &Ctx, name: &str, version: Option<u64>) -> Result<Outcome, CliEr
 
 pub fn list(ctx: &Ctx) -> Result<Outcome, CliError> {
     let repo = open(ctx)?;
-    let store = DataStore::new(&repo.layout, repo.config.target());
-    let names = store.list()?;
+    let names = store(&repo).list()?;
     if ctx.json {
         print_json(&json!({ "data": names }));
         return Ok(Outcome::Success);
@@ -98,6 +106,7 @@ pub fn list(ctx: &Ctx) -> Result<Outcome, CliError> {
 
 pub fn rm(ctx: &Ctx, name: &str) -> Result<Outcome, CliError> {
     let repo = open(ctx)?;
+    warn_pending(&repo);
     let store = DataStore::new(&repo.layout, repo.config.target());
     let removed = store.rm(name)?;
     if ctx.json {
@@ -110,6 +119,7 @@ pub fn rm(ctx: &Ctx, name: &str) -> Result<Outcome, CliError> {
 
 pub fn gc(ctx: &Ctx, keep: usize, dry_run: bool) -> Result<Outcome, CliError> {
     let repo = open(ctx)?;
+    warn_pending(&repo);
     let store = DataStore::new(&repo.layout, repo.config.target());
     let removed = store.gc(keep, dry_run)?;
     if ctx.json {

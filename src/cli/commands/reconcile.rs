@@ -108,18 +108,22 @@ pub fn apply_saved(ctx: &Ctx, file: &Path) -> Result<Outcome, CliError> {
     locks.finish(apply_saved_locked(ctx, &repo, &saved))
 }
 
+/// A saved plan is never trusted: it is planned again and applied only
+/// when the new plan equals it; the new plan is what runs.
 fn apply_saved_locked(ctx: &Ctx, repo: &Repo, saved: &SavedPlan) -> Result<Outcome, CliError> {
-    engine::check_fresh(saved, &repo.layout, &repo.config)?;
+    let options = engine::saved_options(saved);
+    let planned = engine::rederive(saved, &repo.layout, &repo.config)?;
+    let saved = planned.into_saved(&repo.config);
     if !ctx.json {
         print!("{}", render(&saved.plan, &repo.root));
     }
     if saved.plan.is_empty() {
-        return finish_empty(ctx, saved);
+        return finish_empty(ctx, &saved);
     }
     if saved.plan.has_conflicts() {
-        return conflicts(ctx, saved, false);
+        return conflicts(ctx, &saved, false);
     }
-    apply_confirmed(ctx, repo, saved, SyncOptions::default())
+    apply_confirmed(ctx, repo, &saved, options)
 }
 
 /// What to do when the user did not confirm.
