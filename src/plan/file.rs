@@ -135,14 +135,37 @@ impl SavedPlan {
 
     /// Internal consistency a hand-edited file could break.
     fn validate(&self) -> Result<(), String> {
+        use super::{Action, Conflict};
         let n = self.plan.sources.len();
         for a in &self.plan.actions {
-            if let super::Action::Move { source, .. } | super::Action::DropDuplicate { source, .. } =
-                a
-                && *source >= n
+            let source = match a {
+                Action::Move { source, .. }
+                | Action::DropDuplicate { source, .. }
+                | Action::Fetch { source, .. }
+                | Action::CopyRemote { source, .. }
+                | Action::DeleteSourceRemote { source, .. }
+                | Action::RemoveTemp {
+                    source: Some(source),
+                    ..
+                } => Some(*source),
+                _ => None,
+            };
+            if let Some(source) = source
+                && source >= n
             {
                 return Err(format!(
                     "an action names source {source}, but the plan has {n}"
+                ));
+            }
+        }
+        for c in &self.plan.conflicts {
+            if let Conflict::DifferentAtTarget { source, .. }
+            | Conflict::SourceDiverged { source, .. }
+            | Conflict::Unsupported { source, .. } = c
+                && *source >= n
+            {
+                return Err(format!(
+                    "a conflict names source {source}, but the plan has {n}"
                 ));
             }
         }

@@ -273,10 +273,21 @@ fn render_conflict(out: &mut String, c: &Conflict, plan: &Plan, repo: &Path, tar
                 .as_deref()
                 .map(|l| format!(" to {l}"))
                 .unwrap_or_default();
+            let one_file = example.as_str() == at;
+            let synced = if one_file {
+                "the synced file".to_string()
+            } else {
+                format!("the directory of {files} synced file(s), e.g. {example}")
+            };
+            let label = if at.is_empty() {
+                "(the cache root)"
+            } else {
+                at
+            };
             let _ = writeln!(
                 out,
-                "  ✗ {at}: replaced in the cache by {}{pointing}, where the remote or the last sync has {files} file(s), e.g. {example}",
-                what.describe()
+                "  ✗ {label}: in the cache this is {}{pointing}, not {synced}",
+                what.noun()
             );
             let _ = writeln!(
                 out,
@@ -284,7 +295,12 @@ fn render_conflict(out: &mut String, c: &Conflict, plan: &Plan, repo: &Path, tar
             );
             let _ = writeln!(
                 out,
-                "      fix: put the regular file back at {} (or move what is there aside and run `swamp datastore sync --pull`), then plan again",
+                "      fix: put the {} back at {} (or move what is there aside and run `swamp datastore sync --pull`), then plan again",
+                if one_file {
+                    "regular file"
+                } else {
+                    "directory"
+                },
                 cache.display()
             );
         }

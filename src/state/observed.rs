@@ -45,6 +45,16 @@ pub enum ObstacleKind {
 }
 
 impl ObstacleKind {
+    /// What it is, in a few words.
+    pub fn noun(self) -> &'static str {
+        match self {
+            ObstacleKind::NotADirectory => "a plain file",
+            ObstacleKind::Symlink => "a symlink",
+            ObstacleKind::SpecialFile => "a special file (FIFO, socket or device)",
+            ObstacleKind::Directory => "a directory",
+        }
+    }
+
     pub fn describe(self) -> &'static str {
         match self {
             ObstacleKind::NotADirectory => "a plain file where a directory must be",

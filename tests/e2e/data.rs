@@ -120,3 +120,32 @@ fn a_bad_data_name_is_refused() {
     }
     assert!(!repo.exists(".swamp/escape"));
 }
+
+/// `data put` through a symlink used to write outside the datastore.
+#[test]
+fn data_put_through_a_symlink_is_refused_and_writes_nothing_outside() {
+    let repo = TestRepo::init(&[]);
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(repo.path(".swamp/data")).unwrap();
+    std::os::unix::fs::symlink(outside.path(), repo.path(".swamp/data/ln")).unwrap();
+    repo.write("y.txt", "y\n");
+    let run = repo.run(&["data", "put", "ln/y", "--file", "y.txt"]);
+    run.expect(1);
+    assert!(run.stderr.contains("is a symlink"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains(".swamp/data/ln"),
+        "names the link: {}",
+        run.stderr
+    );
+    assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0);
+
+    // A raw file replaced by a link to someone else's file is not printed.
+    repo.run(&["data", "put", "m", "--file", "y.txt"]).expect(0);
+    let secret = outside.path().join("secret");
+    std::fs::write(&secret, "secret\n").unwrap();
+    std::fs::remove_file(repo.path(".swamp/data/m/1/raw")).unwrap();
+    std::os::unix::fs::symlink(&secret, repo.path(".swamp/data/m/1/raw")).unwrap();
+    let get = repo.run(&["data", "get", "m"]);
+    get.expect(1);
+    assert!(!get.stdout.contains("secret"), "{}", get.stdout);
+}

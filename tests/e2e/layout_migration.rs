@@ -366,3 +366,62 @@ fn sha(s: &str) -> String {
     use sha2::Digest;
     hex::encode(sha2::Sha256::digest(s.as_bytes()))
 }
+
+/// An empty directory where a moved file must land used to be invisible to
+/// the planner: apply moved part of the data, stopped on it, and every
+/// later plan again showed no conflict. Now it is an obstacle at plan time.
+#[test]
+fn an_empty_directory_at_a_migration_destination_is_exit_3_at_plan_time() {
+    let repo = TestRepo::with_solo_data();
+    std::fs::create_dir_all(repo.path(".swamp/homelab/data/web/state/2/raw")).unwrap();
+    let before = data_files(&repo.tree(".swamp"));
+    repo.run(&["datastore", "namespace", "set", "homelab"])
+        .expect(0);
+    let plan = repo.run(&["plan"]);
+    plan.expect(3);
+    assert!(
+        plan.stdout
+            .contains("data/web/state/2/raw is a directory where a file must be"),
+        "{}",
+        plan.stdout
+    );
+    repo.run(&["apply", "-y"]).expect(3);
+    assert_eq!(data_files(&repo.tree(".swamp")), before, "nothing moved");
+    std::fs::remove_dir(repo.path(".swamp/homelab/data/web/state/2/raw")).unwrap();
+    repo.run(&["apply", "-y"]).expect(0);
+    repo.run(&["plan", "--detailed-exitcode"]).expect(0);
+}
+
+/// Data stays readable until the move converges: between `namespace set`
+/// and its apply, `data get` and `data list` find it at the old place, and
+/// a new version is numbered after it.
+#[test]
+fn data_get_between_namespace_set_and_its_apply_returns_the_data() {
+    let repo = TestRepo::with_solo_data();
+    repo.run(&["datastore", "namespace", "set", "homelab"])
+        .expect(0);
+    let get = repo.run(&["data", "get", "web/state"]);
+    get.expect(0);
+    assert_eq!(get.stdout, "replicas: 2\n");
+    let get = repo.run(&["data", "get", "web/state", "--version", "1"]);
+    get.expect(0);
+    assert_eq!(get.stdout, "replicas: 1\n");
+    let list = repo.run(&["--json", "data", "list"]);
+    list.expect(0);
+    assert_eq!(list.json()["data"][0]["latest_version"], 2);
+    repo.write("v3.txt", "replicas: 3\n");
+    let put = repo.run(&["--json", "data", "put", "web/state", "--file", "v3.txt"]);
+    put.expect(0);
+    assert_eq!(put.json()["version"], 3, "numbered after the old place's");
+    assert!(repo.exists(".swamp/homelab/data/web/state/3/raw"));
+    repo.run(&["apply", "-y"]).expect(0);
+    assert_eq!(
+        repo.run(&["data", "get", "web/state"]).stdout,
+        "replicas: 3\n"
+    );
+    assert_eq!(
+        repo.run(&["data", "get", "web/state", "--version", "1"])
+            .stdout,
+        "replicas: 1\n"
+    );
+}

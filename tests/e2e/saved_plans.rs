@@ -95,7 +95,7 @@ fn planning_options_with_a_saved_plan_are_a_usage_error() {
     repo.run(&["datastore", "namespace", "set", "homelab"])
         .expect(0);
     repo.run(&["plan", "-o", "plan.json"]).expect(0);
-    let before = repo.tree(".swamp");
+    let before = data_files(&repo.tree(".swamp"));
     for extra in [
         &["--scope", "layout"][..],
         &["--conflict", "local"][..],
@@ -107,7 +107,7 @@ fn planning_options_with_a_saved_plan_are_a_usage_error() {
         run.expect(64);
         assert!(run.stderr.contains(extra[0]), "{extra:?}: {}", run.stderr);
     }
-    assert_eq!(repo.tree(".swamp"), before, "nothing applied");
+    assert_eq!(data_files(&repo.tree(".swamp")), before, "nothing applied");
     repo.run(&["apply", "plan.json"]).expect(0);
 }
 
@@ -122,7 +122,7 @@ fn a_tampered_saved_plan_is_refused_and_changes_nothing() {
     repo.run(&["plan", "-o", "conflicted.json"]).expect(3);
     std::fs::remove_file(repo.path(".swamp/homelab/audit/2026-11.log")).unwrap();
     repo.run(&["plan", "-o", "plan.json"]).expect(0);
-    let before = repo.tree(".swamp");
+    let before = data_files(&repo.tree(".swamp"));
     let edit = |from: &str, f: &dyn Fn(&mut serde_json::Value)| {
         let mut doc: serde_json::Value = serde_json::from_str(&repo.read(from)).unwrap();
         f(&mut doc);
@@ -145,7 +145,11 @@ fn a_tampered_saved_plan_is_refused_and_changes_nothing() {
             "{what}: {}",
             run.stderr
         );
-        assert_eq!(repo.tree(".swamp"), before, "{what}: nothing applied");
+        assert_eq!(
+            data_files(&repo.tree(".swamp")),
+            before,
+            "{what}: nothing applied"
+        );
     };
     // An extra action.
     edit("plan.json", &|d| {
@@ -163,14 +167,18 @@ fn a_tampered_saved_plan_is_refused_and_changes_nothing() {
     // A conflict removed from a blocked plan (made before the obstacle went
     // away, so the plan now differs anyway; with it back it is the same).
     repo.write(".swamp/homelab/audit/2026-11.log", "someone else\n");
-    let before_conflict = repo.tree(".swamp");
+    let before_conflict = data_files(&repo.tree(".swamp"));
     edit("conflicted.json", &|d| {
         d["conflicts"] = serde_json::json!([]);
     });
     let run = repo.run(&["apply", "tampered.json", "-y"]);
     run.expect(1);
     assert!(run.stderr.contains("conflict(s)"), "{}", run.stderr);
-    assert_eq!(repo.tree(".swamp"), before_conflict, "nothing applied");
+    assert_eq!(
+        data_files(&repo.tree(".swamp")),
+        before_conflict,
+        "nothing applied"
+    );
 }
 
 #[test]

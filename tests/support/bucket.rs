@@ -279,6 +279,16 @@ impl Repo {
             .unwrap()
     }
 
+    /// Starts the binary with a pipe for stdin the caller holds open.
+    pub fn spawn_piped(&self, args: &[&str]) -> Child {
+        self.command(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    }
+
     pub fn repo_id(&self) -> String {
         let c: toml::Value =
             toml::from_str(&std::fs::read_to_string(self.root.join(".swamp.toml")).unwrap())

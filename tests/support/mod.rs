@@ -3,6 +3,7 @@
 //! directory such as `tests/e2e/`.
 
 pub mod bucket;
+pub mod kinds;
 pub mod servers;
 
 use std::collections::BTreeMap;

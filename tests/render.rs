@@ -1,0 +1,144 @@
+//! The human plan, snapshot-tested: one rendering per action kind and per
+//! conflict kind (every variant the code can build), and one sync plan with
+//! uploads, downloads and deletes. Review every change here as you would
+//! review the code that caused it.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+
+use swamp::config::{ConflictPolicy, DatastoreConfig, Namespace};
+use swamp::plan::action::RemoteInfo;
+use swamp::plan::render::render;
+use swamp::plan::{Action, PlacementInfo, Plan, RemoteExpect};
+use swamp::state::Scope;
+
+use support::kinds::{every_action, every_conflict, hex, tp};
+
+macro_rules! snapshot {
+    ($name:expr, $value:expr) => {
+        insta::with_settings!({
+            snapshot_path => concat!(env!("CARGO_MANIFEST_DIR"), "/snapshots"),
+            prepend_module_to_snapshot => false,
+            omit_expression => true,
+        }, {
+            insta::assert_snapshot!($name, $value);
+        })
+    };
+}
+
+const REPO: &str = "/home/u/work/infra";
+
+/// A namespaced S3 repository draining the solo layout and an old
+/// namespace of the same bucket.
+fn plan(actions: Vec<Action>, conflicts: Vec<swamp::plan::Conflict>) -> Plan {
+    let datastore = DatastoreConfig::S3 {
+        bucket: "swamp-data".into(),
+        prefix: Some("repos".into()),
+        region: Some("eu-west-1".into()),
+        endpoint: None,
+    };
+    let cache = PathBuf::from("/home/u/.swamp/repos/7d0c6f1e-2b1a-4c3e-9f6a-5e4d3c2b1a09");
+    Plan {
+        scope: Scope::All,
+        target: PlacementInfo {
+            datastore: datastore.clone(),
+            namespace: Some(Namespace::parse("homelab").unwrap()),
+            root: cache.join("homelab"),
+        },
+        sources: vec![
+            PlacementInfo {
+                datastore: datastore.clone(),
+                namespace: None,
+                root: cache.clone(),
+            },
+            PlacementInfo {
+                datastore,
+                namespace: Some(Namespace::parse("old").unwrap()),
+                root: cache.join("old"),
+            },
+        ],
+        remote: Some(RemoteInfo {
+            url: "s3://swamp-data/repos/homelab/".into(),
+            key_prefix: "repos/homelab/".into(),
+            objects: 12,
+            batch_delete: false,
+            conflict_policy: ConflictPolicy::Fail,
+            forced: false,
+            resolved: vec![],
+        }),
+        actions,
+        conflicts,
+    }
+}
+
+#[test]
+fn every_action_kind_renders() {
+    let mut n = std::collections::BTreeMap::<&str, usize>::new();
+    for a in every_action() {
+        let kind = a.kind();
+        let i = n.entry(kind).or_default();
+        *i += 1;
+        let name = format!("render_action_{}_{}", kind.replace('-', "_"), i);
+        snapshot!(name, render(&plan(vec![a], vec![]), Path::new(REPO)));
+    }
+}
+
+#[test]
+fn every_conflict_kind_renders() {
+    let mut n = std::collections::BTreeMap::<&str, usize>::new();
+    for c in every_conflict() {
+        let kind = c.kind();
+        let i = n.entry(kind).or_default();
+        *i += 1;
+        let name = format!("render_conflict_{}_{}", kind.replace('-', "_"), i);
+        snapshot!(name, render(&plan(vec![], vec![c]), Path::new(REPO)));
+    }
+}
+
+#[test]
+fn a_sync_plan_with_uploads_downloads_and_deletes_renders() {
+    let actions = vec![
+        Action::Upload {
+            path: tp("data/web/state/3/raw"),
+            size: 2048,
+            sha256: hex('a'),
+            remote: RemoteExpect::Absent,
+        },
+        Action::Upload {
+            path: tp("outputs/deploy/web-1.yaml"),
+            size: 310,
+            sha256: hex('b'),
+            remote: RemoteExpect::Version {
+                version: "\"9b2cf535f27731c974343645a3985328\"".into(),
+            },
+        },
+        Action::Download {
+            path: tp("workflow-runs/nightly/run-0002.yaml"),
+            size: 77,
+            version: "\"0cc175b9c0f1b6a831c399e269772661\"".into(),
+            sha256: Some(hex('c')),
+            local: None,
+        },
+        Action::Download {
+            path: tp("audit/2026-11.log"),
+            size: 4096,
+            version: "\"92eb5ffee6ae2fec3ad71c777531578f\"".into(),
+            sha256: Some(hex('d')),
+            local: Some(hex('e')),
+        },
+        Action::DeleteRemote {
+            path: tp("data/web/state/1/raw"),
+            version: "\"4a8a08f09d37b73795649038408b5f33\"".into(),
+        },
+        Action::DeleteLocal {
+            path: tp("outputs/deploy/web-0.yaml"),
+            sha256: hex('f'),
+        },
+        Action::InvalidateCatalog,
+    ];
+    let mut p = plan(actions, vec![]);
+    p.scope = Scope::Sync;
+    p.sources.clear();
+    snapshot!("render_sync_plan", render(&p, Path::new(REPO)));
+}

@@ -1,0 +1,230 @@
+//! One value of every plan action and conflict kind, as the code builds
+//! them: for the schema checks and the render snapshots.
+#![allow(dead_code)]
+
+pub fn tp(s: &str) -> swamp::layout::TierPath {
+    swamp::layout::TierPath::parse(s).unwrap()
+}
+
+pub fn hex(c: char) -> String {
+    std::iter::repeat_n(c, 64).collect()
+}
+
+/// One value of every action kind, as the code builds them (sync plans
+/// cannot be produced by the binary against a local datastore).
+pub fn every_action() -> Vec<swamp::plan::Action> {
+    use swamp::plan::Action;
+    use swamp::plan::action::{BaseRecord, RemoteExpect};
+    vec![
+        Action::Move {
+            path: tp("data/a/1/raw"),
+            source: 0,
+            size: 10,
+            sha256: hex('a'),
+        },
+        Action::DropDuplicate {
+            path: tp("outputs/a.yaml"),
+            source: 1,
+            size: 0,
+            sha256: hex('b'),
+        },
+        Action::Upload {
+            path: tp("data/a/2/raw"),
+            size: 5,
+            sha256: hex('c'),
+            remote: RemoteExpect::Absent,
+        },
+        Action::Upload {
+            path: tp("data/a/1/raw"),
+            size: 5,
+            sha256: hex('c'),
+            remote: RemoteExpect::Version {
+                version: "\"9b2cf535f27731c974343645a3985328\"".into(),
+            },
+        },
+        Action::Download {
+            path: tp("audit/2026-11.log"),
+            size: 7,
+            version: "1732938481000000".into(),
+            sha256: Some(hex('d')),
+            local: None,
+        },
+        Action::Download {
+            path: tp("audit/2026-12.log"),
+            size: 7,
+            version: "2".into(),
+            sha256: None,
+            local: Some(hex('e')),
+        },
+        Action::DeleteLocal {
+            path: tp("workflow-runs/w/run-1.yaml"),
+            sha256: hex('f'),
+        },
+        Action::DeleteRemote {
+            path: tp("workflow-runs/w/run-2.yaml"),
+            version: "3".into(),
+        },
+        Action::RenameLocal {
+            path: tp("files/report.txt"),
+            to: tp("files/report.conflict-cache.txt"),
+            sha256: hex('0'),
+        },
+        Action::RecordBase {
+            add: vec![BaseRecord {
+                path: tp("data/b/1/raw"),
+                sha256: hex('1'),
+                size: 3,
+                version: "4".into(),
+            }],
+            drop: vec![tp("data/c/1/raw")],
+        },
+        Action::Fetch {
+            path: tp("data/d/1/raw"),
+            source: 0,
+            size: 3,
+            version: "7".into(),
+            sha256: Some(hex('2')),
+        },
+        Action::CopyRemote {
+            path: tp("data/e/1/raw"),
+            source: 0,
+            size: 3,
+            version: "etag-e".into(),
+            sha256: hex('3'),
+            in_cache: true,
+        },
+        Action::DeleteSourceRemote {
+            source: 0,
+            objects: vec![swamp::plan::RemoteObjectRef {
+                key: "swamp/data/e/1/raw".into(),
+                version: "etag-e".into(),
+            }],
+        },
+        Action::InvalidateCatalog,
+        Action::FinishMigration,
+        Action::RemoveTemp {
+            path: tp("data/a/1/.swamp-tmp-x1"),
+            source: None,
+            size: 7,
+        },
+        Action::RemoveTemp {
+            path: tp("data/a/1/.swamp-tmp-x2"),
+            source: Some(0),
+            size: 0,
+        },
+        Action::MirrorConfig {
+            path: tp("config/models/a.yaml"),
+            size: 3,
+            sha256: hex('6'),
+            local: None,
+        },
+        Action::MirrorConfig {
+            path: tp("config/models/a.yaml"),
+            size: 3,
+            sha256: hex('6'),
+            local: Some(hex('7')),
+        },
+        Action::PublishSentinel {
+            path: tp("config/managed-config-migrated.json"),
+            sources: vec!["models".into(), "vaults".into()],
+            objects: [(tp("config/models/a.yaml"), hex('6'))]
+                .into_iter()
+                .collect(),
+        },
+    ]
+}
+
+pub fn every_conflict() -> Vec<swamp::plan::Conflict> {
+    use swamp::plan::Conflict;
+    use swamp::plan::action::Side;
+    use swamp::state::ObstacleKind;
+    vec![
+        Conflict::DifferentAtTarget {
+            path: tp("data/a/1/raw"),
+            source: 0,
+            source_sha256: hex('a'),
+            target_sha256: hex('b'),
+            diff: Some("--- target\n+++ source\n@@ -1 +1 @@\n-a\n+b\n".into()),
+        },
+        Conflict::DifferentAtTarget {
+            path: tp("data/a/1/raw"),
+            source: 0,
+            source_sha256: hex('a'),
+            target_sha256: hex('b'),
+            diff: None,
+        },
+        Conflict::Obstacle {
+            obstacle: "data".into(),
+            what: ObstacleKind::NotADirectory,
+            blocked_files: 3,
+            example: tp("data/a/1/raw"),
+        },
+        Conflict::Obstacle {
+            obstacle: "".into(),
+            what: ObstacleKind::Symlink,
+            blocked_files: 1,
+            example: tp("outputs/x"),
+        },
+        Conflict::BothChanged {
+            path: tp("data/a/1/raw"),
+            local_sha256: hex('a'),
+            remote_version: "\"etag\"".into(),
+            remote_sha256: Some(hex('b')),
+            base_sha256: Some(hex('c')),
+        },
+        Conflict::BothChanged {
+            path: tp("data/a/1/raw"),
+            local_sha256: hex('a'),
+            remote_version: "7".into(),
+            remote_sha256: None,
+            base_sha256: None,
+        },
+        Conflict::DeletedAndChanged {
+            path: tp("data/a/1/raw"),
+            deleted_in: Side::Cache,
+            changed_sha256: Some(hex('d')),
+        },
+        Conflict::DeletedAndChanged {
+            path: tp("data/a/1/raw"),
+            deleted_in: Side::Remote,
+            changed_sha256: None,
+        },
+        Conflict::SourceDiverged {
+            path: tp("outputs/x"),
+            source: 0,
+            cache_sha256: hex('4'),
+            remote_sha256: Some(hex('5')),
+        },
+        Conflict::DeleteGuard {
+            guard: "max_delete_percent".into(),
+            message: "the plan deletes 80% of the remote (limit 50%)".into(),
+        },
+        Conflict::Unsupported {
+            path: "data/link".into(),
+            source: 0,
+            what: ObstacleKind::SpecialFile,
+        },
+        Conflict::NotAFile {
+            at: "data/m/x/2/raw".into(),
+            what: ObstacleKind::Symlink,
+            link: Some("../../../../../elsewhere".into()),
+            files: 1,
+            example: tp("data/m/x/2/raw"),
+        },
+        Conflict::NotAFile {
+            at: String::new(),
+            what: ObstacleKind::NotADirectory,
+            link: None,
+            files: 3,
+            example: tp("outputs/x"),
+        },
+        Conflict::ReservedPath {
+            key: "swamp/alpha/data/_catalog.db".into(),
+        },
+        Conflict::ConfigAlreadyMigrated {
+            path: tp("config/managed-config-migrated.json"),
+            remote_body: "{\"migratedAt\": \"2026-11-30T07:00:00Z\"}".into(),
+            local_body: "{\"sources\": []}".into(),
+        },
+    ]
+}

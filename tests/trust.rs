@@ -1,0 +1,256 @@
+//! Trust the plan (issue 8), on a directory object store, SeaweedFS (S3)
+//! and fake-gcs-server (GCS): nothing in the cache tree, the bucket or a
+//! saved plan can trick a sync into deleting or uploading what the plan
+//! did not name.
+
+mod support;
+
+use std::path::Path;
+use std::time::{Duration, SystemTime};
+
+use support::bucket::{Backend, Bucket, Repo};
+use support::tree as files;
+
+/// A namespaced repo with three versions of `m/x`, synced.
+fn synced_repo(bucket: &Bucket) -> Repo {
+    let a = Repo::init(bucket, Some("alpha"));
+    for body in ["one\n", "two\n", "three\n"] {
+        a.put("m/x", body);
+    }
+    a.run(&["datastore", "sync", "-y"]).expect(0);
+    a
+}
+
+fn mkfifo(path: &Path) {
+    let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+    // SAFETY: mkfifo on a NUL-terminated path the test owns.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+}
+
+fn backdate(path: &Path) {
+    std::fs::File::options()
+        .write(true)
+        .open(path)
+        .unwrap()
+        .set_modified(SystemTime::now() - Duration::from_secs(3600))
+        .unwrap();
+}
+
+/// The original bug: a symlink, a FIFO or a directory put where a synced
+/// cache file was is planned as a delete, and the sync deletes the remote
+/// object. Now each is a conflict naming what it is, and the object stays.
+fn a_symlink_fifo_or_directory_replacing_a_synced_file_is_a_conflict_not_a_delete(
+    backend: Backend,
+) {
+    let bucket = Bucket::new(backend);
+    let a = synced_repo(&bucket);
+    let raw = a.cache().join("alpha/data/m/x/2/raw");
+    let key = "swamp/alpha/data/m/x/2/raw";
+    let versions = bucket.versions();
+    let replacements: [(&str, &dyn Fn(&Path)); 3] = [
+        ("symlink", &|p| {
+            std::os::unix::fs::symlink("../../../../../elsewhere", p).unwrap()
+        }),
+        ("special file", &|p| mkfifo(p)),
+        ("directory", &|p| {
+            std::fs::create_dir(p).unwrap();
+            std::fs::write(p.join("inner"), "inner\n").unwrap();
+        }),
+    ];
+    for (what, replace) in replacements {
+        std::fs::remove_file(&raw).unwrap();
+        replace(&raw);
+        let run = a.run(&["datastore", "sync", "-y"]);
+        run.expect(3);
+        let out = format!("{}{}", run.stdout, run.stderr);
+        assert!(
+            out.contains(&format!("in the cache this is a {what}")),
+            "{what}: names what it is: {out}"
+        );
+        assert!(!out.contains("delete-remote"), "{what}: {out}");
+        assert!(!out.contains("Converged"), "{what}: {out}");
+        assert_eq!(
+            bucket.versions(),
+            versions,
+            "{what}: the bucket is untouched"
+        );
+        let doc = a.json(&["--json", "plan"], 3);
+        assert_eq!(doc["conflicts"][0]["kind"], "not-a-file", "{what}: {doc}");
+        assert_eq!(doc["conflicts"][0]["at"], "data/m/x/2/raw", "{what}");
+        // Put the file back: converged, nothing transferred.
+        if std::fs::symlink_metadata(&raw).unwrap().is_dir() {
+            std::fs::remove_dir_all(&raw).unwrap();
+        } else {
+            std::fs::remove_file(&raw).unwrap();
+        }
+        std::fs::write(&raw, "two\n").unwrap();
+        a.run(&["plan", "--detailed-exitcode"]).expect(0);
+    }
+    assert_eq!(bucket.get(key).unwrap(), b"two\n");
+}
+
+/// A hand-edited saved plan that adds a key outside the repo's prefix and
+/// namespace to a delete is refused as stale before anything runs; and the
+/// store would refuse that key anyway.
+fn a_tampered_saved_plan_deletes_nothing_outside_its_namespace(backend: Backend) {
+    let bucket = Bucket::new(backend);
+    let a = Repo::init(&bucket, None);
+    a.put("m/x", "1\n");
+    a.run(&["datastore", "sync", "-y"]).expect(0);
+    bucket.put("other/precious.txt", b"precious\n");
+    bucket.put("swamp/beta/data/m/x/1/raw", b"beta's\n");
+    a.run(&["datastore", "namespace", "set", "alpha"]).expect(0);
+    a.run(&["plan", "-o", "p.json"]).expect(0);
+    let before = bucket.contents();
+
+    let path = a.root.join("p.json");
+    let mut doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let versions = bucket.versions();
+    let delete = doc["actions"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .find(|a| a["kind"] == "delete-source-remote")
+        .expect("the plan drains the solo keys");
+    for key in ["other/precious.txt", "swamp/beta/data/m/x/1/raw"] {
+        delete["objects"]
+            .as_array_mut()
+            .unwrap()
+            .push(serde_json::json!({"key": key, "version": versions[key]}));
+    }
+    let plan: swamp::plan::Plan = serde_json::from_value(doc.clone()).unwrap();
+    doc["summary"] = serde_json::to_value(plan.summary()).unwrap();
+    std::fs::write(&path, serde_json::to_string_pretty(&doc).unwrap()).unwrap();
+
+    let run = a.run(&["apply", "p.json", "-y"]);
+    run.expect(1);
+    assert!(run.stderr.contains("stale"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("delete-source-remote"),
+        "names the difference: {}",
+        run.stderr
+    );
+    assert_eq!(bucket.contents(), before, "nothing touched");
+    // The honest plan still applies, and the foreign keys survive it.
+    a.run(&["apply", "-y"]).expect(0);
+    let after = bucket.contents();
+    assert_eq!(after["other/precious.txt"], b"precious\n");
+    assert_eq!(after["swamp/beta/data/m/x/1/raw"], b"beta's\n");
+    assert_eq!(after["swamp/alpha/data/m/x/1/raw"], b"1\n");
+}
+
+/// A `data put` killed between creating its temp file and renaming it
+/// leaves `.swamp-tmp-…` in the cache: the next sync never uploads it, and
+/// once it is older than the lock's TTL a planned remove-temp clears it.
+fn an_orphaned_temp_file_after_a_kill_is_never_uploaded_and_then_removed(backend: Backend) {
+    let bucket = Bucket::new(backend);
+    let a = synced_repo(&bucket);
+    let mut child = a.spawn_piped(&["data", "put", "m/y"]);
+    let stdin = child.stdin.take();
+    let version_dir = a.cache().join("alpha/data/m/y/1");
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let temp = loop {
+        let found = std::fs::read_dir(&version_dir).ok().and_then(|mut d| {
+            d.find_map(|e| {
+                let e = e.ok()?;
+                e.file_name()
+                    .to_str()?
+                    .starts_with(".swamp-tmp-")
+                    .then(|| e.path())
+            })
+        });
+        if let Some(t) = found {
+            break t;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no temp file appeared"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    child.kill().unwrap(); // SIGKILL: no destructor runs
+    child.wait().unwrap();
+    drop(stdin);
+    assert!(temp.exists(), "the kill left the temp file");
+
+    // Fresh: left alone, never uploaded.
+    let run = a.run(&["datastore", "sync", "-y"]);
+    run.expect(0);
+    assert!(
+        temp.exists(),
+        "a fresh temp file is someone's write in progress"
+    );
+    assert!(
+        bucket.contents().keys().all(|k| !k.contains(".swamp-tmp-")),
+        "{:?}",
+        bucket.contents().keys()
+    );
+    // Stale: a planned remove-temp, then converged.
+    backdate(&temp);
+    let plan = a.run(&["plan"]);
+    assert!(plan.stdout.contains("remove-temp"), "{}", plan.stdout);
+    a.run(&["datastore", "sync", "-y"]).expect(0);
+    assert!(!temp.exists());
+    assert!(!version_dir.exists(), "its emptied directory is pruned");
+    a.run(&["plan", "--detailed-exitcode"]).expect(0);
+    assert!(bucket.contents().keys().all(|k| !k.contains(".swamp-tmp-")));
+}
+
+/// Files named like the catalog anywhere but at the catalog's own path are
+/// data and round-trip; an object at the catalog's path is a conflict,
+/// never downloaded, never deleted.
+fn catalog_named_files_round_trip_and_the_catalog_path_is_reserved(backend: Backend) {
+    let bucket = Bucket::new(backend);
+    let a = Repo::init(&bucket, Some("alpha"));
+    a.write_cache("alpha/data/m/_catalog.db", "data, named like a catalog\n");
+    a.write_cache("alpha/outputs/_catalog.db-wal", "more data\n");
+    a.run(&["datastore", "sync", "-y"]).expect(0);
+    let keys: Vec<String> = bucket.contents().into_keys().collect();
+    assert!(
+        keys.contains(&"swamp/alpha/data/m/_catalog.db".to_string()),
+        "{keys:?}"
+    );
+    assert!(
+        keys.contains(&"swamp/alpha/outputs/_catalog.db-wal".to_string()),
+        "{keys:?}"
+    );
+
+    let b = a.clone_elsewhere();
+    b.run(&["datastore", "sync", "-y"]).expect(0);
+    assert_eq!(
+        files(&b.cache())["alpha/data/m/_catalog.db"],
+        b"data, named like a catalog\n"
+    );
+    b.run(&["plan", "--detailed-exitcode"]).expect(0);
+    let versions = bucket.versions();
+    b.run(&["datastore", "sync", "-y"]).expect(0);
+    assert_eq!(bucket.versions(), versions, "a no-op sync deletes nothing");
+
+    bucket.put("swamp/alpha/data/_catalog.db", b"not a catalog\n");
+    let run = b.run(&["datastore", "sync", "-y"]);
+    run.expect(3);
+    assert!(
+        run.stdout.contains(
+            "swamp/alpha/data/_catalog.db: the remote holds an object at the catalog's path"
+        ),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        !b.cache().join("alpha/data/_catalog.db").exists(),
+        "never downloaded"
+    );
+    assert_eq!(
+        bucket.get("swamp/alpha/data/_catalog.db").unwrap(),
+        b"not a catalog\n",
+        "never deleted"
+    );
+}
+
+on_every_backend!(
+    a_symlink_fifo_or_directory_replacing_a_synced_file_is_a_conflict_not_a_delete,
+    a_tampered_saved_plan_deletes_nothing_outside_its_namespace,
+    an_orphaned_temp_file_after_a_kill_is_never_uploaded_and_then_removed,
+    catalog_named_files_round_trip_and_the_catalog_path_is_reserved,
+);
