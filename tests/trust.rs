@@ -36,6 +36,9 @@ fn backdate(path: &Path) {
         .unwrap();
 }
 
+/// Puts something in place of a cache file.
+type Replace<'a> = &'a dyn Fn(&Path);
+
 /// The original bug: a symlink, a FIFO or a directory put where a synced
 /// cache file was is planned as a delete, and the sync deletes the remote
 /// object. Now each is a conflict naming what it is, and the object stays.
@@ -47,7 +50,7 @@ fn a_symlink_fifo_or_directory_replacing_a_synced_file_is_a_conflict_not_a_delet
     let raw = a.cache().join("alpha/data/m/x/2/raw");
     let key = "swamp/alpha/data/m/x/2/raw";
     let versions = bucket.versions();
-    let replacements: [(&str, &dyn Fn(&Path)); 3] = [
+    let replacements: [(&str, Replace); 3] = [
         ("symlink", &|p| {
             std::os::unix::fs::symlink("../../../../../elsewhere", p).unwrap()
         }),
