@@ -9,6 +9,7 @@
 pub mod apply;
 pub mod catalog;
 pub mod cli;
+pub mod clock;
 pub mod config;
 pub mod data;
 pub mod doctor;

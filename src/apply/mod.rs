@@ -22,11 +22,11 @@ use std::path::Path;
 
 use crate::catalog::Catalog;
 use crate::config::Config;
-use crate::engine::RemoteTarget;
 use crate::layout::Layout;
 use crate::plan::{Action, Plan};
 use crate::state::observed::first_datastore_file;
 use crate::state::{HashCache, SyncBase};
+use crate::store::RemoteTarget;
 
 pub use moves::MoveError;
 
@@ -104,8 +104,7 @@ pub fn apply(
     let mut cache = HashCache::load(&layout.hash_cache_path());
     let mut report = ApplyReport::default();
     let total = plan.actions.len();
-    let rt = (remote.is_some() || sources.iter().any(Option::is_some))
-        .then(crate::engine::sync::runtime);
+    let rt = (remote.is_some() || sources.iter().any(Option::is_some)).then(crate::store::runtime);
     let mut base = match remote {
         Some(r) => {
             let base_path = layout.sync_base_path(&r.placement);

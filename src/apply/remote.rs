@@ -7,11 +7,11 @@ use std::path::{Path, PathBuf};
 
 use futures_util::StreamExt;
 
-use crate::engine::RemoteTarget;
 use crate::fsutil;
 use crate::layout::TierPath;
 use crate::plan::{Action, RemoteExpect};
 use crate::state::{BaseEntry, HashCache, SyncBase};
+use crate::store::RemoteTarget;
 use crate::store::{Precondition, StoreError};
 
 #[derive(Debug, thiserror::Error)]
@@ -376,11 +376,10 @@ pub fn mirror_config(
         path: path.clone(),
         source,
     };
-    let from =
-        crate::engine::managed::repo_file(repo, path).ok_or_else(|| SyncActionError::Io {
-            path: path.clone(),
-            source: std::io::Error::other("not a managed-config path"),
-        })?;
+    let from = crate::state::managed::repo_file(repo, path).ok_or_else(|| SyncActionError::Io {
+        path: path.clone(),
+        source: std::io::Error::other("not a managed-config path"),
+    })?;
     let dest = check_no_symlink(root, path)?;
     if local_sha(&dest, path, None)?.as_deref() != local {
         return Err(match local {
@@ -421,7 +420,7 @@ pub async fn publish_sentinel(
     sources: &[String],
     objects: &std::collections::BTreeMap<TierPath, String>,
 ) -> Result<BaseChange, SyncActionError> {
-    use crate::engine::managed::Sentinel;
+    use crate::state::managed::Sentinel;
     // Where it lands in the cache, checked before anything is published:
     // like every download, never through a symlink out of the cache.
     let dest = check_no_symlink(cache_root, path)?;
@@ -450,7 +449,7 @@ pub async fn publish_sentinel(
         }
     }
     let sentinel = Sentinel {
-        migrated_at: crate::engine::sync::now_rfc3339(),
+        migrated_at: crate::clock::now_rfc3339(),
         sources: sources.to_vec(),
         objects: objects.clone(),
     };
@@ -530,7 +529,7 @@ mod tests {
 
     use super::*;
     use crate::config::{DatastoreConfig, Placement};
-    use crate::engine::managed::Sentinel;
+    use crate::state::managed::Sentinel;
 
     fn tp(s: &str) -> TierPath {
         TierPath::parse(s).unwrap()
@@ -564,7 +563,7 @@ mod tests {
     ) -> Result<(), SyncActionError> {
         let rt = tokio::runtime::Runtime::new().unwrap();
         let cache = tempfile::tempdir().unwrap();
-        let path = crate::engine::managed::sentinel_path();
+        let path = crate::state::managed::sentinel_path();
         let change = rt.block_on(publish_sentinel(
             t,
             cache.path(),
@@ -587,7 +586,7 @@ mod tests {
 
     fn sentinel_in(t: &RemoteTarget) -> Option<Vec<u8>> {
         let rt = tokio::runtime::Runtime::new().unwrap();
-        let key = t.key(&crate::engine::managed::sentinel_path());
+        let key = t.key(&crate::state::managed::sentinel_path());
         rt.block_on(t.store.get_bytes(&key)).ok().map(|(_, b)| b)
     }
 
@@ -630,7 +629,7 @@ mod tests {
         let Err(err) = rt.block_on(publish_sentinel(
             &t,
             cache.path(),
-            &crate::engine::managed::sentinel_path(),
+            &crate::state::managed::sentinel_path(),
             &["models".to_string()],
             &objects,
         )) else {

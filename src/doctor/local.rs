@@ -81,7 +81,7 @@ pub fn stray_plan(config: &Config, layout: &Layout) -> Result<Option<Planned>, D
     // Nothing is recorded in .swamp.toml, so there is no record to clear.
     plan.actions
         .retain(|a| !matches!(a, Action::FinishMigration));
-    attach_diffs(&mut plan);
+    attach_diffs(&mut plan, &observed.texts);
     Ok(Some(Planned {
         desired,
         observed,

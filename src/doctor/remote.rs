@@ -10,11 +10,12 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 
 use crate::config::{Config, DatastoreConfig};
-use crate::engine::sync::{NamespaceManifest, RemoteTarget, register_namespace, runtime};
+use crate::engine::sync::{NamespaceManifest, register_namespace};
 use crate::engine::{self, SyncOptions};
 use crate::layout::{Layout, MANAGED_CONFIG_SENTINEL, Tier, TierPath};
 use crate::state::Scope;
 use crate::store::{Precondition, Store, StoreError};
+use crate::store::{RemoteTarget, runtime};
 
 use super::{Check, Context, DoctorError, Finding, Fix, Step, could_not};
 

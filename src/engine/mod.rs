@@ -1,23 +1,25 @@
-//! The reconcile loop every command shares: desired state from the
-//! configuration and the command's scope, observed state from the disk, a
-//! pure diff into a plan; then apply, observe again, and confirm the new
-//! plan is empty (converged). [`sync`] adds the remote side.
+//! The reconcile loop every command shares, and nothing else: desired
+//! state from the configuration and the command's scope, one observation
+//! ([`state::observe()`]), the pure [`compose`] into a plan; then apply,
+//! observe again, compose again, and confirm the new plan is empty
+//! (converged). A saved plan is re-derived the same way ([`rederive`]).
 
-pub mod managed;
 pub mod sync;
 
-pub use sync::{RemoteTarget, SyncOptions};
+pub use crate::store::RemoteTarget;
+pub use sync::SyncOptions;
 
 use std::path::Path;
 
 use crate::apply::{self, ApplyError, ApplyReport, Progress};
 use crate::config::{Config, ConfigError};
 use crate::layout::{Layout, LayoutError};
+use crate::plan::compose::{self, compose};
 use crate::plan::fingerprint::explain_changes;
-use crate::plan::textdiff::attach_diffs;
-use crate::plan::{Fingerprint, Plan, SavedPlan, diff};
+use crate::plan::{Fingerprint, Plan, SavedPlan};
+use crate::state::managed::{self, config_only, sentinel_path};
 use crate::state::observed::ObserveError;
-use crate::state::{Desired, HashCache, Observed, Scope};
+use crate::state::{self, Desired, ObserveOptions, Observed, Scope};
 
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
@@ -111,16 +113,10 @@ fn check_supported(config: &Config, scope: Scope) -> Result<(), EngineError> {
     }
 }
 
-/// Observes what `desired` names, with the persistent hash cache.
+/// Observes what `desired` names locally (no remote, no mirror), with the
+/// persistent hash cache.
 pub fn observe(layout: &Layout, desired: &Desired) -> Result<Observed, EngineError> {
-    let mut cache = HashCache::load(&layout.hash_cache_path());
-    let placements: Vec<_> = std::iter::once(&desired.target)
-        .chain(&desired.sources)
-        .collect();
-    let observed = Observed::observe(layout, &placements, &mut cache)?;
-    // Derived state: a cache that cannot be saved only costs time next run.
-    let _ = cache.save();
-    Ok(observed)
+    Ok(state::observe_local(layout, desired)?)
 }
 
 /// Builds the plan for `config` and `scope`.
@@ -128,7 +124,16 @@ pub fn plan(layout: &Layout, config: &Config, scope: Scope) -> Result<Planned, E
     plan_with(layout, config, scope, SyncOptions::default())
 }
 
-/// Builds the plan, with sync options for a remote datastore.
+/// How `options` and the configuration settle a plan's conflicts and guards.
+fn compose_options(config: &Config, options: SyncOptions) -> compose::Options {
+    compose::Options {
+        policy: options.conflict.unwrap_or(config.sync.conflict),
+        force: options.force,
+        max_delete_percent: config.sync.max_delete_percent,
+    }
+}
+
+/// Builds the plan: one observation, then the pure composition.
 pub fn plan_with(
     layout: &Layout,
     config: &Config,
@@ -137,25 +142,16 @@ pub fn plan_with(
 ) -> Result<Planned, EngineError> {
     check_supported(config, scope)?;
     let desired = Desired::from_config(config, scope);
-    let mut observed = observe(layout, &desired)?;
-    let mut plan = diff(&desired, &observed);
-    let mirror = managed_mirror(layout, config, scope)?;
-    if let Some(mirror) = mirror.as_ref().filter(|_| scope == Scope::Config) {
-        let cache = managed::config_only(&observed.placements[0].files);
-        plan.actions.extend(managed::mirror_actions(mirror, &cache));
-    }
-    if config.datastore.is_remote() || desired.sources.iter().any(|s| s.datastore.is_remote()) {
-        sync::add_remote(
-            layout,
-            config,
-            scope,
-            options,
-            mirror.as_ref(),
-            &mut observed,
-            &mut plan,
-        )?;
-    }
-    attach_diffs(&mut plan);
+    let options = compose_options(config, options);
+    let observed = state::observe(
+        layout,
+        config,
+        &desired,
+        ObserveOptions {
+            modified: options.policy == crate::config::ConflictPolicy::Newer,
+        },
+    )?;
+    let plan = compose(&desired, &observed, &options);
     Ok(Planned {
         desired,
         observed,
@@ -163,30 +159,14 @@ pub fn plan_with(
     })
 }
 
-/// What the managed-config mirror should hold, for the scopes that act on
-/// it: always for `config`; for the other pushing scopes of a remote
-/// datastore with `[config] managed = true` (to publish a missing sentinel),
-/// where an unreadable definition directory just means "not now".
+/// What the managed-config mirror should hold for `scope` (see
+/// [`state::observe::mirror`]).
 pub fn managed_mirror(
     layout: &Layout,
     config: &Config,
     scope: Scope,
 ) -> Result<Option<managed::Mirror>, EngineError> {
-    let mut mirror = match scope {
-        Scope::Config => managed::Mirror::read(layout.repo())?,
-        Scope::All | Scope::Sync | Scope::Push
-            if config.config.managed && config.datastore.is_remote() =>
-        {
-            match managed::Mirror::read(layout.repo()) {
-                Ok(m) => m,
-                Err(_) => return Ok(None),
-            }
-        }
-        _ => return Ok(None),
-    };
-    // Excluded paths stay repo-local, so the sentinel cannot vouch for them.
-    mirror.files.retain(|p, _| !layout.is_excluded(p));
-    Ok(Some(mirror))
+    Ok(state::observe::mirror(layout, config, scope)?)
 }
 
 /// `datastore config migrate` with the remote out of reach: the mirror
@@ -204,18 +184,18 @@ pub fn mirror_offline(
     let desired = Desired::from_config(config, Scope::Config);
     let observed = observe(layout, &desired)?;
     let cache = &observed.placements[0].files;
-    if cache.contains_key(&managed::sentinel_path()) {
+    if cache.contains_key(&sentinel_path()) {
         return Ok(None);
     }
     let mirror = managed_mirror(layout, config, Scope::Config)?.unwrap_or_default();
-    let actions = managed::mirror_actions(&mirror, &managed::config_only(cache));
+    let actions = crate::plan::managed::mirror_actions(&mirror, &config_only(cache));
     if actions
         .iter()
         .any(|a| matches!(a, crate::plan::Action::MirrorConfig { local: Some(_), .. }))
     {
         return Ok(None);
     }
-    let mut plan = diff(&desired, &observed);
+    let mut plan = crate::plan::diff(&desired, &observed);
     plan.actions = actions;
     plan.conflicts.clear();
     let report = apply::apply(

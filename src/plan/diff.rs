@@ -235,8 +235,8 @@ mod tests {
     fn converged_state_has_an_empty_plan() {
         let d = desired(ns("h"), vec![]);
         let o = Observed {
-            remote: None,
             placements: vec![state(ns("h"), &[("data/a/1/raw", "aa")])],
+            ..Observed::default()
         };
         assert!(diff(&d, &o).is_empty());
     }
@@ -245,11 +245,11 @@ mod tests {
     fn moves_every_source_file_then_invalidates_catalog_then_finishes() {
         let d = desired(ns("h"), vec![solo()]);
         let o = Observed {
-            remote: None,
             placements: vec![
                 state(ns("h"), &[]),
                 state(solo(), &[("data/a/1/raw", "aa"), ("outputs/x.yaml", "bb")]),
             ],
+            ..Observed::default()
         };
         let plan = diff(&d, &o);
         assert_eq!(
@@ -268,11 +268,11 @@ mod tests {
     fn identical_file_at_target_is_dropped_not_conflicting() {
         let d = desired(ns("h"), vec![solo()]);
         let o = Observed {
-            remote: None,
             placements: vec![
                 state(ns("h"), &[("outputs/x", "same")]),
                 state(solo(), &[("outputs/x", "same")]),
             ],
+            ..Observed::default()
         };
         let plan = diff(&d, &o);
         assert_eq!(
@@ -288,11 +288,11 @@ mod tests {
     fn different_file_at_target_is_a_conflict_and_blocks_finishing() {
         let d = desired(ns("h"), vec![solo()]);
         let o = Observed {
-            remote: None,
             placements: vec![
                 state(ns("h"), &[("outputs/x", "theirs")]),
                 state(solo(), &[("outputs/x", "ours"), ("outputs/y", "y")]),
             ],
+            ..Observed::default()
         };
         let plan = diff(&d, &o);
         assert_eq!(plan.conflicts.len(), 1);
@@ -318,7 +318,6 @@ mod tests {
             .obstacles
             .push(Obstacle::new("outputs", ObstacleKind::NotADirectory));
         let o = Observed {
-            remote: None,
             placements: vec![
                 target,
                 state(
@@ -330,6 +329,7 @@ mod tests {
                     ],
                 ),
             ],
+            ..Observed::default()
         };
         let plan = diff(&d, &o);
         assert_eq!(
@@ -349,11 +349,11 @@ mod tests {
     fn file_at_target_where_a_directory_must_go_is_an_obstacle() {
         let d = desired(ns("h"), vec![solo()]);
         let o = Observed {
-            remote: None,
             placements: vec![
                 state(ns("h"), &[("outputs/a", "f")]),
                 state(solo(), &[("outputs/a/b", "1")]),
             ],
+            ..Observed::default()
         };
         let plan = diff(&d, &o);
         assert!(matches!(
@@ -366,11 +366,11 @@ mod tests {
     fn directory_at_target_where_a_file_must_go_is_an_obstacle() {
         let d = desired(ns("h"), vec![solo()]);
         let o = Observed {
-            remote: None,
             placements: vec![
                 state(ns("h"), &[("outputs/a/b", "f")]),
                 state(solo(), &[("outputs/a", "1")]),
             ],
+            ..Observed::default()
         };
         let plan = diff(&d, &o);
         assert!(matches!(
@@ -386,12 +386,12 @@ mod tests {
     fn two_sources_with_the_same_file_move_once_and_drop_once() {
         let d = desired(solo(), vec![ns("a"), ns("b")]);
         let o = Observed {
-            remote: None,
             placements: vec![
                 state(solo(), &[]),
                 state(ns("a"), &[("outputs/x", "same")]),
                 state(ns("b"), &[("outputs/x", "same")]),
             ],
+            ..Observed::default()
         };
         let plan = diff(&d, &o);
         assert_eq!(
@@ -408,8 +408,8 @@ mod tests {
     fn recorded_migration_with_nothing_left_only_finishes() {
         let d = desired(ns("h"), vec![solo()]);
         let o = Observed {
-            remote: None,
             placements: vec![state(ns("h"), &[("outputs/x", "1")]), state(solo(), &[])],
+            ..Observed::default()
         };
         assert_eq!(kinds(&diff(&d, &o)), [("finish-migration", None)]);
     }
@@ -427,11 +427,11 @@ mod tests {
             .push(Obstacle::new("data/b", ObstacleKind::Directory));
         target.obstacles.sort_by(|a, b| a.path.cmp(&b.path));
         let o = Observed {
-            remote: None,
             placements: vec![
                 target,
                 state(solo(), &[("data/a/1/raw", "1"), ("data/b/1/raw", "2")]),
             ],
+            ..Observed::default()
         };
         let plan = diff(&d, &o);
         assert_eq!(
@@ -467,8 +467,8 @@ mod tests {
             .obstacles
             .push(Obstacle::new("outputs/empty", ObstacleKind::Directory));
         let o = Observed {
-            remote: None,
             placements: vec![target, source],
+            ..Observed::default()
         };
         let plan = diff(&d, &o);
         assert!(!plan.has_conflicts(), "{:?}", plan.conflicts);
@@ -499,8 +499,8 @@ mod tests {
             .obstacles
             .push(Obstacle::new("outputs/link", ObstacleKind::Symlink));
         let o = Observed {
-            remote: None,
             placements: vec![state(ns("h"), &[]), source],
+            ..Observed::default()
         };
         let plan = diff(&d, &o);
         assert_eq!(plan.conflicts.len(), 1);

@@ -263,7 +263,7 @@ mod tests {
                     )),
                 ),
             ],
-            remote: None,
+            ..Observed::default()
         };
         let d = drain(&observed, None);
         assert!(d.conflicts.is_empty());
@@ -302,7 +302,7 @@ mod tests {
                     )),
                 ),
             ],
-            remote: None,
+            ..Observed::default()
         };
         let target_remote = snapshot("swamp/h/", &[], true);
         let d = drain(&observed, Some(&target_remote));
@@ -330,7 +330,7 @@ mod tests {
                     Some(snapshot("swamp/", &[("outputs/x", "theirs")], false)),
                 ),
             ],
-            remote: None,
+            ..Observed::default()
         };
         let d = drain(&observed, None);
         assert_eq!(d.conflicts.len(), 1);

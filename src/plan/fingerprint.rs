@@ -63,6 +63,17 @@ pub fn explain_changes(then: &Observed, now: &Observed, limit: usize) -> Vec<Str
             out.push("the sync base changed (another sync ran)".to_string());
         }
     }
+    if then.mirror != now.mirror {
+        out.push("the repository's definitions (models/, workflows/, vaults/) changed".to_string());
+    }
+    if then.sentinel != now.sentinel {
+        out.push("the remote's managed-config sentinel changed".to_string());
+    }
+    if then.modified != now.modified {
+        out.push(
+            "cache files' modification times changed (--conflict newer uses them)".to_string(),
+        );
+    }
     if out.is_empty() {
         out.push("the datastore layout changed".to_string());
     }

@@ -4,10 +4,12 @@
 //! and machines ([`render`]), and saving/loading ([`file`]).
 
 pub mod action;
+pub mod compose;
 pub mod diff;
 pub mod drain;
 pub mod file;
 pub mod fingerprint;
+pub mod managed;
 pub mod render;
 pub mod sync_diff;
 pub mod textdiff;

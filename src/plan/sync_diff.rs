@@ -26,23 +26,7 @@ pub struct RemoteFile {
     pub modified: Option<i64>,
 }
 
-/// Which ways changes may flow.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Direction {
-    Both,
-    Push,
-    Pull,
-}
-
-impl Direction {
-    fn pushes(self) -> bool {
-        matches!(self, Direction::Both | Direction::Push)
-    }
-
-    fn pulls(self) -> bool {
-        matches!(self, Direction::Both | Direction::Pull)
-    }
-}
+pub use crate::state::Direction;
 
 #[derive(Clone, Copy)]
 pub struct SyncInput<'a> {

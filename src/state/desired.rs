@@ -37,6 +37,35 @@ impl Scope {
     pub fn includes_layout(self) -> bool {
         matches!(self, Scope::All | Scope::Layout)
     }
+
+    /// Which ways a sync in this scope moves changes (`None`: no sync).
+    pub fn direction(self) -> Option<Direction> {
+        match self {
+            Scope::All | Scope::Sync => Some(Direction::Both),
+            // `config` publishes the mirror: only ever pushes.
+            Scope::Push | Scope::Config => Some(Direction::Push),
+            Scope::Pull => Some(Direction::Pull),
+            Scope::Layout => None,
+        }
+    }
+}
+
+/// Which ways changes may flow in a sync.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    Both,
+    Push,
+    Pull,
+}
+
+impl Direction {
+    pub fn pushes(self) -> bool {
+        matches!(self, Direction::Both | Direction::Push)
+    }
+
+    pub fn pulls(self) -> bool {
+        matches!(self, Direction::Both | Direction::Pull)
+    }
 }
 
 impl fmt::Display for Scope {

@@ -1,14 +1,19 @@
-//! The two inputs of every diff: what should be ([`desired`]) and what is
-//! ([`observed`]), plus the persistent hash cache that keeps observing cheap.
+//! The two inputs of every plan: what should be ([`desired`]) and what is
+//! ([`observed`], read through the one function [`observe()`]), plus the
+//! persistent hash cache that keeps observing cheap. Nothing else that
+//! planning uses touches the disk or the network.
 
 pub mod base;
 pub mod desired;
 pub mod hash_cache;
+pub mod managed;
+pub mod observe;
 pub mod observed;
 pub mod remote;
 
 pub use base::{BaseEntry, SyncBase};
-pub use desired::{Desired, Scope};
+pub use desired::{Desired, Direction, Scope};
 pub use hash_cache::HashCache;
-pub use observed::{FileState, Observed, Obstacle, ObstacleKind, PlacementState};
+pub use observe::{ObserveOptions, observe, observe_local};
+pub use observed::{FileState, Observed, Obstacle, ObstacleKind, PlacementState, TextPair};
 pub use remote::{RemoteObject, RemoteSnapshot};

@@ -135,20 +135,53 @@ impl PlacementState {
     }
 }
 
-/// The snapshot: the target placement first, then each source.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// The observation a plan is composed from (see [`super::observe`]): the
+/// target placement first, then each source, and everything else planning
+/// reads. Its fingerprint is what makes a saved plan's origin checkable.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct Observed {
     pub placements: Vec<PlacementState>,
     /// The remote listing and sync base, when the target is remote and the
     /// scope syncs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub remote: Option<super::RemoteSnapshot>,
+    /// What the managed-config mirror should hold, for the scopes that act
+    /// on it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mirror: Option<super::managed::Mirror>,
+    /// The remote's managed-config sentinel, when the plan may publish one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sentinel: Option<super::managed::RemoteSentinel>,
+    /// Cache files' modification times (seconds), for `--conflict newer`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub modified: BTreeMap<TierPath, i64>,
+    /// Small text files held differently by a source and the target.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub texts: Vec<TextPair>,
+}
+
+/// Both sides of a file a source and the target hold with different
+/// content, for the diff the plan shows.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TextPair {
+    pub source: usize,
+    pub path: TierPath,
+    pub target: String,
+    pub source_text: String,
 }
 
 #[derive(Debug, thiserror::Error)]
 pub enum ObserveError {
     #[error("cannot read {}: {source}", .path.display())]
     Io { path: PathBuf, source: io::Error },
+    #[error(transparent)]
+    Store(#[from] crate::store::StoreError),
+    #[error(transparent)]
+    Remote(#[from] super::remote::RemoteError),
+    #[error(transparent)]
+    Base(#[from] super::base::BaseError),
+    #[error(transparent)]
+    Managed(#[from] super::managed::ManagedError),
 }
 
 fn io_err(path: &Path) -> impl FnOnce(io::Error) -> ObserveError + '_ {
@@ -171,7 +204,7 @@ impl Observed {
             .collect::<Result<_, _>>()?;
         Ok(Observed {
             placements,
-            remote: None,
+            ..Observed::default()
         })
     }
 

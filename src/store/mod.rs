@@ -25,6 +25,9 @@ pub mod gcs;
 pub mod retry;
 pub mod s3;
 pub mod scoped;
+pub mod target;
+
+pub use target::{RemoteTarget, runtime};
 
 use std::fmt;
 use std::path::{Path, PathBuf};

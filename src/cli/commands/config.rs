@@ -13,11 +13,11 @@ use crate::cli::locking::Locks;
 use crate::cli::output::interactive;
 use crate::cli::{CliError, Ctx, Outcome, Repo};
 use crate::config::Config;
-use crate::engine::managed::config_only;
 use crate::engine::sync::register_namespace;
 use crate::engine::{self, EngineError, SyncOptions};
 use crate::lock::LockError;
 use crate::state::Scope;
+use crate::state::managed::config_only;
 
 pub fn migrate(ctx: &Ctx, yes: bool) -> Result<Outcome, CliError> {
     let repo = ctx.open_repo()?;

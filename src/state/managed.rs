@@ -3,11 +3,12 @@
 //! the datastore tier `config/`, and the sentinel
 //! [`MANAGED_CONFIG_SENTINEL`] that says the remote holds them.
 //!
-//! Owns: what the mirror should hold (read from the repository), the
-//! sentinel's body, and the plan actions that produce both. The sentinel is
-//! judged from the remote only (never the cache), planned after every
-//! object it vouches for, and published by apply in a phase of its own,
-//! after each of those objects was verified in the remote.
+//! Owns: what the mirror should hold (read from the repository: part of
+//! the observation), the sentinel's body and what the remote's sentinel
+//! said. The plan actions that produce both are [`crate::plan::managed`]'s.
+//! The sentinel is judged from the remote only (never the cache), planned
+//! after every object it vouches for, and published by apply in a phase of
+//! its own, after each of those objects was verified in the remote.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -15,8 +16,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::layout::{MANAGED_CONFIG_SENTINEL, Tier, TierPath};
-use crate::plan::{Action, Conflict};
-use crate::state::{FileState, Scope};
+use crate::state::FileState;
 
 /// The repository directories a managed-config migration mirrors, in the
 /// order the sentinel lists them.
@@ -64,7 +64,7 @@ pub enum ManagedError {
 }
 
 /// What the `config/` tier should hold: each definition file by tier path.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Mirror {
     /// The definition directories that exist, in [`DEFINITION_DIRS`] order.
     pub sources: Vec<String>,
@@ -195,7 +195,8 @@ impl Sentinel {
 }
 
 /// What the remote's sentinel said when the plan was made.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "state", rename_all = "kebab-case")]
 pub enum RemoteSentinel {
     Absent,
     /// Present; its body as text (shown in conflicts) and parsed (`None`
@@ -217,84 +218,6 @@ pub fn config_only<V: Clone>(files: &BTreeMap<TierPath, V>) -> BTreeMap<TierPath
         .collect()
 }
 
-/// The local mirror copies a `config` plan starts with: every definition
-/// file whose cache copy is missing or different.
-pub fn mirror_actions(mirror: &Mirror, cache: &BTreeMap<TierPath, FileState>) -> Vec<Action> {
-    mirror
-        .files
-        .iter()
-        .filter(|(p, f)| cache.get(*p).map(|c| &c.sha256) != Some(&f.sha256))
-        .map(|(p, f)| Action::MirrorConfig {
-            path: p.clone(),
-            size: f.size,
-            sha256: f.sha256.clone(),
-            local: cache.get(p).map(|c| c.sha256.clone()),
-        })
-        .collect()
-}
-
-/// Decides the sentinel's part of a plan, once the rest is known.
-///
-/// `explicit`: the scope is `config` (`datastore config migrate`), where a
-/// remote sentinel vouching for other content is a conflict. For the other
-/// pushing scopes (with `[config] managed = true`), a missing sentinel is
-/// published once the cache holds exactly the mirror, and a different one
-/// is none of their business.
-pub fn sentinel_step(
-    scope: Scope,
-    mirror: &Mirror,
-    cache_after: &BTreeMap<TierPath, FileState>,
-    sentinel: &RemoteSentinel,
-) -> (Option<Action>, Option<Conflict>) {
-    let explicit = scope == Scope::Config;
-    if mirror.files.is_empty() {
-        return (None, None);
-    }
-    let objects = mirror.sentinel("").objects;
-    match sentinel {
-        RemoteSentinel::Present { body, parsed } => {
-            let same = parsed
-                .as_ref()
-                .is_some_and(|s| s.vouches_same(&mirror.sources, &objects));
-            if same || !explicit {
-                return (None, None);
-            }
-            let ours = serde_json::to_string_pretty(&serde_json::json!({
-                "sources": mirror.sources,
-                "objects": objects,
-            }))
-            .expect("serialises");
-            (
-                None,
-                Some(Conflict::ConfigAlreadyMigrated {
-                    path: sentinel_path(),
-                    remote_body: body.trim_end().to_string(),
-                    local_body: ours,
-                }),
-            )
-        }
-        RemoteSentinel::Absent => {
-            // The cache must hold exactly what the sentinel will vouch for;
-            // apply verifies the remote copies before publishing.
-            let cache_matches = mirror
-                .files
-                .iter()
-                .all(|(p, f)| cache_after.get(p).map(|c| &c.sha256) == Some(&f.sha256));
-            if !explicit && !cache_matches {
-                return (None, None);
-            }
-            (
-                Some(Action::PublishSentinel {
-                    path: sentinel_path(),
-                    sources: mirror.sources.clone(),
-                    objects,
-                }),
-                None,
-            )
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -310,128 +233,6 @@ mod tests {
         assert_eq!(repo_file(repo, &p("config/other/x")), None);
         assert_eq!(repo_file(repo, &p("config/models")), None);
         assert_eq!(repo_file(repo, &p("data/models/x")), None);
-    }
-
-    fn mirror() -> Mirror {
-        let mut files = BTreeMap::new();
-        files.insert(
-            TierPath::parse("config/models/a.yaml").unwrap(),
-            FileState {
-                size: 1,
-                sha256: "aa".into(),
-            },
-        );
-        Mirror {
-            sources: vec!["models".into()],
-            files,
-        }
-    }
-
-    fn present(s: &Sentinel) -> RemoteSentinel {
-        RemoteSentinel::Present {
-            body: String::from_utf8(s.to_bytes()).unwrap(),
-            parsed: Some(s.clone()),
-        }
-    }
-
-    fn kinds(
-        step: (Option<Action>, Option<Conflict>),
-    ) -> (Option<&'static str>, Option<&'static str>) {
-        (step.0.map(|a| a.kind()), step.1.map(|c| c.kind()))
-    }
-
-    #[test]
-    fn migrate_publishes_only_when_the_remote_has_no_sentinel() {
-        let m = mirror();
-        let empty = BTreeMap::new();
-        assert_eq!(
-            kinds(sentinel_step(
-                Scope::Config,
-                &m,
-                &empty,
-                &RemoteSentinel::Absent
-            )),
-            (Some("publish-sentinel"), None)
-        );
-        // The same content, published at another time: already migrated.
-        let same = m.sentinel("2020-01-01T00:00:00Z");
-        assert_eq!(
-            kinds(sentinel_step(Scope::Config, &m, &empty, &present(&same))),
-            (None, None)
-        );
-    }
-
-    #[test]
-    fn another_repos_sentinel_is_a_conflict_for_migrate_only() {
-        let m = mirror();
-        let mut theirs = m.sentinel("2020-01-01T00:00:00Z");
-        theirs.objects.insert(
-            TierPath::parse("config/models/b.yaml").unwrap(),
-            "bb".into(),
-        );
-        let step = sentinel_step(Scope::Config, &m, &m.files, &present(&theirs));
-        let Some(Conflict::ConfigAlreadyMigrated {
-            remote_body,
-            local_body,
-            ..
-        }) = &step.1
-        else {
-            panic!("{step:?}")
-        };
-        assert!(
-            remote_body.contains("config/models/b.yaml"),
-            "{remote_body}"
-        );
-        assert!(!local_body.contains("config/models/b.yaml"), "{local_body}");
-        assert!(step.0.is_none());
-        // A plain sync leaves it alone.
-        assert_eq!(
-            kinds(sentinel_step(Scope::Sync, &m, &m.files, &present(&theirs))),
-            (None, None)
-        );
-        // Unreadable: a conflict too, never overwritten.
-        let junk = RemoteSentinel::Present {
-            body: "not json".into(),
-            parsed: None,
-        };
-        assert_eq!(
-            kinds(sentinel_step(Scope::Config, &m, &m.files, &junk)),
-            (None, Some("config-already-migrated"))
-        );
-    }
-
-    #[test]
-    fn a_push_publishes_a_missing_sentinel_only_once_the_cache_holds_the_mirror() {
-        let m = mirror();
-        let empty = BTreeMap::new();
-        assert_eq!(
-            kinds(sentinel_step(
-                Scope::Push,
-                &m,
-                &empty,
-                &RemoteSentinel::Absent
-            )),
-            (None, None)
-        );
-        assert_eq!(
-            kinds(sentinel_step(
-                Scope::Push,
-                &m,
-                &m.files,
-                &RemoteSentinel::Absent
-            )),
-            (Some("publish-sentinel"), None)
-        );
-        // Nothing to vouch for: nothing to publish.
-        assert_eq!(
-            kinds(sentinel_step(
-                Scope::Config,
-                &Mirror::default(),
-                &empty,
-                &RemoteSentinel::Absent
-            )),
-            (None, None)
-        );
     }
 
     #[test]

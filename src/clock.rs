@@ -1,0 +1,9 @@
+//! The wall clock as swamp writes it into manifests, sentinels and locks.
+
+/// RFC 3339 UTC, to the second; `SWAMP_NOW` (RFC 3339) pins it for tests.
+pub fn now_rfc3339() -> String {
+    if let Ok(fixed) = std::env::var("SWAMP_NOW") {
+        return fixed;
+    }
+    humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
+}

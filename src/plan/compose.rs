@@ -1,0 +1,450 @@
+//! The pure planner: `compose(&Desired, &Observed, &Options) -> Plan`.
+//! Every ordering and blocking rule of a plan lives here, and nothing here
+//! does I/O: the observation ([`crate::state::observe()`]) holds all it
+//! reads.
+//!
+//! A plan is, in order: leftover temp files removed; definition files
+//! mirrored (scope `config`); files moved and duplicates dropped (the
+//! layout diff); fetches and re-keying copies from remote sources; the
+//! three-way sync's transfers, renames and deletes, computed against the
+//! cache as it will be once the moves are done; the old remote objects
+//! deleted; the catalog invalidated and the migration record cleared; the
+//! managed-config sentinel strictly last. While anything blocks, nothing old
+//! is deleted, no migration is recorded finished and nothing is vouched for.
+
+use std::collections::BTreeMap;
+
+use crate::config::ConflictPolicy;
+use crate::layout::Tier;
+use crate::state::managed::config_only;
+use crate::state::{Desired, Direction, FileState, Observed, Scope};
+
+use super::action::{Action, Conflict, Plan, RemoteInfo};
+use super::drain::drain;
+use super::managed::{mirror_actions, sentinel_step};
+use super::sync_diff::{SyncInput, sync_diff};
+use super::textdiff::attach_diffs;
+
+/// How a plan settles conflicts and guards.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Options {
+    pub policy: ConflictPolicy,
+    /// Override the delete guards.
+    pub force: bool,
+    pub max_delete_percent: u8,
+}
+
+/// The plan that takes `observed` to `desired`.
+pub fn compose(desired: &Desired, observed: &Observed, options: &Options) -> Plan {
+    let scope = desired.scope;
+    let mut plan = super::diff(desired, observed);
+    if let Some(mirror) = observed.mirror.as_ref().filter(|_| scope == Scope::Config) {
+        let cache = config_only(&observed.placements[0].files);
+        plan.actions.extend(mirror_actions(mirror, &cache));
+    }
+    let any_source = observed.placements[1..].iter().any(|p| p.remote.is_some());
+    if observed.remote.is_some() || any_source {
+        add_remote(scope, observed, options, &mut plan);
+    }
+    attach_diffs(&mut plan, &observed.texts);
+    plan
+}
+
+/// The remote side: draining remote sources (fetch or re-key what only
+/// they hold, delete them last) and the three-way sync with the target's
+/// bucket, against the cache as it will be once the plan's moves are done.
+fn add_remote(scope: Scope, observed: &Observed, options: &Options, plan: &mut Plan) {
+    // The cache as it will be after the plan's moves and mirror copies.
+    let mut local: BTreeMap<_, FileState> = observed.placements[0].files.clone();
+    for a in &plan.actions {
+        if let Action::Move {
+            path, size, sha256, ..
+        }
+        | Action::MirrorConfig {
+            path, size, sha256, ..
+        } = a
+        {
+            local.insert(
+                path.clone(),
+                FileState {
+                    size: *size,
+                    sha256: sha256.clone(),
+                },
+            );
+        }
+    }
+    if scope == Scope::Config {
+        local = config_only(&local);
+    }
+    let target = observed.remote.as_ref();
+    let drain = drain(observed, target);
+    // Objects at the catalog's path: repo-local in every clone.
+    let reserved: Vec<_> = observed.placements[1..]
+        .iter()
+        .filter_map(|p| p.remote.as_ref())
+        .chain(target)
+        .flat_map(|s| s.reserved.iter())
+        .map(|key| Conflict::ReservedPath { key: key.clone() })
+        .collect();
+    let direction = scope.direction();
+    let mut sync_actions = Vec::new();
+    let mut sync_conflicts = Vec::new();
+    let mut resolved = Vec::new();
+    if let (Some(direction), Some(snapshot)) = (direction, target) {
+        // Re-keyed paths whose cache file moves too are settled by the copy.
+        let mut remote_files = snapshot.remote_files();
+        let mut base = snapshot.base.clone();
+        if scope == Scope::Config {
+            remote_files = config_only(&remote_files);
+            base = config_only(&base);
+        }
+        remote_files.retain(|p, _| !drain.settled.contains(p));
+        remote_files.extend(drain.incoming.clone());
+        local.retain(|p, _| !drain.settled.contains(p));
+        // Modification times only matter to `--conflict newer`.
+        let no_times = BTreeMap::new();
+        let local_modified = if options.policy == ConflictPolicy::Newer {
+            &observed.modified
+        } else {
+            &no_times
+        };
+        let diff = sync_diff(&SyncInput {
+            local: &local,
+            local_other: &observed.placements[0].obstacles,
+            local_modified,
+            remote: &remote_files,
+            base: &base,
+            direction,
+            policy: options.policy,
+            max_delete_percent: options.max_delete_percent,
+            force: options.force,
+        });
+        sync_actions = diff.actions;
+        sync_conflicts = diff.conflicts;
+        resolved = diff.resolved;
+    }
+
+    // Order: moves, fetches and copies, sync transfers, old objects
+    // deleted, then the catalog and the migration record.
+    let tail_at = plan
+        .actions
+        .iter()
+        .position(|a| matches!(a, Action::InvalidateCatalog | Action::FinishMigration))
+        .unwrap_or(plan.actions.len());
+    let tail: Vec<_> = plan.actions.drain(tail_at..).collect();
+    let touches_data = drain.transfers.iter().chain(&sync_actions).any(|a| {
+        matches!(
+            a,
+            Action::Download { .. }
+                | Action::DeleteLocal { .. }
+                | Action::RenameLocal { .. }
+                | Action::Fetch { .. }
+        ) && a.path().is_some_and(|p| p.tier() == Tier::Data)
+    });
+    plan.actions.extend(drain.transfers);
+    plan.actions.extend(sync_actions);
+    plan.actions.extend(drain.deletes);
+    if touches_data && !tail.iter().any(|a| matches!(a, Action::InvalidateCatalog)) {
+        plan.actions.push(Action::InvalidateCatalog);
+    }
+    plan.actions.extend(tail);
+    let mut blocked =
+        !drain.conflicts.is_empty() || !sync_conflicts.is_empty() || !reserved.is_empty();
+    plan.conflicts.extend(reserved);
+    plan.conflicts.extend(drain.conflicts);
+    plan.conflicts.extend(sync_conflicts);
+    // The sentinel last, after every object it vouches for.
+    if let (Some(mirror), Some(_), Some(d), Some(sentinel)) = (
+        observed.mirror.as_ref(),
+        target,
+        direction,
+        observed.sentinel.as_ref(),
+    ) && d != Direction::Pull
+    {
+        let (action, conflict) = sentinel_step(scope, mirror, &local, sentinel);
+        plan.actions.extend(action);
+        blocked |= conflict.is_some();
+        plan.conflicts.extend(conflict);
+    }
+    if blocked {
+        // Nothing old is deleted and no migration is recorded finished
+        // while anything blocks.
+        plan.actions.retain(|a| {
+            !matches!(
+                a,
+                Action::FinishMigration | Action::DeleteSourceRemote { .. }
+            )
+        });
+    }
+    if !plan.conflicts.is_empty() {
+        // Nothing is vouched for while anything blocks.
+        plan.actions
+            .retain(|a| !matches!(a, Action::PublishSentinel { .. }));
+    }
+    if let Some(snapshot) = target {
+        plan.remote = Some(RemoteInfo {
+            url: snapshot.url.clone(),
+            key_prefix: snapshot.key_prefix.clone(),
+            objects: snapshot.objects,
+            batch_delete: false,
+            conflict_policy: options.policy,
+            forced: options.force,
+            resolved,
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use super::*;
+    use crate::config::{DatastoreConfig, Namespace, Placement};
+    use crate::layout::TierPath;
+    use crate::state::managed::{Mirror, RemoteSentinel};
+    use crate::state::{BaseEntry, PlacementState, RemoteObject, RemoteSnapshot};
+
+    fn tp(s: &str) -> TierPath {
+        TierPath::parse(s).unwrap()
+    }
+
+    fn s3(ns: Option<&str>) -> Placement {
+        Placement {
+            datastore: DatastoreConfig::S3 {
+                bucket: "b".into(),
+                prefix: Some("swamp".into()),
+                region: None,
+                endpoint: None,
+            },
+            namespace: ns.map(|n| Namespace::parse(n).unwrap()),
+        }
+    }
+
+    fn file(sha: &str) -> FileState {
+        FileState {
+            size: 1,
+            sha256: sha.into(),
+        }
+    }
+
+    fn placement(p: Placement, files: &[(&str, &str)]) -> PlacementState {
+        let root = PathBuf::from("/cache").join(p.namespace.as_ref().map_or("", |n| n.as_str()));
+        let mut state = PlacementState::empty(p, root);
+        for (path, sha) in files {
+            state.files.insert(tp(path), file(sha));
+        }
+        state
+    }
+
+    fn snapshot(prefix: &str, files: &[(&str, &str)], base: &[(&str, &str)]) -> RemoteSnapshot {
+        RemoteSnapshot {
+            url: format!("s3://b/{prefix}"),
+            key_prefix: prefix.into(),
+            files: files
+                .iter()
+                .map(|(p, sha)| {
+                    (
+                        tp(p),
+                        RemoteObject {
+                            size: 1,
+                            version: format!("v-{sha}"),
+                            sha256: Some(sha.to_string()),
+                            modified: None,
+                        },
+                    )
+                })
+                .collect(),
+            objects: files.len(),
+            reserved: vec![],
+            manifest: None,
+            base: base
+                .iter()
+                .map(|(p, sha)| {
+                    (
+                        tp(p),
+                        BaseEntry {
+                            sha256: sha.to_string(),
+                            size: 1,
+                            version: format!("v-{sha}"),
+                        },
+                    )
+                })
+                .collect(),
+        }
+    }
+
+    fn options() -> Options {
+        Options {
+            policy: ConflictPolicy::Fail,
+            force: false,
+            max_delete_percent: 100,
+        }
+    }
+
+    fn kinds(plan: &Plan) -> Vec<&'static str> {
+        plan.actions.iter().map(Action::kind).collect()
+    }
+
+    fn desired(scope: Scope, target: Placement, sources: Vec<Placement>) -> Desired {
+        Desired {
+            scope,
+            target,
+            sources,
+        }
+    }
+
+    #[test]
+    fn the_sentinel_is_last_and_never_planned_while_anything_blocks() {
+        let target = s3(Some("alpha"));
+        let mirror = Mirror {
+            sources: vec!["models".into()],
+            files: [(tp("config/models/a.yaml"), file("a"))]
+                .into_iter()
+                .collect(),
+        };
+        let mut observed = Observed {
+            placements: vec![placement(target.clone(), &[])],
+            remote: Some(snapshot("swamp/alpha/", &[], &[])),
+            mirror: Some(mirror),
+            sentinel: Some(RemoteSentinel::Absent),
+            ..Observed::default()
+        };
+        let d = desired(Scope::Config, target, vec![]);
+        let plan = compose(&d, &observed, &options());
+        assert_eq!(
+            kinds(&plan),
+            ["mirror-config", "upload", "publish-sentinel"]
+        );
+
+        // A reserved object anywhere blocks: nothing is vouched for.
+        observed.remote.as_mut().unwrap().reserved = vec!["swamp/alpha/data/_catalog.db".into()];
+        let plan = compose(&d, &observed, &options());
+        assert_eq!(plan.conflicts[0].kind(), "reserved-path");
+        assert!(
+            !kinds(&plan).contains(&"publish-sentinel"),
+            "{:?}",
+            kinds(&plan)
+        );
+    }
+
+    #[test]
+    fn a_sync_that_touches_data_invalidates_the_catalog_after_its_transfers() {
+        let target = s3(None);
+        let observed = Observed {
+            placements: vec![placement(target.clone(), &[])],
+            remote: Some(snapshot(
+                "swamp/",
+                &[("data/m/1/raw", "a"), ("outputs/x", "b")],
+                &[],
+            )),
+            ..Observed::default()
+        };
+        let plan = compose(&desired(Scope::Sync, target, vec![]), &observed, &options());
+        assert_eq!(kinds(&plan), ["download", "download", "invalidate-catalog"]);
+        // Outputs only: the catalog is left alone.
+        let observed = Observed {
+            remote: Some(snapshot("swamp/", &[("outputs/x", "b")], &[])),
+            ..observed
+        };
+        let plan = compose(
+            &desired(Scope::Sync, s3(None), vec![]),
+            &observed,
+            &options(),
+        );
+        assert_eq!(kinds(&plan), ["download"]);
+    }
+
+    #[test]
+    fn nothing_old_is_deleted_and_no_migration_finishes_while_anything_blocks() {
+        // A namespace set on a remote repository: the solo keys are
+        // re-keyed into the namespace, then deleted, then the record cleared.
+        let target = s3(Some("alpha"));
+        let source = s3(None);
+        let mut solo = placement(source.clone(), &[]);
+        solo.root = PathBuf::from("/cache-solo");
+        solo.remote = Some(snapshot("swamp/", &[("outputs/x", "x")], &[]));
+        let observed = Observed {
+            placements: vec![placement(target.clone(), &[]), solo],
+            remote: Some(snapshot("swamp/alpha/", &[], &[])),
+            ..Observed::default()
+        };
+        let d = desired(Scope::All, target, vec![source]);
+        let plan = compose(&d, &observed, &options());
+        assert!(!plan.has_conflicts(), "{:?}", plan.conflicts);
+        assert_eq!(
+            kinds(&plan),
+            [
+                "copy-remote",
+                "download",
+                "delete-source-remote",
+                "finish-migration"
+            ]
+        );
+
+        // A conflict in the target's own sync blocks both.
+        let mut blocked = observed.clone();
+        blocked.placements[0]
+            .files
+            .insert(tp("data/m/1/raw"), file("mine"));
+        blocked.remote = Some(snapshot(
+            "swamp/alpha/",
+            &[("data/m/1/raw", "theirs")],
+            &[("data/m/1/raw", "base")],
+        ));
+        let plan = compose(&d, &blocked, &options());
+        assert_eq!(plan.conflicts[0].kind(), "both-changed");
+        let k = kinds(&plan);
+        assert!(!k.contains(&"delete-source-remote"), "{k:?}");
+        assert!(!k.contains(&"finish-migration"), "{k:?}");
+    }
+
+    #[test]
+    fn delete_guards_block_unless_forced() {
+        let target = s3(None);
+        let files: Vec<(String, String)> = (0..4)
+            .map(|i| (format!("outputs/{i}"), format!("s{i}")))
+            .collect();
+        let pairs: Vec<(&str, &str)> = files
+            .iter()
+            .map(|(p, s)| (p.as_str(), s.as_str()))
+            .collect();
+        // Every file the last sync recorded is gone from the cache.
+        let observed = Observed {
+            placements: vec![placement(target.clone(), &[])],
+            remote: Some(snapshot("swamp/", &pairs, &pairs)),
+            ..Observed::default()
+        };
+        let d = desired(Scope::Sync, target, vec![]);
+        let guarded = compose(
+            &d,
+            &observed,
+            &Options {
+                max_delete_percent: 50,
+                ..options()
+            },
+        );
+        assert!(
+            guarded.conflicts.iter().all(|c| c.kind() == "delete-guard") && guarded.has_conflicts(),
+            "{:?}",
+            guarded.conflicts
+        );
+        let forced = compose(
+            &d,
+            &observed,
+            &Options {
+                force: true,
+                max_delete_percent: 50,
+                ..options()
+            },
+        );
+        assert!(!forced.has_conflicts());
+        assert_eq!(
+            kinds(&forced)
+                .iter()
+                .filter(|k| **k == "delete-remote")
+                .count(),
+            4
+        );
+        assert!(forced.remote.as_ref().unwrap().forced);
+    }
+}

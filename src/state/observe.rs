@@ -1,0 +1,219 @@
+//! The one function through which planning reads the world: every
+//! placement's tree, the remote listings and sync bases, the repository's
+//! managed-config mirror and the remote's sentinel, the modification times
+//! `--conflict newer` needs, and the bodies of the small text files whose
+//! diffs a plan shows. [`crate::plan::compose`] turns it into a plan
+//! without doing any I/O, and the fingerprint of a saved plan covers all
+//! of it.
+
+use std::collections::BTreeMap;
+
+use crate::config::Config;
+use crate::layout::{Layout, TierPath};
+use crate::plan::textdiff::DIFF_SIZE_CAP;
+use crate::store::{RemoteTarget, StoreError, runtime};
+
+use super::managed::{self, Mirror, RemoteSentinel, Sentinel, config_only, sentinel_path};
+use super::observed::ObserveError;
+use super::remote::observe_remote;
+use super::{Desired, FileState, HashCache, Observed, RemoteSnapshot, Scope, SyncBase};
+
+/// What the observation must include beyond the trees.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ObserveOptions {
+    /// Record the cache files' modification times (`--conflict newer`).
+    pub modified: bool,
+}
+
+/// Walks what `desired` names (target first, then each source), with the
+/// persistent hash cache, and reads the small text files the plan shows
+/// diffs of. No remote, no mirror.
+pub fn observe_local(layout: &Layout, desired: &Desired) -> Result<Observed, ObserveError> {
+    let mut cache = HashCache::load(&layout.hash_cache_path());
+    let placements: Vec<_> = std::iter::once(&desired.target)
+        .chain(&desired.sources)
+        .collect();
+    let mut observed = Observed::observe(layout, &placements, &mut cache)?;
+    // Derived state: a cache that cannot be saved only costs time next run.
+    let _ = cache.save();
+    observed.texts = texts(&observed);
+    Ok(observed)
+}
+
+/// The whole observation a plan for `desired` is composed from.
+pub fn observe(
+    layout: &Layout,
+    config: &Config,
+    desired: &Desired,
+    options: ObserveOptions,
+) -> Result<Observed, ObserveError> {
+    let mut observed = observe_local(layout, desired)?;
+    observed.mirror = mirror(layout, config, desired.scope)?;
+    let any_source = desired.sources.iter().any(|s| s.datastore.is_remote());
+    let direction = desired.scope.direction();
+    let target_remote = desired.target.datastore.is_remote() && (direction.is_some() || any_source);
+    if !target_remote && !any_source {
+        return Ok(observed);
+    }
+    let rt = runtime();
+    // Remote sources: what their buckets still hold.
+    for i in 1..observed.placements.len() {
+        let placement = observed.placements[i].placement.clone();
+        if !placement.datastore.is_remote() {
+            continue;
+        }
+        let source = RemoteTarget::open(&placement)?;
+        let base = SyncBase::load(&layout.sync_base_path(&placement), &source.url)?;
+        let snapshot = rt.block_on(observe_remote(
+            source.store.as_ref(),
+            source.url.clone(),
+            &source.key_prefix,
+            base.files,
+            &observed.placements[i].files,
+            desired.target.datastore.is_remote(),
+        ))?;
+        observed.placements[i].remote = Some(snapshot);
+    }
+    if !target_remote {
+        return Ok(observed);
+    }
+    let target = RemoteTarget::open(&desired.target)?;
+    let base = SyncBase::load(&layout.sync_base_path(&target.placement), &target.url)?;
+    let snapshot = rt.block_on(observe_remote(
+        target.store.as_ref(),
+        target.url.clone(),
+        &target.key_prefix,
+        base.files,
+        &cache_after_moves(&observed, desired.scope),
+        false,
+    ))?;
+    if observed.mirror.is_some() && direction.is_some_and(|d| d.pushes()) {
+        observed.sentinel = Some(rt.block_on(read_sentinel(&target, &snapshot))?);
+    }
+    if options.modified {
+        observed.modified = modified(&observed.placements[0]);
+    }
+    observed.remote = Some(snapshot);
+    Ok(observed)
+}
+
+/// Which cache paths the remote's objects are compared with, for deciding
+/// where a HEAD is needed: the cache as it will be once the plan's moves
+/// and mirror copies are done (a superset is harmless: it costs a HEAD only
+/// where the listing and the base cannot vouch for an object's sha256).
+fn cache_after_moves(observed: &Observed, scope: Scope) -> BTreeMap<TierPath, FileState> {
+    let mut local = observed.placements[0].files.clone();
+    for source in &observed.placements[1..] {
+        if source.root != observed.placements[0].root {
+            for (p, f) in &source.files {
+                local.entry(p.clone()).or_insert_with(|| f.clone());
+            }
+        }
+    }
+    if scope == Scope::Config {
+        if let Some(mirror) = &observed.mirror {
+            for (p, f) in &mirror.files {
+                local.insert(p.clone(), f.clone());
+            }
+        }
+        local = config_only(&local);
+    }
+    local
+}
+
+/// What the managed-config mirror should hold, for the scopes that act on
+/// it: always for `config`; for the other pushing scopes of a remote
+/// datastore with `[config] managed = true` (to publish a missing sentinel),
+/// where an unreadable definition directory just means "not now".
+pub fn mirror(
+    layout: &Layout,
+    config: &Config,
+    scope: Scope,
+) -> Result<Option<Mirror>, managed::ManagedError> {
+    let mut mirror = match scope {
+        Scope::Config => Mirror::read(layout.repo())?,
+        Scope::All | Scope::Sync | Scope::Push
+            if config.config.managed && config.datastore.is_remote() =>
+        {
+            match Mirror::read(layout.repo()) {
+                Ok(m) => m,
+                Err(_) => return Ok(None),
+            }
+        }
+        _ => return Ok(None),
+    };
+    // Excluded paths stay repo-local, so the sentinel cannot vouch for them.
+    mirror.files.retain(|p, _| !layout.is_excluded(p));
+    Ok(Some(mirror))
+}
+
+/// The remote's managed-config sentinel, read when the listing has one.
+async fn read_sentinel(
+    target: &RemoteTarget,
+    snapshot: &RemoteSnapshot,
+) -> Result<RemoteSentinel, StoreError> {
+    let path = sentinel_path();
+    if !snapshot.files.contains_key(&path) {
+        return Ok(RemoteSentinel::Absent);
+    }
+    match target.store.get_bytes(&target.key(&path)).await {
+        Ok((_, bytes)) => Ok(RemoteSentinel::Present {
+            body: String::from_utf8_lossy(&bytes).into_owned(),
+            parsed: Sentinel::parse(&target.key(&path), &bytes).ok(),
+        }),
+        // Deleted since the listing: as if it had not been listed.
+        Err(StoreError::NotFound { .. }) => Ok(RemoteSentinel::Absent),
+        Err(e) => Err(e),
+    }
+}
+
+/// The cache files' modification times, in seconds.
+fn modified(cache: &super::PlacementState) -> BTreeMap<TierPath, i64> {
+    cache
+        .files
+        .keys()
+        .filter_map(|p| {
+            let meta = std::fs::symlink_metadata(cache.root.join(p.as_str())).ok()?;
+            let secs = meta
+                .modified()
+                .ok()?
+                .duration_since(std::time::UNIX_EPOCH)
+                .ok()?
+                .as_secs();
+            Some((p.clone(), secs as i64))
+        })
+        .collect()
+}
+
+/// Both sides of every path a source and the target hold with different
+/// content, when both are small UTF-8 text: the plan shows their diff.
+fn texts(observed: &Observed) -> Vec<super::observed::TextPair> {
+    let target = &observed.placements[0];
+    let mut out = Vec::new();
+    for (i, source) in observed.placements[1..].iter().enumerate() {
+        if source.root == target.root {
+            continue;
+        }
+        for (path, f) in &source.files {
+            let Some(t) = target.files.get(path) else {
+                continue;
+            };
+            if t.sha256 == f.sha256 || t.size > DIFF_SIZE_CAP || f.size > DIFF_SIZE_CAP {
+                continue;
+            }
+            let read = |root: &std::path::Path| {
+                String::from_utf8(std::fs::read(root.join(path.as_str())).ok()?).ok()
+            };
+            if let (Some(target_text), Some(source_text)) = (read(&target.root), read(&source.root))
+            {
+                out.push(super::observed::TextPair {
+                    source: i,
+                    path: path.clone(),
+                    target: target_text,
+                    source_text,
+                });
+            }
+        }
+    }
+    out
+}
