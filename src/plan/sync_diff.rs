@@ -15,18 +15,8 @@ use crate::state::{BaseEntry, FileState, Obstacle, ObstacleKind};
 
 use super::action::{Action, BaseRecord, Conflict, RemoteExpect, Side};
 
-/// A remote object as the listing (plus the base, or a HEAD) describes it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RemoteFile {
-    pub size: u64,
-    pub version: String,
-    /// Known from the listing, from the base (same version), or a HEAD.
-    pub sha256: Option<String>,
-    /// Last-modified, seconds since the epoch, for `--conflict newer`.
-    pub modified: Option<i64>,
-}
-
 pub use crate::state::Direction;
+pub use crate::state::remote::RemoteFile;
 
 #[derive(Clone, Copy)]
 pub struct SyncInput<'a> {

@@ -5,8 +5,7 @@ use super::{Conflict, Plan};
 use crate::layout::TierPath;
 use crate::state::TextPair;
 
-/// Files larger than this are not diffed.
-pub const DIFF_SIZE_CAP: u64 = 64 * 1024;
+pub use crate::state::observe::DIFF_SIZE_CAP;
 
 /// Fills `diff` on each different-at-target conflict whose two files the
 /// observation read as small UTF-8 text.

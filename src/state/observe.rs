@@ -10,13 +10,15 @@ use std::collections::BTreeMap;
 
 use crate::config::Config;
 use crate::layout::{Layout, TierPath};
-use crate::plan::textdiff::DIFF_SIZE_CAP;
 use crate::store::{RemoteTarget, StoreError, runtime};
 
 use super::managed::{self, Mirror, RemoteSentinel, Sentinel, config_only, sentinel_path};
 use super::observed::ObserveError;
 use super::remote::observe_remote;
 use super::{Desired, FileState, HashCache, Observed, RemoteSnapshot, Scope, SyncBase};
+
+/// Files larger than this are not read for a diff.
+pub const DIFF_SIZE_CAP: u64 = 64 * 1024;
 
 /// What the observation must include beyond the trees.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -11,10 +11,20 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::layout::{Tier, TierPath, is_repo_local_path, is_swamp_temp};
-use crate::plan::sync_diff::RemoteFile;
 use crate::store::{Store, StoreError};
 
 use super::{BaseEntry, FileState};
+
+/// A remote object as the listing (plus the base, or a HEAD) describes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RemoteFile {
+    pub size: u64,
+    pub version: String,
+    /// Known from the listing, from the base (same version), or a HEAD.
+    pub sha256: Option<String>,
+    /// Last-modified, seconds since the epoch, for `--conflict newer`.
+    pub modified: Option<i64>,
+}
 
 /// A remote object as observed (the part that goes into the fingerprint).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
