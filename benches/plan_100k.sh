@@ -9,6 +9,8 @@
 #   APPLY_RUNS=3 ...                # migration round trips (default: RUNS for
 #                                   # N <= 10000, else 1: each moves every file twice)
 #   KEEP=1 ...                      # keep the temp directory for inspection
+#   SWAMP_BIN=/path/to/swamp ...    # time that binary instead of building one
+#   PLAN_ONLY=1 ...                 # stop after the no-op plans and the peer baselines
 #
 # Each step runs under `/usr/bin/time -v` (Debian/Ubuntu: `apt-get install
 # time`) for wall time and peak RSS; the table reports medians over the runs.
@@ -35,9 +37,14 @@ fi
 command -v python3 >/dev/null || { echo "error: python3 is needed to create the files" >&2; exit 1; }
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-echo "== building the release binary" >&2
-(cd "$ROOT" && cargo build --release --quiet)
-SWAMP="$ROOT/target/release/swamp"
+if [[ -n "${SWAMP_BIN:-}" ]]; then
+    # Another build to compare (e.g. one of an earlier commit).
+    SWAMP="$SWAMP_BIN"
+else
+    echo "== building the release binary" >&2
+    (cd "$ROOT" && cargo build --release --quiet)
+    SWAMP="$ROOT/target/release/swamp"
+fi
 
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/swamp-bench.XXXXXX")"
 cleanup() {
@@ -186,6 +193,28 @@ else
     echo "   (rsync is not installed; skipping its baseline: apt-get install rsync)" >&2
 fi
 
+report() {
+    echo
+    echo "swamp plan benchmark: N=$N files ($((BYTES / 1024 / 1024)) MiB on disk), $(nproc) CPUs, $(uname -sr)"
+    echo "files written in ${GEN_S}s; times are wall-clock medians (min-max) over the runs; RSS is the median peak"
+    echo
+    printf '%-46s %4s %10s %19s %10s\n' "step" "runs" "median s" "min-max s" "peak MiB"
+    printf '%-46s %4s %10s %19s %10s\n' "----" "----" "--------" "---------" "--------"
+    for label in "${LABELS[@]}"; do
+        runs=$(echo "${WALLS[$label]}" | wc -w)
+        med=$(echo "${WALLS[$label]}" | median)
+        lo=$(echo "${WALLS[$label]}" | minimum)
+        hi=$(echo "${WALLS[$label]}" | maximum)
+        rss=$(echo "${RSSES[$label]}" | median | awk '{printf "%.1f", $1 / 1024}')
+        printf '%-46s %4d %10.2f %19s %10s\n' "$label" "$runs" "$med" "$(printf '%.2f-%.2f' "$lo" "$hi")" "$rss"
+    done
+}
+
+if [[ "${PLAN_ONLY:-0}" == 1 ]]; then
+    report
+    exit 0
+fi
+
 echo "== namespace migration: $N moves" >&2
 cp "$REPO/.swamp.toml" "$WORK/solo.swamp.toml"
 for _ in $(seq "$RUNS"); do
@@ -220,17 +249,4 @@ done
 
 # ------------------------------------------------------------ report
 
-echo
-echo "swamp plan benchmark: N=$N files ($((BYTES / 1024 / 1024)) MiB on disk), $(nproc) CPUs, $(uname -sr)"
-echo "files written in ${GEN_S}s; times are wall-clock medians (min-max) over the runs; RSS is the median peak"
-echo
-printf '%-46s %4s %10s %19s %10s\n' "step" "runs" "median s" "min-max s" "peak MiB"
-printf '%-46s %4s %10s %19s %10s\n' "----" "----" "--------" "---------" "--------"
-for label in "${LABELS[@]}"; do
-    runs=$(echo "${WALLS[$label]}" | wc -w)
-    med=$(echo "${WALLS[$label]}" | median)
-    lo=$(echo "${WALLS[$label]}" | minimum)
-    hi=$(echo "${WALLS[$label]}" | maximum)
-    rss=$(echo "${RSSES[$label]}" | median | awk '{printf "%.1f", $1 / 1024}')
-    printf '%-46s %4d %10.2f %19s %10s\n' "$label" "$runs" "$med" "$(printf '%.2f-%.2f' "$lo" "$hi")" "$rss"
-done
+report

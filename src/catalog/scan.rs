@@ -13,7 +13,7 @@ use walkdir::WalkDir;
 use super::name::{RAW_FILE, check_name, parse_version};
 use super::{CatalogError, Entry};
 use crate::fsutil;
-use crate::layout::is_catalog_name;
+use crate::layout::{is_catalog_name, is_swamp_temp};
 
 /// One version file found on disk; `mtime` lets a second scan reuse the hash.
 #[derive(Debug, Clone)]
@@ -60,8 +60,14 @@ pub(crate) fn scan(
                 });
             }
         };
-        // The catalog sits in the solo data dir; it is never data.
-        if !item.file_type().is_file() || item.file_name().to_str().is_none_or(is_catalog_name) {
+        // The catalog sits in the solo data dir, and temp files are
+        // interrupted writes: neither is ever data.
+        if !item.file_type().is_file()
+            || item
+                .file_name()
+                .to_str()
+                .is_none_or(|n| is_catalog_name(n) || is_swamp_temp(n))
+        {
             continue;
         }
         let Ok(rel) = item.path().strip_prefix(data_dir) else {
