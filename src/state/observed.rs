@@ -229,29 +229,60 @@ fn walk_error(e: walkdir::Error, dir: &Path) -> ObserveError {
 /// Directories being walked (pre-order), innermost last, each with whether
 /// a datastore file was found beneath it. A directory that ends with none
 /// is recorded as a [`ObstacleKind::Directory`] obstacle: harmless where a
-/// directory is wanted, in the way where a file must go.
-struct OpenDirs(Vec<(usize, String, bool)>);
+/// directory is wanted, in the way where a file must go. Its path is only
+/// worked out then (rare): the entry is kept as walked.
+struct OpenDirs(Vec<(walkdir::DirEntry, bool)>);
 
 impl OpenDirs {
     /// Closes every directory at `depth` or deeper.
-    fn close_to(&mut self, depth: usize, obstacles: &mut Vec<Obstacle>) {
-        while let Some((d, _, _)) = self.0.last()
-            && *d >= depth
+    fn close_to(&mut self, depth: usize, obstacles: &mut Vec<Obstacle>, rel: &TierRel) {
+        while let Some((d, _)) = self.0.last()
+            && d.depth() >= depth
         {
-            let (_, rel, has_data) = self.0.pop().expect("checked");
+            let (entry, has_data) = self.0.pop().expect("checked");
             if has_data {
                 if let Some(parent) = self.0.last_mut() {
-                    parent.2 = true;
+                    parent.1 = true;
                 }
             } else {
-                obstacles.push(Obstacle::new(rel, ObstacleKind::Directory));
+                let path = rel.of(entry.path()).unwrap_or_else(|lossy| lossy);
+                obstacles.push(Obstacle::new(path, ObstacleKind::Directory));
             }
         }
     }
 
     fn found_data(&mut self) {
         if let Some(top) = self.0.last_mut() {
-            top.2 = true;
+            top.1 = true;
+        }
+    }
+}
+
+/// Turns a walked path under a tier directory into its tier path
+/// (`data/…`), by slicing: the walk builds every path by joining names onto
+/// the tier directory, whose last component is the tier's name.
+struct TierRel {
+    /// Where the tier's name starts in the tier directory's path.
+    start: usize,
+}
+
+impl TierRel {
+    fn new(dir: &Path, tier: crate::layout::Tier) -> TierRel {
+        use std::os::unix::ffi::OsStrExt;
+        let len = dir.as_os_str().as_bytes().len();
+        debug_assert!(dir.ends_with(tier.as_str()));
+        TierRel {
+            start: len - tier.as_str().len(),
+        }
+    }
+
+    /// The tier path, or (for a name that is not UTF-8) a lossy rendering.
+    fn of(&self, path: &Path) -> Result<String, String> {
+        use std::os::unix::ffi::OsStrExt;
+        let bytes = &path.as_os_str().as_bytes()[self.start..];
+        match std::str::from_utf8(bytes) {
+            Ok(s) => Ok(s.to_string()),
+            Err(_) => Err(String::from_utf8_lossy(bytes).into_owned()),
         }
     }
 }
@@ -294,28 +325,26 @@ fn observe_placement(
             .min_depth(1)
             .sort_by_file_name();
         let mut open = OpenDirs(Vec::new());
+        let tier_rel = TierRel::new(&dir, tier);
         for entry in walker {
             let entry = entry.map_err(|e| walk_error(e, &dir))?;
-            open.close_to(entry.depth(), &mut state.obstacles);
+            open.close_to(entry.depth(), &mut state.obstacles, &tier_rel);
             let ft = entry.file_type();
-            let rel_in_tier = entry
-                .path()
-                .strip_prefix(&dir)
-                .expect("walk stays under its root");
-            let Some(rel_in_tier) = rel_in_tier.to_str() else {
-                // Non-UTF-8 names cannot be datastore keys.
-                state.obstacles.push(Obstacle::new(
-                    format!("{}/{}", tier.as_str(), rel_in_tier.to_string_lossy()),
-                    ObstacleKind::SpecialFile,
-                ));
-                open.found_data();
-                continue;
-            };
-            let rel = format!("{}/{}", tier.as_str(), rel_in_tier);
             if ft.is_dir() {
-                open.0.push((entry.depth(), rel, false));
+                open.0.push((entry, false));
                 continue;
             }
+            let rel = match tier_rel.of(entry.path()) {
+                Ok(rel) => rel,
+                Err(lossy) => {
+                    // Non-UTF-8 names cannot be datastore keys.
+                    state
+                        .obstacles
+                        .push(Obstacle::new(lossy, ObstacleKind::SpecialFile));
+                    open.found_data();
+                    continue;
+                }
+            };
             let name = entry.file_name().to_str().unwrap_or("");
             let stat = |entry: &walkdir::DirEntry| {
                 entry.metadata().map_err(|e| ObserveError::Io {
@@ -369,7 +398,7 @@ fn observe_placement(
                 },
             );
         }
-        open.close_to(0, &mut state.obstacles);
+        open.close_to(0, &mut state.obstacles, &tier_rel);
     }
     state.obstacles.sort_by(|a, b| a.path.cmp(&b.path));
     Ok(state)
