@@ -66,6 +66,8 @@ fn plan(actions: Vec<Action>, conflicts: Vec<swamp::plan::Conflict>) -> Plan {
             conflict_policy: ConflictPolicy::Fail,
             forced: false,
             resolved: vec![],
+            remote_id: None,
+            base_reset: None,
         }),
         actions,
         conflicts,
@@ -140,5 +142,8 @@ fn a_sync_plan_with_uploads_downloads_and_deletes_renders() {
     let mut p = plan(actions, vec![]);
     p.scope = Scope::Sync;
     p.sources.clear();
+    p.remote.as_mut().unwrap().base_reset = Some(
+        "the last sync was with a remote whose id was 1f0e…; s3://swamp-data/repos/homelab/ holds no id now (it was wiped or drained since)".into(),
+    );
     snapshot!("render_sync_plan", render(&p, Path::new(REPO)));
 }

@@ -251,9 +251,72 @@ fn catalog_named_files_round_trip_and_the_catalog_path_is_reserved(backend: Back
     );
 }
 
+/// Issue 9's first bug: `setup s3`, `setup local`, `setup s3` again planned
+/// to delete every file (the sync base of the first stay outlived the
+/// drain), and the guard's own `--force` hint destroyed the data. A drained
+/// remote's base is dropped, and its id with it: the third setup is a first
+/// sync, uploads, and deletes nothing.
+fn a_second_setup_to_a_remote_used_before_deletes_nothing(backend: Backend) {
+    let bucket = Bucket::new(backend);
+    let a = Repo::empty(bucket.env());
+    a.run_ok(&["init"]);
+    a.put("model/output", "hello\n");
+    let spec = bucket.spec();
+    a.run(&["datastore", "setup", &spec, "-y"]).expect(0);
+    a.run(&["datastore", "setup", "local", "-y"]).expect(0);
+    assert!(
+        !bucket.contents().keys().any(|k| k.contains("remote-id")),
+        "the drained remote keeps no id: {:?}",
+        bucket.contents().keys()
+    );
+    let run = a.run(&["datastore", "setup", &spec, "-y"]);
+    run.expect(0);
+    assert!(!run.stdout.contains("delete-local"), "{}", run.stdout);
+    let get = a.run(&["data", "get", "model/output"]);
+    get.expect(0);
+    assert_eq!(get.stdout, "hello\n");
+    assert_eq!(
+        bucket.get("swamp/data/model/output/1/raw").unwrap(),
+        b"hello\n"
+    );
+    a.run(&["plan", "--detailed-exitcode"]).expect(0);
+}
+
+/// A bucket wiped behind swamp's back (its id gone with it) is not a
+/// reason to delete the cache: the base made with the old remote is set
+/// aside, the plan says why, and the sync uploads everything again.
+fn a_wiped_bucket_is_a_first_sync_not_a_delete(backend: Backend) {
+    let bucket = Bucket::new(backend);
+    let a = synced_repo(&bucket);
+    for key in bucket.contents().keys() {
+        bucket.delete(key);
+    }
+    let plan = a.run(&["plan"]);
+    assert!(
+        plan.stdout
+            .contains("this sync is a first sync: nothing is deleted"),
+        "{}",
+        plan.stdout
+    );
+    assert!(!plan.stdout.contains("delete-local"), "{}", plan.stdout);
+    a.run(&["datastore", "sync", "-y"]).expect(0);
+    assert_eq!(
+        bucket.get("swamp/alpha/data/m/x/2/raw").unwrap(),
+        b"two\n",
+        "uploaded again"
+    );
+    assert!(
+        a.cache().join("alpha/data/m/x/3/raw").exists(),
+        "nothing deleted"
+    );
+    a.run(&["plan", "--detailed-exitcode"]).expect(0);
+}
+
 on_every_backend!(
     a_symlink_fifo_or_directory_replacing_a_synced_file_is_a_conflict_not_a_delete,
     a_tampered_saved_plan_deletes_nothing_outside_its_namespace,
     an_orphaned_temp_file_after_a_kill_is_never_uploaded_and_then_removed,
     catalog_named_files_round_trip_and_the_catalog_path_is_reserved,
+    a_second_setup_to_a_remote_used_before_deletes_nothing,
+    a_wiped_bucket_is_a_first_sync_not_a_delete,
 );

@@ -108,13 +108,20 @@ pub fn apply(
     let mut base = match remote {
         Some(r) => {
             let base_path = layout.sync_base_path(&r.placement);
-            let base = SyncBase::load(&base_path, &r.url).map_err(|e| ApplyError::Stopped {
+            let mut base = SyncBase::load(&base_path, &r.url).map_err(|e| ApplyError::Stopped {
                 index: 0,
                 kind: "sync",
                 what: "the sync base".into(),
                 reason: e.to_string(),
                 completed: 0,
             })?;
+            // Bound to the remote the plan saw: a base made with another is
+            // set aside, as the plan did.
+            let id = plan.remote.as_ref().and_then(|r| r.remote_id.clone());
+            if base.mismatch(id.as_deref()).is_some() {
+                base.files.clear();
+            }
+            base.remote_id = id;
             Some((base, base_path))
         }
         None => None,
@@ -264,8 +271,15 @@ pub fn apply(
                     &remotes_with(remote, sources, &cache),
                 ))
                 .map_err(|e| stopped(e.to_string(), &report))?;
-                if let Action::DeleteSourceRemote { objects, .. } = action {
+                if let Action::DeleteSourceRemote { objects, source } = action {
                     report.deleted_remote += objects.len();
+                    // A drained remote's base would outlive it: drop it.
+                    let base = layout.sync_base_path(&plan.sources[*source].placement());
+                    match std::fs::remove_file(&base) {
+                        Ok(()) => {}
+                        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                        Err(e) => return Err(stopped(e.to_string(), &report)),
+                    }
                 }
             }
             Action::RecordBase { add, drop } => {

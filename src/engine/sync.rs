@@ -43,6 +43,7 @@ pub enum RegistrationError {
 /// creating it with a create-only write if it is missing. Returns whether
 /// it was created. Solo placements have nothing to register.
 pub fn register_namespace(placement: &Placement, repo_id: uuid::Uuid) -> Result<bool, EngineError> {
+    ensure_remote_id(placement)?;
     let Some(ns) = &placement.namespace else {
         return Ok(false);
     };
@@ -92,6 +93,42 @@ pub fn register_namespace(placement: &Placement, repo_id: uuid::Uuid) -> Result<
         }
         Err(EngineError::Store(crate::store::StoreError::other(
             format!("could not create or read {key}"),
+        )))
+    })
+}
+
+/// Makes sure the remote holds an id (`<prefix>/<ns>/.swamp/remote-id.json`,
+/// written once with a create-only write) and returns it. Sync bases are
+/// bound to it, so a base cannot outlive the remote it was made with.
+pub fn ensure_remote_id(placement: &Placement) -> Result<String, EngineError> {
+    let target = RemoteTarget::open(placement)?;
+    let key = Layout::remote_id_key(placement);
+    runtime().block_on(async {
+        // Two tries: a create that loses a race reads the winner's id.
+        for _ in 0..2 {
+            if let Some(identity) =
+                crate::state::remote::read_identity(target.store.as_ref(), &key).await?
+            {
+                return Ok(identity.id);
+            }
+            let body = crate::state::remote::RemoteIdBody {
+                id: uuid::Uuid::new_v4().to_string(),
+            };
+            let mut bytes = serde_json::to_vec_pretty(&body).expect("the id serialises");
+            bytes.push(b'\n');
+            match target
+                .store
+                .put_bytes(&key, bytes, &crate::store::Precondition::CreateOnly)
+                .await
+            {
+                Ok(_) => return Ok(body.id),
+                // Someone else's object there (unreadable as an id): leave it.
+                Err(crate::store::StoreError::PreconditionFailed { .. }) => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(EngineError::Store(crate::store::StoreError::other(
+            format!("{key} exists but does not hold a swamp remote id; move it aside, then retry"),
         )))
     })
 }

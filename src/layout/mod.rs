@@ -363,6 +363,12 @@ impl Layout {
         )
     }
 
+    /// The id the remote itself holds, written once: binds a sync base to
+    /// this very remote (`<prefix>/<ns>/.swamp/remote-id.json`).
+    pub fn remote_id_key(placement: &Placement) -> String {
+        format!("{}.swamp/remote-id.json", Layout::remote_prefix(placement))
+    }
+
     /// A namespace's manifest key: `<prefix>/<ns>/.namespace.json`.
     pub fn namespace_manifest_key(placement: &Placement) -> String {
         format!("{}.namespace.json", Layout::remote_prefix(placement))

@@ -446,6 +446,13 @@ pub struct RemoteInfo {
     /// Conflicts settled by `conflict_policy`, for review.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub resolved: Vec<Conflict>,
+    /// The id the remote holds, which the sync base gets bound to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote_id: Option<String>,
+    /// Why the last sync's base was set aside (made with another remote):
+    /// this sync is a first sync, and deletes nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_reset: Option<String>,
 }
 
 /// The ordered actions that take observed to desired, and what blocks them.

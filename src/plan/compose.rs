@@ -190,6 +190,8 @@ fn add_remote(scope: Scope, observed: &Observed, options: &Options, plan: &mut P
             conflict_policy: options.policy,
             forced: options.force,
             resolved,
+            remote_id: snapshot.identity.as_ref().map(|i| i.id.clone()),
+            base_reset: snapshot.base_reset.clone(),
         });
     }
 }
@@ -256,6 +258,8 @@ mod tests {
                 .collect(),
             objects: files.len(),
             reserved: vec![],
+            identity: None,
+            base_reset: None,
             manifest: None,
             base: base
                 .iter()

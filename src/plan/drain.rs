@@ -149,6 +149,14 @@ pub fn drain(observed: &Observed, target_remote: Option<&RemoteSnapshot>) -> Dra
                     version: version.clone(),
                 });
             }
+            // A drained remote keeps no id: every clone's base made with it
+            // is then no base, so none of them deletes what it still holds.
+            if let Some(identity) = &remote.identity {
+                objects.push(RemoteObjectRef {
+                    key: format!("{}.swamp/remote-id.json", remote.key_prefix),
+                    version: identity.version.clone(),
+                });
+            }
             if !objects.is_empty() {
                 out.deletes
                     .push(Action::DeleteSourceRemote { source: i, objects });
@@ -210,6 +218,8 @@ mod tests {
                 .collect(),
             objects: files.len(),
             reserved: vec![],
+            identity: None,
+            base_reset: None,
             manifest: manifest.then(|| "m1".into()),
             base: BTreeMap::new(),
         }

@@ -71,6 +71,12 @@ pub fn render(plan: &Plan, repo: &Path) -> String {
             placement_label(s)
         );
     }
+    if let Some(why) = plan.remote.as_ref().and_then(|r| r.base_reset.as_deref()) {
+        let _ = writeln!(
+            out,
+            "  note      {why}; this sync is a first sync: nothing is deleted"
+        );
+    }
     out.push('\n');
 
     if plan.is_empty() {

@@ -27,6 +27,11 @@ pub struct SyncBase {
     /// Which remote this base is for (`s3://bucket/prefix/ns`); a base for
     /// another remote is no base at all.
     pub remote: String,
+    /// The id the remote held when this base was made
+    /// (`<prefix>/<ns>/.swamp/remote-id.json`); `None` in a base written
+    /// before remotes had one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote_id: Option<String>,
     pub files: BTreeMap<TierPath, BaseEntry>,
 }
 
@@ -49,6 +54,7 @@ impl SyncBase {
     pub fn load(path: &Path, remote: &str) -> Result<SyncBase, BaseError> {
         let empty = SyncBase {
             remote: remote.to_string(),
+            remote_id: None,
             files: BTreeMap::new(),
         };
         let bytes = match std::fs::read(path) {
@@ -66,6 +72,25 @@ impl SyncBase {
             message: e.to_string(),
         })?;
         Ok(if base.remote == remote { base } else { empty })
+    }
+
+    /// Why this base cannot be trusted for a remote that now holds
+    /// `identity`, if it cannot: it was made with a remote that had another
+    /// id (the bucket was wiped, re-created or drained since, or it is
+    /// another endpoint's bucket of the same name). Such a base is no base:
+    /// the sync is a first sync, and nothing is deleted.
+    pub fn mismatch(&self, identity: Option<&str>) -> Option<String> {
+        let made_with = self.remote_id.as_deref()?;
+        (Some(made_with) != identity).then(|| match identity {
+            Some(now) => format!(
+                "the last sync was with a remote whose id was {made_with}; {} now holds {now} (it was wiped, re-created or drained since)",
+                self.remote
+            ),
+            None => format!(
+                "the last sync was with a remote whose id was {made_with}; {} holds no id now (it was wiped or drained since)",
+                self.remote
+            ),
+        })
     }
 
     /// Writes the base atomically, unless it is unchanged on disk.

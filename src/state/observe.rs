@@ -14,7 +14,7 @@ use crate::store::{RemoteTarget, StoreError, runtime};
 
 use super::managed::{self, Mirror, RemoteSentinel, Sentinel, config_only, sentinel_path};
 use super::observed::ObserveError;
-use super::remote::observe_remote;
+use super::remote::{RemoteIdentity, observe_remote, read_identity};
 use super::{Desired, FileState, HashCache, Observed, RemoteSnapshot, Scope, SyncBase};
 
 /// Files larger than this are not read for a diff.
@@ -65,8 +65,8 @@ pub fn observe(
             continue;
         }
         let source = RemoteTarget::open(&placement)?;
-        let base = SyncBase::load(&layout.sync_base_path(&placement), &source.url)?;
-        let snapshot = rt.block_on(observe_remote(
+        let (base, identity, reset) = bound_base(layout, &source, &rt)?;
+        let mut snapshot = rt.block_on(observe_remote(
             source.store.as_ref(),
             source.url.clone(),
             &source.key_prefix,
@@ -74,14 +74,16 @@ pub fn observe(
             &observed.placements[i].files,
             desired.target.datastore.is_remote(),
         ))?;
+        snapshot.identity = identity;
+        snapshot.base_reset = reset;
         observed.placements[i].remote = Some(snapshot);
     }
     if !target_remote {
         return Ok(observed);
     }
     let target = RemoteTarget::open(&desired.target)?;
-    let base = SyncBase::load(&layout.sync_base_path(&target.placement), &target.url)?;
-    let snapshot = rt.block_on(observe_remote(
+    let (base, identity, reset) = bound_base(layout, &target, &rt)?;
+    let mut snapshot = rt.block_on(observe_remote(
         target.store.as_ref(),
         target.url.clone(),
         &target.key_prefix,
@@ -89,6 +91,8 @@ pub fn observe(
         &cache_after_moves(&observed, desired.scope),
         false,
     ))?;
+    snapshot.identity = identity;
+    snapshot.base_reset = reset;
     if observed.mirror.is_some() && direction.is_some_and(|d| d.pushes()) {
         observed.sentinel = Some(rt.block_on(read_sentinel(&target, &snapshot))?);
     }
@@ -97,6 +101,23 @@ pub fn observe(
     }
     observed.remote = Some(snapshot);
     Ok(observed)
+}
+
+/// The sync base for `remote`, bound to the id the remote holds: a base
+/// made with another id is set aside (returned empty, with why).
+fn bound_base(
+    layout: &Layout,
+    remote: &RemoteTarget,
+    rt: &tokio::runtime::Runtime,
+) -> Result<(SyncBase, Option<RemoteIdentity>, Option<String>), ObserveError> {
+    let mut base = SyncBase::load(&layout.sync_base_path(&remote.placement), &remote.url)?;
+    let key = Layout::remote_id_key(&remote.placement);
+    let identity = rt.block_on(read_identity(remote.store.as_ref(), &key))?;
+    let reset = base.mismatch(identity.as_ref().map(|i| i.id.as_str()));
+    if reset.is_some() {
+        base.files.clear();
+    }
+    Ok((base, identity, reset))
 }
 
 /// Which cache paths the remote's objects are compared with, for deciding

@@ -53,6 +53,13 @@ pub struct RemoteSnapshot {
     /// sidecars): never synced, reported as conflicts.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub reserved: Vec<String>,
+    /// The id the remote holds (`.swamp/remote-id.json`), and that
+    /// object's version, when present.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub identity: Option<RemoteIdentity>,
+    /// Why the sync base was set aside as made with another remote.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_reset: Option<String>,
     /// Version of `<key_prefix>.namespace.json`, when present.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub manifest: Option<String>,
@@ -76,6 +83,36 @@ impl RemoteSnapshot {
                 )
             })
             .collect()
+    }
+}
+
+/// The id a remote holds at `<prefix>/<ns>/.swamp/remote-id.json`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RemoteIdentity {
+    pub id: String,
+    pub version: String,
+}
+
+/// The body of `.swamp/remote-id.json`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RemoteIdBody {
+    pub id: String,
+}
+
+/// Reads the remote's id (`None`: it has none, or one no swamp wrote).
+pub async fn read_identity(
+    store: &dyn Store,
+    key: &str,
+) -> Result<Option<RemoteIdentity>, StoreError> {
+    match store.get_bytes(key).await {
+        Ok((meta, bytes)) => Ok(serde_json::from_slice::<RemoteIdBody>(&bytes)
+            .ok()
+            .map(|b| RemoteIdentity {
+                id: b.id,
+                version: meta.version,
+            })),
+        Err(StoreError::NotFound { .. }) => Ok(None),
+        Err(e) => Err(e),
     }
 }
 
@@ -201,6 +238,8 @@ pub async fn observe_remote(
         files,
         objects,
         reserved,
+        identity: None,
+        base_reset: None,
         manifest,
         base,
     })
