@@ -43,7 +43,6 @@ pub enum RegistrationError {
 /// creating it with a create-only write if it is missing. Returns whether
 /// it was created. Solo placements have nothing to register.
 pub fn register_namespace(placement: &Placement, repo_id: uuid::Uuid) -> Result<bool, EngineError> {
-    ensure_remote_id(placement)?;
     let Some(ns) = &placement.namespace else {
         return Ok(false);
     };

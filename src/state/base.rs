@@ -113,6 +113,23 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_base_made_with_another_remote_id_is_no_base() {
+        let mut b = SyncBase {
+            remote: "s3://b/p/".into(),
+            ..SyncBase::default()
+        };
+        // Written before remotes had an id: trusted as before.
+        assert_eq!(b.mismatch(Some("x")), None);
+        assert_eq!(b.mismatch(None), None);
+        b.remote_id = Some("x".into());
+        assert_eq!(b.mismatch(Some("x")), None);
+        let wiped = b.mismatch(None).unwrap();
+        assert!(wiped.contains("holds no id now"), "{wiped}");
+        let other = b.mismatch(Some("y")).unwrap();
+        assert!(other.contains("now holds y"), "{other}");
+    }
+
+    #[test]
     fn base_for_another_remote_is_empty_and_unchanged_base_is_not_rewritten() {
         let d = tempfile::tempdir().unwrap();
         let p = d.path().join("base.json");

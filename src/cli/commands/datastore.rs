@@ -197,9 +197,12 @@ fn record_only(ctx: &Ctx, repo: &Repo, config: &Config) -> Result<Outcome, CliEr
 }
 
 /// Claims the repository's namespace in its remote datastore, if it has one.
+/// Before a sync plans: the namespace is claimed, and the remote holds the
+/// id its sync base gets bound to.
 pub fn ensure_registered(repo: &Repo) -> Result<(), CliError> {
     if repo.config.datastore.is_remote() {
         register_namespace(&repo.config.target(), repo.config.repo_id)?;
+        crate::engine::sync::ensure_remote_id(&repo.config.target())?;
     }
     Ok(())
 }
