@@ -103,13 +103,21 @@ mod from {
                 ConfigError::NotFound(_) => {
                     Some("run `swamp init` to create one, or pass --repo DIR".to_string())
                 }
+                ConfigError::NotARepo { .. } => Some(
+                    "pass the repository's own directory (the one holding .swamp.toml), or `swamp --repo DIR init` to create one".to_string(),
+                ),
                 ConfigError::Invalid { .. } => {
                     Some("fix the key named above in .swamp.toml; nothing was changed".to_string())
                 }
                 _ => None,
             };
             CliError {
-                kind: ErrorKind::Failure,
+                // A wrong `--repo` is a wrong command line.
+                kind: if matches!(e, ConfigError::NotARepo { .. }) {
+                    ErrorKind::Usage
+                } else {
+                    ErrorKind::Failure
+                },
                 message: e.to_string(),
                 hint,
             }

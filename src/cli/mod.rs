@@ -43,8 +43,17 @@ impl Ctx {
         self.repo_arg.clone().unwrap_or_else(|| PathBuf::from("."))
     }
 
+    /// The repository `--repo` names, or the one the current directory is
+    /// in (searching up through its parents).
+    pub fn repo_root(&self) -> Result<PathBuf, config::ConfigError> {
+        match &self.repo_arg {
+            Some(dir) => config::repo_at(dir),
+            None => config::find_repo(std::path::Path::new(".")),
+        }
+    }
+
     pub fn open_repo(&self) -> Result<Repo, CliError> {
-        let root = config::find_repo(&self.repo_dir())?;
+        let root = self.repo_root()?;
         let config = Config::load(&root)?;
         Repo::new(root, config)
     }

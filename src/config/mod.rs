@@ -26,6 +26,8 @@ pub const CONFIG_FILE: &str = ".swamp.toml";
 pub enum ConfigError {
     #[error("no {CONFIG_FILE} found in {} or any parent directory", .0.display())]
     NotFound(PathBuf),
+    #[error("--repo {}: {reason}", .path.display())]
+    NotARepo { path: PathBuf, reason: &'static str },
     #[error("cannot read {}: {source}", .path.display())]
     Read {
         path: PathBuf,
@@ -450,6 +452,26 @@ impl Config {
 }
 
 /// The repository root: `start` or its nearest ancestor holding `.swamp.toml`.
+/// The repository `--repo DIR` names: `DIR` itself, which must be a
+/// directory holding [`CONFIG_FILE`] (no search through its parents: a
+/// typo must not open some enclosing repository).
+pub fn repo_at(dir: &Path) -> Result<PathBuf, ConfigError> {
+    let dir = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
+    let not = |reason| ConfigError::NotARepo {
+        path: dir.clone(),
+        reason,
+    };
+    match std::fs::metadata(&dir) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(not("no such directory")),
+        Err(source) => Err(ConfigError::Read { path: dir, source }),
+        Ok(m) if !m.is_dir() => Err(not("not a directory")),
+        Ok(_) if !dir.join(CONFIG_FILE).is_file() => {
+            Err(not("not a swamp repository (it has no .swamp.toml)"))
+        }
+        Ok(_) => Ok(dir),
+    }
+}
+
 pub fn find_repo(start: &Path) -> Result<PathBuf, ConfigError> {
     let start = std::path::absolute(start).unwrap_or_else(|_| start.to_path_buf());
     let mut dir = start.as_path();

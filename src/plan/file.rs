@@ -33,6 +33,47 @@ pub enum PlanFileError {
     },
 }
 
+/// The largest plan file read (a plan of a million actions is a few
+/// hundred MiB); anything larger is refused, not read without limit.
+pub const MAX_PLAN_FILE_BYTES: u64 = 1 << 30;
+
+/// A plan file's bytes: only a regular file (never a FIFO, which would hang
+/// the read, or a device such as `/dev/zero`), at most
+/// [`MAX_PLAN_FILE_BYTES`].
+fn read_capped(path: &Path) -> Result<Vec<u8>, PlanFileError> {
+    use std::io::Read;
+    let read_err = |source| PlanFileError::Read {
+        path: path.to_path_buf(),
+        source,
+    };
+    let not_a_plan = |message: &str| PlanFileError::Malformed {
+        path: path.to_path_buf(),
+        message: message.to_string(),
+    };
+    let meta = std::fs::metadata(path).map_err(read_err)?;
+    if !meta.is_file() {
+        return Err(not_a_plan(
+            "it is not a regular file (a plan file is what `swamp plan -o FILE` wrote)",
+        ));
+    }
+    if meta.len() > MAX_PLAN_FILE_BYTES {
+        return Err(not_a_plan(
+            "it is larger than any plan swamp writes (1 GiB)",
+        ));
+    }
+    let file = std::fs::File::open(path).map_err(read_err)?;
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    file.take(MAX_PLAN_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(read_err)?;
+    if bytes.len() as u64 > MAX_PLAN_FILE_BYTES {
+        return Err(not_a_plan(
+            "it is larger than any plan swamp writes (1 GiB)",
+        ));
+    }
+    Ok(bytes)
+}
+
 /// The plan as a document.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SavedPlan {
@@ -101,10 +142,7 @@ impl SavedPlan {
     }
 
     pub fn load(path: &Path) -> Result<SavedPlan, PlanFileError> {
-        let bytes = std::fs::read(path).map_err(|source| PlanFileError::Read {
-            path: path.to_path_buf(),
-            source,
-        })?;
+        let bytes = read_capped(path)?;
         let malformed = |message: String| PlanFileError::Malformed {
             path: path.to_path_buf(),
             message,

@@ -111,3 +111,44 @@ fn json_errors_are_one_document_on_stdout() {
     assert_eq!(doc["error"]["exit_code"], 1);
     assert!(doc["error"]["message"].as_str().unwrap().contains("nope"));
 }
+
+/// `--repo` names the repository itself: a file, a missing path or a
+/// subdirectory is a usage error, never the nearest enclosing repository.
+#[test]
+fn repo_pointing_at_a_file_a_missing_path_or_a_subdirectory_is_refused() {
+    let repo = TestRepo::with_solo_data();
+    repo.write("notes.txt", "x\n");
+    std::fs::create_dir_all(repo.path("sub")).unwrap();
+    for (arg, says) in [
+        ("notes.txt", "not a directory"),
+        ("missing", "no such directory"),
+        ("sub", "not a swamp repository"),
+    ] {
+        let run = repo.run(&["--repo", arg, "plan"]);
+        run.expect(64);
+        assert!(run.stderr.contains(says), "{arg}: {}", run.stderr);
+    }
+    repo.run(&["--repo", ".", "plan"]).expect(0);
+}
+
+/// A FIFO as the plan file used to hang `show` and `apply` for ever, and
+/// `/dev/zero` was read without limit.
+#[test]
+fn a_plan_file_that_is_not_a_regular_file_is_refused_at_once() {
+    let repo = TestRepo::with_solo_data();
+    let fifo = repo.path("plan.fifo");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: mkfifo on a NUL-terminated path the test owns.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+    for file in [fifo.to_str().unwrap(), "/dev/zero"] {
+        for cmd in ["show", "apply"] {
+            let run = repo.run(&[cmd, file]);
+            run.expect(1);
+            assert!(
+                run.stderr.contains("not a regular file"),
+                "{cmd} {file}: {}",
+                run.stderr
+            );
+        }
+    }
+}

@@ -71,7 +71,7 @@ pub fn datastores(ctx: &Ctx, repair: bool, yes: bool) -> Result<Outcome, CliErro
         )
         .hint("run `swamp doctor datastores --repair -y`"));
     }
-    let root = config::find_repo(&ctx.repo_dir())?;
+    let root = ctx.repo_root()?;
     let home = Layout::default_swamp_home().map_err(|e| CliError::failure(e.to_string()))?;
     let mut cx = Context::new(&root, &home);
     let checks = doctor::checks();
