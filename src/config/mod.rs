@@ -149,6 +149,9 @@ impl TryFrom<RawDatastore> for DatastoreConfig {
                 "key `datastore.{key}` is not valid for a `{kind}` datastore"
             ));
         }
+        if let Some(endpoint) = &endpoint {
+            spec::check_endpoint(endpoint).map_err(|e| format!("key `datastore.endpoint`: {e}"))?;
+        }
         let missing =
             |key: &str| format!("key `datastore.{key}` is required for a `{kind}` datastore");
         Ok(match kind.as_str() {

@@ -11,6 +11,23 @@ pub struct DatastoreSpecError {
     pub reason: String,
 }
 
+/// Refuses an endpoint that carries credentials (`http://KEY:SECRET@host`):
+/// they would be written to `.swamp.toml` and shown in every message.
+/// Credentials come from the provider's standard chain.
+pub fn check_endpoint(endpoint: &str) -> Result<(), String> {
+    let after_scheme = endpoint
+        .split_once("://")
+        .map_or(endpoint, |(_, rest)| rest);
+    let authority = after_scheme.split(['/', '?', '#']).next().unwrap_or("");
+    if authority.contains('@') {
+        return Err(
+            "the endpoint carries credentials (`user:secret@`); remove them and give them through the provider's credential chain instead (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or a profile for S3, application-default credentials for GCS)"
+                .to_string(),
+        );
+    }
+    Ok(())
+}
+
 pub fn parse_datastore_spec(spec: &str) -> Result<DatastoreConfig, DatastoreSpecError> {
     let err = |reason: &str| DatastoreSpecError {
         spec: spec.to_string(),
@@ -50,7 +67,14 @@ pub fn parse_datastore_spec(spec: &str) -> Result<DatastoreConfig, DatastoreSpec
         let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
         match (scheme, k) {
             ("s3", "region") => region = Some(v.to_string()),
-            (_, "endpoint") => endpoint = Some(v.to_string()),
+            (_, "endpoint") => {
+                check_endpoint(v).map_err(|reason| DatastoreSpecError {
+                    // Never echo the secret back.
+                    spec: spec.split_once('?').map_or(spec, |(s, _)| s).to_string() + "?endpoint=…",
+                    reason,
+                })?;
+                endpoint = Some(v.to_string());
+            }
             _ => return Err(err(&format!("unknown parameter `{k}`"))),
         }
     }
@@ -72,6 +96,20 @@ pub fn parse_datastore_spec(spec: &str) -> Result<DatastoreConfig, DatastoreSpec
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn credentials_in_an_endpoint_are_refused_without_echoing_them() {
+        for spec in [
+            "s3://b/p?endpoint=http://AKIAEXAMPLE:s3cr3t@127.0.0.1:8333",
+            "gs://b/p?endpoint=https://user@storage.example",
+        ] {
+            let e = parse_datastore_spec(spec).unwrap_err().to_string();
+            assert!(e.contains("credentials"), "{e}");
+            assert!(!e.contains("s3cr3t") && !e.contains("AKIA"), "{e}");
+        }
+        // An `@` after the host is no credential.
+        assert!(parse_datastore_spec("s3://b/p?endpoint=http://127.0.0.1:8333/a@b").is_ok());
+    }
 
     #[test]
     fn parses_each_kind() {

@@ -152,3 +152,41 @@ fn a_plan_file_that_is_not_a_regular_file_is_refused_at_once() {
         }
     }
 }
+
+/// `init --repo NEWDIR` with a bad argument used to leave NEWDIR behind;
+/// credentials in an endpoint used to be written to `.swamp.toml`.
+#[test]
+fn init_validates_everything_before_creating_anything() {
+    let repo = TestRepo::init(&[]);
+    let new = repo.path("new/deeper");
+    for args in [
+        &["--namespace", "data"][..],
+        &["--datastore", "ftp://nowhere"][..],
+        &[
+            "--datastore",
+            "s3://b/p?endpoint=http://AKIAEXAMPLE:s3cr3t@127.0.0.1:1",
+        ][..],
+    ] {
+        let mut all = vec!["--repo", new.to_str().unwrap(), "init"];
+        all.extend_from_slice(args);
+        let run = repo.run(&all);
+        run.expect(64);
+        assert!(
+            !run.stderr.contains("s3cr3t"),
+            "never echoes a secret: {}",
+            run.stderr
+        );
+        assert!(!repo.exists("new"), "{args:?} left a directory behind");
+    }
+    repo.write(
+        ".swamp.toml",
+        &format!(
+            "repo_id = \"{}\"\n[datastore]\ntype = \"s3\"\nbucket = \"b\"\nendpoint = \"http://k:s@127.0.0.1:1\"\n",
+            repo.repo_id()
+        ),
+    );
+    let run = repo.run(&["plan"]);
+    run.expect(1);
+    assert!(run.stderr.contains("datastore.endpoint"), "{}", run.stderr);
+    assert!(run.stderr.contains("credentials"), "{}", run.stderr);
+}

@@ -8,10 +8,20 @@ use crate::cli::{CliError, Ctx, Outcome};
 use crate::config::{CONFIG_FILE, Config, Namespace, parse_datastore_spec};
 
 pub fn run(ctx: &Ctx, namespace: Option<&str>, datastore: &str) -> Result<Outcome, CliError> {
+    // Everything is validated before anything is created.
+    let namespace = namespace
+        .map(Namespace::parse)
+        .transpose()
+        .map_err(|e| CliError::usage(e.to_string()))?;
+    let datastore = parse_datastore_spec(datastore).map_err(|e| CliError::usage(e.to_string()))?;
     let dir = ctx.repo_dir();
-    std::fs::create_dir_all(&dir)
-        .map_err(|e| CliError::failure(format!("cannot create {}: {e}", dir.display())))?;
     let dir = std::path::absolute(&dir).unwrap_or(dir);
+    if dir.exists() && !dir.is_dir() {
+        return Err(CliError::usage(format!(
+            "{} is not a directory; nothing was changed",
+            dir.display()
+        )));
+    }
     if dir.join(CONFIG_FILE).exists() {
         return Err(CliError::failure(format!(
             "{} already has a {CONFIG_FILE}; nothing was changed",
@@ -19,29 +29,16 @@ pub fn run(ctx: &Ctx, namespace: Option<&str>, datastore: &str) -> Result<Outcom
         ))
         .hint("change its datastore with `swamp datastore setup SPEC` or its namespace with `swamp datastore namespace set NS`"));
     }
-    let namespace = namespace
-        .map(Namespace::parse)
-        .transpose()
-        .map_err(|e| CliError::usage(e.to_string()))?;
-    let datastore = parse_datastore_spec(datastore).map_err(|e| CliError::usage(e.to_string()))?;
     let config = Config::new(uuid::Uuid::new_v4(), datastore, namespace);
-    if config.datastore.is_remote() {
-        // Claim the namespace in the bucket before anything is written
-        // here, under its lock like every write to a datastore.
-        let home = crate::layout::Layout::default_swamp_home()
-            .map_err(|e| CliError::failure(e.to_string()))?;
-        let layout = crate::layout::Layout::new(&dir, &config, &home)
-            .map_err(|e| CliError::failure(e.to_string()))?;
-        let locks = Locks::take(ctx, &layout, &config, "init")?;
-        locks.finish(
-            crate::engine::sync::register_namespace(&config.target(), config.repo_id)
-                .map(|_| ())
-                .map_err(CliError::from),
-        )?;
+    let created = !dir.exists();
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| CliError::failure(format!("cannot create {}: {e}", dir.display())))?;
+    let made = init_in(ctx, &dir, &config);
+    if made.is_err() && created {
+        // Only ever empty here: nothing is written before the config.
+        let _ = std::fs::remove_dir(&dir);
     }
-    config.save(&dir)?;
-    std::fs::create_dir_all(dir.join(".swamp"))
-        .map_err(|e| CliError::failure(format!("cannot create .swamp/: {e}")))?;
+    made?;
     if ctx.json {
         print_json(&json!({"repo": dir, "config": config}));
     } else {
@@ -56,4 +53,26 @@ pub fn run(ctx: &Ctx, namespace: Option<&str>, datastore: &str) -> Result<Outcom
         );
     }
     Ok(Outcome::Success)
+}
+
+/// Claims the namespace (remote) and writes the configuration into `dir`.
+fn init_in(ctx: &Ctx, dir: &std::path::Path, config: &Config) -> Result<(), CliError> {
+    if config.datastore.is_remote() {
+        // Claim the namespace in the bucket before anything is written
+        // here, under its lock like every write to a datastore.
+        let home = crate::layout::Layout::default_swamp_home()
+            .map_err(|e| CliError::failure(e.to_string()))?;
+        let layout = crate::layout::Layout::new(dir, config, &home)
+            .map_err(|e| CliError::failure(e.to_string()))?;
+        let locks = Locks::take(ctx, &layout, config, "init")?;
+        locks.finish(
+            crate::engine::sync::register_namespace(&config.target(), config.repo_id)
+                .map(|_| ())
+                .map_err(CliError::from),
+        )?;
+    }
+    config.save(dir)?;
+    std::fs::create_dir_all(dir.join(".swamp"))
+        .map_err(|e| CliError::failure(format!("cannot create .swamp/: {e}")))?;
+    Ok(())
 }
