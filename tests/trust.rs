@@ -9,6 +9,7 @@ use std::path::Path;
 use std::time::{Duration, SystemTime};
 
 use support::bucket::{Backend, Bucket, Repo};
+use support::servers;
 use support::tree as files;
 
 /// A namespaced repo with three versions of `m/x`, synced.
@@ -320,3 +321,35 @@ on_every_backend!(
     a_second_setup_to_a_remote_used_before_deletes_nothing,
     a_wiped_bucket_is_a_first_sync_not_a_delete,
 );
+
+/// A download refused for a bad sha256 said nothing was written, and left
+/// the directories it had made. S3 and GCS (a directory store computes the
+/// metadata itself, so it cannot be made to lie).
+fn a_download_refused_for_a_bad_sha256_leaves_no_directory(backend: Backend) {
+    let bucket = Bucket::new(backend);
+    let a = Repo::init(&bucket, Some("alpha"));
+    let lie = "0".repeat(64);
+    let key = "swamp/alpha/data/deep/name/1/raw";
+    match backend {
+        Backend::S3 => servers::s3().raw_put(&bucket.name, key, b"body\n", &lie),
+        Backend::Gcs => servers::gcs().raw_put(&bucket.name, key, b"body\n", &lie),
+        Backend::Fs => unreachable!(),
+    }
+    let run = a.run(&["datastore", "sync", "--pull", "-y"]);
+    assert_ne!(run.code, Some(0), "{}\n{}", run.stdout, run.stderr);
+    assert!(
+        !a.cache().join("alpha/data/deep").exists(),
+        "left {:?}",
+        files(&a.cache())
+    );
+}
+
+#[test]
+fn s3_a_download_refused_for_a_bad_sha256_leaves_no_directory() {
+    a_download_refused_for_a_bad_sha256_leaves_no_directory(Backend::S3)
+}
+
+#[test]
+fn gcs_a_download_refused_for_a_bad_sha256_leaves_no_directory() {
+    a_download_refused_for_a_bad_sha256_leaves_no_directory(Backend::Gcs)
+}

@@ -108,6 +108,14 @@ fn local_sha(
     }
 }
 
+/// A download that did not land leaves no directory it made: the message
+/// says nothing was written, and the tree must agree.
+fn prune_after_failure(file: &Path, root: &Path) {
+    if let Some(parent) = file.parent() {
+        fsutil::remove_empty_dirs(parent, root);
+    }
+}
+
 /// Hashes a file a download just landed and checks it against `expected`,
 /// removing it on a mismatch. Returns its sha256.
 fn verify_landed(
@@ -222,10 +230,12 @@ pub async fn run(
                 .store
                 .get_to_file(&remote.key(path), &file)
                 .await
-                .map_err(store_err(path))?;
+                .map_err(store_err(path))
+                .inspect_err(|_| prune_after_failure(&file, root))?;
             // The plan's hash binds only the version it saw.
             let expected = sha256.as_deref().filter(|_| meta.version == *version);
-            let got = verify_landed(&file, path, expected)?;
+            let got = verify_landed(&file, path, expected)
+                .inspect_err(|_| prune_after_failure(&file, root))?;
             Ok(BaseChange::Set(
                 path.clone(),
                 BaseEntry {
@@ -292,8 +302,10 @@ pub async fn run(
             from.store
                 .get_to_file(&from.key(path), &file)
                 .await
-                .map_err(store_err(path))?;
-            verify_landed(&file, path, sha256.as_deref())?;
+                .map_err(store_err(path))
+                .inspect_err(|_| prune_after_failure(&file, root))?;
+            verify_landed(&file, path, sha256.as_deref())
+                .inspect_err(|_| prune_after_failure(&file, root))?;
             Ok(BaseChange::Nothing)
         }
         Action::CopyRemote {
