@@ -353,3 +353,22 @@ fn s3_a_download_refused_for_a_bad_sha256_leaves_no_directory() {
 fn gcs_a_download_refused_for_a_bad_sha256_leaves_no_directory() {
     a_download_refused_for_a_bad_sha256_leaves_no_directory(Backend::Gcs)
 }
+
+/// A GCS key holding ESC and BEL (an OSC title change) reached the terminal
+/// raw through `plan`. GCS only: SeaweedFS cannot hold such a key.
+#[test]
+fn gcs_control_characters_in_a_remote_key_never_reach_the_terminal() {
+    let bucket = Bucket::new(Backend::Gcs);
+    let a = Repo::init(&bucket, Some("alpha"));
+    let key = "swamp/alpha/outputs/\u{1b}]0;pwned\u{7}x.yaml";
+    servers::gcs().raw_put(&bucket.name, key, b"x\n", &support::bucket::sha(b"x\n"));
+    let run = a.run(&["plan"]);
+    run.expect(0);
+    assert!(!run.stdout.contains('\u{1b}'), "{:?}", run.stdout);
+    assert!(!run.stdout.contains('\u{7}'), "{:?}", run.stdout);
+    assert!(
+        run.stdout.contains("\\x1b]0;pwned\\x07x.yaml"),
+        "{}",
+        run.stdout
+    );
+}

@@ -133,7 +133,8 @@ pub fn main() -> ExitCode {
             if ctx.json {
                 output::print_json(&err.to_json());
             } else {
-                eprintln!("{err}");
+                // Messages echo keys and paths: never raw control characters.
+                eprintln!("{}", crate::plan::render::escape_controls(&err.to_string()));
             }
             ExitCode::from(err.kind.exit_code())
         }

@@ -54,7 +54,30 @@ pub fn human_bytes(n: u64) -> String {
     }
 }
 
+/// Shows control characters (a key can hold ESC, which would retitle or
+/// clear the terminal) the way `ls -b` does, as `\x1b`; newlines that end
+/// the renderer's own lines are kept, and the result is otherwise unchanged.
+pub fn escape_controls(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(|c| c.is_control() && c != '\n') {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if c.is_control() && c != '\n' {
+            let _ = write!(out, "\\x{:02x}", c as u32);
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// The plan for people, with every control character escaped.
 pub fn render(plan: &Plan, repo: &Path) -> String {
+    escape_controls(&render_raw(plan, repo)).into_owned()
+}
+
+fn render_raw(plan: &Plan, repo: &Path) -> String {
     let mut out = String::new();
     let target = root_label(&plan.target.root, repo);
     let _ = writeln!(out, "Plan (scope: {})", plan.scope);
@@ -525,6 +548,23 @@ pub fn closing_line(plan: &Plan) -> String {
         );
     }
     line
+}
+
+#[cfg(test)]
+mod escape_tests {
+    use super::escape_controls;
+
+    #[test]
+    fn control_characters_are_shown_never_sent() {
+        assert_eq!(
+            escape_controls("outputs/\u{1b}]0;pwned\u{7}x\tnew\n"),
+            "outputs/\\x1b]0;pwned\\x07x\\x09new\n"
+        );
+        assert!(matches!(
+            escape_controls("plain ✓ text\n"),
+            std::borrow::Cow::Borrowed(_)
+        ));
+    }
 }
 
 #[cfg(test)]

@@ -261,7 +261,9 @@ impl GcsServer {
     /// custom metadata (multipart upload, like the store's own).
     pub fn raw_put(&self, bucket: &str, key: &str, body: &[u8], sha256_meta: &str) {
         let boundary = "swamp-test-boundary";
-        let meta = format!(r#"{{"name":"{key}","metadata":{{"sha256":"{sha256_meta}"}}}}"#);
+        // JSON-escaped, so hostile keys (control characters) go through.
+        let meta =
+            serde_json::json!({"name": key, "metadata": {"sha256": sha256_meta}}).to_string();
         let mut payload = format!(
             "--{boundary}\r\nContent-Type: application/json\r\n\r\n{meta}\r\n--{boundary}\r\n\
              Content-Type: application/octet-stream\r\n\r\n"

@@ -336,6 +336,10 @@ fn outcome(ok: bool) -> Outcome {
 /// One row per check (name, status, message), then the fix of each
 /// failed check.
 fn render_checks(findings: &[Finding]) -> String {
+    crate::plan::render::escape_controls(&render_checks_raw(findings)).into_owned()
+}
+
+fn render_checks_raw(findings: &[Finding]) -> String {
     let mut t = table();
     t.set_header(["check", "status", "message"]);
     for f in findings {
