@@ -15,18 +15,6 @@ use swamp::state::Scope;
 
 use support::kinds::{every_action, every_conflict, hex, tp};
 
-macro_rules! snapshot {
-    ($name:expr, $value:expr) => {
-        insta::with_settings!({
-            snapshot_path => concat!(env!("CARGO_MANIFEST_DIR"), "/snapshots"),
-            prepend_module_to_snapshot => false,
-            omit_expression => true,
-        }, {
-            insta::assert_snapshot!($name, $value);
-        })
-    };
-}
-
 const REPO: &str = "/home/u/work/infra";
 
 /// A namespaced S3 repository draining the solo layout and an old

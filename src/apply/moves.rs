@@ -150,20 +150,14 @@ pub fn remove_temp(root: &Path, path: &crate::layout::TierPath) -> Result<(), Mo
     if !crate::layout::is_swamp_temp(path.file_name()) {
         return Err(MoveError::NotAFile(file));
     }
-    let mut dir = root.to_path_buf();
-    for seg in path.as_str().split('/') {
-        dir.push(seg);
-        match fs::symlink_metadata(&dir) {
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
-            Err(e) => return Err(io_at(&dir)(e)),
-            Ok(m) if dir == file && !m.file_type().is_file() => {
-                return Err(MoveError::NotAFile(file));
-            }
-            Ok(m) if dir != file && !m.file_type().is_dir() => {
-                return Err(MoveError::NotAFile(dir));
-            }
-            Ok(_) => {}
-        }
+    if let Some(link) = fsutil::symlink_below(root, &file).map_err(io_at(&file))? {
+        return Err(MoveError::NotAFile(link));
+    }
+    match fs::symlink_metadata(&file) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(io_at(&file)(e)),
+        Ok(m) if !m.file_type().is_file() => return Err(MoveError::NotAFile(file)),
+        Ok(_) => {}
     }
     match fs::remove_file(&file) {
         Ok(()) => {}

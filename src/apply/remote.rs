@@ -71,17 +71,13 @@ pub enum BaseChange {
 /// Refuses a destination whose directories under `root` include a symlink
 /// (which could point out of the cache).
 fn check_no_symlink(root: &Path, path: &TierPath) -> Result<PathBuf, SyncActionError> {
-    let mut p = root.to_path_buf();
-    for seg in path.as_str().split('/') {
-        p.push(seg);
-        if let Ok(m) = std::fs::symlink_metadata(&p)
-            && m.file_type().is_symlink()
-        {
-            return Err(SyncActionError::Symlink {
-                path: path.clone(),
-                link: p,
-            });
-        }
+    let p = root.join(path.as_str());
+    // An unreadable component is left to the action's own I/O to report.
+    if let Ok(Some(link)) = fsutil::symlink_below(root, &p) {
+        return Err(SyncActionError::Symlink {
+            path: path.clone(),
+            link,
+        });
     }
     Ok(p)
 }

@@ -204,12 +204,17 @@ impl<'a> DataStore<'a> {
     /// Refuses `path` if a component of it below the datastore root is a
     /// symlink.
     fn guard(&self, path: &Path) -> Result<(), DataError> {
-        let root = self.layout.link_check_root(&self.placement, path);
-        match fsutil::symlink_below(&root, path) {
-            Ok(None) => Ok(()),
-            Ok(Some(link)) => Err(DataError::Symlink { path: link }),
-            Err(e) => Err(DataError::io("inspect", path, e)),
+        match self.link_in(&self.placement, path)? {
+            None => Ok(()),
+            Some(link) => Err(DataError::Symlink { path: link }),
         }
+    }
+
+    /// The first symlink among `path`'s components below `placement`'s
+    /// datastore root, if any.
+    fn link_in(&self, placement: &Placement, path: &Path) -> Result<Option<PathBuf>, DataError> {
+        let root = self.layout.link_check_root(placement, path);
+        fsutil::symlink_below(&root, path).map_err(|e| DataError::io("inspect", path, e))
     }
 
     /// Deletes every version of exactly `name` (not nested names like

@@ -10,7 +10,6 @@ use std::path::PathBuf;
 use super::{DataError, DataStore};
 use crate::catalog::name::{RAW_FILE, parse_version};
 use crate::catalog::{Entry, NameSummary};
-use crate::fsutil;
 use crate::layout::{Tier, TierPath};
 use crate::state::HashCache;
 
@@ -26,11 +25,7 @@ pub(super) fn versions(
         let name_dir = store
             .layout
             .file_path(source, &TierPath::parse(&format!("data/{name}"))?);
-        let root = store.layout.link_check_root(source, &name_dir);
-        if fsutil::symlink_below(&root, &name_dir)
-            .map_err(|e| DataError::io("inspect", &name_dir, e))?
-            .is_some()
-        {
+        if store.link_in(source, &name_dir)?.is_some() {
             continue; // never followed; the plan reports it
         }
         let entries = match std::fs::read_dir(&name_dir) {
@@ -73,11 +68,7 @@ pub(super) fn all(store: &DataStore<'_>) -> Result<Vec<Entry>, DataError> {
     let mut out = Vec::new();
     for source in &store.sources {
         let dir = store.layout.tier_dir(source, Tier::Data);
-        let root = store.layout.link_check_root(source, &dir);
-        if fsutil::symlink_below(&root, &dir)
-            .map_err(|e| DataError::io("inspect", &dir, e))?
-            .is_some()
-        {
+        if store.link_in(source, &dir)?.is_some() {
             continue; // never followed; the plan reports it
         }
         out.extend(crate::catalog::scan_entries(&dir)?);

@@ -21,8 +21,7 @@ pub fn diff(desired: &Desired, observed: &Observed) -> Plan {
     let target_files: BTreeSet<&str> = target.files.keys().map(TierPath::as_str).collect();
     let mut actions = Vec::new();
     let mut conflicts = Vec::new();
-    // Obstacle path → (kind, blocked count, first blocked file).
-    let mut blocked: BTreeMap<String, (ObstacleKind, usize, TierPath)> = BTreeMap::new();
+    let mut blocked = Blocked::default();
     // What earlier sources will have put at the target by the time a later
     // source's copy is handled.
     let mut incoming: HashMap<&TierPath, &FileState> = HashMap::new();
@@ -81,10 +80,7 @@ pub fn diff(desired: &Desired, observed: &Observed) -> Plan {
                     diff: None,
                 }),
                 None => match obstacle_for(target, &target_files, path) {
-                    Some((at, kind)) => {
-                        let e = blocked.entry(at).or_insert((kind, 0, path.clone()));
-                        e.1 += 1;
-                    }
+                    Some((at, kind)) => blocked.add(at, kind, path),
                     None => {
                         incoming.insert(path, file);
                         actions.push(Action::Move {
@@ -98,14 +94,7 @@ pub fn diff(desired: &Desired, observed: &Observed) -> Plan {
             }
         }
     }
-    for (obstacle, (what, blocked_files, example)) in blocked {
-        conflicts.push(Conflict::Obstacle {
-            obstacle,
-            what,
-            blocked_files,
-            example,
-        });
-    }
+    conflicts.extend(blocked.into_conflicts());
 
     let moved_data = actions
         .iter()
@@ -132,6 +121,32 @@ fn info(state: &PlacementState) -> PlacementInfo {
         datastore: state.placement.datastore.clone(),
         namespace: state.placement.namespace.clone(),
         root: state.root.clone(),
+    }
+}
+
+/// Files kept from landing at the target, by what stands in their way:
+/// one [`Conflict::Obstacle`] per obstacle, with a count and an example.
+#[derive(Default)]
+pub(crate) struct Blocked(BTreeMap<String, (ObstacleKind, usize, TierPath)>);
+
+impl Blocked {
+    pub(crate) fn add(&mut self, at: String, kind: ObstacleKind, path: &TierPath) {
+        self.0.entry(at).or_insert((kind, 0, path.clone())).1 += 1;
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub(crate) fn into_conflicts(self) -> impl Iterator<Item = Conflict> {
+        self.0.into_iter().map(
+            |(obstacle, (what, blocked_files, example))| Conflict::Obstacle {
+                obstacle,
+                what,
+                blocked_files,
+                example,
+            },
+        )
     }
 }
 

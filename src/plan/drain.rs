@@ -36,9 +36,7 @@ pub fn drain(observed: &Observed, target_remote: Option<&RemoteSnapshot>) -> Dra
     let mut out = Drain::default();
     let target = &observed.placements[0];
     let target_files: BTreeSet<&str> = target.files.keys().map(TierPath::as_str).collect();
-    // Obstacle path → (kind, blocked count, first blocked file).
-    let mut blocked: BTreeMap<String, (crate::state::ObstacleKind, usize, TierPath)> =
-        BTreeMap::new();
+    let mut blocked = super::diff::Blocked::default();
     for (i, source) in observed.placements[1..].iter().enumerate() {
         let Some(remote) = &source.remote else {
             continue;
@@ -74,7 +72,7 @@ pub fn drain(observed: &Observed, target_remote: Option<&RemoteSnapshot>) -> Dra
                         None => match super::diff::obstacle_for(target, &target_files, path) {
                             // Something at the target where the fetch must write.
                             Some((at, kind)) => {
-                                blocked.entry(at).or_insert((kind, 0, path.clone())).1 += 1;
+                                blocked.add(at, kind, path);
                             }
                             None => out.transfers.push(Action::Fetch {
                                 path: path.clone(),
@@ -163,14 +161,7 @@ pub fn drain(observed: &Observed, target_remote: Option<&RemoteSnapshot>) -> Dra
             }
         }
     }
-    for (obstacle, (what, blocked_files, example)) in blocked {
-        out.conflicts.push(Conflict::Obstacle {
-            obstacle,
-            what,
-            blocked_files,
-            example,
-        });
-    }
+    out.conflicts.extend(blocked.into_conflicts());
     out
 }
 

@@ -159,29 +159,16 @@ pub fn sync_diff(input: &SyncInput<'_>) -> SyncDiff {
     if in_the_way.at.is_empty() {
         return merge(input);
     }
-    let keep = |p: &&TierPath| !in_the_way.blocks(p);
-    let local: BTreeMap<_, _> = input
-        .local
-        .iter()
-        .filter(|(p, _)| keep(p))
-        .map(|(p, f)| (p.clone(), f.clone()))
-        .collect();
-    let remote: BTreeMap<_, _> = input
-        .remote
-        .iter()
-        .filter(|(p, _)| keep(p))
-        .map(|(p, f)| (p.clone(), f.clone()))
-        .collect();
-    let base: BTreeMap<_, _> = input
-        .base
-        .iter()
-        .filter(|(p, _)| keep(p))
-        .map(|(p, f)| (p.clone(), f.clone()))
-        .collect();
+    fn kept<V: Clone>(m: &BTreeMap<TierPath, V>, w: &InTheWay) -> BTreeMap<TierPath, V> {
+        m.iter()
+            .filter(|(p, _)| !w.blocks(p))
+            .map(|(p, v)| (p.clone(), v.clone()))
+            .collect()
+    }
     let mut out = merge(&SyncInput {
-        local: &local,
-        remote: &remote,
-        base: &base,
+        local: &kept(input.local, &in_the_way),
+        remote: &kept(input.remote, &in_the_way),
+        base: &kept(input.base, &in_the_way),
         ..*input
     });
     out.conflicts.splice(0..0, in_the_way.conflicts());

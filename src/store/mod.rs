@@ -353,27 +353,10 @@ pub fn open_fs(root: &Path) -> Arc<dyn Store> {
 /// Where a remote download lands: a temp file beside the destination,
 /// hashed as it is written, renamed into place only once verified.
 pub(crate) struct Landing {
-    /// `None` once renamed into place.
-    tmp: Option<tempfile::NamedTempFile>,
+    tmp: tempfile::NamedTempFile,
     file: tokio::fs::File,
     hasher: sha2::Sha256,
     written: u64,
-    /// The directories this landing created, innermost first: a download
-    /// that does not land leaves none of them behind.
-    created: Vec<PathBuf>,
-}
-
-impl Drop for Landing {
-    fn drop(&mut self) {
-        if let Some(tmp) = self.tmp.take() {
-            drop(tmp); // removes the temp file
-            for dir in &self.created {
-                if std::fs::remove_dir(dir).is_err() {
-                    break;
-                }
-            }
-        }
-    }
 }
 
 impl Landing {
@@ -382,11 +365,6 @@ impl Landing {
             Some(p) if !p.as_os_str().is_empty() => p,
             _ => Path::new("."),
         };
-        let created: Vec<PathBuf> = dir
-            .ancestors()
-            .take_while(|d| !d.as_os_str().is_empty() && std::fs::symlink_metadata(d).is_err())
-            .map(Path::to_path_buf)
-            .collect();
         std::fs::create_dir_all(dir).map_err(|e| StoreError::io(dir, e))?;
         let tmp = crate::fsutil::temp_file_in(dir).map_err(|e| StoreError::io(dir, e))?;
         let file = tmp
@@ -394,16 +372,11 @@ impl Landing {
             .try_clone()
             .map_err(|e| StoreError::io(tmp.path(), e))?;
         Ok(Landing {
-            tmp: Some(tmp),
+            tmp,
             file: tokio::fs::File::from_std(file),
             hasher: sha2::Sha256::default(),
             written: 0,
-            created,
         })
-    }
-
-    fn tmp_path(&self) -> &Path {
-        self.tmp.as_ref().map_or(Path::new(""), |t| t.path())
     }
 
     pub(crate) async fn write(&mut self, chunk: &[u8]) -> Result<(), StoreError> {
@@ -414,7 +387,7 @@ impl Landing {
         self.file
             .write_all(chunk)
             .await
-            .map_err(|e| StoreError::io(self.tmp_path(), e))
+            .map_err(|e| StoreError::io(self.tmp.path(), e))
     }
 
     /// Verifies size and sha256 against `meta`, fsyncs and renames into
@@ -432,13 +405,13 @@ impl Landing {
         self.file
             .flush()
             .await
-            .map_err(|e| StoreError::io(self.tmp_path(), e))?;
+            .map_err(|e| StoreError::io(self.tmp.path(), e))?;
         self.file
             .sync_all()
             .await
-            .map_err(|e| StoreError::io(self.tmp_path(), e))?;
+            .map_err(|e| StoreError::io(self.tmp.path(), e))?;
         let dest = dest.to_path_buf();
-        let tmp = self.tmp.take().expect("a landing finishes once");
+        let tmp = self.tmp;
         tokio::task::spawn_blocking(move || {
             tmp.persist(&dest)
                 .map_err(|e| StoreError::io(&dest, e.error))?;

@@ -133,17 +133,3 @@ pub fn data_files(tree: &BTreeMap<String, Vec<u8>>) -> BTreeMap<String, Vec<u8>>
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect()
 }
-
-/// Snapshot settings: snapshots live in the top-level `snapshots/`.
-#[macro_export]
-macro_rules! snapshot {
-    ($name:expr, $value:expr) => {
-        insta::with_settings!({
-            snapshot_path => concat!(env!("CARGO_MANIFEST_DIR"), "/snapshots"),
-            prepend_module_to_snapshot => false,
-            omit_expression => true,
-        }, {
-            insta::assert_snapshot!($name, $value);
-        })
-    };
-}

@@ -60,3 +60,17 @@ pub fn doctor_statuses(doc: &serde_json::Value) -> BTreeMap<String, String> {
         })
         .collect()
 }
+
+/// Snapshot settings: snapshots live in the top-level `snapshots/`.
+#[macro_export]
+macro_rules! snapshot {
+    ($name:expr, $value:expr) => {
+        insta::with_settings!({
+            snapshot_path => concat!(env!("CARGO_MANIFEST_DIR"), "/snapshots"),
+            prepend_module_to_snapshot => false,
+            omit_expression => true,
+        }, {
+            insta::assert_snapshot!($name, $value);
+        })
+    };
+}
