@@ -53,6 +53,8 @@ fn plan(actions: Vec<Action>, conflicts: Vec<swamp::plan::Conflict>) -> Plan {
             batch_delete: false,
             conflict_policy: ConflictPolicy::Fail,
             forced: false,
+            forced_delete_local: false,
+            base_ignored: false,
             resolved: vec![],
             remote_id: None,
             base_reset: None,

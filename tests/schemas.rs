@@ -946,6 +946,8 @@ fn a_sync_plan_document_matches_the_schema() {
             batch_delete: true,
             conflict_policy: ConflictPolicy::KeepBoth,
             forced: false,
+            forced_delete_local: false,
+            base_ignored: false,
             resolved: every_conflict()
                 .into_iter()
                 .filter(|c| c.kind() == "both-changed")

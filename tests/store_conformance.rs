@@ -41,6 +41,7 @@ fn options() -> StoreOptions {
             max_attempts: 5,
             base_delay: Duration::from_millis(20),
             max_delay: Duration::from_millis(200),
+            ..RetryPolicy::default()
         },
         connect_timeout: Duration::from_secs(2),
         read_timeout: Duration::from_secs(30),

@@ -313,6 +313,65 @@ fn a_wiped_bucket_is_a_first_sync_not_a_delete(backend: Backend) {
     a.run(&["plan", "--detailed-exitcode"]).expect(0);
 }
 
+/// Someone deleted the namespace's data objects (its id stays): the guard
+/// names the likely causes and the safe command, `--force` still keeps
+/// every cache file that exists nowhere else, and `--no-base` uploads
+/// them again.
+fn a_remote_that_lost_its_objects_keeps_the_only_copies_even_under_force(backend: Backend) {
+    let bucket = Bucket::new(backend);
+    let a = synced_repo(&bucket);
+    let before = files(&a.cache().join("alpha/data"));
+    let data: Vec<String> = bucket
+        .versions()
+        .into_keys()
+        .filter(|k| k.contains("/data/"))
+        .collect();
+    assert_eq!(data.len(), 3);
+    for key in &data {
+        bucket.delete(key);
+    }
+    let run = a.run(&["datastore", "sync", "-y"]);
+    run.expect(3);
+    let out = format!("{}{}", run.stdout, run.stderr);
+    assert!(out.contains("delete guard"), "{out}");
+    assert!(
+        out.contains("likely: a wrong endpoint or bucket"),
+        "names the causes: {out}"
+    );
+    assert!(
+        out.contains("swamp datastore sync --no-base"),
+        "names the safe command: {out}"
+    );
+    // The guard's "if intended" route: --force alone deletes no only copy.
+    let run = a.run(&["datastore", "sync", "--force", "-y"]);
+    run.expect(3);
+    let out = format!("{}{}", run.stdout, run.stderr);
+    assert!(out.contains("only-copy"), "{out}");
+    assert!(!out.contains("Converged"), "{out}");
+    assert_eq!(
+        files(&a.cache().join("alpha/data")),
+        before,
+        "the cache is intact"
+    );
+    // --force-delete-local is refused without --force (a usage error).
+    a.run(&["datastore", "sync", "--force-delete-local", "-y"])
+        .expect(64);
+    // The safe command: a first sync, which uploads what the remote lacks.
+    let run = a.run(&["datastore", "sync", "--no-base", "-y"]);
+    run.expect(0);
+    assert!(
+        run.stdout
+            .contains("--no-base sets the record of the last sync aside"),
+        "{}",
+        run.stdout
+    );
+    for key in &data {
+        assert!(bucket.get(key).is_some(), "{key} uploaded again");
+    }
+    a.run(&["datastore", "sync", "-y"]).expect(0);
+    assert_eq!(files(&a.cache().join("alpha/data")), before);
+}
+
 on_every_backend!(
     a_symlink_fifo_or_directory_replacing_a_synced_file_is_a_conflict_not_a_delete,
     a_tampered_saved_plan_deletes_nothing_outside_its_namespace,
@@ -320,6 +379,7 @@ on_every_backend!(
     catalog_named_files_round_trip_and_the_catalog_path_is_reserved,
     a_second_setup_to_a_remote_used_before_deletes_nothing,
     a_wiped_bucket_is_a_first_sync_not_a_delete,
+    a_remote_that_lost_its_objects_keeps_the_only_copies_even_under_force,
 );
 
 /// A download refused for a bad sha256 said nothing was written, and left

@@ -118,7 +118,8 @@ pub fn apply(
             // Bound to the remote the plan saw: a base made with another is
             // set aside, as the plan did.
             let id = plan.remote.as_ref().and_then(|r| r.remote_id.clone());
-            if base.mismatch(id.as_deref()).is_some() {
+            let ignored = plan.remote.as_ref().is_some_and(|r| r.base_ignored);
+            if ignored || base.mismatch(id.as_deref()).is_some() {
                 base.files.clear();
             }
             base.remote_id = id;
@@ -126,6 +127,8 @@ pub fn apply(
         }
         None => None,
     };
+    // The locks this command holds, watched by the transfer tasks.
+    let watch = crate::lock::watch();
     let mut i = 0;
     while i < plan.actions.len() {
         let action = &plan.actions[i];
@@ -151,6 +154,7 @@ pub fn apply(
                 &plan.target.root,
                 &remotes_with(remote, sources, &cache),
                 usize::from(concurrency),
+                &watch,
             ));
             let mut first_error = None;
             for (k, outcome) in outcomes.into_iter().enumerate() {
@@ -170,8 +174,16 @@ pub fn apply(
                         }
                         report.completed += 1;
                     }
-                    Err(e) if first_error.is_none() => first_error = Some((i + k, e)),
-                    Err(_) => {}
+                    // The cause, not the actions it kept from starting.
+                    Err(e) => match &first_error {
+                        None => first_error = Some((i + k, e)),
+                        Some((_, remote::SyncActionError::NotStarted { .. }))
+                            if !matches!(e, remote::SyncActionError::NotStarted { .. }) =>
+                        {
+                            first_error = Some((i + k, e))
+                        }
+                        Some(_) => {}
+                    },
                 }
             }
             progress(report.completed, total);
@@ -361,6 +373,17 @@ pub fn apply(
     // entries it did not touch (saving only those it used would make the
     // verifying plan read every other file again).
     let _ = cache.save_keeping();
+    // A lock lost during the last step: what was done stays done, but the
+    // run did not hold the lock throughout, so it must not report success.
+    if let Some(reason) = watch.lost() {
+        return Err(ApplyError::Stopped {
+            index: total,
+            kind: "lock",
+            what: "the datastore lock".into(),
+            reason,
+            completed: report.completed,
+        });
+    }
     Ok(report)
 }
 

@@ -59,6 +59,32 @@ pub enum SyncActionError {
         "{path}: another sentinel, vouching for other content, was published meanwhile; nothing was overwritten"
     )]
     SentinelTaken { path: TierPath },
+    #[error("{what}: cancelled mid-way ({reason}); nothing of it was kept")]
+    Cancelled { what: String, reason: String },
+    #[error("not started: {reason}")]
+    NotStarted { reason: String },
+}
+
+impl SyncActionError {
+    /// Whether the failure is about the whole remote (it is down, gone or
+    /// refuses us) rather than about one file: the rest of the batch is
+    /// not started, since it would only fail the same way.
+    pub fn is_systemic(&self) -> bool {
+        match self {
+            SyncActionError::Store { source, .. } | SyncActionError::Object { source, .. } => {
+                matches!(
+                    source,
+                    StoreError::Down { .. }
+                        | StoreError::Unreachable { .. }
+                        | StoreError::Unavailable { .. }
+                        | StoreError::NoSuchBucket { .. }
+                        | StoreError::Denied { .. }
+                )
+            }
+            SyncActionError::Cancelled { .. } | SyncActionError::NotStarted { .. } => true,
+            _ => false,
+        }
+    }
 }
 
 /// What a completed sync action means for the base.
@@ -506,16 +532,53 @@ pub async fn publish_sentinel(
 
 /// Runs a run of consecutive transfer actions concurrently (at most
 /// `concurrency` at once), returning each one's outcome in plan order.
+///
+/// Stops at a safe point when the lock is lost (transfers in flight are
+/// cancelled: an upload cut off is never completed, a download's temp
+/// file is removed) or when an action fails for the whole remote (the
+/// rest is not started). Either way the outcomes say what completed.
 pub async fn run_many(
     actions: &[&Action],
     root: &Path,
     remotes: &Remotes<'_>,
     concurrency: usize,
+    watch: &crate::lock::LossWatch,
 ) -> Vec<Result<BaseChange, SyncActionError>> {
-    futures_util::stream::iter(actions.iter().map(|a| run(a, root, remotes)))
-        .buffered(concurrency.max(1))
-        .collect()
-        .await
+    use std::sync::Mutex;
+    let halted: Mutex<Option<String>> = Mutex::new(None);
+    let halted = &halted;
+    futures_util::stream::iter(actions.iter().map(|a| async move {
+        let reason = halted.lock().unwrap().clone().or_else(|| watch.lost());
+        if let Some(reason) = reason {
+            return Err(SyncActionError::NotStarted { reason });
+        }
+        let outcome = tokio::select! {
+            outcome = run(a, root, remotes) => outcome,
+            reason = lock_lost(watch) => Err(SyncActionError::Cancelled {
+                what: a.path().map(ToString::to_string).unwrap_or_else(|| a.kind().to_string()),
+                reason,
+            }),
+        };
+        if let Err(e) = &outcome
+            && e.is_systemic()
+        {
+            halted.lock().unwrap().get_or_insert_with(|| e.to_string());
+        }
+        outcome
+    }))
+    .buffered(concurrency.max(1))
+    .collect()
+    .await
+}
+
+/// Resolves once a watched lock is lost, with why.
+async fn lock_lost(watch: &crate::lock::LossWatch) -> String {
+    loop {
+        if let Some(reason) = watch.lost() {
+            return reason;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
 }
 
 /// Applies a base change.

@@ -42,6 +42,12 @@ pub struct SyncArgs {
     /// Override the delete guards (max_delete_percent, empty side, everything changed)
     #[arg(long)]
     pub force: bool,
+    /// With --force: also delete cache files whose content exists nowhere else
+    #[arg(long, requires = "force")]
+    pub force_delete_local: bool,
+    /// Plan as a first sync: set the record of the last sync aside, so nothing is deleted on either side
+    #[arg(long)]
+    pub no_base: bool,
 }
 
 /// `-y`, `--yes` and `--confirm` are synonyms everywhere.
@@ -81,7 +87,7 @@ pub enum Command {
         /// A plan saved with `swamp plan -o FILE` (planned again and applied
         /// only if unchanged; it carries its own scope, conflict policy and
         /// --force, so those options cannot be given with it)
-        #[arg(conflicts_with_all = ["scope", "conflict", "force"])]
+        #[arg(conflicts_with_all = ["scope", "conflict", "force", "force_delete_local", "no_base"])]
         file: Option<PathBuf>,
         #[arg(long, default_value = "all", value_parser = parse_scope)]
         scope: Scope,
@@ -294,6 +300,8 @@ impl SyncArgs {
         crate::engine::SyncOptions {
             conflict: self.conflict,
             force: self.force,
+            force_delete_local: self.force_delete_local,
+            no_base: self.no_base,
         }
     }
 }

@@ -129,7 +129,15 @@ pub fn main() -> ExitCode {
     });
     match commands::run(&ctx, cli.command) {
         Ok(outcome) => ExitCode::from(outcome.exit_code()),
-        Err(err) => {
+        Err(mut err) => {
+            // A datastore that stopped answering: say what to run once it
+            // is back, whatever the command was.
+            if let Some(target) = crate::store::outage() {
+                err.hint = Some(format!(
+                    "{target} did not answer; once it is up again, run `{}` again (what completed stays done)",
+                    rerun_command(),
+                ));
+            }
             if ctx.json {
                 output::print_json(&err.to_json());
             } else {
@@ -139,4 +147,24 @@ pub fn main() -> ExitCode {
             ExitCode::from(err.kind.exit_code())
         }
     }
+}
+
+/// This process's command line, quoted for a shell where needed.
+fn rerun_command() -> String {
+    let mut out = String::from("swamp");
+    for arg in std::env::args().skip(1) {
+        out.push(' ');
+        let plain = !arg.is_empty()
+            && arg
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_./:=@,+".contains(c));
+        if plain {
+            out.push_str(&arg);
+        } else {
+            out.push('\'');
+            out.push_str(&arg.replace('\'', "'\\''"));
+            out.push('\'');
+        }
+    }
+    out
 }

@@ -129,6 +129,8 @@ fn compose_options(config: &Config, options: SyncOptions) -> compose::Options {
     compose::Options {
         policy: options.conflict.unwrap_or(config.sync.conflict),
         force: options.force,
+        force_delete_local: options.force_delete_local,
+        no_base: options.no_base,
         max_delete_percent: config.sync.max_delete_percent,
     }
 }
@@ -216,6 +218,12 @@ pub fn saved_options(saved: &SavedPlan) -> SyncOptions {
     SyncOptions {
         conflict: saved.plan.remote.as_ref().map(|r| r.conflict_policy),
         force: saved.plan.remote.as_ref().is_some_and(|r| r.forced),
+        force_delete_local: saved
+            .plan
+            .remote
+            .as_ref()
+            .is_some_and(|r| r.forced_delete_local),
+        no_base: saved.plan.remote.as_ref().is_some_and(|r| r.base_ignored),
     }
 }
 
@@ -380,6 +388,11 @@ pub fn apply_and_verify(
     )?;
     let config = Config::load(repo)?;
     let layout = Layout::new(repo, &config, layout.swamp_home())?;
+    // `--no-base` is for one run: the base this apply recorded counts now.
+    let options = SyncOptions {
+        no_base: false,
+        ..options
+    };
     let after = plan_with(&layout, &config, plan.scope, options)?;
     Ok(Applied { report, after })
 }

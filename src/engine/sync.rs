@@ -15,6 +15,11 @@ pub struct SyncOptions {
     pub conflict: Option<ConflictPolicy>,
     /// Overrides the delete guards.
     pub force: bool,
+    /// With `force`: also deletes cache files that are the only copy of
+    /// their content.
+    pub force_delete_local: bool,
+    /// Plans as a first sync: the last sync's record is set aside.
+    pub no_base: bool,
 }
 
 /// `<prefix>/<ns>/.namespace.json`: who owns a namespace in a bucket.

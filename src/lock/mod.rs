@@ -513,17 +513,48 @@ impl Held {
     }
 }
 
+/// How often the heartbeat looks at the lock object between renewals, so
+/// that a lock broken by `lock release --force` (or taken over) stops the
+/// work within about this long, not a third of the TTL later.
+const LOOK_EVERY: Duration = Duration::from_secs(1);
+
 /// Renews the lock every third of its TTL with a compare-and-swap on our
-/// own version. A renewal that finds another version means someone took
-/// the lock over: the lock is lost and never written again.
+/// own version, and between renewals reads the lock object's version. A
+/// renewal or a read that finds another version (or none) means someone
+/// took the lock over or broke it: the lock is lost and never written
+/// again.
 fn heartbeat(held: Arc<Held>, ttl: Duration, stopped: mpsc::Receiver<()>) {
     let rt = small_runtime();
     let every = (ttl / 3).max(Duration::from_millis(100));
+    let look = LOOK_EVERY.min(every);
+    let mut renewed = std::time::Instant::now();
     loop {
-        match stopped.recv_timeout(every) {
+        match stopped.recv_timeout(look) {
             Err(RecvTimeoutError::Timeout) => {}
             Ok(()) | Err(RecvTimeoutError::Disconnected) => return,
         }
+        if renewed.elapsed() < every {
+            let version = held.version.lock().unwrap().clone();
+            match rt.block_on(held.target.store.head(&held.target.key)) {
+                Ok(Some(meta)) if meta.version == version => {}
+                Ok(Some(_)) => {
+                    held.lose("another process took it over".into());
+                    return;
+                }
+                Ok(None) => {
+                    held.lose(
+                        "it was broken (deleted, e.g. by `swamp datastore lock release --force`)"
+                            .into(),
+                    );
+                    return;
+                }
+                // Unreachable for now: the renewal and the expiry check
+                // below decide.
+                Err(_) => {}
+            }
+            continue;
+        }
+        renewed = std::time::Instant::now();
         let now = SystemTime::now();
         let body = {
             let mut b = held.body.lock().unwrap();
@@ -580,14 +611,32 @@ fn unregister(held: &Held) {
     HELD.lock().unwrap().remove(&(held as *const Held as usize));
 }
 
-/// Errors when a lock taken on this thread and still held was lost. Apply
-/// calls this before each step, so a holder that stalled past its TTL stops
-/// instead of working alongside its successor.
-pub fn ensure_held() -> Result<(), String> {
+/// The locks taken on one thread, watched from anywhere: apply hands it
+/// to its transfer tasks so a loss stops them at the next safe point.
+#[derive(Debug, Clone, Default)]
+pub struct LossWatch(Vec<std::sync::Weak<Held>>);
+
+impl std::fmt::Debug for Held {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Held")
+            .field("url", &self.target.url)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The locks taken on this thread and not yet released.
+pub fn watch() -> LossWatch {
     MINE.with(|m| {
         let mut m = m.borrow_mut();
         m.retain(|w| w.strong_count() > 0);
-        for h in m.iter().filter_map(std::sync::Weak::upgrade) {
+        LossWatch(m.clone())
+    })
+}
+
+impl LossWatch {
+    /// Why a watched lock was lost, if one was.
+    pub fn lost(&self) -> Option<String> {
+        for h in self.0.iter().filter_map(std::sync::Weak::upgrade) {
             if h.released.load(Ordering::SeqCst) {
                 continue;
             }
@@ -597,11 +646,21 @@ pub fn ensure_held() -> Result<(), String> {
                 h.lose("it expired before it could be renewed (this process stalled)".into());
             }
             if let Some(r) = h.lost.lock().unwrap().as_ref() {
-                return Err(format!("lost the lock {}: {r}", h.target.url));
+                return Some(format!("lost the lock {}: {r}", h.target.url));
             }
         }
-        Ok(())
-    })
+        None
+    }
+}
+
+/// Errors when a lock taken on this thread and still held was lost. Apply
+/// calls this before each step, so a holder that stalled past its TTL stops
+/// instead of working alongside its successor.
+pub fn ensure_held() -> Result<(), String> {
+    match watch().lost() {
+        Some(reason) => Err(reason),
+        None => Ok(()),
+    }
 }
 
 /// Releases every lock this process holds (conditional deletes of our own

@@ -443,6 +443,14 @@ pub struct RemoteInfo {
     pub conflict_policy: ConflictPolicy,
     /// Delete guards were overridden with `--force`.
     pub forced: bool,
+    /// `--force-delete-local`: cache files whose content exists nowhere
+    /// else may be deleted too.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub forced_delete_local: bool,
+    /// `--no-base`: planned as a first sync, the last sync's record set
+    /// aside (nothing is deleted on either side).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub base_ignored: bool,
     /// Conflicts settled by `conflict_policy`, for review.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub resolved: Vec<Conflict>,

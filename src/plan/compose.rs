@@ -31,6 +31,10 @@ pub struct Options {
     pub policy: ConflictPolicy,
     /// Override the delete guards.
     pub force: bool,
+    /// With `force`: delete cache files whose content exists nowhere else.
+    pub force_delete_local: bool,
+    /// `--no-base`: plan as a first sync, whatever the last one recorded.
+    pub no_base: bool,
     pub max_delete_percent: u8,
 }
 
@@ -94,6 +98,9 @@ fn add_remote(scope: Scope, observed: &Observed, options: &Options, plan: &mut P
         // Re-keyed paths whose cache file moves too are settled by the copy.
         let mut remote_files = snapshot.remote_files();
         let mut base = snapshot.base.clone();
+        if options.no_base {
+            base.clear();
+        }
         if scope == Scope::Config {
             remote_files = config_only(&remote_files);
             base = config_only(&base);
@@ -118,6 +125,7 @@ fn add_remote(scope: Scope, observed: &Observed, options: &Options, plan: &mut P
             policy: options.policy,
             max_delete_percent: options.max_delete_percent,
             force: options.force,
+            force_delete_local: options.force_delete_local,
         });
         sync_actions = diff.actions;
         sync_conflicts = diff.conflicts;
@@ -189,9 +197,17 @@ fn add_remote(scope: Scope, observed: &Observed, options: &Options, plan: &mut P
             batch_delete: false,
             conflict_policy: options.policy,
             forced: options.force,
+            forced_delete_local: options.force && options.force_delete_local,
             resolved,
             remote_id: snapshot.identity.as_ref().map(|i| i.id.clone()),
-            base_reset: snapshot.base_reset.clone(),
+            base_reset: match (&snapshot.base_reset, options.no_base) {
+                (Some(why), _) => Some(why.clone()),
+                (None, true) if !snapshot.base.is_empty() => {
+                    Some("--no-base sets the record of the last sync aside".to_string())
+                }
+                (None, _) => None,
+            },
+            base_ignored: options.no_base,
         });
     }
 }
@@ -281,6 +297,8 @@ mod tests {
         Options {
             policy: ConflictPolicy::Fail,
             force: false,
+            force_delete_local: false,
+            no_base: false,
             max_delete_percent: 100,
         }
     }
@@ -437,6 +455,8 @@ mod tests {
             &observed,
             &Options {
                 force: true,
+                force_delete_local: false,
+                no_base: false,
                 max_delete_percent: 50,
                 ..options()
             },

@@ -421,10 +421,9 @@ fn render_conflict(out: &mut String, c: &Conflict, plan: &Plan, repo: &Path, tar
         }
         Conflict::DeleteGuard { guard, message } => {
             let _ = writeln!(out, "  ✗ delete guard `{guard}`: {message}");
-            let _ = writeln!(
-                out,
-                "      fix: check the cache and the remote; if the deletes are intended, run again with --force"
-            );
+            for line in guard_fix(guard) {
+                let _ = writeln!(out, "      {line}");
+            }
         }
         Conflict::ConfigAlreadyMigrated {
             path,
@@ -611,5 +610,30 @@ mod tests {
             fix.contains("--conflict local|remote|newer|keep-both"),
             "{fix}"
         );
+    }
+}
+
+/// What a tripped delete guard most likely means, and the commands that
+/// settle it, safest first.
+fn guard_fix(guard: &str) -> &'static [&'static str] {
+    match guard {
+        "empty-remote" | "everything-changed" | "max-delete-percent" => &[
+            "likely: a wrong endpoint or bucket, a bucket or cache emptied by someone else, or a sync record from another life of this remote",
+            "check: `swamp status` and `swamp doctor datastores`",
+            "safe: `swamp datastore sync --no-base` plans a first sync (nothing deleted; each side gets what it lacks)",
+            "if the deletes are intended: run again with --force (cache files that exist nowhere else also need --force-delete-local)",
+        ],
+        "empty-cache" => &[
+            "likely: the cache was wiped or SWAMP_HOME points elsewhere",
+            "safe: `swamp datastore sync --pull` fills the cache again (nothing deleted)",
+            "if the deletes are intended: run again with --force",
+        ],
+        "only-copy" => &[
+            "check: these files are in no remote object and nowhere else in the cache; `swamp datastore sync --no-base` keeps and uploads them",
+            "if they must go: add --force-delete-local",
+        ],
+        _ => &[
+            "fix: check the cache and the remote; if the deletes are intended, run again with --force",
+        ],
     }
 }

@@ -33,6 +33,9 @@ pub struct SyncInput<'a> {
     pub policy: ConflictPolicy,
     pub max_delete_percent: u8,
     pub force: bool,
+    /// With `force`: cache files that are the only copy of their content
+    /// may be deleted too.
+    pub force_delete_local: bool,
 }
 
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -185,7 +188,7 @@ fn merge(input: &SyncInput<'_>) -> SyncDiff {
     let mut out = SyncDiff::default();
     let mut pushes = Vec::new();
     let mut pulls = Vec::new();
-    let mut deletes_local = Vec::new();
+    let mut deletes_local: Vec<Action> = Vec::new();
     let mut deletes_remote = Vec::new();
     let mut keep_both = Vec::new();
     let mut add = Vec::new();
@@ -234,9 +237,16 @@ fn merge(input: &SyncInput<'_>) -> SyncDiff {
         }
     }
 
+    let tripped = guards(input, deletes_local.len(), deletes_remote.len());
     if !input.force {
-        out.conflicts
-            .extend(guards(input, deletes_local.len(), deletes_remote.len()));
+        out.conflicts.extend(tripped);
+    } else if !tripped.is_empty() && !input.force_delete_local {
+        // Forced past a guard: still never the only copy of anything.
+        let (only, kept) = only_copies(input, deletes_local);
+        deletes_local = kept;
+        if let Some(c) = only_copy_guard(&only) {
+            out.conflicts.push(c);
+        }
     }
 
     // Transfers first, deletes after, bookkeeping last.
@@ -441,6 +451,53 @@ fn settle(
     })
 }
 
+/// Splits cache deletes into those of files whose content exists nowhere
+/// else (no remote object and no other cache file has its sha256) and the
+/// rest.
+fn only_copies(input: &SyncInput<'_>, deletes: Vec<Action>) -> (Vec<TierPath>, Vec<Action>) {
+    let remote: BTreeSet<&str> = input
+        .remote
+        .values()
+        .filter_map(|r| r.sha256.as_deref())
+        .collect();
+    let doomed: BTreeSet<&TierPath> = deletes.iter().filter_map(Action::path).collect();
+    let elsewhere: BTreeSet<&str> = input
+        .local
+        .iter()
+        .filter(|(p, _)| !doomed.contains(p))
+        .map(|(_, f)| f.sha256.as_str())
+        .collect();
+    let mut only = Vec::new();
+    let mut kept = Vec::new();
+    for a in deletes {
+        match &a {
+            Action::DeleteLocal { path, sha256 }
+                if !remote.contains(sha256.as_str()) && !elsewhere.contains(sha256.as_str()) =>
+            {
+                only.push(path.clone())
+            }
+            _ => kept.push(a),
+        }
+    }
+    (only, kept)
+}
+
+fn only_copy_guard(only: &[TierPath]) -> Option<Conflict> {
+    let first = only.first()?;
+    let more = match only.len() {
+        1 => String::new(),
+        n => format!(" and {} more", n - 1),
+    };
+    Some(Conflict::DeleteGuard {
+        guard: "only-copy".into(),
+        message: format!(
+            "--force would delete {} cache file(s) whose content exists nowhere else ({first}{more}); \
+             they are kept, and nothing is applied until you decide",
+            only.len()
+        ),
+    })
+}
+
 /// Delete guards, evaluated on the whole plan before anything runs.
 fn guards(input: &SyncInput<'_>, deletes_local: usize, deletes_remote: usize) -> Vec<Conflict> {
     let mut out = Vec::new();
@@ -574,6 +631,7 @@ mod tests {
                 policy,
                 max_delete_percent: 100,
                 force: false,
+                force_delete_local: false,
             })
         }
         fn kinds(&self, direction: Direction, policy: ConflictPolicy) -> Vec<String> {
@@ -898,6 +956,7 @@ mod tests {
         assert!(guards.contains(&"empty-cache"), "{guards:?}");
         let forced = sync_diff(&SyncInput {
             force: true,
+            force_delete_local: false,
             local: &w.local,
             local_other: &w.other,
             local_modified: &w.modified,
@@ -909,6 +968,68 @@ mod tests {
         });
         assert!(forced.conflicts.is_empty());
         assert_eq!(forced.actions.len(), 2);
+    }
+
+    #[test]
+    fn forcing_past_a_guard_never_deletes_the_only_copy_of_a_file() {
+        // The remote lost every object the base recorded; `b` survives in
+        // the remote under another name, `a` and `c` exist only here.
+        let w = World::default()
+            .local("outputs/a", "a")
+            .base("outputs/a", "a", "e1")
+            .local("outputs/b", "b")
+            .base("outputs/b", "b", "e2")
+            .local("outputs/c", "c")
+            .base("outputs/c", "c", "e3")
+            .remote("outputs/moved/b", "b", "e9");
+        let diff = |force_delete_local| {
+            sync_diff(&SyncInput {
+                force: true,
+                force_delete_local,
+                local: &w.local,
+                local_other: &w.other,
+                local_modified: &w.modified,
+                remote: &w.remote,
+                base: &w.base,
+                direction: Both,
+                policy: Fail,
+                max_delete_percent: 50,
+            })
+        };
+        let kept = diff(false);
+        let deletes: Vec<_> = kept
+            .actions
+            .iter()
+            .filter(|a| a.kind() == "delete-local")
+            .filter_map(Action::path)
+            .map(TierPath::as_str)
+            .collect();
+        assert_eq!(deletes, ["outputs/b"], "only the file the remote still has");
+        let [Conflict::DeleteGuard { guard, message }] = kept.conflicts.as_slice() else {
+            panic!("{:?}", kept.conflicts);
+        };
+        assert_eq!(guard, "only-copy");
+        assert!(
+            message.contains("2 cache file(s)") && message.contains("outputs/a"),
+            "{message}"
+        );
+        // Named explicitly, they go too.
+        let all = diff(true);
+        assert!(all.conflicts.is_empty(), "{:?}", all.conflicts);
+        assert_eq!(
+            all.actions
+                .iter()
+                .filter(|a| a.kind() == "delete-local")
+                .count(),
+            3
+        );
+        // Without --force the guards block as before.
+        assert!(
+            w.diff(Both, Fail)
+                .conflicts
+                .iter()
+                .any(|c| matches!(c, Conflict::DeleteGuard { guard, .. } if guard != "only-copy"))
+        );
     }
 
     #[test]
@@ -929,6 +1050,7 @@ mod tests {
             policy: Fail,
             max_delete_percent: 40,
             force: false,
+            force_delete_local: false,
         });
         assert!(
             d.conflicts

@@ -79,8 +79,19 @@ impl SyncBase {
     /// id (the bucket was wiped, re-created or drained since, or it is
     /// another endpoint's bucket of the same name). Such a base is no base:
     /// the sync is a first sync, and nothing is deleted.
+    ///
+    /// A base from before remote ids (none recorded) that lists files is
+    /// not trusted either once the remote holds an id: nothing proves it
+    /// was made with this remote rather than with an earlier life of it.
     pub fn mismatch(&self, identity: Option<&str>) -> Option<String> {
-        let made_with = self.remote_id.as_deref()?;
+        let Some(made_with) = self.remote_id.as_deref() else {
+            return (identity.is_some() && !self.files.is_empty()).then(|| {
+                format!(
+                    "the last sync's record predates remote ids, so nothing proves it was made with {} as it is now",
+                    self.remote
+                )
+            });
+        };
         (Some(made_with) != identity).then(|| match identity {
             Some(now) => format!(
                 "the last sync was with a remote whose id was {made_with}; {} now holds {now} (it was wiped, re-created or drained since)",
@@ -118,9 +129,21 @@ mod tests {
             remote: "s3://b/p/".into(),
             ..SyncBase::default()
         };
-        // Written before remotes had an id: trusted as before.
+        // Written before remotes had an id: an empty one is harmless, one
+        // that lists files is not trusted once the remote holds an id.
         assert_eq!(b.mismatch(Some("x")), None);
         assert_eq!(b.mismatch(None), None);
+        b.files.insert(
+            TierPath::parse("data/a/1/raw").unwrap(),
+            BaseEntry {
+                sha256: "aa".into(),
+                size: 1,
+                version: "v1".into(),
+            },
+        );
+        let legacy = b.mismatch(Some("x")).unwrap();
+        assert!(legacy.contains("predates remote ids"), "{legacy}");
+        assert_eq!(b.mismatch(None), None, "nothing to compare with");
         b.remote_id = Some("x".into());
         assert_eq!(b.mismatch(Some("x")), None);
         let wiped = b.mismatch(None).unwrap();

@@ -142,7 +142,14 @@ impl GcsStore {
             GcsError::HttpClient(re) | GcsError::RawResponse(re, _) => {
                 if let Some(status) = re.status() {
                     status_err(status.as_u16(), re.to_string())
-                } else if re.is_connect() || re.is_timeout() || re.is_request() || re.is_body() {
+                } else if re.is_connect()
+                    || re.is_timeout()
+                    || re.is_request()
+                    || re.is_body()
+                    // A listing or metadata answer cut off mid-way does not
+                    // parse: the network's fault, worth another attempt.
+                    || re.is_decode()
+                {
                     StoreError::Unreachable {
                         target,
                         message: error_chain(&re),

@@ -37,7 +37,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use crate::config::DatastoreConfig;
-pub use retry::RetryPolicy;
+pub use retry::{Breaker, RetryPolicy, outage};
 
 /// Name of the sha256 metadata entry (S3 user metadata and GCS custom
 /// metadata alike).
@@ -138,6 +138,17 @@ pub enum StoreError {
         expected: String,
         found: String,
     },
+    #[error(
+        "{target} looks down: {failures} attempt(s) in a row failed over {secs}s ({message}); nothing more was sent to it"
+    )]
+    Down {
+        target: String,
+        message: String,
+        failures: u32,
+        secs: u64,
+    },
+    #[error("`{key}` arrived corrupt ({detail}); nothing was written locally")]
+    Corrupt { key: String, detail: String },
     #[error("{}: {source}", .path.display())]
     Io {
         path: PathBuf,

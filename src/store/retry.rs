@@ -6,10 +6,20 @@
 //! judged wrong cannot make it right). Backends map their raw errors to
 //! [`StoreError`] with [`classify_status`] and [`classify_io`]; the loop here
 //! only looks at [`StoreError::is_transient`].
+//!
+//! Retries are per request, but whether the server is there at all is a
+//! question for the whole command: a [`Breaker`], shared by every request
+//! of one store, counts failed attempts in a row across requests. Once the
+//! server has refused connections for long enough (or failed for the whole
+//! retry budget), the store is declared down and every later request fails
+//! at once with [`StoreError::Down`], so a push of 300 files against a dead
+//! endpoint ends in seconds instead of retrying each file five times.
 
 use std::future::Future;
 use std::io;
-use std::time::Duration;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use super::StoreError;
 
@@ -22,19 +32,133 @@ pub struct RetryPolicy {
     pub base_delay: Duration,
     /// Upper bound of any single backoff.
     pub max_delay: Duration,
+    /// Connection failures in a row (across requests) after which, once
+    /// they have lasted [`RetryPolicy::down_after`], the server is down.
+    pub trip_after: u32,
+    /// How long connection failures in a row must last before the server
+    /// is down: longer than one request's own retries, so a restarting
+    /// server is ridden out.
+    pub down_after: Duration,
+    /// How long the server may keep failing (any transient failure,
+    /// throttling included) before the command gives up on it.
+    pub budget: Duration,
+    /// Shared by every request of one store.
+    pub breaker: Breaker,
 }
+
+/// The default budget, overridden by `SWAMP_RETRY_BUDGET` (humantime:
+/// `30s`, `2m`).
+const DEFAULT_BUDGET: Duration = Duration::from_secs(120);
 
 impl Default for RetryPolicy {
     /// 5 attempts, waiting at most 0.1 + 0.2 + 0.4 + 0.8 s between them:
     /// long enough to ride out a restarting server or a throttling burst,
     /// short enough that an unreachable endpoint is reported within seconds.
     fn default() -> Self {
+        let budget = std::env::var("SWAMP_RETRY_BUDGET")
+            .ok()
+            .and_then(|v| humantime::parse_duration(v.trim()).ok())
+            .unwrap_or(DEFAULT_BUDGET);
         RetryPolicy {
             max_attempts: 5,
             base_delay: Duration::from_millis(100),
             max_delay: Duration::from_secs(2),
+            trip_after: 10,
+            down_after: Duration::from_secs(3).min(budget),
+            budget,
+            breaker: Breaker::default(),
         }
     }
+}
+
+/// Failed attempts in a row across the requests of one store, and the
+/// verdict once they show the server is down.
+#[derive(Debug, Clone, Default)]
+pub struct Breaker(Arc<BreakerState>);
+
+#[derive(Debug, Default)]
+struct BreakerState {
+    /// Connection-level failures (refused, reset, timed out) in a row.
+    unreachable: AtomicU32,
+    /// When the current run of failures began.
+    failing_since: Mutex<Option<Instant>>,
+    /// Set once the server is judged down: every later request fails with it.
+    down: Mutex<Option<(String, String, u32, Duration)>>,
+}
+
+impl PartialEq for Breaker {
+    fn eq(&self, other: &Breaker) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for Breaker {}
+
+impl Breaker {
+    fn down(&self) -> Option<StoreError> {
+        self.0
+            .down
+            .lock()
+            .unwrap()
+            .as_ref()
+            .map(|(target, message, failures, lasted)| StoreError::Down {
+                target: target.clone(),
+                message: message.clone(),
+                failures: *failures,
+                secs: lasted.as_secs(),
+            })
+    }
+
+    /// The server answered (even with a refusal): it is up.
+    fn answered(&self) {
+        self.0.unreachable.store(0, Ordering::SeqCst);
+        *self.0.failing_since.lock().unwrap() = None;
+    }
+
+    /// Records a transient failure; returns the down verdict once the
+    /// failures show the server is gone.
+    fn failed(&self, e: &StoreError, policy: &RetryPolicy) -> Option<StoreError> {
+        let since = *self
+            .0
+            .failing_since
+            .lock()
+            .unwrap()
+            .get_or_insert_with(Instant::now);
+        let lasted = since.elapsed();
+        let unreachable = match e {
+            StoreError::Unreachable { .. } => self.0.unreachable.fetch_add(1, Ordering::SeqCst) + 1,
+            _ => 0,
+        };
+        let down = (unreachable >= policy.trip_after && lasted >= policy.down_after)
+            || lasted >= policy.budget;
+        if !down {
+            return None;
+        }
+        let (target, message) = match e {
+            StoreError::Unreachable { target, message }
+            | StoreError::Unavailable { target, message } => (target.clone(), message.clone()),
+            other => (String::from("the datastore"), other.to_string()),
+        };
+        note_outage(&target);
+        let mut slot = self.0.down.lock().unwrap();
+        slot.get_or_insert((target, message, unreachable.max(1), lasted));
+        drop(slot);
+        self.down()
+    }
+}
+
+/// The endpoint that failed this process's last request for good, for
+/// the command-line hint ("when it is back, run … again").
+static OUTAGE: Mutex<Option<String>> = Mutex::new(None);
+
+fn note_outage(target: &str) {
+    *OUTAGE.lock().unwrap() = Some(target.to_string());
+}
+
+/// The datastore this process gave up on because it did not answer, if
+/// any.
+pub fn outage() -> Option<String> {
+    OUTAGE.lock().unwrap().clone()
 }
 
 impl RetryPolicy {
@@ -104,6 +228,11 @@ pub fn classify_io(kind: io::ErrorKind) -> Class {
 /// so a backend can tell a first try from a repeat (a repeated conditional
 /// write that meets "precondition failed" may be meeting its own earlier
 /// success).
+///
+/// A download whose bytes disagree with the object's sha256 is repeated
+/// too (a flipped bit in transit); one that keeps disagreeing is reported
+/// as corrupt. Once the store's [`Breaker`] has judged the server down, no
+/// request is sent: it fails at once with [`StoreError::Down`].
 pub async fn with_retry<T, F, Fut>(policy: &RetryPolicy, mut op: F) -> Result<T, StoreError>
 where
     F: FnMut(u32) -> Fut,
@@ -111,13 +240,41 @@ where
 {
     let mut attempt = 1;
     loop {
-        match op(attempt).await {
-            Err(e) if e.is_transient() && attempt < policy.max_attempts.max(1) => {
-                tokio::time::sleep(policy.backoff(attempt)).await;
-                attempt += 1;
-            }
-            other => return other,
+        if let Some(down) = policy.breaker.down() {
+            return Err(down);
         }
+        let last = attempt >= policy.max_attempts.max(1);
+        match op(attempt).await {
+            Ok(v) => {
+                policy.breaker.answered();
+                return Ok(v);
+            }
+            Err(e) if e.is_transient() => {
+                if let Some(down) = policy.breaker.failed(&e, policy) {
+                    return Err(down);
+                }
+                if last {
+                    note_outage(match &e {
+                        StoreError::Unreachable { target, .. }
+                        | StoreError::Unavailable { target, .. } => target,
+                        _ => "the datastore",
+                    });
+                    return Err(e);
+                }
+            }
+            Err(e @ (StoreError::Integrity { .. } | StoreError::Corrupt { .. })) => {
+                policy.breaker.answered();
+                if last {
+                    return Err(e);
+                }
+            }
+            Err(e) => {
+                policy.breaker.answered();
+                return Err(e);
+            }
+        }
+        tokio::time::sleep(policy.backoff(attempt)).await;
+        attempt += 1;
     }
 }
 
@@ -177,6 +334,7 @@ mod tests {
             max_attempts: 10,
             base_delay: Duration::from_millis(100),
             max_delay: Duration::from_millis(500),
+            ..RetryPolicy::default()
         };
         for attempt in 1..10 {
             let cap = Duration::from_millis(100 * (1 << (attempt - 1))).min(p.max_delay);
@@ -194,7 +352,103 @@ mod tests {
             max_attempts: 4,
             base_delay: Duration::from_millis(1),
             max_delay: Duration::from_millis(2),
+            ..RetryPolicy::default()
         }
+    }
+
+    fn refused() -> StoreError {
+        StoreError::Unreachable {
+            target: "s3://b at http://127.0.0.1:9".into(),
+            message: "connection refused".into(),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_server_refusing_for_long_enough_is_down_and_later_requests_send_nothing() {
+        let policy = RetryPolicy {
+            trip_after: 6,
+            down_after: Duration::from_millis(20),
+            ..fast()
+        };
+        let calls = AtomicU32::new(0);
+        let attempt = || async {
+            calls.fetch_add(1, Ordering::SeqCst);
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            Err::<(), _>(refused())
+        };
+        // Two requests spend their four attempts each; the breaker trips
+        // once six failures in a row have lasted 20 ms.
+        let first = with_retry(&policy, |_| attempt()).await;
+        assert!(
+            matches!(first, Err(StoreError::Unreachable { .. })),
+            "{first:?}"
+        );
+        let second = with_retry(&policy, |_| attempt()).await;
+        let Err(StoreError::Down { target, .. }) = second else {
+            panic!("expected the server to be down: {second:?}");
+        };
+        assert_eq!(target, "s3://b at http://127.0.0.1:9");
+        let sent = calls.load(Ordering::SeqCst);
+        assert!((6..=8).contains(&sent), "{sent}");
+        // Every later request fails without a single attempt.
+        let third = with_retry(&policy, |_| attempt()).await;
+        assert!(matches!(third, Err(StoreError::Down { .. })));
+        assert_eq!(calls.load(Ordering::SeqCst), sent);
+        assert!(super::outage().is_some());
+    }
+
+    #[tokio::test]
+    async fn an_answer_between_failures_keeps_the_server_up() {
+        let policy = RetryPolicy {
+            trip_after: 3,
+            down_after: Duration::ZERO,
+            ..fast()
+        };
+        for _ in 0..10 {
+            // Fails twice, then answers: never three in a row.
+            let r = with_retry(&policy, |attempt| async move {
+                if attempt < 3 { Err(refused()) } else { Ok(()) }
+            })
+            .await;
+            assert!(r.is_ok(), "{r:?}");
+        }
+    }
+
+    #[tokio::test]
+    async fn throttling_for_the_whole_budget_gives_up() {
+        let policy = RetryPolicy {
+            max_attempts: 1000,
+            budget: Duration::from_millis(30),
+            ..fast()
+        };
+        let r: Result<(), _> = with_retry(&policy, |_| async {
+            tokio::time::sleep(Duration::from_millis(2)).await;
+            Err(StoreError::Unavailable {
+                target: "t".into(),
+                message: "503 SlowDown".into(),
+            })
+        })
+        .await;
+        assert!(matches!(r, Err(StoreError::Down { .. })), "{r:?}");
+    }
+
+    #[tokio::test]
+    async fn a_download_that_disagrees_with_its_sha256_is_tried_again() {
+        let calls = AtomicU32::new(0);
+        let corrupt = || StoreError::Integrity {
+            key: "k".into(),
+            expected: "aa".into(),
+            found: "bb".into(),
+        };
+        let r = with_retry(&fast(), |attempt| {
+            calls.fetch_add(1, Ordering::SeqCst);
+            async move { if attempt < 2 { Err(corrupt()) } else { Ok(()) } }
+        })
+        .await;
+        assert!(r.is_ok());
+        // One that keeps disagreeing is corrupt, after every attempt.
+        let r: Result<(), _> = with_retry(&fast(), |_| async { Err(corrupt()) }).await;
+        assert!(matches!(r, Err(StoreError::Integrity { .. })));
     }
 
     #[tokio::test]

@@ -332,11 +332,19 @@ impl S3Store {
         Ok((meta, out.body))
     }
 
-    fn stream_err(&self, e: impl std::fmt::Display) -> StoreError {
+    fn stream_err(&self, key: &str, e: &(dyn std::error::Error + 'static)) -> StoreError {
+        let chain = error_chain(e);
+        // The SDK checks the checksum the server sent with the body.
+        if chain.contains("checksum mismatch") {
+            return StoreError::Corrupt {
+                key: key.to_string(),
+                detail: chain,
+            };
+        }
         // The body broke off mid-way: a network failure, worth a retry.
         StoreError::Unreachable {
             target: self.describe(),
-            message: format!("download interrupted: {e}"),
+            message: format!("download interrupted: {chain}"),
         }
     }
 }
@@ -426,7 +434,11 @@ impl Store for S3Store {
             // Each attempt starts a fresh temp file; a failed one is dropped
             // (and removed) with its `Landing`.
             let mut landing = Landing::new(dest)?;
-            while let Some(chunk) = body.try_next().await.map_err(|e| self.stream_err(e))? {
+            while let Some(chunk) = body
+                .try_next()
+                .await
+                .map_err(|e| self.stream_err(key, &e))?
+            {
                 landing.write(&chunk).await?;
             }
             landing.finish(&self.describe(), &meta, dest).await?;
@@ -442,7 +454,7 @@ impl Store for S3Store {
             let bytes = body
                 .collect()
                 .await
-                .map_err(|e| self.stream_err(e))?
+                .map_err(|e| self.stream_err(key, &e))?
                 .into_bytes()
                 .to_vec();
             let sha = fsutil::sha256_bytes(&bytes);

@@ -28,6 +28,9 @@ pub struct Bucket {
     pub name: String,
     /// For `Fs`: the directory holding the bucket directories.
     dir: Option<TempDir>,
+    /// An endpoint the repositories use instead of the server's own (a
+    /// fault proxy); the test's own reads and writes go straight to it.
+    via: Option<String>,
 }
 
 impl Bucket {
@@ -41,7 +44,26 @@ impl Bucket {
             Backend::S3 => (servers::s3().fresh_bucket(), None),
             Backend::Gcs => (servers::gcs().fresh_bucket(), None),
         };
-        Bucket { backend, name, dir }
+        Bucket {
+            backend,
+            name,
+            dir,
+            via: None,
+        }
+    }
+
+    /// A bucket on S3 or GCS whose repositories reach it through a fault
+    /// proxy.
+    pub fn behind_proxy(backend: Backend) -> (Bucket, super::faults::FaultProxy) {
+        let upstream = match backend {
+            Backend::S3 => servers::s3().addr().to_string(),
+            Backend::Gcs => servers::gcs().addr().to_string(),
+            Backend::Fs => panic!("a directory store has no server to put a proxy in front of"),
+        };
+        let proxy = super::faults::FaultProxy::start(&upstream);
+        let mut bucket = Bucket::new(backend);
+        bucket.via = Some(proxy.endpoint.clone());
+        (bucket, proxy)
     }
 
     pub fn fs_root(&self) -> PathBuf {
@@ -59,12 +81,12 @@ impl Bucket {
             Backend::S3 => format!(
                 "s3://{}/swamp?region=us-east-1&endpoint={}",
                 self.name,
-                servers::s3().endpoint
+                self.via.as_ref().unwrap_or(&servers::s3().endpoint)
             ),
             Backend::Gcs => format!(
                 "gs://{}/swamp?endpoint={}",
                 self.name,
-                servers::gcs().endpoint
+                self.via.as_ref().unwrap_or(&servers::gcs().endpoint)
             ),
         }
     }

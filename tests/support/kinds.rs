@@ -196,7 +196,7 @@ pub fn every_conflict() -> Vec<swamp::plan::Conflict> {
             remote_sha256: Some(hex('5')),
         },
         Conflict::DeleteGuard {
-            guard: "max_delete_percent".into(),
+            guard: "max-delete-percent".into(),
             message: "the plan deletes 80% of the remote (limit 50%)".into(),
         },
         Conflict::Unsupported {

@@ -3,6 +3,7 @@
 //! directory such as `tests/e2e/`.
 
 pub mod bucket;
+pub mod faults;
 pub mod kinds;
 pub mod servers;
 
