@@ -384,13 +384,26 @@ impl Store for S3Store {
                     .bucket(&self.bucket)
                     .prefix(prefix)
                     .max_keys(self.options.page_size.max(1) as i32)
+                    // Keys come back percent-encoded: a key holding a
+                    // character XML 1.0 cannot carry (a control character)
+                    // would otherwise make the page unparseable, or be
+                    // mangled into a key that does not exist.
+                    .encoding_type(aws_sdk_s3::types::EncodingType::Url)
                     .set_continuation_token(token.clone());
                 async move { req.send().await.map_err(|e| self.map_err(e, None)) }
             })
             .await?;
+            // A server that ignores the request answers plain keys and
+            // says nothing of an encoding.
+            let encoded = page.encoding_type() == Some(&aws_sdk_s3::types::EncodingType::Url);
             for o in page.contents() {
                 if let Some(key) = o.key() {
-                    let mut meta = Self::meta(key, o.size(), o.e_tag(), None);
+                    let key = if encoded {
+                        percent_decode(key)
+                    } else {
+                        key.to_string()
+                    };
+                    let mut meta = Self::meta(&key, o.size(), o.e_tag(), None);
                     meta.modified = o.last_modified().map(|t| t.secs());
                     out.push(meta);
                 }
@@ -665,9 +678,48 @@ fn encode_key(key: &str) -> String {
     out
 }
 
+/// Decodes a key listed with `encoding-type=url`: `%XX` escapes, and `+`
+/// for a space (as AWS encodes it, and as botocore decodes it). A `%` not
+/// followed by two hex digits is kept as it is.
+fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let hex = |b: u8| (b as char).to_digit(16).map(|d| d as u8);
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'+' => out.push(b' '),
+            b'%' if i + 2 < bytes.len() => match (hex(bytes[i + 1]), hex(bytes[i + 2])) {
+                (Some(hi), Some(lo)) => {
+                    out.push(hi << 4 | lo);
+                    i += 3;
+                    continue;
+                }
+                _ => out.push(b'%'),
+            },
+            b => out.push(b),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn listed_keys_are_percent_decoded() {
+        assert_eq!(
+            percent_decode("swamp/a/data/x%1B%5D0%3Bt%07/1/raw"),
+            "swamp/a/data/x\u{1b}]0;t\u{7}/1/raw"
+        );
+        assert_eq!(percent_decode("a+b%2Bc"), "a b+c");
+        assert_eq!(percent_decode("caf%C3%A9"), "café");
+        // A stray `%` stays.
+        assert_eq!(percent_decode("100%"), "100%");
+        assert_eq!(percent_decode("%zz%4"), "%zz%4");
+    }
 
     #[test]
     fn etags_are_stored_bare_and_sent_quoted() {

@@ -91,13 +91,26 @@ impl S3Server {
         let (status, text) = http(
             &self.addr,
             "PUT",
-            &format!("/{bucket}/{key}"),
+            &format!("/{bucket}/{}", uri_escape(key)),
             &[("x-amz-meta-sha256", sha256_meta)],
             body,
         )
         .expect("raw S3 put");
         assert_eq!(status, 200, "raw S3 put of {key}: {text}");
     }
+}
+
+/// Percent-encodes everything but unreserved characters and `/`, so any
+/// key (control characters included) fits in a request line.
+pub fn uri_escape(key: &str) -> String {
+    key.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' | b'/' => {
+                (b as char).to_string()
+            }
+            b => format!("%{b:02X}"),
+        })
+        .collect()
 }
 
 /// Credentials for the in-process store against the test S3 server.
