@@ -18,11 +18,31 @@ pub fn is_swamp_temp(name: &str) -> bool {
     name.starts_with(TEMP_PREFIX)
 }
 
-/// A new temp file in `dir`, named with [`TEMP_PREFIX`].
+/// A new temp file in `dir`, named [`TEMP_PREFIX`]`<pid>-<random>`: the
+/// writer's pid lets a later run tell a temp file a killed process left
+/// from one a live process is still writing.
 pub fn temp_file_in(dir: &Path) -> io::Result<tempfile::NamedTempFile> {
     tempfile::Builder::new()
-        .prefix(TEMP_PREFIX)
+        .prefix(&format!("{TEMP_PREFIX}{}-", std::process::id()))
         .tempfile_in(dir)
+}
+
+/// True when the temp file `name` names its writer's pid and no process
+/// with that pid exists on this machine: its writer died (`kill -9`, a
+/// crash) and it will never be renamed into place. A live pid (possibly
+/// reused), our own, or a name without one says nothing: age decides.
+pub fn temp_writer_gone(name: &str) -> bool {
+    let Some(pid) = name
+        .strip_prefix(TEMP_PREFIX)
+        .and_then(|rest| rest.split_once('-'))
+        .and_then(|(pid, _)| pid.parse::<i32>().ok())
+        .filter(|&pid| pid > 0 && pid as u32 != std::process::id())
+    else {
+        return false;
+    };
+    // SAFETY: signal 0 only checks whether the process exists.
+    let r = unsafe { libc::kill(pid, 0) };
+    r != 0 && io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
 }
 
 /// Writes `bytes` to `path` atomically: a temp file in the same directory,
@@ -120,6 +140,31 @@ pub fn remove_empty_dirs(mut dir: &Path, stop: &Path) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_temp_file_whose_writer_died_is_known_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let mine = temp_file_in(dir.path()).unwrap();
+        let name = mine
+            .path()
+            .file_name()
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .to_string();
+        assert!(
+            name.starts_with(&format!("{TEMP_PREFIX}{}-", std::process::id())),
+            "{name}"
+        );
+        assert!(!temp_writer_gone(&name), "our own temp file is in use");
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let dead = child.id();
+        child.wait().unwrap();
+        assert!(temp_writer_gone(&format!("{TEMP_PREFIX}{dead}-abc")));
+        // pid 1 is alive; names without a pid (older swamp) say nothing.
+        assert!(!temp_writer_gone(&format!("{TEMP_PREFIX}1-abc")));
+        assert!(!temp_writer_gone(&format!("{TEMP_PREFIX}abc123")));
+    }
 
     #[test]
     fn atomic_write_replaces_and_atomic_create_refuses() {

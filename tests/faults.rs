@@ -273,8 +273,243 @@ fn a_lock_broken_mid_push_stops_the_push_and_never_says_converged(backend: Backe
     assert_eq!(pushed, 300);
 }
 
+// ---------------------------------------------------------------------------
+// Kill rounds: SIGKILL at seeded random moments and at action boundaries,
+// each followed by the same command until it converges.
+
+/// Kills `args` with SIGKILL `rounds` times, each after a seeded random
+/// delay below `max_ms`; then at action boundaries (the failpoint
+/// `sync-action-done`), a few actions in each time, until a run finishes.
+/// A killed run leaves its lock: `lock release` (its process is gone)
+/// removes it, as the warning says.
+fn kill_rounds(repo: &Repo, args: &[&str], seed: u64, rounds: usize, max_ms: u64) {
+    let mut rng = fastrand::Rng::with_seed(seed);
+    let mut killed = 0;
+    for _ in 0..rounds {
+        let mut child = repo.spawn(args, &[]);
+        std::thread::sleep(Duration::from_millis(rng.u64(30..max_ms)));
+        if child.try_wait().unwrap().is_none() {
+            killed += 1;
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        let _ = repo.run(&["datastore", "lock", "release"]);
+    }
+    assert!(
+        killed > 0,
+        "{args:?}: no random kill landed before the run ended"
+    );
+    let mut at_boundaries = 0;
+    for round in 0.. {
+        assert!(
+            round < 200,
+            "{args:?} never finished between boundary kills"
+        );
+        let fp = format!("sync-action-done={}*off->return", rng.u64(0..3));
+        let run = repo.run_with(args, &[("FAILPOINTS", fp.as_str())]);
+        if run.code == Some(0) {
+            break;
+        }
+        assert_eq!(
+            run.code, None,
+            "only a kill ends a run early\n{}{}",
+            run.stdout, run.stderr
+        );
+        at_boundaries += 1;
+        let _ = repo.run(&["datastore", "lock", "release"]);
+    }
+    eprintln!("{args:?}: {killed} random kill(s) and {at_boundaries} at action boundaries");
+    // Converged: nothing left to do.
+    repo.run(&["plan", "--detailed-exitcode"]).expect(0);
+}
+
+/// No temp object in the bucket, no temp file in the repository or cache.
+fn assert_no_temps_anywhere(bucket: &Bucket, repo: &Repo) {
+    let temps: Vec<String> = bucket
+        .versions()
+        .into_keys()
+        .filter(|k| k.contains(".swamp-tmp"))
+        .collect();
+    assert!(temps.is_empty(), "temp objects: {temps:?}");
+    assert_no_temps(&repo.root);
+    assert_no_temps(&repo.cache());
+}
+
+/// The bulk files' content, by relative path under `data/bulk/`.
+fn bulk_in(root: &std::path::Path) -> std::collections::BTreeMap<String, Vec<u8>> {
+    files(&root.join("data/bulk"))
+}
+
+fn bulk_in_bucket(bucket: &Bucket, prefix: &str) -> std::collections::BTreeMap<String, Vec<u8>> {
+    bucket
+        .contents()
+        .into_iter()
+        .filter_map(|(k, v)| k.strip_prefix(prefix).map(|rel| (rel.to_string(), v)))
+        .collect()
+}
+
+fn push_and_pull_killed_at_random_converge_with_every_file_once(backend: Backend) {
+    let (bucket, proxy) = Bucket::behind_proxy(backend);
+    let a = Repo::init(&bucket, Some("alpha"));
+    a.append_config("\n[sync]\nconcurrency = 2\n");
+    bulk(&a, 40);
+    proxy.rule(uploads(
+        backend,
+        Rule::new(Fault::Delay(Duration::from_millis(30))),
+    ));
+    kill_rounds(&a, &["datastore", "sync", "--push", "-y"], 9, 4, 400);
+    let want = bulk_in(&a.cache().join("alpha"));
+    assert_eq!(want.len(), 40);
+    assert_eq!(bulk_in_bucket(&bucket, "swamp/alpha/data/bulk/"), want);
+    assert_no_temps_anywhere(&bucket, &a);
+
+    let b = a.clone_elsewhere();
+    proxy.clear_rules();
+    proxy.rule(
+        Rule::new(Fault::Delay(Duration::from_millis(30)))
+            .method("GET")
+            .target(download(backend)),
+    );
+    kill_rounds(&b, &["datastore", "sync", "--pull", "-y"], 10, 4, 400);
+    assert_eq!(bulk_in(&b.cache().join("alpha")), want);
+    assert_no_temps_anywhere(&bucket, &b);
+}
+
+fn setup_both_ways_killed_at_random_converges_with_every_file_once(backend: Backend) {
+    let (bucket, proxy) = Bucket::behind_proxy(backend);
+    let a = Repo::empty(bucket.env());
+    a.run(&["init"]).expect(0);
+    a.append_config("\n[sync]\nconcurrency = 2\n");
+    for i in 0..24 {
+        a.put(&format!("bulk/f{i:02}"), &format!("file {i}\n"));
+    }
+    let local = a.root.join(".swamp");
+    let want = bulk_in(&local);
+    assert_eq!(want.len(), 24);
+    proxy.rule(uploads(
+        backend,
+        Rule::new(Fault::Delay(Duration::from_millis(40))),
+    ));
+    let spec = bucket.spec();
+    kill_rounds(&a, &["datastore", "setup", spec.as_str(), "-y"], 11, 3, 400);
+    assert_eq!(bulk_in(&a.cache()), want, "every file in the cache");
+    assert!(bulk_in(&local).is_empty(), "and no longer in .swamp/");
+    assert_eq!(
+        bulk_in_bucket(&bucket, "swamp/data/bulk/"),
+        want,
+        "and in the bucket"
+    );
+    assert_no_temps_anywhere(&bucket, &a);
+
+    proxy.clear_rules();
+    proxy.rule(
+        Rule::new(Fault::Delay(Duration::from_millis(40)))
+            .method("GET")
+            .target(download(backend)),
+    );
+    kill_rounds(&a, &["datastore", "setup", "local", "-y"], 12, 3, 400);
+    assert_eq!(bulk_in(&local), want, "every file back in .swamp/");
+    assert!(
+        bulk_in_bucket(&bucket, "swamp/data/bulk/").is_empty(),
+        "the old keys are gone"
+    );
+    assert_no_temps_anywhere(&bucket, &a);
+}
+
+const SENTINEL: &str = "swamp/config/managed-config-migrated.json";
+
+fn config_migrate_killed_at_random_never_shows_a_sentinel_before_its_objects(backend: Backend) {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::{Arc, Mutex};
+    let (bucket, proxy) = Bucket::behind_proxy(backend);
+    let a = Repo::empty(bucket.env());
+    a.run(&["init", "--datastore", bucket.spec().as_str()])
+        .expect(0);
+    a.append_config("\n[sync]\nconcurrency = 2\n");
+    for i in 0..30 {
+        let p = a.root.join(format!("models/m{i:02}.yaml"));
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, format!("name: m{i}\n")).unwrap();
+    }
+    proxy.rule(uploads(
+        backend,
+        Rule::new(Fault::Delay(Duration::from_millis(30))),
+    ));
+    // Poll the bucket while the rounds run: whenever the sentinel is
+    // listed, every object it vouches for must be listed with it.
+    let stop = Arc::new(AtomicBool::new(false));
+    let seen_sentinel = Arc::new(AtomicUsize::new(0));
+    let violations = Arc::new(Mutex::new(Vec::<String>::new()));
+    let poller = {
+        let (stop, seen, violations) = (stop.clone(), seen_sentinel.clone(), violations.clone());
+        let store = bucket.store();
+        std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            while !stop.load(Ordering::SeqCst) {
+                let Ok(listing) = rt.block_on(store.list("")) else {
+                    continue;
+                };
+                let keys: std::collections::BTreeSet<String> =
+                    listing.into_iter().map(|m| m.key).collect();
+                if keys.contains(SENTINEL)
+                    && let Ok((_, body)) = rt.block_on(store.get_bytes(SENTINEL))
+                {
+                    seen.fetch_add(1, Ordering::SeqCst);
+                    let doc: serde_json::Value = serde_json::from_slice(&body).unwrap();
+                    for path in doc["objects"].as_object().unwrap().keys() {
+                        let key = format!("swamp/{path}");
+                        if !keys.contains(&key) {
+                            violations.lock().unwrap().push(key);
+                        }
+                    }
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        })
+    };
+    kill_rounds(&a, &["datastore", "config", "migrate", "-y"], 13, 4, 400);
+    stop.store(true, Ordering::SeqCst);
+    poller.join().unwrap();
+    assert!(
+        violations.lock().unwrap().is_empty(),
+        "sentinel before its objects: {:?}",
+        violations.lock().unwrap()
+    );
+    assert!(
+        seen_sentinel.load(Ordering::SeqCst) > 0,
+        "the poller saw the sentinel at the end"
+    );
+    let contents = bucket.contents();
+    for i in 0..30 {
+        let key = format!("swamp/config/models/m{i:02}.yaml");
+        assert_eq!(
+            contents.get(&key).map(Vec::as_slice),
+            Some(format!("name: m{i}\n").as_bytes()),
+            "{key}"
+        );
+    }
+    assert_no_temps_anywhere(&bucket, &a);
+}
+
 mod s3 {
     use super::*;
+    #[test]
+    fn push_and_pull_killed_at_random_converge_with_every_file_once() {
+        super::push_and_pull_killed_at_random_converge_with_every_file_once(Backend::S3)
+    }
+    #[test]
+    fn setup_both_ways_killed_at_random_converges_with_every_file_once() {
+        super::setup_both_ways_killed_at_random_converges_with_every_file_once(Backend::S3)
+    }
+    #[test]
+    fn config_migrate_killed_at_random_never_shows_a_sentinel_before_its_objects() {
+        super::config_migrate_killed_at_random_never_shows_a_sentinel_before_its_objects(
+            Backend::S3,
+        )
+    }
     #[test]
     fn a_listing_cut_off_mid_way_is_retried() {
         super::a_listing_cut_off_mid_way_is_retried(Backend::S3)
@@ -303,6 +538,20 @@ mod s3 {
 
 mod gcs {
     use super::*;
+    #[test]
+    fn push_and_pull_killed_at_random_converge_with_every_file_once() {
+        super::push_and_pull_killed_at_random_converge_with_every_file_once(Backend::Gcs)
+    }
+    #[test]
+    fn setup_both_ways_killed_at_random_converges_with_every_file_once() {
+        super::setup_both_ways_killed_at_random_converges_with_every_file_once(Backend::Gcs)
+    }
+    #[test]
+    fn config_migrate_killed_at_random_never_shows_a_sentinel_before_its_objects() {
+        super::config_migrate_killed_at_random_never_shows_a_sentinel_before_its_objects(
+            Backend::Gcs,
+        )
+    }
     #[test]
     fn a_listing_cut_off_mid_way_is_retried() {
         super::a_listing_cut_off_mid_way_is_retried(Backend::Gcs)

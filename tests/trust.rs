@@ -145,8 +145,10 @@ fn a_tampered_saved_plan_deletes_nothing_outside_its_namespace(backend: Backend)
 }
 
 /// A `data put` killed between creating its temp file and renaming it
-/// leaves `.swamp-tmp-…` in the cache: the next sync never uploads it, and
-/// once it is older than the lock's TTL a planned remove-temp clears it.
+/// leaves `.swamp-tmp-…` in the cache. While its writer lives the temp file
+/// is left alone and never uploaded; once the writer is gone (its pid is in
+/// the name) the next sync removes it with a planned remove-temp. A temp
+/// file that names no writer is removed once older than the lock's TTL.
 fn an_orphaned_temp_file_after_a_kill_is_never_uploaded_and_then_removed(backend: Backend) {
     let bucket = Bucket::new(backend);
     let a = synced_repo(&bucket);
@@ -173,30 +175,38 @@ fn an_orphaned_temp_file_after_a_kill_is_never_uploaded_and_then_removed(backend
         );
         std::thread::sleep(Duration::from_millis(20));
     };
-    child.kill().unwrap(); // SIGKILL: no destructor runs
-    child.wait().unwrap();
-    drop(stdin);
-    assert!(temp.exists(), "the kill left the temp file");
-
-    // Fresh: left alone, never uploaded.
+    // Its writer is alive (waiting on stdin): left alone, never uploaded.
     let run = a.run(&["datastore", "sync", "-y"]);
     run.expect(0);
-    assert!(
-        temp.exists(),
-        "a fresh temp file is someone's write in progress"
-    );
+    assert!(temp.exists(), "a live writer's temp file is left alone");
     assert!(
         bucket.contents().keys().all(|k| !k.contains(".swamp-tmp-")),
         "{:?}",
         bucket.contents().keys()
     );
-    // Stale: a planned remove-temp, then converged.
-    backdate(&temp);
+    child.kill().unwrap(); // SIGKILL: no destructor runs
+    child.wait().unwrap();
+    drop(stdin);
+    assert!(temp.exists(), "the kill left the temp file");
+    // Its writer is gone: a planned remove-temp at once, then converged.
     let plan = a.run(&["plan"]);
     assert!(plan.stdout.contains("remove-temp"), "{}", plan.stdout);
     a.run(&["datastore", "sync", "-y"]).expect(0);
     assert!(!temp.exists());
     assert!(!version_dir.exists(), "its emptied directory is pruned");
+    a.run(&["plan", "--detailed-exitcode"]).expect(0);
+    // A temp file naming no writer (another tool, an older swamp): kept
+    // while fresh, removed once older than the lock's TTL.
+    let foreign = a.cache().join("alpha/data/m/x/.swamp-tmp-abc123");
+    std::fs::write(&foreign, "partial").unwrap();
+    a.run(&["datastore", "sync", "-y"]).expect(0);
+    assert!(
+        foreign.exists(),
+        "fresh and writer unknown: someone's write in progress"
+    );
+    backdate(&foreign);
+    a.run(&["datastore", "sync", "-y"]).expect(0);
+    assert!(!foreign.exists());
     a.run(&["plan", "--detailed-exitcode"]).expect(0);
     assert!(bucket.contents().keys().all(|k| !k.contains(".swamp-tmp-")));
 }

@@ -468,6 +468,12 @@ fn remove_empty_tree(dir: &Path) {
 /// kills the process with SIGKILL, as a power cut or OOM kill would.
 #[allow(dead_code)]
 fn crash_for_tests() -> Result<ApplyReport, ApplyError> {
+    die_for_tests()
+}
+
+/// Test-only: SIGKILL ourselves, as `kill -9` would: no destructor, no
+/// lock release, temp files left where they are.
+pub(crate) fn die_for_tests() -> ! {
     // SAFETY: kill(2) on our own pid with a constant signal has no memory effects.
     unsafe {
         libc::kill(libc::getpid(), libc::SIGKILL);

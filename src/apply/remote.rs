@@ -564,6 +564,12 @@ pub async fn run_many(
         {
             halted.lock().unwrap().get_or_insert_with(|| e.to_string());
         }
+        // Test-only: die at an action boundary, others still in flight
+        // (FAILPOINTS=sync-action-done=N*off->return).
+        #[cfg(feature = "failpoints")]
+        if outcome.is_ok() && fail::eval("sync-action-done", |_| ()).is_some() {
+            super::die_for_tests();
+        }
         outcome
     }))
     .buffered(concurrency.max(1))

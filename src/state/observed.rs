@@ -359,7 +359,8 @@ fn observe_placement(
                 && let Ok(path) = TierPath::parse(&rel)
             {
                 let meta = stat(&entry)?;
-                let stale = meta.modified().is_ok_and(|m| m < stale_before);
+                let stale = meta.modified().is_ok_and(|m| m < stale_before)
+                    || crate::fsutil::temp_writer_gone(&entry.file_name().to_string_lossy());
                 state.temps.push(TempFile {
                     path,
                     size: meta.len(),
