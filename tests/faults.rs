@@ -36,6 +36,14 @@ fn uploads(backend: Backend, rule: Rule) -> Rule {
     }
 }
 
+/// Every upload on `backend` (the config tier's included).
+fn uploads_of_config(backend: Backend, rule: Rule) -> Rule {
+    match backend {
+        Backend::S3 => rule.method("PUT"),
+        _ => rule.method("POST").target("uploadType=multipart"),
+    }
+}
+
 fn upload_count(proxy: &FaultProxy, backend: Backend) -> usize {
     match backend {
         Backend::S3 => proxy.count("PUT", "bulk"),
@@ -153,22 +161,25 @@ fn bulk(repo: &Repo, n: usize) {
     }
 }
 
-fn a_dead_server_ends_a_300_file_push_in_seconds_naming_the_command_to_rerun(backend: Backend) {
-    let (bucket, proxy) = Bucket::behind_proxy(backend);
-    let a = Repo::init(&bucket, Some("alpha"));
-    a.append_config("\n[sync]\nconcurrency = 1\n");
-    bulk(&a, 300);
-    // Slow enough to pull the plug mid-way.
-    proxy.rule(uploads(
-        backend,
-        Rule::new(Fault::Delay(Duration::from_millis(15))),
-    ));
-    let child = a.spawn(&["datastore", "sync", "--push", "-y"], &[]);
+/// Starts `args`, waits until `going` says the work is under way, then
+/// kills the server (every connection reset). The run must end in seconds
+/// with exit 1, naming the endpoint and the command to re-run, after a
+/// handful of attempts rather than a round of retries per file; then the
+/// server comes back, the lock the run could not release is removed with
+/// the warning's own command, and the same command finishes the job.
+fn pull_the_plug_mid_run(
+    proxy: &FaultProxy,
+    repo: &Repo,
+    args: &[&str],
+    going: &dyn Fn() -> bool,
+    max_attempts: usize,
+) {
+    let child = repo.spawn(args, &[]);
     let start = Instant::now();
-    while upload_count(&proxy, backend) < 20 {
+    while !going() {
         assert!(
             start.elapsed() < Duration::from_secs(60),
-            "the push never got going"
+            "{args:?} never got going"
         );
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -176,6 +187,10 @@ fn a_dead_server_ends_a_300_file_push_in_seconds_naming_the_command_to_rerun(bac
     let down_at = Instant::now();
     let run = finish(child);
     let took = down_at.elapsed();
+    eprintln!(
+        "{args:?}: ended {took:?} after the server died, {} attempt(s) meanwhile",
+        proxy.refused()
+    );
     run.expect(1);
     assert!(
         took < Duration::from_secs(30),
@@ -187,33 +202,126 @@ fn a_dead_server_ends_a_300_file_push_in_seconds_naming_the_command_to_rerun(bac
         "names the endpoint: {}",
         run.stderr
     );
+    let rerun = format!("run `swamp {}` again", args.join(" "));
     assert!(
-        run.stderr
-            .contains("run `swamp datastore sync --push -y` again"),
+        run.stderr.contains(&rerun),
         "names the command to re-run: {}",
         run.stderr
     );
     assert!(
-        proxy.refused() < 40,
+        proxy.refused() < max_attempts,
         "gave up after a handful of attempts, not one round per file: {}",
         proxy.refused()
     );
-    // Back up: the same command finishes the job.
     proxy.set_down(false);
     proxy.clear_rules();
-    // The lock it could not release is ours and its process is gone: the
-    // warning's own command removes it, rather than waiting out the TTL.
     assert!(
         run.stderr
             .contains("`swamp datastore lock release` removes it"),
         "{}",
         run.stderr
     );
-    a.run(&["datastore", "lock", "release"]).expect(0);
-    a.run(&["datastore", "sync", "--push", "-y"]).expect(0);
-    let keys = bucket.versions();
-    let pushed = keys.keys().filter(|k| k.contains("/bulk/")).count();
+    repo.run(&["datastore", "lock", "release"]).expect(0);
+    repo.run(args).expect(0);
+}
+
+fn a_dead_server_ends_a_300_file_push_in_seconds_naming_the_command_to_rerun(backend: Backend) {
+    let (bucket, proxy) = Bucket::behind_proxy(backend);
+    let a = Repo::init(&bucket, Some("alpha"));
+    a.append_config("\n[sync]\nconcurrency = 1\n");
+    bulk(&a, 300);
+    // Slow enough to pull the plug mid-way.
+    proxy.rule(uploads(
+        backend,
+        Rule::new(Fault::Delay(Duration::from_millis(15))),
+    ));
+    let going = || upload_count(&proxy, backend) >= 20;
+    pull_the_plug_mid_run(
+        &proxy,
+        &a,
+        &["datastore", "sync", "--push", "-y"],
+        &going,
+        40,
+    );
+    let pushed = bucket
+        .versions()
+        .keys()
+        .filter(|k| k.contains("/bulk/"))
+        .count();
     assert_eq!(pushed, 300);
+}
+
+fn a_dead_server_ends_a_300_file_pull_in_seconds_naming_the_command_to_rerun(backend: Backend) {
+    let (bucket, proxy) = Bucket::behind_proxy(backend);
+    let a = Repo::init(&bucket, Some("alpha"));
+    bulk(&a, 300);
+    a.run(&["datastore", "sync", "--push", "-y"]).expect(0);
+    let b = a.clone_elsewhere();
+    b.append_config("\n[sync]\nconcurrency = 4\n");
+    proxy.rule(
+        Rule::new(Fault::Delay(Duration::from_millis(15)))
+            .method("GET")
+            .target(download(backend)),
+    );
+    let going = || proxy.count("GET", download(backend)) >= 20;
+    // Four downloads in flight when it dies, each with its own retries
+    // until the breaker trips (a GCS download is two requests).
+    pull_the_plug_mid_run(
+        &proxy,
+        &b,
+        &["datastore", "sync", "--pull", "-y"],
+        &going,
+        60,
+    );
+    assert_eq!(
+        bulk_in(&b.cache().join("alpha")),
+        bulk_in(&a.cache().join("alpha"))
+    );
+    assert_no_temps(&b.cache());
+}
+
+fn a_dead_server_ends_a_config_migrate_in_seconds_naming_the_command_to_rerun(backend: Backend) {
+    let (bucket, proxy) = Bucket::behind_proxy(backend);
+    let a = Repo::empty(bucket.env());
+    a.run(&["init", "--datastore", bucket.spec().as_str()])
+        .expect(0);
+    a.append_config("\n[sync]\nconcurrency = 1\n");
+    for i in 0..200 {
+        let p = a.root.join(format!("models/m{i:03}.yaml"));
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, format!("name: m{i}\n")).unwrap();
+    }
+    proxy.rule(uploads_of_config(
+        backend,
+        Rule::new(Fault::Delay(Duration::from_millis(15))),
+    ));
+    let going = || {
+        proxy
+            .seen()
+            .iter()
+            .filter(|s| s.method != "GET" && s.method != "HEAD")
+            .count()
+            >= 20
+    };
+    pull_the_plug_mid_run(
+        &proxy,
+        &a,
+        &["datastore", "config", "migrate", "-y"],
+        &going,
+        40,
+    );
+    let contents = bucket.contents();
+    assert!(
+        contents.contains_key(SENTINEL),
+        "published once the server is back"
+    );
+    assert_eq!(
+        contents
+            .keys()
+            .filter(|k| k.starts_with("swamp/config/models/"))
+            .count(),
+        200
+    );
 }
 
 fn a_lock_broken_mid_push_stops_the_push_and_never_says_converged(backend: Backend) {
@@ -271,6 +379,50 @@ fn a_lock_broken_mid_push_stops_the_push_and_never_says_converged(backend: Backe
         .filter(|k| k.contains("/bulk/"))
         .count();
     assert_eq!(pushed, 300);
+}
+
+/// Runs `args` until it exits 0 (at most `runs` times): under chaos a run
+/// may fail, but only with a clear error, and the next one picks up.
+fn until_converged(repo: &Repo, args: &[&str], runs: usize) -> usize {
+    for n in 1..=runs {
+        let run = repo.run(args);
+        match run.code {
+            Some(0) => return n,
+            Some(1) => {
+                assert!(
+                    run.stderr.contains("error:"),
+                    "a failure says why: {}",
+                    run.stderr
+                );
+                eprintln!("run {n} of {args:?} failed:\n{}", run.stderr);
+                let _ = repo.run(&["datastore", "lock", "release"]);
+            }
+            other => panic!("exit {other:?}\n{}{}", run.stdout, run.stderr),
+        }
+    }
+    panic!("{args:?} did not converge in {runs} runs");
+}
+
+fn push_and_pull_through_a_flaky_network_converge_with_every_byte_right(backend: Backend) {
+    let (bucket, proxy) = Bucket::behind_proxy(backend);
+    let a = Repo::init(&bucket, Some("alpha"));
+    bulk(&a, 60);
+    proxy.chaos(21, 0.3);
+    let pushes = until_converged(&a, &["datastore", "sync", "--push", "-y"], 8);
+    let want = bulk_in(&a.cache().join("alpha"));
+    proxy.clear_rules();
+    assert_eq!(bulk_in_bucket(&bucket, "swamp/alpha/data/bulk/"), want);
+    let b = a.clone_elsewhere();
+    proxy.chaos(22, 0.3);
+    let pulls = until_converged(&b, &["datastore", "sync", "--pull", "-y"], 8);
+    let faults = proxy.fired();
+    proxy.clear_rules();
+    assert_eq!(bulk_in(&b.cache().join("alpha")), want);
+    assert_no_temps_anywhere(&bucket, &b);
+    assert_no_temps_anywhere(&bucket, &a);
+    b.run(&["plan", "--detailed-exitcode"]).expect(0);
+    eprintln!("chaos: {pushes} push run(s), {pulls} pull run(s), {faults} faults in the pull");
+    assert!(faults > 0, "the chaos injected something");
 }
 
 // ---------------------------------------------------------------------------
@@ -497,6 +649,22 @@ fn config_migrate_killed_at_random_never_shows_a_sentinel_before_its_objects(bac
 mod s3 {
     use super::*;
     #[test]
+    fn a_dead_server_ends_a_300_file_pull_in_seconds_naming_the_command_to_rerun() {
+        super::a_dead_server_ends_a_300_file_pull_in_seconds_naming_the_command_to_rerun(
+            Backend::S3,
+        )
+    }
+    #[test]
+    fn a_dead_server_ends_a_config_migrate_in_seconds_naming_the_command_to_rerun() {
+        super::a_dead_server_ends_a_config_migrate_in_seconds_naming_the_command_to_rerun(
+            Backend::S3,
+        )
+    }
+    #[test]
+    fn push_and_pull_through_a_flaky_network_converge_with_every_byte_right() {
+        super::push_and_pull_through_a_flaky_network_converge_with_every_byte_right(Backend::S3)
+    }
+    #[test]
     fn push_and_pull_killed_at_random_converge_with_every_file_once() {
         super::push_and_pull_killed_at_random_converge_with_every_file_once(Backend::S3)
     }
@@ -538,6 +706,22 @@ mod s3 {
 
 mod gcs {
     use super::*;
+    #[test]
+    fn a_dead_server_ends_a_300_file_pull_in_seconds_naming_the_command_to_rerun() {
+        super::a_dead_server_ends_a_300_file_pull_in_seconds_naming_the_command_to_rerun(
+            Backend::Gcs,
+        )
+    }
+    #[test]
+    fn a_dead_server_ends_a_config_migrate_in_seconds_naming_the_command_to_rerun() {
+        super::a_dead_server_ends_a_config_migrate_in_seconds_naming_the_command_to_rerun(
+            Backend::Gcs,
+        )
+    }
+    #[test]
+    fn push_and_pull_through_a_flaky_network_converge_with_every_byte_right() {
+        super::push_and_pull_through_a_flaky_network_converge_with_every_byte_right(Backend::Gcs)
+    }
     #[test]
     fn push_and_pull_killed_at_random_converge_with_every_file_once() {
         super::push_and_pull_killed_at_random_converge_with_every_file_once(Backend::Gcs)

@@ -240,7 +240,7 @@ impl GcsStore {
             async move {
                 match once.await {
                     Err(StoreError::PreconditionFailed { key }) if attempt > 1 => {
-                        match self.head(&key).await? {
+                        match self.head_once(&key).await? {
                             Some(m) if m.sha256.as_deref() == Some(sha256) => Ok(m),
                             _ => Err(StoreError::PreconditionFailed { key }),
                         }
@@ -274,10 +274,13 @@ impl GcsStore {
         let client = self.client().await?;
         let mut last = None;
         for _ in 0..READ_RACE_ATTEMPTS {
-            let meta = self.head(key).await?.ok_or_else(|| StoreError::NotFound {
-                key: key.to_string(),
-                target: self.describe(),
-            })?;
+            let meta = self
+                .head_once(key)
+                .await?
+                .ok_or_else(|| StoreError::NotFound {
+                    key: key.to_string(),
+                    target: self.describe(),
+                })?;
             let req = GetObjectRequest {
                 bucket: self.bucket.clone(),
                 object: key.to_string(),
@@ -297,6 +300,24 @@ impl GcsStore {
             }
         }
         Err(last.expect("at least one attempt"))
+    }
+
+    /// One metadata request, no retry: for use inside a retried operation
+    /// (retries do not nest).
+    async fn head_once(&self, key: &str) -> Result<Option<ObjectMeta>, StoreError> {
+        let client = self.client().await?;
+        let req = GetObjectRequest {
+            bucket: self.bucket.clone(),
+            object: key.to_string(),
+            ..GetObjectRequest::default()
+        };
+        match client.get_object(&req).await {
+            Ok(o) => Ok(Some(Self::meta(&o))),
+            Err(e) => match self.map_err(e, Scope::Object(key)) {
+                StoreError::NotFound { .. } => Ok(None),
+                e => Err(e),
+            },
+        }
     }
 
     fn stream_err(&self, e: GcsError) -> StoreError {
@@ -365,22 +386,7 @@ impl Store for GcsStore {
 
     async fn head(&self, key: &str) -> Result<Option<ObjectMeta>, StoreError> {
         check_key(key)?;
-        let client = self.client().await?;
-        let req = GetObjectRequest {
-            bucket: self.bucket.clone(),
-            object: key.to_string(),
-            ..GetObjectRequest::default()
-        };
-        with_retry(&self.options.retry, |_| async {
-            match client.get_object(&req).await {
-                Ok(o) => Ok(Some(Self::meta(&o))),
-                Err(e) => match self.map_err(e, Scope::Object(key)) {
-                    StoreError::NotFound { .. } => Ok(None),
-                    e => Err(e),
-                },
-            }
-        })
-        .await
+        with_retry(&self.options.retry, |_| self.head_once(key)).await
     }
 
     async fn get_to_file(&self, key: &str, dest: &Path) -> Result<ObjectMeta, StoreError> {

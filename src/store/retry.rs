@@ -36,8 +36,8 @@ pub struct RetryPolicy {
     /// they have lasted [`RetryPolicy::down_after`], the server is down.
     pub trip_after: u32,
     /// How long connection failures in a row must last before the server
-    /// is down: longer than one request's own retries, so a restarting
-    /// server is ridden out.
+    /// is down (sooner when a request runs out of attempts on them): about
+    /// one request's own retries, so a brief outage is ridden out.
     pub down_after: Duration,
     /// How long the server may keep failing (any transient failure,
     /// throttling included) before the command gives up on it.
@@ -64,7 +64,7 @@ impl Default for RetryPolicy {
             base_delay: Duration::from_millis(100),
             max_delay: Duration::from_secs(2),
             trip_after: 10,
-            down_after: Duration::from_secs(3).min(budget),
+            down_after: Duration::from_millis(1500).min(budget),
             budget,
             breaker: Breaker::default(),
         }
@@ -117,7 +117,7 @@ impl Breaker {
 
     /// Records a transient failure; returns the down verdict once the
     /// failures show the server is gone.
-    fn failed(&self, e: &StoreError, policy: &RetryPolicy) -> Option<StoreError> {
+    fn failed(&self, e: &StoreError, policy: &RetryPolicy, gave_up: bool) -> Option<StoreError> {
         let since = *self
             .0
             .failing_since
@@ -129,7 +129,10 @@ impl Breaker {
             StoreError::Unreachable { .. } => self.0.unreachable.fetch_add(1, Ordering::SeqCst) + 1,
             _ => 0,
         };
-        let down = (unreachable >= policy.trip_after && lasted >= policy.down_after)
+        // Down: connection failures in a row that outlasted one request's
+        // own retries (or that one request ran out of attempts on), or any
+        // failures for the whole budget.
+        let down = (unreachable >= policy.trip_after && (gave_up || lasted >= policy.down_after))
             || lasted >= policy.budget;
         if !down {
             return None;
@@ -250,7 +253,7 @@ where
                 return Ok(v);
             }
             Err(e) if e.is_transient() => {
-                if let Some(down) = policy.breaker.failed(&e, policy) {
+                if let Some(down) = policy.breaker.failed(&e, policy, last) {
                     return Err(down);
                 }
                 if last {

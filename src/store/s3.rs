@@ -168,6 +168,12 @@ impl S3Store {
                     (s, c) if classify_status(s, c) == Class::Transient => {
                         StoreError::Unavailable { target, message }
                     }
+                    // A success status the SDK still could not read (an
+                    // answer cut short or garbled on the way): retry.
+                    (200..=299, _) => StoreError::Unavailable {
+                        target,
+                        message: format!("{message}: the answer was cut short or garbled"),
+                    },
                     _ => StoreError::other(format!("{target}: `{key}`: {message}")),
                 }
             }

@@ -105,6 +105,8 @@ pub struct Seen {
 struct State {
     upstream: String,
     rules: Mutex<Vec<Rule>>,
+    /// Seeded random faults on a share of the requests no rule took.
+    chaos: Mutex<Option<(fastrand::Rng, f64)>>,
     down: AtomicBool,
     seen: Mutex<Vec<Seen>>,
 }
@@ -123,6 +125,7 @@ impl FaultProxy {
         let state = Arc::new(State {
             upstream: upstream.to_string(),
             rules: Mutex::new(Vec::new()),
+            chaos: Mutex::new(None),
             down: AtomicBool::new(false),
             seen: Mutex::new(Vec::new()),
         });
@@ -144,6 +147,14 @@ impl FaultProxy {
 
     pub fn clear_rules(&self) {
         self.state.rules.lock().unwrap().clear();
+        *self.state.chaos.lock().unwrap() = None;
+    }
+
+    /// From now on, a `rate` share of the requests (seeded) meet one of
+    /// the faults a flaky network and an overloaded server cause: 503,
+    /// 500, a reset, a lost acknowledgement, a body cut off or corrupted.
+    pub fn chaos(&self, seed: u64, rate: f64) {
+        *self.state.chaos.lock().unwrap() = Some((fastrand::Rng::with_seed(seed), rate));
     }
 
     /// Down: every connection is reset at once, as if the server died.
@@ -273,7 +284,21 @@ fn pick(state: &State, req: &Request) -> Option<Fault> {
         rule.fired += 1;
         return Some(rule.fault);
     }
-    None
+    drop(rules);
+    let mut chaos = state.chaos.lock().unwrap();
+    let (rng, rate) = chaos.as_mut()?;
+    if rng.f64() >= *rate {
+        return None;
+    }
+    const FAULTS: [Fault; 6] = [
+        Fault::Status(503),
+        Fault::Status(500),
+        Fault::Reset,
+        Fault::LostAck,
+        Fault::Truncate,
+        Fault::Corrupt,
+    ];
+    Some(FAULTS[rng.usize(..FAULTS.len())])
 }
 
 /// Closes with RST (linger 0): the client sees "connection reset".
