@@ -139,13 +139,13 @@ pub enum StoreError {
         found: String,
     },
     #[error(
-        "{target} looks down: {failures} attempt(s) in a row failed over {secs}s ({message}); nothing more was sent to it"
+        "{target} looks down: {failures} attempt(s) in a row failed over {secs:.1}s ({message}); nothing more was sent to it"
     )]
     Down {
         target: String,
         message: String,
         failures: u32,
-        secs: u64,
+        secs: f64,
     },
     #[error("`{key}` arrived corrupt ({detail}); nothing was written locally")]
     Corrupt { key: String, detail: String },

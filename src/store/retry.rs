@@ -105,7 +105,7 @@ impl Breaker {
                 target: target.clone(),
                 message: message.clone(),
                 failures: *failures,
-                secs: lasted.as_secs(),
+                secs: lasted.as_secs_f64(),
             })
     }
 
