@@ -20,3 +20,4 @@ pub mod lock;
 pub mod plan;
 pub mod state;
 pub mod store;
+pub mod undo;

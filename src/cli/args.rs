@@ -100,6 +100,8 @@ pub enum Command {
     Show { file: PathBuf },
     /// The datastore, namespace, and pending changes
     Status,
+    /// The applies of this repository that set files aside, newest last
+    History,
     /// Datastore commands
     Datastore {
         #[command(subcommand)]

@@ -183,6 +183,20 @@ mod from {
         }
     }
 
+    impl From<crate::undo::UndoError> for CliError {
+        fn from(e: crate::undo::UndoError) -> CliError {
+            use crate::undo::UndoError;
+            let err = CliError::failure(e.to_string());
+            match e {
+                UndoError::NoSuchApply { .. } | UndoError::NoHistory => err,
+                UndoError::Malformed { .. } => err.hint(
+                    "move the journal out of .swamp/state/trash/ to set that apply aside for good; the others are unaffected",
+                ),
+                UndoError::Io { .. } => err.hint("check the permissions and free space, then retry"),
+            }
+        }
+    }
+
     impl From<DataError> for CliError {
         fn from(e: DataError) -> CliError {
             CliError::failure(e.to_string())

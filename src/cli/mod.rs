@@ -135,7 +135,7 @@ pub fn main() -> ExitCode {
             if let Some(target) = crate::store::outage() {
                 err.hint = Some(format!(
                     "{target} did not answer; once it is up again, run `{}` again (what completed stays done)",
-                    rerun_command(),
+                    command_line(),
                 ));
             }
             if ctx.json {
@@ -150,7 +150,7 @@ pub fn main() -> ExitCode {
 }
 
 /// This process's command line, quoted for a shell where needed.
-fn rerun_command() -> String {
+pub(crate) fn command_line() -> String {
     let mut out = String::from("swamp");
     for arg in std::env::args().skip(1) {
         out.push(' ');

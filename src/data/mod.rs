@@ -26,6 +26,7 @@ use crate::catalog::{Catalog, CatalogError, Entry, NameSummary};
 use crate::config::Placement;
 use crate::fsutil;
 use crate::layout::{Layout, Tier, TierPath, TierPathError};
+use crate::undo;
 
 #[derive(Debug, thiserror::Error)]
 pub enum DataError {
@@ -73,6 +74,8 @@ pub enum DataError {
     NotAFile { path: PathBuf },
     #[error(transparent)]
     Catalog(#[from] CatalogError),
+    #[error(transparent)]
+    Undo(#[from] crate::undo::UndoError),
     /// Unreachable for checked names; kept typed rather than panicking.
     #[error(transparent)]
     Path(#[from] TierPathError),
@@ -217,26 +220,64 @@ impl<'a> DataStore<'a> {
         fsutil::symlink_below(&root, path).map_err(|e| DataError::io("inspect", path, e))
     }
 
-    /// Deletes every version of exactly `name` (not nested names like
-    /// `name/sub`) and then the directories that emptied, up to the data dir.
-    pub fn rm(&self, name: &str) -> Result<Vec<Entry>, DataError> {
+    /// Sets aside every version of exactly `name` (not nested names like
+    /// `name/sub`) into the trash of a new apply journaled as `command`,
+    /// then removes the directories that emptied, up to the data dir.
+    /// Returns the versions and the apply id (`swamp undo ID` restores them).
+    pub fn rm(&self, name: &str, command: &str) -> Result<(Vec<Entry>, String), DataError> {
         check(name)?;
         let mut catalog = Catalog::open(self.layout, &self.placement)?;
         let versions = catalog.versions(name)?;
         if versions.is_empty() {
             return Err(DataError::NotFound { name: name.into() });
         }
-        for entry in &versions {
-            self.delete_version(&mut catalog, entry)?;
-        }
+        let summary = format!("removed {name}: {} version(s)", versions.len());
+        let id = self.set_aside_versions(&mut catalog, &versions, command, summary)?;
         fsutil::remove_empty_dirs(&self.name_dir(name)?, &self.data_dir());
-        Ok(versions)
+        Ok((versions, id))
     }
 
-    /// Keeps the newest `keep` versions of each name and deletes the rest
-    /// (or, with `dry_run`, only reports them). Returns what was (or would
-    /// be) deleted, by name then version.
-    pub fn gc(&self, keep: usize, dry_run: bool) -> Result<Vec<Entry>, DataError> {
+    /// Journals `versions` as one apply, then sets each aside; the journal
+    /// is written before the first file moves, and marked finished after
+    /// the last.
+    fn set_aside_versions(
+        &self,
+        catalog: &mut Catalog,
+        versions: &[Entry],
+        command: &str,
+        summary: String,
+    ) -> Result<String, DataError> {
+        let entries = versions
+            .iter()
+            .map(|e| {
+                Ok(undo::Entry {
+                    op: undo::Op::SetAside,
+                    placement: self.placement.clone(),
+                    path: TierPath::parse(&raw_tier_path(&e.name, e.version))?,
+                    sha256: e.sha256.clone(),
+                    size: e.size,
+                })
+            })
+            .collect::<Result<Vec<_>, DataError>>()?;
+        let mut journal = undo::Journal::begin(self.layout, command, summary, entries);
+        journal.save(self.layout)?;
+        for (entry, rec) in versions.iter().zip(&journal.entries) {
+            self.delete_version(catalog, entry, &journal.id, &rec.path)?;
+        }
+        journal.finished = true;
+        journal.save(self.layout)?;
+        Ok(journal.id)
+    }
+
+    /// Keeps the newest `keep` versions of each name and sets the rest
+    /// aside (or, with `dry_run`, only reports them). Returns what was (or
+    /// would be) removed, by name then version, and the apply id.
+    pub fn gc(
+        &self,
+        keep: usize,
+        dry_run: bool,
+        command: &str,
+    ) -> Result<(Vec<Entry>, Option<String>), DataError> {
         if keep == 0 {
             return Err(DataError::InvalidKeep);
         }
@@ -247,12 +288,12 @@ impl<'a> DataStore<'a> {
             .flat_map(|versions| &versions[..versions.len().saturating_sub(keep)])
             .cloned()
             .collect();
-        if !dry_run {
-            for entry in &doomed {
-                self.delete_version(&mut catalog, entry)?;
-            }
+        if !dry_run && !doomed.is_empty() {
+            let summary = format!("gc --keep {keep}: removed {} version(s)", doomed.len());
+            let id = self.set_aside_versions(&mut catalog, &doomed, command, summary)?;
+            return Ok((doomed, Some(id)));
         }
-        Ok(doomed)
+        Ok((doomed, None))
     }
 
     fn lookup(
@@ -278,11 +319,19 @@ impl<'a> DataStore<'a> {
         }
     }
 
-    /// Removes a version's directory, then its catalog row.
-    fn delete_version(&self, catalog: &mut Catalog, entry: &Entry) -> Result<(), DataError> {
+    /// Sets a version's file aside into apply `id`'s trash, removes its
+    /// emptied directory, then its catalog row.
+    fn delete_version(
+        &self,
+        catalog: &mut Catalog,
+        entry: &Entry,
+        id: &str,
+        path: &TierPath,
+    ) -> Result<(), DataError> {
         let dir = self.version_dir(&entry.name, entry.version)?;
         self.guard(&dir)?;
-        match std::fs::remove_dir_all(&dir) {
+        undo::set_aside(self.layout, id, &self.placement, path)?;
+        match std::fs::remove_dir(&dir) {
             Ok(()) => {}
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
             Err(e) => return Err(DataError::io("remove", &dir, e)),

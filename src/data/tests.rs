@@ -91,7 +91,7 @@ fn put_refuses_invalid_names_and_writes_nothing() {
         Err(DataError::InvalidName { .. })
     ));
     assert!(matches!(
-        r.store().rm("../x"),
+        r.store().rm("../x", "swamp data rm").map(|(v, _)| v),
         Err(DataError::InvalidName { .. })
     ));
 }
@@ -234,7 +234,11 @@ fn rm_deletes_exactly_that_name_and_emptied_dirs() {
     r.put("model", b"2");
     r.put("model/sub", b"nested");
     r.put("deep/inside/name", b"x");
-    let removed = r.store().rm("model").unwrap();
+    let removed = r
+        .store()
+        .rm("model", "swamp data rm")
+        .map(|(v, _)| v)
+        .unwrap();
     assert_eq!(versions(&removed), [("model", 1), ("model", 2)]);
     assert!(!r.file("data/model/1").exists());
     assert!(!r.file("data/model/2").exists());
@@ -245,7 +249,10 @@ fn rm_deletes_exactly_that_name_and_emptied_dirs() {
         Err(DataError::NotFound { .. })
     ));
 
-    r.store().rm("deep/inside/name").unwrap();
+    r.store()
+        .rm("deep/inside/name", "swamp data rm")
+        .map(|(v, _)| v)
+        .unwrap();
     assert!(!r.file("data/deep").exists());
     // Up to, not including, the data dir.
     assert!(r.layout.tier_dir(&r.placement, Tier::Data).exists());
@@ -259,7 +266,7 @@ fn rm_deletes_exactly_that_name_and_emptied_dirs() {
     assert_eq!(names, ["model/sub"]);
 
     assert!(matches!(
-        r.store().rm("model"),
+        r.store().rm("model", "swamp data rm").map(|(v, _)| v),
         Err(DataError::NotFound { .. })
     ));
 }
@@ -272,13 +279,16 @@ fn gc_keeps_the_newest_versions_of_each_name() {
     }
     r.put("b", b"only");
     let s = r.store();
-    assert!(matches!(s.gc(0, true), Err(DataError::InvalidKeep)));
+    assert!(matches!(
+        s.gc(0, true, "swamp data gc").map(|(v, _)| v),
+        Err(DataError::InvalidKeep)
+    ));
 
-    let would = s.gc(1, true).unwrap();
+    let would = s.gc(1, true, "swamp data gc").map(|(v, _)| v).unwrap();
     assert_eq!(versions(&would), [("a", 1), ("a", 2)]);
     assert!(r.file("data/a/1/raw").exists(), "dry run deletes nothing");
 
-    let removed = s.gc(1, false).unwrap();
+    let removed = s.gc(1, false, "swamp data gc").map(|(v, _)| v).unwrap();
     assert_eq!(removed, would);
     assert!(!r.file("data/a/1").exists());
     assert!(!r.file("data/a/2").exists());
@@ -286,7 +296,12 @@ fn gc_keeps_the_newest_versions_of_each_name() {
     assert_eq!(s.get("b", None).unwrap().0.version, 1);
     let c = Catalog::open(&r.layout, &r.placement).unwrap();
     assert_eq!(versions(&c.entries().unwrap()), [("a", 3), ("b", 1)]);
-    assert!(s.gc(1, false).unwrap().is_empty());
+    assert!(
+        s.gc(1, false, "swamp data gc")
+            .map(|(v, _)| v)
+            .unwrap()
+            .is_empty()
+    );
     // Numbers keep counting up from what is on disk.
     assert_eq!(r.put("a", b"next").version, 4);
 }
@@ -375,7 +390,7 @@ fn a_symlinked_raw_is_never_read_and_never_removed_through() {
     r.put("n", b"n");
     fs::remove_dir_all(r.file("data/n/1/raw").parent().unwrap()).unwrap();
     std::os::unix::fs::symlink(outside.path(), r.file("data/n/1/raw").parent().unwrap()).unwrap();
-    assert!(r.store().rm("n").is_err());
+    assert!(r.store().rm("n", "swamp data rm").map(|(v, _)| v).is_err());
     assert_eq!(fs::read(outside.path().join("raw")).unwrap(), b"keep");
 }
 

@@ -109,7 +109,10 @@ pub fn foreign_dirs(config: &Config, layout: &Layout) -> Result<Vec<String>, std
             continue;
         }
         let name = entry.file_name().to_string_lossy().into_owned();
-        if Tier::parse(&name).is_some() || Some(name.as_str()) == ours {
+        if Tier::parse(&name).is_some()
+            || Some(name.as_str()) == ours
+            || name == crate::layout::TRASH_DIR
+        {
             continue;
         }
         out.push(name);

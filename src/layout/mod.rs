@@ -147,6 +147,10 @@ pub fn is_repo_local_path(path: &TierPath) -> bool {
 }
 
 /// Temp files: one constant and one predicate, owned by the writers.
+/// The trash directory in a shared-path datastore or a remote's cache
+/// (never a tier or a namespace name).
+pub const TRASH_DIR: &str = ".swamp-trash";
+
 pub use crate::fsutil::{TEMP_PREFIX, is_swamp_temp};
 
 #[derive(Debug, thiserror::Error)]
@@ -308,6 +312,42 @@ impl Layout {
     /// The reconciler's own repo-local state (hash cache, sync base, …).
     pub fn state_dir(&self) -> PathBuf {
         self.swamp_dir().join(STATE_DIR)
+    }
+
+    /// Where journals live, and the trash of files repo-local or in the
+    /// local datastore: `.swamp/state/trash/`.
+    pub fn trash_dir(&self) -> PathBuf {
+        self.state_dir().join("trash")
+    }
+
+    /// The journal of apply `id`.
+    pub fn journal_path(&self, id: &str) -> PathBuf {
+        self.trash_dir().join(format!("{id}.json"))
+    }
+
+    /// Where apply `id` sets aside `path` of `placement`: on the same
+    /// filesystem as the file, so that setting aside is a rename.
+    /// `.swamp/state/trash/<id>/…` for the local datastore and repo-local
+    /// tiers, `<datastore root>/.swamp-trash/<id>/…` for a shared path or a
+    /// remote's cache; then the namespace (`_` for none) and the tier path.
+    pub fn trash_path(&self, placement: &Placement, path: &TierPath, id: &str) -> PathBuf {
+        let root = if self.is_datastore_tier(path.tier()) {
+            self.datastore_root(&placement.datastore)
+        } else {
+            self.swamp_dir()
+        };
+        let base = if root == self.swamp_dir() {
+            self.trash_dir()
+        } else {
+            root.join(TRASH_DIR)
+        };
+        let ns = placement.namespace.as_ref().map_or("_", |n| n.as_str());
+        let mut p = base.join(id).join(ns);
+        p.push(path.tier().as_str());
+        for seg in path.rest_segments() {
+            p.push(seg);
+        }
+        p
     }
 
     pub fn hash_cache_path(&self) -> PathBuf {

@@ -108,11 +108,14 @@ pub fn rm(ctx: &Ctx, name: &str) -> Result<Outcome, CliError> {
     let repo = open(ctx)?;
     warn_pending(&repo);
     let store = DataStore::new(&repo.layout, repo.config.target());
-    let removed = store.rm(name)?;
+    let (removed, id) = store.rm(name, &crate::cli::command_line())?;
     if ctx.json {
-        print_json(&json!({ "removed": removed }));
+        print_json(&json!({ "removed": removed, "apply_id": id }));
     } else {
-        println!("Removed {name}: {} version(s).", removed.len());
+        println!(
+            "Removed {name}: {} version(s), set aside as apply {id}; `swamp undo {id}` brings them back.",
+            removed.len()
+        );
     }
     Ok(Outcome::Success)
 }
@@ -121,9 +124,11 @@ pub fn gc(ctx: &Ctx, keep: usize, dry_run: bool) -> Result<Outcome, CliError> {
     let repo = open(ctx)?;
     warn_pending(&repo);
     let store = DataStore::new(&repo.layout, repo.config.target());
-    let removed = store.gc(keep, dry_run)?;
+    let (removed, id) = store.gc(keep, dry_run, &crate::cli::command_line())?;
     if ctx.json {
-        print_json(&json!({ "dry_run": dry_run, "keep": keep, "removed": removed }));
+        print_json(
+            &json!({ "dry_run": dry_run, "keep": keep, "removed": removed, "apply_id": id }),
+        );
         return Ok(Outcome::Success);
     }
     let verb = if dry_run { "Would remove" } else { "Removed" };
@@ -136,6 +141,9 @@ pub fn gc(ctx: &Ctx, keep: usize, dry_run: bool) -> Result<Outcome, CliError> {
         removed.len(),
         human_bytes(bytes)
     );
+    if let Some(id) = id {
+        println!("Set aside as apply {id}; `swamp undo {id}` brings them back.");
+    }
     Ok(Outcome::Success)
 }
 

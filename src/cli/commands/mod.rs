@@ -4,6 +4,7 @@ mod config;
 mod data;
 mod datastore;
 mod doctor;
+mod history;
 mod init;
 mod lock;
 mod reconcile;
@@ -44,6 +45,7 @@ pub fn run(ctx: &Ctx, command: Command) -> Result<Outcome, CliError> {
         } => reconcile::apply(ctx, scope, sync.options(), confirm.yes),
         Command::Show { file } => reconcile::show(ctx, &file),
         Command::Status => status::run(ctx),
+        Command::History => history::run(ctx),
         Command::Datastore { command } => match command {
             DatastoreCommand::Setup { spec, confirm } => datastore::setup(ctx, &spec, confirm.yes),
             DatastoreCommand::Sync {

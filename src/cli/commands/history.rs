@@ -1,0 +1,61 @@
+//! `swamp history`: the applies that set files aside (their journals in
+//! `.swamp/state/trash/`), oldest first, with what `swamp undo ID` would
+//! bring back.
+
+use comfy_table::{Cell, CellAlignment};
+use serde_json::json;
+
+use crate::cli::output::print_json;
+use crate::cli::{CliError, Ctx, Outcome};
+use crate::plan::render::{escape_controls, human_bytes, table};
+use crate::undo::Journal;
+
+pub fn run(ctx: &Ctx) -> Result<Outcome, CliError> {
+    let repo = ctx.open_repo()?;
+    let journals = Journal::all(&repo.layout)?;
+    if ctx.json {
+        let applies: Vec<_> = journals
+            .iter()
+            .map(|j| {
+                json!({
+                    "id": j.id,
+                    "seq": j.seq,
+                    "at": j.at,
+                    "holder": j.holder,
+                    "command": j.command,
+                    "summary": j.summary,
+                    "finished": j.finished,
+                    "files": j.entries.len(),
+                    "bytes_set_aside": j.set_aside_bytes(),
+                })
+            })
+            .collect();
+        print_json(&json!({ "applies": applies }));
+        return Ok(Outcome::Success);
+    }
+    if journals.is_empty() {
+        println!(
+            "No applies in the history yet: `data rm` and `data gc` set what they remove aside here."
+        );
+        return Ok(Outcome::Success);
+    }
+    let mut t = table();
+    t.set_header(["id", "time", "holder", "command", "summary", "set aside"]);
+    for j in &journals {
+        let summary = if j.finished {
+            j.summary.clone()
+        } else {
+            format!("{} (cut short)", j.summary)
+        };
+        t.add_row(vec![
+            Cell::new(&j.id),
+            Cell::new(&j.at),
+            Cell::new(escape_controls(&j.holder)),
+            Cell::new(escape_controls(&j.command)),
+            Cell::new(escape_controls(&summary)),
+            Cell::new(human_bytes(j.set_aside_bytes())).set_alignment(CellAlignment::Right),
+        ]);
+    }
+    println!("{t}");
+    Ok(Outcome::Success)
+}

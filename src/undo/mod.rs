@@ -1,0 +1,230 @@
+//! Undo (issue 10): what an apply removes is set aside, never destroyed.
+//!
+//! Owns the apply id, the journal each destructive apply writes before its
+//! first destructive action (`.swamp/state/trash/<id>.json`: what it set
+//! aside or restored, with hashes), and the trash itself: set-aside bytes
+//! wait on the same filesystem as the file they were (see
+//! [`Layout::trash_path`]), so setting aside is one rename and restoring
+//! is a link. `swamp history` lists the journals; `swamp undo` plans from
+//! one (see `plan::undo`).
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::config::Placement;
+use crate::fsutil;
+use crate::layout::{Layout, TierPath};
+
+/// What one journal entry records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Op {
+    /// The file was moved into this apply's trash (a delete, a `data rm`
+    /// or `data gc`): undo restores it.
+    SetAside,
+    /// The file was put back from another apply's trash: undo sets it
+    /// aside again.
+    Restored,
+}
+
+/// One file an apply set aside or restored.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Entry {
+    pub op: Op,
+    pub placement: Placement,
+    pub path: TierPath,
+    pub sha256: String,
+    pub size: u64,
+}
+
+/// The record of one apply, written before its first destructive action
+/// and again (with `finished`) when it ends.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Journal {
+    pub id: String,
+    /// Order among this repository's applies (ids made within the same
+    /// second do not sort by time).
+    pub seq: u64,
+    /// RFC 3339, UTC.
+    pub at: String,
+    /// `user@host`.
+    pub holder: String,
+    /// The command line, as typed.
+    pub command: String,
+    pub summary: String,
+    /// False while the apply runs, or when it was cut short.
+    pub finished: bool,
+    pub entries: Vec<Entry>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum UndoError {
+    #[error("cannot {action} {}: {source}", .path.display())]
+    Io {
+        action: &'static str,
+        path: PathBuf,
+        source: io::Error,
+    },
+    #[error("the journal {} is unreadable ({message}); nothing was changed", .path.display())]
+    Malformed { path: PathBuf, message: String },
+    #[error("no apply `{id}` in this repository's history; `swamp history` lists them")]
+    NoSuchApply { id: String },
+    #[error("nothing to undo: this repository has no apply in its history yet")]
+    NoHistory,
+}
+
+fn io_err<'a>(action: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> UndoError + 'a {
+    move |source| UndoError::Io {
+        action,
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// A new apply id: the time to the second, then six random hex digits
+/// (`20261201T123000Z-3fa29c`), safe as a file and key name.
+pub fn new_id() -> String {
+    let now: String = crate::clock::now_rfc3339()
+        .chars()
+        .filter(|c| !matches!(c, '-' | ':'))
+        .collect();
+    format!("{now}-{:06x}", fastrand::u32(..0x100_0000))
+}
+
+/// Whether `id` looks like an apply id (never a path).
+pub fn is_id(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= 64
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '.')
+        && !id.starts_with('.')
+}
+
+impl Journal {
+    /// A journal for a new apply of `command`, numbered after every other.
+    pub fn begin(layout: &Layout, command: &str, summary: String, entries: Vec<Entry>) -> Journal {
+        let seq = Journal::all(layout)
+            .map(|all| all.iter().map(|j| j.seq).max().unwrap_or(0))
+            .unwrap_or(0)
+            + 1;
+        Journal {
+            id: new_id(),
+            seq,
+            at: crate::clock::now_rfc3339(),
+            holder: crate::lock::who_am_i(),
+            command: command.to_string(),
+            summary,
+            finished: false,
+            entries,
+        }
+    }
+
+    /// Writes the journal atomically.
+    pub fn save(&self, layout: &Layout) -> Result<(), UndoError> {
+        let path = layout.journal_path(&self.id);
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(io_err("create", dir))?;
+        }
+        let mut bytes = serde_json::to_vec_pretty(self).expect("a journal serialises");
+        bytes.push(b'\n');
+        fsutil::atomic_write(&path, &bytes).map_err(io_err("write", &path))
+    }
+
+    pub fn load(layout: &Layout, id: &str) -> Result<Journal, UndoError> {
+        if !is_id(id) {
+            return Err(UndoError::NoSuchApply { id: id.to_string() });
+        }
+        let path = layout.journal_path(id);
+        let bytes = match std::fs::read(&path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                return Err(UndoError::NoSuchApply { id: id.to_string() });
+            }
+            Err(e) => return Err(io_err("read", &path)(e)),
+        };
+        serde_json::from_slice(&bytes).map_err(|e| UndoError::Malformed {
+            path,
+            message: e.to_string(),
+        })
+    }
+
+    /// Every journal of this repository, oldest first.
+    pub fn all(layout: &Layout) -> Result<Vec<Journal>, UndoError> {
+        let dir = layout.trash_dir();
+        let entries = match std::fs::read_dir(&dir) {
+            Ok(e) => e,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(io_err("read", &dir)(e)),
+        };
+        let mut out = Vec::new();
+        for entry in entries {
+            let entry = entry.map_err(io_err("read", &dir))?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let Some(id) = name.strip_suffix(".json") else {
+                continue;
+            };
+            if is_id(id) {
+                out.push(Journal::load(layout, id)?);
+            }
+        }
+        out.sort_by(|a, b| (a.seq, &a.id).cmp(&(b.seq, &b.id)));
+        Ok(out)
+    }
+
+    /// The newest journal.
+    pub fn last(layout: &Layout) -> Result<Journal, UndoError> {
+        Journal::all(layout)?.pop().ok_or(UndoError::NoHistory)
+    }
+
+    /// Bytes this apply set aside.
+    pub fn set_aside_bytes(&self) -> u64 {
+        self.entries
+            .iter()
+            .filter(|e| e.op == Op::SetAside)
+            .map(|e| e.size)
+            .sum()
+    }
+}
+
+/// Moves `path` of `placement` into apply `id`'s trash: one rename on the
+/// same filesystem, both directories synced so the move survives a crash.
+/// A file already gone (an interrupted run set it aside) is not an error.
+pub fn set_aside(
+    layout: &Layout,
+    id: &str,
+    placement: &Placement,
+    path: &TierPath,
+) -> Result<(), UndoError> {
+    let src = layout.file_path(placement, path);
+    let dst = layout.trash_path(placement, path, id);
+    let dst_dir = dst.parent().expect("a trash path has a parent");
+    std::fs::create_dir_all(dst_dir).map_err(io_err("create", dst_dir))?;
+    match std::fs::rename(&src, &dst) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(io_err("set aside", &src)(e)),
+    }
+    fsutil::sync_dir(dst_dir).map_err(io_err("sync", dst_dir))?;
+    if let Some(dir) = src.parent() {
+        fsutil::sync_dir(dir).map_err(io_err("sync", dir))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn apply_ids_are_names_not_paths() {
+        let id = new_id();
+        assert!(is_id(&id), "{id}");
+        assert!(id.len() > 16 && id.contains('T'), "{id}");
+        for bad in ["", "../x", "a/b", ".hidden", "x y", &"a".repeat(65)] {
+            assert!(!is_id(bad), "{bad:?}");
+        }
+    }
+}
