@@ -98,4 +98,228 @@ fn remote_gc_and_rm_set_every_removed_version_aside_byte_for_byte(backend: Backe
     assert!(repo.root.join(".swamp/state/trash").is_dir());
 }
 
-on_every_backend!(remote_gc_and_rm_set_every_removed_version_aside_byte_for_byte);
+// ---------------------------------------------------------------------------
+// swamp undo
+
+/// Every raw version under `data`: tier-relative path → bytes.
+fn versions(data: &std::path::Path) -> BTreeMap<String, Vec<u8>> {
+    files(data)
+        .into_iter()
+        .filter(|(k, _)| k.ends_with("/raw"))
+        .collect()
+}
+
+/// Ids, times and who ran it vary; the rest of the text must not.
+fn filtered(text: &str) -> String {
+    let id = regex_lite_id(text);
+    let mut out = text.to_string();
+    for (n, i) in id.iter().enumerate() {
+        // As wide as an id, so tables keep their shape.
+        out = out.replace(i.as_str(), &format!("{:-<23}", format!("<apply-{}", n + 1)));
+    }
+    out
+}
+
+/// The apply ids in `text`, in order of first appearance.
+fn regex_lite_id(text: &str) -> Vec<String> {
+    let mut ids: Vec<String> = Vec::new();
+    for word in text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '-')) {
+        let looks = word.len() == 23 && word.as_bytes()[8] == b'T' && word.as_bytes()[15] == b'Z';
+        if looks && !ids.iter().any(|i| i == word) {
+            ids.push(word.to_string());
+        }
+    }
+    ids
+}
+
+fn undo_brings_back_what_gc_removed_and_undo_of_undo_removes_it_again(
+    repo: &Repo,
+    data: &std::path::Path,
+    sync: bool,
+) {
+    for body in ["one\n", "two\n", "three\n"] {
+        repo.put("m/x", body);
+    }
+    if sync {
+        repo.run_ok(&["datastore", "sync", "-y"]);
+    }
+    let before = versions(data);
+    let gc = repo.json(&["--json", "data", "gc", "--keep", "1"], 0);
+    let gc_id = gc["apply_id"].as_str().unwrap().to_string();
+    if sync {
+        // Deliberate deletes of two thirds: past the guard on purpose.
+        repo.run_ok(&["datastore", "sync", "--force", "-y"]);
+    }
+    // Without -y and no terminal: a preview that changes nothing.
+    let preview = repo.run(&["undo", "--detailed-exitcode"]);
+    preview.expect(2);
+    assert!(
+        preview.stdout.contains("This was a preview"),
+        "{}",
+        preview.stdout
+    );
+    assert_eq!(versions(data).len(), 1);
+    let run = repo.run(&["undo", "-y"]);
+    run.expect(0);
+    assert!(
+        run.stdout
+            .contains(&format!("Undid apply {gc_id}: 2 restored")),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(versions(data), before, "every version back, byte for byte");
+    let list = repo.json(&["--json", "data", "list"], 0);
+    assert_eq!(
+        list["data"][0]["versions"], 3,
+        "the catalog sees them again"
+    );
+    // Converged: undoing the same apply again is a no-op.
+    let again = repo.run(&["undo", &gc_id, "--detailed-exitcode"]);
+    again.expect(0);
+    assert!(again.stdout.contains("Nothing to undo"), "{}", again.stdout);
+    if sync {
+        repo.run_ok(&["datastore", "sync", "-y"]);
+        repo.run(&["plan", "--detailed-exitcode"]).expect(0);
+    }
+    // The undo is an apply too: undoing it sets the two aside again.
+    let undo_of_undo = repo.run(&["undo", "-y"]);
+    undo_of_undo.expect(0);
+    assert!(
+        undo_of_undo.stdout.contains("0 restored, 2 set aside"),
+        "{}",
+        undo_of_undo.stdout
+    );
+    assert_eq!(versions(data).len(), 1);
+    repo.run_ok(&["undo", "-y"]);
+    assert_eq!(versions(data), before);
+    let history = repo.json(&["--json", "history"], 0);
+    assert_eq!(history["applies"].as_array().unwrap().len(), 4);
+}
+
+#[test]
+fn local_undo_brings_back_what_gc_removed_and_undo_of_undo_removes_it_again() {
+    let repo = Repo::empty(vec![]);
+    repo.run_ok(&["init"]);
+    let data = repo.root.join(".swamp/data");
+    undo_brings_back_what_gc_removed_and_undo_of_undo_removes_it_again(&repo, &data, false);
+}
+
+fn remote_undo_brings_back_what_gc_removed_and_undo_of_undo_removes_it_again(backend: Backend) {
+    let bucket = Bucket::new(backend);
+    let repo = Repo::init(&bucket, Some("alpha"));
+    let data = repo.cache().join("alpha/data");
+    undo_brings_back_what_gc_removed_and_undo_of_undo_removes_it_again(&repo, &data, true);
+    // The bucket holds every version again, byte for byte.
+    let remote: BTreeMap<String, Vec<u8>> = bucket
+        .contents()
+        .into_iter()
+        .filter_map(|(k, v)| {
+            k.strip_prefix("swamp/alpha/data/")
+                .map(|r| (r.to_string(), v))
+        })
+        .collect();
+    assert_eq!(remote, versions(&data));
+}
+
+#[test]
+fn an_undo_whose_file_changed_since_is_a_conflict_and_overwrites_nothing() {
+    let repo = Repo::empty(vec![]);
+    repo.run_ok(&["init"]);
+    for body in ["one\n", "two\n"] {
+        repo.put("m/x", body);
+    }
+    repo.run_ok(&["data", "gc", "--keep", "1"]);
+    let raw = repo.root.join(".swamp/data/m/x/1/raw");
+    std::fs::create_dir_all(raw.parent().unwrap()).unwrap();
+    std::fs::write(&raw, "someone else's\n").unwrap();
+    let run = repo.run(&["undo", "-y"]);
+    run.expect(3);
+    assert!(
+        run.stdout
+            .contains("data/m/x/1/raw: changed since the apply"),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(std::fs::read(&raw).unwrap(), b"someone else's\n");
+    // Moved out of the way, the undo goes through.
+    std::fs::remove_file(&raw).unwrap();
+    repo.run_ok(&["undo", "-y"]);
+    assert_eq!(std::fs::read(&raw).unwrap(), b"one\n");
+}
+
+#[test]
+fn an_undo_killed_mid_way_converges_when_run_again() {
+    let repo = Repo::empty(vec![]);
+    repo.run_ok(&["init"]);
+    for i in 0..6 {
+        repo.put("m/x", &format!("v{i}\n"));
+    }
+    let data = repo.root.join(".swamp/data");
+    let before = versions(&data);
+    let gc = repo.json(&["--json", "data", "gc", "--keep", "1"], 0);
+    let gc_id = gc["apply_id"].as_str().unwrap().to_string();
+    let killed = repo.run_with(
+        &["undo", "-y"],
+        &[("FAILPOINTS", "undo-step-done=1*off->return")],
+    );
+    assert_eq!(
+        killed.code, None,
+        "killed: {}{}",
+        killed.stdout, killed.stderr
+    );
+    assert_eq!(versions(&data).len(), 3, "two restored before the kill");
+    // The last apply is the cut-short undo: a bare `undo` names the way on.
+    let bare = repo.run(&["undo", "-y"]);
+    bare.expect(1);
+    assert!(
+        bare.stderr
+            .contains(&format!("`swamp undo {gc_id}` finishes the undo it began")),
+        "{}",
+        bare.stderr
+    );
+    repo.run_ok(&["undo", &gc_id, "-y"]);
+    assert_eq!(versions(&data), before);
+    repo.run(&["undo", &gc_id, "--detailed-exitcode"]).expect(0);
+}
+
+#[test]
+fn undo_plan_and_history_snapshots() {
+    let repo = Repo::empty(vec![
+        ("SWAMP_NOW", "2026-12-01T09:00:00Z".to_string()),
+        ("USER", "ops".to_string()),
+    ]);
+    repo.run_ok(&["init"]);
+    for body in ["one\n", "two\n", "three\n"] {
+        repo.put("m/x", body);
+    }
+    repo.put("m/y", "why\n");
+    repo.run_ok(&["data", "gc", "--keep", "1"]);
+    repo.run_ok(&["data", "rm", "m/y"]);
+    std::fs::create_dir_all(repo.root.join(".swamp/data/m/y/1")).unwrap();
+    std::fs::write(repo.root.join(".swamp/data/m/y/1/raw"), "new\n").unwrap();
+    let rm_plan = repo.run(&["undo"]);
+    let gc_plan = repo.run(&[
+        "undo",
+        regex_lite_id(&repo.run(&["history"]).stdout)[0].as_str(),
+    ]);
+    // The holder names this machine: the JSON document, with it masked.
+    let mut history = repo.json(&["--json", "history"], 0);
+    for apply in history["applies"].as_array_mut().unwrap() {
+        assert!(apply["holder"].as_str().unwrap().starts_with("ops@"));
+        apply["holder"] = "ops@[host]".into();
+    }
+    crate::snapshot!("undo_plan_with_a_conflict", filtered(&rm_plan.stdout));
+    crate::snapshot!(
+        "undo_plan_restoring_two_versions",
+        filtered(&gc_plan.stdout)
+    );
+    crate::snapshot!(
+        "history_after_gc_and_rm",
+        filtered(&serde_json::to_string_pretty(&history).unwrap())
+    );
+}
+
+on_every_backend!(
+    remote_gc_and_rm_set_every_removed_version_aside_byte_for_byte,
+    remote_undo_brings_back_what_gc_removed_and_undo_of_undo_removes_it_again,
+);

@@ -17,6 +17,7 @@
 
 mod moves;
 pub mod remote;
+pub mod undo;
 
 use std::path::Path;
 

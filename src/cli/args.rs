@@ -102,6 +102,16 @@ pub enum Command {
     Status,
     /// The applies of this repository that set files aside, newest last
     History,
+    /// Reverse an apply (default: the last one): plan, review, confirm
+    Undo {
+        /// The apply to reverse, as `swamp history` lists it
+        id: Option<String>,
+        /// Exit 2 when the undo plan has changes (0 when there are none)
+        #[arg(long)]
+        detailed_exitcode: bool,
+        #[command(flatten)]
+        confirm: Confirm,
+    },
     /// Datastore commands
     Datastore {
         #[command(subcommand)]

@@ -13,6 +13,7 @@ pub mod managed;
 pub mod render;
 pub mod sync_diff;
 pub mod textdiff;
+pub mod undo;
 
 pub use action::{
     Action, BaseRecord, Conflict, PlacementInfo, Plan, RemoteExpect, RemoteInfo, RemoteObjectRef,

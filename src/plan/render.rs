@@ -637,3 +637,86 @@ fn guard_fix(guard: &str) -> &'static [&'static str] {
         ],
     }
 }
+
+/// An undo plan for review: what comes back, what is set aside again, and
+/// what blocks.
+pub fn render_undo(plan: &super::undo::UndoPlan) -> String {
+    use super::undo::{UndoAction, UndoConflict};
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "Undo of apply {} ({})",
+        plan.undoes,
+        escape_controls(&plan.command)
+    );
+    if !plan.actions.is_empty() {
+        let mut t = table();
+        t.set_header(["#", "action", "path", "from", "size"]);
+        for (i, a) in plan.actions.iter().enumerate() {
+            let (from, size) = match a {
+                UndoAction::Restore { from, size, .. } => (format!("trash of {from}"), *size),
+                UndoAction::SetAside { size, .. } => ("in place".to_string(), *size),
+            };
+            t.add_row(vec![
+                (i + 1).to_string(),
+                a.kind().to_string(),
+                escape_controls(a.path().as_str()).into_owned(),
+                from,
+                human_bytes(size),
+            ]);
+        }
+        let _ = writeln!(out, "\n{t}");
+    }
+    if !plan.conflicts.is_empty() {
+        let _ = writeln!(out, "\nConflicts (undo is blocked until each is resolved):");
+        for c in &plan.conflicts {
+            let path = escape_controls(c.path().as_str());
+            match c {
+                UndoConflict::Changed {
+                    expected, found, ..
+                } => {
+                    let _ = writeln!(out, "  ✗ {path}: changed since the apply");
+                    let _ = writeln!(out, "      expected {expected}, found {found}");
+                    let _ = writeln!(
+                        out,
+                        "      fix: move it out of the way (it is kept as it is), then run `swamp undo {}` again",
+                        plan.undoes
+                    );
+                }
+                UndoConflict::TrashGone { .. } => {
+                    let _ = writeln!(
+                        out,
+                        "  ✗ {path}: its copy in the trash is gone (pruned or removed)"
+                    );
+                    let _ = writeln!(
+                        out,
+                        "      fix: nothing can bring it back from this apply; restore it from another copy"
+                    );
+                }
+                UndoConflict::TrashChanged { found, .. } => {
+                    let _ = writeln!(
+                        out,
+                        "  ✗ {path}: its copy in the trash was changed (found {found})"
+                    );
+                    let _ = writeln!(
+                        out,
+                        "      fix: check the trash of apply {}; nothing was restored",
+                        plan.undoes
+                    );
+                }
+            }
+        }
+    }
+    let restores = plan
+        .actions
+        .iter()
+        .filter(|a| a.kind() == "restore")
+        .count();
+    let asides = plan.actions.len() - restores;
+    let _ = writeln!(
+        out,
+        "\nUndo: {restores} to restore, {asides} to set aside, {} conflict(s).",
+        plan.conflicts.len()
+    );
+    out
+}

@@ -10,6 +10,7 @@ pub mod managed;
 pub mod observe;
 pub mod observed;
 pub mod remote;
+pub mod undo;
 
 pub use base::{BaseEntry, SyncBase};
 pub use desired::{Desired, Direction, Scope};

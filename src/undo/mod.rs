@@ -56,6 +56,9 @@ pub struct Journal {
     pub summary: String,
     /// False while the apply runs, or when it was cut short.
     pub finished: bool,
+    /// For an undo: the apply it reverses.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub undoes: Option<String>,
     pub entries: Vec<Entry>,
 }
 
@@ -118,6 +121,7 @@ impl Journal {
             command: command.to_string(),
             summary,
             finished: false,
+            undoes: None,
             entries,
         }
     }

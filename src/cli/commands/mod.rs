@@ -9,6 +9,7 @@ mod init;
 mod lock;
 mod reconcile;
 mod status;
+mod undo;
 
 use super::args::{
     CatalogCommand, Command, ConfigCommand, DataCommand, DatastoreCommand, DoctorCommand,
@@ -46,6 +47,11 @@ pub fn run(ctx: &Ctx, command: Command) -> Result<Outcome, CliError> {
         Command::Show { file } => reconcile::show(ctx, &file),
         Command::Status => status::run(ctx),
         Command::History => history::run(ctx),
+        Command::Undo {
+            id,
+            detailed_exitcode,
+            confirm,
+        } => undo::run(ctx, id.as_deref(), confirm.yes, detailed_exitcode),
         Command::Datastore { command } => match command {
             DatastoreCommand::Setup { spec, confirm } => datastore::setup(ctx, &spec, confirm.yes),
             DatastoreCommand::Sync {

@@ -1,0 +1,164 @@
+//! Applying an undo plan: each step checks its precondition right before
+//! acting, and the undo is itself journaled (written before its first
+//! step), so it can be undone in turn.
+
+use crate::catalog::Catalog;
+use crate::fsutil;
+use crate::layout::{Layout, Tier};
+use crate::plan::undo::{UndoAction, UndoPlan};
+use crate::state::HashCache;
+use crate::undo::{self, Entry, Journal, Op};
+
+use super::moves;
+
+#[derive(Debug, thiserror::Error)]
+pub enum UndoApplyError {
+    #[error("undo refused: the plan has {0} conflict(s); resolve them and run `swamp undo` again")]
+    Conflicts(usize),
+    #[error(
+        "{path}: {reason}; {completed} step(s) completed and stay done, `swamp undo {undoes}` plans the rest"
+    )]
+    Stopped {
+        path: String,
+        reason: String,
+        completed: usize,
+        undoes: String,
+    },
+    #[error(transparent)]
+    Journal(#[from] undo::UndoError),
+}
+
+/// What an undo did, and the id it is recorded under.
+#[derive(Debug, Default, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct UndoReport {
+    pub apply_id: String,
+    pub restored: usize,
+    pub set_aside: usize,
+}
+
+pub fn apply(
+    layout: &Layout,
+    plan: &UndoPlan,
+    command: &str,
+) -> Result<UndoReport, UndoApplyError> {
+    if !plan.conflicts.is_empty() {
+        return Err(UndoApplyError::Conflicts(plan.conflicts.len()));
+    }
+    let entries = plan
+        .actions
+        .iter()
+        .map(|a| match a {
+            UndoAction::Restore {
+                placement,
+                path,
+                sha256,
+                size,
+                ..
+            } => Entry {
+                op: Op::Restored,
+                placement: placement.clone(),
+                path: path.clone(),
+                sha256: sha256.clone(),
+                size: *size,
+            },
+            UndoAction::SetAside {
+                placement,
+                path,
+                sha256,
+                size,
+            } => Entry {
+                op: Op::SetAside,
+                placement: placement.clone(),
+                path: path.clone(),
+                sha256: sha256.clone(),
+                size: *size,
+            },
+        })
+        .collect();
+    let summary = format!("undo of {}", plan.undoes);
+    let mut journal = Journal::begin(layout, command, summary, entries);
+    journal.undoes = Some(plan.undoes.clone());
+    journal.save(layout)?;
+    let mut cache = HashCache::load(&layout.hash_cache_path());
+    let mut report = UndoReport {
+        apply_id: journal.id.clone(),
+        ..UndoReport::default()
+    };
+    let mut data_touched = false;
+    for action in &plan.actions {
+        let stopped = |reason: String, report: &UndoReport| UndoApplyError::Stopped {
+            path: action.path().to_string(),
+            reason,
+            completed: report.restored + report.set_aside,
+            undoes: plan.undoes.clone(),
+        };
+        match action {
+            UndoAction::Restore {
+                placement,
+                path,
+                from,
+                sha256,
+                ..
+            } => {
+                let dst = layout.file_path(placement, path);
+                let root = layout.link_check_root(placement, &dst);
+                if let Ok(Some(link)) = fsutil::symlink_below(&root, &dst) {
+                    return Err(stopped(
+                        format!(
+                            "{} is a symlink; nothing is restored through it",
+                            link.display()
+                        ),
+                        &report,
+                    ));
+                }
+                let src = layout.trash_path(placement, path, from);
+                moves::move_file(&src, &dst, sha256, &mut cache)
+                    .map_err(|e| stopped(e.to_string(), &report))?;
+                report.restored += 1;
+            }
+            UndoAction::SetAside {
+                placement,
+                path,
+                sha256,
+                ..
+            } => {
+                let file = layout.file_path(placement, path);
+                match fsutil::sha256_file(&file) {
+                    Ok(found) if &found == sha256 => {}
+                    Ok(found) => {
+                        return Err(stopped(
+                            format!("it changed since the plan (sha256 {found}); plan again"),
+                            &report,
+                        ));
+                    }
+                    Err(e) => return Err(stopped(e.to_string(), &report)),
+                }
+                undo::set_aside(layout, &journal.id, placement, path)
+                    .map_err(|e| stopped(e.to_string(), &report))?;
+                if let Some(dir) = file.parent() {
+                    fsutil::remove_empty_dirs(dir, &layout.tier_dir(placement, path.tier()));
+                }
+                report.set_aside += 1;
+            }
+        }
+        data_touched |= action.path().tier() == Tier::Data;
+        // Test-only: die between two steps (FAILPOINTS=undo-step-done=N*off->return).
+        #[cfg(feature = "failpoints")]
+        if fail::eval("undo-step-done", |_| ()).is_some() {
+            super::die_for_tests();
+        }
+    }
+    let _ = cache.save_keeping();
+    // The catalog describes the data tier: it is rebuilt on its next open.
+    if data_touched {
+        Catalog::invalidate(layout).map_err(|e| UndoApplyError::Stopped {
+            path: "the catalog".into(),
+            reason: e.to_string(),
+            completed: report.restored + report.set_aside,
+            undoes: plan.undoes.clone(),
+        })?;
+    }
+    journal.finished = true;
+    journal.save(layout)?;
+    Ok(report)
+}

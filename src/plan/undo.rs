@@ -1,0 +1,286 @@
+//! The plan of `swamp undo ID`: put back what apply `ID` set aside, set
+//! aside again what it restored. Pure: it reads only the journal and the
+//! observation of each entry's file and trash copy (`state::undo`).
+//!
+//! A file changed since the apply (other bytes, or something that is not a
+//! file) is a conflict, never overwritten; a file already as the undo would
+//! leave it needs nothing, so an interrupted undo converges when planned
+//! again.
+
+use serde::Serialize;
+
+use crate::config::Placement;
+use crate::layout::TierPath;
+use crate::state::undo::{Found, UndoObserved};
+use crate::undo::{Journal, Op};
+
+/// One step of an undo.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum UndoAction {
+    /// Link the file back from apply `from`'s trash. Precondition: the
+    /// trash copy hashes to `sha256` and the destination is absent.
+    Restore {
+        placement: Placement,
+        path: TierPath,
+        from: String,
+        sha256: String,
+        size: u64,
+    },
+    /// Move the file into this undo's trash. Precondition: it still
+    /// hashes to `sha256`.
+    SetAside {
+        placement: Placement,
+        path: TierPath,
+        sha256: String,
+        size: u64,
+    },
+}
+
+impl UndoAction {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            UndoAction::Restore { .. } => "restore",
+            UndoAction::SetAside { .. } => "set-aside",
+        }
+    }
+
+    pub fn path(&self) -> &TierPath {
+        match self {
+            UndoAction::Restore { path, .. } | UndoAction::SetAside { path, .. } => path,
+        }
+    }
+}
+
+/// Why an entry cannot be undone.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum UndoConflict {
+    /// The file was changed (or replaced by something else) since the
+    /// apply: undoing would overwrite that.
+    Changed {
+        path: TierPath,
+        expected: String,
+        found: String,
+    },
+    /// The trash copy is gone (pruned or removed by hand), and the file is
+    /// not back either.
+    TrashGone { path: TierPath },
+    /// The trash copy no longer hashes to what was set aside.
+    TrashChanged { path: TierPath, found: String },
+}
+
+impl UndoConflict {
+    pub fn path(&self) -> &TierPath {
+        match self {
+            UndoConflict::Changed { path, .. }
+            | UndoConflict::TrashGone { path }
+            | UndoConflict::TrashChanged { path, .. } => path,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct UndoPlan {
+    /// The apply this plan reverses.
+    pub undoes: String,
+    pub command: String,
+    pub actions: Vec<UndoAction>,
+    pub conflicts: Vec<UndoConflict>,
+}
+
+impl UndoPlan {
+    pub fn is_empty(&self) -> bool {
+        self.actions.is_empty() && self.conflicts.is_empty()
+    }
+}
+
+fn describe(found: &Found) -> String {
+    match found {
+        Found::Absent => "nothing".into(),
+        Found::File { sha256 } => format!("a file with sha256 {sha256}"),
+        Found::Other(what) => format!("a {what}"),
+    }
+}
+
+/// The plan that reverses `journal`, given what is there now.
+pub fn compose(journal: &Journal, observed: &UndoObserved) -> UndoPlan {
+    let mut plan = UndoPlan {
+        undoes: journal.id.clone(),
+        command: journal.command.clone(),
+        actions: Vec::new(),
+        conflicts: Vec::new(),
+    };
+    for (entry, seen) in journal.entries.iter().zip(&observed.entries) {
+        let path = entry.path.clone();
+        let is_ours = matches!(&seen.file, Found::File { sha256 } if *sha256 == entry.sha256);
+        match entry.op {
+            Op::SetAside => match (&seen.file, &seen.trash) {
+                // Already back (an interrupted undo, or put back by hand).
+                _ if is_ours => {}
+                (Found::Absent, Found::File { sha256 }) if *sha256 == entry.sha256 => {
+                    plan.actions.push(UndoAction::Restore {
+                        placement: entry.placement.clone(),
+                        path,
+                        from: journal.id.clone(),
+                        sha256: entry.sha256.clone(),
+                        size: entry.size,
+                    })
+                }
+                (Found::Absent, Found::Absent) => {
+                    plan.conflicts.push(UndoConflict::TrashGone { path })
+                }
+                (Found::Absent, found) => plan.conflicts.push(UndoConflict::TrashChanged {
+                    path,
+                    found: describe(found),
+                }),
+                (found, _) => plan.conflicts.push(UndoConflict::Changed {
+                    path,
+                    expected: "nothing (the file was removed)".into(),
+                    found: describe(found),
+                }),
+            },
+            Op::Restored => match &seen.file {
+                _ if is_ours => plan.actions.push(UndoAction::SetAside {
+                    placement: entry.placement.clone(),
+                    path,
+                    sha256: entry.sha256.clone(),
+                    size: entry.size,
+                }),
+                Found::Absent => {}
+                found => plan.conflicts.push(UndoConflict::Changed {
+                    path,
+                    expected: format!("the restored file (sha256 {})", entry.sha256),
+                    found: describe(found),
+                }),
+            },
+        }
+    }
+    plan
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::state::undo::EntryState;
+    use crate::undo::Entry;
+
+    fn entry(op: Op, path: &str, sha: &str) -> Entry {
+        Entry {
+            op,
+            placement: Placement {
+                datastore: crate::config::DatastoreConfig::Local,
+                namespace: None,
+            },
+            path: TierPath::parse(path).unwrap(),
+            sha256: sha.into(),
+            size: 1,
+        }
+    }
+
+    fn journal(entries: Vec<Entry>) -> Journal {
+        Journal {
+            id: "20261201T000000Z-000001".into(),
+            seq: 1,
+            at: "2026-12-01T00:00:00Z".into(),
+            holder: "u@h".into(),
+            command: "swamp data gc --keep 1".into(),
+            summary: String::new(),
+            finished: true,
+            undoes: None,
+            entries,
+        }
+    }
+
+    fn file(sha: &str) -> Found {
+        Found::File { sha256: sha.into() }
+    }
+
+    #[test]
+    fn set_aside_files_come_back_and_changed_ones_are_conflicts() {
+        let j = journal(vec![
+            entry(Op::SetAside, "data/a/1/raw", "a"),
+            entry(Op::SetAside, "data/b/1/raw", "b"),
+            entry(Op::SetAside, "data/c/1/raw", "c"),
+            entry(Op::SetAside, "data/d/1/raw", "d"),
+            entry(Op::SetAside, "data/e/1/raw", "e"),
+        ]);
+        let seen = UndoObserved {
+            entries: vec![
+                // Still in the trash: restored.
+                EntryState {
+                    file: Found::Absent,
+                    trash: file("a"),
+                },
+                // Already back: nothing.
+                EntryState {
+                    file: file("b"),
+                    trash: Found::Absent,
+                },
+                // Something else took its place: a conflict.
+                EntryState {
+                    file: file("new"),
+                    trash: file("c"),
+                },
+                // The trash copy is gone.
+                EntryState {
+                    file: Found::Absent,
+                    trash: Found::Absent,
+                },
+                // The trash copy was tampered with.
+                EntryState {
+                    file: Found::Absent,
+                    trash: file("x"),
+                },
+            ],
+        };
+        let plan = compose(&j, &seen);
+        let kinds: Vec<_> = plan
+            .actions
+            .iter()
+            .map(|a| (a.kind(), a.path().as_str()))
+            .collect();
+        assert_eq!(kinds, [("restore", "data/a/1/raw")]);
+        let conflicts: Vec<_> = plan.conflicts.iter().map(|c| c.path().as_str()).collect();
+        assert_eq!(conflicts, ["data/c/1/raw", "data/d/1/raw", "data/e/1/raw"]);
+        assert!(matches!(plan.conflicts[0], UndoConflict::Changed { .. }));
+        assert!(matches!(plan.conflicts[1], UndoConflict::TrashGone { .. }));
+        assert!(matches!(
+            plan.conflicts[2],
+            UndoConflict::TrashChanged { .. }
+        ));
+    }
+
+    #[test]
+    fn undoing_an_undo_sets_the_restored_files_aside_again() {
+        let j = journal(vec![
+            entry(Op::Restored, "data/a/1/raw", "a"),
+            entry(Op::Restored, "data/b/1/raw", "b"),
+            entry(Op::Restored, "data/c/1/raw", "c"),
+        ]);
+        let seen = UndoObserved {
+            entries: vec![
+                EntryState {
+                    file: file("a"),
+                    trash: Found::Absent,
+                },
+                EntryState {
+                    file: Found::Absent,
+                    trash: Found::Absent,
+                },
+                EntryState {
+                    file: file("changed"),
+                    trash: Found::Absent,
+                },
+            ],
+        };
+        let plan = compose(&j, &seen);
+        let kinds: Vec<_> = plan
+            .actions
+            .iter()
+            .map(|a| (a.kind(), a.path().as_str()))
+            .collect();
+        assert_eq!(kinds, [("set-aside", "data/a/1/raw")]);
+        assert_eq!(plan.conflicts.len(), 1);
+    }
+}
