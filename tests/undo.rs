@@ -14,10 +14,13 @@ fn trash(root: &std::path::Path, id: &str) -> BTreeMap<String, Vec<u8>> {
     files(&root.join(id))
 }
 
+/// `in_trash`: what precedes the tier path in an apply's trash (the
+/// namespace directory, for repo-local trash).
 fn gc_and_rm_set_every_removed_version_aside_byte_for_byte(
     repo: &Repo,
     trash_root: &std::path::Path,
     data: &std::path::Path,
+    in_trash: &str,
 ) {
     for body in ["one\n", "two\n", "three\n"] {
         repo.put("m/x", body);
@@ -30,17 +33,9 @@ fn gc_and_rm_set_every_removed_version_aside_byte_for_byte(
         .expect("gc names its apply")
         .to_string();
     let set_aside = trash(trash_root, &id);
-    let ns = set_aside
-        .keys()
-        .next()
-        .unwrap()
-        .split('/')
-        .next()
-        .unwrap()
-        .to_string();
     let want: BTreeMap<String, Vec<u8>> = ["m/x/1/raw", "m/x/2/raw"]
         .iter()
-        .map(|p| (format!("{ns}/data/{p}"), before[*p].clone()))
+        .map(|p| (format!("{in_trash}data/{p}"), before[*p].clone()))
         .collect();
     assert_eq!(set_aside, want, "every removed version, byte for byte");
     let (removed, rm_id) = {
@@ -85,15 +80,17 @@ fn local_gc_and_rm_set_every_removed_version_aside_byte_for_byte() {
     repo.run_ok(&["init"]);
     let trash_root = repo.root.join(".swamp/state/trash");
     let data = repo.root.join(".swamp/data");
-    gc_and_rm_set_every_removed_version_aside_byte_for_byte(&repo, &trash_root, &data);
+    gc_and_rm_set_every_removed_version_aside_byte_for_byte(&repo, &trash_root, &data, "_/");
 }
 
 fn remote_gc_and_rm_set_every_removed_version_aside_byte_for_byte(backend: Backend) {
     let bucket = Bucket::new(backend);
     let repo = Repo::init(&bucket, Some("alpha"));
-    let trash_root = repo.cache().join(".swamp-trash");
+    // Inside the namespace's directory: a namespaced repo touches nothing
+    // else of the cache.
+    let trash_root = repo.cache().join("alpha/.swamp-trash");
     let data = repo.cache().join("alpha/data");
-    gc_and_rm_set_every_removed_version_aside_byte_for_byte(&repo, &trash_root, &data);
+    gc_and_rm_set_every_removed_version_aside_byte_for_byte(&repo, &trash_root, &data, "");
     // The journal is repo-local, the bytes stay beside the cache.
     assert!(repo.root.join(".swamp/state/trash").is_dir());
 }
@@ -319,7 +316,62 @@ fn undo_plan_and_history_snapshots() {
     );
 }
 
+/// The remote lost the namespace's objects and the operator forced the
+/// sync past every guard, `--force-delete-local` included: the cache's
+/// only copies went into the trash, and `undo` brings them back for the
+/// next sync to upload.
+fn a_forced_delete_of_the_last_copy_is_undone(backend: Backend) {
+    let bucket = Bucket::new(backend);
+    let repo = Repo::init(&bucket, Some("alpha"));
+    for body in ["one\n", "two\n", "three\n"] {
+        repo.put("m/x", body);
+    }
+    repo.run_ok(&["datastore", "sync", "-y"]);
+    let data = repo.cache().join("alpha/data");
+    let before = versions(&data);
+    for key in bucket
+        .versions()
+        .into_keys()
+        .filter(|k| k.contains("/data/"))
+    {
+        bucket.delete(&key);
+    }
+    let run = repo.run(&["datastore", "sync", "--force", "--force-delete-local", "-y"]);
+    run.expect(0);
+    assert!(
+        versions(&data).is_empty(),
+        "the forced sync deleted the cache copies"
+    );
+    let history = repo.json(&["--json", "history"], 0);
+    let last = history["applies"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(last["files"], 3, "{last}");
+    assert_eq!(
+        last["command"],
+        "swamp datastore sync --force --force-delete-local -y"
+    );
+    let undo = repo.run(&["undo", "-y"]);
+    undo.expect(0);
+    assert!(undo.stdout.contains("3 restored"), "{}", undo.stdout);
+    assert_eq!(versions(&data), before);
+    repo.run_ok(&["datastore", "sync", "-y"]);
+    let remote: BTreeMap<String, Vec<u8>> = bucket
+        .contents()
+        .into_iter()
+        .filter_map(|(k, v)| {
+            k.strip_prefix("swamp/alpha/data/")
+                .map(|r| (r.to_string(), v))
+        })
+        .collect();
+    assert_eq!(remote, before, "uploaded again, byte for byte");
+}
+
 on_every_backend!(
+    a_forced_delete_of_the_last_copy_is_undone,
     remote_gc_and_rm_set_every_removed_version_aside_byte_for_byte,
     remote_undo_brings_back_what_gc_removed_and_undo_of_undo_removes_it_again,
 );

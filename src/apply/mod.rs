@@ -28,6 +28,7 @@ use crate::plan::{Action, Plan};
 use crate::state::observed::first_datastore_file;
 use crate::state::{HashCache, SyncBase};
 use crate::store::RemoteTarget;
+use crate::undo as journal;
 
 pub use moves::MoveError;
 
@@ -130,6 +131,12 @@ pub fn apply(
     };
     // The locks this command holds, watched by the transfer tasks.
     let watch = crate::lock::watch();
+    let mut journaled = journal_deletes(plan, layout)?;
+    let trash = journaled.as_ref().map(|j| journal::Trash {
+        layout,
+        id: &j.id,
+        placement: plan.target.placement(),
+    });
     let mut i = 0;
     while i < plan.actions.len() {
         let action = &plan.actions[i];
@@ -153,7 +160,7 @@ pub fn apply(
             let outcomes = rt.block_on(remote::run_many(
                 &run,
                 &plan.target.root,
-                &remotes_with(remote, sources, &cache),
+                &remotes_with(remote, sources, &cache, trash.as_ref()),
                 usize::from(concurrency),
                 &watch,
             ));
@@ -281,7 +288,7 @@ pub fn apply(
                 rt.block_on(remote::run(
                     action,
                     &plan.target.root,
-                    &remotes_with(remote, sources, &cache),
+                    &remotes_with(remote, sources, &cache, trash.as_ref()),
                 ))
                 .map_err(|e| stopped(e.to_string(), &report))?;
                 if let Action::DeleteSourceRemote { objects, source } = action {
@@ -374,6 +381,11 @@ pub fn apply(
     // entries it did not touch (saving only those it used would make the
     // verifying plan read every other file again).
     let _ = cache.save_keeping();
+    drop(trash);
+    if let Some(j) = journaled.as_mut() {
+        j.finished = true;
+        let _ = j.save(layout);
+    }
     // A lock lost during the last step: what was done stays done, but the
     // run did not hold the lock throughout, so it must not report success.
     if let Some(reason) = watch.lost() {
@@ -396,12 +408,53 @@ fn remotes_with<'a>(
     target: Option<&'a RemoteTarget>,
     sources: &'a [Option<RemoteTarget>],
     hashes: &'a HashCache,
+    trash: Option<&'a journal::Trash<'a>>,
 ) -> remote::Remotes<'a> {
     remote::Remotes {
         target,
         sources,
         hashes: Some(hashes),
+        trash,
     }
+}
+
+/// The journal of an apply whose plan deletes cache files, written before
+/// anything runs: each delete sets the file aside into its trash.
+fn journal_deletes(plan: &Plan, layout: &Layout) -> Result<Option<journal::Journal>, ApplyError> {
+    let placement = plan.target.placement();
+    let entries: Vec<journal::Entry> = plan
+        .actions
+        .iter()
+        .filter_map(|a| match a {
+            Action::DeleteLocal { path, sha256 } => Some(journal::Entry {
+                op: journal::Op::SetAside,
+                placement: placement.clone(),
+                path: path.clone(),
+                sha256: sha256.clone(),
+                size: std::fs::symlink_metadata(layout.file_path(&placement, path))
+                    .map(|m| m.len())
+                    .unwrap_or(0),
+            }),
+            _ => None,
+        })
+        .collect();
+    if entries.is_empty() {
+        return Ok(None);
+    }
+    let summary = format!(
+        "{}: {} cache file(s) deleted",
+        plan.scope.as_str(),
+        entries.len()
+    );
+    let j = journal::Journal::begin(layout, &journal::command_line(), summary, entries);
+    j.save(layout).map_err(|e| ApplyError::Stopped {
+        index: 0,
+        kind: "journal",
+        what: "the undo journal".into(),
+        reason: e.to_string(),
+        completed: 0,
+    })?;
+    Ok(Some(j))
 }
 
 fn describe_global(action: &Action) -> &'static str {

@@ -170,6 +170,8 @@ pub struct Remotes<'a> {
     /// Hashes already known by (device, inode, size, mtime), so a file the
     /// plan just hashed is not read a second time to check a precondition.
     pub hashes: Option<&'a HashCache>,
+    /// Where cache deletes set the file aside (`None`: removed for good).
+    pub trash: Option<&'a crate::undo::Trash<'a>>,
 }
 
 impl Remotes<'_> {
@@ -274,10 +276,16 @@ pub async fn run(
                 Some(found) if &found != sha256 => {
                     return Err(SyncActionError::LocalChanged { path: path.clone() });
                 }
-                Some(_) => std::fs::remove_file(&file).map_err(|source| SyncActionError::Io {
-                    path: path.clone(),
-                    source,
-                })?,
+                Some(_) => match remotes.trash {
+                    Some(trash) => trash.set_aside(path).map_err(|e| SyncActionError::Io {
+                        path: path.clone(),
+                        source: std::io::Error::other(e.to_string()),
+                    })?,
+                    None => std::fs::remove_file(&file).map_err(|source| SyncActionError::Io {
+                        path: path.clone(),
+                        source,
+                    })?,
+                },
             }
             if let Some(parent) = file.parent() {
                 fsutil::remove_empty_dirs(parent, root);

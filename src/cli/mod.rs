@@ -151,20 +151,5 @@ pub fn main() -> ExitCode {
 
 /// This process's command line, quoted for a shell where needed.
 pub(crate) fn command_line() -> String {
-    let mut out = String::from("swamp");
-    for arg in std::env::args().skip(1) {
-        out.push(' ');
-        let plain = !arg.is_empty()
-            && arg
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || "-_./:=@,+".contains(c));
-        if plain {
-            out.push_str(&arg);
-        } else {
-            out.push('\'');
-            out.push_str(&arg.replace('\'', "'\\''"));
-            out.push('\'');
-        }
-    }
-    out
+    crate::undo::command_line()
 }

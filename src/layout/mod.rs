@@ -327,22 +327,19 @@ impl Layout {
 
     /// Where apply `id` sets aside `path` of `placement`: on the same
     /// filesystem as the file, so that setting aside is a rename.
-    /// `.swamp/state/trash/<id>/…` for the local datastore and repo-local
-    /// tiers, `<datastore root>/.swamp-trash/<id>/…` for a shared path or a
-    /// remote's cache; then the namespace (`_` for none) and the tier path.
+    /// `.swamp/state/trash/<id>/<ns or _>/…` for the local datastore and
+    /// repo-local tiers; `<placement root>/.swamp-trash/<id>/…` for a shared
+    /// path or a remote's cache (inside the namespace's own directory, which
+    /// is all a namespaced command may touch); then the tier path.
     pub fn trash_path(&self, placement: &Placement, path: &TierPath, id: &str) -> PathBuf {
-        let root = if self.is_datastore_tier(path.tier()) {
-            self.datastore_root(&placement.datastore)
+        let in_swamp_dir = !self.is_datastore_tier(path.tier())
+            || self.datastore_root(&placement.datastore) == self.swamp_dir();
+        let mut p = if in_swamp_dir {
+            let ns = placement.namespace.as_ref().map_or("_", |n| n.as_str());
+            self.trash_dir().join(id).join(ns)
         } else {
-            self.swamp_dir()
+            self.placement_root(placement).join(TRASH_DIR).join(id)
         };
-        let base = if root == self.swamp_dir() {
-            self.trash_dir()
-        } else {
-            root.join(TRASH_DIR)
-        };
-        let ns = placement.namespace.as_ref().map_or("_", |n| n.as_str());
-        let mut p = base.join(id).join(ns);
         p.push(path.tier().as_str());
         for seg in path.rest_segments() {
             p.push(seg);

@@ -193,6 +193,43 @@ impl Journal {
     }
 }
 
+/// This process's command line, quoted for a shell where needed: what a
+/// journal records as the apply's command (and what an error's hint says
+/// to run again).
+pub fn command_line() -> String {
+    let mut out = String::from("swamp");
+    for arg in std::env::args().skip(1) {
+        out.push(' ');
+        let plain = !arg.is_empty()
+            && arg
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_./:=@,+".contains(c));
+        if plain {
+            out.push_str(&arg);
+        } else {
+            out.push('\'');
+            out.push_str(&arg.replace('\'', "'\\''"));
+            out.push('\'');
+        }
+    }
+    out
+}
+
+/// The trash of one running apply, for one placement: what its deletes
+/// set aside into.
+#[derive(Debug, Clone)]
+pub struct Trash<'a> {
+    pub layout: &'a Layout,
+    pub id: &'a str,
+    pub placement: Placement,
+}
+
+impl Trash<'_> {
+    pub fn set_aside(&self, path: &TierPath) -> Result<(), UndoError> {
+        set_aside(self.layout, self.id, &self.placement, path)
+    }
+}
+
 /// Moves `path` of `placement` into apply `id`'s trash: one rename on the
 /// same filesystem, both directories synced so the move survives a crash.
 /// A file already gone (an interrupted run set it aside) is not an error.
