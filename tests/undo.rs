@@ -143,10 +143,6 @@ fn undo_brings_back_what_gc_removed_and_undo_of_undo_removes_it_again(
     let before = versions(data);
     let gc = repo.json(&["--json", "data", "gc", "--keep", "1"], 0);
     let gc_id = gc["apply_id"].as_str().unwrap().to_string();
-    if sync {
-        // Deliberate deletes of two thirds: past the guard on purpose.
-        repo.run_ok(&["datastore", "sync", "--force", "-y"]);
-    }
     // Without -y and no terminal: a preview that changes nothing.
     let preview = repo.run(&["undo", "--detailed-exitcode"]);
     preview.expect(2);
@@ -370,7 +366,64 @@ fn a_forced_delete_of_the_last_copy_is_undone(backend: Backend) {
     assert_eq!(remote, before, "uploaded again, byte for byte");
 }
 
+/// A `--conflict local` sync overwrote a colleague's newer object; the
+/// apply kept it in its remote trash first, so `undo` puts it back, and the
+/// colleague's next pull (and this clone's) sees it.
+fn a_conflict_local_overwrite_of_the_remote_is_undone(backend: Backend) {
+    let bucket = Bucket::new(backend);
+    let a = Repo::init(&bucket, Some("alpha"));
+    a.write_cache("alpha/outputs/report.txt", "first\n");
+    a.run_ok(&["datastore", "sync", "-y"]);
+    let b = a.clone_elsewhere();
+    b.run_ok(&["datastore", "sync", "-y"]);
+    b.write_cache("alpha/outputs/report.txt", "b's newer work\n");
+    b.run_ok(&["datastore", "sync", "-y"]);
+    a.write_cache("alpha/outputs/report.txt", "a's version\n");
+    a.run(&["datastore", "sync", "-y"]).expect(3);
+    a.run_ok(&["datastore", "sync", "--conflict", "local", "-y"]);
+    let key = "swamp/alpha/outputs/report.txt";
+    assert_eq!(bucket.get(key).unwrap(), b"a's version\n");
+    let history = a.json(&["--json", "history"], 0);
+    let last = history["applies"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert!(
+        last["summary"]
+            .as_str()
+            .unwrap()
+            .contains("1 remote object(s) deleted or replaced"),
+        "{last}"
+    );
+    let undo = a.run(&["undo", "-y"]);
+    undo.expect(0);
+    assert!(
+        undo.stdout.contains("1 remote object(s) restored"),
+        "{}",
+        undo.stdout
+    );
+    assert_eq!(bucket.get(key).unwrap(), b"b's newer work\n");
+    // Undone once, it is converged.
+    a.run(&["undo", last["id"].as_str().unwrap(), "--detailed-exitcode"])
+        .expect(0);
+    b.run_ok(&["datastore", "sync", "-y"]);
+    assert_eq!(
+        std::fs::read(b.cache().join("alpha/outputs/report.txt")).unwrap(),
+        b"b's newer work\n"
+    );
+    a.run_ok(&["datastore", "sync", "-y"]);
+    assert_eq!(
+        std::fs::read(a.cache().join("alpha/outputs/report.txt")).unwrap(),
+        b"b's newer work\n"
+    );
+    // The trash copy is internal: no sync ever lists it as data.
+    a.run(&["plan", "--detailed-exitcode"]).expect(0);
+}
+
 on_every_backend!(
+    a_conflict_local_overwrite_of_the_remote_is_undone,
     a_forced_delete_of_the_last_copy_is_undone,
     remote_gc_and_rm_set_every_removed_version_aside_byte_for_byte,
     remote_undo_brings_back_what_gc_removed_and_undo_of_undo_removes_it_again,

@@ -418,10 +418,21 @@ fn remotes_with<'a>(
     }
 }
 
-/// The journal of an apply whose plan deletes cache files, written before
-/// anything runs: each delete sets the file aside into its trash.
+/// The journal of an apply whose plan deletes or replaces anything,
+/// written before anything runs: each cache delete sets the file aside
+/// into its trash, each remote delete or replacement first copies the
+/// object into its remote trash.
 fn journal_deletes(plan: &Plan, layout: &Layout) -> Result<Option<journal::Journal>, ApplyError> {
     let placement = plan.target.placement();
+    let remote_entry = |path: &crate::layout::TierPath, written: Option<&String>| journal::Entry {
+        op: journal::Op::RemoteSetAside,
+        placement: placement.clone(),
+        path: path.clone(),
+        // What the trash copy holds is read back from it by `undo`.
+        sha256: String::new(),
+        size: 0,
+        written: written.cloned(),
+    };
     let entries: Vec<journal::Entry> = plan
         .actions
         .iter()
@@ -434,17 +445,29 @@ fn journal_deletes(plan: &Plan, layout: &Layout) -> Result<Option<journal::Journ
                 size: std::fs::symlink_metadata(layout.file_path(&placement, path))
                     .map(|m| m.len())
                     .unwrap_or(0),
+                written: None,
             }),
+            Action::DeleteRemote { path, .. } => Some(remote_entry(path, None)),
+            Action::Upload {
+                path,
+                sha256,
+                remote: crate::plan::RemoteExpect::Version { .. },
+                ..
+            } => Some(remote_entry(path, Some(sha256))),
             _ => None,
         })
         .collect();
     if entries.is_empty() {
         return Ok(None);
     }
+    let local = entries
+        .iter()
+        .filter(|e| e.op == journal::Op::SetAside)
+        .count();
     let summary = format!(
-        "{}: {} cache file(s) deleted",
+        "{}: {local} cache file(s) deleted, {} remote object(s) deleted or replaced",
         plan.scope.as_str(),
-        entries.len()
+        entries.len() - local
     );
     let j = journal::Journal::begin(layout, &journal::command_line(), summary, entries);
     j.save(layout).map_err(|e| ApplyError::Stopped {

@@ -188,6 +188,33 @@ impl Remotes<'_> {
     }
 }
 
+/// Before a remote object is deleted or replaced: one server-side copy of
+/// it into this apply's remote trash, create-only (a copy already there is
+/// this apply's own, from a retried or resumed attempt). An object already
+/// gone has nothing to keep; the delete's or upload's own precondition then
+/// decides.
+async fn keep_in_remote_trash(
+    remote: &RemoteTarget,
+    remotes: &Remotes<'_>,
+    path: &TierPath,
+) -> Result<(), SyncActionError> {
+    let Some(trash) = remotes.trash else {
+        return Ok(());
+    };
+    let key = crate::layout::Layout::remote_trash_key(&remote.placement, trash.id, path);
+    match remote
+        .store
+        .copy(&remote.key(path), &key, &Precondition::CreateOnly)
+        .await
+    {
+        Ok(_) | Err(StoreError::PreconditionFailed { .. } | StoreError::NotFound { .. }) => Ok(()),
+        Err(source) => Err(SyncActionError::Store {
+            path: path.clone(),
+            source,
+        }),
+    }
+}
+
 /// Runs one sync action. `root` is the target's directory (the cache, for
 /// a remote target).
 pub async fn run(
@@ -219,6 +246,9 @@ pub async fn run(
                 RemoteExpect::Version { version } => Precondition::Matches(version.clone()),
             };
             let remote = remotes.target(path)?;
+            if matches!(expect, RemoteExpect::Version { .. }) {
+                keep_in_remote_trash(remote, remotes, path).await?;
+            }
             let meta = remote
                 .store
                 .put_file(&remote.key(path), &file, sha256, &pre)
@@ -294,6 +324,7 @@ pub async fn run(
         }
         Action::DeleteRemote { path, version } => {
             let remote = remotes.target(path)?;
+            keep_in_remote_trash(remote, remotes, path).await?;
             remote
                 .store
                 .delete(&remote.key(path), &Precondition::Matches(version.clone()))

@@ -34,12 +34,16 @@ pub struct UndoReport {
     pub apply_id: String,
     pub restored: usize,
     pub set_aside: usize,
+    pub restored_remote: usize,
 }
 
+/// Applies `plan`; `remote` is the store of the placement whose remote
+/// objects it restores (when it restores any).
 pub fn apply(
     layout: &Layout,
     plan: &UndoPlan,
     command: &str,
+    remote: Option<&crate::store::RemoteTarget>,
 ) -> Result<UndoReport, UndoApplyError> {
     if !plan.conflicts.is_empty() {
         return Err(UndoApplyError::Conflicts(plan.conflicts.len()));
@@ -60,6 +64,7 @@ pub fn apply(
                 path: path.clone(),
                 sha256: sha256.clone(),
                 size: *size,
+                written: None,
             },
             UndoAction::SetAside {
                 placement,
@@ -72,6 +77,20 @@ pub fn apply(
                 path: path.clone(),
                 sha256: sha256.clone(),
                 size: *size,
+                written: None,
+            },
+            UndoAction::RestoreRemote {
+                placement,
+                path,
+                sha256,
+                ..
+            } => Entry {
+                op: Op::RemoteRestored,
+                placement: placement.clone(),
+                path: path.clone(),
+                sha256: sha256.clone(),
+                size: 0,
+                written: None,
             },
         })
         .collect();
@@ -85,11 +104,16 @@ pub fn apply(
         ..UndoReport::default()
     };
     let mut data_touched = false;
+    let rt = plan
+        .actions
+        .iter()
+        .any(|a| matches!(a, UndoAction::RestoreRemote { .. }))
+        .then(crate::store::runtime);
     for action in &plan.actions {
         let stopped = |reason: String, report: &UndoReport| UndoApplyError::Stopped {
             path: action.path().to_string(),
             reason,
-            completed: report.restored + report.set_aside,
+            completed: report.restored + report.set_aside + report.restored_remote,
             undoes: plan.undoes.clone(),
         };
         match action {
@@ -140,6 +164,31 @@ pub fn apply(
                 }
                 report.set_aside += 1;
             }
+            UndoAction::RestoreRemote {
+                placement,
+                path,
+                from,
+                expect,
+                ..
+            } => {
+                let (Some(target), Some(rt)) =
+                    (remote.filter(|r| &r.placement == placement), rt.as_ref())
+                else {
+                    return Err(stopped(
+                        "the remote it restores into is not configured".into(),
+                        &report,
+                    ));
+                };
+                let pre = match expect {
+                    None => crate::store::Precondition::CreateOnly,
+                    Some(v) => crate::store::Precondition::Matches(v.clone()),
+                };
+                let trash_key = Layout::remote_trash_key(placement, from, path);
+                rt.block_on(target.store.copy(&trash_key, &target.key(path), &pre))
+                    .map_err(|e| stopped(e.to_string(), &report))?;
+                report.restored_remote += 1;
+                continue;
+            }
         }
         data_touched |= action.path().tier() == Tier::Data;
         // Test-only: die between two steps (FAILPOINTS=undo-step-done=N*off->return).
@@ -154,7 +203,7 @@ pub fn apply(
         Catalog::invalidate(layout).map_err(|e| UndoApplyError::Stopped {
             path: "the catalog".into(),
             reason: e.to_string(),
-            completed: report.restored + report.set_aside,
+            completed: report.restored + report.set_aside + report.restored_remote,
             undoes: plan.undoes.clone(),
         })?;
     }

@@ -256,6 +256,7 @@ impl<'a> DataStore<'a> {
                     path: TierPath::parse(&raw_tier_path(&e.name, e.version))?,
                     sha256: e.sha256.clone(),
                     size: e.size,
+                    written: None,
                 })
             })
             .collect::<Result<Vec<_>, DataError>>()?;

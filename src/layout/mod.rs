@@ -414,6 +414,16 @@ impl Layout {
     /// A placement's lock object: `<prefix>/<ns>/.swamp/lock.json` (solo:
     /// `<prefix>/.swamp/lock.json`), relative to its store's root (the
     /// bucket, or the path of a filesystem datastore).
+    /// Where apply `id` keeps the remote object at `path` it deletes or
+    /// replaces: `<prefix>/<ns>/.swamp/trash/<id>/<path>`.
+    pub fn remote_trash_key(placement: &Placement, id: &str, path: &TierPath) -> String {
+        format!(
+            "{}.swamp/trash/{id}/{}",
+            Layout::remote_prefix(placement),
+            path.as_str()
+        )
+    }
+
     pub fn lock_key(placement: &Placement) -> String {
         format!("{}.swamp/lock.json", Layout::remote_prefix(placement))
     }

@@ -654,15 +654,21 @@ pub fn render_undo(plan: &super::undo::UndoPlan) -> String {
         t.set_header(["#", "action", "path", "from", "size"]);
         for (i, a) in plan.actions.iter().enumerate() {
             let (from, size) = match a {
-                UndoAction::Restore { from, size, .. } => (format!("trash of {from}"), *size),
-                UndoAction::SetAside { size, .. } => ("in place".to_string(), *size),
+                UndoAction::Restore { from, size, .. } => {
+                    (format!("trash of {from}"), human_bytes(*size))
+                }
+                UndoAction::SetAside { size, .. } => ("in place".to_string(), human_bytes(*size)),
+                // Server-side: its size is the trash copy's.
+                UndoAction::RestoreRemote { from, .. } => {
+                    (format!("remote trash of {from}"), String::new())
+                }
             };
             t.add_row(vec![
                 (i + 1).to_string(),
                 a.kind().to_string(),
                 escape_controls(a.path().as_str()).into_owned(),
                 from,
-                human_bytes(size),
+                size,
             ]);
         }
         let _ = writeln!(out, "\n{t}");
@@ -693,6 +699,9 @@ pub fn render_undo(plan: &super::undo::UndoPlan) -> String {
                         "      fix: nothing can bring it back from this apply; restore it from another copy"
                     );
                 }
+                UndoConflict::NotUndoable { reason, .. } => {
+                    let _ = writeln!(out, "  ✗ {path}: {reason}");
+                }
                 UndoConflict::TrashChanged { found, .. } => {
                     let _ = writeln!(
                         out,
@@ -707,15 +716,16 @@ pub fn render_undo(plan: &super::undo::UndoPlan) -> String {
             }
         }
     }
-    let restores = plan
-        .actions
-        .iter()
-        .filter(|a| a.kind() == "restore")
-        .count();
-    let asides = plan.actions.len() - restores;
+    let count = |kind: &str| plan.actions.iter().filter(|a| a.kind() == kind).count();
+    let remote = match count("restore-remote") {
+        0 => String::new(),
+        n => format!(", {n} remote object(s) to restore"),
+    };
     let _ = writeln!(
         out,
-        "\nUndo: {restores} to restore, {asides} to set aside, {} conflict(s).",
+        "\nUndo: {} to restore, {} to set aside{remote}, {} conflict(s).",
+        count("restore"),
+        count("set-aside"),
         plan.conflicts.len()
     );
     out

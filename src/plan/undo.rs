@@ -35,6 +35,17 @@ pub enum UndoAction {
         sha256: String,
         size: u64,
     },
+    /// Copy the remote object back from apply `from`'s remote trash.
+    /// Precondition: the key is absent (`expect: None`) or still at the
+    /// version the apply wrote.
+    RestoreRemote {
+        placement: Placement,
+        path: TierPath,
+        from: String,
+        sha256: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        expect: Option<String>,
+    },
 }
 
 impl UndoAction {
@@ -42,12 +53,15 @@ impl UndoAction {
         match self {
             UndoAction::Restore { .. } => "restore",
             UndoAction::SetAside { .. } => "set-aside",
+            UndoAction::RestoreRemote { .. } => "restore-remote",
         }
     }
 
     pub fn path(&self) -> &TierPath {
         match self {
-            UndoAction::Restore { path, .. } | UndoAction::SetAside { path, .. } => path,
+            UndoAction::Restore { path, .. }
+            | UndoAction::SetAside { path, .. }
+            | UndoAction::RestoreRemote { path, .. } => path,
         }
     }
 }
@@ -68,6 +82,8 @@ pub enum UndoConflict {
     TrashGone { path: TierPath },
     /// The trash copy no longer hashes to what was set aside.
     TrashChanged { path: TierPath, found: String },
+    /// Not reversible (yet): named with why.
+    NotUndoable { path: TierPath, reason: String },
 }
 
 impl UndoConflict {
@@ -75,7 +91,8 @@ impl UndoConflict {
         match self {
             UndoConflict::Changed { path, .. }
             | UndoConflict::TrashGone { path }
-            | UndoConflict::TrashChanged { path, .. } => path,
+            | UndoConflict::TrashChanged { path, .. }
+            | UndoConflict::NotUndoable { path, .. } => path,
         }
     }
 }
@@ -100,6 +117,7 @@ fn describe(found: &Found) -> String {
         Found::Absent => "nothing".into(),
         Found::File { sha256 } => format!("a file with sha256 {sha256}"),
         Found::Other(what) => format!("a {what}"),
+        Found::Object { sha256, .. } => format!("an object with sha256 {sha256}"),
     }
 }
 
@@ -140,6 +158,44 @@ pub fn compose(journal: &Journal, observed: &UndoObserved) -> UndoPlan {
                     found: describe(found),
                 }),
             },
+            Op::RemoteSetAside => {
+                let Found::Object { sha256: kept, .. } = &seen.trash else {
+                    plan.conflicts.push(UndoConflict::TrashGone { path });
+                    continue;
+                };
+                match (&entry.written, &seen.file) {
+                    // Already back.
+                    (_, Found::Object { sha256, .. }) if sha256 == kept => {}
+                    (None, Found::Absent) => plan.actions.push(UndoAction::RestoreRemote {
+                        placement: entry.placement.clone(),
+                        path,
+                        from: journal.id.clone(),
+                        sha256: kept.clone(),
+                        expect: None,
+                    }),
+                    (Some(written), Found::Object { sha256, version }) if sha256 == written => {
+                        plan.actions.push(UndoAction::RestoreRemote {
+                            placement: entry.placement.clone(),
+                            path,
+                            from: journal.id.clone(),
+                            sha256: kept.clone(),
+                            expect: Some(version.clone()),
+                        })
+                    }
+                    (written, found) => plan.conflicts.push(UndoConflict::Changed {
+                        path,
+                        expected: match written {
+                            None => "nothing (the apply deleted it)".into(),
+                            Some(w) => format!("what the apply wrote (sha256 {w})"),
+                        },
+                        found: describe(found),
+                    }),
+                }
+            }
+            Op::RemoteRestored => plan.conflicts.push(UndoConflict::NotUndoable {
+                path,
+                reason: "undoing the restore of a remote object is not supported yet; sync the file you want and push it".into(),
+            }),
             Op::Restored => match &seen.file {
                 _ if is_ours => plan.actions.push(UndoAction::SetAside {
                     placement: entry.placement.clone(),
@@ -175,6 +231,7 @@ mod tests {
             path: TierPath::parse(path).unwrap(),
             sha256: sha.into(),
             size: 1,
+            written: None,
         }
     }
 

@@ -17,6 +17,11 @@ pub enum Found {
     },
     /// Something that is not a regular file (named: "symlink", "directory", …).
     Other(&'static str),
+    /// A remote object.
+    Object {
+        sha256: String,
+        version: String,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,10 +56,61 @@ fn found(path: &Path) -> io::Result<Found> {
     }
 }
 
-/// Observes every entry of `journal`.
-pub fn observe(layout: &Layout, journal: &Journal) -> io::Result<UndoObserved> {
+#[derive(Debug, thiserror::Error)]
+pub enum UndoObserveError {
+    #[error(transparent)]
+    Io(#[from] io::Error),
+    #[error(transparent)]
+    Store(#[from] crate::store::StoreError),
+    #[error(
+        "apply {id} changed remote objects of {url}, which this repository's configuration no longer names; set that datastore up again to undo it"
+    )]
+    NoRemote { id: String, url: String },
+}
+
+fn object(meta: Option<crate::store::ObjectMeta>) -> Found {
+    match meta {
+        None => Found::Absent,
+        Some(m) => Found::Object {
+            sha256: m.sha256.unwrap_or_default(),
+            version: m.version,
+        },
+    }
+}
+
+/// Observes every entry of `journal`: local files on disk; remote objects
+/// (and their trash copies) through `remote`, the store of the entries'
+/// placement.
+pub fn observe(
+    layout: &Layout,
+    journal: &Journal,
+    remote: Option<&crate::store::RemoteTarget>,
+) -> Result<UndoObserved, UndoObserveError> {
+    use crate::undo::Op;
     let mut out = UndoObserved::default();
+    let rt = journal
+        .entries
+        .iter()
+        .any(|e| matches!(e.op, Op::RemoteSetAside | Op::RemoteRestored))
+        .then(crate::store::runtime);
     for e in &journal.entries {
+        if matches!(e.op, Op::RemoteSetAside | Op::RemoteRestored) {
+            let target = remote
+                .filter(|r| r.placement == e.placement)
+                .ok_or_else(|| UndoObserveError::NoRemote {
+                    id: journal.id.clone(),
+                    url: Layout::remote_url(&e.placement),
+                })?;
+            let rt = rt.as_ref().expect("a runtime for remote entries");
+            let now = rt.block_on(target.store.head(&target.key(&e.path)))?;
+            let trash_key = Layout::remote_trash_key(&e.placement, &journal.id, &e.path);
+            let trash = rt.block_on(target.store.head(&trash_key))?;
+            out.entries.push(EntryState {
+                file: object(now),
+                trash: object(trash),
+            });
+            continue;
+        }
         let file = layout.file_path(&e.placement, &e.path);
         // A symlink among the directories above is never followed.
         let file_state =

@@ -27,6 +27,12 @@ pub enum Op {
     /// The file was put back from another apply's trash: undo sets it
     /// aside again.
     Restored,
+    /// The remote object at `path` was copied into this apply's remote
+    /// trash (`<prefix>/<ns>/.swamp/trash/<id>/…`) before the apply deleted
+    /// or replaced it: undo copies it back.
+    RemoteSetAside,
+    /// The remote object was put back from another apply's remote trash.
+    RemoteRestored,
 }
 
 /// One file an apply set aside or restored.
@@ -37,6 +43,10 @@ pub struct Entry {
     pub path: TierPath,
     pub sha256: String,
     pub size: u64,
+    /// For a replaced remote object: the sha256 the apply wrote over it
+    /// (undo restores only while that is still there). `None`: a delete.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub written: Option<String>,
 }
 
 /// The record of one apply, written before its first destructive action

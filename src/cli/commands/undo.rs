@@ -3,10 +3,12 @@
 
 use serde_json::json;
 
+use crate::cli::locking::Locks;
 use crate::cli::output::{ask, interactive, print_json};
 use crate::cli::{CliError, Ctx, Outcome};
 use crate::plan::render::render_undo;
-use crate::undo::Journal;
+use crate::store::RemoteTarget;
+use crate::undo::{Journal, Op};
 
 pub fn run(
     ctx: &Ctx,
@@ -34,13 +36,52 @@ pub fn run(
             last
         }
     };
-    let observed = crate::state::undo::observe(layout, &journal).map_err(|e| {
+    // Remote objects are restored through the placement's own store, under
+    // its lock.
+    let remote_placement = journal
+        .entries
+        .iter()
+        .find(|e| matches!(e.op, Op::RemoteSetAside | Op::RemoteRestored))
+        .map(|e| e.placement.clone());
+    let remote = remote_placement
+        .as_ref()
+        .filter(|p| *p == &repo.config.target())
+        .map(RemoteTarget::open)
+        .transpose()
+        .map_err(|e| CliError::failure(e.to_string()))?;
+    let locks = match &remote {
+        Some(_) => Some(Locks::take(ctx, layout, &repo.config, "undo")?),
+        None => None,
+    };
+    let result = plan_and_apply(
+        ctx,
+        layout,
+        &journal,
+        remote.as_ref(),
+        yes,
+        detailed_exitcode,
+    );
+    match locks {
+        Some(l) => l.finish(result),
+        None => result,
+    }
+}
+
+fn plan_and_apply(
+    ctx: &Ctx,
+    layout: &crate::layout::Layout,
+    journal: &Journal,
+    remote: Option<&RemoteTarget>,
+    yes: bool,
+    detailed_exitcode: bool,
+) -> Result<Outcome, CliError> {
+    let observed = crate::state::undo::observe(layout, journal, remote).map_err(|e| {
         CliError::failure(format!(
             "cannot observe the files of apply {}: {e}",
             journal.id
         ))
     })?;
-    let plan = crate::plan::undo::compose(&journal, &observed);
+    let plan = crate::plan::undo::compose(journal, &observed);
     if !ctx.json {
         print!("{}", render_undo(&plan));
     }
@@ -77,14 +118,19 @@ pub fn run(
             Outcome::Success
         });
     }
-    let report = crate::apply::undo::apply(layout, &plan, &crate::cli::command_line())
+    let report = crate::apply::undo::apply(layout, &plan, &crate::cli::command_line(), remote)
         .map_err(|e| CliError::failure(e.to_string()))?;
     if ctx.json {
         print_json(&json!({ "undo": plan, "applied": report }));
     } else {
         println!(
-            "\nUndid apply {}: {} restored, {} set aside. Recorded as apply {}; `swamp undo {}` reverses it.",
-            journal.id, report.restored, report.set_aside, report.apply_id, report.apply_id
+            "\nUndid apply {}: {} restored, {} set aside, {} remote object(s) restored. Recorded as apply {}; `swamp undo {}` reverses it.",
+            journal.id,
+            report.restored,
+            report.set_aside,
+            report.restored_remote,
+            report.apply_id,
+            report.apply_id
         );
     }
     Ok(Outcome::Success)
