@@ -27,6 +27,21 @@ pub fn temp_file_in(dir: &Path) -> io::Result<tempfile::NamedTempFile> {
         .tempfile_in(dir)
 }
 
+/// Removes the swamp temp files in `dir` whose writer is gone (best
+/// effort: a failure leaves them for the next write).
+pub fn sweep_dead_temps(dir: &Path) {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        if temp_writer_gone(name) && entry.file_type().is_ok_and(|t| t.is_file()) {
+            let _ = fs::remove_file(entry.path());
+        }
+    }
+}
+
 /// True when the temp file `name` names its writer's pid and no process
 /// with that pid exists on this machine: its writer died (`kill -9`, a
 /// crash) and it will never be renamed into place. A live pid (possibly
@@ -47,7 +62,12 @@ pub fn temp_writer_gone(name: &str) -> bool {
 
 /// Writes `bytes` to `path` atomically: a temp file in the same directory,
 /// fsync, rename, then fsync of the directory so the rename survives a crash.
+///
+/// Temp files a killed writer left in the same directory (their pid is
+/// gone) are removed first: small state files (`.swamp.toml`, sync bases,
+/// journals) are never planned, so this is where their leftovers go.
 pub fn atomic_write(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    sweep_dead_temps(parent_dir(path));
     let tmp = synced_temp_beside(path, bytes)?;
     tmp.persist(path).map_err(|e| e.error)?;
     sync_dir(parent_dir(path))
@@ -164,6 +184,21 @@ mod tests {
         // pid 1 is alive; names without a pid (older swamp) say nothing.
         assert!(!temp_writer_gone(&format!("{TEMP_PREFIX}1-abc")));
         assert!(!temp_writer_gone(&format!("{TEMP_PREFIX}abc123")));
+    }
+
+    #[test]
+    fn an_atomic_write_clears_what_a_killed_writer_left_beside_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let dead = child.id();
+        child.wait().unwrap();
+        let left = dir.path().join(format!("{TEMP_PREFIX}{dead}-abc"));
+        let foreign = dir.path().join(format!("{TEMP_PREFIX}nopid"));
+        fs::write(&left, "partial").unwrap();
+        fs::write(&foreign, "someone's").unwrap();
+        atomic_write(&dir.path().join("config.toml"), b"x").unwrap();
+        assert!(!left.exists(), "a dead writer's temp file is cleared");
+        assert!(foreign.exists(), "one naming no writer is left alone");
     }
 
     #[test]
