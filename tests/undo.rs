@@ -422,7 +422,43 @@ fn a_conflict_local_overwrite_of_the_remote_is_undone(backend: Backend) {
     a.run(&["plan", "--detailed-exitcode"]).expect(0);
 }
 
+/// A `--conflict remote` sync replaced this clone's edited file with the
+/// remote's: the old bytes went to the trash first, and `undo` swaps them
+/// back (and its undo swaps again).
+fn a_conflict_remote_overwrite_of_the_cache_is_undone(backend: Backend) {
+    let bucket = Bucket::new(backend);
+    let a = Repo::init(&bucket, Some("alpha"));
+    a.write_cache("alpha/outputs/report.txt", "first\n");
+    a.run_ok(&["datastore", "sync", "-y"]);
+    let b = a.clone_elsewhere();
+    b.run_ok(&["datastore", "sync", "-y"]);
+    b.write_cache("alpha/outputs/report.txt", "b's version\n");
+    b.run_ok(&["datastore", "sync", "-y"]);
+    a.write_cache("alpha/outputs/report.txt", "a's unpushed edits\n");
+    a.run(&["datastore", "sync", "-y"]).expect(3);
+    a.run_ok(&["datastore", "sync", "--conflict", "remote", "-y"]);
+    let file = a.cache().join("alpha/outputs/report.txt");
+    assert_eq!(std::fs::read(&file).unwrap(), b"b's version\n");
+    let undo = a.run(&["undo", "-y"]);
+    undo.expect(0);
+    assert!(
+        undo.stdout.contains("1 restored, 1 set aside"),
+        "{}",
+        undo.stdout
+    );
+    assert_eq!(std::fs::read(&file).unwrap(), b"a's unpushed edits\n");
+    // And back.
+    a.run_ok(&["undo", "-y"]);
+    assert_eq!(std::fs::read(&file).unwrap(), b"b's version\n");
+    a.run(&["plan", "--detailed-exitcode"]).expect(0);
+    assert!(
+        files(&a.cache()).keys().all(|k| !k.contains(".swamp-tmp")),
+        "no temp file left"
+    );
+}
+
 on_every_backend!(
+    a_conflict_remote_overwrite_of_the_cache_is_undone,
     a_conflict_local_overwrite_of_the_remote_is_undone,
     a_forced_delete_of_the_last_copy_is_undone,
     remote_gc_and_rm_set_every_removed_version_aside_byte_for_byte,

@@ -132,6 +132,8 @@ pub fn apply(
     // The locks this command holds, watched by the transfer tasks.
     let watch = crate::lock::watch();
     let mut journaled = journal_deletes(plan, layout)?;
+    // Replaced cache files and the sha256 of what replaced them.
+    let mut replaced_by: Vec<(crate::layout::TierPath, String)> = Vec::new();
     let trash = journaled.as_ref().map(|j| journal::Trash {
         layout,
         id: &j.id,
@@ -168,6 +170,13 @@ pub fn apply(
             for (k, outcome) in outcomes.into_iter().enumerate() {
                 match outcome {
                     Ok(change) => {
+                        if let (
+                            Action::Download { local: Some(_), .. },
+                            remote::BaseChange::Set(path, landed),
+                        ) = (run[k], &change)
+                        {
+                            replaced_by.push((path.clone(), landed.sha256.clone()));
+                        }
                         if let Some((base, _)) = base.as_mut() {
                             remote::record(base, change);
                         }
@@ -383,6 +392,15 @@ pub fn apply(
     let _ = cache.save_keeping();
     drop(trash);
     if let Some(j) = journaled.as_mut() {
+        for (path, sha) in replaced_by {
+            if let Some(e) = j
+                .entries
+                .iter_mut()
+                .find(|e| e.op == journal::Op::SetAside && e.path == path)
+            {
+                e.written = Some(sha);
+            }
+        }
         j.finished = true;
         let _ = j.save(layout);
     }
@@ -442,6 +460,22 @@ fn journal_deletes(plan: &Plan, layout: &Layout) -> Result<Option<journal::Journ
                 placement: placement.clone(),
                 path: path.clone(),
                 sha256: sha256.clone(),
+                size: std::fs::symlink_metadata(layout.file_path(&placement, path))
+                    .map(|m| m.len())
+                    .unwrap_or(0),
+                written: None,
+            }),
+            // A replaced cache file: what it held goes to the trash; what
+            // replaced it is recorded once it has landed.
+            Action::Download {
+                path,
+                local: Some(old),
+                ..
+            } => Some(journal::Entry {
+                op: journal::Op::SetAside,
+                placement: placement.clone(),
+                path: path.clone(),
+                sha256: old.clone(),
                 size: std::fs::symlink_metadata(layout.file_path(&placement, path))
                     .map(|m| m.len())
                     .unwrap_or(0),

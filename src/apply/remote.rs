@@ -280,16 +280,45 @@ pub async fn run(
                 });
             }
             let remote = remotes.target(path)?;
+            // Replacing a cache file under undo: land beside it first (a
+            // swamp temp name, so a kill leaves nothing that is data), then
+            // set the old bytes aside and rename the new ones into place.
+            let trash = remotes.trash.filter(|_| local.is_some());
+            let landing = match trash {
+                Some(_) => file.with_file_name(format!(
+                    "{}{}-replace-{:08x}",
+                    fsutil::TEMP_PREFIX,
+                    std::process::id(),
+                    fastrand::u32(..)
+                )),
+                None => file.clone(),
+            };
             let meta = remote
                 .store
-                .get_to_file(&remote.key(path), &file)
+                .get_to_file(&remote.key(path), &landing)
                 .await
                 .map_err(store_err(path))
                 .inspect_err(|_| prune_after_failure(&file, root))?;
             // The plan's hash binds only the version it saw.
             let expected = sha256.as_deref().filter(|_| meta.version == *version);
-            let got = verify_landed(&file, path, expected)
+            let got = verify_landed(&landing, path, expected)
                 .inspect_err(|_| prune_after_failure(&file, root))?;
+            if let Some(trash) = trash {
+                let io = |source| SyncActionError::Io {
+                    path: path.clone(),
+                    source,
+                };
+                trash
+                    .set_aside(path)
+                    .map_err(|e| io(std::io::Error::other(e.to_string())))
+                    .inspect_err(|_| {
+                        let _ = std::fs::remove_file(&landing);
+                    })?;
+                std::fs::rename(&landing, &file).map_err(io)?;
+                if let Some(dir) = file.parent() {
+                    fsutil::sync_dir(dir).map_err(io)?;
+                }
+            }
             Ok(BaseChange::Set(
                 path.clone(),
                 BaseEntry {

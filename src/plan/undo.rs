@@ -129,35 +129,63 @@ pub fn compose(journal: &Journal, observed: &UndoObserved) -> UndoPlan {
         actions: Vec::new(),
         conflicts: Vec::new(),
     };
-    for (entry, seen) in journal.entries.iter().zip(&observed.entries) {
+    // Restored entries first: what they set aside makes room for what the
+    // others restore at the same path.
+    let pairs: Vec<_> = journal.entries.iter().zip(&observed.entries).collect();
+    let (first, rest): (Vec<_>, Vec<_>) =
+        pairs.into_iter().partition(|(e, _)| e.op == Op::Restored);
+    let mut cleared = std::collections::BTreeSet::new();
+    for (entry, seen) in first.into_iter().chain(rest) {
         let path = entry.path.clone();
         let is_ours = matches!(&seen.file, Found::File { sha256 } if *sha256 == entry.sha256);
         match entry.op {
-            Op::SetAside => match (&seen.file, &seen.trash) {
-                // Already back (an interrupted undo, or put back by hand).
-                _ if is_ours => {}
-                (Found::Absent, Found::File { sha256 }) if *sha256 == entry.sha256 => {
-                    plan.actions.push(UndoAction::Restore {
-                        placement: entry.placement.clone(),
+            Op::SetAside => {
+                // Cleared first: the bytes the apply wrote over the file (a
+                // replaced download), or a restore this plan sets aside.
+                let replaced = matches!((&entry.written, &seen.file),
+                    (Some(w), Found::File { sha256 }) if sha256 == w);
+                let file = if replaced || cleared.contains(&path) {
+                    &Found::Absent
+                } else {
+                    &seen.file
+                };
+                match (file, &seen.trash) {
+                    // Already back (an interrupted undo, or put back by hand).
+                    _ if is_ours => {}
+                    (Found::Absent, Found::File { sha256 }) if *sha256 == entry.sha256 => {
+                        if let (true, Found::File { sha256: now }) = (replaced, &seen.file) {
+                            plan.actions.push(UndoAction::SetAside {
+                                placement: entry.placement.clone(),
+                                path: path.clone(),
+                                sha256: now.clone(),
+                                size: entry.size,
+                            });
+                        }
+                        plan.actions.push(UndoAction::Restore {
+                            placement: entry.placement.clone(),
+                            path,
+                            from: journal.id.clone(),
+                            sha256: entry.sha256.clone(),
+                            size: entry.size,
+                        })
+                    }
+                    (Found::Absent, Found::Absent) => {
+                        plan.conflicts.push(UndoConflict::TrashGone { path })
+                    }
+                    (Found::Absent, found) => plan.conflicts.push(UndoConflict::TrashChanged {
                         path,
-                        from: journal.id.clone(),
-                        sha256: entry.sha256.clone(),
-                        size: entry.size,
-                    })
+                        found: describe(found),
+                    }),
+                    (found, _) => plan.conflicts.push(UndoConflict::Changed {
+                        path,
+                        expected: match &entry.written {
+                            None => "nothing (the file was removed)".into(),
+                            Some(w) => format!("what the apply wrote (sha256 {w})"),
+                        },
+                        found: describe(found),
+                    }),
                 }
-                (Found::Absent, Found::Absent) => {
-                    plan.conflicts.push(UndoConflict::TrashGone { path })
-                }
-                (Found::Absent, found) => plan.conflicts.push(UndoConflict::TrashChanged {
-                    path,
-                    found: describe(found),
-                }),
-                (found, _) => plan.conflicts.push(UndoConflict::Changed {
-                    path,
-                    expected: "nothing (the file was removed)".into(),
-                    found: describe(found),
-                }),
-            },
+            }
             Op::RemoteSetAside => {
                 let Found::Object { sha256: kept, .. } = &seen.trash else {
                     plan.conflicts.push(UndoConflict::TrashGone { path });
@@ -197,12 +225,15 @@ pub fn compose(journal: &Journal, observed: &UndoObserved) -> UndoPlan {
                 reason: "undoing the restore of a remote object is not supported yet; sync the file you want and push it".into(),
             }),
             Op::Restored => match &seen.file {
-                _ if is_ours => plan.actions.push(UndoAction::SetAside {
-                    placement: entry.placement.clone(),
-                    path,
-                    sha256: entry.sha256.clone(),
-                    size: entry.size,
-                }),
+                _ if is_ours => {
+                    cleared.insert(path.clone());
+                    plan.actions.push(UndoAction::SetAside {
+                        placement: entry.placement.clone(),
+                        path,
+                        sha256: entry.sha256.clone(),
+                        size: entry.size,
+                    })
+                }
                 Found::Absent => {}
                 found => plan.conflicts.push(UndoConflict::Changed {
                     path,
@@ -306,6 +337,64 @@ mod tests {
             plan.conflicts[2],
             UndoConflict::TrashChanged { .. }
         ));
+    }
+
+    #[test]
+    fn a_replaced_file_is_set_aside_and_the_old_bytes_restored_and_back_again() {
+        let mut replaced = entry(Op::SetAside, "outputs/r", "old");
+        replaced.written = Some("new".into());
+        let j = journal(vec![replaced]);
+        let seen = UndoObserved {
+            entries: vec![EntryState {
+                file: file("new"),
+                trash: file("old"),
+            }],
+        };
+        let plan = compose(&j, &seen);
+        let kinds: Vec<_> = plan
+            .actions
+            .iter()
+            .map(|a| (a.kind(), a.path().as_str()))
+            .collect();
+        assert_eq!(
+            kinds,
+            [("set-aside", "outputs/r"), ("restore", "outputs/r")]
+        );
+        assert!(plan.conflicts.is_empty());
+        // Its undo (journaled as set-aside "new", restored "old") swaps back.
+        let mut set_aside = entry(Op::SetAside, "outputs/r", "new");
+        set_aside.size = 1;
+        let j2 = journal(vec![set_aside, entry(Op::Restored, "outputs/r", "old")]);
+        let seen2 = UndoObserved {
+            entries: vec![
+                EntryState {
+                    file: file("old"),
+                    trash: file("new"),
+                },
+                EntryState {
+                    file: file("old"),
+                    trash: Found::Absent,
+                },
+            ],
+        };
+        let plan2 = compose(&j2, &seen2);
+        let kinds: Vec<_> = plan2
+            .actions
+            .iter()
+            .map(|a| (a.kind(), a.path().as_str()))
+            .collect();
+        assert_eq!(
+            kinds,
+            [("set-aside", "outputs/r"), ("restore", "outputs/r")]
+        );
+        // Written over again since: a conflict.
+        let seen3 = UndoObserved {
+            entries: vec![EntryState {
+                file: file("newer"),
+                trash: file("old"),
+            }],
+        };
+        assert_eq!(compose(&j, &seen3).conflicts.len(), 1);
     }
 
     #[test]
