@@ -123,14 +123,13 @@ fn plan_and_apply(
     if ctx.json {
         print_json(&json!({ "undo": plan, "applied": report }));
     } else {
+        let remote = match report.restored_remote {
+            0 => String::new(),
+            n => format!(", {n} remote object(s) restored"),
+        };
         println!(
-            "\nUndid apply {}: {} restored, {} set aside, {} remote object(s) restored. Recorded as apply {}; `swamp undo {}` reverses it.",
-            journal.id,
-            report.restored,
-            report.set_aside,
-            report.restored_remote,
-            report.apply_id,
-            report.apply_id
+            "\nUndid apply {}: {} restored, {} set aside{remote}. Recorded as apply {}; `swamp undo {}` reverses it.",
+            journal.id, report.restored, report.set_aside, report.apply_id, report.apply_id
         );
     }
     Ok(Outcome::Success)
