@@ -55,6 +55,11 @@ pub fn temp_writer_gone(name: &str) -> bool {
     else {
         return false;
     };
+    process_gone(pid)
+}
+
+/// True when no process with `pid` exists on this machine.
+pub fn process_gone(pid: i32) -> bool {
     // SAFETY: signal 0 only checks whether the process exists.
     let r = unsafe { libc::kill(pid, 0) };
     r != 0 && io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)

@@ -151,6 +151,21 @@ fn a_download_that_stays_corrupt_is_an_error_naming_the_object_and_writes_nothin
     assert!(b.cache().join("alpha/data/m/x/3/raw").is_file());
 }
 
+/// A solo repository on `bucket` with `n` model definitions
+/// (`models/mNNN.yaml` holding `name: mN`), syncing `concurrency` at once.
+fn with_models(bucket: &Bucket, n: usize, concurrency: u16) -> Repo {
+    let a = Repo::empty(bucket.env());
+    a.run(&["init", "--datastore", bucket.spec().as_str()])
+        .expect(0);
+    a.append_config(&format!("\n[sync]\nconcurrency = {concurrency}\n"));
+    for i in 0..n {
+        let p = a.root.join(format!("models/m{i:03}.yaml"));
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, format!("name: m{i}\n")).unwrap();
+    }
+    a
+}
+
 /// `n` files straight into the cache's data tier of `repo`.
 fn bulk(repo: &Repo, n: usize) {
     for i in 0..n {
@@ -282,15 +297,7 @@ fn a_dead_server_ends_a_300_file_pull_in_seconds_naming_the_command_to_rerun(bac
 
 fn a_dead_server_ends_a_config_migrate_in_seconds_naming_the_command_to_rerun(backend: Backend) {
     let (bucket, proxy) = Bucket::behind_proxy(backend);
-    let a = Repo::empty(bucket.env());
-    a.run(&["init", "--datastore", bucket.spec().as_str()])
-        .expect(0);
-    a.append_config("\n[sync]\nconcurrency = 1\n");
-    for i in 0..200 {
-        let p = a.root.join(format!("models/m{i:03}.yaml"));
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(p, format!("name: m{i}\n")).unwrap();
-    }
+    let a = with_models(&bucket, 200, 1);
     proxy.rule(uploads_of_config(
         backend,
         Rule::new(Fault::Delay(Duration::from_millis(15))),
@@ -411,7 +418,7 @@ fn push_and_pull_through_a_flaky_network_converge_with_every_byte_right(backend:
     let pushes = until_converged(&a, &["datastore", "sync", "--push", "-y"], 8);
     let want = bulk_in(&a.cache().join("alpha"));
     proxy.clear_rules();
-    assert_eq!(bulk_in_bucket(&bucket, "swamp/alpha/data/bulk/"), want);
+    assert_eq!(bucket.contents_under("swamp/alpha/data/bulk/"), want);
     let b = a.clone_elsewhere();
     proxy.chaos(22, 0.3);
     let pulls = until_converged(&b, &["datastore", "sync", "--pull", "-y"], 8);
@@ -500,14 +507,6 @@ fn bulk_in(root: &std::path::Path) -> std::collections::BTreeMap<String, Vec<u8>
     files(&root.join("data/bulk"))
 }
 
-fn bulk_in_bucket(bucket: &Bucket, prefix: &str) -> std::collections::BTreeMap<String, Vec<u8>> {
-    bucket
-        .contents()
-        .into_iter()
-        .filter_map(|(k, v)| k.strip_prefix(prefix).map(|rel| (rel.to_string(), v)))
-        .collect()
-}
-
 fn push_and_pull_killed_at_random_converge_with_every_file_once(backend: Backend) {
     let (bucket, proxy) = Bucket::behind_proxy(backend);
     let a = Repo::init(&bucket, Some("alpha"));
@@ -520,7 +519,7 @@ fn push_and_pull_killed_at_random_converge_with_every_file_once(backend: Backend
     kill_rounds(&a, &["datastore", "sync", "--push", "-y"], 9, 4, 400);
     let want = bulk_in(&a.cache().join("alpha"));
     assert_eq!(want.len(), 40);
-    assert_eq!(bulk_in_bucket(&bucket, "swamp/alpha/data/bulk/"), want);
+    assert_eq!(bucket.contents_under("swamp/alpha/data/bulk/"), want);
     assert_no_temps_anywhere(&bucket, &a);
 
     let b = a.clone_elsewhere();
@@ -558,7 +557,7 @@ fn setup_both_ways_killed_at_random_converges_with_every_file_once(backend: Back
     assert_eq!(bulk_in(&a.cache()), want, "every file in the cache");
     assert!(bulk_in(&local).is_empty(), "and no longer in .swamp/");
     assert_eq!(
-        bulk_in_bucket(&bucket, "swamp/data/bulk/"),
+        bucket.contents_under("swamp/data/bulk/"),
         want,
         "and in the bucket"
     );
@@ -572,7 +571,7 @@ fn setup_both_ways_killed_at_random_converges_with_every_file_once(backend: Back
     kill_rounds(&a, &["datastore", "setup", "local", "-y"], 12, 3, 400);
     assert_eq!(bulk_in(&local), want, "every file back in .swamp/");
     assert!(
-        bulk_in_bucket(&bucket, "swamp/data/bulk/").is_empty(),
+        bucket.contents_under("swamp/data/bulk/").is_empty(),
         "the old keys are gone"
     );
     assert_no_temps_anywhere(&bucket, &a);
@@ -584,15 +583,7 @@ fn config_migrate_killed_at_random_never_shows_a_sentinel_before_its_objects(bac
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
     use std::sync::{Arc, Mutex};
     let (bucket, proxy) = Bucket::behind_proxy(backend);
-    let a = Repo::empty(bucket.env());
-    a.run(&["init", "--datastore", bucket.spec().as_str()])
-        .expect(0);
-    a.append_config("\n[sync]\nconcurrency = 2\n");
-    for i in 0..30 {
-        let p = a.root.join(format!("models/m{i:02}.yaml"));
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(p, format!("name: m{i}\n")).unwrap();
-    }
+    let a = with_models(&bucket, 30, 2);
     proxy.rule(uploads(
         backend,
         Rule::new(Fault::Delay(Duration::from_millis(30))),
@@ -646,7 +637,7 @@ fn config_migrate_killed_at_random_never_shows_a_sentinel_before_its_objects(bac
     );
     let contents = bucket.contents();
     for i in 0..30 {
-        let key = format!("swamp/config/models/m{i:02}.yaml");
+        let key = format!("swamp/config/models/m{i:03}.yaml");
         assert_eq!(
             contents.get(&key).map(Vec::as_slice),
             Some(format!("name: m{i}\n").as_bytes()),
@@ -656,118 +647,16 @@ fn config_migrate_killed_at_random_never_shows_a_sentinel_before_its_objects(bac
     assert_no_temps_anywhere(&bucket, &a);
 }
 
-mod s3 {
-    use super::*;
-    #[test]
-    fn a_dead_server_ends_a_300_file_pull_in_seconds_naming_the_command_to_rerun() {
-        super::a_dead_server_ends_a_300_file_pull_in_seconds_naming_the_command_to_rerun(
-            Backend::S3,
-        )
-    }
-    #[test]
-    fn a_dead_server_ends_a_config_migrate_in_seconds_naming_the_command_to_rerun() {
-        super::a_dead_server_ends_a_config_migrate_in_seconds_naming_the_command_to_rerun(
-            Backend::S3,
-        )
-    }
-    #[test]
-    fn push_and_pull_through_a_flaky_network_converge_with_every_byte_right() {
-        super::push_and_pull_through_a_flaky_network_converge_with_every_byte_right(Backend::S3)
-    }
-    #[test]
-    fn push_and_pull_killed_at_random_converge_with_every_file_once() {
-        super::push_and_pull_killed_at_random_converge_with_every_file_once(Backend::S3)
-    }
-    #[test]
-    fn setup_both_ways_killed_at_random_converges_with_every_file_once() {
-        super::setup_both_ways_killed_at_random_converges_with_every_file_once(Backend::S3)
-    }
-    #[test]
-    fn config_migrate_killed_at_random_never_shows_a_sentinel_before_its_objects() {
-        super::config_migrate_killed_at_random_never_shows_a_sentinel_before_its_objects(
-            Backend::S3,
-        )
-    }
-    #[test]
-    fn a_listing_cut_off_mid_way_is_retried() {
-        super::a_listing_cut_off_mid_way_is_retried(Backend::S3)
-    }
-    #[test]
-    fn a_download_with_a_flipped_byte_is_retried_and_lands_intact() {
-        super::a_download_with_a_flipped_byte_is_retried_and_lands_intact(Backend::S3)
-    }
-    #[test]
-    fn a_download_that_stays_corrupt_is_an_error_naming_the_object_and_writes_nothing() {
-        super::a_download_that_stays_corrupt_is_an_error_naming_the_object_and_writes_nothing(
-            Backend::S3,
-        )
-    }
-    #[test]
-    fn a_dead_server_ends_a_300_file_push_in_seconds_naming_the_command_to_rerun() {
-        super::a_dead_server_ends_a_300_file_push_in_seconds_naming_the_command_to_rerun(
-            Backend::S3,
-        )
-    }
-    #[test]
-    fn a_lock_broken_mid_push_stops_the_push_and_never_says_converged() {
-        super::a_lock_broken_mid_push_stops_the_push_and_never_says_converged(Backend::S3)
-    }
-}
-
-mod gcs {
-    use super::*;
-    #[test]
-    fn a_dead_server_ends_a_300_file_pull_in_seconds_naming_the_command_to_rerun() {
-        super::a_dead_server_ends_a_300_file_pull_in_seconds_naming_the_command_to_rerun(
-            Backend::Gcs,
-        )
-    }
-    #[test]
-    fn a_dead_server_ends_a_config_migrate_in_seconds_naming_the_command_to_rerun() {
-        super::a_dead_server_ends_a_config_migrate_in_seconds_naming_the_command_to_rerun(
-            Backend::Gcs,
-        )
-    }
-    #[test]
-    fn push_and_pull_through_a_flaky_network_converge_with_every_byte_right() {
-        super::push_and_pull_through_a_flaky_network_converge_with_every_byte_right(Backend::Gcs)
-    }
-    #[test]
-    fn push_and_pull_killed_at_random_converge_with_every_file_once() {
-        super::push_and_pull_killed_at_random_converge_with_every_file_once(Backend::Gcs)
-    }
-    #[test]
-    fn setup_both_ways_killed_at_random_converges_with_every_file_once() {
-        super::setup_both_ways_killed_at_random_converges_with_every_file_once(Backend::Gcs)
-    }
-    #[test]
-    fn config_migrate_killed_at_random_never_shows_a_sentinel_before_its_objects() {
-        super::config_migrate_killed_at_random_never_shows_a_sentinel_before_its_objects(
-            Backend::Gcs,
-        )
-    }
-    #[test]
-    fn a_listing_cut_off_mid_way_is_retried() {
-        super::a_listing_cut_off_mid_way_is_retried(Backend::Gcs)
-    }
-    #[test]
-    fn a_download_with_a_flipped_byte_is_retried_and_lands_intact() {
-        super::a_download_with_a_flipped_byte_is_retried_and_lands_intact(Backend::Gcs)
-    }
-    #[test]
-    fn a_download_that_stays_corrupt_is_an_error_naming_the_object_and_writes_nothing() {
-        super::a_download_that_stays_corrupt_is_an_error_naming_the_object_and_writes_nothing(
-            Backend::Gcs,
-        )
-    }
-    #[test]
-    fn a_dead_server_ends_a_300_file_push_in_seconds_naming_the_command_to_rerun() {
-        super::a_dead_server_ends_a_300_file_push_in_seconds_naming_the_command_to_rerun(
-            Backend::Gcs,
-        )
-    }
-    #[test]
-    fn a_lock_broken_mid_push_stops_the_push_and_never_says_converged() {
-        super::a_lock_broken_mid_push_stops_the_push_and_never_says_converged(Backend::Gcs)
-    }
-}
+on_both_servers!(
+    a_dead_server_ends_a_300_file_pull_in_seconds_naming_the_command_to_rerun,
+    a_dead_server_ends_a_config_migrate_in_seconds_naming_the_command_to_rerun,
+    push_and_pull_through_a_flaky_network_converge_with_every_byte_right,
+    push_and_pull_killed_at_random_converge_with_every_file_once,
+    setup_both_ways_killed_at_random_converges_with_every_file_once,
+    config_migrate_killed_at_random_never_shows_a_sentinel_before_its_objects,
+    a_listing_cut_off_mid_way_is_retried,
+    a_download_with_a_flipped_byte_is_retried_and_lands_intact,
+    a_download_that_stays_corrupt_is_an_error_naming_the_object_and_writes_nothing,
+    a_dead_server_ends_a_300_file_push_in_seconds_naming_the_command_to_rerun,
+    a_lock_broken_mid_push_stops_the_push_and_never_says_converged,
+);

@@ -203,14 +203,7 @@ fn remote_undo_brings_back_what_gc_removed_and_undo_of_undo_removes_it_again(bac
     let data = repo.cache().join("alpha/data");
     undo_brings_back_what_gc_removed_and_undo_of_undo_removes_it_again(&repo, &data, true);
     // The bucket holds every version again, byte for byte.
-    let remote: BTreeMap<String, Vec<u8>> = bucket
-        .contents()
-        .into_iter()
-        .filter_map(|(k, v)| {
-            k.strip_prefix("swamp/alpha/data/")
-                .map(|r| (r.to_string(), v))
-        })
-        .collect();
+    let remote: BTreeMap<String, Vec<u8>> = bucket.contents_under("swamp/alpha/data/");
     assert_eq!(remote, versions(&data));
 }
 
@@ -355,14 +348,7 @@ fn a_forced_delete_of_the_last_copy_is_undone(backend: Backend) {
     assert!(undo.stdout.contains("3 restored"), "{}", undo.stdout);
     assert_eq!(versions(&data), before);
     repo.run_ok(&["datastore", "sync", "-y"]);
-    let remote: BTreeMap<String, Vec<u8>> = bucket
-        .contents()
-        .into_iter()
-        .filter_map(|(k, v)| {
-            k.strip_prefix("swamp/alpha/data/")
-                .map(|r| (r.to_string(), v))
-        })
-        .collect();
+    let remote: BTreeMap<String, Vec<u8>> = bucket.contents_under("swamp/alpha/data/");
     assert_eq!(remote, before, "uploaded again, byte for byte");
 }
 

@@ -451,36 +451,28 @@ fn journal_deletes(plan: &Plan, layout: &Layout) -> Result<Option<journal::Journ
         size: 0,
         written: written.cloned(),
     };
+    let local_entry = |path: &crate::layout::TierPath, sha256: &String| journal::Entry {
+        op: journal::Op::SetAside,
+        placement: placement.clone(),
+        path: path.clone(),
+        sha256: sha256.clone(),
+        size: std::fs::symlink_metadata(layout.file_path(&placement, path))
+            .map(|m| m.len())
+            .unwrap_or(0),
+        written: None,
+    };
     let entries: Vec<journal::Entry> = plan
         .actions
         .iter()
         .filter_map(|a| match a {
-            Action::DeleteLocal { path, sha256 } => Some(journal::Entry {
-                op: journal::Op::SetAside,
-                placement: placement.clone(),
-                path: path.clone(),
-                sha256: sha256.clone(),
-                size: std::fs::symlink_metadata(layout.file_path(&placement, path))
-                    .map(|m| m.len())
-                    .unwrap_or(0),
-                written: None,
-            }),
+            Action::DeleteLocal { path, sha256 } => Some(local_entry(path, sha256)),
             // A replaced cache file: what it held goes to the trash; what
             // replaced it is recorded once it has landed.
             Action::Download {
                 path,
                 local: Some(old),
                 ..
-            } => Some(journal::Entry {
-                op: journal::Op::SetAside,
-                placement: placement.clone(),
-                path: path.clone(),
-                sha256: old.clone(),
-                size: std::fs::symlink_metadata(layout.file_path(&placement, path))
-                    .map(|m| m.len())
-                    .unwrap_or(0),
-                written: None,
-            }),
+            } => Some(local_entry(path, old)),
             Action::DeleteRemote { path, .. } => Some(remote_entry(path, None)),
             Action::Upload {
                 path,

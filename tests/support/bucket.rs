@@ -169,6 +169,15 @@ impl Bucket {
         })
     }
 
+    /// The objects whose keys start with `prefix`: the rest of the key →
+    /// content.
+    pub fn contents_under(&self, prefix: &str) -> BTreeMap<String, Vec<u8>> {
+        self.contents()
+            .into_iter()
+            .filter_map(|(k, v)| k.strip_prefix(prefix).map(|rel| (rel.to_string(), v)))
+            .collect()
+    }
+
     /// Every object's version: proves what was (not) rewritten.
     pub fn versions(&self) -> BTreeMap<String, String> {
         Bucket::block_on(self.store().list(""))
@@ -353,6 +362,20 @@ pub fn finish(child: Child) -> Run {
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
     }
+}
+
+/// Runs each scenario (a `fn(Backend)`) as one test on S3 and one on GCS
+/// (scenarios that need a server, such as a proxy in front of it).
+#[macro_export]
+macro_rules! on_both_servers {
+    ($($scenario:ident),* $(,)?) => {
+        mod s3 {
+            $( #[test] fn $scenario() { super::$scenario(super::Backend::S3) } )*
+        }
+        mod gcs {
+            $( #[test] fn $scenario() { super::$scenario(super::Backend::Gcs) } )*
+        }
+    };
 }
 
 /// Runs each scenario (a `fn(Backend)`) as one test per backend.

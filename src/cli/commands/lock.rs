@@ -143,12 +143,7 @@ fn holder_is_gone(body: &lock::LockBody) -> bool {
     if body.holder != lock::who_am_i() {
         return false;
     }
-    let Ok(pid) = libc::pid_t::try_from(body.pid) else {
-        return false;
-    };
-    // SAFETY: signal 0 only checks that the process exists.
-    let r = unsafe { libc::kill(pid, 0) };
-    r != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
+    libc::pid_t::try_from(body.pid).is_ok_and(crate::fsutil::process_gone)
 }
 
 pub fn release(ctx: &Ctx, at: &LockWhere, force: bool) -> Result<Outcome, CliError> {
