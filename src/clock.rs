@@ -7,3 +7,11 @@ pub fn now_rfc3339() -> String {
     }
     humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
 }
+
+/// Seconds since the epoch, from the same clock (`SWAMP_NOW` pins it).
+pub fn now_secs() -> u64 {
+    humantime::parse_rfc3339(&now_rfc3339())
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_secs())
+}

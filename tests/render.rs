@@ -61,6 +61,7 @@ fn plan(actions: Vec<Action>, conflicts: Vec<swamp::plan::Conflict>) -> Plan {
         }),
         actions,
         conflicts,
+        no_undo: false,
     }
 }
 

@@ -960,6 +960,7 @@ fn a_sync_plan_document_matches_the_schema() {
             .filter(|a| !matches!(a.kind(), "move" | "drop-duplicate" | "finish-migration"))
             .collect(),
         conflicts: vec![],
+        no_undo: true,
     };
     let desired = Desired {
         scope: Scope::Sync,

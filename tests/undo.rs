@@ -443,7 +443,252 @@ fn a_conflict_remote_overwrite_of_the_cache_is_undone(backend: Backend) {
     );
 }
 
+// ---------------------------------------------------------------------------
+// Retention: `[undo] keep_days`, through a plan
+
+const DAY0: &str = "2026-12-01T00:00:00Z";
+const DAY3: &str = "2026-12-04T00:00:00Z";
+const DAY8: &str = "2026-12-09T00:00:00Z";
+
+/// Runs `args` at `now`, expecting exit 0.
+fn at(repo: &Repo, now: &str, args: &[&str]) -> support::bucket::Run {
+    let run = repo.run_with(args, &[("SWAMP_NOW", now)]);
+    run.expect(0);
+    run
+}
+
+/// The apply ids in `swamp history`, oldest first.
+fn history_ids(repo: &Repo) -> Vec<String> {
+    repo.json(&["--json", "history"], 0)["applies"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["id"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// The prune actions of `plan` (a plan document): (apply id, reason).
+fn prunes(plan: &serde_json::Value) -> Vec<(String, String)> {
+    plan["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["kind"] == "prune-trash")
+        .map(|a| {
+            (
+                a["id"].as_str().unwrap().to_string(),
+                a["reason"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+/// Two rounds of `data gc` (synced, on a remote) three days apart; on day
+/// 8 the plan lists the first round's trash for pruning and nothing else,
+/// and only applying it removes that trash (locally and in the remote
+/// trash), never the second round's.
+fn retention_prunes_only_expired_trash_through_a_plan(
+    repo: &Repo,
+    trash_root: &std::path::Path,
+    bucket: Option<&Bucket>,
+) {
+    let sync = |now: &str| {
+        if bucket.is_some() {
+            at(repo, now, &["datastore", "sync", "-y"]);
+        }
+    };
+    for body in ["one\n", "two\n"] {
+        repo.put("m/x", body);
+    }
+    sync(DAY0);
+    at(repo, DAY0, &["data", "gc", "--keep", "1"]);
+    sync(DAY0);
+    let old = history_ids(repo);
+    repo.put("m/x", "three\n");
+    sync(DAY3);
+    at(repo, DAY3, &["data", "gc", "--keep", "1"]);
+    sync(DAY3);
+    let all = history_ids(repo);
+    let new: Vec<String> = all[old.len()..].to_vec();
+    assert_eq!(old.len(), new.len(), "{all:?}");
+    let remote_trash = |id: &str| {
+        bucket
+            .map(|b| {
+                b.contents_under(&format!("swamp/alpha/.swamp/trash/{id}/"))
+                    .len()
+            })
+            .unwrap_or(0)
+    };
+    if bucket.is_some() {
+        assert_eq!(remote_trash(&old[1]), 1, "the sync kept the deleted object");
+        assert_eq!(remote_trash(&new[1]), 1);
+    }
+
+    // Day 3 + 4: nothing is due yet.
+    let plan = repo
+        .run_with(
+            &["--json", "plan"],
+            &[("SWAMP_NOW", "2026-12-07T00:00:00Z")],
+        )
+        .json();
+    assert!(prunes(&plan).is_empty(), "{plan}");
+
+    // Day 8: the first round is past keep_days (7); the plan says so, and
+    // planning prunes nothing.
+    let plan = at(repo, DAY8, &["--json", "plan"]).json();
+    let want: Vec<(String, String)> = old
+        .iter()
+        .map(|id| (id.clone(), "expired".into()))
+        .collect();
+    let mut got = prunes(&plan);
+    got.retain(|(id, _)| old.contains(id) || new.contains(id));
+    assert_eq!(got, want, "{plan}");
+    assert_eq!(plan["summary"]["prune_trash"], old.len());
+    assert!(
+        trash_root.join(&old[0]).is_dir(),
+        "planning removed nothing"
+    );
+    let human = at(repo, DAY8, &["plan"]).stdout;
+    assert!(
+        human.contains("prune-trash") && human.contains("older than [undo] keep_days"),
+        "{human}"
+    );
+
+    at(repo, DAY8, &["apply", "-y"]);
+    assert!(
+        !trash_root.join(&old[0]).exists(),
+        "the expired trash is gone"
+    );
+    assert_eq!(
+        trash(trash_root, &new[0]).len(),
+        1,
+        "the trash within keep_days stays"
+    );
+    if bucket.is_some() {
+        assert_eq!(remote_trash(&old[1]), 0, "the expired remote trash is gone");
+        assert_eq!(
+            remote_trash(&new[1]),
+            1,
+            "the remote trash within keep_days stays"
+        );
+    }
+    // Pruned applies stay in the history, and say why they cannot be undone.
+    assert_eq!(history_ids(repo), all);
+    let undo = repo.run_with(&["undo", &old[0]], &[("SWAMP_NOW", DAY8)]);
+    undo.expect(1);
+    assert!(undo.stderr.contains("pruned"), "{}", undo.stderr);
+    // Converged: nothing more to prune.
+    let plan = at(repo, DAY8, &["--json", "plan"]).json();
+    assert!(prunes(&plan).is_empty(), "{plan}");
+    // The rest still undoes.
+    at(repo, DAY8, &["undo", &new[0], "-y"]);
+}
+
+#[test]
+fn local_retention_prunes_only_expired_trash_through_a_plan() {
+    let repo = Repo::empty(vec![]);
+    repo.run_ok(&["init"]);
+    let trash_root = repo.root.join(".swamp/state/trash");
+    retention_prunes_only_expired_trash_through_a_plan(&repo, &trash_root, None);
+}
+
+fn remote_retention_prunes_only_expired_trash_through_a_plan(backend: Backend) {
+    let bucket = Bucket::new(backend);
+    let repo = Repo::init(&bucket, Some("alpha"));
+    let trash_root = repo.cache().join("alpha/.swamp-trash");
+    retention_prunes_only_expired_trash_through_a_plan(&repo, &trash_root, Some(&bucket));
+}
+
+/// `max_bytes`: the oldest applies' trash goes first, until the rest fits;
+/// `swamp undo --prune` previews it, and prunes it once confirmed.
+#[test]
+fn undo_prune_keeps_trash_under_max_bytes_oldest_first() {
+    let repo = Repo::empty(vec![]);
+    repo.run_ok(&["init"]);
+    repo.append_config("\n[undo]\nmax_bytes = 10\n");
+    let trash_root = repo.root.join(".swamp/state/trash");
+    let mut ids = Vec::new();
+    for (n, body) in ["aaaaaaaa\n", "bbbbbbbb\n", "cccccccc\n"]
+        .iter()
+        .enumerate()
+    {
+        repo.put(&format!("m/n{n}"), body);
+        repo.put(&format!("m/n{n}"), "new\n");
+        let doc = repo.json(&["--json", "data", "gc", "--keep", "1"], 0);
+        ids.push(doc["apply_id"].as_str().unwrap().to_string());
+    }
+    let preview = repo.run(&["undo", "--prune"]);
+    preview.expect(0);
+    assert!(
+        preview.stdout.contains(&ids[0]) && preview.stdout.contains(&ids[1]),
+        "{}",
+        preview.stdout
+    );
+    assert!(!preview.stdout.contains(&ids[2]), "{}", preview.stdout);
+    assert!(
+        trash_root.join(&ids[0]).is_dir(),
+        "a preview prunes nothing"
+    );
+    let doc = repo.json(&["--json", "undo", "--prune", "-y"], 0);
+    assert_eq!(doc["applied"].as_array().unwrap().len(), 2, "{doc}");
+    assert!(!trash_root.join(&ids[0]).exists());
+    assert!(!trash_root.join(&ids[1]).exists());
+    assert_eq!(
+        trash(&trash_root, &ids[2]).len(),
+        1,
+        "the newest fits and stays"
+    );
+    let again = repo.run(&["undo", "--prune"]);
+    again.expect(0);
+    assert!(
+        again.stdout.contains("Nothing to prune"),
+        "{}",
+        again.stdout
+    );
+}
+
+// ---------------------------------------------------------------------------
+// --no-undo
+
+/// `--no-undo` is named in the plan, keeps no remote trash copy, and the
+/// history says the run cannot be undone.
+fn no_undo_deletes_for_good_and_says_so(backend: Backend) {
+    let bucket = Bucket::new(backend);
+    let repo = Repo::init(&bucket, Some("alpha"));
+    repo.put("m/x", "one\n");
+    repo.put("m/y", "two\n");
+    repo.run_ok(&["datastore", "sync", "-y"]);
+    repo.run_ok(&["data", "rm", "m/y"]);
+    let plan = repo.json(&["--json", "plan", "--no-undo"], 0);
+    assert_eq!(plan["no_undo"], true, "{plan}");
+    assert_eq!(plan["summary"]["trash_copies"], 0, "{plan}");
+    let kept = repo.json(&["--json", "plan"], 0);
+    assert_eq!(kept["summary"]["trash_copies"], 1, "{kept}");
+    assert_eq!(
+        kept["summary"]["requests"]["put"].as_u64().unwrap(),
+        plan["summary"]["requests"]["put"].as_u64().unwrap() + 1,
+        "the trash copy is counted"
+    );
+    let human = repo.run(&["plan", "--no-undo"]).stdout;
+    assert!(
+        human.contains("--no-undo") && human.contains("for good"),
+        "{human}"
+    );
+    repo.run_ok(&["apply", "--no-undo", "-y"]);
+    assert!(
+        bucket
+            .contents_under("swamp/alpha/.swamp/trash/")
+            .is_empty(),
+        "no trash copy"
+    );
+    let undo = repo.run(&["undo"]);
+    undo.expect(1);
+    assert!(undo.stderr.contains("--no-undo"), "{}", undo.stderr);
+}
+
 on_every_backend!(
+    no_undo_deletes_for_good_and_says_so,
+    remote_retention_prunes_only_expired_trash_through_a_plan,
     a_conflict_remote_overwrite_of_the_cache_is_undone,
     a_conflict_local_overwrite_of_the_remote_is_undone,
     a_forced_delete_of_the_last_copy_is_undone,

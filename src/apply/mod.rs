@@ -16,6 +16,7 @@
 //! remote before the create-only write.
 
 mod moves;
+pub mod prune;
 pub mod remote;
 pub mod undo;
 
@@ -75,6 +76,15 @@ pub struct ApplyReport {
     pub sentinel_published: bool,
     /// Orphaned swamp temp files removed.
     pub temps_removed: usize,
+    /// Earlier applies whose trash was pruned, and the bytes freed here.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub trash_pruned: usize,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub bytes_pruned: u64,
+}
+
+fn is_zero<T: Default + PartialEq>(n: &T) -> bool {
+    *n == T::default()
 }
 
 /// Receives progress: (actions done, actions total).
@@ -134,11 +144,14 @@ pub fn apply(
     let mut journaled = journal_deletes(plan, layout)?;
     // Replaced cache files and the sha256 of what replaced them.
     let mut replaced_by: Vec<(crate::layout::TierPath, String)> = Vec::new();
-    let trash = journaled.as_ref().map(|j| journal::Trash {
-        layout,
-        id: &j.id,
-        placement: plan.target.placement(),
-    });
+    let trash = journaled
+        .as_ref()
+        .filter(|j| !j.no_undo)
+        .map(|j| journal::Trash {
+            layout,
+            id: &j.id,
+            placement: plan.target.placement(),
+        });
     let mut i = 0;
     while i < plan.actions.len() {
         let action = &plan.actions[i];
@@ -289,6 +302,12 @@ pub fn apply(
             Action::FinishMigration => {
                 finish_migration(plan, layout, repo).map_err(|e| stopped(e, &report))?;
                 report.migration_finished = true;
+            }
+            Action::PruneTrash { id, .. } => {
+                let done = prune::prune(layout, id, &plan.target.placement(), remote)
+                    .map_err(|e| stopped(e.to_string(), &report))?;
+                report.trash_pruned += 1;
+                report.bytes_pruned += done.bytes;
             }
             Action::RenameLocal { .. } | Action::DeleteSourceRemote { .. } => {
                 let Some(rt) = rt.as_ref() else {
@@ -490,12 +509,20 @@ fn journal_deletes(plan: &Plan, layout: &Layout) -> Result<Option<journal::Journ
         .iter()
         .filter(|e| e.op == journal::Op::SetAside)
         .count();
-    let summary = format!(
+    let mut summary = format!(
         "{}: {local} cache file(s) deleted, {} remote object(s) deleted or replaced",
         plan.scope.as_str(),
         entries.len() - local
     );
-    let j = journal::Journal::begin(layout, &journal::command_line(), summary, entries);
+    // `--no-undo`: the history still shows the run, which kept nothing.
+    let entries = if plan.no_undo {
+        summary.push_str(" (--no-undo: not kept)");
+        Vec::new()
+    } else {
+        entries
+    };
+    let mut j = journal::Journal::begin(layout, &journal::command_line(), summary, entries);
+    j.no_undo = plan.no_undo;
     j.save(layout).map_err(|e| ApplyError::Stopped {
         index: 0,
         kind: "journal",

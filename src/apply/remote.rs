@@ -457,6 +457,7 @@ pub async fn run(
         | Action::MirrorConfig { .. }
         | Action::PublishSentinel { .. }
         | Action::RemoveTemp { .. }
+        | Action::PruneTrash { .. }
         | Action::Move { .. }
         | Action::DropDuplicate { .. }
         | Action::InvalidateCatalog

@@ -48,6 +48,9 @@ pub struct SyncArgs {
     /// Plan as a first sync: set the record of the last sync aside, so nothing is deleted on either side
     #[arg(long)]
     pub no_base: bool,
+    /// Delete and overwrite for good this run: nothing set aside for `swamp undo`, no remote trash copies
+    #[arg(long)]
+    pub no_undo: bool,
 }
 
 /// `-y`, `--yes` and `--confirm` are synonyms everywhere.
@@ -87,7 +90,7 @@ pub enum Command {
         /// A plan saved with `swamp plan -o FILE` (planned again and applied
         /// only if unchanged; it carries its own scope, conflict policy and
         /// --force, so those options cannot be given with it)
-        #[arg(conflicts_with_all = ["scope", "conflict", "force", "force_delete_local", "no_base"])]
+        #[arg(conflicts_with_all = ["scope", "conflict", "force", "force_delete_local", "no_base", "no_undo"])]
         file: Option<PathBuf>,
         #[arg(long, default_value = "all", value_parser = parse_scope)]
         scope: Scope,
@@ -106,6 +109,9 @@ pub enum Command {
     Undo {
         /// The apply to reverse, as `swamp history` lists it
         id: Option<String>,
+        /// Instead: prune the trash that `[undo] keep_days` and `max_bytes` say is due (planned, then confirmed)
+        #[arg(long, conflicts_with = "id")]
+        prune: bool,
         /// Exit 2 when the undo plan has changes (0 when there are none)
         #[arg(long)]
         detailed_exitcode: bool,
@@ -314,6 +320,7 @@ impl SyncArgs {
             force: self.force,
             force_delete_local: self.force_delete_local,
             no_base: self.no_base,
+            no_undo: self.no_undo,
         }
     }
 }

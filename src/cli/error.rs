@@ -189,6 +189,8 @@ mod from {
             let err = CliError::failure(e.to_string());
             match e {
                 UndoError::NoSuchApply { .. } | UndoError::NoHistory => err,
+                UndoError::NotKept { .. } => err.hint("`swamp history` lists the applies that can be undone"),
+                UndoError::Pruned { .. } => err.hint("raise `[undo] keep_days` (or `max_bytes`) in .swamp.toml to keep trash longer"),
                 UndoError::Malformed { .. } => err.hint(
                     "move the journal out of .swamp/state/trash/ to set that apply aside for good; the others are unaffected",
                 ),

@@ -65,6 +65,8 @@ pub struct Config {
     pub config: ManagedConfig,
     #[serde(default, skip_serializing_if = "LockConfig::is_default")]
     pub lock: LockConfig,
+    #[serde(default, skip_serializing_if = "UndoConfig::is_default")]
+    pub undo: UndoConfig,
     /// Where datastore files may still sit while a layout change converges.
     /// Written together with the new desired state, cleared once converged.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -359,6 +361,41 @@ impl LockConfig {
     }
 }
 
+/// `[undo]`: how long what applies set aside is kept (see [`crate::undo`]).
+/// Pruning is a planned action of later applies (and of `swamp undo
+/// --prune`), never done behind the plan's back.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UndoConfig {
+    /// Days an apply's trash is kept; after that the next plan prunes it.
+    #[serde(default = "default_keep_days")]
+    pub keep_days: u32,
+    /// At most this many bytes of set-aside files on this machine (the
+    /// repository's and the cache's trash); the oldest applies' trash is
+    /// pruned first. Unset: no limit but `keep_days`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_bytes: Option<u64>,
+}
+
+fn default_keep_days() -> u32 {
+    7
+}
+
+impl Default for UndoConfig {
+    fn default() -> Self {
+        UndoConfig {
+            keep_days: default_keep_days(),
+            max_bytes: None,
+        }
+    }
+}
+
+impl UndoConfig {
+    fn is_default(&self) -> bool {
+        *self == UndoConfig::default()
+    }
+}
+
 impl Config {
     pub fn new(repo_id: Uuid, datastore: DatastoreConfig, namespace: Option<Namespace>) -> Self {
         Config {
@@ -370,6 +407,7 @@ impl Config {
             sync: SyncConfig::default(),
             config: ManagedConfig::default(),
             lock: LockConfig::default(),
+            undo: UndoConfig::default(),
             migrating_from: Vec::new(),
         }
     }
@@ -400,6 +438,12 @@ impl Config {
             return Err(format!(
                 "key `lock.ttl_secs`: {} is out of range (1-86400 seconds)",
                 self.lock.ttl_secs
+            ));
+        }
+        if self.undo.keep_days > 36_500 {
+            return Err(format!(
+                "key `undo.keep_days`: {} is out of range (0-36500 days)",
+                self.undo.keep_days
             ));
         }
         for (i, glob) in self.exclude.iter().enumerate() {

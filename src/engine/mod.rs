@@ -41,6 +41,8 @@ pub enum EngineError {
     Registration(#[from] sync::RegistrationError),
     #[error(transparent)]
     Managed(#[from] managed::ManagedError),
+    #[error("cannot read the undo trash: {0}")]
+    Trash(#[from] crate::state::undo::UndoObserveError),
     #[error(
         "the `config` directory is not part of the datastore (`directories` in .swamp.toml leaves it out), so managed config has nowhere to go; nothing was changed"
     )]
@@ -131,6 +133,7 @@ fn compose_options(config: &Config, options: SyncOptions) -> compose::Options {
         force: options.force,
         force_delete_local: options.force_delete_local,
         no_base: options.no_base,
+        no_undo: options.no_undo,
         max_delete_percent: config.sync.max_delete_percent,
     }
 }
@@ -153,12 +156,50 @@ pub fn plan_with(
             modified: options.policy == crate::config::ConflictPolicy::Newer,
         },
     )?;
-    let plan = compose(&desired, &observed, &options);
+    let mut plan = compose(&desired, &observed, &options);
+    if scope != Scope::Config {
+        add_prunes(layout, config, &mut plan)?;
+    }
     Ok(Planned {
         desired,
         observed,
         plan,
     })
+}
+
+/// Retention (`[undo]`): the trash of earlier applies that is due to go,
+/// as actions of this plan, before the managed-config sentinel (which
+/// stays strictly last).
+fn add_prunes(layout: &Layout, config: &Config, plan: &mut Plan) -> Result<(), EngineError> {
+    let held = state::undo::held(layout, &plan.target.placement())?;
+    let prunes =
+        crate::plan::retention::prunes(&held, (&config.undo).into(), crate::clock::now_secs());
+    let at = plan
+        .actions
+        .iter()
+        .position(|a| matches!(a, crate::plan::Action::PublishSentinel { .. }))
+        .unwrap_or(plan.actions.len());
+    plan.actions.splice(at..at, prunes);
+    Ok(())
+}
+
+/// A saved plan prunes what it said it would, and only what is still due:
+/// prunes that came due since it was made wait for the next plan, and
+/// cannot make it stale.
+fn settle_prunes(saved: &Plan, now: &mut Plan) -> Plan {
+    use crate::plan::Action;
+    let id = |a: &Action| match a {
+        Action::PruneTrash { id, .. } => Some(id.clone()),
+        _ => None,
+    };
+    let due: Vec<String> = now.actions.iter().filter_map(id).collect();
+    now.actions
+        .retain(|a| id(a).is_none_or(|i| saved.actions.iter().filter_map(id).any(|s| s == i)));
+    let mut saved = saved.clone();
+    saved
+        .actions
+        .retain(|a| id(a).is_none_or(|i| due.contains(&i)));
+    saved
 }
 
 /// What the managed-config mirror should hold for `scope` (see
@@ -224,6 +265,7 @@ pub fn saved_options(saved: &SavedPlan) -> SyncOptions {
             .as_ref()
             .is_some_and(|r| r.forced_delete_local),
         no_base: saved.plan.remote.as_ref().is_some_and(|r| r.base_ignored),
+        no_undo: saved.plan.no_undo,
     }
 }
 
@@ -271,8 +313,9 @@ pub fn rederive(
             )],
         });
     }
-    let now = plan_with(layout, config, saved.plan.scope, saved_options(saved))?;
-    if let Some(difference) = first_difference(&saved.plan, &now.plan) {
+    let mut now = plan_with(layout, config, saved.plan.scope, saved_options(saved))?;
+    let reviewed = settle_prunes(&saved.plan, &mut now.plan);
+    if let Some(difference) = first_difference(&reviewed, &now.plan) {
         let mut changes = vec![difference];
         if Fingerprint::of(&desired_now, &now.observed) != saved.fingerprint
             && let Some(then) = saved.observed.as_ref()

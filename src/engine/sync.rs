@@ -20,6 +20,8 @@ pub struct SyncOptions {
     pub force_delete_local: bool,
     /// Plans as a first sync: the last sync's record is set aside.
     pub no_base: bool,
+    /// Deletes and replacements are final for this run (no trash).
+    pub no_undo: bool,
 }
 
 /// `<prefix>/<ns>/.namespace.json`: who owns a namespace in a bucket.

@@ -347,6 +347,26 @@ impl Layout {
         p
     }
 
+    /// The directory [`Layout::trash_path`] puts `path` under for apply
+    /// `id`, and the directory above it that stays when the trash empties
+    /// (`.swamp/state/trash/`, which holds the journals; or the placement
+    /// root, so an empty `.swamp-trash/` goes too).
+    pub fn trash_root(
+        &self,
+        placement: &Placement,
+        path: &TierPath,
+        id: &str,
+    ) -> (PathBuf, PathBuf) {
+        let in_swamp_dir = !self.is_datastore_tier(path.tier())
+            || self.datastore_root(&placement.datastore) == self.swamp_dir();
+        if in_swamp_dir {
+            (self.trash_dir().join(id), self.trash_dir())
+        } else {
+            let root = self.placement_root(placement);
+            (root.join(TRASH_DIR).join(id), root)
+        }
+    }
+
     pub fn hash_cache_path(&self) -> PathBuf {
         self.state_dir().join("hash-cache.tsv")
     }

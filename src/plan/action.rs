@@ -129,6 +129,30 @@ pub enum Action {
         sources: Vec<String>,
         objects: BTreeMap<TierPath, String>,
     },
+    /// Remove what apply `id` set aside (`[undo]` retention): its files in
+    /// this machine's trash, and its copies in the target's remote trash
+    /// (`<prefix>/<ns>/.swamp/trash/<id>/`, which only that apply wrote).
+    /// Apply reads which files from the apply's journal, never from the
+    /// plan; the counts are for review. Afterwards it cannot be undone.
+    PruneTrash {
+        id: String,
+        /// When that apply ran.
+        at: String,
+        reason: PruneReason,
+        files: usize,
+        bytes: u64,
+        remote_objects: usize,
+    },
+}
+
+/// Why an apply's trash is pruned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PruneReason {
+    /// Older than `[undo] keep_days`.
+    Expired,
+    /// The trash on this machine is over `[undo] max_bytes`; oldest first.
+    OverMaxBytes,
 }
 
 /// What the remote must hold for an upload to proceed.
@@ -159,7 +183,7 @@ pub struct BaseRecord {
 
 impl Action {
     /// Stable names, in the order the summary lists them.
-    pub const KINDS: [&'static str; 16] = [
+    pub const KINDS: [&'static str; 17] = [
         "remove-temp",
         "mirror-config",
         "move",
@@ -176,6 +200,7 @@ impl Action {
         "invalidate-catalog",
         "finish-migration",
         "publish-sentinel",
+        "prune-trash",
     ];
 
     pub fn kind(&self) -> &'static str {
@@ -196,6 +221,7 @@ impl Action {
             Action::MirrorConfig { .. } => "mirror-config",
             Action::PublishSentinel { .. } => "publish-sentinel",
             Action::RemoveTemp { .. } => "remove-temp",
+            Action::PruneTrash { .. } => "prune-trash",
         }
     }
 
@@ -216,6 +242,7 @@ impl Action {
             Action::InvalidateCatalog
             | Action::FinishMigration
             | Action::RecordBase { .. }
+            | Action::PruneTrash { .. }
             | Action::DeleteSourceRemote { .. } => None,
         }
     }
@@ -245,6 +272,11 @@ impl Action {
             Action::MirrorConfig { .. } => "changed in the repository",
             Action::PublishSentinel { .. } => "last, once every config object is verified",
             Action::RemoveTemp { .. } => "left by an interrupted write",
+            Action::PruneTrash {
+                reason: PruneReason::Expired,
+                ..
+            } => "older than [undo] keep_days",
+            Action::PruneTrash { .. } => "trash over [undo] max_bytes",
         }
     }
 }
@@ -411,6 +443,19 @@ pub struct Summary {
     pub mirror_config: usize,
     pub publish_sentinel: usize,
     pub remove_temp: usize,
+    /// Applies whose trash this plan prunes, and the bytes freed here.
+    #[serde(default)]
+    pub prune_trash: usize,
+    #[serde(default)]
+    pub bytes_to_prune: u64,
+    /// Cache files this run sets aside for `swamp undo` (deleted or
+    /// replaced), and their bytes where known.
+    #[serde(default)]
+    pub set_aside: usize,
+    /// Remote objects this run deletes or replaces that it first copies
+    /// into its remote trash (0 with `--no-undo`).
+    #[serde(default)]
+    pub trash_copies: usize,
     pub conflicts: usize,
     pub bytes_to_move: u64,
     pub bytes_to_upload: u64,
@@ -474,6 +519,10 @@ pub struct Plan {
     pub remote: Option<RemoteInfo>,
     pub actions: Vec<Action>,
     pub conflicts: Vec<Conflict>,
+    /// `--no-undo`: this run deletes and replaces for good (nothing set
+    /// aside, no remote trash copies).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub no_undo: bool,
 }
 
 impl Plan {
@@ -491,6 +540,7 @@ impl Plan {
             ..Summary::default()
         };
         let mut sentinel_heads = 0;
+        let mut pruned_objects = 0;
         for a in &self.actions {
             match a {
                 Action::Move { size, .. } => {
@@ -500,16 +550,28 @@ impl Plan {
                 Action::DropDuplicate { .. } => s.drop_duplicate += 1,
                 Action::InvalidateCatalog => s.invalidate_catalog += 1,
                 Action::FinishMigration => s.finish_migration += 1,
-                Action::Upload { size, .. } => {
+                Action::Upload { size, remote, .. } => {
                     s.upload += 1;
                     s.bytes_to_upload += size;
+                    if matches!(remote, RemoteExpect::Version { .. }) {
+                        s.trash_copies += 1;
+                    }
                 }
-                Action::Download { size, .. } => {
+                Action::Download { size, local, .. } => {
                     s.download += 1;
                     s.bytes_to_download += size;
+                    if local.is_some() {
+                        s.set_aside += 1;
+                    }
                 }
-                Action::DeleteLocal { .. } => s.delete_local += 1,
-                Action::DeleteRemote { .. } => s.delete_remote += 1,
+                Action::DeleteLocal { .. } => {
+                    s.delete_local += 1;
+                    s.set_aside += 1;
+                }
+                Action::DeleteRemote { .. } => {
+                    s.delete_remote += 1;
+                    s.trash_copies += 1;
+                }
                 Action::RenameLocal { .. } => s.rename_local += 1,
                 Action::RecordBase { .. } => s.record_base += 1,
                 Action::Fetch { size, .. } => {
@@ -526,23 +588,41 @@ impl Plan {
                     s.publish_sentinel += 1;
                     sentinel_heads += objects.len() as u64;
                 }
+                Action::PruneTrash {
+                    bytes,
+                    remote_objects,
+                    ..
+                } => {
+                    s.prune_trash += 1;
+                    s.bytes_to_prune += bytes;
+                    pruned_objects += *remote_objects as u64;
+                }
             }
+        }
+        if self.no_undo {
+            s.set_aside = 0;
+            s.trash_copies = 0;
         }
         if let Some(remote) = &self.remote {
             let deletes = s.delete_remote as u64;
+            let batched = |n: u64| {
+                if remote.batch_delete {
+                    n.div_ceil(1000)
+                } else {
+                    n
+                }
+            };
             s.requests = RequestEstimate {
                 // The re-observation lists what the bucket will hold then.
                 list: (remote.objects + s.upload)
                     .saturating_sub(s.delete_remote)
                     .div_ceil(1000)
                     .max(1) as u64,
-                put: s.upload as u64,
+                // Each object deleted or replaced is first copied into the
+                // remote trash: one server-side copy, counted as a PUT.
+                put: (s.upload + s.trash_copies) as u64,
                 get: s.download as u64,
-                delete: if remote.batch_delete {
-                    deletes.div_ceil(1000)
-                } else {
-                    deletes
-                },
+                delete: batched(deletes) + batched(pruned_objects),
             };
         }
         // Draining a remote source: a GET per fetch, a PUT (copy) per

@@ -35,6 +35,8 @@ pub struct Options {
     pub force_delete_local: bool,
     /// `--no-base`: plan as a first sync, whatever the last one recorded.
     pub no_base: bool,
+    /// `--no-undo`: deletes and replacements are final for this run.
+    pub no_undo: bool,
     pub max_delete_percent: u8,
 }
 
@@ -51,6 +53,7 @@ pub fn compose(desired: &Desired, observed: &Observed, options: &Options) -> Pla
         add_remote(scope, observed, options, &mut plan);
     }
     attach_diffs(&mut plan, &observed.texts);
+    plan.no_undo = options.no_undo;
     plan
 }
 
@@ -299,6 +302,7 @@ mod tests {
             force: false,
             force_delete_local: false,
             no_base: false,
+            no_undo: false,
             max_delete_percent: 100,
         }
     }
@@ -457,6 +461,7 @@ mod tests {
                 force: true,
                 force_delete_local: false,
                 no_base: false,
+                no_undo: false,
                 max_delete_percent: 50,
                 ..options()
             },

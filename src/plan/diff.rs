@@ -113,6 +113,7 @@ pub fn diff(desired: &Desired, observed: &Observed) -> Plan {
         remote: None,
         actions,
         conflicts,
+        no_undo: false,
     }
 }
 

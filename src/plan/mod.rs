@@ -11,6 +11,7 @@ pub mod file;
 pub mod fingerprint;
 pub mod managed;
 pub mod render;
+pub mod retention;
 pub mod sync_diff;
 pub mod textdiff;
 pub mod undo;

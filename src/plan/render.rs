@@ -110,7 +110,7 @@ fn render_raw(plan: &Plan, repo: &Path) -> String {
     let s = plan.summary();
     let mut summary = table();
     summary.set_header(["action", "count", "bytes"]);
-    let rows: [(&str, usize, Option<u64>); 17] = [
+    let rows: [(&str, usize, Option<u64>); 18] = [
         ("remove-temp", s.remove_temp, None),
         ("mirror-config", s.mirror_config, None),
         ("move", s.moves, Some(s.bytes_to_move)),
@@ -127,6 +127,7 @@ fn render_raw(plan: &Plan, repo: &Path) -> String {
         ("invalidate-catalog", s.invalidate_catalog, None),
         ("finish-migration", s.finish_migration, None),
         ("publish-sentinel", s.publish_sentinel, None),
+        ("prune-trash", s.prune_trash, Some(s.bytes_to_prune)),
         ("conflict", s.conflicts, None),
     ];
     for (name, count, bytes) in rows.into_iter().filter(|r| r.1 > 0) {
@@ -138,6 +139,9 @@ fn render_raw(plan: &Plan, repo: &Path) -> String {
         ]);
     }
     let _ = writeln!(out, "{summary}\n");
+    if let Some(line) = undo_line(plan, &s) {
+        let _ = writeln!(out, "{line}\n");
+    }
 
     if !plan.actions.is_empty() {
         let mut actions = table();
@@ -224,6 +228,17 @@ fn render_raw(plan: &Plan, repo: &Path) -> String {
                     path.to_string(),
                     format!("vouches for {} object(s)", objects.len()),
                     "remote".into(),
+                ),
+                Action::PruneTrash {
+                    id,
+                    at,
+                    files,
+                    remote_objects,
+                    ..
+                } => (
+                    prune_what(id, *files, *remote_objects),
+                    format!("trash of {at}"),
+                    "(removed)".into(),
                 ),
             };
             actions.add_row(vec![
@@ -459,6 +474,62 @@ fn render_conflict(out: &mut String, c: &Conflict, plan: &Plan, repo: &Path, tar
 }
 
 /// One line that says what apply would do, Terraform style.
+/// `apply ID: 3 file(s) + 2 remote object(s)`.
+pub fn prune_what(id: &str, files: usize, remote_objects: usize) -> String {
+    match (files, remote_objects) {
+        (f, 0) => format!("apply {id}: {f} file(s)"),
+        (0, r) => format!("apply {id}: {r} remote object(s)"),
+        (f, r) => format!("apply {id}: {f} file(s) + {r} remote object(s)"),
+    }
+}
+
+/// What this run keeps for `swamp undo`, or that it keeps nothing.
+fn undo_line(plan: &Plan, s: &super::Summary) -> Option<String> {
+    let cache = plan.actions.iter().filter(|a| {
+        matches!(
+            a,
+            Action::DeleteLocal { .. } | Action::Download { local: Some(_), .. }
+        )
+    });
+    let remote = plan.actions.iter().filter(|a| {
+        matches!(
+            a,
+            Action::DeleteRemote { .. }
+                | Action::Upload {
+                    remote: super::RemoteExpect::Version { .. },
+                    ..
+                }
+        )
+    });
+    let (cache, remote) = (cache.count(), remote.count());
+    if cache + remote == 0 {
+        return None;
+    }
+    let mut what = Vec::new();
+    if cache > 0 {
+        what.push(format!("{cache} cache file(s)"));
+    }
+    if remote > 0 {
+        what.push(format!("{remote} remote object(s)"));
+    }
+    let what = what.join(" and ");
+    if plan.no_undo {
+        return Some(format!(
+            "Undo: off for this run (--no-undo): {what} deleted or replaced for good."
+        ));
+    }
+    let copies = match s.trash_copies {
+        0 => String::new(),
+        n => format!(
+            " ({n} server-side cop{} into the remote trash)",
+            if n == 1 { "y" } else { "ies" }
+        ),
+    };
+    Some(format!(
+        "Undo: {what} set aside before being deleted or replaced{copies}; `swamp undo` reverses this run."
+    ))
+}
+
 pub fn closing_line(plan: &Plan) -> String {
     let s = plan.summary();
     if plan.is_empty() {
@@ -534,6 +605,13 @@ pub fn closing_line(plan: &Plan) -> String {
     if s.publish_sentinel > 0 {
         parts.push("managed-config sentinel to publish (last)".to_string());
     }
+    if s.prune_trash > 0 {
+        parts.push(format!(
+            "trash of {} earlier apply(s) to prune ({})",
+            s.prune_trash,
+            human_bytes(s.bytes_to_prune)
+        ));
+    }
     let mut line = if parts.is_empty() {
         "Plan: nothing can be applied yet.".to_string()
     } else {
@@ -584,6 +662,7 @@ mod tests {
             sources: Vec::new(),
             remote: None,
             actions: Vec::new(),
+            no_undo: false,
             conflicts: vec![Conflict::BothChanged {
                 path: TierPath::parse(path).unwrap(),
                 local_sha256: "a".repeat(64),
@@ -729,4 +808,62 @@ pub fn render_undo(plan: &super::undo::UndoPlan) -> String {
         plan.conflicts.len()
     );
     out
+}
+
+/// `swamp undo --prune`: the applies whose trash goes, and why.
+pub fn render_prunes(actions: &[Action], policy: &crate::config::UndoConfig) -> String {
+    let mut out = String::new();
+    let limit = match policy.max_bytes {
+        Some(max) => format!(
+            "older than {} day(s), or over {}",
+            policy.keep_days,
+            human_bytes(max)
+        ),
+        None => format!("older than {} day(s)", policy.keep_days),
+    };
+    if actions.is_empty() {
+        let _ = writeln!(out, "Nothing to prune: no apply's trash is {limit}.");
+        return escape_controls(&out).into_owned();
+    }
+    let mut t = table();
+    t.set_header([
+        "#",
+        "apply",
+        "ran",
+        "files",
+        "bytes",
+        "remote objects",
+        "reason",
+    ]);
+    let mut bytes_total = 0;
+    for (i, a) in actions.iter().enumerate() {
+        if let Action::PruneTrash {
+            id,
+            at,
+            files,
+            bytes,
+            remote_objects,
+            ..
+        } = a
+        {
+            bytes_total += bytes;
+            t.add_row(vec![
+                Cell::new(i + 1).set_alignment(CellAlignment::Right),
+                Cell::new(id),
+                Cell::new(at),
+                Cell::new(files).set_alignment(CellAlignment::Right),
+                Cell::new(human_bytes(*bytes)).set_alignment(CellAlignment::Right),
+                Cell::new(remote_objects).set_alignment(CellAlignment::Right),
+                Cell::new(a.reason()),
+            ]);
+        }
+    }
+    let _ = writeln!(out, "Prune (trash {limit})\n\n{t}\n");
+    let _ = writeln!(
+        out,
+        "Prune: the trash of {} apply(s) ({}); they can no longer be undone.",
+        actions.len(),
+        human_bytes(bytes_total)
+    );
+    escape_controls(&out).into_owned()
 }

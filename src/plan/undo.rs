@@ -276,6 +276,8 @@ mod tests {
             summary: String::new(),
             finished: true,
             undoes: None,
+            no_undo: false,
+            pruned: None,
             entries,
         }
     }

@@ -62,6 +62,8 @@ pub enum UndoObserveError {
     Io(#[from] io::Error),
     #[error(transparent)]
     Store(#[from] crate::store::StoreError),
+    #[error(transparent)]
+    Journal(#[from] crate::undo::UndoError),
     #[error(
         "apply {id} changed remote objects of {url}, which this repository's configuration no longer names; set that datastore up again to undo it"
     )]
@@ -123,6 +125,70 @@ pub fn observe(
             file: file_state,
             trash,
         });
+    }
+    Ok(out)
+}
+
+/// What one apply still holds in trash: the input of retention.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Held {
+    pub id: String,
+    /// When the apply ran (RFC 3339), as its journal says.
+    pub at: String,
+    /// The same, in seconds since the epoch (`None`: unreadable, so it
+    /// never expires by age).
+    pub at_secs: Option<u64>,
+    /// Set-aside files still on this machine, and their bytes.
+    pub files: usize,
+    pub bytes: u64,
+    /// Remote trash copies this apply made in the placement being planned.
+    pub remote_objects: usize,
+}
+
+/// Every apply of this repository that still holds something to prune,
+/// oldest first: set-aside files on this machine (stat only, never read),
+/// and remote trash copies in `target` (counted from the journal; a copy
+/// an interrupted apply never made is deleted as absent).
+pub fn held(
+    layout: &Layout,
+    target: &crate::config::Placement,
+) -> Result<Vec<Held>, UndoObserveError> {
+    use crate::undo::Op;
+    let journals = Journal::all(layout)?;
+    let mut out = Vec::new();
+    for j in journals.iter().filter(|j| j.pruned.is_none()) {
+        let mut h = Held {
+            id: j.id.clone(),
+            at: j.at.clone(),
+            at_secs: humantime::parse_rfc3339(&j.at)
+                .ok()
+                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                .map(|d| d.as_secs()),
+            files: 0,
+            bytes: 0,
+            remote_objects: 0,
+        };
+        for e in &j.entries {
+            match e.op {
+                Op::SetAside => {
+                    let path = layout.trash_path(&e.placement, &e.path, &j.id);
+                    match std::fs::symlink_metadata(&path) {
+                        Ok(m) if m.is_file() => {
+                            h.files += 1;
+                            h.bytes += m.len();
+                        }
+                        Ok(_) => {}
+                        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                        Err(e) => return Err(e.into()),
+                    }
+                }
+                Op::RemoteSetAside if &e.placement == target => h.remote_objects += 1,
+                _ => {}
+            }
+        }
+        if h.files > 0 || h.remote_objects > 0 {
+            out.push(h);
+        }
     }
     Ok(out)
 }

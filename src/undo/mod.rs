@@ -69,6 +69,13 @@ pub struct Journal {
     /// For an undo: the apply it reverses.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub undoes: Option<String>,
+    /// `--no-undo`: nothing was set aside; deletes were final.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub no_undo: bool,
+    /// When retention pruned this apply's trash (RFC 3339): it can no
+    /// longer be undone, but stays in the history.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pruned: Option<String>,
     pub entries: Vec<Entry>,
 }
 
@@ -86,6 +93,14 @@ pub enum UndoError {
     NoSuchApply { id: String },
     #[error("nothing to undo: this repository has no apply in its history yet")]
     NoHistory,
+    #[error(
+        "apply {id} ran with --no-undo: what it deleted or replaced was not kept, so it cannot be undone"
+    )]
+    NotKept { id: String },
+    #[error(
+        "apply {id} can no longer be undone: its trash was pruned at {at} (`[undo] keep_days`, `max_bytes`)"
+    )]
+    Pruned { id: String, at: String },
 }
 
 fn io_err<'a>(action: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> UndoError + 'a {
@@ -132,6 +147,8 @@ impl Journal {
             summary,
             finished: false,
             undoes: None,
+            no_undo: false,
+            pruned: None,
             entries,
         }
     }

@@ -102,6 +102,22 @@ pub fn every_action() -> Vec<swamp::plan::Action> {
         },
         Action::InvalidateCatalog,
         Action::FinishMigration,
+        Action::PruneTrash {
+            id: "20261124T090000Z-3fa29c".into(),
+            at: "2026-11-24T09:00:00Z".into(),
+            reason: swamp::plan::action::PruneReason::Expired,
+            files: 3,
+            bytes: 12,
+            remote_objects: 2,
+        },
+        Action::PruneTrash {
+            id: "20261130T090000Z-0b1c2d".into(),
+            at: "2026-11-30T09:00:00Z".into(),
+            reason: swamp::plan::action::PruneReason::OverMaxBytes,
+            files: 1,
+            bytes: 4096,
+            remote_objects: 0,
+        },
         Action::RemoveTemp {
             path: tp("data/a/1/.swamp-tmp-x1"),
             source: None,

@@ -27,6 +27,8 @@ pub fn run(ctx: &Ctx) -> Result<Outcome, CliError> {
                     "finished": j.finished,
                     "files": j.entries.len(),
                     "bytes_set_aside": j.set_aside_bytes(),
+                    "undoable": j.pruned.is_none() && !j.no_undo,
+                    "pruned": j.pruned,
                 })
             })
             .collect();
@@ -42,10 +44,18 @@ pub fn run(ctx: &Ctx) -> Result<Outcome, CliError> {
     let mut t = table();
     t.set_header(["id", "time", "holder", "command", "summary", "set aside"]);
     for j in &journals {
-        let summary = if j.finished {
+        let mut summary = if j.finished {
             j.summary.clone()
         } else {
             format!("{} (cut short)", j.summary)
+        };
+        let kept = match &j.pruned {
+            Some(at) => {
+                summary.push_str(&format!(" (trash pruned {at})"));
+                "pruned".to_string()
+            }
+            None if j.no_undo => "not kept".to_string(),
+            None => human_bytes(j.set_aside_bytes()),
         };
         t.add_row(vec![
             Cell::new(&j.id),
@@ -53,7 +63,7 @@ pub fn run(ctx: &Ctx) -> Result<Outcome, CliError> {
             Cell::new(escape_controls(&j.holder)),
             Cell::new(escape_controls(&j.command)),
             Cell::new(escape_controls(&summary)),
-            Cell::new(human_bytes(j.set_aside_bytes())).set_alignment(CellAlignment::Right),
+            Cell::new(kept).set_alignment(CellAlignment::Right),
         ]);
     }
     println!("{t}");

@@ -48,9 +48,16 @@ pub fn run(ctx: &Ctx, command: Command) -> Result<Outcome, CliError> {
         Command::Status => status::run(ctx),
         Command::History => history::run(ctx),
         Command::Undo {
+            prune: true,
+            detailed_exitcode,
+            confirm,
+            ..
+        } => undo::prune(ctx, confirm.yes, detailed_exitcode),
+        Command::Undo {
             id,
             detailed_exitcode,
             confirm,
+            ..
         } => undo::run(ctx, id.as_deref(), confirm.yes, detailed_exitcode),
         Command::Datastore { command } => match command {
             DatastoreCommand::Setup { spec, confirm } => datastore::setup(ctx, &spec, confirm.yes),

@@ -271,6 +271,13 @@ fn apply_confirmed(
         if report.sentinel_published {
             managed.push_str(", managed-config sentinel published");
         }
+        if report.trash_pruned > 0 {
+            managed.push_str(&format!(
+                ", trash of {} earlier apply(s) pruned ({})",
+                report.trash_pruned,
+                human_bytes(report.bytes_pruned)
+            ));
+        }
         println!(
             "\nApplied {} action(s): {} moved ({}), {} identical duplicate(s) dropped{managed}{transfers}{}{}.",
             report.completed,

@@ -36,6 +36,12 @@ pub fn run(
             last
         }
     };
+    if journal.no_undo {
+        return Err(crate::undo::UndoError::NotKept { id: journal.id }.into());
+    }
+    if let Some(at) = journal.pruned {
+        return Err(crate::undo::UndoError::Pruned { id: journal.id, at }.into());
+    }
     // Remote objects are restored through the placement's own store, under
     // its lock.
     let remote_placement = journal
@@ -133,4 +139,77 @@ fn plan_and_apply(
         );
     }
     Ok(Outcome::Success)
+}
+
+/// `swamp undo --prune`: the retention `[undo]` asks for, planned like any
+/// other change (the applies whose trash goes, and why), then confirmed.
+pub fn prune(ctx: &Ctx, yes: bool, detailed_exitcode: bool) -> Result<Outcome, CliError> {
+    let repo = ctx.open_repo()?;
+    let layout = &repo.layout;
+    let target = repo.config.target();
+    let held = crate::state::undo::held(layout, &target)
+        .map_err(|e| CliError::failure(format!("cannot read the undo trash: {e}")))?;
+    let policy = (&repo.config.undo).into();
+    let actions = crate::plan::retention::prunes(&held, policy, crate::clock::now_secs());
+    if !ctx.json {
+        print!(
+            "{}",
+            crate::plan::render::render_prunes(&actions, &repo.config.undo)
+        );
+    }
+    if actions.is_empty() {
+        if ctx.json {
+            print_json(&json!({ "prune": actions, "applied": null }));
+        }
+        return Ok(Outcome::Success);
+    }
+    let confirmed = yes || (!ctx.json && interactive() && ask("\nPrune this trash?"));
+    if !confirmed {
+        if ctx.json {
+            print_json(&json!({ "prune": actions, "applied": null, "preview": true }));
+        } else {
+            println!(
+                "\nThis was a preview; nothing changed. Run `swamp undo --prune -y` to prune."
+            );
+        }
+        return Ok(if detailed_exitcode {
+            Outcome::Changes
+        } else {
+            Outcome::Success
+        });
+    }
+    let remote_needed = actions.iter().any(|a| {
+        matches!(a, crate::plan::Action::PruneTrash { remote_objects, .. } if *remote_objects > 0)
+    });
+    let remote = remote_needed
+        .then(|| RemoteTarget::open(&target))
+        .transpose()
+        .map_err(|e| CliError::failure(e.to_string()))?;
+    let locks = match &remote {
+        Some(_) => Some(Locks::take(ctx, layout, &repo.config, "undo --prune")?),
+        None => None,
+    };
+    let result = (|| {
+        let mut done = Vec::new();
+        for a in &actions {
+            if let crate::plan::Action::PruneTrash { id, .. } = a {
+                let pruned = crate::apply::prune::prune(layout, id, &target, remote.as_ref())
+                    .map_err(|e| {
+                        CliError::failure(format!("cannot prune the trash of apply {id}: {e}"))
+                            .hint("run `swamp undo --prune` again: what was pruned stays pruned")
+                    })?;
+                done.push(json!({ "id": id, "pruned": pruned }));
+            }
+        }
+        if ctx.json {
+            print_json(&json!({ "prune": actions, "applied": done }));
+        } else {
+            println!("\nPruned the trash of {} apply(s).", done.len());
+        }
+        Ok(Outcome::Success)
+    })();
+    match locks {
+        Some(l) => l.finish(result),
+        None => result,
+    }
 }

@@ -1,0 +1,104 @@
+//! Applies a `prune-trash` action: removes what an earlier apply set aside,
+//! as its journal (never the plan) names it, then records the journal as
+//! pruned. Idempotent: files and objects already gone are skipped, so a
+//! prune cut short finishes when planned again.
+
+use std::io;
+
+use crate::config::Placement;
+use crate::layout::Layout;
+use crate::store::{RemoteTarget, StoreError};
+use crate::undo::{Journal, Op, UndoError};
+
+#[derive(Debug, thiserror::Error)]
+pub enum PruneError {
+    #[error(transparent)]
+    Journal(#[from] UndoError),
+    #[error("cannot remove {}: {source}", .path.display())]
+    Io {
+        path: std::path::PathBuf,
+        source: io::Error,
+    },
+    #[error("{} in the trash is not a file; nothing of it was removed", .path.display())]
+    NotAFile { path: std::path::PathBuf },
+    #[error("pruning the remote trash needs the remote")]
+    NoRemote,
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// What one prune removed.
+#[derive(Debug, Default, Clone, Copy, serde::Serialize)]
+pub struct Pruned {
+    pub files: usize,
+    pub bytes: u64,
+    pub remote_objects: usize,
+}
+
+/// Prunes apply `id`'s trash: its copies in `target`'s remote trash
+/// (through `remote`), then its files on this machine. Remote trash of
+/// other placements is left, and stays in the journal.
+pub fn prune(
+    layout: &Layout,
+    id: &str,
+    target: &Placement,
+    remote: Option<&RemoteTarget>,
+) -> Result<Pruned, PruneError> {
+    let mut journal = Journal::load(layout, id)?;
+    let mut done = Pruned::default();
+    if journal.pruned.is_some() {
+        return Ok(done);
+    }
+    let keys: Vec<String> = journal
+        .entries
+        .iter()
+        .filter(|e| e.op == Op::RemoteSetAside && &e.placement == target)
+        .map(|e| Layout::remote_trash_key(&e.placement, id, &e.path))
+        .collect();
+    if !keys.is_empty() {
+        let remote = remote.ok_or(PruneError::NoRemote)?;
+        // Keys under `.swamp/trash/<id>/`, which only apply `id` wrote
+        // (create-only): nothing else can be there to lose.
+        match crate::store::runtime().block_on(remote.store.delete_many(&keys)) {
+            Ok(()) | Err(StoreError::NotFound { .. }) => {}
+            Err(e) => return Err(e.into()),
+        }
+        done.remote_objects = keys.len();
+    }
+    for e in journal.entries.iter().filter(|e| e.op == Op::SetAside) {
+        let path = layout.trash_path(&e.placement, &e.path, id);
+        match std::fs::symlink_metadata(&path) {
+            Ok(m) if m.is_file() => {
+                std::fs::remove_file(&path).map_err(|source| PruneError::Io {
+                    path: path.clone(),
+                    source,
+                })?;
+                done.files += 1;
+                done.bytes += m.len();
+            }
+            // A symlink is removed, never followed.
+            Ok(m) if m.file_type().is_symlink() => {
+                std::fs::remove_file(&path).map_err(|source| PruneError::Io {
+                    path: path.clone(),
+                    source,
+                })?;
+            }
+            Ok(_) => return Err(PruneError::NotAFile { path }),
+            Err(err) if err.kind() == io::ErrorKind::NotFound => {}
+            Err(source) => return Err(PruneError::Io { path, source }),
+        }
+        let (id_root, stop) = layout.trash_root(&e.placement, &e.path, id);
+        if let Some(parent) = path.parent() {
+            crate::fsutil::remove_empty_dirs(parent, &stop);
+        }
+        let _ = std::fs::remove_dir(&id_root);
+    }
+    journal
+        .entries
+        .retain(|e| e.op == Op::RemoteSetAside && &e.placement != target);
+    if journal.entries.is_empty() {
+        journal.pruned = Some(crate::clock::now_rfc3339());
+    }
+    journal.save(layout)?;
+    Ok(done)
+}
