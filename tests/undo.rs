@@ -233,6 +233,41 @@ fn an_undo_whose_file_changed_since_is_a_conflict_and_overwrites_nothing() {
     assert_eq!(std::fs::read(&raw).unwrap(), b"one\n");
 }
 
+/// `swamp undo -o FILE` saves the reviewed undo; `swamp apply FILE` plans
+/// it again and applies it only while nothing it touches changed.
+#[test]
+fn a_saved_undo_plan_applies_only_while_unchanged() {
+    let repo = Repo::empty(vec![]);
+    repo.run_ok(&["init"]);
+    for body in ["one\n", "two\n", "three\n"] {
+        repo.put("m/x", body);
+    }
+    let data = repo.root.join(".swamp/data");
+    let before = versions(&data);
+    repo.run_ok(&["data", "gc", "--keep", "1"]);
+    let file = repo.root.join("undo.plan");
+    let saved = repo.run(&["undo", "-o", file.to_str().unwrap()]);
+    saved.expect(0);
+    assert!(saved.stdout.contains("swamp apply"), "{}", saved.stdout);
+    assert_eq!(versions(&data).len(), 1, "saving changes nothing");
+    // Someone writes where the undo would restore: the saved plan is stale.
+    let raw = data.join("m/x/1/raw");
+    std::fs::create_dir_all(raw.parent().unwrap()).unwrap();
+    std::fs::write(&raw, "someone else's\n").unwrap();
+    let stale = repo.run(&["apply", file.to_str().unwrap()]);
+    stale.expect(1);
+    assert!(stale.stderr.contains("stale"), "{}", stale.stderr);
+    assert_eq!(std::fs::read(&raw).unwrap(), b"someone else's\n");
+    std::fs::remove_file(&raw).unwrap();
+    repo.run_ok(&["apply", file.to_str().unwrap()]);
+    assert_eq!(versions(&data), before, "every version back, byte for byte");
+    // Applied once: planning it again now gives nothing, so it is stale.
+    repo.run(&["apply", file.to_str().unwrap()]).expect(1);
+    let show = repo.run(&["show", file.to_str().unwrap()]);
+    show.expect(0);
+    assert!(show.stdout.contains("restore"), "{}", show.stdout);
+}
+
 #[test]
 fn an_undo_killed_mid_way_converges_when_run_again() {
     let repo = Repo::empty(vec![]);
@@ -582,6 +617,41 @@ fn retention_prunes_only_expired_trash_through_a_plan(
     assert!(prunes(&plan).is_empty(), "{plan}");
     // The rest still undoes.
     at(repo, DAY8, &["undo", &new[0], "-y"]);
+}
+
+/// A plan saved before an apply's trash came due does not prune it when
+/// applied later (the reviewed plan did not say so) and is not stale for
+/// it; a plan saved once it was due prunes it.
+#[test]
+fn a_saved_plan_prunes_only_the_trash_it_listed() {
+    let repo = Repo::empty(vec![]);
+    repo.run_ok(&["init"]);
+    let trash_root = repo.root.join(".swamp/state/trash");
+    for body in ["one\n", "two\n"] {
+        repo.put("m/x", body);
+    }
+    at(&repo, DAY0, &["data", "gc", "--keep", "1"]);
+    let id = history_ids(&repo).pop().unwrap();
+    let early = repo.root.join("early.plan");
+    let late = repo.root.join("late.plan");
+    at(&repo, DAY3, &["plan", "-o", early.to_str().unwrap()]);
+    at(&repo, DAY8, &["apply", early.to_str().unwrap(), "-y"]);
+    assert!(
+        trash_root.join(&id).is_dir(),
+        "not in the reviewed plan: kept"
+    );
+    let plan = at(
+        &repo,
+        DAY8,
+        &["--json", "plan", "-o", late.to_str().unwrap()],
+    )
+    .json();
+    assert_eq!(prunes(&plan), [(id.clone(), "expired".to_string())]);
+    at(&repo, DAY8, &["apply", late.to_str().unwrap(), "-y"]);
+    assert!(
+        !trash_root.join(&id).exists(),
+        "listed in the reviewed plan: pruned"
+    );
 }
 
 #[test]

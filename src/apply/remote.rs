@@ -197,14 +197,18 @@ async fn keep_in_remote_trash(
     remote: &RemoteTarget,
     remotes: &Remotes<'_>,
     path: &TierPath,
+    version: &str,
 ) -> Result<(), SyncActionError> {
     let Some(trash) = remotes.trash else {
         return Ok(());
     };
     let key = crate::layout::Layout::remote_trash_key(&remote.placement, trash.id, path);
+    // Pinned to the version the plan saw: if another writer replaced it
+    // since, the copy fails here and the delete's or upload's own
+    // precondition then refuses to act.
     match remote
         .store
-        .copy(&remote.key(path), &key, &Precondition::CreateOnly)
+        .copy_at(&remote.key(path), version, &key, &Precondition::CreateOnly)
         .await
     {
         Ok(_) | Err(StoreError::PreconditionFailed { .. } | StoreError::NotFound { .. }) => Ok(()),
@@ -246,8 +250,8 @@ pub async fn run(
                 RemoteExpect::Version { version } => Precondition::Matches(version.clone()),
             };
             let remote = remotes.target(path)?;
-            if matches!(expect, RemoteExpect::Version { .. }) {
-                keep_in_remote_trash(remote, remotes, path).await?;
+            if let RemoteExpect::Version { version } = expect {
+                keep_in_remote_trash(remote, remotes, path, version).await?;
             }
             let meta = remote
                 .store
@@ -353,7 +357,7 @@ pub async fn run(
         }
         Action::DeleteRemote { path, version } => {
             let remote = remotes.target(path)?;
-            keep_in_remote_trash(remote, remotes, path).await?;
+            keep_in_remote_trash(remote, remotes, path, version).await?;
             remote
                 .store
                 .delete(&remote.key(path), &Precondition::Matches(version.clone()))

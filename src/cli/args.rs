@@ -57,7 +57,7 @@ pub struct SyncArgs {
 #[derive(Debug, Args, Clone, Copy)]
 pub struct Confirm {
     /// Apply without asking (synonyms: -y, --yes, --confirm)
-    #[arg(short = 'y', long = "yes", visible_alias = "confirm")]
+    #[arg(short = 'y', long = "yes", visible_alias = "confirm", id = "yes")]
     pub yes: bool,
 }
 
@@ -112,6 +112,9 @@ pub enum Command {
         /// Instead: prune the trash that `[undo] keep_days` and `max_bytes` say is due (planned, then confirmed)
         #[arg(long, conflicts_with = "id")]
         prune: bool,
+        /// Save the undo plan to FILE for `swamp apply FILE` (applied only if planning it again gives the same plan)
+        #[arg(short = 'o', long = "out", value_name = "FILE", conflicts_with_all = ["prune", "yes"])]
+        out: Option<PathBuf>,
         /// Exit 2 when the undo plan has changes (0 when there are none)
         #[arg(long)]
         detailed_exitcode: bool,

@@ -161,7 +161,7 @@ impl Check for Drift {
             Err(e) => return could_not(name, "plan the sync", e),
         };
         let url = Layout::remote_url(&config.target());
-        if planned.plan.is_empty() {
+        if planned.plan.in_sync() {
             return Finding::pass(name, format!("the cache and {url} agree"));
         }
         let s = planned.plan.summary();

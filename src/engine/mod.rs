@@ -391,8 +391,10 @@ pub struct Applied {
 }
 
 impl Applied {
+    /// Trash that came due while applying is pruned by the next plan; it
+    /// does not make this one unconverged.
     pub fn converged(&self) -> bool {
-        self.after.plan.is_empty()
+        self.after.plan.in_sync()
     }
 }
 

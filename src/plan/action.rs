@@ -530,6 +530,17 @@ impl Plan {
         self.actions.is_empty() && self.conflicts.is_empty()
     }
 
+    /// The datastore matches the configuration: no conflict, and nothing
+    /// to do but housekeeping (pruning trash that came due, which is not
+    /// drift).
+    pub fn in_sync(&self) -> bool {
+        self.conflicts.is_empty()
+            && self
+                .actions
+                .iter()
+                .all(|a| matches!(a, Action::PruneTrash { .. }))
+    }
+
     pub fn has_conflicts(&self) -> bool {
         !self.conflicts.is_empty()
     }

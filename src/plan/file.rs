@@ -33,6 +33,72 @@ pub enum PlanFileError {
     },
 }
 
+/// A saved undo plan (`swamp undo [ID] -o FILE`): `swamp apply FILE`
+/// plans the same undo again and applies it only if the plans are equal.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SavedUndo {
+    pub format_version: u32,
+    /// Always `undo`: what tells the two kinds of plan file apart.
+    pub kind: String,
+    pub repo_id: Uuid,
+    pub undo: super::undo::UndoPlan,
+}
+
+impl SavedUndo {
+    pub fn new(repo_id: Uuid, undo: super::undo::UndoPlan) -> SavedUndo {
+        SavedUndo {
+            format_version: FORMAT_VERSION,
+            kind: "undo".into(),
+            repo_id,
+            undo,
+        }
+    }
+
+    pub fn save(&self, path: &Path) -> Result<(), PlanFileError> {
+        let mut bytes = serde_json::to_vec_pretty(self).expect("an undo plan serialises");
+        bytes.push(b'\n');
+        fsutil::atomic_write(path, &bytes).map_err(|source| PlanFileError::Write {
+            path: path.to_path_buf(),
+            source,
+        })
+    }
+}
+
+/// What a plan file holds.
+#[derive(Debug)]
+pub enum Loaded {
+    Plan(Box<SavedPlan>),
+    Undo(SavedUndo),
+}
+
+/// Reads a plan file of either kind, checking its format version first.
+pub fn load_any(path: &Path) -> Result<Loaded, PlanFileError> {
+    let bytes = read_capped(path)?;
+    let malformed = |message: String| PlanFileError::Malformed {
+        path: path.to_path_buf(),
+        message,
+    };
+    let value: serde_json::Value =
+        serde_json::from_slice(&bytes).map_err(|e| malformed(e.to_string()))?;
+    match value.get("format_version").and_then(|v| v.as_u64()) {
+        Some(v) if v == u64::from(FORMAT_VERSION) => {}
+        Some(found) => {
+            return Err(PlanFileError::Version {
+                path: path.to_path_buf(),
+                found,
+            });
+        }
+        None => return Err(malformed("no `format_version`".into())),
+    }
+    if value.get("kind").and_then(|k| k.as_str()) == Some("undo") {
+        let saved: SavedUndo =
+            serde_json::from_value(value).map_err(|e| malformed(e.to_string()))?;
+        return Ok(Loaded::Undo(saved));
+    }
+    Ok(Loaded::Plan(Box::new(SavedPlan::from_value(path, value)?)))
+}
+
 /// The largest plan file read (a plan of a million actions is a few
 /// hundred MiB); anything larger is refused, not read without limit.
 pub const MAX_PLAN_FILE_BYTES: u64 = 1 << 30;
@@ -142,23 +208,21 @@ impl SavedPlan {
     }
 
     pub fn load(path: &Path) -> Result<SavedPlan, PlanFileError> {
-        let bytes = read_capped(path)?;
+        match load_any(path)? {
+            Loaded::Plan(saved) => Ok(*saved),
+            Loaded::Undo(_) => Err(PlanFileError::Malformed {
+                path: path.to_path_buf(),
+                message: "it is an undo plan (`swamp undo -o`); `swamp apply FILE` applies it"
+                    .into(),
+            }),
+        }
+    }
+
+    fn from_value(path: &Path, value: serde_json::Value) -> Result<SavedPlan, PlanFileError> {
         let malformed = |message: String| PlanFileError::Malformed {
             path: path.to_path_buf(),
             message,
         };
-        let value: serde_json::Value =
-            serde_json::from_slice(&bytes).map_err(|e| malformed(e.to_string()))?;
-        match value.get("format_version").and_then(|v| v.as_u64()) {
-            Some(v) if v == u64::from(FORMAT_VERSION) => {}
-            Some(found) => {
-                return Err(PlanFileError::Version {
-                    path: path.to_path_buf(),
-                    found,
-                });
-            }
-            None => return Err(malformed("no `format_version`".into())),
-        }
         let saved: SavedPlan =
             serde_json::from_value(value).map_err(|e| malformed(e.to_string()))?;
         if saved.observed.is_none() {

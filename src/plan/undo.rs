@@ -7,7 +7,7 @@
 //! leave it needs nothing, so an interrupted undo converges when planned
 //! again.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::config::Placement;
 use crate::layout::TierPath;
@@ -15,7 +15,7 @@ use crate::state::undo::{Found, UndoObserved};
 use crate::undo::{Journal, Op};
 
 /// One step of an undo.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum UndoAction {
     /// Link the file back from apply `from`'s trash. Precondition: the
@@ -67,7 +67,7 @@ impl UndoAction {
 }
 
 /// Why an entry cannot be undone.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum UndoConflict {
     /// The file was changed (or replaced by something else) since the
@@ -97,7 +97,7 @@ impl UndoConflict {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct UndoPlan {
     /// The apply this plan reverses.
     pub undoes: String,

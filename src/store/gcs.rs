@@ -576,6 +576,40 @@ impl Store for GcsStore {
         })
         .await
     }
+
+    /// The source pinned with `ifSourceGenerationMatch`; the destination's
+    /// precondition checked first, as for [`GcsStore::copy`].
+    async fn copy_at(
+        &self,
+        from: &str,
+        version: &str,
+        to: &str,
+        pre: &Precondition,
+    ) -> Result<(), StoreError> {
+        check_key(from)?;
+        check_key(to)?;
+        let generation = Self::generation_match(from, &Precondition::Matches(version.into()))?;
+        self.precheck(to, pre).await?;
+        let client = self.client().await?;
+        let req = CopyObjectRequest {
+            source_bucket: self.bucket.clone(),
+            source_object: from.to_string(),
+            destination_bucket: self.bucket.clone(),
+            destination_object: to.to_string(),
+            if_generation_match: Self::generation_match(to, pre)?,
+            if_source_generation_match: generation,
+            metadata: None,
+            ..CopyObjectRequest::default()
+        };
+        with_retry(&self.options.retry, |_| async {
+            client
+                .copy_object(&req)
+                .await
+                .map(|_| ())
+                .map_err(|e| self.map_err(e, Scope::Object(from)))
+        })
+        .await
+    }
 }
 
 #[cfg(test)]

@@ -294,6 +294,36 @@ pub trait Store: Send + Sync {
         to: &str,
         pre: &Precondition,
     ) -> Result<ObjectMeta, StoreError>;
+
+    /// Copies `from` to `to` only while `from` is at `version` (the version
+    /// a plan saw), so what is copied is exactly that version: a trash copy
+    /// before a delete or an overwrite. `pre` applies to the destination.
+    /// A source at another version is `PreconditionFailed`, a missing one
+    /// `NotFound`. Backends with a source precondition override this with
+    /// one request; the default checks first, then copies.
+    async fn copy_at(
+        &self,
+        from: &str,
+        version: &str,
+        to: &str,
+        pre: &Precondition,
+    ) -> Result<(), StoreError> {
+        match self.head(from).await? {
+            Some(m) if m.version == version => {}
+            Some(_) => {
+                return Err(StoreError::PreconditionFailed {
+                    key: from.to_string(),
+                });
+            }
+            None => {
+                return Err(StoreError::NotFound {
+                    key: from.to_string(),
+                    target: String::new(),
+                });
+            }
+        }
+        self.copy(from, to, pre).await.map(|_| ())
+    }
 }
 
 /// Opens the store behind a datastore configuration with default options.

@@ -660,6 +660,52 @@ impl Store for S3Store {
         })
         .await
     }
+
+    /// One request: the source pinned with `x-amz-copy-source-if-match`.
+    async fn copy_at(
+        &self,
+        from: &str,
+        version: &str,
+        to: &str,
+        pre: &Precondition,
+    ) -> Result<(), StoreError> {
+        check_key(from)?;
+        check_key(to)?;
+        let client = self.client().await?;
+        with_retry(&self.options.retry, |attempt| {
+            let mut req = client
+                .copy_object()
+                .bucket(&self.bucket)
+                .key(to)
+                .copy_source(format!("{}/{}", self.bucket, encode_key(from)))
+                .copy_source_if_match(quote_etag(version))
+                .metadata_directive(MetadataDirective::Copy);
+            req = match pre {
+                Precondition::None => req,
+                Precondition::CreateOnly => req.if_none_match("*"),
+                Precondition::Matches(v) => req.if_match(quote_etag(v)),
+            };
+            async move {
+                match req.send().await {
+                    Ok(_) => Ok(()),
+                    Err(e) => match self.map_err(e, Some(to)) {
+                        // A repeat may meet its own success: the copy is
+                        // there when the destination holds that version's
+                        // bytes (a copy keeps the ETag of a single-part
+                        // object) or its sha256.
+                        StoreError::PreconditionFailed { key } if attempt > 1 => {
+                            match self.head(to).await? {
+                                Some(m) if m.version == version => Ok(()),
+                                _ => Err(StoreError::PreconditionFailed { key }),
+                            }
+                        }
+                        e => Err(e),
+                    },
+                }
+            }
+        })
+        .await
+    }
 }
 
 fn strip_etag(etag: Option<&str>) -> String {

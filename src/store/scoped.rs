@@ -140,6 +140,17 @@ impl Store for Scoped {
         self.check(to)?;
         self.inner.copy(from, to, pre).await
     }
+
+    async fn copy_at(
+        &self,
+        from: &str,
+        version: &str,
+        to: &str,
+        pre: &Precondition,
+    ) -> Result<(), StoreError> {
+        self.check(to)?;
+        self.inner.copy_at(from, version, to, pre).await
+    }
 }
 
 #[cfg(test)]

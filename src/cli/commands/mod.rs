@@ -57,8 +57,15 @@ pub fn run(ctx: &Ctx, command: Command) -> Result<Outcome, CliError> {
             id,
             detailed_exitcode,
             confirm,
+            out,
             ..
-        } => undo::run(ctx, id.as_deref(), confirm.yes, detailed_exitcode),
+        } => undo::run(
+            ctx,
+            id.as_deref(),
+            confirm.yes,
+            detailed_exitcode,
+            out.as_deref(),
+        ),
         Command::Datastore { command } => match command {
             DatastoreCommand::Setup { spec, confirm } => datastore::setup(ctx, &spec, confirm.yes),
             DatastoreCommand::Sync {

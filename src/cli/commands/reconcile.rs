@@ -65,7 +65,17 @@ pub fn plan(
 }
 
 pub fn show(ctx: &Ctx, file: &Path) -> Result<Outcome, CliError> {
-    let saved = SavedPlan::load(file)?;
+    let saved = match crate::plan::file::load_any(file)? {
+        crate::plan::file::Loaded::Plan(saved) => *saved,
+        crate::plan::file::Loaded::Undo(undo) => {
+            if ctx.json {
+                print_json(&serde_json::to_value(&undo).expect("an undo plan serialises"));
+            } else {
+                print!("{}", crate::plan::render::render_undo(&undo.undo));
+            }
+            return Ok(Outcome::Success);
+        }
+    };
     if ctx.json {
         print_json(&saved.to_json());
     } else {
@@ -101,9 +111,14 @@ pub fn apply(
     })())
 }
 
+/// A saved plan is its own review (as `terraform apply FILE`): applied
+/// without asking, once planned again and found unchanged.
 pub fn apply_saved(ctx: &Ctx, file: &Path) -> Result<Outcome, CliError> {
+    let saved = match crate::plan::file::load_any(file)? {
+        crate::plan::file::Loaded::Plan(saved) => *saved,
+        crate::plan::file::Loaded::Undo(undo) => return super::undo::apply_saved(ctx, &undo),
+    };
     let repo = ctx.open_repo()?;
-    let saved = SavedPlan::load(file)?;
     let locks = Locks::take(ctx, &repo.layout, &repo.config, "apply")?;
     locks.finish(apply_saved_locked(ctx, &repo, &saved))
 }

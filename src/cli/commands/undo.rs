@@ -3,19 +3,65 @@
 
 use serde_json::json;
 
+use std::path::Path;
+
 use crate::cli::locking::Locks;
 use crate::cli::output::{ask, interactive, print_json};
 use crate::cli::{CliError, Ctx, Outcome};
+use crate::plan::file::SavedUndo;
 use crate::plan::render::render_undo;
+use crate::plan::undo::UndoPlan;
 use crate::store::RemoteTarget;
 use crate::undo::{Journal, Op};
+
+/// How the undo plan is taken forward once shown.
+enum Then<'a> {
+    /// Confirm (or `-y`) and apply.
+    Apply { yes: bool, detailed_exitcode: bool },
+    /// `-o FILE`: save it for `swamp apply FILE`.
+    Save(&'a Path),
+    /// `swamp apply FILE`: apply only if it equals the saved plan.
+    Expect { saved: &'a UndoPlan, yes: bool },
+}
 
 pub fn run(
     ctx: &Ctx,
     id: Option<&str>,
     yes: bool,
     detailed_exitcode: bool,
+    out: Option<&Path>,
 ) -> Result<Outcome, CliError> {
+    let then = match out {
+        Some(path) => Then::Save(path),
+        None => Then::Apply {
+            yes,
+            detailed_exitcode,
+        },
+    };
+    undo_with(ctx, id, then)
+}
+
+/// `swamp apply FILE` of a saved undo plan: planned again, applied only if
+/// unchanged.
+pub fn apply_saved(ctx: &Ctx, saved: &SavedUndo) -> Result<Outcome, CliError> {
+    let repo = ctx.open_repo()?;
+    if saved.repo_id != repo.config.repo_id {
+        return Err(CliError::failure(format!(
+            "the saved undo plan was made for repository {}, not this one ({})",
+            saved.repo_id, repo.config.repo_id
+        )));
+    }
+    undo_with(
+        ctx,
+        Some(&saved.undo.undoes),
+        Then::Expect {
+            saved: &saved.undo,
+            yes: true,
+        },
+    )
+}
+
+fn undo_with(ctx: &Ctx, id: Option<&str>, then: Then<'_>) -> Result<Outcome, CliError> {
     let repo = ctx.open_repo()?;
     let layout = &repo.layout;
     let journal = match id {
@@ -55,18 +101,14 @@ pub fn run(
         .map(RemoteTarget::open)
         .transpose()
         .map_err(|e| CliError::failure(e.to_string()))?;
-    let locks = match &remote {
-        Some(_) => Some(Locks::take(ctx, layout, &repo.config, "undo")?),
-        None => None,
+    // Saving a plan changes nothing: no lock.
+    let locks = match (&remote, &then) {
+        (Some(_), Then::Apply { .. } | Then::Expect { .. }) => {
+            Some(Locks::take(ctx, layout, &repo.config, "undo")?)
+        }
+        _ => None,
     };
-    let result = plan_and_apply(
-        ctx,
-        layout,
-        &journal,
-        remote.as_ref(),
-        yes,
-        detailed_exitcode,
-    );
+    let result = plan_and_apply(ctx, &repo, &journal, remote.as_ref(), then);
     match locks {
         Some(l) => l.finish(result),
         None => result,
@@ -75,12 +117,12 @@ pub fn run(
 
 fn plan_and_apply(
     ctx: &Ctx,
-    layout: &crate::layout::Layout,
+    repo: &crate::cli::Repo,
     journal: &Journal,
     remote: Option<&RemoteTarget>,
-    yes: bool,
-    detailed_exitcode: bool,
+    then: Then<'_>,
 ) -> Result<Outcome, CliError> {
+    let layout = &repo.layout;
     let observed = crate::state::undo::observe(layout, journal, remote).map_err(|e| {
         CliError::failure(format!(
             "cannot observe the files of apply {}: {e}",
@@ -88,9 +130,51 @@ fn plan_and_apply(
         ))
     })?;
     let plan = crate::plan::undo::compose(journal, &observed);
+    if let Then::Expect { saved, .. } = &then
+        && **saved != plan
+    {
+        return Err(CliError::failure(format!(
+            "the saved undo plan is stale: planning the undo of {} again gives another plan ({} action(s) and {} conflict(s) now, {} and {} saved); nothing was changed",
+            journal.id,
+            plan.actions.len(),
+            plan.conflicts.len(),
+            saved.actions.len(),
+            saved.conflicts.len()
+        ))
+        .hint(format!(
+            "`swamp undo {}` shows the undo as it is now",
+            journal.id
+        )));
+    }
     if !ctx.json {
         print!("{}", render_undo(&plan));
     }
+    let (yes, detailed_exitcode) = match then {
+        Then::Save(path) => {
+            SavedUndo::new(repo.config.repo_id, plan.clone())
+                .save(path)
+                .map_err(|e| CliError::failure(e.to_string()))?;
+            if ctx.json {
+                print_json(&json!({ "undo": plan, "saved": path }));
+            } else {
+                println!(
+                    "\nSaved the undo plan to {}; `swamp apply {}` applies it if nothing changed.",
+                    path.display(),
+                    path.display()
+                );
+            }
+            return Ok(if !plan.conflicts.is_empty() {
+                Outcome::Conflicts
+            } else {
+                Outcome::Success
+            });
+        }
+        Then::Apply {
+            yes,
+            detailed_exitcode,
+        } => (yes, detailed_exitcode),
+        Then::Expect { yes, .. } => (yes, false),
+    };
     if plan.is_empty() {
         if ctx.json {
             print_json(&json!({ "undo": plan, "applied": null }));
