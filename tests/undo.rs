@@ -756,7 +756,75 @@ fn no_undo_deletes_for_good_and_says_so(backend: Backend) {
     assert!(undo.stderr.contains("--no-undo"), "{}", undo.stderr);
 }
 
+/// After the `--conflict local` overwrite, the colleague changed the object
+/// again: undoing would throw their new work away, so it is a conflict and
+/// the remote keeps it.
+fn a_remote_undo_whose_object_changed_since_is_a_conflict(backend: Backend) {
+    let bucket = Bucket::new(backend);
+    let a = Repo::init(&bucket, Some("alpha"));
+    a.write_cache("alpha/outputs/report.txt", "first\n");
+    a.run_ok(&["datastore", "sync", "-y"]);
+    let b = a.clone_elsewhere();
+    b.run_ok(&["datastore", "sync", "-y"]);
+    a.write_cache("alpha/outputs/report.txt", "a's version\n");
+    b.write_cache("alpha/outputs/report.txt", "b's version\n");
+    b.run_ok(&["datastore", "sync", "-y"]);
+    a.run_ok(&["datastore", "sync", "--conflict", "local", "-y"]);
+    b.run_ok(&["datastore", "sync", "-y"]);
+    b.write_cache("alpha/outputs/report.txt", "b's third go\n");
+    b.run_ok(&["datastore", "sync", "-y"]);
+    let key = "swamp/alpha/outputs/report.txt";
+    let undo = a.run(&["undo", "-y"]);
+    undo.expect(3);
+    assert!(
+        undo.stdout.contains("outputs/report.txt"),
+        "{}",
+        undo.stdout
+    );
+    assert_eq!(
+        bucket.get(key).unwrap(),
+        b"b's third go\n",
+        "nothing overwritten"
+    );
+}
+
+/// `kill -9` between the restores of a remote undo (the lock left behind
+/// expires): run again, it restores the rest and converges.
+fn a_remote_undo_killed_mid_way_converges_when_run_again(backend: Backend) {
+    let bucket = Bucket::new(backend);
+    let a = Repo::init(&bucket, Some("alpha"));
+    a.append_config("\n[lock]\nttl_secs = 1\n");
+    // More than the restores kept in flight at once (32), so a kill after
+    // the first leaves some not started.
+    for i in 0..40 {
+        a.write_cache(&format!("alpha/outputs/r{i}.txt"), &format!("report {i}\n"));
+    }
+    a.run_ok(&["datastore", "sync", "-y"]);
+    let before = bucket.contents_under("swamp/alpha/outputs/");
+    assert_eq!(before.len(), 40);
+    std::fs::remove_dir_all(a.cache().join("alpha/outputs")).unwrap();
+    a.run_ok(&["datastore", "sync", "--force", "-y"]);
+    assert!(bucket.contents_under("swamp/alpha/outputs/").is_empty());
+    let id = history_ids(&a).pop().unwrap();
+    let killed = a.run_with(
+        &["undo", "-y"],
+        &[("FAILPOINTS", "undo-step-done=1*off->return")],
+    );
+    assert_eq!(
+        killed.code, None,
+        "killed: {}{}",
+        killed.stdout, killed.stderr
+    );
+    let restored = bucket.contents_under("swamp/alpha/outputs/").len();
+    assert!((1..40).contains(&restored), "{restored} restored before the kill");
+    a.run_ok(&["undo", &id, "-y"]);
+    assert_eq!(bucket.contents_under("swamp/alpha/outputs/"), before);
+    a.run(&["undo", &id, "--detailed-exitcode"]).expect(0);
+}
+
 on_every_backend!(
+    a_remote_undo_whose_object_changed_since_is_a_conflict,
+    a_remote_undo_killed_mid_way_converges_when_run_again,
     no_undo_deletes_for_good_and_says_so,
     remote_retention_prunes_only_expired_trash_through_a_plan,
     a_conflict_remote_overwrite_of_the_cache_is_undone,

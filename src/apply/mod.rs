@@ -23,7 +23,7 @@ pub mod undo;
 use std::path::Path;
 
 use crate::catalog::Catalog;
-use crate::config::Config;
+use crate::config::{Config, Placement};
 use crate::layout::Layout;
 use crate::plan::{Action, Plan};
 use crate::state::observed::first_datastore_file;
@@ -282,8 +282,13 @@ pub fn apply(
                 let src_root = &plan.sources[*source].root;
                 let src = src_root.join(path.as_str());
                 let dst = plan.target.root.join(path.as_str());
-                moves::drop_duplicate(&src, &dst, sha256, &mut cache)
-                    .map_err(|e| stopped(e.to_string(), &report))?;
+                let placement = plan.sources[*source].placement();
+                moves::drop_duplicate(&src, &dst, sha256, &mut cache, |src| match &trash {
+                    Some(t) => journal::set_aside(layout, t.id, &placement, path)
+                        .map_err(std::io::Error::other),
+                    None => std::fs::remove_file(src),
+                })
+                .map_err(|e| stopped(e.to_string(), &report))?;
                 prune_parents(&src, src_root);
                 report.dropped += 1;
             }
@@ -470,21 +475,31 @@ fn journal_deletes(plan: &Plan, layout: &Layout) -> Result<Option<journal::Journ
         size: 0,
         written: written.cloned(),
     };
-    let local_entry = |path: &crate::layout::TierPath, sha256: &String| journal::Entry {
-        op: journal::Op::SetAside,
-        placement: placement.clone(),
-        path: path.clone(),
-        sha256: sha256.clone(),
-        size: std::fs::symlink_metadata(layout.file_path(&placement, path))
-            .map(|m| m.len())
-            .unwrap_or(0),
-        written: None,
-    };
+    let entry_in =
+        |placement: Placement, path: &crate::layout::TierPath, sha256: &String| journal::Entry {
+            op: journal::Op::SetAside,
+            size: std::fs::symlink_metadata(layout.file_path(&placement, path))
+                .map(|m| m.len())
+                .unwrap_or(0),
+            placement,
+            path: path.clone(),
+            sha256: sha256.clone(),
+            written: None,
+        };
+    let local_entry =
+        |path: &crate::layout::TierPath, sha256: &String| entry_in(placement.clone(), path, sha256);
     let entries: Vec<journal::Entry> = plan
         .actions
         .iter()
         .filter_map(|a| match a {
             Action::DeleteLocal { path, sha256 } => Some(local_entry(path, sha256)),
+            // A source's copy whose twin is at the target: set aside there.
+            Action::DropDuplicate {
+                path,
+                source,
+                sha256,
+                ..
+            } => Some(entry_in(plan.sources[*source].placement(), path, sha256)),
             // A replaced cache file: what it held goes to the trash; what
             // replaced it is recorded once it has landed.
             Action::Download {
@@ -510,7 +525,7 @@ fn journal_deletes(plan: &Plan, layout: &Layout) -> Result<Option<journal::Journ
         .filter(|e| e.op == journal::Op::SetAside)
         .count();
     let mut summary = format!(
-        "{}: {local} cache file(s) deleted, {} remote object(s) deleted or replaced",
+        "{}: {local} file(s) deleted or replaced, {} remote object(s) deleted or replaced",
         plan.scope.as_str(),
         entries.len() - local
     );

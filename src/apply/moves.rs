@@ -79,13 +79,15 @@ pub fn move_file(
     match fs::hard_link(src, dst) {
         Ok(()) => {}
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-            return drop_duplicate(src, dst, sha256, cache).map_err(|err| match err {
-                MoveError::TwinGone(_) => MoveError::DestinationDiffers {
-                    path: dst.to_path_buf(),
-                    found: hash_of(dst, cache).ok().flatten().unwrap_or_default(),
+            return drop_duplicate(src, dst, sha256, cache, |p| fs::remove_file(p)).map_err(
+                |err| match err {
+                    MoveError::TwinGone(_) => MoveError::DestinationDiffers {
+                        path: dst.to_path_buf(),
+                        found: hash_of(dst, cache).ok().flatten().unwrap_or_default(),
+                    },
+                    other => other,
                 },
-                other => other,
-            });
+            );
         }
         // Another filesystem, or one without hard links: copy without clobbering.
         Err(_) => copy_no_clobber(src, dst, sha256, cache)?,
@@ -128,11 +130,14 @@ fn copy_no_clobber(
 
 /// Removes `src` because `dst` already holds the same bytes; both are
 /// checked right before the removal.
+/// `remove` takes the source copy away once both are checked: a plain
+/// delete, or setting it aside for `swamp undo`.
 pub fn drop_duplicate(
     src: &Path,
     dst: &Path,
     sha256: &str,
     cache: &mut HashCache,
+    remove: impl FnOnce(&Path) -> io::Result<()>,
 ) -> Result<(), MoveError> {
     check_source(src, sha256, cache)?;
     match hash_of(dst, cache) {
@@ -140,7 +145,7 @@ pub fn drop_duplicate(
         Ok(_) | Err(MoveError::NotAFile(_)) => return Err(MoveError::TwinGone(dst.to_path_buf())),
         Err(e) => return Err(e),
     }
-    fs::remove_file(src).map_err(io_at(src))
+    remove(src).map_err(io_at(src))
 }
 
 /// Removes an orphaned swamp temp file at `root/path`: only a regular file
@@ -275,11 +280,12 @@ mod tests {
         let (src, dst) = (d.path().join("f"), d.path().join("g"));
         fs::write(&src, b"x").unwrap();
         let mut cache = HashCache::in_memory();
-        let e = drop_duplicate(&src, &dst, &sha(b"x"), &mut cache).unwrap_err();
+        let e =
+            drop_duplicate(&src, &dst, &sha(b"x"), &mut cache, |p| fs::remove_file(p)).unwrap_err();
         assert!(matches!(e, MoveError::TwinGone(_)));
         assert!(src.exists());
         fs::write(&dst, b"x").unwrap();
-        drop_duplicate(&src, &dst, &sha(b"x"), &mut cache).unwrap();
+        drop_duplicate(&src, &dst, &sha(b"x"), &mut cache, |p| fs::remove_file(p)).unwrap();
         assert!(!src.exists());
     }
 }

@@ -109,7 +109,36 @@ pub fn apply(
         .iter()
         .any(|a| matches!(a, UndoAction::RestoreRemote { .. }))
         .then(crate::store::runtime);
-    for action in &plan.actions {
+    let mut i = 0;
+    while i < plan.actions.len() {
+        // Consecutive remote restores run side by side.
+        let run: Vec<&UndoAction> = plan.actions[i..]
+            .iter()
+            .take_while(|a| matches!(a, UndoAction::RestoreRemote { .. }))
+            .collect();
+        if !run.is_empty() {
+            let Some(rt) = rt.as_ref() else {
+                unreachable!("a runtime exists when the plan restores remote objects")
+            };
+            let done = rt.block_on(restore_remote_many(&run, remote));
+            report.restored_remote += done.iter().filter(|r| r.is_ok()).count();
+            if let Some((k, e)) = done
+                .into_iter()
+                .enumerate()
+                .find_map(|(k, r)| r.err().map(|e| (k, e)))
+            {
+                return Err(UndoApplyError::Stopped {
+                    path: run[k].path().to_string(),
+                    reason: e,
+                    completed: report.restored + report.set_aside + report.restored_remote,
+                    undoes: plan.undoes.clone(),
+                });
+            }
+            i += run.len();
+            continue;
+        }
+        let action = &plan.actions[i];
+        i += 1;
         let stopped = |reason: String, report: &UndoReport| UndoApplyError::Stopped {
             path: action.path().to_string(),
             reason,
@@ -164,31 +193,7 @@ pub fn apply(
                 }
                 report.set_aside += 1;
             }
-            UndoAction::RestoreRemote {
-                placement,
-                path,
-                from,
-                expect,
-                ..
-            } => {
-                let (Some(target), Some(rt)) =
-                    (remote.filter(|r| &r.placement == placement), rt.as_ref())
-                else {
-                    return Err(stopped(
-                        "the remote it restores into is not configured".into(),
-                        &report,
-                    ));
-                };
-                let pre = match expect {
-                    None => crate::store::Precondition::CreateOnly,
-                    Some(v) => crate::store::Precondition::Matches(v.clone()),
-                };
-                let trash_key = Layout::remote_trash_key(placement, from, path);
-                rt.block_on(target.store.copy(&trash_key, &target.key(path), &pre))
-                    .map_err(|e| stopped(e.to_string(), &report))?;
-                report.restored_remote += 1;
-                continue;
-            }
+            UndoAction::RestoreRemote { .. } => unreachable!("run above, side by side"),
         }
         data_touched |= action.path().tier() == Tier::Data;
         // Test-only: die between two steps (FAILPOINTS=undo-step-done=N*off->return).
@@ -210,4 +215,49 @@ pub fn apply(
     journal.finished = true;
     journal.save(layout)?;
     Ok(report)
+}
+
+/// Copies each object back from its apply's remote trash, up to
+/// [`crate::state::undo::HEAD_CONCURRENCY`] at once, each only while the
+/// key is absent or still at the version the apply wrote. One outcome per
+/// action, in order.
+async fn restore_remote_many(
+    run: &[&UndoAction],
+    remote: Option<&crate::store::RemoteTarget>,
+) -> Vec<Result<(), String>> {
+    use futures_util::StreamExt;
+    futures_util::stream::iter(run.iter().map(|a| async move {
+        let UndoAction::RestoreRemote {
+            placement,
+            path,
+            from,
+            expect,
+            ..
+        } = a
+        else {
+            unreachable!("only remote restores are run here")
+        };
+        let Some(target) = remote.filter(|r| &r.placement == placement) else {
+            return Err("the remote it restores into is not configured".to_string());
+        };
+        let pre = match expect {
+            None => crate::store::Precondition::CreateOnly,
+            Some(v) => crate::store::Precondition::Matches(v.clone()),
+        };
+        let trash_key = Layout::remote_trash_key(placement, from, path);
+        target
+            .store
+            .copy(&trash_key, &target.key(path), &pre)
+            .await
+            .map_err(|e| e.to_string())?;
+        // Test-only: die between two steps (FAILPOINTS=undo-step-done=N*off->return).
+        #[cfg(feature = "failpoints")]
+        if fail::eval("undo-step-done", |_| ()).is_some() {
+            super::die_for_tests();
+        }
+        Ok(())
+    }))
+    .buffered(crate::state::undo::HEAD_CONCURRENCY)
+    .collect()
+    .await
 }

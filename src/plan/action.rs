@@ -448,8 +448,8 @@ pub struct Summary {
     pub prune_trash: usize,
     #[serde(default)]
     pub bytes_to_prune: u64,
-    /// Cache files this run sets aside for `swamp undo` (deleted or
-    /// replaced), and their bytes where known.
+    /// Files this run sets aside for `swamp undo` (cache files deleted or
+    /// replaced, duplicates dropped).
     #[serde(default)]
     pub set_aside: usize,
     /// Remote objects this run deletes or replaces that it first copies
@@ -558,7 +558,10 @@ impl Plan {
                     s.moves += 1;
                     s.bytes_to_move += size;
                 }
-                Action::DropDuplicate { .. } => s.drop_duplicate += 1,
+                Action::DropDuplicate { .. } => {
+                    s.drop_duplicate += 1;
+                    s.set_aside += 1;
+                }
                 Action::InvalidateCatalog => s.invalidate_catalog += 1,
                 Action::FinishMigration => s.finish_migration += 1,
                 Action::Upload { size, remote, .. } => {

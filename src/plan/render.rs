@@ -488,7 +488,9 @@ fn undo_line(plan: &Plan, s: &super::Summary) -> Option<String> {
     let cache = plan.actions.iter().filter(|a| {
         matches!(
             a,
-            Action::DeleteLocal { .. } | Action::Download { local: Some(_), .. }
+            Action::DeleteLocal { .. }
+                | Action::Download { local: Some(_), .. }
+                | Action::DropDuplicate { .. }
         )
     });
     let remote = plan.actions.iter().filter(|a| {
@@ -507,7 +509,7 @@ fn undo_line(plan: &Plan, s: &super::Summary) -> Option<String> {
     }
     let mut what = Vec::new();
     if cache > 0 {
-        what.push(format!("{cache} cache file(s)"));
+        what.push(format!("{cache} file(s)"));
     }
     if remote > 0 {
         what.push(format!("{remote} remote object(s)"));

@@ -273,6 +273,13 @@ fn merge_drops_identical_duplicates_and_a_different_file_blocks_everything() {
         repo.read(".swamp/homelab/outputs/deploy/web-1.yaml"),
         "status: failed\nhost: web-1\n"
     );
+    // The dropped copy was set aside, not destroyed: the history has it.
+    let history = repo.run(&["--json", "history"]);
+    history.expect(0);
+    let doc: serde_json::Value = serde_json::from_str(&history.stdout).unwrap();
+    let last = doc["applies"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(last["files"], 1, "{last}");
+    assert_eq!(last["bytes_set_aside"], 14, "{last}");
 }
 
 #[test]
