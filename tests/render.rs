@@ -138,3 +138,54 @@ fn a_sync_plan_with_uploads_downloads_and_deletes_renders() {
     );
     snapshot!("render_sync_plan", render(&p, Path::new(REPO)));
 }
+
+/// A plan too long to read row by row (issue 11): grouped by kind and
+/// directory, with counts and bytes, and the way to see every row; a
+/// conflict is still listed on its own. `--detail` gives every row.
+#[test]
+fn a_long_plan_is_grouped_by_kind_and_directory_and_detail_lists_every_row() {
+    let mut actions = Vec::new();
+    for i in 0..120 {
+        actions.push(Action::Upload {
+            path: tp(&format!("outputs/bench/{:04}/f{i:06}.txt", i / 10)),
+            size: 4096,
+            sha256: hex('a'),
+            remote: RemoteExpect::Absent,
+        });
+    }
+    for i in 0..30 {
+        actions.push(Action::DeleteRemote {
+            path: tp(&format!("data/web/state/{i}/raw")),
+            version: format!("v{i}"),
+        });
+    }
+    actions.push(Action::Download {
+        path: tp("audit/2026-11.log"),
+        size: 77,
+        version: "v1".into(),
+        sha256: Some(hex('c')),
+        local: None,
+    });
+    actions.push(Action::InvalidateCatalog);
+    let conflicts = every_conflict()
+        .into_iter()
+        .filter(|c| c.kind() == "both-changed")
+        .take(1)
+        .collect();
+    let mut p = plan(actions, conflicts);
+    p.scope = Scope::Sync;
+    p.sources.clear();
+    let grouped = render(&p, Path::new(REPO));
+    assert!(!grouped.contains("f000119.txt"), "{grouped}");
+    assert!(grouped.contains("--detail"), "{grouped}");
+    snapshot!("render_long_plan_grouped", grouped);
+    let detail = swamp::plan::render::render_detail(&p, Path::new(REPO), true);
+    for i in [0, 119] {
+        assert!(detail.contains(&format!("f{i:06}.txt")), "row {i}");
+    }
+    assert_eq!(
+        detail.matches("delete-remote ").count(),
+        31,
+        "30 rows + the summary"
+    );
+}

@@ -816,7 +816,10 @@ fn a_remote_undo_killed_mid_way_converges_when_run_again(backend: Backend) {
         killed.stdout, killed.stderr
     );
     let restored = bucket.contents_under("swamp/alpha/outputs/").len();
-    assert!((1..40).contains(&restored), "{restored} restored before the kill");
+    assert!(
+        (1..40).contains(&restored),
+        "{restored} restored before the kill"
+    );
     a.run_ok(&["undo", &id, "-y"]);
     assert_eq!(bucket.contents_under("swamp/alpha/outputs/"), before);
     a.run(&["undo", &id, "--detailed-exitcode"]).expect(0);

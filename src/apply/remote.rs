@@ -620,34 +620,45 @@ pub async fn run_many(
     use std::sync::Mutex;
     let halted: Mutex<Option<String>> = Mutex::new(None);
     let halted = &halted;
-    futures_util::stream::iter(actions.iter().map(|a| async move {
-        let reason = halted.lock().unwrap().clone().or_else(|| watch.lost());
-        if let Some(reason) = reason {
-            return Err(SyncActionError::NotStarted { reason });
-        }
-        let outcome = tokio::select! {
-            outcome = run(a, root, remotes) => outcome,
-            reason = lock_lost(watch) => Err(SyncActionError::Cancelled {
-                what: a.path().map(ToString::to_string).unwrap_or_else(|| a.kind().to_string()),
-                reason,
-            }),
-        };
-        if let Err(e) = &outcome
-            && e.is_systemic()
-        {
-            halted.lock().unwrap().get_or_insert_with(|| e.to_string());
-        }
-        // Test-only: die at an action boundary, others still in flight
-        // (FAILPOINTS=sync-action-done=N*off->return).
-        #[cfg(feature = "failpoints")]
-        if outcome.is_ok() && fail::eval("sync-action-done", |_| ()).is_some() {
-            super::die_for_tests();
-        }
-        outcome
-    }))
-    .buffered(concurrency.max(1))
-    .collect()
-    .await
+    // Unordered: a finished transfer makes room for the next at once, not
+    // once every transfer started before it has finished too (a slow one
+    // would hold up the rest). Outcomes are put back in action order.
+    let mut outcomes: Vec<Option<Result<BaseChange, SyncActionError>>> =
+        (0..actions.len()).map(|_| None).collect();
+    let mut stream =
+        futures_util::stream::iter(actions.iter().enumerate().map(|(i, a)| async move {
+            let reason = halted.lock().unwrap().clone().or_else(|| watch.lost());
+            if let Some(reason) = reason {
+                return (i, Err(SyncActionError::NotStarted { reason }));
+            }
+            let outcome = tokio::select! {
+                outcome = run(a, root, remotes) => outcome,
+                reason = lock_lost(watch) => Err(SyncActionError::Cancelled {
+                    what: a.path().map(ToString::to_string).unwrap_or_else(|| a.kind().to_string()),
+                    reason,
+                }),
+            };
+            if let Err(e) = &outcome
+                && e.is_systemic()
+            {
+                halted.lock().unwrap().get_or_insert_with(|| e.to_string());
+            }
+            // Test-only: die at an action boundary, others still in flight
+            // (FAILPOINTS=sync-action-done=N*off->return).
+            #[cfg(feature = "failpoints")]
+            if outcome.is_ok() && fail::eval("sync-action-done", |_| ()).is_some() {
+                super::die_for_tests();
+            }
+            (i, outcome)
+        }))
+        .buffer_unordered(concurrency.max(1));
+    while let Some((i, outcome)) = stream.next().await {
+        outcomes[i] = Some(outcome);
+    }
+    outcomes
+        .into_iter()
+        .map(|o| o.expect("every action yields an outcome"))
+        .collect()
 }
 
 /// Resolves once a watched lock is lost, with why.

@@ -29,6 +29,9 @@ pub struct Cli {
     /// (e.g. `30s`, `5m`, `0` to give up at once; default: `[lock] timeout_secs`)
     #[arg(long, global = true, value_name = "DURATION", env = "SWAMP_LOCK_TIMEOUT", value_parser = parse_duration)]
     pub lock_timeout: Option<std::time::Duration>,
+    /// List every action of a long plan (plans of more than 50 actions are otherwise grouped by kind and directory)
+    #[arg(long, global = true)]
+    pub detail: bool,
     #[command(subcommand)]
     pub command: Command,
 }

@@ -27,6 +27,15 @@ pub struct Ctx {
     pub repo_arg: Option<PathBuf>,
     /// `--lock-timeout`: overrides `[lock] timeout_secs`.
     pub lock_timeout: Option<std::time::Duration>,
+    /// `--detail`: every action of a long plan, not groups.
+    pub detail: bool,
+}
+
+impl Ctx {
+    /// A plan for people, grouped when long unless `--detail`.
+    pub fn render_plan(&self, plan: &crate::plan::Plan, repo: &std::path::Path) -> String {
+        crate::plan::render::render_detail(plan, repo, self.detail)
+    }
 }
 
 /// An opened repository.
@@ -117,6 +126,7 @@ pub fn main() -> ExitCode {
         color: !cli.no_color && std::env::var_os("NO_COLOR").is_none(),
         repo_arg: cli.repo.clone(),
         lock_timeout: cli.lock_timeout,
+        detail: cli.detail,
     };
     // Ctrl-C (or SIGTERM) releases the locks this process holds; whatever
     // was half done is resumed by planning again.

@@ -73,11 +73,105 @@ pub fn escape_controls(text: &str) -> std::borrow::Cow<'_, str> {
 }
 
 /// The plan for people, with every control character escaped.
+/// Plans of more actions than this are shown grouped by kind and
+/// directory, unless `--detail` asks for every row.
+pub const GROUP_ABOVE: usize = 50;
+
+/// The plan for people; long plans grouped (see [`GROUP_ABOVE`]).
 pub fn render(plan: &Plan, repo: &Path) -> String {
-    escape_controls(&render_raw(plan, repo)).into_owned()
+    render_detail(plan, repo, false)
 }
 
-fn render_raw(plan: &Plan, repo: &Path) -> String {
+/// The plan for people; `detail`: one row per action, however many.
+pub fn render_detail(plan: &Plan, repo: &Path, detail: bool) -> String {
+    escape_controls(&render_raw(plan, repo, detail)).into_owned()
+}
+
+/// Actions of one kind, one reason and one side-to-side under one directory.
+struct Group {
+    kind: &'static str,
+    under: String,
+    /// Whether the group counts files (an action without a path does not).
+    files: bool,
+    count: usize,
+    bytes: Option<u64>,
+    from: String,
+    to: String,
+    reason: &'static str,
+}
+
+/// The size an action moves or removes, where the plan knows it.
+fn action_bytes(a: &Action) -> Option<u64> {
+    match a {
+        Action::Move { size, .. }
+        | Action::DropDuplicate { size, .. }
+        | Action::Upload { size, .. }
+        | Action::Download { size, .. }
+        | Action::Fetch { size, .. }
+        | Action::CopyRemote { size, .. }
+        | Action::MirrorConfig { size, .. }
+        | Action::RemoveTemp { size, .. } => Some(*size),
+        Action::PruneTrash { bytes, .. } => Some(*bytes),
+        _ => None,
+    }
+}
+
+/// Rows grouped by (kind, reason, from, to, directory), in the order each
+/// group first appears. A file's directory is its tier and first level
+/// below (`outputs/deploy/`), or its tier for a file just inside it; an
+/// action without a path is a group of its own.
+fn group_rows(rows: Vec<(usize, &Action, String, String, String)>) -> Vec<Group> {
+    let mut groups: Vec<Group> = Vec::new();
+    let mut index: std::collections::HashMap<(&str, &str, String, String, String), usize> =
+        std::collections::HashMap::new();
+    for (_, a, path, from, to) in rows {
+        let under = match a.path() {
+            Some(p) => {
+                let segs: Vec<&str> = p.as_str().split('/').collect();
+                if segs.len() >= 3 {
+                    format!("{}/{}/", segs[0], segs[1])
+                } else {
+                    format!("{}/", segs[0])
+                }
+            }
+            None => path.clone(),
+        };
+        let key = (
+            a.kind(),
+            a.reason(),
+            from.clone(),
+            to.clone(),
+            under.clone(),
+        );
+        let bytes = action_bytes(a);
+        match index.get(&key).filter(|_| a.path().is_some()) {
+            Some(&g) => {
+                let g = &mut groups[g];
+                g.count += 1;
+                g.bytes = match (g.bytes, bytes) {
+                    (Some(x), Some(y)) => Some(x + y),
+                    _ => None,
+                };
+            }
+            None => {
+                index.insert(key, groups.len());
+                groups.push(Group {
+                    kind: a.kind(),
+                    under,
+                    files: a.path().is_some(),
+                    count: 1,
+                    bytes,
+                    from,
+                    to,
+                    reason: a.reason(),
+                });
+            }
+        }
+    }
+    groups
+}
+
+fn render_raw(plan: &Plan, repo: &Path, detail: bool) -> String {
     let mut out = String::new();
     let target = root_label(&plan.target.root, repo);
     let _ = writeln!(out, "Plan (scope: {})", plan.scope);
@@ -144,8 +238,7 @@ fn render_raw(plan: &Plan, repo: &Path) -> String {
     }
 
     if !plan.actions.is_empty() {
-        let mut actions = table();
-        actions.set_header(["#", "action", "path", "from", "to", "reason"]);
+        let mut rows = Vec::with_capacity(plan.actions.len());
         for (i, a) in plan.actions.iter().enumerate() {
             let (path, from, to) = match a {
                 Action::Move { path, source, .. } => (
@@ -241,16 +334,50 @@ fn render_raw(plan: &Plan, repo: &Path) -> String {
                     "(removed)".into(),
                 ),
             };
-            actions.add_row(vec![
-                Cell::new(i + 1).set_alignment(CellAlignment::Right),
-                Cell::new(a.kind()),
-                Cell::new(path),
-                Cell::new(from),
-                Cell::new(to),
-                Cell::new(a.reason()),
-            ]);
+            rows.push((i, a, path, from, to));
         }
-        let _ = writeln!(out, "{actions}\n");
+        if detail || rows.len() <= GROUP_ABOVE {
+            let mut actions = table();
+            actions.set_header(["#", "action", "path", "from", "to", "reason"]);
+            for (i, a, path, from, to) in rows {
+                actions.add_row(vec![
+                    Cell::new(i + 1).set_alignment(CellAlignment::Right),
+                    Cell::new(a.kind()),
+                    Cell::new(path),
+                    Cell::new(from),
+                    Cell::new(to),
+                    Cell::new(a.reason()),
+                ]);
+            }
+            let _ = writeln!(out, "{actions}\n");
+        } else {
+            let groups = group_rows(rows);
+            let mut actions = table();
+            actions.set_header(["action", "under", "files", "bytes", "from", "to", "reason"]);
+            let n = groups.len();
+            for g in groups {
+                actions.add_row(vec![
+                    Cell::new(g.kind),
+                    Cell::new(g.under),
+                    Cell::new(if g.files {
+                        g.count.to_string()
+                    } else {
+                        String::new()
+                    })
+                    .set_alignment(CellAlignment::Right),
+                    Cell::new(g.bytes.map(human_bytes).unwrap_or_default())
+                        .set_alignment(CellAlignment::Right),
+                    Cell::new(g.from),
+                    Cell::new(g.to),
+                    Cell::new(g.reason),
+                ]);
+            }
+            let _ = writeln!(
+                out,
+                "{actions}\n\n{} actions in {n} group(s) by kind and directory; `--detail` lists every one (and `--json` always does).\n",
+                plan.actions.len()
+            );
+        }
     }
 
     if plan.has_conflicts() {

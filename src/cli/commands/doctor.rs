@@ -14,7 +14,7 @@ use crate::config;
 use crate::doctor::{self, Context, DoctorError, Finding, Fix, Status, local};
 use crate::engine::{self, SyncOptions};
 use crate::layout::Layout;
-use crate::plan::render::{human_bytes, render, table};
+use crate::plan::render::{human_bytes, table};
 
 fn doctor_err(e: DoctorError) -> CliError {
     match e {
@@ -130,7 +130,7 @@ pub fn datastores(ctx: &Ctx, repair: bool, yes: bool) -> Result<Outcome, CliErro
         }
         for p in &plans {
             println!();
-            print!("{}", render(&p.plan, &root));
+            print!("{}", ctx.render_plan(&p.plan, &root));
         }
     }
     if conflicts > 0 {

@@ -11,7 +11,7 @@ use crate::cli::{CliError, Ctx, Outcome, Repo};
 use crate::config::Config;
 use crate::engine::{self, Planned, SyncOptions};
 use crate::plan::SavedPlan;
-use crate::plan::render::{human_bytes, render};
+use crate::plan::render::human_bytes;
 use crate::state::Scope;
 
 pub fn plan(
@@ -46,7 +46,7 @@ pub fn plan(
     if ctx.json {
         print_json(&saved.to_json());
     } else {
-        print!("{}", render(&saved.plan, &repo.root));
+        print!("{}", ctx.render_plan(&saved.plan, &repo.root));
         if let Some(out) = out {
             println!(
                 "\nSaved this plan to {}. Apply exactly it with `swamp apply {}`.",
@@ -83,7 +83,7 @@ pub fn show(ctx: &Ctx, file: &Path) -> Result<Outcome, CliError> {
             .open_repo()
             .map(|r| r.root)
             .unwrap_or_else(|_| std::path::PathBuf::from("/"));
-        print!("{}", render(&saved.plan, &repo_root));
+        print!("{}", ctx.render_plan(&saved.plan, &repo_root));
     }
     Ok(Outcome::Success)
 }
@@ -130,7 +130,7 @@ fn apply_saved_locked(ctx: &Ctx, repo: &Repo, saved: &SavedPlan) -> Result<Outco
     let planned = engine::rederive(saved, &repo.layout, &repo.config)?;
     let saved = planned.into_saved(&repo.config);
     if !ctx.json {
-        print!("{}", render(&saved.plan, &repo.root));
+        print!("{}", ctx.render_plan(&saved.plan, &repo.root));
     }
     if saved.plan.is_empty() {
         return finish_empty(ctx, &saved);
@@ -164,7 +164,7 @@ pub fn run_flow(
     let config = new_config.unwrap_or(&repo.config);
     let saved = planned.into_saved(config);
     if !ctx.json {
-        print!("{}", render(&saved.plan, &repo.root));
+        print!("{}", ctx.render_plan(&saved.plan, &repo.root));
     }
     if saved.plan.is_empty() {
         if let Some(c) = new_config
@@ -314,7 +314,7 @@ fn apply_confirmed(
             println!("Converged: the datastore matches the configuration.");
         } else {
             println!("Not converged: the state changed while applying. What is left:\n");
-            print!("{}", render(&applied.after.plan, &repo.root));
+            print!("{}", ctx.render_plan(&applied.after.plan, &repo.root));
         }
     }
     Ok(if converged {
