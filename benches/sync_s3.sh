@@ -14,6 +14,7 @@
 #                                   # uses a fresh bucket)
 #   RCLONE_VARIANTS="default t32" ...  # rclone configurations to run (see below)
 #   KEEP=1 ...                      # keep the temp directory for inspection
+#   SWAMP_BIN=path/to/swamp ...     # that binary instead of a release build
 #
 # rclone configurations: `default` is rclone's defaults (--transfers 4,
 # --checkers 8, size + modtime comparison); `t32` adds --transfers 32
@@ -86,8 +87,8 @@ fi
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PROXY_PY="$ROOT/benches/count_proxy.py"
 stage "== building the release binary"
-(cd "$ROOT" && cargo build --release --quiet)
-SWAMP="$ROOT/target/release/swamp"
+if [[ -z "${SWAMP_BIN:-}" ]]; then (cd "$ROOT" && cargo build --release --quiet); fi
+SWAMP="${SWAMP_BIN:-$ROOT/target/release/swamp}"
 
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/swamp-sync-bench.XXXXXX")"
 WEED_PID=""
