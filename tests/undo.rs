@@ -429,6 +429,13 @@ fn a_conflict_local_overwrite_of_the_remote_is_undone(backend: Backend) {
     // Undone once, it is converged.
     a.run(&["undo", last["id"].as_str().unwrap(), "--detailed-exitcode"])
         .expect(0);
+    // The undo kept what it replaced: undoing it puts a's version back,
+    // and undoing that brings b's work back again.
+    let undo_id = history_ids(&a).pop().unwrap();
+    a.run_ok(&["undo", &undo_id, "-y"]);
+    assert_eq!(bucket.get(key).unwrap(), b"a's version\n");
+    a.run_ok(&["undo", "-y"]);
+    assert_eq!(bucket.get(key).unwrap(), b"b's newer work\n");
     b.run_ok(&["datastore", "sync", "-y"]);
     assert_eq!(
         std::fs::read(b.cache().join("alpha/outputs/report.txt")).unwrap(),
@@ -825,7 +832,37 @@ fn a_remote_undo_killed_mid_way_converges_when_run_again(backend: Backend) {
     a.run(&["undo", &id, "--detailed-exitcode"]).expect(0);
 }
 
+/// Objects a sync deleted, brought back by `undo`; the undo of that undo
+/// takes them away again (kept in its own remote trash), and undoing it in
+/// turn brings them back, byte for byte.
+fn a_remote_delete_undone_then_redone_then_undone_again(backend: Backend) {
+    let bucket = Bucket::new(backend);
+    let a = Repo::init(&bucket, Some("alpha"));
+    for i in 0..3 {
+        a.write_cache(&format!("alpha/outputs/r{i}.txt"), &format!("report {i}\n"));
+    }
+    a.run_ok(&["datastore", "sync", "-y"]);
+    let before = bucket.contents_under("swamp/alpha/outputs/");
+    std::fs::remove_dir_all(a.cache().join("alpha/outputs")).unwrap();
+    a.run_ok(&["datastore", "sync", "--force", "-y"]);
+    assert!(bucket.contents_under("swamp/alpha/outputs/").is_empty());
+    a.run_ok(&["undo", "-y"]);
+    assert_eq!(bucket.contents_under("swamp/alpha/outputs/"), before);
+    let redo = a.run(&["undo", "-y"]);
+    redo.expect(0);
+    assert!(redo.stdout.contains("set-aside-remote"), "{}", redo.stdout);
+    assert!(
+        redo.stdout.contains("3 remote object(s) set aside"),
+        "{}",
+        redo.stdout
+    );
+    assert!(bucket.contents_under("swamp/alpha/outputs/").is_empty());
+    a.run_ok(&["undo", "-y"]);
+    assert_eq!(bucket.contents_under("swamp/alpha/outputs/"), before);
+}
+
 on_every_backend!(
+    a_remote_delete_undone_then_redone_then_undone_again,
     a_remote_undo_whose_object_changed_since_is_a_conflict,
     a_remote_undo_killed_mid_way_converges_when_run_again,
     no_undo_deletes_for_good_and_says_so,

@@ -35,6 +35,9 @@ pub struct UndoReport {
     pub restored: usize,
     pub set_aside: usize,
     pub restored_remote: usize,
+    /// Remote objects an earlier undo restored, taken away again (kept in
+    /// this undo's remote trash).
+    pub set_aside_remote: usize,
 }
 
 /// Applies `plan`; `remote` is the store of the placement whose remote
@@ -79,16 +82,45 @@ pub fn apply(
                 size: *size,
                 written: None,
             },
+            // Into an absent key: undone by taking it away again.
             UndoAction::RestoreRemote {
                 placement,
                 path,
                 sha256,
+                expect: None,
                 ..
             } => Entry {
                 op: Op::RemoteRestored,
                 placement: placement.clone(),
                 path: path.clone(),
                 sha256: sha256.clone(),
+                size: 0,
+                written: None,
+            },
+            // Over an object: what it replaces is kept in this undo's
+            // remote trash first, exactly as a sync's overwrite does.
+            UndoAction::RestoreRemote {
+                placement,
+                path,
+                sha256,
+                expect: Some(_),
+                ..
+            } => Entry {
+                op: Op::RemoteSetAside,
+                placement: placement.clone(),
+                path: path.clone(),
+                sha256: String::new(),
+                size: 0,
+                written: Some(sha256.clone()),
+            },
+            // Kept in this undo's remote trash, then deleted.
+            UndoAction::SetAsideRemote {
+                placement, path, ..
+            } => Entry {
+                op: Op::RemoteSetAside,
+                placement: placement.clone(),
+                path: path.clone(),
+                sha256: String::new(),
                 size: 0,
                 written: None,
             },
@@ -107,21 +139,37 @@ pub fn apply(
     let rt = plan
         .actions
         .iter()
-        .any(|a| matches!(a, UndoAction::RestoreRemote { .. }))
+        .any(|a| {
+            matches!(
+                a,
+                UndoAction::RestoreRemote { .. } | UndoAction::SetAsideRemote { .. }
+            )
+        })
         .then(crate::store::runtime);
     let mut i = 0;
     while i < plan.actions.len() {
         // Consecutive remote restores run side by side.
         let run: Vec<&UndoAction> = plan.actions[i..]
             .iter()
-            .take_while(|a| matches!(a, UndoAction::RestoreRemote { .. }))
+            .take_while(|a| {
+                matches!(
+                    a,
+                    UndoAction::RestoreRemote { .. } | UndoAction::SetAsideRemote { .. }
+                )
+            })
             .collect();
         if !run.is_empty() {
             let Some(rt) = rt.as_ref() else {
                 unreachable!("a runtime exists when the plan restores remote objects")
             };
-            let done = rt.block_on(restore_remote_many(&run, remote));
-            report.restored_remote += done.iter().filter(|r| r.is_ok()).count();
+            let done = rt.block_on(remote_many(&run, remote, &journal.id));
+            for (a, r) in run.iter().zip(&done) {
+                match (a, r) {
+                    (UndoAction::SetAsideRemote { .. }, Ok(())) => report.set_aside_remote += 1,
+                    (_, Ok(())) => report.restored_remote += 1,
+                    _ => {}
+                }
+            }
             if let Some((k, e)) = done
                 .into_iter()
                 .enumerate()
@@ -130,7 +178,10 @@ pub fn apply(
                 return Err(UndoApplyError::Stopped {
                     path: run[k].path().to_string(),
                     reason: e,
-                    completed: report.restored + report.set_aside + report.restored_remote,
+                    completed: report.restored
+                        + report.set_aside
+                        + report.restored_remote
+                        + report.set_aside_remote,
                     undoes: plan.undoes.clone(),
                 });
             }
@@ -142,7 +193,10 @@ pub fn apply(
         let stopped = |reason: String, report: &UndoReport| UndoApplyError::Stopped {
             path: action.path().to_string(),
             reason,
-            completed: report.restored + report.set_aside + report.restored_remote,
+            completed: report.restored
+                + report.set_aside
+                + report.restored_remote
+                + report.set_aside_remote,
             undoes: plan.undoes.clone(),
         };
         match action {
@@ -193,7 +247,9 @@ pub fn apply(
                 }
                 report.set_aside += 1;
             }
-            UndoAction::RestoreRemote { .. } => unreachable!("run above, side by side"),
+            UndoAction::RestoreRemote { .. } | UndoAction::SetAsideRemote { .. } => {
+                unreachable!("run above, side by side")
+            }
         }
         data_touched |= action.path().tier() == Tier::Data;
         // Test-only: die between two steps (FAILPOINTS=undo-step-done=N*off->return).
@@ -208,7 +264,10 @@ pub fn apply(
         Catalog::invalidate(layout).map_err(|e| UndoApplyError::Stopped {
             path: "the catalog".into(),
             reason: e.to_string(),
-            completed: report.restored + report.set_aside + report.restored_remote,
+            completed: report.restored
+                + report.set_aside
+                + report.restored_remote
+                + report.set_aside_remote,
             undoes: plan.undoes.clone(),
         })?;
     }
@@ -217,39 +276,81 @@ pub fn apply(
     Ok(report)
 }
 
-/// Copies each object back from its apply's remote trash, up to
-/// [`crate::state::undo::HEAD_CONCURRENCY`] at once, each only while the
-/// key is absent or still at the version the apply wrote. One outcome per
-/// action, in order.
-async fn restore_remote_many(
+/// Runs remote undo steps, up to [`crate::state::undo::HEAD_CONCURRENCY`]
+/// at once: a restore copies the object back from its apply's remote
+/// trash, only while the key is absent or still at the version the apply
+/// wrote, after keeping what it replaces in this undo's (`id`) remote
+/// trash; a set-aside keeps the object there, then deletes it at the
+/// version observed. One outcome per action, in order.
+async fn remote_many(
     run: &[&UndoAction],
     remote: Option<&crate::store::RemoteTarget>,
+    id: &str,
 ) -> Vec<Result<(), String>> {
+    use crate::store::{Precondition, StoreError};
     use futures_util::StreamExt;
     futures_util::stream::iter(run.iter().map(|a| async move {
-        let UndoAction::RestoreRemote {
-            placement,
-            path,
-            from,
-            expect,
-            ..
-        } = a
+        let (UndoAction::RestoreRemote {
+            placement, path, ..
+        }
+        | UndoAction::SetAsideRemote {
+            placement, path, ..
+        }) = a
         else {
-            unreachable!("only remote restores are run here")
+            unreachable!("only remote steps are run here")
         };
         let Some(target) = remote.filter(|r| &r.placement == placement) else {
             return Err("the remote it restores into is not configured".to_string());
         };
-        let pre = match expect {
-            None => crate::store::Precondition::CreateOnly,
-            Some(v) => crate::store::Precondition::Matches(v.clone()),
+        let key = target.key(path);
+        let key = key.as_str();
+        // Keeps the object at `version` in this undo's remote trash
+        // (create-only: a copy already there is this undo's own, from an
+        // interrupted attempt; a source gone or changed lets the write's
+        // own precondition decide).
+        let keep = |version: String| async move {
+            let trash = Layout::remote_trash_key(placement, id, path);
+            match target
+                .store
+                .copy_at(key, &version, &trash, &Precondition::CreateOnly)
+                .await
+            {
+                Ok(())
+                | Err(StoreError::PreconditionFailed { .. } | StoreError::NotFound { .. }) => {
+                    Ok(())
+                }
+                Err(e) => Err(e.to_string()),
+            }
         };
-        let trash_key = Layout::remote_trash_key(placement, from, path);
-        target
-            .store
-            .copy(&trash_key, &target.key(path), &pre)
-            .await
-            .map_err(|e| e.to_string())?;
+        match a {
+            UndoAction::RestoreRemote { from, expect, .. } => {
+                let pre = match expect {
+                    None => Precondition::CreateOnly,
+                    Some(v) => {
+                        keep(v.clone()).await?;
+                        Precondition::Matches(v.clone())
+                    }
+                };
+                let trash_key = Layout::remote_trash_key(placement, from, path);
+                target
+                    .store
+                    .copy(&trash_key, key, &pre)
+                    .await
+                    .map_err(|e| e.to_string())?;
+            }
+            UndoAction::SetAsideRemote { version, .. } => {
+                keep(version.clone()).await?;
+                match target
+                    .store
+                    .delete(key, &Precondition::Matches(version.clone()))
+                    .await
+                {
+                    Ok(()) | Err(StoreError::NotFound { .. }) => {}
+                    Err(e) => return Err(e.to_string()),
+                }
+            }
+            _ => unreachable!("only remote steps are run here"),
+        }
         // Test-only: die between two steps (FAILPOINTS=undo-step-done=N*off->return).
         #[cfg(feature = "failpoints")]
         if fail::eval("undo-step-done", |_| ()).is_some() {

@@ -870,6 +870,7 @@ pub fn render_undo(plan: &super::undo::UndoPlan) -> String {
                 UndoAction::RestoreRemote { from, .. } => {
                     (format!("remote trash of {from}"), String::new())
                 }
+                UndoAction::SetAsideRemote { .. } => ("in the remote".to_string(), String::new()),
             };
             t.add_row(vec![
                 (i + 1).to_string(),

@@ -43,8 +43,17 @@ pub enum UndoAction {
         path: TierPath,
         from: String,
         sha256: String,
-        #[serde(skip_serializing_if = "Option::is_none")]
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         expect: Option<String>,
+    },
+    /// Take away a remote object an undo restored into an absent key: one
+    /// server-side copy into this undo's remote trash, then a delete.
+    /// Precondition: the object is still at `version`.
+    SetAsideRemote {
+        placement: Placement,
+        path: TierPath,
+        sha256: String,
+        version: String,
     },
 }
 
@@ -54,6 +63,7 @@ impl UndoAction {
             UndoAction::Restore { .. } => "restore",
             UndoAction::SetAside { .. } => "set-aside",
             UndoAction::RestoreRemote { .. } => "restore-remote",
+            UndoAction::SetAsideRemote { .. } => "set-aside-remote",
         }
     }
 
@@ -61,7 +71,8 @@ impl UndoAction {
         match self {
             UndoAction::Restore { path, .. }
             | UndoAction::SetAside { path, .. }
-            | UndoAction::RestoreRemote { path, .. } => path,
+            | UndoAction::RestoreRemote { path, .. }
+            | UndoAction::SetAsideRemote { path, .. } => path,
         }
     }
 }
@@ -220,10 +231,25 @@ pub fn compose(journal: &Journal, observed: &UndoObserved) -> UndoPlan {
                     }),
                 }
             }
-            Op::RemoteRestored => plan.conflicts.push(UndoConflict::NotUndoable {
-                path,
-                reason: "undoing the restore of a remote object is not supported yet; sync the file you want and push it".into(),
-            }),
+            // An undo restored the object into an absent key (a restore
+            // over an object is journaled as a set-aside of what it
+            // replaced): undone by taking it away again, kept in the trash.
+            Op::RemoteRestored => match &seen.file {
+                Found::Object { sha256, version } if *sha256 == entry.sha256 => {
+                    plan.actions.push(UndoAction::SetAsideRemote {
+                        placement: entry.placement.clone(),
+                        path,
+                        sha256: sha256.clone(),
+                        version: version.clone(),
+                    })
+                }
+                Found::Absent => {}
+                found => plan.conflicts.push(UndoConflict::Changed {
+                    path,
+                    expected: format!("the restored object (sha256 {})", entry.sha256),
+                    found: describe(found),
+                }),
+            },
             Op::Restored => match &seen.file {
                 _ if is_ours => {
                     cleared.insert(path.clone());

@@ -213,10 +213,16 @@ fn plan_and_apply(
     if ctx.json {
         print_json(&json!({ "undo": plan, "applied": report }));
     } else {
-        let remote = match report.restored_remote {
+        let mut remote = match report.restored_remote {
             0 => String::new(),
             n => format!(", {n} remote object(s) restored"),
         };
+        if report.set_aside_remote > 0 {
+            remote.push_str(&format!(
+                ", {} remote object(s) set aside",
+                report.set_aside_remote
+            ));
+        }
         println!(
             "\nUndid apply {}: {} restored, {} set aside{remote}. Recorded as apply {}; `swamp undo {}` reverses it.",
             journal.id, report.restored, report.set_aside, report.apply_id, report.apply_id
