@@ -1,5 +1,6 @@
 //! What `swamp undo` plans from: for each entry of a journal, what is at
-//! the file's place now and what is in the apply's trash.
+//! the file's place now and what is in the apply's trash. And what
+//! retention plans from ([`held`]): what each apply still keeps.
 
 use std::io;
 use std::path::Path;

@@ -6,7 +6,9 @@
 //! wait on the same filesystem as the file they were (see
 //! [`Layout::trash_path`]), so setting aside is one rename and restoring
 //! is a link. `swamp history` lists the journals; `swamp undo` plans from
-//! one (see `plan::undo`).
+//! one (see `plan::undo`). Retention (`[undo]`) prunes a journal's trash
+//! through planned actions (`plan::retention`, `apply::prune`) and marks
+//! the journal `pruned`; `--no-undo` runs are journaled with nothing kept.
 
 use std::io;
 use std::path::{Path, PathBuf};
