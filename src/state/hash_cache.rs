@@ -49,6 +49,12 @@ impl HashCache {
     /// Loads the cache; a missing or unreadable file is an empty cache
     /// (it is derived state).
     pub fn load(path: &Path) -> HashCache {
+        // The state directory's writes (this cache, sync bases) leave temp
+        // files when killed; every plan loads this cache, so a converged
+        // run clears them even when it writes nothing there itself.
+        if let Some(dir) = path.parent() {
+            crate::fsutil::sweep_dead_temps(dir);
+        }
         let mut entries = HashMap::new();
         if let Ok(text) = std::fs::read_to_string(path) {
             for line in text.lines() {
