@@ -189,10 +189,7 @@ impl Remotes<'_> {
 }
 
 /// Before a remote object is deleted or replaced: one server-side copy of
-/// it into this apply's remote trash, create-only (a copy already there is
-/// this apply's own, from a retried or resumed attempt). An object already
-/// gone has nothing to keep; the delete's or upload's own precondition then
-/// decides.
+/// it into this apply's remote trash. See [`keep_in_trash`].
 async fn keep_in_remote_trash(
     remote: &RemoteTarget,
     remotes: &Remotes<'_>,
@@ -202,20 +199,33 @@ async fn keep_in_remote_trash(
     let Some(trash) = remotes.trash else {
         return Ok(());
     };
-    let key = crate::layout::Layout::remote_trash_key(&remote.placement, trash.id, path);
-    // Pinned to the version the plan saw: if another writer replaced it
-    // since, the copy fails here and the delete's or upload's own
-    // precondition then refuses to act.
+    keep_in_trash(remote, trash.id, path, version)
+        .await
+        .map_err(|source| SyncActionError::Store {
+            path: path.clone(),
+            source,
+        })
+}
+
+/// Copies the object at `path`, pinned to `version` (the version the plan
+/// saw), into apply `id`'s remote trash, create-only: a copy already there
+/// is that apply's own, from a retried or resumed attempt. An object gone
+/// or replaced since has nothing to keep; the delete's or write's own
+/// precondition then decides.
+pub(super) async fn keep_in_trash(
+    remote: &RemoteTarget,
+    id: &str,
+    path: &TierPath,
+    version: &str,
+) -> Result<(), StoreError> {
+    let key = crate::layout::Layout::remote_trash_key(&remote.placement, id, path);
     match remote
         .store
         .copy_at(&remote.key(path), version, &key, &Precondition::CreateOnly)
         .await
     {
         Ok(_) | Err(StoreError::PreconditionFailed { .. } | StoreError::NotFound { .. }) => Ok(()),
-        Err(source) => Err(SyncActionError::Store {
-            path: path.clone(),
-            source,
-        }),
+        Err(e) => Err(e),
     }
 }
 

@@ -10,6 +10,7 @@ use crate::state::HashCache;
 use crate::undo::{self, Entry, Journal, Op};
 
 use super::moves;
+use super::remote::keep_in_trash;
 
 #[derive(Debug, thiserror::Error)]
 pub enum UndoApplyError {
@@ -304,30 +305,15 @@ async fn remote_many(
         };
         let key = target.key(path);
         let key = key.as_str();
-        // Keeps the object at `version` in this undo's remote trash
-        // (create-only: a copy already there is this undo's own, from an
-        // interrupted attempt; a source gone or changed lets the write's
-        // own precondition decide).
-        let keep = |version: String| async move {
-            let trash = Layout::remote_trash_key(placement, id, path);
-            match target
-                .store
-                .copy_at(key, &version, &trash, &Precondition::CreateOnly)
-                .await
-            {
-                Ok(())
-                | Err(StoreError::PreconditionFailed { .. } | StoreError::NotFound { .. }) => {
-                    Ok(())
-                }
-                Err(e) => Err(e.to_string()),
-            }
-        };
         match a {
             UndoAction::RestoreRemote { from, expect, .. } => {
                 let pre = match expect {
                     None => Precondition::CreateOnly,
                     Some(v) => {
-                        keep(v.clone()).await?;
+                        // What it replaces is kept in this undo's trash.
+                        keep_in_trash(target, id, path, v)
+                            .await
+                            .map_err(|e| e.to_string())?;
                         Precondition::Matches(v.clone())
                     }
                 };
@@ -339,7 +325,9 @@ async fn remote_many(
                     .map_err(|e| e.to_string())?;
             }
             UndoAction::SetAsideRemote { version, .. } => {
-                keep(version.clone()).await?;
+                keep_in_trash(target, id, path, version)
+                    .await
+                    .map_err(|e| e.to_string())?;
                 match target
                     .store
                     .delete(key, &Precondition::Matches(version.clone()))
