@@ -4,7 +4,10 @@
 # files of 4 KiB (default 10000) into an empty bucket, a no-op sync of the
 # same, and a pull into an empty cache / directory. For each: wall time, peak
 # RSS, and the HTTP requests per file by method, counted by a proxy
-# (benches/count_proxy.py) that both tools talk to.
+# (benches/count_proxy.py) that every tool talks to. curl `--parallel
+# --parallel-max 64` (one unsigned PUT / GET per file on kept-alive
+# connections, no listing, no checks) runs the push and the pull too, as
+# the ceiling the other tools are measured against.
 #
 #   benches/sync_s3.sh              # N = 10000
 #   benches/sync_s3.sh 1000         # a quick check
@@ -15,6 +18,7 @@
 #   RCLONE_VARIANTS="default t32" ...  # rclone configurations to run (see below)
 #   KEEP=1 ...                      # keep the temp directory for inspection
 #   SWAMP_BIN=path/to/swamp ...     # that binary instead of a release build
+#   CURL=0 ...                      # leave out the curl ceiling
 #
 # rclone configurations: `default` is rclone's defaults (--transfers 4,
 # --checkers 8, size + modtime comparison); `t32` adds --transfers 32
@@ -228,6 +232,25 @@ for v in "${VARIANTS[@]}"; do
     [[ "$v" == checksum ]] || TRANSFER_VARIANTS+=("$v")
 done
 
+# --- curl (the ceiling)
+
+CURL="${CURL:-1}"
+# curl_config DIR URL OUT upload|download: a curl config with one transfer
+# per file of the source tree (DIR is the local side of each transfer).
+curl_config() {
+    python3 - "$WORK/src/bench" "$1" "$2" "$3" "$4" <<'PY'
+import os, sys
+src, local, url, out, mode = sys.argv[1:]
+with open(out, "w") as f:
+    for d, _, files in sorted(os.walk(src)):
+        for name in sorted(files):
+            rel = os.path.relpath(os.path.join(d, name), src)
+            f.write(f'url = "{url}/{rel}"\n')
+            f.write(("upload-file" if mode == "upload" else "output") + f' = "{os.path.join(local, rel)}"\n')
+PY
+}
+CURL_CMD=(curl --silent --show-error --fail --parallel --parallel-max 64 --create-dirs)
+
 # ------------------------------------------------------------ push
 
 stage "== push: $N files into an empty bucket ($PUSH_RUNS run(s) each)"
@@ -255,6 +278,13 @@ for run in $(seq "$PUSH_RUNS"); do
         got=$(bucket_count "rclone-$v-push-$run" "bench/")
         [[ "$got" -eq "$N" ]] || { echo "error: rclone push left $got objects, expected $N" >&2; exit 1; }
     done
+    if [[ "$CURL" == 1 ]]; then
+        make_bucket "curl-push-$run"
+        curl_config "$WORK/src/bench" "$ENDPOINT/curl-push-$run/bench" "$WORK/curl-push.cfg" upload
+        timed push "curl --parallel 64" "${CURL_CMD[@]}" -K "$WORK/curl-push.cfg"
+        got=$(bucket_count "curl-push-$run" "bench/")
+        [[ "$got" -eq "$N" ]] || { echo "error: curl push left $got objects, expected $N" >&2; exit 1; }
+    fi
 done
 echo "   (swamp put $(bucket_count swamp-push-1 swamp/) object(s) under s3://swamp-push-1/swamp/ for $N files)" >&2
 
@@ -301,6 +331,13 @@ for run in $(seq "$PULL_RUNS"); do
         same_tree "$dest"
         rm -rf "$dest"
     done
+    if [[ "$CURL" == 1 ]]; then
+        dest="$WORK/curl-pull-$run"
+        curl_config "$dest" "$ENDPOINT/curl-push-1/bench" "$WORK/curl-pull.cfg" download
+        timed pull "curl --parallel 64" "${CURL_CMD[@]}" -K "$WORK/curl-pull.cfg"
+        same_tree "$dest"
+        rm -rf "$dest"
+    fi
 done
 
 # ------------------------------------------------------------ report
@@ -378,15 +415,18 @@ done <"$ROWS"
 
 echo
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b <= 0) print "-"; else if (a / b < 0.1) printf "%.2g", a / b; else printf "%.2f", a / b }'; }
-echo "swamp / rclone ratios (same script, same server; < 1 means swamp used less):"
+echo "swamp / peer ratios (same script, same server; < 1 means swamp used less; curl is the ceiling):"
 printf '%-7s %-22s %8s %10s %9s\n' "phase" "versus" "wall" "requests" "peak RSS"
 for phase in push no-op pull; do
     skey="$phase|swamp"
     [[ -n "${MED_WALL[$skey]+x}" ]] || continue
-    for v in "${VARIANTS[@]}"; do
-        rkey="$phase|$(rclone_label "$v")"
+    peers=()
+    for v in "${VARIANTS[@]}"; do peers+=("$(rclone_label "$v")"); done
+    peers+=("curl --parallel 64")
+    for peer in "${peers[@]}"; do
+        rkey="$phase|$peer"
         [[ -n "${MED_WALL[$rkey]+x}" ]] || continue
-        printf '%-7s %-22s %8s %10s %9s\n' "$phase" "$(rclone_label "$v")" \
+        printf '%-7s %-22s %8s %10s %9s\n' "$phase" "$peer" \
             "$(ratio "${MED_WALL[$skey]}" "${MED_WALL[$rkey]}")" \
             "$(ratio "${MED_REQ[$skey]}" "${MED_REQ[$rkey]}")" \
             "$(ratio "${MED_RSS[$skey]}" "${MED_RSS[$rkey]}")"
