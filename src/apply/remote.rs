@@ -138,17 +138,22 @@ fn prune_after_failure(file: &Path, root: &Path) {
     }
 }
 
-/// Hashes a file a download just landed and checks it against `expected`,
-/// removing it on a mismatch. Returns its sha256.
+/// Checks the sha256 of a file a download just landed (`landed`, as the
+/// store hashed the bytes it wrote; read again only when the store did not
+/// say) against `expected`, removing it on a mismatch. Returns its sha256.
 fn verify_landed(
     file: &Path,
     path: &TierPath,
+    landed: Option<String>,
     expected: Option<&str>,
 ) -> Result<String, SyncActionError> {
-    let got = fsutil::sha256_file(file).map_err(|source| SyncActionError::Io {
-        path: path.clone(),
-        source,
-    })?;
+    let got = match landed {
+        Some(sha) => sha,
+        None => fsutil::sha256_file(file).map_err(|source| SyncActionError::Io {
+            path: path.clone(),
+            source,
+        })?,
+    };
     if let Some(expected) = expected
         && expected != got
     {
@@ -315,7 +320,7 @@ pub async fn run(
                 .inspect_err(|_| prune_after_failure(&file, root))?;
             // The plan's hash binds only the version it saw.
             let expected = sha256.as_deref().filter(|_| meta.version == *version);
-            let got = verify_landed(&landing, path, expected)
+            let got = verify_landed(&landing, path, meta.sha256.clone(), expected)
                 .inspect_err(|_| prune_after_failure(&file, root))?;
             if let Some(trash) = trash {
                 let io = |source| SyncActionError::Io {
@@ -403,12 +408,13 @@ pub async fn run(
                 return Err(SyncActionError::LocalAppeared { path: path.clone() });
             }
             let from = remotes.source(*source, path)?;
-            from.store
+            let meta = from
+                .store
                 .get_to_file(&from.key(path), &file)
                 .await
                 .map_err(store_err(path))
                 .inspect_err(|_| prune_after_failure(&file, root))?;
-            verify_landed(&file, path, sha256.as_deref())
+            verify_landed(&file, path, meta.sha256, sha256.as_deref())
                 .inspect_err(|_| prune_after_failure(&file, root))?;
             Ok(BaseChange::Nothing)
         }
@@ -665,10 +671,57 @@ pub async fn run_many(
     while let Some((i, outcome)) = stream.next().await {
         outcomes[i] = Some(outcome);
     }
-    outcomes
+    let mut outcomes: Vec<_> = outcomes
         .into_iter()
         .map(|o| o.expect("every action yields an outcome"))
-        .collect()
+        .collect();
+    sync_landed_dirs(actions, root, &mut outcomes).await;
+    outcomes
+}
+
+/// Makes the downloads of a run durable: fsyncs each directory a completed
+/// download or fetch renamed a file into, once (not once per file), before
+/// any of them is reported complete (and so before the sync base records
+/// it or a later action relies on it). A directory that cannot be synced
+/// fails the downloads into it.
+async fn sync_landed_dirs(
+    actions: &[&Action],
+    root: &Path,
+    outcomes: &mut [Result<BaseChange, SyncActionError>],
+) {
+    use std::collections::BTreeMap;
+    let mut dirs: BTreeMap<PathBuf, Vec<usize>> = BTreeMap::new();
+    for (i, (action, outcome)) in actions.iter().zip(outcomes.iter()).enumerate() {
+        if let (Action::Download { path, .. } | Action::Fetch { path, .. }, Ok(_)) =
+            (action, outcome)
+            && let Some(dir) = root.join(path.as_str()).parent()
+        {
+            dirs.entry(dir.to_path_buf()).or_default().push(i);
+        }
+    }
+    let synced = futures_util::stream::iter(dirs.into_iter().map(|(dir, landed)| async move {
+        let outcome = tokio::task::spawn_blocking({
+            let dir = dir.clone();
+            move || fsutil::sync_dir(&dir)
+        })
+        .await
+        .unwrap_or_else(|e| Err(std::io::Error::other(format!("fsync task failed: {e}"))));
+        (landed, outcome)
+    }))
+    .buffer_unordered(16)
+    .collect::<Vec<_>>()
+    .await;
+    for (landed, outcome) in synced {
+        if let Err(e) = outcome {
+            for i in landed {
+                let path = actions[i].path().cloned().expect("a download has a path");
+                outcomes[i] = Err(SyncActionError::Io {
+                    path,
+                    source: std::io::Error::new(e.kind(), e.to_string()),
+                });
+            }
+        }
+    }
 }
 
 /// Resolves once a watched lock is lost, with why.

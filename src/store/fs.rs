@@ -207,7 +207,10 @@ impl FsStore {
         let meta = meta_of(key, &path, &file)?;
         let sha = copy_hashing(&mut file, dest).map_err(|e| StoreError::io(&path, e))?;
         verify_sha256(key, meta.sha256.as_deref(), &sha)?;
-        Ok(meta)
+        Ok(ObjectMeta {
+            sha256: Some(sha),
+            ..meta
+        })
     }
 
     fn delete_blocking(&self, key: &str, pre: &Precondition) -> Result<(), StoreError> {

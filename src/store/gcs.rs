@@ -400,8 +400,11 @@ impl Store for GcsStore {
                 let chunk = chunk.map_err(|e| self.stream_err(e))?;
                 landing.write(&chunk).await?;
             }
-            landing.finish(&self.describe(), &meta, dest).await?;
-            Ok(meta)
+            let sha256 = landing.finish(&self.describe(), &meta).await?;
+            Ok(ObjectMeta {
+                sha256: Some(sha256),
+                ..meta
+            })
         })
         .await
     }

@@ -460,8 +460,11 @@ impl Store for S3Store {
             {
                 landing.write(&chunk).await?;
             }
-            landing.finish(&self.describe(), &meta, dest).await?;
-            Ok(meta)
+            let sha256 = landing.finish(&self.describe(), &meta).await?;
+            Ok(ObjectMeta {
+                sha256: Some(sha256),
+                ..meta
+            })
         })
         .await
     }

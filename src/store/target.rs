@@ -43,6 +43,10 @@ impl RemoteTarget {
 pub fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
+        // File work of transfers (a create-write-fsync-rename per download)
+        // runs here: enough threads for the fsyncs to overlap, few enough
+        // that each does not keep its own allocator arena.
+        .max_blocking_threads(16)
         .enable_all()
         .build()
         .expect("a tokio runtime starts")
