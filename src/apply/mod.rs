@@ -152,6 +152,10 @@ pub fn apply(
             id: &j.id,
             placement: plan.target.placement(),
         });
+    // Moves done by renaming a whole directory, by action index; and how far
+    // the runs of moves have been looked at for such directories.
+    let mut moved_whole: std::collections::HashSet<usize> = std::collections::HashSet::new();
+    let mut scanned_to = 0;
     let mut i = 0;
     while i < plan.actions.len() {
         let action = &plan.actions[i];
@@ -256,6 +260,36 @@ pub fn apply(
             reason,
             completed: report.completed,
         };
+        if matches!(action, Action::Move { .. }) && i >= scanned_to {
+            let end = i + plan.actions[i..]
+                .iter()
+                .take_while(|a| matches!(a, Action::Move { .. }))
+                .count();
+            scanned_to = end;
+            let (done, failed) = rename_whole_dirs(plan, i..end, &cache);
+            if let Some((at, e)) = failed {
+                return Err(ApplyError::Stopped {
+                    index: at + 1,
+                    kind: "move",
+                    what: plan.actions[at]
+                        .path()
+                        .map(ToString::to_string)
+                        .unwrap_or_default(),
+                    reason: e.to_string(),
+                    completed: report.completed + done.len(),
+                });
+            }
+            moved_whole.extend(done);
+        }
+        if moved_whole.contains(&i) {
+            if let Action::Move { size, .. } = action {
+                report.moved += 1;
+                report.bytes_moved += size;
+            }
+            report.completed += 1;
+            progress(report.completed, total);
+            continue;
+        }
         match action {
             Action::Move {
                 path,
@@ -557,6 +591,62 @@ fn describe_global(action: &Action) -> &'static str {
 }
 
 /// Removes the directories a move emptied, up to the source tier root.
+/// Renames whole the directories every file of which a run of moves
+/// (`run`, action indices) carries to the same place at the target (see
+/// [`moves::whole_dirs`]), one source at a time. Returns the indices of the
+/// moves done so and, if a rename failed, the index of a move it concerned
+/// and why (the renames before it stand).
+fn rename_whole_dirs(
+    plan: &Plan,
+    run: std::ops::Range<usize>,
+    cache: &HashCache,
+) -> (Vec<usize>, Option<(usize, moves::MoveError)>) {
+    use std::collections::{BTreeMap, HashMap};
+    let mut by_source: BTreeMap<usize, HashMap<&str, (&str, usize)>> = BTreeMap::new();
+    for k in run {
+        if let Action::Move {
+            path,
+            source,
+            sha256,
+            ..
+        } = &plan.actions[k]
+        {
+            by_source
+                .entry(*source)
+                .or_default()
+                .insert(path.as_str(), (sha256.as_str(), k));
+        }
+    }
+    let mut done = Vec::new();
+    for (source, moves_of) in by_source {
+        let src_root = &plan.sources[source].root;
+        let planned: HashMap<&str, &str> = moves_of.iter().map(|(p, (s, _))| (*p, *s)).collect();
+        for dir in moves::whole_dirs(src_root, &plan.target.root, &planned, cache) {
+            let prefix = format!("{}/", dir.rel);
+            let inside: Vec<usize> = moves_of
+                .iter()
+                .filter(|(p, _)| p.starts_with(&prefix))
+                .map(|(_, (_, k))| *k)
+                .collect();
+            let first = inside
+                .iter()
+                .copied()
+                .min()
+                .expect("a whole dir holds files");
+            if let Err(e) = moves::rename_dir(src_root, &plan.target.root, &dir.rel) {
+                return (done, Some((first, e)));
+            }
+            prune_parents(&src_root.join(&dir.rel), src_root);
+            done.extend(inside);
+            #[cfg(feature = "failpoints")]
+            if fail::eval("apply-after-move", |_| ()).is_some() {
+                die_for_tests();
+            }
+        }
+    }
+    (done, None)
+}
+
 fn prune_parents(file: &Path, root: &Path) {
     if let Some(parent) = file.parent() {
         crate::fsutil::remove_empty_dirs(parent, root);

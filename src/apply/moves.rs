@@ -22,6 +22,8 @@ pub enum MoveError {
     NotAFile(PathBuf),
     #[error("a different file appeared at {} (sha256 {found}); plan again to see the conflict", .path.display())]
     DestinationDiffers { path: PathBuf, found: String },
+    #[error("{} appeared at the target since the plan was made; plan again", .0.display())]
+    TargetAppeared(PathBuf),
     #[error("the identical copy at {} is gone or changed; plan again", .0.display())]
     TwinGone(PathBuf),
     #[error("cannot create {}: {source} (is something in the way?)", .path.display())]
@@ -146,6 +148,131 @@ pub fn drop_duplicate(
         Err(e) => return Err(e),
     }
     remove(src).map_err(io_at(src))
+}
+
+/// A directory a run of moves renames whole, tier-relative, with the number
+/// of planned files it carries.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WholeDir {
+    pub rel: String,
+    pub files: usize,
+}
+
+/// The directories of `src_root` that a run of moves (`planned`: tier path
+/// → sha256, all from that source to the same tier path under `dst_root`)
+/// can rename whole instead of file by file: every entry beneath is a
+/// regular file the run moves, whose (device, inode, size, mtime) the hash
+/// cache knows with the planned sha256 (a stat, no read), and the directory
+/// is absent at the target. Only the topmost such directories, sorted.
+///
+/// Anything else beneath (a file the run does not move, a symlink, a temp
+/// file, an unreadable entry, a file the cache does not vouch for) keeps
+/// that directory out; its clean subdirectories may still qualify, and the
+/// rest moves file by file with the full checks.
+pub fn whole_dirs(
+    src_root: &Path,
+    dst_root: &Path,
+    planned: &std::collections::HashMap<&str, &str>,
+    cache: &HashCache,
+) -> Vec<WholeDir> {
+    let mut clean = Vec::new();
+    let tiers: std::collections::BTreeSet<&str> =
+        planned.keys().filter_map(|p| p.split('/').next()).collect();
+    for tier in tiers {
+        scan_clean(&src_root.join(tier), tier, planned, cache, &mut clean);
+    }
+    clean.sort_by(|a: &WholeDir, b| a.rel.cmp(&b.rel));
+    let mut picked: Vec<WholeDir> = Vec::new();
+    for dir in clean {
+        let nested = picked
+            .last()
+            .is_some_and(|p| dir.rel.starts_with(&format!("{}/", p.rel)));
+        if nested || dir.files == 0 {
+            continue;
+        }
+        let src = src_root.join(&dir.rel);
+        let dst = dst_root.join(&dir.rel);
+        // Never into itself (a target nested in the source tree).
+        if dst.starts_with(&src) || src.starts_with(&dst) {
+            continue;
+        }
+        match fs::symlink_metadata(&dst) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => picked.push(dir),
+            _ => {}
+        }
+    }
+    picked
+}
+
+/// Scans `dir` (tier-relative `rel`): pushes every clean directory beneath
+/// it, and itself when clean, with its file count; returns whether it is
+/// clean and how many files it holds.
+fn scan_clean(
+    dir: &Path,
+    rel: &str,
+    planned: &std::collections::HashMap<&str, &str>,
+    cache: &HashCache,
+    out: &mut Vec<WholeDir>,
+) -> (bool, usize) {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return (false, 0);
+    };
+    let (mut clean, mut files) = (true, 0);
+    for entry in entries {
+        let Ok(entry) = entry else {
+            clean = false;
+            continue;
+        };
+        let name = entry.file_name();
+        let (Some(name), Ok(ft)) = (name.to_str(), entry.file_type()) else {
+            clean = false;
+            continue;
+        };
+        let child = format!("{rel}/{name}");
+        if ft.is_dir() {
+            let (sub_clean, sub_files) = scan_clean(&entry.path(), &child, planned, cache, out);
+            clean &= sub_clean;
+            files += sub_files;
+        } else if ft.is_file()
+            && let Some(sha) = planned.get(child.as_str())
+            && let Ok(meta) = fs::symlink_metadata(entry.path())
+            && meta.file_type().is_file()
+            && cache.known(&meta) == Some(*sha)
+        {
+            files += 1;
+        } else {
+            clean = false;
+        }
+    }
+    if clean {
+        out.push(WholeDir {
+            rel: rel.to_string(),
+            files,
+        });
+    }
+    (clean, files)
+}
+
+/// Renames `src_root/rel` to `dst_root/rel` (absent: a rename either
+/// happened or did not), then fsyncs both parents.
+pub fn rename_dir(src_root: &Path, dst_root: &Path, rel: &str) -> Result<(), MoveError> {
+    let (src, dst) = (src_root.join(rel), dst_root.join(rel));
+    let dst_parent = dst.parent().expect("a tier directory has a parent");
+    fs::create_dir_all(dst_parent).map_err(|source| MoveError::Blocked {
+        path: dst_parent.to_path_buf(),
+        source,
+    })?;
+    // rename(2) would replace an empty directory that appeared meanwhile
+    // (harmless) and refuses a non-empty one; refuse anything that is there.
+    match fs::symlink_metadata(&dst) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        Err(e) => return Err(io_at(&dst)(e)),
+        Ok(_) => return Err(MoveError::TargetAppeared(dst)),
+    }
+    fs::rename(&src, &dst).map_err(io_at(&src))?;
+    fsutil::sync_dir(dst_parent).map_err(io_at(dst_parent))?;
+    let src_parent = src.parent().expect("a tier directory has a parent");
+    fsutil::sync_dir(src_parent).map_err(io_at(src_parent))
 }
 
 /// Removes an orphaned swamp temp file at `root/path`: only a regular file

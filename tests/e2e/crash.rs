@@ -9,7 +9,7 @@ mod killed {
     use crate::common::{TestRepo, data_files};
 
     #[test]
-    fn an_apply_killed_after_three_moves_is_finished_by_the_next_apply() {
+    fn an_apply_killed_part_way_through_its_moves_is_finished_by_the_next_apply() {
         let repo = TestRepo::with_solo_data();
         for i in 0..20 {
             repo.write(
@@ -22,16 +22,21 @@ mod killed {
         repo.run(&["datastore", "namespace", "set", "homelab"])
             .expect(0);
 
-        // The fourth hit of the failpoint (after three moves) SIGKILLs the process.
+        // The second hit of the failpoint SIGKILLs the process: after one
+        // move, or one whole directory renamed.
         let out = repo
             .cmd()
-            .env("FAILPOINTS", "apply-after-move=3*off->return")
+            .env("FAILPOINTS", "apply-after-move=1*off->return")
             .args(["apply", "-y"])
             .output()
             .unwrap();
         assert_eq!(out.status.signal(), Some(9), "killed by SIGKILL: {out:?}");
         let moved = data_files(&repo.tree(".swamp/homelab")).len();
-        assert_eq!(moved, 4, "four moves happened before the kill");
+        assert!(
+            moved > 0 && moved < before.len(),
+            "killed part-way: {moved} of {} moved",
+            before.len()
+        );
 
         repo.run(&["apply", "-y"]).expect(0);
         let after = data_files(&repo.tree(".swamp/homelab"));

@@ -13,6 +13,77 @@ fn solo_files(repo: &TestRepo) -> std::collections::BTreeMap<String, Vec<u8>> {
     t
 }
 
+fn inode(path: &std::path::Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::symlink_metadata(path).unwrap().ino()
+}
+
+#[test]
+fn a_migration_renames_whole_directories_and_moves_the_rest_file_by_file() {
+    let repo = TestRepo::with_solo_data();
+    for i in 0..30 {
+        repo.write(
+            &format!(".swamp/outputs/batch/{i:02}.yaml"),
+            &format!("n: {i}\n"),
+        );
+    }
+    // Not a datastore file (a temp file of a live writer, this test): its
+    // directory cannot move whole, the file beside it moves on its own, and
+    // the temp file stays where it is.
+    let temp = format!("outputs/deploy/.swamp-tmp-{}-keep", std::process::id());
+    repo.write(&format!(".swamp/{temp}"), "being written\n");
+    let mut expected = solo_files(&repo);
+    expected.remove(&temp);
+    let batch_dir = inode(&repo.path(".swamp/outputs/batch"));
+    let deploy_dir = inode(&repo.path(".swamp/outputs/deploy"));
+    let plan = repo.run(&[
+        "--json",
+        "datastore",
+        "namespace",
+        "set",
+        "homelab",
+        "--migrate",
+    ]);
+    plan.expect(0);
+    let moves = plan.json()["plan"]["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["kind"] == "move")
+        .count();
+    assert_eq!(moves, expected.len(), "the plan lists every file");
+    repo.run(&[
+        "datastore",
+        "namespace",
+        "set",
+        "homelab",
+        "--migrate",
+        "--confirm",
+    ])
+    .expect(0);
+
+    assert_eq!(
+        data_files(&repo.tree(NS)),
+        expected,
+        "every planned file moved byte for byte, and nothing else"
+    );
+    assert_eq!(
+        inode(&repo.path(&format!("{NS}/outputs/batch"))),
+        batch_dir,
+        "outputs/batch was renamed whole"
+    );
+    assert_ne!(
+        inode(&repo.path(&format!("{NS}/outputs/deploy"))),
+        deploy_dir,
+        "outputs/deploy moved file by file"
+    );
+    assert_eq!(
+        std::fs::read(repo.path(&format!(".swamp/{temp}"))).unwrap(),
+        b"being written\n"
+    );
+    repo.run(&["plan", "--detailed-exitcode"]).expect(0);
+}
+
 #[test]
 fn migrate_preview_changes_nothing_and_confirm_moves_everything() {
     let repo = TestRepo::with_solo_data();
