@@ -229,6 +229,7 @@ grep -q "$N to move" "$WORK/last.log" || {
     tail -n 5 "$WORK/last.log" >&2
     exit 1
 }
+PLAN_LINES=$(wc -l <"$WORK/last.log")
 for _ in $(seq "$RUNS"); do
     timed "swamp plan --json ($N moves)" "$SWAMP" --repo "$REPO" plan --json
 done
@@ -247,6 +248,16 @@ for round in $(seq "$APPLY_RUNS"); do
     [[ "$back" -eq "$N" ]] || { echo "error: $back of $N files back in the solo layout" >&2; exit 1; }
 done
 
+# The filesystem floor: the tier directories moved with mv(1), there and back.
+for _ in $(seq "$RUNS"); do
+    timed "mv of the tier directories (there and back)" bash -c '
+        cd "$1/.swamp" && mkdir -p mvbench &&
+        mv data outputs workflow-runs mvbench/ && mv mvbench/data mvbench/outputs mvbench/workflow-runs . &&
+        rmdir mvbench' _ "$REPO"
+done
+
 # ------------------------------------------------------------ report
 
 report
+echo
+echo "lines the human plan of $N moves prints: ${PLAN_LINES:-?}"
