@@ -101,6 +101,29 @@ fn a_listing_cut_off_mid_way_is_retried(backend: Backend) {
     assert_eq!(data_files(&b), data_files(&a));
 }
 
+fn a_pull_reads_each_object_with_one_request(backend: Backend) {
+    let (_bucket, proxy, a, b) = pushed_then_cloned_behind(backend);
+    b.run(&["datastore", "sync", "--pull", "-y"]).expect(0);
+    assert_eq!(data_files(&b), data_files(&a));
+    // The listing told the size, version and sha256: one read per object,
+    // no metadata request before it (GCS used to make two).
+    for key in [
+        "alpha/data/m/x/1/raw",
+        "alpha/data/m/x/3/raw",
+        "alpha/data/m/y/1/raw",
+    ] {
+        let key = in_target(backend, key);
+        let requests: Vec<String> = proxy
+            .seen()
+            .into_iter()
+            .filter(|s| s.method == "GET" || s.method == "HEAD")
+            .filter(|s| s.target.contains(&format!("{key}?")) || s.target.ends_with(&key))
+            .map(|s| format!("{} {}", s.method, s.target))
+            .collect();
+        assert_eq!(requests.len(), 1, "{key}: {requests:#?}");
+    }
+}
+
 fn a_download_with_a_flipped_byte_is_retried_and_lands_intact(backend: Backend) {
     let (_bucket, proxy, a, b) = pushed_then_cloned_behind(backend);
     let key = in_target(backend, "alpha/data/m/x/2/raw");
@@ -655,6 +678,7 @@ on_both_servers!(
     setup_both_ways_killed_at_random_converges_with_every_file_once,
     config_migrate_killed_at_random_never_shows_a_sentinel_before_its_objects,
     a_listing_cut_off_mid_way_is_retried,
+    a_pull_reads_each_object_with_one_request,
     a_download_with_a_flipped_byte_is_retried_and_lands_intact,
     a_download_that_stays_corrupt_is_an_error_naming_the_object_and_writes_nothing,
     a_dead_server_ends_a_300_file_push_in_seconds_naming_the_command_to_rerun,

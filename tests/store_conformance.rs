@@ -554,6 +554,35 @@ async fn copy_at_copies_only_the_version_it_names(b: Backend) {
     );
 }
 
+async fn a_listed_download_lands_that_version_or_the_current_one(b: Backend) {
+    let f = Fixture::new(b);
+    let s = &f.store;
+    let old = s
+        .put_bytes("t/obj", b"listed bytes".to_vec(), &Precondition::None)
+        .await
+        .unwrap();
+    let listed = s.list("t/").await.unwrap().remove(0);
+    let dest = f.scratch.path().join("a/obj");
+    let got = s.get_known_to_file(&listed, &dest).await.unwrap();
+    assert_eq!(std::fs::read(&dest).unwrap(), b"listed bytes");
+    assert_eq!(got.version, old.version);
+    assert_eq!(got.sha256, old.sha256, "the sha256 of the bytes landed");
+
+    // Replaced since it was listed: the object as it is now.
+    let new = s
+        .put_bytes(
+            "t/obj",
+            b"newer bytes!".to_vec(),
+            &Precondition::Matches(old.version.clone()),
+        )
+        .await
+        .unwrap();
+    let dest = f.scratch.path().join("b/obj");
+    let got = s.get_known_to_file(&listed, &dest).await.unwrap();
+    assert_eq!(std::fs::read(&dest).unwrap(), b"newer bytes!");
+    assert_eq!(got.version, new.version);
+}
+
 async fn downloads_verify_integrity(b: Backend) {
     let f = Fixture::new(b);
     let s = &f.store;
@@ -863,6 +892,7 @@ conformance!(fs: Backend::Fs => [
     copy_keeps_sha256,
     copy_at_copies_only_the_version_it_names,
     downloads_verify_integrity,
+    a_listed_download_lands_that_version_or_the_current_one,
     bad_keys_are_refused,
     a_scoped_store_refuses_keys_outside_its_prefix_and_namespace,
 ]);
@@ -881,6 +911,7 @@ conformance!(s3: Backend::S3 => [
     copy_keeps_sha256,
     copy_at_copies_only_the_version_it_names,
     downloads_verify_integrity,
+    a_listed_download_lands_that_version_or_the_current_one,
     bad_keys_are_refused,
     a_scoped_store_refuses_keys_outside_its_prefix_and_namespace,
     unreachable_endpoint_fails_fast,
@@ -901,6 +932,7 @@ conformance!(gcs: Backend::Gcs => [
     copy_keeps_sha256,
     copy_at_copies_only_the_version_it_names,
     downloads_verify_integrity,
+    a_listed_download_lands_that_version_or_the_current_one,
     bad_keys_are_refused,
     a_scoped_store_refuses_keys_outside_its_prefix_and_namespace,
     unreachable_endpoint_fails_fast,

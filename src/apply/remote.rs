@@ -287,7 +287,7 @@ pub async fn run(
             version,
             sha256,
             local,
-            ..
+            size,
         } => {
             let file = check_no_symlink(root, path)?;
             let found = local_sha(&file, path, remotes.hashes)?;
@@ -312,9 +312,16 @@ pub async fn run(
                 )),
                 None => file.clone(),
             };
+            let known = crate::store::ObjectMeta {
+                key: remote.key(path),
+                size: *size,
+                version: version.clone(),
+                sha256: sha256.clone(),
+                modified: None,
+            };
             let meta = remote
                 .store
-                .get_to_file(&remote.key(path), &landing)
+                .get_known_to_file(&known, &landing)
                 .await
                 .map_err(store_err(path))
                 .inspect_err(|_| prune_after_failure(&file, root))?;

@@ -468,6 +468,13 @@ mod tests {
         async fn get_to_file(&self, key: &str, dest: &Path) -> Result<ObjectMeta, StoreError> {
             self.0.get_to_file(key, dest).await
         }
+        async fn get_known_to_file(
+            &self,
+            known: &ObjectMeta,
+            dest: &Path,
+        ) -> Result<ObjectMeta, StoreError> {
+            self.0.get_known_to_file(known, dest).await
+        }
         async fn get_bytes(&self, key: &str) -> Result<(ObjectMeta, Vec<u8>), StoreError> {
             self.0.get_bytes(key).await
         }

@@ -409,6 +409,50 @@ impl Store for GcsStore {
         .await
     }
 
+    async fn get_known_to_file(
+        &self,
+        known: &ObjectMeta,
+        dest: &Path,
+    ) -> Result<ObjectMeta, StoreError> {
+        let key = known.key.as_str();
+        check_key(key)?;
+        let Ok(generation) = known.version.parse::<i64>() else {
+            return self.get_to_file(key, dest).await;
+        };
+        let client = self.client().await?;
+        let req = GetObjectRequest {
+            bucket: self.bucket.clone(),
+            object: key.to_string(),
+            generation: Some(generation),
+            ..GetObjectRequest::default()
+        };
+        // One request: the media of the generation the listing saw, checked
+        // against the listing's size and sha256.
+        let landed = with_retry(&self.options.retry, |_| async {
+            let stream = client
+                .download_streamed_object(&req, &Range::default())
+                .await
+                .map_err(|e| self.map_err(e, Scope::Object(key)))?;
+            let mut stream = std::pin::pin!(stream);
+            let mut landing = Landing::new(dest)?;
+            while let Some(chunk) = stream.next().await {
+                let chunk = chunk.map_err(|e| self.stream_err(e))?;
+                landing.write(&chunk).await?;
+            }
+            let sha256 = landing.finish(&self.describe(), known).await?;
+            Ok(ObjectMeta {
+                sha256: Some(sha256),
+                ..known.clone()
+            })
+        })
+        .await;
+        match landed {
+            // Replaced or deleted since the listing: as it is now.
+            Err(StoreError::NotFound { .. }) => self.get_to_file(key, dest).await,
+            other => other,
+        }
+    }
+
     async fn get_bytes(&self, key: &str) -> Result<(ObjectMeta, Vec<u8>), StoreError> {
         check_key(key)?;
         with_retry(&self.options.retry, |_| async move {

@@ -262,6 +262,21 @@ pub trait Store: Send + Sync {
     /// one directory, as git's `core.fsyncMethod=batch` does).
     async fn get_to_file(&self, key: &str, dest: &Path) -> Result<ObjectMeta, StoreError>;
 
+    /// [`Store::get_to_file`] of the object as a listing described it
+    /// (`known`: key, version, size, and sha256 when known). A backend that
+    /// can read one version in one request does so (GCS: no metadata
+    /// request first) and verifies the bytes against `known`'s size and
+    /// sha256; when that version is gone, it reads the object as it is now,
+    /// as [`Store::get_to_file`] does. Either way the caller still checks
+    /// the returned sha256 against what its plan expects.
+    async fn get_known_to_file(
+        &self,
+        known: &ObjectMeta,
+        dest: &Path,
+    ) -> Result<ObjectMeta, StoreError> {
+        self.get_to_file(&known.key, dest).await
+    }
+
     /// The whole object in memory, verified like [`Store::get_to_file`]; for
     /// small objects (manifests, locks).
     async fn get_bytes(&self, key: &str) -> Result<(ObjectMeta, Vec<u8>), StoreError>;

@@ -90,6 +90,15 @@ impl Store for Scoped {
         self.inner.get_to_file(key, dest).await
     }
 
+    async fn get_known_to_file(
+        &self,
+        known: &ObjectMeta,
+        dest: &Path,
+    ) -> Result<ObjectMeta, StoreError> {
+        self.check(&known.key)?;
+        self.inner.get_known_to_file(known, dest).await
+    }
+
     async fn get_bytes(&self, key: &str) -> Result<(ObjectMeta, Vec<u8>), StoreError> {
         self.check(key)?;
         self.inner.get_bytes(key).await
