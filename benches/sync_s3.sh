@@ -315,6 +315,10 @@ done
 
 # ------------------------------------------------------------ pull
 
+# Each pull's tree is kept until the script ends: on ext4 without a journal,
+# files created within 30 s of a mass delete pay for a scan of the freed
+# inodes (ext4's `recently_deleted`), which would weigh on whichever tool
+# ran right after another's tree was removed.
 stage "== pull into an empty cache / directory ($PULL_RUNS run(s) each)"
 for run in $(seq "$PULL_RUNS"); do
     dir="$WORK/swamp-pull-$run"
@@ -323,20 +327,17 @@ for run in $(seq "$PULL_RUNS"); do
     swamp_cmd "$dir"
     timed pull swamp "${SW[@]}" datastore sync --pull -y
     same_tree "$(cache_of "$dir")/outputs/bench"
-    rm -rf "$dir"
     for v in "${TRANSFER_VARIANTS[@]}"; do
         dest="$WORK/rclone-pull-$v-$run"
         rclone_cmd "$v"
         timed pull "$(rclone_label "$v")" "${RC[@]}" sync ":s3:rclone-$v-push-1/bench" "$dest"
         same_tree "$dest"
-        rm -rf "$dest"
     done
     if [[ "$CURL" == 1 ]]; then
         dest="$WORK/curl-pull-$run"
         curl_config "$dest" "$ENDPOINT/curl-push-1/bench" "$WORK/curl-pull.cfg" download
         timed pull "curl --parallel 64" "${CURL_CMD[@]}" -K "$WORK/curl-pull.cfg"
         same_tree "$dest"
-        rm -rf "$dest"
     fi
 done
 
