@@ -500,14 +500,8 @@ fn remotes_with<'a>(
 /// object into its remote trash.
 fn journal_deletes(plan: &Plan, layout: &Layout) -> Result<Option<journal::Journal>, ApplyError> {
     let placement = plan.target.placement();
-    let remote_entry = |path: &crate::layout::TierPath, written: Option<&String>| journal::Entry {
-        op: journal::Op::RemoteSetAside,
-        placement: placement.clone(),
-        path: path.clone(),
-        // What the trash copy holds is read back from it by `undo`.
-        sha256: String::new(),
-        size: 0,
-        written: written.cloned(),
+    let remote_entry = |path: &crate::layout::TierPath, written: Option<&String>| {
+        journal::Entry::remote_set_aside(&placement, path, written.cloned())
     };
     let entry_in =
         |placement: Placement, path: &crate::layout::TierPath, sha256: &String| journal::Entry {
@@ -590,7 +584,6 @@ fn describe_global(action: &Action) -> &'static str {
     }
 }
 
-/// Removes the directories a move emptied, up to the source tier root.
 /// Renames whole the directories every file of which a run of moves
 /// (`run`, action indices) carries to the same place at the target (see
 /// [`moves::whole_dirs`]), one source at a time. Returns the indices of the
@@ -602,7 +595,8 @@ fn rename_whole_dirs(
     cache: &HashCache,
 ) -> (Vec<usize>, Option<(usize, moves::MoveError)>) {
     use std::collections::{BTreeMap, HashMap};
-    let mut by_source: BTreeMap<usize, HashMap<&str, (&str, usize)>> = BTreeMap::new();
+    // Sorted by path, so the moves under a directory are one range.
+    let mut by_source: BTreeMap<usize, BTreeMap<&str, (&str, usize)>> = BTreeMap::new();
     for k in run {
         if let Action::Move {
             path,
@@ -624,8 +618,8 @@ fn rename_whole_dirs(
         for dir in moves::whole_dirs(src_root, &plan.target.root, &planned, cache) {
             let prefix = format!("{}/", dir.rel);
             let inside: Vec<usize> = moves_of
-                .iter()
-                .filter(|(p, _)| p.starts_with(&prefix))
+                .range(prefix.as_str()..)
+                .take_while(|(p, _)| p.starts_with(&prefix))
                 .map(|(_, (_, k))| *k)
                 .collect();
             let first = inside
@@ -647,6 +641,7 @@ fn rename_whole_dirs(
     (done, None)
 }
 
+/// Removes the directories a move emptied, up to the source tier root.
 fn prune_parents(file: &Path, root: &Path) {
     if let Some(parent) = file.parent() {
         crate::fsutil::remove_empty_dirs(parent, root);

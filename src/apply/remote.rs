@@ -707,12 +707,9 @@ async fn sync_landed_dirs(
         }
     }
     let synced = futures_util::stream::iter(dirs.into_iter().map(|(dir, landed)| async move {
-        let outcome = tokio::task::spawn_blocking({
-            let dir = dir.clone();
-            move || fsutil::sync_dir(&dir)
-        })
-        .await
-        .unwrap_or_else(|e| Err(std::io::Error::other(format!("fsync task failed: {e}"))));
+        let outcome = tokio::task::spawn_blocking(move || fsutil::sync_dir(&dir))
+            .await
+            .unwrap_or_else(|e| Err(std::io::Error::other(format!("fsync task failed: {e}"))));
         (landed, outcome)
     }))
     .buffer_unordered(16)

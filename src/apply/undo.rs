@@ -106,25 +106,11 @@ pub fn apply(
                 sha256,
                 expect: Some(_),
                 ..
-            } => Entry {
-                op: Op::RemoteSetAside,
-                placement: placement.clone(),
-                path: path.clone(),
-                sha256: String::new(),
-                size: 0,
-                written: Some(sha256.clone()),
-            },
+            } => Entry::remote_set_aside(placement, path, Some(sha256.clone())),
             // Kept in this undo's remote trash, then deleted.
             UndoAction::SetAsideRemote {
                 placement, path, ..
-            } => Entry {
-                op: Op::RemoteSetAside,
-                placement: placement.clone(),
-                path: path.clone(),
-                sha256: String::new(),
-                size: 0,
-                written: None,
-            },
+            } => Entry::remote_set_aside(placement, path, None),
         })
         .collect();
     let summary = format!("undo of {}", plan.undoes);

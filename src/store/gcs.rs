@@ -302,6 +302,28 @@ impl GcsStore {
         Err(last.expect("at least one attempt"))
     }
 
+    /// Streams a download body into `dest` through a fresh [`Landing`] (a
+    /// failed attempt's temp file is removed on drop), checked against
+    /// `meta`; returns `meta` with the sha256 of the bytes landed.
+    async fn land(
+        &self,
+        stream: impl futures_util::Stream<Item = Result<bytes::Bytes, GcsError>>,
+        dest: &Path,
+        meta: ObjectMeta,
+    ) -> Result<ObjectMeta, StoreError> {
+        let mut stream = std::pin::pin!(stream);
+        let mut landing = Landing::new(dest)?;
+        while let Some(chunk) = stream.next().await {
+            let chunk = chunk.map_err(|e| self.stream_err(e))?;
+            landing.write(&chunk).await?;
+        }
+        let sha256 = landing.finish(&self.describe(), &meta).await?;
+        Ok(ObjectMeta {
+            sha256: Some(sha256),
+            ..meta
+        })
+    }
+
     /// One metadata request, no retry: for use inside a retried operation
     /// (retries do not nest).
     async fn head_once(&self, key: &str) -> Result<Option<ObjectMeta>, StoreError> {
@@ -393,18 +415,7 @@ impl Store for GcsStore {
         check_key(key)?;
         with_retry(&self.options.retry, |_| async move {
             let (meta, stream) = self.open_read(key).await?;
-            let mut stream = std::pin::pin!(stream);
-            // A fresh temp file per attempt; a failed one is removed on drop.
-            let mut landing = Landing::new(dest)?;
-            while let Some(chunk) = stream.next().await {
-                let chunk = chunk.map_err(|e| self.stream_err(e))?;
-                landing.write(&chunk).await?;
-            }
-            let sha256 = landing.finish(&self.describe(), &meta).await?;
-            Ok(ObjectMeta {
-                sha256: Some(sha256),
-                ..meta
-            })
+            self.land(stream, dest, meta).await
         })
         .await
     }
@@ -433,17 +444,7 @@ impl Store for GcsStore {
                 .download_streamed_object(&req, &Range::default())
                 .await
                 .map_err(|e| self.map_err(e, Scope::Object(key)))?;
-            let mut stream = std::pin::pin!(stream);
-            let mut landing = Landing::new(dest)?;
-            while let Some(chunk) = stream.next().await {
-                let chunk = chunk.map_err(|e| self.stream_err(e))?;
-                landing.write(&chunk).await?;
-            }
-            let sha256 = landing.finish(&self.describe(), known).await?;
-            Ok(ObjectMeta {
-                sha256: Some(sha256),
-                ..known.clone()
-            })
+            self.land(stream, dest, known.clone()).await
         })
         .await;
         match landed {

@@ -51,6 +51,27 @@ pub struct Entry {
     pub written: Option<String>,
 }
 
+impl Entry {
+    /// A remote object kept in the apply's remote trash before it was
+    /// deleted (`written: None`) or replaced by bytes with sha256 `written`.
+    /// What the trash copy holds is read back from it by `undo`, so no
+    /// sha256 or size is recorded.
+    pub fn remote_set_aside(
+        placement: &Placement,
+        path: &TierPath,
+        written: Option<String>,
+    ) -> Entry {
+        Entry {
+            op: Op::RemoteSetAside,
+            placement: placement.clone(),
+            path: path.clone(),
+            sha256: String::new(),
+            size: 0,
+            written,
+        }
+    }
+}
+
 /// The record of one apply, written before its first destructive action
 /// and again (with `finished`) when it ends.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
