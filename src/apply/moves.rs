@@ -237,7 +237,7 @@ fn scan_clean(
             && let Some(sha) = planned.get(child.as_str())
             && let Ok(meta) = fs::symlink_metadata(entry.path())
             && meta.file_type().is_file()
-            && cache.known(&meta) == Some(*sha)
+            && cache.known(&meta).as_deref() == Some(*sha)
         {
             files += 1;
         } else {

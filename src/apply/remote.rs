@@ -124,7 +124,7 @@ fn local_sha(
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(source) => Err(io(source)),
         Ok(m) => match known.and_then(|k| k.known(&m)) {
-            Some(sha) => Ok(Some(sha.to_string())),
+            Some(sha) => Ok(Some(sha)),
             None => fsutil::sha256_file(file).map(Some).map_err(io),
         },
     }

@@ -6,7 +6,8 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::fsutil::sha256_bytes;
+use sha2::{Digest, Sha256};
+
 use crate::state::{Desired, Observed};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -15,9 +16,29 @@ pub struct Fingerprint(String);
 
 impl Fingerprint {
     pub fn of(desired: &Desired, observed: &Observed) -> Fingerprint {
-        // serde_json of BTreeMaps and Vecs is deterministic.
-        let bytes = serde_json::to_vec(&(desired, observed)).expect("state serialises");
-        Fingerprint(format!("sha256:{}", sha256_bytes(&bytes)))
+        // serde_json of BTreeMaps and Vecs is deterministic. Streamed into
+        // the hasher: a JSON copy of a 100,000-file observation is tens of
+        // megabytes held only to be hashed.
+        let mut hasher = HashWriter(Sha256::new());
+        let mut out = std::io::BufWriter::with_capacity(1 << 16, &mut hasher);
+        serde_json::to_writer(&mut out, &(desired, observed)).expect("state serialises");
+        std::io::Write::flush(&mut out).expect("hashing cannot fail");
+        drop(out);
+        Fingerprint(format!("sha256:{}", hex::encode(hasher.0.finalize())))
+    }
+}
+
+/// An `io::Write` that only hashes what it is given.
+struct HashWriter(Sha256);
+
+impl std::io::Write for HashWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.update(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
     }
 }
 

@@ -3,47 +3,78 @@
 //! a rename (every move we make) keeps the entry valid.
 //!
 //! Stored as a small text file in the reconciler's state directory and
-//! rewritten atomically only when it changed.
+//! rewritten atomically only when it changed. An entry learnt from a file
+//! changed within [`dir_listings::RACY_MARGIN`] of the run's start is not
+//! saved: the file could change again within the same timestamp tick,
+//! keeping its stamp (git's "racy git" problem). The cache also holds the
+//! remembered directory listings a walk uses ([`DirListings`]).
 
 use std::collections::HashMap;
+use std::fmt::Write as _;
 use std::fs::Metadata;
 use std::io;
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::time::SystemTime;
 
+use super::dir_listings::{self, DirListings};
+use super::walk::Stat;
 use crate::fsutil;
 
+/// What identifies one state of a file's content: a rename keeps it, a
+/// write changes its size or mtime.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-struct Key {
+pub struct Stamp {
     dev: u64,
     ino: u64,
     size: u64,
-    mtime_ns: i128,
+    mtime_ns: i64,
 }
 
-impl Key {
-    fn of(meta: &Metadata) -> Key {
-        Key {
-            dev: meta.dev(),
-            ino: meta.ino(),
-            size: meta.size(),
-            mtime_ns: meta.mtime() as i128 * 1_000_000_000 + meta.mtime_nsec() as i128,
+impl Stamp {
+    pub fn of(meta: &Metadata) -> Stamp {
+        Stamp::of_stat(&Stat::of(meta))
+    }
+
+    pub fn of_stat(stat: &Stat) -> Stamp {
+        Stamp {
+            dev: stat.dev,
+            ino: stat.ino,
+            size: stat.size,
+            mtime_ns: stat.mtime_ns,
         }
     }
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    sha256: [u8; 32],
+    /// Seen by this run (a full observation keeps only these).
+    used: bool,
+    /// Learnt from a file changed too recently to trust its stamp (see
+    /// [`dir_listings::RACY_MARGIN`]): used by this run, never saved.
+    racy: bool,
 }
 
 #[derive(Debug, Default)]
 pub struct HashCache {
     path: Option<PathBuf>,
-    entries: HashMap<Key, String>,
-    used: HashMap<Key, String>,
+    entries: HashMap<Stamp, Entry>,
+    loaded: usize,
+    used: usize,
     misses: usize,
+    /// A file changed at or after this is racy (nanoseconds since the epoch).
+    trust_before_ns: i64,
+    /// Loaded on first use: only a walk needs them.
+    dirs: Option<DirListings>,
 }
 
 impl HashCache {
     /// A cache that is not persisted (for tests and one-off reads).
     pub fn in_memory() -> HashCache {
-        HashCache::default()
+        HashCache {
+            trust_before_ns: dir_listings::trust_before_ns(SystemTime::now()),
+            ..HashCache::default()
+        }
     }
 
     /// Loads the cache; a missing or unreadable file is an empty cache
@@ -55,8 +86,10 @@ impl HashCache {
         if let Some(dir) = path.parent() {
             crate::fsutil::sweep_dead_temps(dir);
         }
+        let trust_before_ns = dir_listings::trust_before_ns(SystemTime::now());
         let mut entries = HashMap::new();
         if let Ok(text) = std::fs::read_to_string(path) {
+            entries.reserve(text.len() / 100);
             for line in text.lines() {
                 let mut f = line.split('\t');
                 let (Some(dev), Some(ino), Some(size), Some(mtime), Some(sha), None) =
@@ -69,53 +102,81 @@ impl HashCache {
                 else {
                     continue;
                 };
-                if sha.len() == 64 && sha.bytes().all(|b| b.is_ascii_hexdigit()) {
-                    entries.insert(
-                        Key {
-                            dev,
-                            ino,
-                            size,
-                            mtime_ns,
-                        },
-                        sha.to_string(),
-                    );
+                let mut sha256 = [0; 32];
+                if hex::decode_to_slice(sha, &mut sha256).is_ok() {
+                    let stamp = Stamp {
+                        dev,
+                        ino,
+                        size,
+                        mtime_ns,
+                    };
+                    let entry = Entry {
+                        sha256,
+                        used: false,
+                        racy: false,
+                    };
+                    entries.insert(stamp, entry);
                 }
             }
         }
         HashCache {
             path: Some(path.to_path_buf()),
+            loaded: entries.len(),
             entries,
-            used: HashMap::new(),
-            misses: 0,
+            trust_before_ns,
+            ..HashCache::default()
         }
     }
 
     /// The sha256 of the file at `path` with metadata `meta` (from lstat),
     /// reading it only when the cache has no entry for it.
     pub fn sha256(&mut self, path: &Path, meta: &Metadata) -> io::Result<String> {
-        let key = Key::of(meta);
-        if let Some(sha) = self.used.get(&key) {
-            return Ok(sha.clone());
+        let stamp = Stamp::of(meta);
+        match self.cached(stamp) {
+            Some(sha) => Ok(sha),
+            None => self.hash(path, stamp),
         }
-        let sha = match self.entries.get(&key) {
-            Some(sha) => sha.clone(),
-            None => {
-                self.misses += 1;
-                fsutil::sha256_file(path)?
-            }
+    }
+
+    /// The sha256 recorded for a file with `stamp`, marking the entry used;
+    /// `None` when the file must be read ([`HashCache::hash`]).
+    pub fn cached(&mut self, stamp: Stamp) -> Option<String> {
+        let entry = self.entries.get_mut(&stamp)?;
+        if !entry.used {
+            entry.used = true;
+            self.used += 1;
+        }
+        Some(hex::encode(entry.sha256))
+    }
+
+    /// Reads and hashes the file at `path`, whose lstat gave `stamp`, and
+    /// records it.
+    pub fn hash(&mut self, path: &Path, stamp: Stamp) -> io::Result<String> {
+        self.misses += 1;
+        let sha = fsutil::sha256_file(path)?;
+        let mut sha256 = [0; 32];
+        hex::decode_to_slice(&sha, &mut sha256).expect("sha256_file gives 64 hex digits");
+        let entry = Entry {
+            sha256,
+            used: true,
+            racy: stamp.mtime_ns >= self.trust_before_ns,
         };
-        self.used.insert(key, sha.clone());
+        if self
+            .entries
+            .insert(stamp, entry)
+            .is_none_or(|old| !old.used)
+        {
+            self.used += 1;
+        }
         Ok(sha)
     }
 
     /// The sha256 recorded for a file with metadata `meta`, without reading
     /// it; `None` when the cache has no entry for it.
-    pub fn known(&self, meta: &Metadata) -> Option<&str> {
-        let key = Key::of(meta);
-        self.used
-            .get(&key)
-            .or_else(|| self.entries.get(&key))
-            .map(String::as_str)
+    pub fn known(&self, meta: &Metadata) -> Option<String> {
+        self.entries
+            .get(&Stamp::of(meta))
+            .map(|e| hex::encode(e.sha256))
     }
 
     /// How many files had to be read.
@@ -123,14 +184,40 @@ impl HashCache {
         self.misses
     }
 
+    /// The remembered directory listings (stored beside the cache).
+    pub fn dirs(&mut self) -> &mut DirListings {
+        let path = self.path.as_deref().map(dir_listings_path);
+        self.dirs.get_or_insert_with(|| match path {
+            Some(p) => DirListings::load(&p),
+            None => DirListings::in_memory(),
+        })
+    }
+
+    /// Trusts every stamp, however recent (tests that cannot wait out the
+    /// racy margin).
+    #[cfg(test)]
+    pub fn trust_all(&mut self) {
+        self.trust_before_ns = i64::MAX;
+    }
+
+    /// When a change is too recent to trust a stamp: see
+    /// [`dir_listings::RACY_MARGIN`].
+    pub fn trust_before_ns(&self) -> i64 {
+        self.trust_before_ns
+    }
+
     /// Persists the entries used since loading (so entries for files that
-    /// are gone are dropped). Writes nothing when nothing changed. For a
-    /// full observation, which touches every file.
+    /// are gone are dropped), and the directory listings the same way.
+    /// Writes nothing when nothing changed. For a full observation, which
+    /// touches every file.
     pub fn save(&self) -> io::Result<()> {
-        if self.misses == 0 && self.used.len() == self.entries.len() {
+        if let Some(dirs) = &self.dirs {
+            dirs.save()?;
+        }
+        if self.misses == 0 && self.used == self.loaded {
             return Ok(());
         }
-        self.write(&self.used)
+        self.write(|e| e.used)
     }
 
     /// Persists the loaded entries plus those learnt since, dropping none:
@@ -141,35 +228,57 @@ impl HashCache {
         if self.misses == 0 {
             return Ok(());
         }
-        let mut all = self.entries.clone();
-        all.extend(self.used.iter().map(|(k, v)| (*k, v.clone())));
-        self.write(&all)
+        self.write(|_| true)
     }
 
-    fn write(&self, entries: &HashMap<Key, String>) -> io::Result<()> {
+    fn write(&self, keep: impl Fn(&Entry) -> bool) -> io::Result<()> {
         let Some(path) = &self.path else {
             return Ok(());
         };
-        let mut out = String::with_capacity(entries.len() * 100);
-        for (k, sha) in entries {
-            out.push_str(&format!(
-                "{}\t{}\t{}\t{}\t{}\n",
-                k.dev, k.ino, k.size, k.mtime_ns, sha
-            ));
+        let mut out = String::with_capacity(self.entries.len() * 110);
+        for (k, e) in &self.entries {
+            if e.racy || !keep(e) {
+                continue;
+            }
+            let _ = writeln!(
+                out,
+                "{}\t{}\t{}\t{}\t{}",
+                k.dev,
+                k.ino,
+                k.size,
+                k.mtime_ns,
+                hex::encode(e.sha256)
+            );
         }
         fsutil::atomic_write(path, out.as_bytes())
     }
+}
+
+/// Where the directory listings live, beside the hash cache.
+fn dir_listings_path(cache: &Path) -> PathBuf {
+    cache.with_file_name("dir-listings.bin")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// Writes `body` at `path` and backdates it past the racy margin.
+    fn write_old(path: &Path, body: &[u8]) {
+        std::fs::write(path, body).unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(path)
+            .unwrap()
+            .set_modified(SystemTime::now() - std::time::Duration::from_secs(3600))
+            .unwrap();
+    }
+
     #[test]
     fn second_load_reads_nothing_and_changes_are_seen() {
         let dir = tempfile::tempdir().unwrap();
         let f = dir.path().join("f");
-        std::fs::write(&f, b"hello").unwrap();
+        write_old(&f, b"hello");
         let cache_path = dir.path().join("cache.tsv");
 
         let mut c = HashCache::load(&cache_path);
@@ -199,7 +308,7 @@ mod tests {
     fn apply_saves_what_it_learnt_without_dropping_what_it_did_not_touch() {
         let dir = tempfile::tempdir().unwrap();
         let (a, b) = (dir.path().join("a"), dir.path().join("b"));
-        std::fs::write(&a, b"a").unwrap();
+        write_old(&a, b"a");
         let cache_path = dir.path().join("cache.tsv");
         let mut c = HashCache::load(&cache_path);
         c.sha256(&a, &std::fs::symlink_metadata(&a).unwrap())
@@ -207,10 +316,10 @@ mod tests {
         c.save().unwrap();
 
         // Apply knows `a` without reading it, and learns `b`.
-        std::fs::write(&b, b"b").unwrap();
+        write_old(&b, b"b");
         let mut c = HashCache::load(&cache_path);
         let meta_a = std::fs::symlink_metadata(&a).unwrap();
-        assert_eq!(c.known(&meta_a), Some(fsutil::sha256_bytes(b"a").as_str()));
+        assert_eq!(c.known(&meta_a), Some(fsutil::sha256_bytes(b"a")));
         c.sha256(&b, &std::fs::symlink_metadata(&b).unwrap())
             .unwrap();
         c.save_keeping().unwrap();
@@ -220,6 +329,30 @@ mod tests {
         c.sha256(&b, &std::fs::symlink_metadata(&b).unwrap())
             .unwrap();
         assert_eq!(c.misses(), 0, "both are known after apply saved");
+    }
+
+    #[test]
+    fn a_file_changed_within_the_racy_margin_is_hashed_again_next_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let (old, new) = (dir.path().join("old"), dir.path().join("new"));
+        write_old(&old, b"old");
+        std::fs::write(&new, b"new").unwrap();
+        let cache_path = dir.path().join("cache.tsv");
+        let mut c = HashCache::load(&cache_path);
+        for f in [&old, &new] {
+            c.sha256(f, &std::fs::symlink_metadata(f).unwrap()).unwrap();
+        }
+        // Known to this run without a second read...
+        c.sha256(&new, &std::fs::symlink_metadata(&new).unwrap())
+            .unwrap();
+        assert_eq!(c.misses(), 2);
+        c.save().unwrap();
+        // ...but not saved: it could still change within its stamp's tick.
+        let mut c = HashCache::load(&cache_path);
+        for f in [&old, &new] {
+            c.sha256(f, &std::fs::symlink_metadata(f).unwrap()).unwrap();
+        }
+        assert_eq!(c.misses(), 1);
     }
 
     #[test]

@@ -5,12 +5,14 @@
 
 pub mod base;
 pub mod desired;
+pub mod dir_listings;
 pub mod hash_cache;
 pub mod managed;
 pub mod observe;
 pub mod observed;
 pub mod remote;
 pub mod undo;
+pub mod walk;
 
 pub use base::{BaseEntry, SyncBase};
 pub use desired::{Desired, Direction, Scope};

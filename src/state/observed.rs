@@ -23,6 +23,9 @@ use crate::config::Placement;
 use crate::layout::{Layout, TierPath, is_repo_local_path, is_swamp_temp};
 
 use super::HashCache;
+use super::dir_listings::DirListings;
+use super::hash_cache::Stamp;
+use super::walk::{Seen, Stat, WalkEntry, Walker};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FileState {
@@ -213,39 +216,26 @@ impl Observed {
     }
 }
 
-fn walk_error(e: walkdir::Error, dir: &Path) -> ObserveError {
-    let path = e
-        .path()
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| dir.to_path_buf());
-    ObserveError::Io {
-        source: e
-            .into_io_error()
-            .unwrap_or_else(|| io::Error::other("walk failed")),
-        path,
-    }
-}
-
-/// Directories being walked (pre-order), innermost last, each with whether
-/// a datastore file was found beneath it. A directory that ends with none
-/// is recorded as a [`ObstacleKind::Directory`] obstacle: harmless where a
-/// directory is wanted, in the way where a file must go. Its path is only
-/// worked out then (rare): the entry is kept as walked.
-struct OpenDirs(Vec<(walkdir::DirEntry, bool)>);
+/// Directories being walked (pre-order), innermost last: each one's tier
+/// path, depth, and whether a datastore file was found beneath it. A
+/// directory that ends with none is recorded as a
+/// [`ObstacleKind::Directory`] obstacle: harmless where a directory is
+/// wanted, in the way where a file must go.
+struct OpenDirs(Vec<(Vec<u8>, u32, bool)>);
 
 impl OpenDirs {
     /// Closes every directory at `depth` or deeper.
-    fn close_to(&mut self, depth: usize, obstacles: &mut Vec<Obstacle>, rel: &TierRel) {
-        while let Some((d, _)) = self.0.last()
-            && d.depth() >= depth
+    fn close_to(&mut self, depth: u32, obstacles: &mut Vec<Obstacle>) {
+        while let Some((_, d, _)) = self.0.last()
+            && *d >= depth
         {
-            let (entry, has_data) = self.0.pop().expect("checked");
+            let (rel, _, has_data) = self.0.pop().expect("checked");
             if has_data {
                 if let Some(parent) = self.0.last_mut() {
-                    parent.1 = true;
+                    parent.2 = true;
                 }
             } else {
-                let path = rel.of(entry.path()).unwrap_or_else(|lossy| lossy);
+                let path = String::from_utf8_lossy(&rel).into_owned();
                 obstacles.push(Obstacle::new(path, ObstacleKind::Directory));
             }
         }
@@ -253,36 +243,26 @@ impl OpenDirs {
 
     fn found_data(&mut self) {
         if let Some(top) = self.0.last_mut() {
-            top.1 = true;
+            top.2 = true;
         }
     }
 }
 
-/// Turns a walked path under a tier directory into its tier path
-/// (`data/…`), by slicing: the walk builds every path by joining names onto
-/// the tier directory, whose last component is the tier's name.
-struct TierRel {
-    /// Where the tier's name starts in the tier directory's path.
-    start: usize,
+/// Nanoseconds since the epoch (0 before it).
+fn epoch_ns(t: SystemTime) -> i64 {
+    t.duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as i64)
 }
 
-impl TierRel {
-    fn new(dir: &Path, tier: crate::layout::Tier) -> TierRel {
-        use std::os::unix::ffi::OsStrExt;
-        let len = dir.as_os_str().as_bytes().len();
-        debug_assert!(dir.ends_with(tier.as_str()));
-        TierRel {
-            start: len - tier.as_str().len(),
-        }
-    }
-
-    /// The tier path, or (for a name that is not UTF-8) a lossy rendering.
-    fn of(&self, path: &Path) -> Result<String, String> {
-        use std::os::unix::ffi::OsStrExt;
-        let bytes = &path.as_os_str().as_bytes()[self.start..];
-        match std::str::from_utf8(bytes) {
-            Ok(s) => Ok(s.to_string()),
-            Err(_) => Err(String::from_utf8_lossy(bytes).into_owned()),
+/// Records how the walk came by each directory's listing, so the next walk
+/// skips reading those that stay unchanged.
+fn remember(dirs: &mut DirListings, root: Seen, entries: &mut [WalkEntry]) {
+    let seen = std::iter::once(root).chain(entries.iter_mut().filter_map(|e| e.seen.take()));
+    for seen in seen {
+        match seen {
+            Seen::Remembered(key) => dirs.used(&key),
+            Seen::Read(key, listing) => dirs.learn(key, listing),
+            Seen::Racy => {}
         }
     }
 }
@@ -298,14 +278,18 @@ fn observe_placement(
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(state),
         Err(e) => return Err(io_err(&root)(e)),
         Ok(m) if !m.is_dir() => {
-            state.obstacles.push(obstacle(&root, String::new(), &m));
+            state
+                .obstacles
+                .push(obstacle(&root, String::new(), kind_of(m.file_type())));
             return Ok(state);
         }
         Ok(_) => {}
     }
-    let stale_before = SystemTime::now()
-        .checked_sub(layout.temp_grace())
-        .unwrap_or(SystemTime::UNIX_EPOCH);
+    let stale_before_ns = epoch_ns(
+        SystemTime::now()
+            .checked_sub(layout.temp_grace())
+            .unwrap_or(SystemTime::UNIX_EPOCH),
+    );
     for &tier in layout.tiers() {
         let dir = layout.tier_dir(placement, tier);
         let meta = match fs::symlink_metadata(&dir) {
@@ -314,30 +298,38 @@ fn observe_placement(
             Ok(m) => m,
         };
         if !meta.is_dir() {
-            state
-                .obstacles
-                .push(obstacle(&dir, tier.as_str().to_string(), &meta));
+            state.obstacles.push(obstacle(
+                &dir,
+                tier.as_str().to_string(),
+                kind_of(meta.file_type()),
+            ));
             continue;
         }
-        // Sorted walk so observation order (and any error) is deterministic.
-        let walker = walkdir::WalkDir::new(&dir)
-            .follow_links(false)
-            .min_depth(1)
-            .sort_by_file_name();
+        // Entries are named from the tier's name, so each one's name is its
+        // tier path; its file is found from the tier directory's parent.
+        debug_assert!(dir.ends_with(tier.as_str()));
+        let base = dir.parent().unwrap_or(Path::new(""));
+        let trust = cache.trust_before_ns();
+        let (seen, mut entries) = Walker::new(cache.dirs(), trust)
+            .walk(&dir, tier.as_str().as_bytes(), &Stat::of(&meta))
+            .map_err(|e| ObserveError::Io {
+                path: e.path,
+                source: e.source,
+            })?;
+        remember(cache.dirs(), seen, &mut entries);
         let mut open = OpenDirs(Vec::new());
-        let tier_rel = TierRel::new(&dir, tier);
-        for entry in walker {
-            let entry = entry.map_err(|e| walk_error(e, &dir))?;
-            open.close_to(entry.depth(), &mut state.obstacles, &tier_rel);
-            let ft = entry.file_type();
-            if ft.is_dir() {
-                open.0.push((entry, false));
+        for entry in entries {
+            open.close_to(entry.depth, &mut state.obstacles);
+            let stat = entry.stat;
+            if stat.is_dir() {
+                open.0.push((entry.rel, entry.depth, false));
                 continue;
             }
-            let rel = match tier_rel.of(entry.path()) {
+            let rel = match String::from_utf8(entry.rel) {
                 Ok(rel) => rel,
-                Err(lossy) => {
+                Err(e) => {
                     // Non-UTF-8 names cannot be datastore keys.
+                    let lossy = String::from_utf8_lossy(e.as_bytes()).into_owned();
                     state
                         .obstacles
                         .push(Obstacle::new(lossy, ObstacleKind::SpecialFile));
@@ -345,25 +337,16 @@ fn observe_placement(
                     continue;
                 }
             };
-            let name = entry.file_name().to_str().unwrap_or("");
-            let stat = |entry: &walkdir::DirEntry| {
-                entry.metadata().map_err(|e| ObserveError::Io {
-                    path: entry.path().to_path_buf(),
-                    source: e
-                        .into_io_error()
-                        .unwrap_or_else(|| io::Error::other("stat failed")),
-                })
-            };
-            if ft.is_file()
+            let name = rel.rsplit('/').next().unwrap_or("");
+            if stat.is_file()
                 && is_swamp_temp(name)
                 && let Ok(path) = TierPath::parse(&rel)
             {
-                let meta = stat(&entry)?;
-                let stale = meta.modified().is_ok_and(|m| m < stale_before)
-                    || crate::fsutil::temp_writer_gone(&entry.file_name().to_string_lossy());
+                let stale =
+                    stat.mtime_ns < stale_before_ns || crate::fsutil::temp_writer_gone(name);
                 state.temps.push(TempFile {
                     path,
-                    size: meta.len(),
+                    size: stat.size,
                     stale,
                 });
                 continue;
@@ -376,9 +359,13 @@ fn observe_placement(
                 continue;
             }
             open.found_data();
-            if !ft.is_file() {
-                let meta = stat(&entry)?;
-                state.obstacles.push(obstacle(entry.path(), rel, &meta));
+            if !stat.is_file() {
+                let kind = if stat.is_symlink() {
+                    ObstacleKind::Symlink
+                } else {
+                    ObstacleKind::SpecialFile
+                };
+                state.obstacles.push(obstacle(&base.join(&rel), rel, kind));
                 continue;
             }
             let Some(path) = path else {
@@ -387,29 +374,31 @@ fn observe_placement(
                     .push(Obstacle::new(rel, ObstacleKind::SpecialFile));
                 continue;
             };
-            let meta = stat(&entry)?;
-            let sha256 = cache
-                .sha256(entry.path(), &meta)
-                .map_err(io_err(entry.path()))?;
+            let stamp = Stamp::of_stat(&stat);
+            let sha256 = match cache.cached(stamp) {
+                Some(sha) => sha,
+                None => {
+                    let file = base.join(&rel);
+                    cache.hash(&file, stamp).map_err(io_err(&file))?
+                }
+            };
             state.files.insert(
                 path,
                 FileState {
-                    size: meta.len(),
+                    size: stat.size,
                     sha256,
                 },
             );
         }
-        open.close_to(0, &mut state.obstacles, &tier_rel);
+        open.close_to(0, &mut state.obstacles);
     }
     state.obstacles.sort_by(|a, b| a.path.cmp(&b.path));
     Ok(state)
 }
 
-/// The obstacle an entry that is not a regular file (or not a directory
-/// where one must be) makes, with a symlink's target.
-fn obstacle(path: &Path, rel: String, meta: &fs::Metadata) -> Obstacle {
-    let ft = meta.file_type();
-    let kind = if ft.is_symlink() {
+/// The obstacle kind of an entry of type `ft` that is in the way.
+fn kind_of(ft: fs::FileType) -> ObstacleKind {
+    if ft.is_symlink() {
         ObstacleKind::Symlink
     } else if ft.is_file() {
         ObstacleKind::NotADirectory
@@ -417,9 +406,13 @@ fn obstacle(path: &Path, rel: String, meta: &fs::Metadata) -> Obstacle {
         ObstacleKind::Directory
     } else {
         ObstacleKind::SpecialFile
-    };
-    let link = ft
-        .is_symlink()
+    }
+}
+
+/// The obstacle an entry at `path` that is not a regular file (or not a
+/// directory where one must be) makes, with a symlink's target.
+fn obstacle(path: &Path, rel: String, kind: ObstacleKind) -> Obstacle {
+    let link = (kind == ObstacleKind::Symlink)
         .then(|| fs::read_link(path).ok())
         .flatten()
         .map(|t| t.to_string_lossy().into_owned());
@@ -508,6 +501,64 @@ mod tests {
                 Obstacle::new("outputs/pipe", ObstacleKind::SpecialFile),
             ]
         );
+    }
+
+    #[test]
+    fn remembered_listings_still_see_every_change() {
+        let repo = TempRepo::new(None);
+        write(&repo.file("data/m/1/raw"), b"one");
+        write(&repo.file("data/m/2/raw"), b"two");
+        write(&repo.file("outputs/o.yaml"), b"o");
+        let state = tempfile::tempdir().unwrap();
+        let cache_path = state.path().join("hash-cache.tsv");
+        // Each run loads what the last one saved, as plans do.
+        let run = || {
+            let mut cache = HashCache::load(&cache_path);
+            cache.trust_all();
+            let seen = Observed::observe(&repo.layout, &[&repo.placement], &mut cache)
+                .unwrap()
+                .placements
+                .remove(0);
+            cache.save().unwrap();
+            (seen, cache.dirs().reused())
+        };
+        let files = |s: &PlacementState| {
+            s.files
+                .iter()
+                .map(|(p, f)| format!("{p} {}", &f.sha256[..8]))
+                .collect::<Vec<_>>()
+        };
+        let (first, reused) = run();
+        assert_eq!(reused, 0);
+        let (again, reused) = run();
+        assert_eq!(again, first);
+        // data, data/m, data/m/1, data/m/2, outputs: none read again.
+        assert_eq!(reused, 5);
+
+        // In place (directory untouched), added, removed, and replaced by a
+        // symlink: every one is seen.
+        fs::write(repo.file("data/m/1/raw"), b"ONE").unwrap();
+        write(&repo.file("data/m/3/raw"), b"three");
+        fs::remove_file(repo.file("outputs/o.yaml")).unwrap();
+        fs::remove_file(repo.file("data/m/2/raw")).unwrap();
+        std::os::unix::fs::symlink("/etc/passwd", repo.file("data/m/2/raw")).unwrap();
+        let (changed, reused) = run();
+        let sha = |b: &[u8]| crate::fsutil::sha256_bytes(b)[..8].to_string();
+        assert_eq!(
+            files(&changed),
+            [
+                format!("data/m/1/raw {}", sha(b"ONE")),
+                format!("data/m/3/raw {}", sha(b"three")),
+            ]
+        );
+        let obstacles: Vec<_> = changed
+            .obstacles
+            .iter()
+            .map(|o| (o.path.as_str(), o.kind))
+            .collect();
+        assert_eq!(obstacles, [("data/m/2/raw", ObstacleKind::Symlink)]);
+        // data and data/m/1 were unchanged; data/m, data/m/2, outputs changed.
+        assert_eq!(reused, 2);
     }
 
     #[test]

@@ -63,6 +63,18 @@ impl TestRepo {
         std::fs::write(p, content).unwrap();
     }
 
+    /// Sets the file's mtime an hour back: older than the two seconds
+    /// within which swamp does not trust a stamp (so the hash cache keeps
+    /// what it learnt about it), as data written by an earlier run is.
+    pub fn backdate(&self, rel: &str) {
+        std::fs::File::options()
+            .write(true)
+            .open(self.path(rel))
+            .unwrap()
+            .set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(3600))
+            .unwrap();
+    }
+
     pub fn read(&self, rel: &str) -> String {
         std::fs::read_to_string(self.path(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"))
     }

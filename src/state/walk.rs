@@ -1,0 +1,366 @@
+//! The walk of one directory tree, the only place observation reads
+//! directories: parallel over subdirectories, reading a directory's entries
+//! only when no remembered listing matches its stamp (see
+//! [`super::dir_listings`]), and lstat-ing every entry (a symlink is never
+//! followed). Entries come back in the order a sorted depth-first walk
+//! visits them (a directory before what it holds, siblings by name as
+//! bytes), so observation is deterministic.
+
+use std::ffi::OsStr;
+use std::fs::{self, Metadata};
+use std::io;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use rayon::prelude::*;
+
+use super::dir_listings::{DirKey, DirListings, Listing};
+
+/// What a walk keeps of an entry's lstat.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stat {
+    pub dev: u64,
+    pub ino: u64,
+    pub size: u64,
+    pub mtime_ns: i64,
+    pub ctime_ns: i64,
+    pub mode: u32,
+}
+
+impl Stat {
+    pub fn of(meta: &Metadata) -> Stat {
+        Stat {
+            dev: meta.dev(),
+            ino: meta.ino(),
+            size: meta.size(),
+            mtime_ns: stamp_ns(meta.mtime(), meta.mtime_nsec()),
+            ctime_ns: stamp_ns(meta.ctime(), meta.ctime_nsec()),
+            mode: meta.mode(),
+        }
+    }
+
+    fn format(&self) -> u32 {
+        self.mode & libc::S_IFMT
+    }
+
+    pub fn is_dir(&self) -> bool {
+        self.format() == libc::S_IFDIR
+    }
+
+    pub fn is_file(&self) -> bool {
+        self.format() == libc::S_IFREG
+    }
+
+    pub fn is_symlink(&self) -> bool {
+        self.format() == libc::S_IFLNK
+    }
+}
+
+/// A timestamp in nanoseconds, saturating for a hostile far-future one
+/// (the ctime, set by the kernel, still tells such states apart).
+fn stamp_ns(secs: i64, nsec: i64) -> i64 {
+    secs.saturating_mul(1_000_000_000).saturating_add(nsec)
+}
+
+/// How a directory's listing was come by.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Seen {
+    /// The remembered listing for its stamp.
+    Remembered(DirKey),
+    /// Read now, and old enough to remember.
+    Read(DirKey, Listing),
+    /// Read now, but changed too recently to remember.
+    Racy,
+}
+
+/// One entry beneath the walked directory.
+#[derive(Debug)]
+pub struct WalkEntry {
+    /// The root's name (as the caller gave it), then each name below it,
+    /// joined by `/`.
+    pub rel: Vec<u8>,
+    /// 1 for an entry directly in the walked directory.
+    pub depth: u32,
+    pub stat: Stat,
+    /// For a directory: how its listing was come by.
+    pub seen: Option<Seen>,
+}
+
+impl WalkEntry {
+    /// The entry's own name.
+    pub fn name(&self) -> &[u8] {
+        match self.rel.iter().rposition(|&b| b == b'/') {
+            Some(i) => &self.rel[i + 1..],
+            None => &self.rel,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("cannot read {}: {source}", .path.display())]
+pub struct WalkError {
+    pub path: PathBuf,
+    pub source: io::Error,
+}
+
+/// Why a directory's children could not all be walked.
+enum Fail {
+    /// A listed entry is gone: the listing was stale.
+    Vanished(WalkError),
+    Io(WalkError),
+}
+
+pub struct Walker<'a> {
+    listings: &'a DirListings,
+    /// A directory changed at or after this is racy (nanoseconds since the
+    /// epoch).
+    trust_before_ns: i64,
+}
+
+impl<'a> Walker<'a> {
+    pub fn new(listings: &'a DirListings, trust_before_ns: i64) -> Walker<'a> {
+        Walker {
+            listings,
+            trust_before_ns,
+        }
+    }
+
+    /// Walks the directory `dir` (whose lstat is `stat`), naming entries
+    /// from `rel`: how its own listing was come by, and every entry beneath
+    /// it, in walk order.
+    pub fn walk(
+        &self,
+        dir: &Path,
+        rel: &[u8],
+        stat: &Stat,
+    ) -> Result<(Seen, Vec<WalkEntry>), WalkError> {
+        self.walk_dir(dir, rel, 0, stat, false)
+    }
+
+    fn walk_dir(
+        &self,
+        dir: &Path,
+        rel: &[u8],
+        depth: u32,
+        stat: &Stat,
+        reread: bool,
+    ) -> Result<(Seen, Vec<WalkEntry>), WalkError> {
+        let key = DirKey::of(stat);
+        let remembered = if reread {
+            None
+        } else {
+            self.listings.get(&key)
+        };
+        let read = match remembered {
+            Some(_) => None,
+            None => Some(Listing::read(dir).map_err(|source| WalkError {
+                path: dir.to_path_buf(),
+                source,
+            })?),
+        };
+        let listing = remembered.or(read.as_ref()).expect("remembered or read");
+        let names: Vec<&[u8]> = listing.entries().map(|(_, name)| name).collect();
+        // Leaves are statted in batches; a directory of directories splits
+        // all the way down, so the threads share the tree.
+        let min_len = if listing.has_dirs() { 1 } else { 256 };
+        let parts: Result<Vec<Vec<WalkEntry>>, Fail> = names
+            .par_iter()
+            .with_min_len(min_len)
+            .try_fold(Vec::new, |mut acc, name| {
+                self.child(dir, rel, depth + 1, name, &mut acc)?;
+                Ok(acc)
+            })
+            .collect();
+        let parts = match parts {
+            Ok(parts) => parts,
+            Err(Fail::Vanished(_)) if remembered.is_some() => {
+                return self.walk_dir(dir, rel, depth, stat, true);
+            }
+            Err(Fail::Vanished(e) | Fail::Io(e)) => return Err(e),
+        };
+        let seen = match read {
+            None => Seen::Remembered(key),
+            Some(_) if key.is_racy(self.trust_before_ns) => Seen::Racy,
+            Some(listing) => Seen::Read(key, listing),
+        };
+        let mut entries = Vec::with_capacity(parts.iter().map(Vec::len).sum());
+        for part in parts {
+            entries.extend(part);
+        }
+        Ok((seen, entries))
+    }
+
+    fn child(
+        &self,
+        dir: &Path,
+        rel: &[u8],
+        depth: u32,
+        name: &[u8],
+        out: &mut Vec<WalkEntry>,
+    ) -> Result<(), Fail> {
+        let path = dir.join(OsStr::from_bytes(name));
+        let stat = match fs::symlink_metadata(&path) {
+            Ok(meta) => Stat::of(&meta),
+            Err(source) => {
+                let vanished = source.kind() == io::ErrorKind::NotFound;
+                let e = WalkError { path, source };
+                return Err(if vanished {
+                    Fail::Vanished(e)
+                } else {
+                    Fail::Io(e)
+                });
+            }
+        };
+        let mut child_rel = Vec::with_capacity(rel.len() + 1 + name.len());
+        child_rel.extend_from_slice(rel);
+        child_rel.push(b'/');
+        child_rel.extend_from_slice(name);
+        if !stat.is_dir() {
+            out.push(WalkEntry {
+                rel: child_rel,
+                depth,
+                stat,
+                seen: None,
+            });
+            return Ok(());
+        }
+        let (seen, below) = self
+            .walk_dir(&path, &child_rel, depth, &stat, false)
+            .map_err(Fail::Io)?;
+        out.push(WalkEntry {
+            rel: child_rel,
+            depth,
+            stat,
+            seen: Some(seen),
+        });
+        out.extend(below);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::SystemTime;
+
+    use super::*;
+    use crate::state::dir_listings::trust_before_ns;
+
+    fn walk(root: &Path, listings: &DirListings, trust: i64) -> (Seen, Vec<WalkEntry>) {
+        let stat = Stat::of(&fs::symlink_metadata(root).unwrap());
+        Walker::new(listings, trust)
+            .walk(root, b"t", &stat)
+            .unwrap()
+    }
+
+    fn rels(entries: &[WalkEntry]) -> Vec<String> {
+        entries
+            .iter()
+            .map(|e| format!("{} {}", e.depth, String::from_utf8_lossy(&e.rel)))
+            .collect()
+    }
+
+    /// Remembers every listing the walk read, as a plan's save does.
+    fn learn(listings: &mut DirListings, root: &Seen, entries: &[WalkEntry]) {
+        for seen in std::iter::once(root).chain(entries.iter().filter_map(|e| e.seen.as_ref())) {
+            match seen {
+                Seen::Read(k, l) => listings.learn(*k, l.clone()),
+                Seen::Remembered(k) => listings.used(k),
+                Seen::Racy => {}
+            }
+        }
+    }
+
+    #[test]
+    fn entries_come_in_sorted_depth_first_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = dir.path().join("t");
+        for d in ["a/b", "a.txt.d", "c"] {
+            fs::create_dir_all(t.join(d)).unwrap();
+        }
+        for f in ["a/b/1", "a/b/2", "a/z", "a.txt", "c/x"] {
+            fs::write(t.join(f), f).unwrap();
+        }
+        let (_, entries) = walk(&t, &DirListings::in_memory(), i64::MIN);
+        assert_eq!(
+            rels(&entries),
+            [
+                "1 t/a",
+                "2 t/a/b",
+                "3 t/a/b/1",
+                "3 t/a/b/2",
+                "2 t/a/z",
+                "1 t/a.txt",
+                "1 t/a.txt.d",
+                "1 t/c",
+                "2 t/c/x"
+            ]
+        );
+        let a = &entries[0];
+        assert!(a.stat.is_dir() && a.seen == Some(Seen::Racy));
+        assert!(entries[2].stat.is_file());
+        assert_eq!(entries[2].name(), b"1");
+    }
+
+    #[test]
+    fn an_unchanged_directory_is_not_read_again_and_a_changed_one_is() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = dir.path().join("t");
+        fs::create_dir_all(t.join("old")).unwrap();
+        fs::write(t.join("old/f"), b"1").unwrap();
+        // Trust everything: these stamps are seconds old by the margin's clock.
+        let trust = trust_before_ns(SystemTime::now() + std::time::Duration::from_secs(60));
+        let mut listings = DirListings::in_memory();
+        let (root, entries) = walk(&t, &listings, trust);
+        assert!(matches!(root, Seen::Read(..)));
+        learn(&mut listings, &root, &entries);
+
+        // A file written in place keeps its directory's stamp: the listing
+        // is remembered, and the file's own stat shows the new size.
+        fs::write(t.join("old/f"), b"longer").unwrap();
+        let (root, entries) = walk(&t, &listings, trust);
+        assert!(matches!(root, Seen::Remembered(_)));
+        assert!(matches!(entries[0].seen, Some(Seen::Remembered(_))));
+        assert_eq!(entries[1].stat.size, 6);
+
+        // A new file changes its directory's stamp: read again.
+        fs::write(t.join("old/g"), b"2").unwrap();
+        let (root, entries) = walk(&t, &listings, trust);
+        assert!(matches!(root, Seen::Remembered(_)));
+        assert!(matches!(entries[0].seen, Some(Seen::Read(..))));
+        assert_eq!(rels(&entries), ["1 t/old", "2 t/old/f", "2 t/old/g"]);
+    }
+
+    #[test]
+    fn a_listing_that_lies_is_read_again_when_an_entry_is_missing() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = dir.path().join("t");
+        fs::create_dir_all(&t).unwrap();
+        fs::write(t.join("real"), b"1").unwrap();
+        let stat = Stat::of(&fs::symlink_metadata(&t).unwrap());
+        let mut listings = DirListings::in_memory();
+        // As if the directory's stamp had been put back after a change.
+        let lie = tempfile::tempdir().unwrap();
+        fs::write(lie.path().join("gone"), b"").unwrap();
+        listings.learn(DirKey::of(&stat), Listing::read(lie.path()).unwrap());
+        let (seen, entries) = Walker::new(&listings, i64::MIN)
+            .walk(&t, b"t", &stat)
+            .unwrap();
+        assert_eq!(seen, Seen::Racy, "read again");
+        assert_eq!(rels(&entries), ["1 t/real"]);
+    }
+
+    #[test]
+    fn an_unreadable_directory_is_an_error_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = dir.path().join("t");
+        fs::create_dir_all(&t).unwrap();
+        let stat = Stat::of(&fs::symlink_metadata(&t).unwrap());
+        fs::remove_dir(&t).unwrap();
+        let e = Walker::new(&DirListings::in_memory(), i64::MAX)
+            .walk(&t, b"t", &stat)
+            .unwrap_err();
+        assert_eq!(e.path, t);
+        assert_eq!(e.source.kind(), io::ErrorKind::NotFound);
+    }
+}
