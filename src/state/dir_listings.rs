@@ -17,7 +17,7 @@
 //! anything unreadable, truncated or corrupt is an empty cache (it is
 //! derived state).
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
@@ -195,7 +195,7 @@ impl DirListings {
             path: Some(path.to_path_buf()),
             loaded,
             used: 0,
-            learnt: HashMap::new(),
+            learnt: HashMap::default(),
         }
     }
 
@@ -274,7 +274,7 @@ fn decode(bytes: &[u8]) -> Option<HashMap<DirKey, (Listing, bool)>> {
         return None;
     }
     let mut rest = body.strip_prefix(MAGIC)?;
-    let mut out = HashMap::new();
+    let mut out = HashMap::default();
     fn take<'a>(rest: &mut &'a [u8], n: usize) -> Option<&'a [u8]> {
         let (head, tail) = rest.split_at_checked(n)?;
         *rest = tail;

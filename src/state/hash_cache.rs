@@ -9,7 +9,7 @@
 //! keeping its stamp (git's "racy git" problem). The cache also holds the
 //! remembered directory listings a walk uses ([`DirListings`]).
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::fmt::Write as _;
 use std::fs::Metadata;
 use std::io;
@@ -87,7 +87,7 @@ impl HashCache {
             crate::fsutil::sweep_dead_temps(dir);
         }
         let trust_before_ns = dir_listings::trust_before_ns(SystemTime::now());
-        let mut entries = HashMap::new();
+        let mut entries = HashMap::default();
         if let Ok(text) = std::fs::read_to_string(path) {
             entries.reserve(text.len() / 100);
             for line in text.lines() {
@@ -146,7 +146,7 @@ impl HashCache {
             entry.used = true;
             self.used += 1;
         }
-        Some(hex::encode(entry.sha256))
+        Some(fsutil::hex32(&entry.sha256))
     }
 
     /// Reads and hashes the file at `path`, whose lstat gave `stamp`, and
@@ -176,7 +176,7 @@ impl HashCache {
     pub fn known(&self, meta: &Metadata) -> Option<String> {
         self.entries
             .get(&Stamp::of(meta))
-            .map(|e| hex::encode(e.sha256))
+            .map(|e| fsutil::hex32(&e.sha256))
     }
 
     /// How many files had to be read.
@@ -247,7 +247,7 @@ impl HashCache {
                 k.ino,
                 k.size,
                 k.mtime_ns,
-                hex::encode(e.sha256)
+                fsutil::hex32(&e.sha256)
             );
         }
         fsutil::atomic_write(path, out.as_bytes())
