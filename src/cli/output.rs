@@ -3,10 +3,33 @@
 
 use std::io::{IsTerminal, Write};
 
-pub fn print_json(value: &serde_json::Value) {
-    let mut out = serde_json::to_string_pretty(value).expect("json serialises");
-    out.push('\n');
-    let _ = std::io::stdout().write_all(out.as_bytes());
+/// Prints a JSON document, streamed (not built as a string first). A write
+/// error (a closed pipe) ends the document quietly.
+pub fn print_json<T: serde::Serialize + ?Sized>(value: &T) {
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+    if serde_json::to_writer_pretty(&mut out, value).is_ok() {
+        let _ = out.write_all(b"\n");
+    }
+    let _ = out.flush();
+}
+
+/// A `--json` document: the plan under `plan` (streamed, see
+/// [`crate::plan::file::SavedPlan::doc`]), then the fields of `rest`.
+pub fn print_plan_json(plan: &crate::plan::file::SavedPlan, rest: serde_json::Value) {
+    struct WithPlan<'a>(crate::plan::file::PlanDoc<'a>, serde_json::Value);
+    impl serde::Serialize for WithPlan<'_> {
+        fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            use serde::ser::SerializeMap;
+            let rest = self.1.as_object();
+            let mut map = s.serialize_map(Some(1 + rest.map_or(0, |r| r.len())))?;
+            map.serialize_entry("plan", &self.0)?;
+            for (k, v) in rest.into_iter().flatten() {
+                map.serialize_entry(k, v)?;
+            }
+            map.end()
+        }
+    }
+    print_json(&WithPlan(plan.doc(), rest));
 }
 
 /// True when a person can answer a prompt.

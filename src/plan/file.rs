@@ -159,6 +159,20 @@ pub struct SavedPlan {
     pub observed: Option<Observed>,
 }
 
+/// A [`SavedPlan`] without its observed snapshot, borrowed: the `--json`
+/// document (same fields, same order).
+#[derive(Debug, Serialize)]
+pub struct PlanDoc<'a> {
+    format_version: u32,
+    repo_id: &'a Uuid,
+    fingerprint: &'a Fingerprint,
+    summary: &'a Summary,
+    #[serde(flatten)]
+    plan: &'a Plan,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    lock: Option<&'a LockInfo>,
+}
+
 /// Which lock object (and which version of it) a plan was made under.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LockInfo {
@@ -193,9 +207,21 @@ impl SavedPlan {
 
     /// The JSON that `--json` prints (without the observed snapshot).
     pub fn to_json(&self) -> serde_json::Value {
-        let mut doc = self.clone();
-        doc.observed = None;
-        serde_json::to_value(&doc).expect("plan serialises")
+        serde_json::to_value(self.doc()).expect("plan serialises")
+    }
+
+    /// What `--json` prints, as a view to serialize straight to the output:
+    /// a 100,000-action plan as a `serde_json::Value` tree is hundreds of
+    /// megabytes.
+    pub fn doc(&self) -> PlanDoc<'_> {
+        PlanDoc {
+            format_version: self.format_version,
+            repo_id: &self.repo_id,
+            fingerprint: &self.fingerprint,
+            summary: &self.summary,
+            plan: &self.plan,
+            lock: self.lock.as_ref(),
+        }
     }
 
     pub fn save(&self, path: &Path) -> Result<(), PlanFileError> {

@@ -25,7 +25,7 @@ use crate::layout::{Layout, TierPath, is_repo_local_path, is_swamp_temp};
 use super::HashCache;
 use super::dir_listings::DirListings;
 use super::hash_cache::Stamp;
-use super::walk::{Seen, Stat, WalkEntry, Walker};
+use super::walk::{Seen, Stat, Walked, Walker};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FileState {
@@ -256,8 +256,7 @@ fn epoch_ns(t: SystemTime) -> i64 {
 
 /// Records how the walk came by each directory's listing, so the next walk
 /// skips reading those that stay unchanged.
-fn remember(dirs: &mut DirListings, root: Seen, entries: &mut [WalkEntry]) {
-    let seen = std::iter::once(root).chain(entries.iter_mut().filter_map(|e| e.seen.take()));
+fn remember(dirs: &mut DirListings, seen: Vec<Seen>) {
     for seen in seen {
         match seen {
             Seen::Remembered(key) => dirs.used(&key),
@@ -310,22 +309,22 @@ fn observe_placement(
         debug_assert!(dir.ends_with(tier.as_str()));
         let base = dir.parent().unwrap_or(Path::new(""));
         let trust = cache.trust_before_ns();
-        let (seen, mut entries) = Walker::new(cache.dirs(), trust)
+        let Walked { entries, seen } = Walker::new(cache.dirs(), trust)
             .walk(&dir, tier.as_str().as_bytes(), &Stat::of(&meta))
             .map_err(|e| ObserveError::Io {
                 path: e.path,
                 source: e.source,
             })?;
-        remember(cache.dirs(), seen, &mut entries);
+        remember(cache.dirs(), seen);
         let mut open = OpenDirs(Vec::new());
         for entry in entries {
             open.close_to(entry.depth, &mut state.obstacles);
             let stat = entry.stat;
             if stat.is_dir() {
-                open.0.push((entry.rel, entry.depth, false));
+                open.0.push((entry.rel.into_vec(), entry.depth, false));
                 continue;
             }
-            let rel = match String::from_utf8(entry.rel) {
+            let rel = match String::from_utf8(entry.rel.into_vec()) {
                 Ok(rel) => rel,
                 Err(e) => {
                     // Non-UTF-8 names cannot be datastore keys.

@@ -79,12 +79,26 @@ pub enum Seen {
 pub struct WalkEntry {
     /// The root's name (as the caller gave it), then each name below it,
     /// joined by `/`.
-    pub rel: Vec<u8>,
+    pub rel: Box<[u8]>,
     /// 1 for an entry directly in the walked directory.
     pub depth: u32,
     pub stat: Stat,
-    /// For a directory: how its listing was come by.
-    pub seen: Option<Seen>,
+}
+
+/// What a walk found: every entry beneath the walked directory in walk
+/// order, and how each directory's listing (its own included) was come by.
+#[derive(Debug, Default)]
+pub struct Walked {
+    pub entries: Vec<WalkEntry>,
+    /// The walked directory's own first, the rest in no particular order.
+    pub seen: Vec<Seen>,
+}
+
+impl Walked {
+    fn append(&mut self, other: Walked) {
+        self.entries.extend(other.entries);
+        self.seen.extend(other.seen);
+    }
 }
 
 impl WalkEntry {
@@ -127,15 +141,11 @@ impl<'a> Walker<'a> {
     }
 
     /// Walks the directory `dir` (whose lstat is `stat`), naming entries
-    /// from `rel`: how its own listing was come by, and every entry beneath
-    /// it, in walk order.
-    pub fn walk(
-        &self,
-        dir: &Path,
-        rel: &[u8],
-        stat: &Stat,
-    ) -> Result<(Seen, Vec<WalkEntry>), WalkError> {
-        self.walk_dir(dir, rel, 0, stat, false)
+    /// from `rel`.
+    pub fn walk(&self, dir: &Path, rel: &[u8], stat: &Stat) -> Result<Walked, WalkError> {
+        let mut out = Walked::default();
+        self.walk_dir(dir, rel, 0, stat, false, &mut out)?;
+        Ok(out)
     }
 
     fn walk_dir(
@@ -145,7 +155,8 @@ impl<'a> Walker<'a> {
         depth: u32,
         stat: &Stat,
         reread: bool,
-    ) -> Result<(Seen, Vec<WalkEntry>), WalkError> {
+        out: &mut Walked,
+    ) -> Result<(), WalkError> {
         let key = DirKey::of(stat);
         let remembered = if reread {
             None
@@ -164,10 +175,10 @@ impl<'a> Walker<'a> {
         // Leaves are statted in batches; a directory of directories splits
         // all the way down, so the threads share the tree.
         let min_len = if listing.has_dirs() { 1 } else { 256 };
-        let parts: Result<Vec<Vec<WalkEntry>>, Fail> = names
+        let parts: Result<Vec<Walked>, Fail> = names
             .par_iter()
             .with_min_len(min_len)
-            .try_fold(Vec::new, |mut acc, name| {
+            .try_fold(Walked::default, |mut acc, name| {
                 self.child(dir, rel, depth + 1, name, &mut acc)?;
                 Ok(acc)
             })
@@ -175,7 +186,7 @@ impl<'a> Walker<'a> {
         let parts = match parts {
             Ok(parts) => parts,
             Err(Fail::Vanished(_)) if remembered.is_some() => {
-                return self.walk_dir(dir, rel, depth, stat, true);
+                return self.walk_dir(dir, rel, depth, stat, true, out);
             }
             Err(Fail::Vanished(e) | Fail::Io(e)) => return Err(e),
         };
@@ -184,11 +195,13 @@ impl<'a> Walker<'a> {
             Some(_) if key.is_racy(self.trust_before_ns) => Seen::Racy,
             Some(listing) => Seen::Read(key, listing),
         };
-        let mut entries = Vec::with_capacity(parts.iter().map(Vec::len).sum());
+        out.seen.push(seen);
+        out.entries
+            .reserve(parts.iter().map(|p| p.entries.len()).sum());
         for part in parts {
-            entries.extend(part);
+            out.append(part);
         }
-        Ok((seen, entries))
+        Ok(())
     }
 
     fn child(
@@ -197,7 +210,7 @@ impl<'a> Walker<'a> {
         rel: &[u8],
         depth: u32,
         name: &[u8],
-        out: &mut Vec<WalkEntry>,
+        out: &mut Walked,
     ) -> Result<(), Fail> {
         let path = dir.join(OsStr::from_bytes(name));
         let stat = match fs::symlink_metadata(&path) {
@@ -217,25 +230,20 @@ impl<'a> Walker<'a> {
         child_rel.push(b'/');
         child_rel.extend_from_slice(name);
         if !stat.is_dir() {
-            out.push(WalkEntry {
-                rel: child_rel,
+            out.entries.push(WalkEntry {
+                rel: child_rel.into_boxed_slice(),
                 depth,
                 stat,
-                seen: None,
             });
             return Ok(());
         }
-        let (seen, below) = self
-            .walk_dir(&path, &child_rel, depth, &stat, false)
-            .map_err(Fail::Io)?;
-        out.push(WalkEntry {
-            rel: child_rel,
+        out.entries.push(WalkEntry {
+            rel: child_rel.as_slice().into(),
             depth,
             stat,
-            seen: Some(seen),
         });
-        out.extend(below);
-        Ok(())
+        self.walk_dir(&path, &child_rel, depth, &stat, false, out)
+            .map_err(Fail::Io)
     }
 }
 
@@ -246,11 +254,33 @@ mod tests {
     use super::*;
     use crate::state::dir_listings::trust_before_ns;
 
-    fn walk(root: &Path, listings: &DirListings, trust: i64) -> (Seen, Vec<WalkEntry>) {
+    /// The walk of `root`: how root's listing was come by (the walk
+    /// records the root's first), and what it found.
+    fn walk(root: &Path, listings: &DirListings, trust: i64) -> (Seen, Walked) {
         let stat = Stat::of(&fs::symlink_metadata(root).unwrap());
-        Walker::new(listings, trust)
+        let walked = Walker::new(listings, trust)
             .walk(root, b"t", &stat)
-            .unwrap()
+            .unwrap();
+        (walked.seen[0].clone(), walked)
+    }
+
+    /// How the listing of the directory `rel` was come by.
+    fn seen_of(walked: &Walked, rel: &str) -> &'static str {
+        let e = walked
+            .entries
+            .iter()
+            .find(|e| e.rel.as_ref() == rel.as_bytes())
+            .unwrap();
+        let key = DirKey::of(&e.stat);
+        let seen = walked.seen.iter().find(|s| match s {
+            Seen::Remembered(k) | Seen::Read(k, _) => *k == key,
+            Seen::Racy => false,
+        });
+        match seen {
+            Some(Seen::Remembered(_)) => "remembered",
+            Some(Seen::Read(..)) => "read",
+            _ => "racy",
+        }
     }
 
     fn rels(entries: &[WalkEntry]) -> Vec<String> {
@@ -261,8 +291,8 @@ mod tests {
     }
 
     /// Remembers every listing the walk read, as a plan's save does.
-    fn learn(listings: &mut DirListings, root: &Seen, entries: &[WalkEntry]) {
-        for seen in std::iter::once(root).chain(entries.iter().filter_map(|e| e.seen.as_ref())) {
+    fn learn(listings: &mut DirListings, walked: &Walked) {
+        for seen in &walked.seen {
             match seen {
                 Seen::Read(k, l) => listings.learn(*k, l.clone()),
                 Seen::Remembered(k) => listings.used(k),
@@ -281,9 +311,11 @@ mod tests {
         for f in ["a/b/1", "a/b/2", "a/z", "a.txt", "c/x"] {
             fs::write(t.join(f), f).unwrap();
         }
-        let (_, entries) = walk(&t, &DirListings::in_memory(), i64::MIN);
+        let listings = DirListings::in_memory();
+        let (_, walked) = walk(&t, &listings, i64::MIN);
+        let entries = &walked.entries;
         assert_eq!(
-            rels(&entries),
+            rels(entries),
             [
                 "1 t/a",
                 "2 t/a/b",
@@ -296,8 +328,8 @@ mod tests {
                 "2 t/c/x"
             ]
         );
-        let a = &entries[0];
-        assert!(a.stat.is_dir() && a.seen == Some(Seen::Racy));
+        assert!(entries[0].stat.is_dir());
+        assert_eq!(seen_of(&walked, "t/a"), "racy");
         assert!(entries[2].stat.is_file());
         assert_eq!(entries[2].name(), b"1");
     }
@@ -311,24 +343,24 @@ mod tests {
         // Trust everything: these stamps are seconds old by the margin's clock.
         let trust = trust_before_ns(SystemTime::now() + std::time::Duration::from_secs(60));
         let mut listings = DirListings::in_memory();
-        let (root, entries) = walk(&t, &listings, trust);
+        let (root, walked) = walk(&t, &listings, trust);
         assert!(matches!(root, Seen::Read(..)));
-        learn(&mut listings, &root, &entries);
+        learn(&mut listings, &walked);
 
         // A file written in place keeps its directory's stamp: the listing
         // is remembered, and the file's own stat shows the new size.
         fs::write(t.join("old/f"), b"longer").unwrap();
-        let (root, entries) = walk(&t, &listings, trust);
+        let (root, walked) = walk(&t, &listings, trust);
         assert!(matches!(root, Seen::Remembered(_)));
-        assert!(matches!(entries[0].seen, Some(Seen::Remembered(_))));
-        assert_eq!(entries[1].stat.size, 6);
+        assert_eq!(seen_of(&walked, "t/old"), "remembered");
+        assert_eq!(walked.entries[1].stat.size, 6);
 
         // A new file changes its directory's stamp: read again.
         fs::write(t.join("old/g"), b"2").unwrap();
-        let (root, entries) = walk(&t, &listings, trust);
+        let (root, walked) = walk(&t, &listings, trust);
         assert!(matches!(root, Seen::Remembered(_)));
-        assert!(matches!(entries[0].seen, Some(Seen::Read(..))));
-        assert_eq!(rels(&entries), ["1 t/old", "2 t/old/f", "2 t/old/g"]);
+        assert_eq!(seen_of(&walked, "t/old"), "read");
+        assert_eq!(rels(&walked.entries), ["1 t/old", "2 t/old/f", "2 t/old/g"]);
     }
 
     #[test]
@@ -343,11 +375,11 @@ mod tests {
         let lie = tempfile::tempdir().unwrap();
         fs::write(lie.path().join("gone"), b"").unwrap();
         listings.learn(DirKey::of(&stat), Listing::read(lie.path()).unwrap());
-        let (seen, entries) = Walker::new(&listings, i64::MIN)
+        let walked = Walker::new(&listings, i64::MIN)
             .walk(&t, b"t", &stat)
             .unwrap();
-        assert_eq!(seen, Seen::Racy, "read again");
-        assert_eq!(rels(&entries), ["1 t/real"]);
+        assert_eq!(walked.seen, [Seen::Racy], "read again");
+        assert_eq!(rels(&walked.entries), ["1 t/real"]);
     }
 
     #[test]

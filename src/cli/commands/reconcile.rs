@@ -6,7 +6,7 @@ use std::path::Path;
 use serde_json::json;
 
 use crate::cli::locking::Locks;
-use crate::cli::output::{ask, interactive, print_json, progress_bar};
+use crate::cli::output::{ask, interactive, print_json, print_plan_json, progress_bar};
 use crate::cli::{CliError, Ctx, Outcome, Repo};
 use crate::config::Config;
 use crate::engine::{self, Planned, SyncOptions};
@@ -44,7 +44,7 @@ pub fn plan(
         saved.lock = None;
     }
     if ctx.json {
-        print_json(&saved.to_json());
+        print_json(&saved.doc());
     } else {
         print!("{}", ctx.render_plan(&saved.plan, &repo.root));
         if let Some(out) = out {
@@ -77,7 +77,7 @@ pub fn show(ctx: &Ctx, file: &Path) -> Result<Outcome, CliError> {
         }
     };
     if ctx.json {
-        print_json(&saved.to_json());
+        print_json(&saved.doc());
     } else {
         let repo_root = ctx
             .open_repo()
@@ -128,7 +128,7 @@ pub fn apply_saved(ctx: &Ctx, file: &Path) -> Result<Outcome, CliError> {
 fn apply_saved_locked(ctx: &Ctx, repo: &Repo, saved: &SavedPlan) -> Result<Outcome, CliError> {
     let options = engine::saved_options(saved);
     let planned = engine::rederive(saved, &repo.layout, &repo.config)?;
-    let saved = planned.into_saved(&repo.config);
+    let mut saved = planned.into_saved(&repo.config);
     if !ctx.json {
         print!("{}", ctx.render_plan(&saved.plan, &repo.root));
     }
@@ -138,6 +138,9 @@ fn apply_saved_locked(ctx: &Ctx, repo: &Repo, saved: &SavedPlan) -> Result<Outco
     if saved.plan.has_conflicts() {
         return conflicts(ctx, &saved, false);
     }
+    // Apply reads only the plan: the observation it came from (the
+    // largest thing held) need not stay while the verifying plan observes.
+    saved.observed = None;
     apply_confirmed(ctx, repo, &saved, options)
 }
 
@@ -162,7 +165,7 @@ pub fn run_flow(
     unconfirmed: Unconfirmed,
 ) -> Result<Outcome, CliError> {
     let config = new_config.unwrap_or(&repo.config);
-    let saved = planned.into_saved(config);
+    let mut saved = planned.into_saved(config);
     if !ctx.json {
         print!("{}", ctx.render_plan(&saved.plan, &repo.root));
     }
@@ -199,7 +202,7 @@ pub fn run_flow(
             .hint("review the plan above, then run `swamp apply -y` (or save it with `swamp plan -o FILE` and run `swamp apply FILE`)")),
             Unconfirmed::Preview => {
                 if ctx.json {
-                    print_json(&json!({"plan": saved.to_json(), "preview": true, "applied": null}));
+                    print_plan_json(&saved, json!({"preview": true, "applied": null}));
                 } else {
                     println!("\nThis was a preview; nothing changed. Add --confirm (or -y) to apply it.");
                 }
@@ -212,20 +215,24 @@ pub fn run_flow(
         // plan continues toward it even if this run is interrupted.
         c.save(&repo.root)?;
     }
+    // Apply reads only the plan: the observation it came from (the
+    // largest thing held) need not stay while the verifying plan observes.
+    saved.observed = None;
     apply_confirmed(ctx, repo, &saved, options)
 }
 
 fn finish_empty(ctx: &Ctx, saved: &SavedPlan) -> Result<Outcome, CliError> {
     if ctx.json {
-        print_json(&json!({"plan": saved.to_json(), "applied": null, "converged": true}));
+        print_plan_json(saved, json!({"applied": null, "converged": true}));
     }
     Ok(Outcome::Success)
 }
 
 fn conflicts(ctx: &Ctx, saved: &SavedPlan, recorded: bool) -> Result<Outcome, CliError> {
     if ctx.json {
-        print_json(
-            &json!({"plan": saved.to_json(), "applied": null, "converged": false, "recorded": recorded}),
+        print_plan_json(
+            saved,
+            json!({"applied": null, "converged": false, "recorded": recorded}),
         );
     } else {
         if recorded {
@@ -261,12 +268,14 @@ fn apply_confirmed(
             let config = Config::load(&repo.root).unwrap_or_else(|_| repo.config.clone());
             after.into_saved(&config).to_json()
         });
-        print_json(&json!({
-            "plan": saved.to_json(),
+        print_plan_json(
+            saved,
+            json!({
             "applied": report,
             "converged": converged,
             "remaining": remaining,
-        }));
+            }),
+        );
     } else {
         let transfers = if saved.plan.remote.is_some() {
             format!(
