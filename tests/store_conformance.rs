@@ -276,6 +276,64 @@ async fn list_follows_pages_and_respects_the_prefix(b: Backend) {
     assert!(s.list("nothing/").await.unwrap().is_empty());
 }
 
+async fn a_split_listing_finds_every_key_a_plain_listing_does(b: Backend) {
+    let f = Fixture::new(b);
+    let s = &f.store;
+    let inside = [
+        "p/ns/.namespace.json",
+        "p/ns/data/a",
+        "p/ns/data/k1/x/1",
+        "p/ns/data/k1/x/2",
+        "p/ns/data/k1/y",
+        "p/ns/data/k2/z/3",
+        "p/ns/outputs/o",
+        "p/ns/z",
+    ];
+    let outside = ["p/ns2/data/q", "p/nsx", "p/n", "q/ns/data/a"];
+    for k in inside.iter().chain(&outside) {
+        s.put_bytes(k, k.as_bytes().to_vec(), &Precondition::None)
+            .await
+            .unwrap();
+    }
+    // One level, across pages (page size 2): objects and prefixes apart.
+    let level = s.list_level("p/ns/").await.unwrap();
+    assert_eq!(keys(&level.objects), ["p/ns/.namespace.json", "p/ns/z"]);
+    assert_eq!(level.prefixes, ["p/ns/data/", "p/ns/outputs/"]);
+    let level = s.list_level("p/ns/data/").await.unwrap();
+    assert_eq!(keys(&level.objects), ["p/ns/data/a"]);
+    assert_eq!(level.prefixes, ["p/ns/data/k1/", "p/ns/data/k2/"]);
+
+    // Split at any depth, the listing is the plain one: every key once,
+    // nothing from outside, sorted, with the same metadata.
+    let plain = s.list("p/ns/").await.unwrap();
+    assert_eq!(keys(&plain), inside);
+    for levels in 0..4 {
+        let split = store::list_split(s.as_ref(), "p/ns/", levels, 3)
+            .await
+            .unwrap();
+        assert_eq!(split, plain, "split {levels} level(s) down");
+    }
+
+    // Once every object under a prefix is deleted, neither listing shows
+    // anything there (SeaweedFS keeps the directory it made for them, and
+    // answers a delimiter listing of it with an object named as the prefix).
+    s.delete("p/ns/outputs/o", &Precondition::None)
+        .await
+        .unwrap();
+    let plain = s.list("p/ns/").await.unwrap();
+    assert!(!keys(&plain).contains(&"p/ns/outputs/o"));
+    for levels in 0..4 {
+        let split = store::list_split(s.as_ref(), "p/ns/", levels, 3)
+            .await
+            .unwrap();
+        assert_eq!(
+            keys(&split),
+            keys(&plain),
+            "after a delete, split {levels} level(s) down"
+        );
+    }
+}
+
 async fn create_only_refuses_an_existing_key(b: Backend) {
     let f = Fixture::new(b);
     let s = &f.store;
@@ -884,6 +942,7 @@ conformance!(fs: Backend::Fs => [
     put_file_refuses_content_that_does_not_match_its_hash,
     put_get_head_round_trip_with_sha256,
     list_follows_pages_and_respects_the_prefix,
+    a_split_listing_finds_every_key_a_plain_listing_does,
     create_only_refuses_an_existing_key,
     replace_needs_the_current_version,
     concurrent_create_only_has_exactly_one_winner,
@@ -903,6 +962,7 @@ conformance!(s3: Backend::S3 => [
     put_file_refuses_content_that_does_not_match_its_hash,
     put_get_head_round_trip_with_sha256,
     list_follows_pages_and_respects_the_prefix,
+    a_split_listing_finds_every_key_a_plain_listing_does,
     create_only_refuses_an_existing_key,
     replace_needs_the_current_version,
     concurrent_create_only_has_exactly_one_winner,
@@ -924,6 +984,7 @@ conformance!(gcs: Backend::Gcs => [
     put_file_refuses_content_that_does_not_match_its_hash,
     put_get_head_round_trip_with_sha256,
     list_follows_pages_and_respects_the_prefix,
+    a_split_listing_finds_every_key_a_plain_listing_does,
     create_only_refuses_an_existing_key,
     replace_needs_the_current_version,
     concurrent_create_only_has_exactly_one_winner,

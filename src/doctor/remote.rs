@@ -462,6 +462,9 @@ mod tests {
         async fn list(&self, prefix: &str) -> Result<Vec<ObjectMeta>, StoreError> {
             self.0.list(prefix).await
         }
+        async fn list_level(&self, prefix: &str) -> Result<crate::store::Level, StoreError> {
+            self.0.list_level(prefix).await
+        }
         async fn head(&self, key: &str) -> Result<Option<ObjectMeta>, StoreError> {
             self.0.head(key).await
         }

@@ -162,6 +162,11 @@ pub fn tier_path_of(key: &str, key_prefix: &str) -> Result<Option<TierPath>, Rem
         .map_err(|e| hostile(&e.to_string()))
 }
 
+/// How many levels below a namespace its listing is split at, and how many
+/// of its parts are listed at once (see [`crate::store::list_split`]).
+const LIST_LEVELS: u32 = 2;
+const LIST_CONCURRENCY: usize = 16;
+
 /// Lists the remote under `key_prefix` and resolves sha256s.
 ///
 /// `head_all`: resolve every sha256 (a HEAD per object the listing and the
@@ -174,7 +179,9 @@ pub async fn observe_remote(
     local: &BTreeMap<TierPath, FileState>,
     head_all: bool,
 ) -> Result<RemoteSnapshot, RemoteError> {
-    let listed = store.list(key_prefix).await?;
+    // Tiers and their first level are paged side by side: a namespace of
+    // 250,000 objects is hundreds of pages, one after another otherwise.
+    let listed = crate::store::list_split(store, key_prefix, LIST_LEVELS, LIST_CONCURRENCY).await?;
     // Locks and doctor canaries (`…/.swamp/…`) come and go with whoever is
     // working; counting them would make a saved plan stale for nothing.
     let objects = listed

@@ -328,6 +328,7 @@ impl Store for FsStore {
             batch_delete: false,
             server_side_copy: true,
             listing_has_sha256: true,
+            delimited_listing: false,
         }
     }
 

@@ -65,6 +65,42 @@ enum Scope<'a> {
 }
 
 impl GcsStore {
+    /// Every page of the listing of `prefix` (one level of it when
+    /// `delimited`), sorted by key.
+    async fn list_pages(&self, prefix: &str, delimited: bool) -> Result<super::Level, StoreError> {
+        let client = self.client().await?;
+        let mut out = super::Level::default();
+        let mut token: Option<String> = None;
+        loop {
+            let req = ListObjectsRequest {
+                bucket: self.bucket.clone(),
+                prefix: (!prefix.is_empty()).then(|| prefix.to_string()),
+                delimiter: delimited.then(|| "/".to_string()),
+                max_results: Some(self.options.page_size.clamp(1, i32::MAX as u32) as i32),
+                page_token: token.clone(),
+                ..ListObjectsRequest::default()
+            };
+            let page = with_retry(&self.options.retry, |_| async {
+                client
+                    .list_objects(&req)
+                    .await
+                    .map_err(|e| self.map_err(e, Scope::Bucket))
+            })
+            .await?;
+            out.objects
+                .extend(page.items.iter().flatten().map(Self::meta));
+            out.prefixes.extend(page.prefixes.into_iter().flatten());
+            match page.next_page_token {
+                Some(t) if !t.is_empty() => token = Some(t),
+                _ => break,
+            }
+        }
+        out.objects.sort_by(|a, b| a.key.cmp(&b.key));
+        out.prefixes.sort();
+        out.prefixes.dedup();
+        Ok(out)
+    }
+
     pub fn new(
         bucket: &str,
         endpoint: Option<&str>,
@@ -374,36 +410,16 @@ impl Store for GcsStore {
             batch_delete: false,
             server_side_copy: true,
             listing_has_sha256: true,
+            delimited_listing: true,
         }
     }
 
     async fn list(&self, prefix: &str) -> Result<Vec<ObjectMeta>, StoreError> {
-        let client = self.client().await?;
-        let mut out = Vec::new();
-        let mut token: Option<String> = None;
-        loop {
-            let req = ListObjectsRequest {
-                bucket: self.bucket.clone(),
-                prefix: (!prefix.is_empty()).then(|| prefix.to_string()),
-                max_results: Some(self.options.page_size.clamp(1, i32::MAX as u32) as i32),
-                page_token: token.clone(),
-                ..ListObjectsRequest::default()
-            };
-            let page = with_retry(&self.options.retry, |_| async {
-                client
-                    .list_objects(&req)
-                    .await
-                    .map_err(|e| self.map_err(e, Scope::Bucket))
-            })
-            .await?;
-            out.extend(page.items.iter().flatten().map(Self::meta));
-            match page.next_page_token {
-                Some(t) if !t.is_empty() => token = Some(t),
-                _ => break,
-            }
-        }
-        out.sort_by(|a, b| a.key.cmp(&b.key));
-        Ok(out)
+        Ok(self.list_pages(prefix, false).await?.objects)
+    }
+
+    async fn list_level(&self, prefix: &str) -> Result<super::Level, StoreError> {
+        self.list_pages(prefix, true).await
     }
 
     async fn head(&self, key: &str) -> Result<Option<ObjectMeta>, StoreError> {

@@ -100,6 +100,99 @@ pub struct Capabilities {
     /// [`Store::list`] fills [`ObjectMeta::sha256`] (no head per object
     /// needed to plan).
     pub listing_has_sha256: bool,
+    /// [`Store::list_level`] asks the server for one level (a delimiter
+    /// listing), so [`list_split`] can page through a big prefix's parts
+    /// side by side.
+    pub delimited_listing: bool,
+}
+
+/// One level of the keys under a prefix, as a delimiter listing gives it.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Level {
+    /// The objects whose key holds no `/` after the prefix, sorted by key.
+    pub objects: Vec<ObjectMeta>,
+    /// The distinct `<prefix><name>/` every other key starts with, sorted.
+    pub prefixes: Vec<String>,
+}
+
+impl Level {
+    /// The level of `prefix` in `all`, a sorted listing of it.
+    pub fn of(prefix: &str, all: Vec<ObjectMeta>) -> Level {
+        let mut level = Level::default();
+        for meta in all {
+            let below = meta
+                .key
+                .get(prefix.len()..)
+                .and_then(|rest| rest.find('/'))
+                .map(|i| prefix.len() + i + 1);
+            match below {
+                // Keys sharing a prefix are adjacent in a sorted listing.
+                Some(end) => {
+                    let p = &meta.key[..end];
+                    if level.prefixes.last().map(String::as_str) != Some(p) {
+                        level.prefixes.push(p.to_string());
+                    }
+                }
+                None => level.objects.push(meta),
+            }
+        }
+        level
+    }
+}
+
+/// Every object under `prefix`, as [`Store::list`] gives it (sorted by
+/// key), found `levels` levels down by delimiter listings when the store
+/// has them: each level's prefixes are listed `concurrency` at a time, then
+/// every prefix found is paged through on its own, side by side. A big
+/// namespace's tiers and their first level are then paged in parallel
+/// instead of one page after another; every key is still listed exactly
+/// once (each falls under one prefix, or is an object of a level).
+pub async fn list_split(
+    store: &dyn Store,
+    prefix: &str,
+    levels: u32,
+    concurrency: usize,
+) -> Result<Vec<ObjectMeta>, StoreError> {
+    use futures_util::{StreamExt, TryStreamExt, stream};
+    if levels == 0 || !store.capabilities().delimited_listing {
+        return store.list(prefix).await;
+    }
+    let concurrency = concurrency.max(1);
+    let mut out = Vec::new();
+    let mut frontier = vec![prefix.to_string()];
+    // Prefixes listed whole, not split further.
+    let mut whole = Vec::new();
+    for _ in 0..levels {
+        let found: Vec<(&String, Level)> = stream::iter(&frontier)
+            .map(|p| async move { Ok::<_, StoreError>((p, store.list_level(p).await?)) })
+            .buffer_unordered(concurrency)
+            .try_collect()
+            .await?;
+        let mut next = Vec::new();
+        for (p, level) in found {
+            // An object named as the prefix itself: a folder marker (which
+            // a plain listing shows), or the empty directory SeaweedFS
+            // answers for a prefix whose objects are all deleted (which it
+            // does not). Listed whole, the subtree is what a plain listing
+            // says, whichever it is.
+            if level.objects.iter().any(|o| &o.key == p) {
+                whole.push(p.clone());
+                continue;
+            }
+            out.extend(level.objects);
+            next.extend(level.prefixes);
+        }
+        frontier = next;
+    }
+    frontier.extend(whole);
+    let parts: Vec<Vec<ObjectMeta>> = stream::iter(&frontier)
+        .map(|p| store.list(p))
+        .buffer_unordered(concurrency)
+        .try_collect()
+        .await?;
+    out.extend(parts.into_iter().flatten());
+    out.sort_by(|a, b| a.key.cmp(&b.key));
+    Ok(out)
 }
 
 /// Errors from any store. Messages name what failed (key, bucket or
@@ -247,6 +340,13 @@ pub trait Store: Send + Sync {
     /// Every object whose key starts with `prefix` (a plain string prefix,
     /// not only at `/`), following all pages, sorted by key.
     async fn list(&self, prefix: &str) -> Result<Vec<ObjectMeta>, StoreError>;
+
+    /// One level of the keys under `prefix` (see [`Level`]). The default
+    /// reads the whole listing; a store whose server lists by delimiter
+    /// overrides it and says so in [`Capabilities::delimited_listing`].
+    async fn list_level(&self, prefix: &str) -> Result<Level, StoreError> {
+        Ok(Level::of(prefix, self.list(prefix).await?))
+    }
 
     /// The object's metadata (with sha256), or `None` when it does not exist.
     async fn head(&self, key: &str) -> Result<Option<ObjectMeta>, StoreError>;
@@ -630,6 +730,26 @@ pub(crate) fn check_key(key: &str) -> Result<(), StoreError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_level_puts_every_key_under_one_prefix_or_among_its_objects() {
+        // Keys other tools write: a folder marker, an empty segment, a
+        // name sorting between `dir` and `dir/`.
+        let all: Vec<ObjectMeta> = ["p/a", "p/dir-x", "p/dir/", "p/dir/f", "p/odd//x", "p/odd/y"]
+            .iter()
+            .map(|k| ObjectMeta {
+                key: k.to_string(),
+                size: 0,
+                version: "1".into(),
+                sha256: None,
+                modified: None,
+            })
+            .collect();
+        let level = Level::of("p/", all);
+        let objects: Vec<_> = level.objects.iter().map(|m| m.key.as_str()).collect();
+        assert_eq!(objects, ["p/a", "p/dir-x"]);
+        assert_eq!(level.prefixes, ["p/dir/", "p/odd/"]);
+    }
 
     fn meta_for(body: &[u8]) -> ObjectMeta {
         ObjectMeta {

@@ -61,6 +61,63 @@ pub struct S3Store {
 }
 
 impl S3Store {
+    /// Every page of the listing of `prefix` (one level of it when
+    /// `delimited`), sorted by key.
+    async fn list_pages(&self, prefix: &str, delimited: bool) -> Result<super::Level, StoreError> {
+        let client = self.client().await?;
+        let mut out = super::Level::default();
+        let mut token: Option<String> = None;
+        loop {
+            let page = with_retry(&self.options.retry, |_| {
+                let req = client
+                    .list_objects_v2()
+                    .bucket(&self.bucket)
+                    .prefix(prefix)
+                    .set_delimiter(delimited.then(|| "/".to_string()))
+                    .max_keys(self.options.page_size.max(1) as i32)
+                    // Keys come back percent-encoded: a key holding a
+                    // character XML 1.0 cannot carry (a control character)
+                    // would otherwise make the page unparseable, or be
+                    // mangled into a key that does not exist.
+                    .encoding_type(aws_sdk_s3::types::EncodingType::Url)
+                    .set_continuation_token(token.clone());
+                async move { req.send().await.map_err(|e| self.map_err(e, None)) }
+            })
+            .await?;
+            // A server that ignores the request answers plain keys and
+            // says nothing of an encoding.
+            let encoded = page.encoding_type() == Some(&aws_sdk_s3::types::EncodingType::Url);
+            let decode = |s: &str| {
+                if encoded {
+                    percent_decode(s)
+                } else {
+                    s.to_string()
+                }
+            };
+            for o in page.contents() {
+                if let Some(key) = o.key() {
+                    let mut meta = Self::meta(&decode(key), o.size(), o.e_tag(), None);
+                    meta.modified = o.last_modified().map(|t| t.secs());
+                    out.objects.push(meta);
+                }
+            }
+            out.prefixes.extend(
+                page.common_prefixes()
+                    .iter()
+                    .filter_map(|p| p.prefix())
+                    .map(decode),
+            );
+            token = page.next_continuation_token().map(str::to_owned);
+            if page.is_truncated() != Some(true) || token.is_none() {
+                break;
+            }
+        }
+        out.objects.sort_by(|a, b| a.key.cmp(&b.key));
+        out.prefixes.sort();
+        out.prefixes.dedup();
+        Ok(out)
+    }
+
     pub fn new(
         bucket: &str,
         region: Option<&str>,
@@ -376,51 +433,16 @@ impl Store for S3Store {
             batch_delete: true,
             server_side_copy: true,
             listing_has_sha256: false,
+            delimited_listing: true,
         }
     }
 
     async fn list(&self, prefix: &str) -> Result<Vec<ObjectMeta>, StoreError> {
-        let client = self.client().await?;
-        let mut out = Vec::new();
-        let mut token: Option<String> = None;
-        loop {
-            let page = with_retry(&self.options.retry, |_| {
-                let req = client
-                    .list_objects_v2()
-                    .bucket(&self.bucket)
-                    .prefix(prefix)
-                    .max_keys(self.options.page_size.max(1) as i32)
-                    // Keys come back percent-encoded: a key holding a
-                    // character XML 1.0 cannot carry (a control character)
-                    // would otherwise make the page unparseable, or be
-                    // mangled into a key that does not exist.
-                    .encoding_type(aws_sdk_s3::types::EncodingType::Url)
-                    .set_continuation_token(token.clone());
-                async move { req.send().await.map_err(|e| self.map_err(e, None)) }
-            })
-            .await?;
-            // A server that ignores the request answers plain keys and
-            // says nothing of an encoding.
-            let encoded = page.encoding_type() == Some(&aws_sdk_s3::types::EncodingType::Url);
-            for o in page.contents() {
-                if let Some(key) = o.key() {
-                    let key = if encoded {
-                        percent_decode(key)
-                    } else {
-                        key.to_string()
-                    };
-                    let mut meta = Self::meta(&key, o.size(), o.e_tag(), None);
-                    meta.modified = o.last_modified().map(|t| t.secs());
-                    out.push(meta);
-                }
-            }
-            token = page.next_continuation_token().map(str::to_owned);
-            if page.is_truncated() != Some(true) || token.is_none() {
-                break;
-            }
-        }
-        out.sort_by(|a, b| a.key.cmp(&b.key));
-        Ok(out)
+        Ok(self.list_pages(prefix, false).await?.objects)
+    }
+
+    async fn list_level(&self, prefix: &str) -> Result<super::Level, StoreError> {
+        self.list_pages(prefix, true).await
     }
 
     async fn head(&self, key: &str) -> Result<Option<ObjectMeta>, StoreError> {

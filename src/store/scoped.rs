@@ -60,6 +60,19 @@ impl Scoped {
     }
 }
 
+impl Scoped {
+    /// A listing may only ask for keys within the scope.
+    fn check_prefix(&self, prefix: &str) -> Result<(), StoreError> {
+        if prefix.starts_with(&self.prefix) {
+            return Ok(());
+        }
+        Err(StoreError::OutOfScope {
+            key: prefix.to_string(),
+            scope: format!("{}{}", self.inner.describe(), self.scope_label()),
+        })
+    }
+}
+
 #[async_trait]
 impl Store for Scoped {
     fn describe(&self) -> String {
@@ -71,13 +84,13 @@ impl Store for Scoped {
     }
 
     async fn list(&self, prefix: &str) -> Result<Vec<ObjectMeta>, StoreError> {
-        if !prefix.starts_with(&self.prefix) {
-            return Err(StoreError::OutOfScope {
-                key: prefix.to_string(),
-                scope: format!("{}{}", self.inner.describe(), self.scope_label()),
-            });
-        }
+        self.check_prefix(prefix)?;
         self.inner.list(prefix).await
+    }
+
+    async fn list_level(&self, prefix: &str) -> Result<super::Level, StoreError> {
+        self.check_prefix(prefix)?;
+        self.inner.list_level(prefix).await
     }
 
     async fn head(&self, key: &str) -> Result<Option<ObjectMeta>, StoreError> {
