@@ -35,7 +35,7 @@ pub const RACY_MARGIN: Duration = Duration::from_secs(2);
 const MAGIC: &[u8] = b"swamp dir listings 1\n";
 
 /// What identifies one state of a directory's entries.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct DirKey {
     dev: u64,
     ino: u64,
@@ -124,31 +124,52 @@ impl Listing {
         Ok(Listing(out.into_boxed_slice()))
     }
 
-    pub fn entries(&self) -> Entries<'_> {
-        Entries(&self.0)
+    pub fn as_ref(&self) -> ListingRef<'_> {
+        ListingRef(&self.0)
+    }
+
+    /// `bytes` as a listing, if it is one.
+    #[cfg(test)]
+    fn parse(bytes: &[u8]) -> Option<Listing> {
+        valid(bytes).then(|| Listing(bytes.into()))
+    }
+}
+
+/// Whether `bytes` encode a listing: every entry a known kind and a
+/// non-empty name without `/`, NUL-terminated, names strictly sorted.
+fn valid(bytes: &[u8]) -> bool {
+    let mut rest = bytes;
+    let mut last: Option<&[u8]> = None;
+    while let Some((&kind, tail)) = rest.split_first() {
+        let Some(end) = tail.iter().position(|&b| b == 0) else {
+            return false;
+        };
+        let name = &tail[..end];
+        if ListedKind::from_byte(kind).is_none()
+            || name.is_empty()
+            || name.contains(&b'/')
+            || last.is_some_and(|l| l >= name)
+        {
+            return false;
+        }
+        last = Some(name);
+        rest = &tail[end + 1..];
+    }
+    true
+}
+
+/// A listing, borrowed (from one that was read, or from the loaded file).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ListingRef<'a>(&'a [u8]);
+
+impl<'a> ListingRef<'a> {
+    pub fn entries(self) -> Entries<'a> {
+        Entries(self.0)
     }
 
     /// Whether any entry is a directory.
-    pub fn has_dirs(&self) -> bool {
+    pub fn has_dirs(self) -> bool {
         self.entries().any(|(kind, _)| kind == ListedKind::Dir)
-    }
-
-    /// `bytes` as a listing, if it is one (every entry a known kind and a
-    /// non-empty name without `/`, NUL-terminated, names strictly sorted).
-    fn parse(bytes: &[u8]) -> Option<Listing> {
-        let mut rest = bytes;
-        let mut last: Option<&[u8]> = None;
-        while let Some((&kind, tail)) = rest.split_first() {
-            ListedKind::from_byte(kind)?;
-            let end = tail.iter().position(|&b| b == 0)?;
-            let name = &tail[..end];
-            if name.is_empty() || name.contains(&b'/') || last.is_some_and(|l| l >= name) {
-                return None;
-            }
-            last = Some(name);
-            rest = &tail[end + 1..];
-        }
-        Some(Listing(bytes.into()))
     }
 }
 
@@ -171,12 +192,19 @@ impl<'a> Iterator for Entries<'a> {
 }
 
 /// The remembered listings: those loaded, which of them a walk used, and
-/// those it read that are safe to keep.
+/// those it read that are safe to keep. The loaded ones stay in the file's
+/// bytes, found through a sorted index (a map of 140,000 boxed listings
+/// was a quarter of a 100,000-file plan's memory).
 #[derive(Debug, Default)]
 pub struct DirListings {
     path: Option<PathBuf>,
-    loaded: HashMap<DirKey, (Listing, bool)>,
-    used: usize,
+    /// The loaded file's records.
+    bytes: Vec<u8>,
+    /// Each loaded listing's key and where its bytes are, sorted by key.
+    index: Vec<(DirKey, u32, u32)>,
+    /// Which loaded listings a walk used (by index position).
+    used: Vec<bool>,
+    used_count: usize,
     learnt: HashMap<DirKey, Listing>,
 }
 
@@ -187,45 +215,56 @@ impl DirListings {
 
     /// Loads the listings at `path`; anything unreadable is none.
     pub fn load(path: &Path) -> DirListings {
-        let loaded = std::fs::read(path)
+        let (bytes, index) = std::fs::read(path)
             .ok()
-            .and_then(|bytes| decode(&bytes))
+            .and_then(decode)
             .unwrap_or_default();
         DirListings {
             path: Some(path.to_path_buf()),
-            loaded,
-            used: 0,
+            used: vec![false; index.len()],
+            bytes,
+            index,
+            used_count: 0,
             learnt: HashMap::default(),
         }
     }
 
+    fn position(&self, key: &DirKey) -> Option<usize> {
+        self.index.binary_search_by(|(k, _, _)| k.cmp(key)).ok()
+    }
+
     /// The listing remembered for a directory in state `key`.
-    pub fn get(&self, key: &DirKey) -> Option<&Listing> {
-        self.loaded
-            .get(key)
-            .map(|(l, _)| l)
-            .or_else(|| self.learnt.get(key))
+    pub fn get(&self, key: &DirKey) -> Option<ListingRef<'_>> {
+        match self.position(key) {
+            Some(i) => {
+                let (_, start, len) = self.index[i];
+                Some(ListingRef(
+                    &self.bytes[start as usize..(start + len) as usize],
+                ))
+            }
+            None => self.learnt.get(key).map(Listing::as_ref),
+        }
     }
 
     /// Records that a walk used the remembered listing for `key`.
     pub fn used(&mut self, key: &DirKey) {
-        if let Some((_, used)) = self.loaded.get_mut(key)
-            && !*used
+        if let Some(i) = self.position(key)
+            && !self.used[i]
         {
-            *used = true;
-            self.used += 1;
+            self.used[i] = true;
+            self.used_count += 1;
         }
     }
 
     /// How many loaded listings a walk used.
     pub fn reused(&self) -> usize {
-        self.used
+        self.used_count
     }
 
     /// Remembers a listing a walk read (the caller has checked it is not
     /// racy).
     pub fn learn(&mut self, key: DirKey, listing: Listing) {
-        if self.loaded.contains_key(&key) {
+        if self.position(&key).is_some() {
             self.used(&key);
         } else {
             self.learnt.insert(key, listing);
@@ -236,67 +275,80 @@ impl DirListings {
     /// directories that are gone or changed are dropped); writes nothing
     /// when that is what was loaded. For a full walk.
     pub fn save(&self) -> io::Result<()> {
-        if self.learnt.is_empty() && self.used == self.loaded.len() {
+        if self.learnt.is_empty() && self.used_count == self.index.len() {
             return Ok(());
         }
         let Some(path) = &self.path else {
             return Ok(());
         };
         let kept = self
-            .loaded
+            .index
             .iter()
-            .filter(|(_, (_, used))| *used)
-            .map(|(k, (l, _))| (k, l))
-            .chain(&self.learnt);
+            .zip(&self.used)
+            .filter(|(_, used)| **used)
+            .map(|((k, start, len), _)| (k, &self.bytes[*start as usize..(*start + *len) as usize]))
+            .chain(self.learnt.iter().map(|(k, l)| (k, &l.0[..])));
         fsutil::atomic_write(path, &encode(kept))
     }
 }
 
-fn encode<'a>(listings: impl Iterator<Item = (&'a DirKey, &'a Listing)>) -> Vec<u8> {
+fn encode<'a>(listings: impl Iterator<Item = (&'a DirKey, &'a [u8])>) -> Vec<u8> {
     let mut out = MAGIC.to_vec();
     for (k, l) in listings {
         out.extend_from_slice(&k.dev.to_le_bytes());
         out.extend_from_slice(&k.ino.to_le_bytes());
         out.extend_from_slice(&k.mtime_ns.to_le_bytes());
         out.extend_from_slice(&k.ctime_ns.to_le_bytes());
-        out.extend_from_slice(&(l.0.len() as u32).to_le_bytes());
-        out.extend_from_slice(&l.0);
+        out.extend_from_slice(&(l.len() as u32).to_le_bytes());
+        out.extend_from_slice(l);
     }
     let sum = Sha256::digest(&out);
     out.extend_from_slice(&sum);
     out
 }
 
-fn decode(bytes: &[u8]) -> Option<HashMap<DirKey, (Listing, bool)>> {
+/// The file's bytes (its checksum dropped) and the index of its records,
+/// if every record is well formed.
+#[allow(clippy::type_complexity)]
+fn decode(mut bytes: Vec<u8>) -> Option<(Vec<u8>, Vec<(DirKey, u32, u32)>)> {
     let body_len = bytes.len().checked_sub(32)?;
-    let (body, sum) = bytes.split_at(body_len);
-    if Sha256::digest(body).as_slice() != sum {
+    if Sha256::digest(&bytes[..body_len]).as_slice() != &bytes[body_len..] {
         return None;
     }
-    let mut rest = body.strip_prefix(MAGIC)?;
-    let mut out = HashMap::default();
-    fn take<'a>(rest: &mut &'a [u8], n: usize) -> Option<&'a [u8]> {
-        let (head, tail) = rest.split_at_checked(n)?;
-        *rest = tail;
-        Some(head)
+    bytes.truncate(body_len);
+    if !bytes.starts_with(MAGIC) || u32::try_from(bytes.len()).is_err() {
+        return None;
     }
-    let u64_ = |rest: &mut &[u8]| take(rest, 8).map(|b| u64::from_le_bytes(b.try_into().unwrap()));
-    while !rest.is_empty() {
-        let dev = u64_(&mut rest)?;
-        let ino = u64_(&mut rest)?;
-        let mtime_ns = u64_(&mut rest)? as i64;
-        let ctime_ns = u64_(&mut rest)? as i64;
-        let len = u32::from_le_bytes(take(&mut rest, 4)?.try_into().unwrap()) as usize;
-        let listing = Listing::parse(take(&mut rest, len)?)?;
+    let mut index = Vec::new();
+    let mut at = MAGIC.len();
+    let take = |at: &mut usize, n: usize| -> Option<&[u8]> {
+        let end = at.checked_add(n)?;
+        let out = bytes.get(*at..end)?;
+        *at = end;
+        Some(out)
+    };
+    let u64_at = |b: &[u8]| u64::from_le_bytes(b.try_into().expect("8 bytes"));
+    while at < bytes.len() {
+        let head = take(&mut at, 36)?;
         let key = DirKey {
-            dev,
-            ino,
-            mtime_ns,
-            ctime_ns,
+            dev: u64_at(&head[0..8]),
+            ino: u64_at(&head[8..16]),
+            mtime_ns: u64_at(&head[16..24]) as i64,
+            ctime_ns: u64_at(&head[24..32]) as i64,
         };
-        out.insert(key, (listing, false));
+        let len = u32::from_le_bytes(head[32..36].try_into().expect("4 bytes"));
+        let start = at as u32;
+        if !valid(take(&mut at, len as usize)?) {
+            return None;
+        }
+        index.push((key, start, len));
     }
-    Some(out)
+    index.sort_unstable_by_key(|a| a.0);
+    // One listing per key (a file we wrote never repeats one).
+    if index.windows(2).any(|w| w[0].0 == w[1].0) {
+        return None;
+    }
+    Some((bytes, index))
 }
 
 /// The time before which a change is old enough to trust its stamp, for a
@@ -329,7 +381,11 @@ mod tests {
         std::fs::write(d.join("a\nodd\tname"), b"").unwrap();
         std::os::unix::fs::symlink("nowhere", d.join("c")).unwrap();
         let listing = Listing::read(&d).unwrap();
-        let entries: Vec<_> = listing.entries().map(|(k, n)| (k, n.to_vec())).collect();
+        let entries: Vec<_> = listing
+            .as_ref()
+            .entries()
+            .map(|(k, n)| (k, n.to_vec()))
+            .collect();
         assert_eq!(
             entries,
             [
@@ -339,14 +395,14 @@ mod tests {
                 (ListedKind::Dir, b"sub".to_vec()),
             ]
         );
-        assert!(listing.has_dirs());
+        assert!(listing.as_ref().has_dirs());
 
         let path = dir.path().join("listings");
         let mut saved = DirListings::load(&path);
         saved.learn(key(7), listing.clone());
         saved.save().unwrap();
         let mut loaded = DirListings::load(&path);
-        assert_eq!(loaded.get(&key(7)), Some(&listing));
+        assert_eq!(loaded.get(&key(7)), Some(listing.as_ref()));
         assert_eq!(loaded.get(&key(8)), None);
 
         // A listing not used by the next walk is dropped by its save.
@@ -385,7 +441,7 @@ mod tests {
             let sum = Sha256::digest(&body);
             body.extend_from_slice(&sum);
             std::fs::write(&path, &body).unwrap();
-            assert!(DirListings::load(&path).loaded.is_empty(), "{bad:?}");
+            assert!(DirListings::load(&path).index.is_empty(), "{bad:?}");
         }
     }
 

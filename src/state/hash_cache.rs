@@ -88,10 +88,20 @@ impl HashCache {
         }
         let trust_before_ns = dir_listings::trust_before_ns(SystemTime::now());
         let mut entries = HashMap::default();
-        if let Ok(text) = std::fs::read_to_string(path) {
-            entries.reserve(text.len() / 100);
-            for line in text.lines() {
-                let mut f = line.split('\t');
+        // Read line by line: the whole text of a 100,000-file cache is
+        // 10 MB held only to be parsed.
+        if let Ok(file) = std::fs::File::open(path) {
+            let size = file.metadata().map_or(0, |m| m.len());
+            entries.reserve((size / 100) as usize);
+            let mut reader = io::BufReader::with_capacity(1 << 16, file);
+            let mut line = String::new();
+            loop {
+                line.clear();
+                match io::BufRead::read_line(&mut reader, &mut line) {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => {}
+                }
+                let mut f = line.trim_end_matches('\n').split('\t');
                 let (Some(dev), Some(ino), Some(size), Some(mtime), Some(sha), None) =
                     (f.next(), f.next(), f.next(), f.next(), f.next(), f.next())
                 else {
@@ -191,6 +201,17 @@ impl HashCache {
             Some(p) => DirListings::load(&p),
             None => DirListings::in_memory(),
         })
+    }
+
+    /// Takes the directory listings out (so a walk can read them while the
+    /// cache is written to); [`HashCache::put_dirs`] gives them back.
+    pub fn take_dirs(&mut self) -> DirListings {
+        self.dirs();
+        self.dirs.take().expect("loaded just now")
+    }
+
+    pub fn put_dirs(&mut self, dirs: DirListings) {
+        self.dirs = Some(dirs);
     }
 
     /// Trusts every stamp, however recent (tests that cannot wait out the

@@ -25,7 +25,7 @@ use crate::layout::{Layout, TierPath, is_repo_local_path, is_swamp_temp};
 use super::HashCache;
 use super::dir_listings::DirListings;
 use super::hash_cache::Stamp;
-use super::walk::{Seen, Stat, Walked, Walker};
+use super::walk::{Seen, Stat, WalkEntry, WalkError, Walked, Walker};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FileState {
@@ -187,6 +187,15 @@ pub enum ObserveError {
     Managed(#[from] super::managed::ManagedError),
 }
 
+impl From<WalkError> for ObserveError {
+    fn from(e: WalkError) -> ObserveError {
+        ObserveError::Io {
+            path: e.path,
+            source: e.source,
+        }
+    }
+}
+
 fn io_err(path: &Path) -> impl FnOnce(io::Error) -> ObserveError + '_ {
     move |source| ObserveError::Io {
         path: path.to_path_buf(),
@@ -266,6 +275,97 @@ fn remember(dirs: &mut DirListings, seen: Vec<Seen>) {
     }
 }
 
+/// What observing one tier keeps between its entries.
+struct TierState<'a> {
+    layout: &'a Layout,
+    /// The tier directory's parent: an entry's file is `base/<its tier path>`.
+    base: &'a Path,
+    /// A temp file older than this is stale (nanoseconds since the epoch).
+    stale_before_ns: i64,
+    open: OpenDirs,
+    state: &'a mut PlacementState,
+    cache: &'a mut HashCache,
+}
+
+impl TierState<'_> {
+    /// Records one walked entry (in walk order).
+    fn entry(&mut self, entry: WalkEntry) -> Result<(), ObserveError> {
+        self.open.close_to(entry.depth, &mut self.state.obstacles);
+        let stat = entry.stat;
+        if stat.is_dir() {
+            self.open.0.push((entry.rel.into_vec(), entry.depth, false));
+            return Ok(());
+        }
+        let rel = match String::from_utf8(entry.rel.into_vec()) {
+            Ok(rel) => rel,
+            Err(e) => {
+                // Non-UTF-8 names cannot be datastore keys.
+                let lossy = String::from_utf8_lossy(e.as_bytes()).into_owned();
+                self.state
+                    .obstacles
+                    .push(Obstacle::new(lossy, ObstacleKind::SpecialFile));
+                self.open.found_data();
+                return Ok(());
+            }
+        };
+        let name = rel.rsplit('/').next().unwrap_or("");
+        if stat.is_file()
+            && is_swamp_temp(name)
+            && let Ok(path) = TierPath::parse(&rel)
+        {
+            let stale =
+                stat.mtime_ns < self.stale_before_ns || crate::fsutil::temp_writer_gone(name);
+            self.state.temps.push(TempFile {
+                path,
+                size: stat.size,
+                stale,
+            });
+            return Ok(());
+        }
+        let path = TierPath::parse(&rel).ok();
+        if path.as_ref().is_some_and(is_repo_local_path) {
+            return Ok(());
+        }
+        if path.as_ref().is_some_and(|p| self.layout.is_excluded(p)) {
+            return Ok(());
+        }
+        self.open.found_data();
+        if !stat.is_file() {
+            let kind = if stat.is_symlink() {
+                ObstacleKind::Symlink
+            } else {
+                ObstacleKind::SpecialFile
+            };
+            self.state
+                .obstacles
+                .push(obstacle(&self.base.join(&rel), rel, kind));
+            return Ok(());
+        }
+        let Some(path) = path else {
+            self.state
+                .obstacles
+                .push(Obstacle::new(rel, ObstacleKind::SpecialFile));
+            return Ok(());
+        };
+        let stamp = Stamp::of_stat(&stat);
+        let sha256 = match self.cache.cached(stamp) {
+            Some(sha) => sha,
+            None => {
+                let file = self.base.join(&rel);
+                self.cache.hash(&file, stamp).map_err(io_err(&file))?
+            }
+        };
+        self.state.files.insert(
+            path,
+            FileState {
+                size: stat.size,
+                sha256,
+            },
+        );
+        Ok(())
+    }
+}
+
 fn observe_placement(
     layout: &Layout,
     placement: &Placement,
@@ -309,87 +409,33 @@ fn observe_placement(
         debug_assert!(dir.ends_with(tier.as_str()));
         let base = dir.parent().unwrap_or(Path::new(""));
         let trust = cache.trust_before_ns();
-        let Walked { entries, seen } = Walker::new(cache.dirs(), trust)
-            .walk(&dir, tier.as_str().as_bytes(), &Stat::of(&meta))
-            .map_err(|e| ObserveError::Io {
-                path: e.path,
-                source: e.source,
-            })?;
+        let dirs = cache.take_dirs();
+        let mut seen = Vec::new();
+        let mut tier_state = TierState {
+            layout,
+            base,
+            stale_before_ns,
+            open: OpenDirs(Vec::new()),
+            state: &mut state,
+            cache: &mut *cache,
+        };
+        // Taken one child of the tier at a time: the entries of a whole
+        // 100,000-file tier are never held at once.
+        let walked = Walker::new(&dirs, trust).walk_in_parts(
+            &dir,
+            tier.as_str().as_bytes(),
+            &Stat::of(&meta),
+            |part: Walked| {
+                seen.extend(part.seen);
+                part.entries
+                    .into_iter()
+                    .try_for_each(|entry| tier_state.entry(entry))
+            },
+        );
+        tier_state.open.close_to(0, &mut tier_state.state.obstacles);
+        cache.put_dirs(dirs);
+        walked?;
         remember(cache.dirs(), seen);
-        let mut open = OpenDirs(Vec::new());
-        for entry in entries {
-            open.close_to(entry.depth, &mut state.obstacles);
-            let stat = entry.stat;
-            if stat.is_dir() {
-                open.0.push((entry.rel.into_vec(), entry.depth, false));
-                continue;
-            }
-            let rel = match String::from_utf8(entry.rel.into_vec()) {
-                Ok(rel) => rel,
-                Err(e) => {
-                    // Non-UTF-8 names cannot be datastore keys.
-                    let lossy = String::from_utf8_lossy(e.as_bytes()).into_owned();
-                    state
-                        .obstacles
-                        .push(Obstacle::new(lossy, ObstacleKind::SpecialFile));
-                    open.found_data();
-                    continue;
-                }
-            };
-            let name = rel.rsplit('/').next().unwrap_or("");
-            if stat.is_file()
-                && is_swamp_temp(name)
-                && let Ok(path) = TierPath::parse(&rel)
-            {
-                let stale =
-                    stat.mtime_ns < stale_before_ns || crate::fsutil::temp_writer_gone(name);
-                state.temps.push(TempFile {
-                    path,
-                    size: stat.size,
-                    stale,
-                });
-                continue;
-            }
-            let path = TierPath::parse(&rel).ok();
-            if path.as_ref().is_some_and(is_repo_local_path) {
-                continue;
-            }
-            if path.as_ref().is_some_and(|p| layout.is_excluded(p)) {
-                continue;
-            }
-            open.found_data();
-            if !stat.is_file() {
-                let kind = if stat.is_symlink() {
-                    ObstacleKind::Symlink
-                } else {
-                    ObstacleKind::SpecialFile
-                };
-                state.obstacles.push(obstacle(&base.join(&rel), rel, kind));
-                continue;
-            }
-            let Some(path) = path else {
-                state
-                    .obstacles
-                    .push(Obstacle::new(rel, ObstacleKind::SpecialFile));
-                continue;
-            };
-            let stamp = Stamp::of_stat(&stat);
-            let sha256 = match cache.cached(stamp) {
-                Some(sha) => sha,
-                None => {
-                    let file = base.join(&rel);
-                    cache.hash(&file, stamp).map_err(io_err(&file))?
-                }
-            };
-            state.files.insert(
-                path,
-                FileState {
-                    size: stat.size,
-                    sha256,
-                },
-            );
-        }
-        open.close_to(0, &mut state.obstacles);
     }
     state.obstacles.sort_by(|a, b| a.path.cmp(&b.path));
     Ok(state)

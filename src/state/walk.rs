@@ -148,6 +148,66 @@ impl<'a> Walker<'a> {
         Ok(out)
     }
 
+    /// Like [`Walker::walk`], but hands over what it finds one child of
+    /// `dir` at a time (the child's entry, then everything beneath it), in
+    /// walk order, and `dir`'s own listing record last: a big tree is never
+    /// held whole. Each child's subtree is still walked in parallel.
+    pub fn walk_in_parts<E: From<WalkError>>(
+        &self,
+        dir: &Path,
+        rel: &[u8],
+        stat: &Stat,
+        mut each: impl FnMut(Walked) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let key = DirKey::of(stat);
+        let remembered = self.listings.get(&key);
+        let mut read = match remembered {
+            Some(_) => None,
+            None => Some(read_listing(dir)?),
+        };
+        // The last child handed over.
+        let mut done: Option<Vec<u8>> = None;
+        loop {
+            let listing = read
+                .as_ref()
+                .map(Listing::as_ref)
+                .or(remembered)
+                .expect("remembered or read");
+            let mut vanished = false;
+            for (_, name) in listing.entries() {
+                if done.as_deref().is_some_and(|d| name <= d) {
+                    continue;
+                }
+                let mut part = Walked::default();
+                match self.child(dir, rel, 1, name, &mut part) {
+                    Ok(()) => {}
+                    Err(Fail::Vanished(_)) if read.is_none() => {
+                        vanished = true;
+                        break;
+                    }
+                    Err(Fail::Vanished(e) | Fail::Io(e)) => return Err(e.into()),
+                }
+                done = Some(name.to_vec());
+                each(part)?;
+            }
+            if !vanished {
+                break;
+            }
+            // The remembered listing named an entry that is gone: read the
+            // directory, and go on after the last child handed over.
+            read = Some(read_listing(dir)?);
+        }
+        let seen = match read {
+            None => Seen::Remembered(key),
+            Some(_) if key.is_racy(self.trust_before_ns) => Seen::Racy,
+            Some(listing) => Seen::Read(key, listing),
+        };
+        each(Walked {
+            entries: Vec::new(),
+            seen: vec![seen],
+        })
+    }
+
     fn walk_dir(
         &self,
         dir: &Path,
@@ -165,12 +225,11 @@ impl<'a> Walker<'a> {
         };
         let read = match remembered {
             Some(_) => None,
-            None => Some(Listing::read(dir).map_err(|source| WalkError {
-                path: dir.to_path_buf(),
-                source,
-            })?),
+            None => Some(read_listing(dir)?),
         };
-        let listing = remembered.or(read.as_ref()).expect("remembered or read");
+        let listing = remembered
+            .or(read.as_ref().map(Listing::as_ref))
+            .expect("remembered or read");
         let names: Vec<&[u8]> = listing.entries().map(|(_, name)| name).collect();
         // Leaves are statted in batches; a directory of directories splits
         // all the way down, so the threads share the tree.
@@ -245,6 +304,13 @@ impl<'a> Walker<'a> {
         self.walk_dir(&path, &child_rel, depth, &stat, false, out)
             .map_err(Fail::Io)
     }
+}
+
+fn read_listing(dir: &Path) -> Result<Listing, WalkError> {
+    Listing::read(dir).map_err(|source| WalkError {
+        path: dir.to_path_buf(),
+        source,
+    })
 }
 
 #[cfg(test)]
@@ -380,6 +446,47 @@ mod tests {
             .unwrap();
         assert_eq!(walked.seen, [Seen::Racy], "read again");
         assert_eq!(rels(&walked.entries), ["1 t/real"]);
+    }
+
+    #[test]
+    fn a_walk_in_parts_hands_over_what_a_whole_walk_finds() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = dir.path().join("t");
+        for d in ["a/b", "c", "e"] {
+            fs::create_dir_all(t.join(d)).unwrap();
+        }
+        for f in ["a/b/1", "a/z", "b", "c/x", "d"] {
+            fs::write(t.join(f), f).unwrap();
+        }
+        let stat = Stat::of(&fs::symlink_metadata(&t).unwrap());
+        let listings = DirListings::in_memory();
+        let walker = Walker::new(&listings, i64::MIN);
+        let whole = walker.walk(&t, b"t", &stat).unwrap();
+        let mut parts = Vec::new();
+        walker
+            .walk_in_parts(&t, b"t", &stat, |part| {
+                parts.push(part);
+                Ok::<_, WalkError>(())
+            })
+            .unwrap();
+        // One part per child of t, then t's own listing record.
+        assert_eq!(parts.len(), 6);
+        let last = parts.pop().unwrap();
+        assert!(last.entries.is_empty() && last.seen == [Seen::Racy]);
+        let entries: Vec<_> = parts.iter().flat_map(|p| p.entries.iter()).collect();
+        assert_eq!(
+            entries
+                .iter()
+                .map(|e| (&e.rel, e.depth))
+                .collect::<Vec<_>>(),
+            whole
+                .entries
+                .iter()
+                .map(|e| (&e.rel, e.depth))
+                .collect::<Vec<_>>()
+        );
+        let seen: usize = parts.iter().map(|p| p.seen.len()).sum();
+        assert_eq!(seen + 1, whole.seen.len(), "every directory's record, once");
     }
 
     #[test]
