@@ -32,10 +32,16 @@ pub fn mirror_actions(mirror: &Mirror, cache: &BTreeMap<TierPath, FileState>) ->
 /// pushing scopes (with `[config] managed = true`), a missing sentinel is
 /// published once the cache holds exactly the mirror, and a different one
 /// is none of their business.
+///
+/// `cache_now`: the cache as observed. A migrate that finds the remote's
+/// sentinel vouching for its content but missing from the cache (a run
+/// killed between publishing it and landing it) lands it, as a publish
+/// that finds its own sentinel there does.
 pub fn sentinel_step(
     scope: Scope,
     mirror: &Mirror,
     cache_after: &BTreeMap<TierPath, FileState>,
+    cache_now: &BTreeMap<TierPath, FileState>,
     sentinel: &RemoteSentinel,
 ) -> (Option<Action>, Option<Conflict>) {
     let explicit = scope == Scope::Config;
@@ -48,6 +54,21 @@ pub fn sentinel_step(
             let same = parsed
                 .as_ref()
                 .is_some_and(|s| s.vouches_same(&mirror.sources, &objects));
+            if same && explicit {
+                let landed = cache_now.get(&sentinel_path()).map(|f| f.sha256.as_str())
+                    == Some(crate::fsutil::sha256_bytes(body.as_bytes()).as_str());
+                if landed {
+                    return (None, None);
+                }
+                return (
+                    Some(Action::PublishSentinel {
+                        path: sentinel_path(),
+                        sources: mirror.sources.clone(),
+                        objects,
+                    }),
+                    None,
+                );
+            }
             if same || !explicit {
                 return (None, None);
             }
@@ -129,14 +150,52 @@ mod tests {
                 Scope::Config,
                 &m,
                 &empty,
+                &empty,
                 &RemoteSentinel::Absent
             )),
             (Some("publish-sentinel"), None)
         );
         // The same content, published at another time: already migrated.
         let same = m.sentinel("2020-01-01T00:00:00Z");
+        // Published and landed in the cache: nothing to do.
+        let mut landed = BTreeMap::new();
+        landed.insert(
+            sentinel_path(),
+            FileState {
+                size: 0,
+                sha256: crate::fsutil::sha256_bytes(&same.to_bytes()),
+            },
+        );
         assert_eq!(
-            kinds(sentinel_step(Scope::Config, &m, &empty, &present(&same))),
+            kinds(sentinel_step(
+                Scope::Config,
+                &m,
+                &empty,
+                &landed,
+                &present(&same)
+            )),
+            (None, None)
+        );
+        // Published, but the run was killed before it landed in the cache:
+        // migrate lands it (a push leaves that to the sync's download).
+        assert_eq!(
+            kinds(sentinel_step(
+                Scope::Config,
+                &m,
+                &empty,
+                &empty,
+                &present(&same)
+            )),
+            (Some("publish-sentinel"), None)
+        );
+        assert_eq!(
+            kinds(sentinel_step(
+                Scope::Sync,
+                &m,
+                &m.files,
+                &empty,
+                &present(&same)
+            )),
             (None, None)
         );
     }
@@ -149,7 +208,7 @@ mod tests {
             TierPath::parse("config/models/b.yaml").unwrap(),
             "bb".into(),
         );
-        let step = sentinel_step(Scope::Config, &m, &m.files, &present(&theirs));
+        let step = sentinel_step(Scope::Config, &m, &m.files, &m.files, &present(&theirs));
         let Some(Conflict::ConfigAlreadyMigrated {
             remote_body,
             local_body,
@@ -166,7 +225,13 @@ mod tests {
         assert!(step.0.is_none());
         // A plain sync leaves it alone.
         assert_eq!(
-            kinds(sentinel_step(Scope::Sync, &m, &m.files, &present(&theirs))),
+            kinds(sentinel_step(
+                Scope::Sync,
+                &m,
+                &m.files,
+                &m.files,
+                &present(&theirs)
+            )),
             (None, None)
         );
         // Unreadable: a conflict too, never overwritten.
@@ -175,7 +240,7 @@ mod tests {
             parsed: None,
         };
         assert_eq!(
-            kinds(sentinel_step(Scope::Config, &m, &m.files, &junk)),
+            kinds(sentinel_step(Scope::Config, &m, &m.files, &m.files, &junk)),
             (None, Some("config-already-migrated"))
         );
     }
@@ -189,6 +254,7 @@ mod tests {
                 Scope::Push,
                 &m,
                 &empty,
+                &BTreeMap::new(),
                 &RemoteSentinel::Absent
             )),
             (None, None)
@@ -198,6 +264,7 @@ mod tests {
                 Scope::Push,
                 &m,
                 &m.files,
+                &BTreeMap::new(),
                 &RemoteSentinel::Absent
             )),
             (Some("publish-sentinel"), None)
@@ -208,6 +275,7 @@ mod tests {
                 Scope::Config,
                 &Mirror::default(),
                 &empty,
+                &BTreeMap::new(),
                 &RemoteSentinel::Absent
             )),
             (None, None)

@@ -15,22 +15,16 @@ use crate::store::{Store, StoreError};
 
 use super::{BaseEntry, FileState};
 
-/// A remote object as the listing (plus the base, or a HEAD) describes it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RemoteFile {
-    pub size: u64,
-    pub version: String,
-    /// Known from the listing, from the base (same version), or a HEAD.
-    pub sha256: Option<String>,
-    /// Last-modified, seconds since the epoch, for `--conflict newer`.
-    pub modified: Option<i64>,
-}
+/// A remote object as the sync diff takes it: as observed.
+pub type RemoteFile = RemoteObject;
 
-/// A remote object as observed (the part that goes into the fingerprint).
+/// A remote object as observed (the part that goes into the fingerprint):
+/// as the listing (plus the base, or a HEAD) describes it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RemoteObject {
     pub size: u64,
     pub version: String,
+    /// Known from the listing, from the base (same version), or a HEAD.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sha256: Option<String>,
     /// Last modified (seconds since the epoch), for `--conflict newer`.
@@ -64,26 +58,6 @@ pub struct RemoteSnapshot {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub manifest: Option<String>,
     pub base: BTreeMap<TierPath, BaseEntry>,
-}
-
-impl RemoteSnapshot {
-    /// The files as the sync diff takes them.
-    pub fn remote_files(&self) -> BTreeMap<TierPath, RemoteFile> {
-        self.files
-            .iter()
-            .map(|(p, o)| {
-                (
-                    p.clone(),
-                    RemoteFile {
-                        size: o.size,
-                        version: o.version.clone(),
-                        sha256: o.sha256.clone(),
-                        modified: o.modified,
-                    },
-                )
-            })
-            .collect()
-    }
 }
 
 /// The id a remote holds at `<prefix>/<ns>/.swamp/remote-id.json`.

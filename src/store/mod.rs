@@ -147,22 +147,40 @@ impl Level {
 /// namespace's tiers and their first level are then paged in parallel
 /// instead of one page after another; every key is still listed exactly
 /// once (each falls under one prefix, or is an object of a level).
+///
+/// When the parts do not add up (a prefix a listing named holds nothing, a
+/// key outside the prefix it was listed under, a key listed twice), a
+/// listing changed underfoot or an answer was garbled on the way, and a
+/// garbled prefix would hide a whole subtree: the plain listing is taken
+/// instead.
 pub async fn list_split(
     store: &dyn Store,
     prefix: &str,
     levels: u32,
     concurrency: usize,
 ) -> Result<Vec<ObjectMeta>, StoreError> {
-    use futures_util::{StreamExt, TryStreamExt, stream};
     if levels == 0 || !store.capabilities().delimited_listing {
         return store.list(prefix).await;
     }
-    let concurrency = concurrency.max(1);
+    match split_listing(store, prefix, levels, concurrency.max(1)).await? {
+        Some(all) => Ok(all),
+        None => store.list(prefix).await,
+    }
+}
+
+/// [`list_split`]'s parallel listing; `None` when its parts do not add up.
+async fn split_listing(
+    store: &dyn Store,
+    prefix: &str,
+    levels: u32,
+    concurrency: usize,
+) -> Result<Option<Vec<ObjectMeta>>, StoreError> {
+    use futures_util::{StreamExt, TryStreamExt, stream};
     let mut out = Vec::new();
     let mut frontier = vec![prefix.to_string()];
     // Prefixes listed whole, not split further.
     let mut whole = Vec::new();
-    for _ in 0..levels {
+    for depth in 0..levels {
         let found: Vec<(&String, Level)> = stream::iter(&frontier)
             .map(|p| async move { Ok::<_, StoreError>((p, store.list_level(p).await?)) })
             .buffer_unordered(concurrency)
@@ -179,20 +197,48 @@ pub async fn list_split(
                 whole.push(p.clone());
                 continue;
             }
+            if !level_adds_up(p, &level, depth == 0) {
+                return Ok(None);
+            }
             out.extend(level.objects);
             next.extend(level.prefixes);
         }
         frontier = next;
     }
+    let listed = frontier.len();
     frontier.extend(whole);
-    let parts: Vec<Vec<ObjectMeta>> = stream::iter(&frontier)
-        .map(|p| store.list(p))
+    let parts: Vec<(usize, Vec<ObjectMeta>)> = stream::iter(frontier.iter().enumerate())
+        .map(|(i, p)| async move { Ok::<_, StoreError>((i, store.list(p).await?)) })
         .buffer_unordered(concurrency)
         .try_collect()
         .await?;
-    out.extend(parts.into_iter().flatten());
+    for (i, part) in parts {
+        // A prefix a level named holds something; one listed whole may be
+        // SeaweedFS's empty directory.
+        if (i < listed && part.is_empty()) || !part.iter().all(|o| o.key.starts_with(&frontier[i]))
+        {
+            return Ok(None);
+        }
+        out.extend(part);
+    }
     out.sort_by(|a, b| a.key.cmp(&b.key));
-    Ok(out)
+    if out.windows(2).any(|w| w[0].key == w[1].key) {
+        return Ok(None);
+    }
+    Ok(Some(out))
+}
+
+/// Whether a level listing of `prefix` is one a consistent bucket gives:
+/// every object and prefix under it (each prefix one name and a `/`
+/// longer), and something there unless it is the top of the listing.
+fn level_adds_up(prefix: &str, level: &Level, top: bool) -> bool {
+    let under = |k: &str| k.len() > prefix.len() && k.starts_with(prefix);
+    (top || !level.objects.is_empty() || !level.prefixes.is_empty())
+        && level.objects.iter().all(|o| under(&o.key))
+        && level
+            .prefixes
+            .iter()
+            .all(|p| under(p) && p.ends_with('/') && !p[prefix.len()..p.len() - 1].contains('/'))
 }
 
 /// Errors from any store. Messages name what failed (key, bucket or
@@ -730,6 +776,30 @@ pub(crate) fn check_key(key: &str) -> Result<(), StoreError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_level_that_does_not_add_up_is_caught() {
+        let meta = |k: &str| ObjectMeta {
+            key: k.to_string(),
+            size: 0,
+            version: "1".into(),
+            sha256: None,
+            modified: None,
+        };
+        let level = |objects: &[&str], prefixes: &[&str]| Level {
+            objects: objects.iter().map(|k| meta(k)).collect(),
+            prefixes: prefixes.iter().map(|p| p.to_string()).collect(),
+        };
+        assert!(level_adds_up("p/", &level(&["p/a"], &["p/d/"]), false));
+        // An empty namespace is fine at the top, not below it.
+        assert!(level_adds_up("p/", &level(&[], &[]), true));
+        assert!(!level_adds_up("p/d/", &level(&[], &[]), false));
+        // Garbled on the way: outside the prefix, or not one level down.
+        assert!(!level_adds_up("p/", &level(&["q/a"], &[]), true));
+        assert!(!level_adds_up("p/", &level(&[], &["P/d/"]), true));
+        assert!(!level_adds_up("p/", &level(&[], &["p/d/e/"]), true));
+        assert!(!level_adds_up("p/", &level(&[], &["p/d"]), true));
+    }
 
     #[test]
     fn a_level_puts_every_key_under_one_prefix_or_among_its_objects() {
