@@ -1,7 +1,9 @@
 //! The two inputs of every plan: what should be ([`desired`]) and what is
 //! ([`observed`], read through the one function [`observe()`]), plus the
-//! persistent hash cache that keeps observing cheap. Nothing else that
-//! planning uses touches the disk or the network.
+//! persistent caches that keep observing cheap: file hashes
+//! ([`hash_cache`]) and directory listings ([`dir_listings`]), used by the
+//! parallel [`walk`]. Nothing else that planning uses touches the disk or
+//! the network.
 
 pub mod base;
 pub mod desired;
