@@ -120,14 +120,18 @@ pub fn apply_saved(ctx: &Ctx, file: &Path) -> Result<Outcome, CliError> {
     };
     let repo = ctx.open_repo()?;
     let locks = Locks::take(ctx, &repo.layout, &repo.config, "apply")?;
-    locks.finish(apply_saved_locked(ctx, &repo, &saved))
+    locks.finish(apply_saved_locked(ctx, &repo, saved))
 }
 
 /// A saved plan is never trusted: it is planned again and applied only
 /// when the new plan equals it; the new plan is what runs.
-fn apply_saved_locked(ctx: &Ctx, repo: &Repo, saved: &SavedPlan) -> Result<Outcome, CliError> {
-    let options = engine::saved_options(saved);
-    let planned = engine::rederive(saved, &repo.layout, &repo.config)?;
+fn apply_saved_locked(ctx: &Ctx, repo: &Repo, saved: SavedPlan) -> Result<Outcome, CliError> {
+    let options = engine::saved_options(&saved);
+    let planned = engine::rederive(&saved, &repo.layout, &repo.config)?;
+    // The file's own plan and observation are done with: the new plan is
+    // what runs, and they need not stay through its apply and the
+    // verifying plan.
+    drop(saved);
     let mut saved = planned.into_saved(&repo.config);
     if !ctx.json {
         print!("{}", ctx.render_plan(&saved.plan, &repo.root));
