@@ -110,6 +110,11 @@ pub fn sync_dir(dir: &Path) -> io::Result<()> {
 
 /// Hex sha256 of a file's content, streamed.
 pub fn sha256_file(path: &Path) -> io::Result<String> {
+    sha256_file_raw(path).map(|sha| hex32(&sha))
+}
+
+/// The sha256 of a file's content, streamed, as bytes.
+pub fn sha256_file_raw(path: &Path) -> io::Result<[u8; 32]> {
     let mut file = File::open(path)?;
     let mut hasher = Sha256::new();
     let mut buf = vec![0u8; 64 * 1024];
@@ -120,7 +125,7 @@ pub fn sha256_file(path: &Path) -> io::Result<String> {
         }
         hasher.update(&buf[..n]);
     }
-    Ok(hex::encode(hasher.finalize()))
+    Ok(hasher.finalize().into())
 }
 
 /// Lower-case hex of a sha256, written straight into its string (the

@@ -49,6 +49,13 @@ pub fn sentinel_step(
         return (None, None);
     }
     let objects = mirror.sentinel("").objects;
+    let publish = |objects| {
+        Some(Action::PublishSentinel {
+            path: sentinel_path(),
+            sources: mirror.sources.clone(),
+            objects,
+        })
+    };
     match sentinel {
         RemoteSentinel::Present { body, parsed } => {
             let same = parsed
@@ -57,17 +64,7 @@ pub fn sentinel_step(
             if same && explicit {
                 let landed = cache_now.get(&sentinel_path()).map(|f| f.sha256.as_str())
                     == Some(crate::fsutil::sha256_bytes(body.as_bytes()).as_str());
-                if landed {
-                    return (None, None);
-                }
-                return (
-                    Some(Action::PublishSentinel {
-                        path: sentinel_path(),
-                        sources: mirror.sources.clone(),
-                        objects,
-                    }),
-                    None,
-                );
+                return (if landed { None } else { publish(objects) }, None);
             }
             if same || !explicit {
                 return (None, None);
@@ -96,14 +93,7 @@ pub fn sentinel_step(
             if !explicit && !cache_matches {
                 return (None, None);
             }
-            (
-                Some(Action::PublishSentinel {
-                    path: sentinel_path(),
-                    sources: mirror.sources.clone(),
-                    objects,
-                }),
-                None,
-            )
+            (publish(objects), None)
         }
     }
 }

@@ -163,9 +163,7 @@ impl HashCache {
     /// records it.
     pub fn hash(&mut self, path: &Path, stamp: Stamp) -> io::Result<String> {
         self.misses += 1;
-        let sha = fsutil::sha256_file(path)?;
-        let mut sha256 = [0; 32];
-        hex::decode_to_slice(&sha, &mut sha256).expect("sha256_file gives 64 hex digits");
+        let sha256 = fsutil::sha256_file_raw(path)?;
         let entry = Entry {
             sha256,
             used: true,
@@ -178,7 +176,7 @@ impl HashCache {
         {
             self.used += 1;
         }
-        Ok(sha)
+        Ok(fsutil::hex32(&sha256))
     }
 
     /// The sha256 recorded for a file with metadata `meta`, without reading

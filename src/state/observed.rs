@@ -23,7 +23,7 @@ use crate::config::Placement;
 use crate::layout::{Layout, TierPath, is_repo_local_path, is_swamp_temp};
 
 use super::HashCache;
-use super::dir_listings::DirListings;
+use super::dir_listings::{DirListings, epoch_ns};
 use super::hash_cache::Stamp;
 use super::walk::{Seen, Stat, WalkEntry, WalkError, Walked, Walker};
 
@@ -255,12 +255,6 @@ impl OpenDirs {
             top.2 = true;
         }
     }
-}
-
-/// Nanoseconds since the epoch (0 before it).
-fn epoch_ns(t: SystemTime) -> i64 {
-    t.duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as i64)
 }
 
 /// Records how the walk came by each directory's listing, so the next walk

@@ -197,15 +197,21 @@ impl<'a> Walker<'a> {
             // directory, and go on after the last child handed over.
             read = Some(read_listing(dir)?);
         }
-        let seen = match read {
-            None => Seen::Remembered(key),
-            Some(_) if key.is_racy(self.trust_before_ns) => Seen::Racy,
-            Some(listing) => Seen::Read(key, listing),
-        };
+        let seen = self.seen(key, read);
         each(Walked {
             entries: Vec::new(),
             seen: vec![seen],
         })
+    }
+
+    /// How the listing of a directory in state `key` was come by: read
+    /// now (`read`), or remembered.
+    fn seen(&self, key: DirKey, read: Option<Listing>) -> Seen {
+        match read {
+            None => Seen::Remembered(key),
+            Some(_) if key.is_racy(self.trust_before_ns) => Seen::Racy,
+            Some(listing) => Seen::Read(key, listing),
+        }
     }
 
     fn walk_dir(
@@ -249,11 +255,7 @@ impl<'a> Walker<'a> {
             }
             Err(Fail::Vanished(e) | Fail::Io(e)) => return Err(e),
         };
-        let seen = match read {
-            None => Seen::Remembered(key),
-            Some(_) if key.is_racy(self.trust_before_ns) => Seen::Racy,
-            Some(listing) => Seen::Read(key, listing),
-        };
+        let seen = self.seen(key, read);
         out.seen.push(seen);
         out.entries
             .reserve(parts.iter().map(|p| p.entries.len()).sum());

@@ -95,10 +95,7 @@ impl GcsStore {
                 _ => break,
             }
         }
-        out.objects.sort_by(|a, b| a.key.cmp(&b.key));
-        out.prefixes.sort();
-        out.prefixes.dedup();
-        Ok(out)
+        Ok(out.sorted())
     }
 
     pub fn new(

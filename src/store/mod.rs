@@ -116,6 +116,15 @@ pub struct Level {
 }
 
 impl Level {
+    /// Sorted as a level is given: objects by key, prefixes each once (a
+    /// server's pages may repeat a prefix at their seams).
+    pub fn sorted(mut self) -> Level {
+        self.objects.sort_by(|a, b| a.key.cmp(&b.key));
+        self.prefixes.sort();
+        self.prefixes.dedup();
+        self
+    }
+
     /// The level of `prefix` in `all`, a sorted listing of it.
     pub fn of(prefix: &str, all: Vec<ObjectMeta>) -> Level {
         let mut level = Level::default();

@@ -112,10 +112,7 @@ impl S3Store {
                 break;
             }
         }
-        out.objects.sort_by(|a, b| a.key.cmp(&b.key));
-        out.prefixes.sort();
-        out.prefixes.dedup();
-        Ok(out)
+        Ok(out.sorted())
     }
 
     pub fn new(
