@@ -124,6 +124,45 @@ fn a_pull_reads_each_object_with_one_request(backend: Backend) {
     }
 }
 
+/// Lazy hydration's costs: the first pull lists and downloads no data
+/// object; reading a file is then one GET and nothing else (no listing, no
+/// metadata request).
+fn a_lazy_clone_downloads_nothing_and_reads_a_file_with_one_request(backend: Backend) {
+    let (_bucket, proxy, _a, b) = pushed_then_cloned_behind(backend);
+    b.append_config("\n[sync]\nhydration = \"lazy\"\n");
+    b.run(&["datastore", "sync", "--pull", "-y"]).expect(0);
+    let data = in_target(backend, "alpha/data/");
+    let data_gets = |seen: &[support::faults::Seen]| {
+        seen.iter()
+            .filter(|s| s.method == "GET" && s.target.contains(download(backend)))
+            .filter(|s| s.target.contains(&data))
+            .count()
+    };
+    assert_eq!(data_gets(&proxy.seen()), 0, "{:#?}", proxy.seen());
+    assert!(files(&b.cache()).is_empty());
+
+    let before = proxy.seen().len();
+    let got = b.run(&["data", "get", "m/x", "--version", "2"]);
+    got.expect(0);
+    assert_eq!(got.stdout, "two\n");
+    let requests: Vec<String> = proxy.seen()[before..]
+        .iter()
+        .map(|s| format!("{} {}", s.method, s.target))
+        .collect();
+    assert_eq!(requests.len(), 1, "{requests:#?}");
+    assert!(
+        requests[0].contains(&in_target(backend, "alpha/data/m/x/2/raw")),
+        "{requests:?}"
+    );
+    // Read again: from the cache, no request at all.
+    let before = proxy.seen().len();
+    assert_eq!(
+        b.run(&["data", "get", "m/x", "--version", "2"]).stdout,
+        "two\n"
+    );
+    assert_eq!(proxy.seen().len(), before);
+}
+
 fn a_download_with_a_flipped_byte_is_retried_and_lands_intact(backend: Backend) {
     let (_bucket, proxy, a, b) = pushed_then_cloned_behind(backend);
     let key = in_target(backend, "alpha/data/m/x/2/raw");
@@ -679,6 +718,7 @@ on_both_servers!(
     config_migrate_killed_at_random_never_shows_a_sentinel_before_its_objects,
     a_listing_cut_off_mid_way_is_retried,
     a_pull_reads_each_object_with_one_request,
+    a_lazy_clone_downloads_nothing_and_reads_a_file_with_one_request,
     a_download_with_a_flipped_byte_is_retried_and_lands_intact,
     a_download_that_stays_corrupt_is_an_error_naming_the_object_and_writes_nothing,
     a_dead_server_ends_a_300_file_push_in_seconds_naming_the_command_to_rerun,

@@ -434,6 +434,186 @@ fn gcs_a_hostile_remote_key_is_refused() {
     assert!(!a.home.join("escape").exists());
 }
 
+/// A clone with `[sync] hydration = "lazy"` whose first pull recorded
+/// everything and downloaded nothing.
+fn lazy_clone_of(a: &Repo) -> Repo {
+    let b = a.clone_elsewhere();
+    b.append_config("\n[sync]\nhydration = \"lazy\"\n");
+    b.run(&["datastore", "sync", "--pull", "-y"]).expect(0);
+    b
+}
+
+/// Lazy hydration: the first pull records the remote without downloading
+/// it; the missing files are not local deletes (a sync both ways deletes
+/// and uploads nothing); reads fetch on first use and the fetched file
+/// counts as synced; a peer's later change is recorded, never overwritten.
+fn a_lazy_clone_fetches_on_first_read_and_never_deletes_what_it_did_not_fetch(backend: Backend) {
+    let bucket = Bucket::new(backend);
+    let a = Repo::init(&bucket, Some("team"));
+    for body in ["one\n", "two\n", "three\n"] {
+        a.put("m/x", body);
+    }
+    a.put("m/y", "why\n");
+    a.write_cache("team/outputs/report.md", "# report\n");
+    a.run(&["datastore", "sync", "--push", "-y"]).expect(0);
+    let pushed = bucket.contents();
+
+    let b = lazy_clone_of(&a);
+    assert!(
+        files(&b.cache()).is_empty(),
+        "a lazy pull downloads nothing: {:?}",
+        files(&b.cache()).keys()
+    );
+    let plan = b.run(&["plan", "--detailed-exitcode"]);
+    plan.expect(0);
+    assert!(
+        plan.stdout.contains("5 file(s) in the remote only"),
+        "{}",
+        plan.stdout
+    );
+    // Both ways: the files it lacks are no deletes to push.
+    b.run(&["datastore", "sync", "-y"]).expect(0);
+    assert_eq!(bucket.contents(), pushed, "the bucket is untouched");
+
+    // Reads see every version, and fetch the one they read.
+    let list = b.json(&["--json", "data", "list"], 0);
+    let x = &list["data"].as_array().unwrap()[0];
+    assert_eq!(
+        (x["name"].as_str(), x["latest_version"].as_u64()),
+        (Some("m/x"), Some(3))
+    );
+    assert_eq!(x["versions"].as_u64(), Some(3));
+    let got = b.run(&["data", "get", "m/x"]);
+    got.expect(0);
+    assert_eq!(got.stdout, "three\n");
+    assert_eq!(
+        std::fs::read_to_string(b.cache().join("team/data/m/x/3/raw")).unwrap(),
+        "three\n"
+    );
+    assert!(
+        !b.cache().join("team/data/m/x/1/raw").exists(),
+        "only what was read"
+    );
+    assert_eq!(
+        b.run(&["data", "get", "m/x", "--version", "1"]).stdout,
+        "one\n"
+    );
+    let plan = b.run(&["plan", "--detailed-exitcode"]);
+    plan.expect(0);
+    assert!(
+        plan.stdout.contains("3 file(s) in the remote only"),
+        "{}",
+        plan.stdout
+    );
+
+    // A new version is numbered after what the remote holds, never over it.
+    b.put("m/y", "why not\n");
+    assert!(b.cache().join("team/data/m/y/2/raw").exists());
+    b.run(&["datastore", "sync", "-y"]).expect(0);
+    let now = bucket.contents();
+    assert_eq!(now["swamp/team/data/m/y/1/raw"], b"why\n");
+    assert_eq!(now["swamp/team/data/m/y/2/raw"], b"why not\n");
+
+    // A peer's change to a file B never fetched: recorded, then read.
+    a.write_cache("team/outputs/report.md", "# report v2\n");
+    a.run(&["datastore", "sync", "-y"]).expect(0);
+    b.run(&["datastore", "sync", "-y"]).expect(0);
+    assert_eq!(
+        bucket.contents()["swamp/team/outputs/report.md"],
+        b"# report v2\n"
+    );
+    assert!(!b.cache().join("team/outputs/report.md").exists());
+    // A peer's delete of a file B never fetched: forgotten, not resurrected.
+    a.run(&["data", "gc", "--keep", "1"]).expect(0);
+    a.run(&["datastore", "sync", "-y"]).expect(0);
+    b.run(&["datastore", "sync", "-y"]).expect(0);
+    assert!(!bucket.contents().contains_key("swamp/team/data/m/x/2/raw"));
+    let got = b.run(&["data", "get", "m/x", "--version", "2"]);
+    got.expect(1);
+    assert!(got.stderr.contains("no version 2"), "{}", got.stderr);
+}
+
+/// `--hydrate` (and `hydration = "full"`) fetch everything a lazy pull
+/// recorded; `datastore setup SPEC --hydration lazy` is how a clone opts in.
+fn hydrate_fetches_everything_a_lazy_pull_recorded(backend: Backend) {
+    let bucket = Bucket::new(backend);
+    let a = Repo::init(&bucket, None);
+    a.put("m/x", "one\n");
+    a.put("m/x", "two\n");
+    a.write_cache("outputs/o.txt", "out\n");
+    a.run(&["datastore", "sync", "--push", "-y"]).expect(0);
+
+    let b = a.clone_elsewhere();
+    b.run(&[
+        "datastore",
+        "setup",
+        &bucket.spec(),
+        "--hydration",
+        "lazy",
+        "-y",
+    ])
+    .expect(0);
+    assert!(
+        std::fs::read_to_string(b.root.join(".swamp.toml"))
+            .unwrap()
+            .contains("hydration = \"lazy\""),
+        "written to .swamp.toml"
+    );
+    assert!(files(&b.cache()).is_empty());
+    let plan = b.json(&["--json", "plan", "--hydrate"], 0);
+    let kinds: Vec<&str> = plan["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds.iter().filter(|k| **k == "download").count(),
+        3,
+        "{kinds:?}"
+    );
+    b.run(&["datastore", "sync", "--pull", "--hydrate", "-y"])
+        .expect(0);
+    assert_eq!(files(&b.cache()), files(&a.cache()));
+    let plan = b.run(&["plan", "--detailed-exitcode"]);
+    plan.expect(0);
+    assert!(!plan.stdout.contains("remote only"), "{}", plan.stdout);
+    let status = b.json(&["--json", "status"], 0);
+    assert_eq!(status["hydration"], "lazy");
+    assert_eq!(status["unhydrated"], 0);
+}
+
+/// Leaving a lazy remote datastore for a local one brings home every file,
+/// the ones never fetched included.
+fn a_lazy_clone_moving_to_a_local_datastore_brings_every_file_home(backend: Backend) {
+    let bucket = Bucket::new(backend);
+    let a = Repo::init(&bucket, None);
+    a.put("m/x", "one\n");
+    a.put("m/x", "two\n");
+    a.write_cache("outputs/o.txt", "out\n");
+    a.run(&["datastore", "sync", "--push", "-y"]).expect(0);
+    let b = lazy_clone_of(&a);
+    let status = b.run(&["status"]);
+    assert!(
+        status
+            .stdout
+            .contains("hydration   lazy: 3 file(s) in the remote only"),
+        "{}",
+        status.stdout
+    );
+    assert_eq!(
+        b.run(&["data", "get", "m/x", "--version", "1"]).stdout,
+        "one\n"
+    );
+    b.run(&["datastore", "setup", "local", "-y"]).expect(0);
+    let home: BTreeMap<String, Vec<u8>> = files(&b.root.join(".swamp"))
+        .into_iter()
+        .filter(|(k, _)| !k.starts_with("state/") && !k.starts_with("data/_catalog"))
+        .collect();
+    assert_eq!(home, files(&a.cache()));
+    assert_eq!(b.run(&["data", "get", "m/x"]).stdout, "two\n");
+}
+
 on_every_backend!(
     namespace_scoped_pull_writes_only_under_the_namespace,
     a_peer_deletion_propagates_and_is_not_resurrected,
@@ -445,4 +625,7 @@ on_every_backend!(
     setup_round_trip_leaves_files_identical_and_the_bucket_empty,
     setting_a_namespace_re_keys_remote_objects,
     a_symlink_in_the_cache_is_never_followed,
+    a_lazy_clone_fetches_on_first_read_and_never_deletes_what_it_did_not_fetch,
+    hydrate_fetches_everything_a_lazy_pull_recorded,
+    a_lazy_clone_moving_to_a_local_datastore_brings_every_file_home,
 );

@@ -55,6 +55,8 @@ fn plan(actions: Vec<Action>, conflicts: Vec<swamp::plan::Conflict>) -> Plan {
             forced: false,
             forced_delete_local: false,
             base_ignored: false,
+            hydrate: false,
+            unhydrated: 0,
             resolved: vec![],
             remote_id: None,
             base_reset: None,
@@ -136,6 +138,8 @@ fn a_sync_plan_with_uploads_downloads_and_deletes_renders() {
     p.remote.as_mut().unwrap().base_reset = Some(
         "the last sync was with a remote whose id was 1f0e…; s3://swamp-data/repos/homelab/ holds no id now (it was wiped or drained since)".into(),
     );
+    // Lazy hydration: files recorded as in the remote only are said so.
+    p.remote.as_mut().unwrap().unhydrated = 7;
     snapshot!("render_sync_plan", render(&p, Path::new(REPO)));
 }
 

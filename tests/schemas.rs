@@ -948,6 +948,8 @@ fn a_sync_plan_document_matches_the_schema() {
             forced: false,
             forced_delete_local: false,
             base_ignored: false,
+            hydrate: true,
+            unhydrated: 1200,
             resolved: every_conflict()
                 .into_iter()
                 .filter(|c| c.kind() == "both-changed")

@@ -132,7 +132,7 @@ pub fn apply(
             let id = plan.remote.as_ref().and_then(|r| r.remote_id.clone());
             let ignored = plan.remote.as_ref().is_some_and(|r| r.base_ignored);
             if ignored || base.mismatch(id.as_deref()).is_some() {
-                base.files.clear();
+                base.clear();
             }
             base.remote_id = id;
             Some((base, base_path))
@@ -369,12 +369,16 @@ pub fn apply(
                     }
                 }
             }
-            Action::RecordBase { add, drop } => {
+            Action::RecordBase {
+                add,
+                unhydrated,
+                drop,
+            } => {
                 let Some((base, base_path)) = base.as_mut() else {
                     return Err(stopped("a sync action needs the remote".into(), &report));
                 };
                 for rec in add {
-                    base.files.insert(
+                    base.set(
                         rec.path.clone(),
                         crate::state::BaseEntry {
                             sha256: rec.sha256.clone(),
@@ -383,8 +387,11 @@ pub fn apply(
                         },
                     );
                 }
+                for rec in unhydrated {
+                    base.set_unhydrated(rec.path.clone(), rec.object());
+                }
                 for p in drop {
-                    base.files.remove(p);
+                    base.forget(p);
                 }
                 base.save(base_path)
                     .map_err(|e| stopped(e.to_string(), &report))?;

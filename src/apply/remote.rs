@@ -741,12 +741,8 @@ async fn lock_lost(watch: &crate::lock::LossWatch) -> String {
 /// Applies a base change.
 pub fn record(base: &mut SyncBase, change: BaseChange) {
     match change {
-        BaseChange::Set(path, entry) => {
-            base.files.insert(path, entry);
-        }
-        BaseChange::Remove(path) => {
-            base.files.remove(&path);
-        }
+        BaseChange::Set(path, entry) => base.set(path, entry),
+        BaseChange::Remove(path) => base.forget(&path),
         BaseChange::Nothing => {}
     }
 }

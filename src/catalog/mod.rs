@@ -13,6 +13,7 @@
 mod db;
 pub mod name;
 mod scan;
+pub(crate) use scan::version_of;
 
 use std::collections::HashMap;
 use std::fmt;

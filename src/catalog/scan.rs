@@ -125,7 +125,7 @@ pub(crate) fn scan(
 
 /// `model/output/3/raw` → (`model/output`, 3); `None` for anything the data
 /// workload could not have written.
-fn version_of(rel: &Path) -> Option<(String, u64)> {
+pub(crate) fn version_of(rel: &Path) -> Option<(String, u64)> {
     let parts: Vec<&str> = rel
         .components()
         .map(|c| c.as_os_str().to_str())

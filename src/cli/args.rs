@@ -54,6 +54,9 @@ pub struct SyncArgs {
     /// Delete and overwrite for good this run: nothing set aside for `swamp undo`, no remote trash copies
     #[arg(long)]
     pub no_undo: bool,
+    /// Download every file a lazy pull recorded as in the remote only (`[sync] hydration = "lazy"`)
+    #[arg(long)]
+    pub hydrate: bool,
 }
 
 /// `-y`, `--yes` and `--confirm` are synonyms everywhere.
@@ -93,7 +96,7 @@ pub enum Command {
         /// A plan saved with `swamp plan -o FILE` (planned again and applied
         /// only if unchanged; it carries its own scope, conflict policy and
         /// --force, so those options cannot be given with it)
-        #[arg(conflicts_with_all = ["scope", "conflict", "force", "force_delete_local", "no_base", "no_undo"])]
+        #[arg(conflicts_with_all = ["scope", "conflict", "force", "force_delete_local", "no_base", "no_undo", "hydrate"])]
         file: Option<PathBuf>,
         #[arg(long, default_value = "all", value_parser = parse_scope)]
         scope: Scope,
@@ -163,6 +166,9 @@ pub enum DatastoreCommand {
     /// Change the datastore (`local`, `file:///abs/path`, `s3://bucket/prefix?region=…&endpoint=…`, `gs://bucket/prefix?endpoint=…`) and move the data there
     Setup {
         spec: String,
+        /// What a pull does with files the cache lacks: `full` (download them) or `lazy` (record them; each is fetched on first read). Written to `[sync] hydration`
+        #[arg(long, value_name = "MODE", value_parser = parse_hydration)]
+        hydration: Option<crate::config::Hydration>,
         #[command(flatten)]
         confirm: Confirm,
     },
@@ -319,6 +325,11 @@ fn parse_policy(s: &str) -> Result<ConflictPolicy, String> {
     }
 }
 
+fn parse_hydration(s: &str) -> Result<crate::config::Hydration, String> {
+    crate::config::Hydration::parse(s)
+        .ok_or_else(|| format!("unknown hydration {s:?} (one of: full, lazy)"))
+}
+
 impl SyncArgs {
     pub fn options(self) -> crate::engine::SyncOptions {
         crate::engine::SyncOptions {
@@ -327,6 +338,7 @@ impl SyncArgs {
             force_delete_local: self.force_delete_local,
             no_base: self.no_base,
             no_undo: self.no_undo,
+            hydrate: self.hydrate,
         }
     }
 }

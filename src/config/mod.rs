@@ -284,6 +284,37 @@ pub struct SyncConfig {
     pub conflict: ConflictPolicy,
     #[serde(default = "default_concurrency")]
     pub concurrency: u16,
+    /// When a pull fetches what the remote added (s3/gcs only).
+    #[serde(default)]
+    pub hydration: Hydration,
+}
+
+/// `[sync] hydration`: whether a pull downloads every file (`full`), or
+/// records what the remote holds and fetches each file on first read
+/// (`lazy`, upstream swamp's `--hydration-strategy lazy`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum Hydration {
+    #[default]
+    Full,
+    Lazy,
+}
+
+impl Hydration {
+    pub fn parse(s: &str) -> Option<Hydration> {
+        match s {
+            "full" => Some(Hydration::Full),
+            "lazy" => Some(Hydration::Lazy),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Hydration::Full => "full",
+            Hydration::Lazy => "lazy",
+        }
+    }
 }
 
 fn default_max_delete_percent() -> u8 {
@@ -300,6 +331,7 @@ impl Default for SyncConfig {
             max_delete_percent: default_max_delete_percent(),
             conflict: ConflictPolicy::Fail,
             concurrency: default_concurrency(),
+            hydration: Hydration::Full,
         }
     }
 }

@@ -17,6 +17,7 @@
 
 mod pending;
 mod put;
+pub mod remote_only;
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -72,6 +73,16 @@ pub enum DataError {
         .path.display()
     )]
     NotAFile { path: PathBuf },
+    /// The version is in the remote only (lazy hydration): fetch it, then
+    /// read again.
+    #[error(
+        "`{name}` version {version} is in the remote only and was not fetched; run `swamp datastore sync --pull --hydrate` to fetch it"
+    )]
+    NotHydrated {
+        name: String,
+        version: u64,
+        path: TierPath,
+    },
     #[error(transparent)]
     Catalog(#[from] CatalogError),
     #[error(transparent)]
@@ -98,6 +109,8 @@ pub struct DataStore<'a> {
     placement: Placement,
     /// Where a pending layout change still has data (`migrating_from`).
     sources: Vec<Placement>,
+    /// Versions only the remote holds (lazy hydration), by name then version.
+    remote_only: Vec<remote_only::RemoteVersion>,
 }
 
 impl<'a> DataStore<'a> {
@@ -106,7 +119,16 @@ impl<'a> DataStore<'a> {
             layout,
             placement,
             sources: Vec::new(),
+            remote_only: Vec::new(),
         }
+    }
+
+    /// Versions the remote holds that the cache has not fetched (see
+    /// [`remote_only::versions`]): listed, numbered after, and answered by
+    /// `get` as [`DataError::NotHydrated`].
+    pub fn with_remote_only(mut self, versions: Vec<remote_only::RemoteVersion>) -> Self {
+        self.remote_only = versions;
+        self
     }
 
     /// Reads also look at these placements (a pending layout change's
@@ -123,6 +145,15 @@ impl<'a> DataStore<'a> {
     /// A version (the latest when `version` is `None`) and its `raw` file.
     pub fn get(&self, name: &str, version: Option<u64>) -> Result<(Entry, PathBuf), DataError> {
         check(name)?;
+        let local = self.get_local(name, version);
+        if self.remote_only.is_empty() {
+            return local;
+        }
+        self.unless_remote_only(name, version, local)
+    }
+
+    /// `get` among the versions this machine holds.
+    fn get_local(&self, name: &str, version: Option<u64>) -> Result<(Entry, PathBuf), DataError> {
         let at_target = self.get_at_target(name, version);
         if self.sources.is_empty() {
             return at_target;
@@ -198,10 +229,12 @@ impl<'a> DataStore<'a> {
     /// Every name with its latest version, sorted by name.
     pub fn list(&self) -> Result<Vec<NameSummary>, DataError> {
         let catalog = Catalog::open(self.layout, &self.placement)?;
-        if self.sources.is_empty() {
+        if self.sources.is_empty() && self.remote_only.is_empty() {
             return Ok(catalog.list()?);
         }
-        Ok(pending::merge(catalog.entries()?, pending::all(self)?))
+        let mut elsewhere = pending::all(self)?;
+        elsewhere.extend(self.remote_only_entries());
+        Ok(pending::merge(catalog.entries()?, elsewhere))
     }
 
     /// Refuses `path` if a component of it below the datastore root is a

@@ -33,6 +33,11 @@ impl DataStore<'_> {
             );
             next = next.max(max_version_on_disk(&dir)? + 1);
         }
+        // And after what the remote holds unfetched (lazy hydration): a
+        // number it uses is never taken for different content here.
+        if let Some(top) = self.remote_only_of(name).last() {
+            next = next.max(top.version + 1);
+        }
         let (version, version_dir) = self.claim_version(name, next)?;
         let written = self.write_raw(name, version, &version_dir, &name_dir, content);
         let entry = match written {

@@ -4,6 +4,7 @@
 //! observe again, compose again, and confirm the new plan is empty
 //! (converged). A saved plan is re-derived the same way ([`rederive`]).
 
+pub mod hydrate;
 pub mod sync;
 
 pub use crate::store::RemoteTarget;
@@ -135,6 +136,9 @@ fn compose_options(config: &Config, options: SyncOptions) -> compose::Options {
         no_base: options.no_base,
         no_undo: options.no_undo,
         max_delete_percent: config.sync.max_delete_percent,
+        lazy: config.datastore.is_remote()
+            && config.sync.hydration == crate::config::Hydration::Lazy,
+        hydrate: options.hydrate,
     }
 }
 
@@ -266,6 +270,7 @@ pub fn saved_options(saved: &SavedPlan) -> SyncOptions {
             .is_some_and(|r| r.forced_delete_local),
         no_base: saved.plan.remote.as_ref().is_some_and(|r| r.base_ignored),
         no_undo: saved.plan.no_undo,
+        hydrate: saved.plan.remote.as_ref().is_some_and(|r| r.hydrate),
     }
 }
 

@@ -22,6 +22,8 @@ pub struct SyncOptions {
     pub no_base: bool,
     /// Deletes and replacements are final for this run (no trash).
     pub no_undo: bool,
+    /// Downloads what lazy pulls recorded as in the remote only.
+    pub hydrate: bool,
 }
 
 /// `<prefix>/<ns>/.namespace.json`: who owns a namespace in a bucket.

@@ -97,6 +97,10 @@ pub enum Action {
     /// forget those gone from both). No transfer.
     RecordBase {
         add: Vec<BaseRecord>,
+        /// Remote files recorded without downloading them
+        /// (`[sync] hydration = "lazy"`): no local delete, no transfer.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        unhydrated: Vec<UnhydratedRecord>,
         drop: Vec<TierPath>,
     },
     /// Copy a definition file from the repository (`config/models/a.yaml`
@@ -179,6 +183,26 @@ pub struct BaseRecord {
     pub sha256: String,
     pub size: u64,
     pub version: String,
+}
+
+/// One remote file a lazy pull records without downloading it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UnhydratedRecord {
+    pub path: TierPath,
+    pub size: u64,
+    pub version: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
+}
+
+impl UnhydratedRecord {
+    pub fn object(&self) -> crate::state::Unhydrated {
+        crate::state::Unhydrated {
+            size: self.size,
+            version: self.version.clone(),
+            sha256: self.sha256.clone(),
+        }
+    }
 }
 
 impl Action {
@@ -264,6 +288,9 @@ impl Action {
             Action::DeleteLocal { .. } => "deleted in the remote",
             Action::DeleteRemote { .. } => "deleted in the cache",
             Action::RenameLocal { .. } => "keep both: cache copy set aside",
+            Action::RecordBase { unhydrated, .. } if !unhydrated.is_empty() => {
+                "lazy: not downloaded"
+            }
             Action::RecordBase { .. } => "both sides already agree",
             Action::Fetch { .. } => "only the old remote has it",
             Action::CopyRemote { .. } => "re-keyed inside the bucket",
@@ -496,6 +523,13 @@ pub struct RemoteInfo {
     /// aside (nothing is deleted on either side).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub base_ignored: bool,
+    /// `--hydrate`: downloads what lazy pulls recorded as in the remote only.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub hydrate: bool,
+    /// Remote files the cache does not hold on purpose (lazy hydration),
+    /// as recorded when this plan was made.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub unhydrated: usize,
     /// Conflicts settled by `conflict_policy`, for review.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub resolved: Vec<Conflict>,
@@ -650,4 +684,8 @@ impl Plan {
         s.requests.put += s.publish_sentinel as u64;
         s
     }
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }

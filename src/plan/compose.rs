@@ -39,6 +39,11 @@ pub struct Options {
     /// `--no-undo`: deletes and replacements are final for this run.
     pub no_undo: bool,
     pub max_delete_percent: u8,
+    /// `[sync] hydration = "lazy"`: a pull records new remote files
+    /// instead of downloading them.
+    pub lazy: bool,
+    /// `--hydrate`: this run downloads what lazy pulls recorded.
+    pub hydrate: bool,
 }
 
 /// The plan that takes `observed` to `desired`.
@@ -104,12 +109,15 @@ fn add_remote(scope: Scope, observed: &Observed, options: &Options, plan: &mut P
         // Re-keyed paths whose cache file moves too are settled by the copy.
         let mut remote_files = Cow::Borrowed(&snapshot.files);
         let mut base = Cow::Borrowed(&snapshot.base);
+        let mut unhydrated = Cow::Borrowed(&snapshot.unhydrated);
         if options.no_base {
             base = Cow::Owned(BTreeMap::new());
+            unhydrated = Cow::Owned(BTreeMap::new());
         }
         if scope == Scope::Config {
             remote_files = Cow::Owned(config_only(&remote_files));
             base = Cow::Owned(config_only(&base));
+            unhydrated = Cow::Owned(config_only(&unhydrated));
         }
         if !drain.settled.is_empty() {
             remote_files
@@ -133,6 +141,8 @@ fn add_remote(scope: Scope, observed: &Observed, options: &Options, plan: &mut P
             local_modified,
             remote: &remote_files,
             base: &base,
+            unhydrated: &unhydrated,
+            lazy: options.lazy && !options.hydrate,
             direction,
             policy: options.policy,
             max_delete_percent: options.max_delete_percent,
@@ -226,6 +236,8 @@ fn add_remote(scope: Scope, observed: &Observed, options: &Options, plan: &mut P
                 (None, _) => None,
             },
             base_ignored: options.no_base,
+            hydrate: options.hydrate,
+            unhydrated: snapshot.unhydrated.len(),
         });
     }
 }
@@ -275,6 +287,7 @@ mod tests {
     fn snapshot(prefix: &str, files: &[(&str, &str)], base: &[(&str, &str)]) -> RemoteSnapshot {
         RemoteSnapshot {
             url: format!("s3://b/{prefix}"),
+            unhydrated: BTreeMap::new(),
             key_prefix: prefix.into(),
             files: files
                 .iter()
@@ -317,6 +330,8 @@ mod tests {
             force: false,
             force_delete_local: false,
             no_base: false,
+            lazy: false,
+            hydrate: false,
             no_undo: false,
             max_delete_percent: 100,
         }

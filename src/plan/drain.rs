@@ -213,6 +213,7 @@ mod tests {
             base_reset: None,
             manifest: manifest.then(|| "m1".into()),
             base: BTreeMap::new(),
+            unhydrated: BTreeMap::new(),
         }
     }
 

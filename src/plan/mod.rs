@@ -18,7 +18,7 @@ pub mod undo;
 
 pub use action::{
     Action, BaseRecord, Conflict, PlacementInfo, Plan, RemoteExpect, RemoteInfo, RemoteObjectRef,
-    RequestEstimate, Side, Summary,
+    RequestEstimate, Side, Summary, UnhydratedRecord,
 };
 pub use diff::diff;
 pub use file::{LockInfo, PlanFileError, SavedPlan};

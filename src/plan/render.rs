@@ -194,6 +194,17 @@ fn render_raw(plan: &Plan, repo: &Path, detail: bool) -> String {
             "  note      {why}; this sync is a first sync: nothing is deleted"
         );
     }
+    if let Some(n) = plan
+        .remote
+        .as_ref()
+        .map(|r| r.unhydrated)
+        .filter(|n| *n > 0)
+    {
+        let _ = writeln!(
+            out,
+            "  note      {n} file(s) in the remote only (hydration = lazy): each is fetched on first read, all with `swamp datastore sync --pull --hydrate`"
+        );
+    }
     out.push('\n');
 
     if plan.is_empty() {
@@ -296,8 +307,19 @@ fn render_raw(plan: &Plan, repo: &Path, detail: bool) -> String {
                         .unwrap_or_else(|| "remote".into()),
                     "(removed)".into(),
                 ),
-                Action::RecordBase { add, drop } => (
-                    format!("{} file(s) recorded, {} forgotten", add.len(), drop.len()),
+                Action::RecordBase {
+                    add,
+                    unhydrated,
+                    drop,
+                } => (
+                    match unhydrated.len() {
+                        0 => format!("{} file(s) recorded, {} forgotten", add.len(), drop.len()),
+                        n => format!(
+                            "{} file(s) recorded, {n} remote-only, {} forgotten",
+                            add.len(),
+                            drop.len()
+                        ),
+                    },
                     String::new(),
                     "sync base".into(),
                 ),

@@ -10,10 +10,11 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::config::ConflictPolicy;
+use crate::layout::Tier;
 use crate::layout::{MANAGED_CONFIG_SENTINEL, TierPath};
-use crate::state::{BaseEntry, FileState, Obstacle, ObstacleKind};
+use crate::state::{BaseEntry, FileState, Obstacle, ObstacleKind, Unhydrated};
 
-use super::action::{Action, BaseRecord, Conflict, RemoteExpect, Side};
+use super::action::{Action, BaseRecord, Conflict, RemoteExpect, Side, UnhydratedRecord};
 
 pub use crate::state::Direction;
 pub use crate::state::remote::RemoteFile;
@@ -29,6 +30,12 @@ pub struct SyncInput<'a> {
     pub local_modified: &'a BTreeMap<TierPath, i64>,
     pub remote: &'a BTreeMap<TierPath, RemoteFile>,
     pub base: &'a BTreeMap<TierPath, BaseEntry>,
+    /// Remote files a lazy pull recorded without downloading them.
+    pub unhydrated: &'a BTreeMap<TierPath, Unhydrated>,
+    /// `[sync] hydration = "lazy"` (and no `--hydrate`): a pull records
+    /// what the remote added instead of downloading it. Otherwise a pull
+    /// downloads what was recorded so.
+    pub lazy: bool,
     pub direction: Direction,
     pub policy: ConflictPolicy,
     pub max_delete_percent: u8,
@@ -51,6 +58,8 @@ enum Step {
     Nothing,
     Agree(BaseRecord),
     Forget,
+    /// Record a remote file without downloading it (a lazy pull).
+    Lazy(UnhydratedRecord),
     Push(Action),
     Pull(Action),
     Conflict(Conflict),
@@ -172,6 +181,7 @@ pub fn sync_diff(input: &SyncInput<'_>) -> SyncDiff {
         local: &kept(input.local, &in_the_way),
         remote: &kept(input.remote, &in_the_way),
         base: &kept(input.base, &in_the_way),
+        unhydrated: &kept(input.unhydrated, &in_the_way),
         ..*input
     });
     out.conflicts.splice(0..0, in_the_way.conflicts());
@@ -184,6 +194,7 @@ fn merge(input: &SyncInput<'_>) -> SyncDiff {
         .keys()
         .chain(input.remote.keys())
         .chain(input.base.keys())
+        .chain(input.unhydrated.keys())
         .collect();
     let mut out = SyncDiff::default();
     let mut pushes = Vec::new();
@@ -193,12 +204,17 @@ fn merge(input: &SyncInput<'_>) -> SyncDiff {
     let mut keep_both = Vec::new();
     let mut add = Vec::new();
     let mut forget = Vec::new();
+    let mut lazy = Vec::new();
 
     for path in paths {
         let l = input.local.get(path);
         let r = input.remote.get(path);
         let b = input.base.get(path);
-        let mut st = step(path, l, r, b);
+        let u = input.unhydrated.get(path).filter(|_| b.is_none());
+        let mut st = match lazy_step(path, l, r, b, u, input.lazy) {
+            Some(st) => st,
+            None => step(path, l, r, b),
+        };
         if path.as_str() == MANAGED_CONFIG_SENTINEL {
             st = remote_owned(st, path, l, r);
         }
@@ -206,6 +222,8 @@ fn merge(input: &SyncInput<'_>) -> SyncDiff {
             Step::Nothing => {}
             Step::Agree(rec) => add.push(rec),
             Step::Forget => forget.push(path.clone()),
+            Step::Lazy(rec) if input.direction.pulls() => lazy.push(rec),
+            Step::Lazy(_) => {}
             Step::Push(a) if input.direction.pushes() => route(a, &mut pushes, &mut deletes_remote),
             Step::Pull(a) if input.direction.pulls() => route(a, &mut pulls, &mut deletes_local),
             Step::Push(_) | Step::Pull(_) => {}
@@ -255,10 +273,55 @@ fn merge(input: &SyncInput<'_>) -> SyncDiff {
     out.actions.extend(keep_both);
     out.actions.extend(deletes_remote);
     out.actions.extend(deletes_local);
-    if !add.is_empty() || !forget.is_empty() {
-        out.actions.push(Action::RecordBase { add, drop: forget });
+    if !add.is_empty() || !forget.is_empty() || !lazy.is_empty() {
+        out.actions.push(Action::RecordBase {
+            add,
+            unhydrated: lazy,
+            drop: forget,
+        });
     }
     out
+}
+
+/// What a path needs where lazy hydration decides it (`None`: the plain
+/// three-way merge does). A file recorded as in the remote only is no
+/// local delete: while the cache lacks it, the remote copy is the one
+/// truth, so a change there is recorded (or downloaded, hydrating) and
+/// nothing is ever pushed or deleted for it. Once the cache holds the path
+/// anyway, the record vouches for nothing: the merge runs as with no base,
+/// so differing content is a conflict, never an overwrite. The `config`
+/// tier is never lazy (managed config compares the cache's copy).
+fn lazy_step(
+    path: &TierPath,
+    l: Option<&FileState>,
+    r: Option<&RemoteFile>,
+    b: Option<&BaseEntry>,
+    u: Option<&Unhydrated>,
+    lazy: bool,
+) -> Option<Step> {
+    let lazy = lazy && path.tier() != Tier::Config;
+    let record = |r: &RemoteFile| {
+        Step::Lazy(UnhydratedRecord {
+            path: path.clone(),
+            size: r.size,
+            version: r.version.clone(),
+            sha256: r.sha256.clone(),
+        })
+    };
+    Some(match (l, r, u) {
+        (None, None, Some(_)) => Step::Forget,
+        (None, Some(r), Some(u)) if lazy => {
+            if r.version == u.version && r.size == u.size {
+                Step::Nothing
+            } else {
+                record(r)
+            }
+        }
+        (None, Some(r), Some(_)) => Step::Pull(download(path, r, None)),
+        (Some(_), _, Some(_)) => step(path, l, r, None),
+        (None, Some(r), None) if lazy && b.is_none() => record(r),
+        _ => return None,
+    })
 }
 
 /// The managed-config sentinel belongs to the remote: only the explicit
@@ -578,6 +641,8 @@ mod tests {
         modified: BTreeMap<TierPath, i64>,
         remote: BTreeMap<TierPath, RemoteFile>,
         base: BTreeMap<TierPath, BaseEntry>,
+        unhydrated: BTreeMap<TierPath, Unhydrated>,
+        lazy: bool,
         other: Vec<Obstacle>,
     }
 
@@ -620,6 +685,21 @@ mod tests {
             );
             self
         }
+        fn unhydrated(mut self, p: &str, version: &str) -> Self {
+            self.unhydrated.insert(
+                tp(p),
+                Unhydrated {
+                    size: 1,
+                    version: version.into(),
+                    sha256: None,
+                },
+            );
+            self
+        }
+        fn lazy(mut self) -> Self {
+            self.lazy = true;
+            self
+        }
         fn diff(&self, direction: Direction, policy: ConflictPolicy) -> SyncDiff {
             sync_diff(&SyncInput {
                 local: &self.local,
@@ -627,6 +707,8 @@ mod tests {
                 local_modified: &self.modified,
                 remote: &self.remote,
                 base: &self.base,
+                unhydrated: &self.unhydrated,
+                lazy: self.lazy,
                 direction,
                 policy,
                 max_delete_percent: 100,
@@ -654,6 +736,105 @@ mod tests {
     use Direction::{Both, Pull, Push};
 
     const SENTINEL: &str = "config/managed-config-migrated.json";
+
+    /// The recorded files of a RecordBase, as `(added, unhydrated, dropped)`.
+    fn recorded(d: &SyncDiff) -> (Vec<String>, Vec<String>, Vec<String>) {
+        match d.actions.last() {
+            Some(Action::RecordBase {
+                add,
+                unhydrated,
+                drop,
+            }) => (
+                add.iter().map(|r| r.path.to_string()).collect(),
+                unhydrated.iter().map(|r| r.path.to_string()).collect(),
+                drop.iter().map(ToString::to_string).collect(),
+            ),
+            _ => Default::default(),
+        }
+    }
+
+    #[test]
+    fn a_lazy_pull_records_new_remote_files_instead_of_downloading_them() {
+        let w = World::default()
+            .remote("data/m/1/raw", "a", "e1")
+            .remote("config/models/a.yaml", "c", "e2")
+            .lazy();
+        for direction in [Both, Pull] {
+            let d = w.diff(direction, Fail);
+            assert_eq!(
+                w.kinds(direction, Fail),
+                ["download config/models/a.yaml", "record-base "],
+                "the config tier is never lazy"
+            );
+            assert_eq!(recorded(&d).1, ["data/m/1/raw"]);
+        }
+        assert!(
+            w.diff(Push, Fail).actions.is_empty(),
+            "a push records nothing"
+        );
+    }
+
+    #[test]
+    fn a_file_in_the_remote_only_is_never_a_local_delete_and_its_changes_are_recorded() {
+        let w = World::default()
+            .remote("data/m/1/raw", "a", "e1")
+            .unhydrated("data/m/1/raw", "e1")
+            .remote("data/m/2/raw", "b", "e3")
+            .unhydrated("data/m/2/raw", "e2")
+            .unhydrated("data/m/3/raw", "e4")
+            .lazy();
+        for direction in [Both, Push] {
+            let kinds = w.kinds(direction, Fail);
+            assert!(
+                !kinds
+                    .iter()
+                    .any(|k| k.starts_with("delete") || k.starts_with("upload")),
+                "{direction:?}: {kinds:?}"
+            );
+        }
+        let d = w.diff(Both, Fail);
+        assert_eq!(
+            recorded(&d),
+            (
+                vec![],
+                vec!["data/m/2/raw".into()],
+                vec!["data/m/3/raw".into()]
+            ),
+            "changed in the remote: recorded again; gone from it: forgotten"
+        );
+        // Hydrating (or `hydration = "full"`): what is recorded downloads.
+        let full = World { lazy: false, ..w };
+        assert_eq!(
+            full.kinds(Pull, Fail),
+            [
+                "download data/m/1/raw",
+                "download data/m/2/raw",
+                "record-base "
+            ]
+        );
+        assert!(full.kinds(Push, Fail).iter().all(|k| k == "record-base "));
+    }
+
+    #[test]
+    fn a_cache_file_written_over_one_never_fetched_is_a_conflict_never_an_overwrite() {
+        let w = World::default()
+            .local("data/m/1/raw", "mine")
+            .remote("data/m/1/raw", "theirs", "e1")
+            .unhydrated("data/m/1/raw", "e1")
+            .local("data/m/2/raw", "same")
+            .remote("data/m/2/raw", "same", "e2")
+            .unhydrated("data/m/2/raw", "e2")
+            .lazy();
+        assert_eq!(
+            w.kinds(Both, Fail),
+            ["record-base ", "conflict both-changed"]
+        );
+        assert_eq!(
+            recorded(&w.diff(Both, Fail)).0,
+            ["data/m/2/raw"],
+            "fetched: synced"
+        );
+    }
 
     #[test]
     fn a_symlink_fifo_or_directory_replacing_a_synced_file_is_a_conflict_never_a_delete() {
@@ -962,6 +1143,8 @@ mod tests {
             local_modified: &w.modified,
             remote: &w.remote,
             base: &w.base,
+            unhydrated: &BTreeMap::new(),
+            lazy: false,
             direction: Both,
             policy: Fail,
             max_delete_percent: 100,
@@ -991,6 +1174,8 @@ mod tests {
                 local_modified: &w.modified,
                 remote: &w.remote,
                 base: &w.base,
+                unhydrated: &BTreeMap::new(),
+                lazy: false,
                 direction: Both,
                 policy: Fail,
                 max_delete_percent: 50,
@@ -1046,6 +1231,8 @@ mod tests {
             local_modified: &w.modified,
             remote: &w.remote,
             base: &w.base,
+            unhydrated: &BTreeMap::new(),
+            lazy: false,
             direction: Both,
             policy: Fail,
             max_delete_percent: 40,

@@ -22,6 +22,20 @@ pub struct BaseEntry {
     pub version: String,
 }
 
+/// A remote object a lazy pull (`[sync] hydration = "lazy"`) recorded
+/// without downloading it: the cache lacks it on purpose, so its absence is
+/// no local delete, and the remote copy is the one truth until it is
+/// fetched (`swamp data get`, `swamp datastore sync --pull --hydrate`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Unhydrated {
+    pub size: u64,
+    /// The version listed when it was recorded.
+    pub version: String,
+    /// Known only when the listing said (S3 listings carry no metadata).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SyncBase {
     /// Which remote this base is for (`s3://bucket/prefix/ns`); a base for
@@ -33,6 +47,9 @@ pub struct SyncBase {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub remote_id: Option<String>,
     pub files: BTreeMap<TierPath, BaseEntry>,
+    /// Remote objects recorded, not downloaded (never a path `files` has).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub unhydrated: BTreeMap<TierPath, Unhydrated>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -56,6 +73,7 @@ impl SyncBase {
             remote: remote.to_string(),
             remote_id: None,
             files: BTreeMap::new(),
+            unhydrated: BTreeMap::new(),
         };
         let bytes = match std::fs::read(path) {
             Ok(b) => b,
@@ -85,7 +103,8 @@ impl SyncBase {
     /// was made with this remote rather than with an earlier life of it.
     pub fn mismatch(&self, identity: Option<&str>) -> Option<String> {
         let Some(made_with) = self.remote_id.as_deref() else {
-            return (identity.is_some() && !self.files.is_empty()).then(|| {
+            let listed = !self.files.is_empty() || !self.unhydrated.is_empty();
+            return (identity.is_some() && listed).then(|| {
                 format!(
                     "the last sync's record predates remote ids, so nothing proves it was made with {} as it is now",
                     self.remote
@@ -102,6 +121,30 @@ impl SyncBase {
                 self.remote
             ),
         })
+    }
+
+    /// Sets the record aside (a base made with another remote is no base).
+    pub fn clear(&mut self) {
+        self.files.clear();
+        self.unhydrated.clear();
+    }
+
+    /// Records that both sides hold `entry` at `path` (it is hydrated now).
+    pub fn set(&mut self, path: TierPath, entry: BaseEntry) {
+        self.unhydrated.remove(&path);
+        self.files.insert(path, entry);
+    }
+
+    /// Forgets `path` on both records.
+    pub fn forget(&mut self, path: &TierPath) {
+        self.files.remove(path);
+        self.unhydrated.remove(path);
+    }
+
+    /// Records `path` as in the remote only.
+    pub fn set_unhydrated(&mut self, path: TierPath, object: Unhydrated) {
+        self.files.remove(&path);
+        self.unhydrated.insert(path, object);
     }
 
     /// Writes the base atomically, unless it is unchanged on disk.

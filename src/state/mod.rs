@@ -16,7 +16,7 @@ pub mod remote;
 pub mod undo;
 pub mod walk;
 
-pub use base::{BaseEntry, SyncBase};
+pub use base::{BaseEntry, SyncBase, Unhydrated};
 pub use desired::{Desired, Direction, Scope};
 pub use hash_cache::HashCache;
 pub use observe::{ObserveOptions, observe, observe_local};

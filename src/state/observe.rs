@@ -75,6 +75,7 @@ pub fn observe(
             &observed.placements[i].files,
             desired.target.datastore.is_remote(),
         ))?;
+        snapshot.unhydrated = base.unhydrated;
         snapshot.identity = identity;
         snapshot.base_reset = reset;
         observed.placements[i].remote = Some(snapshot);
@@ -92,6 +93,7 @@ pub fn observe(
         &cache_after_moves(&observed, desired.scope),
         false,
     ))?;
+    snapshot.unhydrated = base.unhydrated;
     snapshot.identity = identity;
     snapshot.base_reset = reset;
     if observed.mirror.is_some() && direction.is_some_and(|d| d.pushes()) {
@@ -116,7 +118,7 @@ fn bound_base(
     let identity = rt.block_on(read_identity(remote.store.as_ref(), &key))?;
     let reset = base.mismatch(identity.as_ref().map(|i| i.id.as_str()));
     if reset.is_some() {
-        base.files.clear();
+        base.clear();
     }
     Ok((base, identity, reset))
 }

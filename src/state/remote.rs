@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use crate::layout::{Tier, TierPath, is_repo_local_path, is_swamp_temp};
 use crate::store::{Store, StoreError};
 
-use super::{BaseEntry, FileState};
+use super::{BaseEntry, FileState, Unhydrated};
 
 /// A remote object as the sync diff takes it: as observed.
 pub type RemoteFile = RemoteObject;
@@ -58,6 +58,9 @@ pub struct RemoteSnapshot {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub manifest: Option<String>,
     pub base: BTreeMap<TierPath, BaseEntry>,
+    /// What a lazy pull recorded without downloading (from the base).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub unhydrated: BTreeMap<TierPath, Unhydrated>,
 }
 
 /// The id a remote holds at `<prefix>/<ns>/.swamp/remote-id.json`.
@@ -223,6 +226,7 @@ pub async fn observe_remote(
         base_reset: None,
         manifest,
         base,
+        unhydrated: BTreeMap::new(),
     })
 }
 

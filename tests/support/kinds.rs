@@ -76,6 +76,12 @@ pub fn every_action() -> Vec<swamp::plan::Action> {
                 size: 3,
                 version: "4".into(),
             }],
+            unhydrated: vec![swamp::plan::UnhydratedRecord {
+                path: tp("data/d/1/raw"),
+                size: 5,
+                version: "6".into(),
+                sha256: None,
+            }],
             drop: vec![tp("data/c/1/raw")],
         },
         Action::Fetch {

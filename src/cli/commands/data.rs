@@ -11,7 +11,7 @@ use serde_json::json;
 use crate::catalog::Catalog;
 use crate::cli::output::print_json;
 use crate::cli::{CliError, Ctx, Outcome, Repo};
-use crate::data::DataStore;
+use crate::data::{DataError, DataStore, remote_only};
 use crate::plan::render::{human_bytes, table};
 
 fn open(ctx: &Ctx) -> Result<Repo, CliError> {
@@ -19,10 +19,32 @@ fn open(ctx: &Ctx) -> Result<Repo, CliError> {
 }
 
 /// The data of the desired placement, seeing (for reads) what a pending
-/// layout change still has at its sources.
-fn store(repo: &Repo) -> DataStore<'_> {
+/// layout change still has at its sources, and what a lazy pull recorded
+/// as in the remote only.
+fn store(repo: &Repo) -> Result<DataStore<'_>, CliError> {
     let desired = crate::state::Desired::from_config(&repo.config, crate::state::Scope::All);
-    DataStore::new(&repo.layout, desired.target).with_sources(desired.sources)
+    let unhydrated = crate::engine::hydrate::unhydrated(&repo.layout, &repo.config)?;
+    let remote_only = remote_only::versions(unhydrated.iter().map(|(p, u)| (p, u.size)));
+    Ok(DataStore::new(&repo.layout, desired.target)
+        .with_sources(desired.sources)
+        .with_remote_only(remote_only))
+}
+
+/// Says that `rm`/`gc` act on fetched versions only: what a lazy pull
+/// recorded as in the remote only stays there.
+fn warn_remote_only(repo: &Repo, name: Option<&str>) -> Result<(), CliError> {
+    let unhydrated = crate::engine::hydrate::unhydrated(&repo.layout, &repo.config)?;
+    let versions = remote_only::versions(unhydrated.iter().map(|(p, u)| (p, u.size)));
+    let n = versions
+        .iter()
+        .filter(|v| name.is_none_or(|name| v.name == name))
+        .count();
+    if n > 0 {
+        eprintln!(
+            "warning: {n} version(s) are in the remote only (hydration = lazy) and are not removed; fetch them first with `swamp datastore sync --pull --hydrate` to remove them too."
+        );
+    }
+    Ok(())
 }
 
 /// Says that `rm`/`gc` act on the new place only while a move is pending.
@@ -36,7 +58,7 @@ fn warn_pending(repo: &Repo) {
 
 pub fn put(ctx: &Ctx, name: &str, file: Option<&Path>) -> Result<Outcome, CliError> {
     let repo = open(ctx)?;
-    let store = store(&repo);
+    let store = store(&repo)?;
     let entry = match file {
         Some(f) => {
             let mut input = std::fs::File::open(f)
@@ -61,7 +83,19 @@ pub fn put(ctx: &Ctx, name: &str, file: Option<&Path>) -> Result<Outcome, CliErr
 
 pub fn get(ctx: &Ctx, name: &str, version: Option<u64>) -> Result<Outcome, CliError> {
     let repo = open(ctx)?;
-    let (entry, path) = store(&repo).get(name, version)?;
+    let (entry, path) = match store(&repo)?.get(name, version) {
+        // Lazy hydration: fetched on first read, then read like any other.
+        Err(DataError::NotHydrated { path, .. }) => {
+            crate::engine::hydrate::fetch(&repo.root, &repo.layout, &repo.config, &[path])
+                .map_err(|e| {
+                    CliError::from(e).hint(
+                        "the remote may have changed since the last pull: run `swamp datastore sync --pull`, then retry",
+                    )
+                })?;
+            store(&repo)?.get(name, version)?
+        }
+        found => found?,
+    };
     let bytes = std::fs::read(&path)
         .map_err(|e| CliError::failure(format!("cannot read {}: {e}", path.display())))?;
     if ctx.json {
@@ -81,7 +115,7 @@ pub fn get(ctx: &Ctx, name: &str, version: Option<u64>) -> Result<Outcome, CliEr
 
 pub fn list(ctx: &Ctx) -> Result<Outcome, CliError> {
     let repo = open(ctx)?;
-    let names = store(&repo).list()?;
+    let names = store(&repo)?.list()?;
     if ctx.json {
         print_json(&json!({ "data": names }));
         return Ok(Outcome::Success);
@@ -107,6 +141,7 @@ pub fn list(ctx: &Ctx) -> Result<Outcome, CliError> {
 pub fn rm(ctx: &Ctx, name: &str) -> Result<Outcome, CliError> {
     let repo = open(ctx)?;
     warn_pending(&repo);
+    warn_remote_only(&repo, Some(name))?;
     let store = DataStore::new(&repo.layout, repo.config.target());
     let (removed, id) = store.rm(name, &crate::cli::command_line())?;
     if ctx.json {
@@ -123,6 +158,7 @@ pub fn rm(ctx: &Ctx, name: &str) -> Result<Outcome, CliError> {
 pub fn gc(ctx: &Ctx, keep: usize, dry_run: bool) -> Result<Outcome, CliError> {
     let repo = open(ctx)?;
     warn_pending(&repo);
+    warn_remote_only(&repo, None)?;
     let store = DataStore::new(&repo.layout, repo.config.target());
     let (removed, id) = store.gc(keep, dry_run, &crate::cli::command_line())?;
     if ctx.json {

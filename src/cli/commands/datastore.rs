@@ -14,7 +14,12 @@ use crate::engine::{self, SyncOptions};
 use crate::state::Scope;
 use crate::state::observed::first_datastore_file;
 
-pub fn setup(ctx: &Ctx, spec: &str, yes: bool) -> Result<Outcome, CliError> {
+pub fn setup(
+    ctx: &Ctx,
+    spec: &str,
+    hydration: Option<crate::config::Hydration>,
+    yes: bool,
+) -> Result<Outcome, CliError> {
     let repo = ctx.open_repo()?;
     let datastore = parse_datastore_spec(spec).map_err(|e| {
         CliError::usage(e.to_string())
@@ -34,7 +39,12 @@ pub fn setup(ctx: &Ctx, spec: &str, yes: bool) -> Result<Outcome, CliError> {
         datastore,
         namespace: repo.config.namespace.clone(),
     };
-    retarget(ctx, &repo, target, None, yes, true)
+    if hydration == Some(crate::config::Hydration::Lazy) && !target.datastore.is_remote() {
+        return Err(CliError::usage(
+            "--hydration lazy needs an s3:// or gs:// datastore: a local or filesystem datastore holds every file already",
+        ));
+    }
+    retarget(ctx, &repo, target, None, hydration, yes, true)
 }
 
 pub fn namespace_set(ctx: &Ctx, ns: &str, migrate: bool, yes: bool) -> Result<Outcome, CliError> {
@@ -52,7 +62,7 @@ pub fn namespace_set(ctx: &Ctx, ns: &str, migrate: bool, yes: bool) -> Result<Ou
         datastore: repo.config.datastore.clone(),
         namespace: Some(ns),
     };
-    retarget(ctx, &repo, target, None, yes, migrate)
+    retarget(ctx, &repo, target, None, None, yes, migrate)
 }
 
 pub fn namespace_unset(ctx: &Ctx, migrate: bool, yes: bool) -> Result<Outcome, CliError> {
@@ -69,7 +79,7 @@ pub fn namespace_unset(ctx: &Ctx, migrate: bool, yes: bool) -> Result<Outcome, C
         datastore: repo.config.datastore.clone(),
         namespace: None,
     };
-    retarget(ctx, &repo, target, None, yes, migrate)
+    retarget(ctx, &repo, target, None, None, yes, migrate)
 }
 
 pub fn namespace_migrate(ctx: &Ctx, reverse: bool, yes: bool) -> Result<Outcome, CliError> {
@@ -91,7 +101,7 @@ pub fn namespace_migrate(ctx: &Ctx, reverse: bool, yes: bool) -> Result<Outcome,
     };
     let solo_has_data = first_datastore_file(&repo.layout, &solo).is_some();
     let extra = solo_has_data.then_some(solo);
-    retarget(ctx, &repo, repo.config.target(), extra, yes, true)
+    retarget(ctx, &repo, repo.config.target(), extra, None, yes, true)
 }
 
 /// Changes the desired placement to `target` (also draining `extra_source`)
@@ -101,11 +111,15 @@ fn retarget(
     repo: &Repo,
     target: Placement,
     extra_source: Option<Placement>,
+    hydration: Option<crate::config::Hydration>,
     yes: bool,
     migrate: bool,
 ) -> Result<Outcome, CliError> {
     let mut config = repo.config.clone();
     config.retarget(target);
+    if let Some(h) = hydration {
+        config.sync.hydration = h;
+    }
     if let Some(source) = extra_source
         && source != config.target()
         && !config.migrating_from.contains(&source)

@@ -67,7 +67,11 @@ pub fn run(ctx: &Ctx, command: Command) -> Result<Outcome, CliError> {
             out.as_deref(),
         ),
         Command::Datastore { command } => match command {
-            DatastoreCommand::Setup { spec, confirm } => datastore::setup(ctx, &spec, confirm.yes),
+            DatastoreCommand::Setup {
+                spec,
+                hydration,
+                confirm,
+            } => datastore::setup(ctx, &spec, hydration, confirm.yes),
             DatastoreCommand::Sync {
                 push,
                 pull,

@@ -36,9 +36,17 @@ pub fn run(ctx: &Ctx) -> Result<Outcome, CliError> {
             format!("held by an unknown owner ({reason}); see `swamp datastore lock status`")
         }
     };
+    // Lazy hydration: how much of the remote this cache has not fetched.
+    let unhydrated = crate::engine::hydrate::unhydrated(&repo.layout, config)?.len();
+    let hydration = config
+        .datastore
+        .is_remote()
+        .then(|| config.sync.hydration.as_str());
     if ctx.json {
         print_json(&json!({
             "repo": repo.root,
+            "hydration": hydration,
+            "unhydrated": unhydrated,
             "repo_id": config.repo_id,
             "datastore": config.datastore,
             "namespace": config.namespace,
@@ -82,6 +90,13 @@ pub fn run(ctx: &Ctx) -> Result<Outcome, CliError> {
             crate::layout::Layout::remote_url(&config.target())
         );
         println!("cache       {}", repo.layout.cache_root().display());
+        match (hydration, unhydrated) {
+            (Some(h), 0) => println!("hydration   {h}"),
+            (Some(h), n) => println!(
+                "hydration   {h}: {n} file(s) in the remote only, fetched on first read (all: `swamp datastore sync --pull --hydrate`)"
+            ),
+            (None, _) => {}
+        }
     }
     println!("lock        {lock_line}");
     if planned.plan.is_empty() {

@@ -1,0 +1,101 @@
+//! Lazy hydration's reads: which files a lazy pull recorded as in the
+//! remote only, and fetching some of them on first use. A fetch is a pull
+//! of those files and nothing else: the same download action apply runs
+//! (no symlink followed, sha256 verified where known, landed atomically,
+//! its directory fsynced), and the sync base advanced only for what
+//! landed. One GET per file: no listing, no other request.
+
+use std::path::Path;
+
+use crate::apply::{self, ApplyReport};
+use crate::config::Config;
+use crate::layout::{Layout, Tier, TierPath};
+use crate::plan::{Action, PlacementInfo, Plan, RemoteInfo};
+use crate::state::{Scope, SyncBase, Unhydrated};
+use crate::store::RemoteTarget;
+
+use super::EngineError;
+
+/// The files the target's sync base records as in the remote only (empty
+/// for a datastore that is not remote).
+pub fn unhydrated(
+    layout: &Layout,
+    config: &Config,
+) -> Result<std::collections::BTreeMap<TierPath, Unhydrated>, EngineError> {
+    let placement = config.target();
+    if !placement.datastore.is_remote() {
+        return Ok(Default::default());
+    }
+    let url = Layout::remote_url(&placement);
+    Ok(SyncBase::load(&layout.sync_base_path(&placement), &url)?.unhydrated)
+}
+
+/// Fetches `paths` (those of them still recorded as in the remote only)
+/// into the cache, as a pull of exactly those files would.
+pub fn fetch(
+    repo: &Path,
+    layout: &Layout,
+    config: &Config,
+    paths: &[TierPath],
+) -> Result<ApplyReport, EngineError> {
+    let placement = config.target();
+    let target = RemoteTarget::open(&placement)?;
+    let base = SyncBase::load(&layout.sync_base_path(&placement), &target.url)?;
+    let mut actions: Vec<Action> = paths
+        .iter()
+        .filter_map(|p| {
+            let u = base.unhydrated.get(p)?;
+            Some(Action::Download {
+                path: p.clone(),
+                size: u.size,
+                version: u.version.clone(),
+                sha256: u.sha256.clone(),
+                local: None,
+            })
+        })
+        .collect();
+    if actions.is_empty() {
+        return Ok(ApplyReport::default());
+    }
+    if paths.iter().any(|p| p.tier() == Tier::Data) {
+        actions.push(Action::InvalidateCatalog);
+    }
+    let plan = Plan {
+        scope: Scope::Pull,
+        target: PlacementInfo {
+            datastore: placement.datastore.clone(),
+            namespace: placement.namespace.clone(),
+            root: layout.placement_root(&placement),
+        },
+        sources: Vec::new(),
+        remote: Some(RemoteInfo {
+            url: target.url.clone(),
+            key_prefix: target.key_prefix.clone(),
+            objects: 0,
+            batch_delete: false,
+            conflict_policy: config.sync.conflict,
+            forced: false,
+            forced_delete_local: false,
+            base_ignored: false,
+            hydrate: true,
+            unhydrated: 0,
+            resolved: Vec::new(),
+            // The base stays bound to the remote it was made with: a
+            // remote re-created since answers "not found" for the object.
+            remote_id: base.remote_id.clone(),
+            base_reset: None,
+        }),
+        actions,
+        conflicts: Vec::new(),
+        no_undo: false,
+    };
+    Ok(apply::apply(
+        &plan,
+        layout,
+        repo,
+        Some(&target),
+        &[],
+        config.sync.concurrency,
+        &mut |_, _| {},
+    )?)
+}
