@@ -8,6 +8,10 @@
 # (data/<kind>/<name>/state/<v>/raw, outputs/<kind>/<method>/…,
 # workflow-runs/<workflow>/…), pushed once by swamp.
 #
+# Also times a lazy clone (`[sync] hydration = "lazy"`: a fresh
+# SWAMP_HOME whose first pull records the listing and downloads nothing)
+# and then `swamp data get` of one file in it (one GET).
+#
 #   benches/list_s3.sh                     # N = 100000
 #   benches/list_s3.sh 20000               # a quicker check
 #   RUNS=5 ...                             # no-op runs per tool (default 3)
@@ -111,6 +115,21 @@ for _ in $(seq "$RUNS"); do
     timed "rclone lsf -R --fast-list (sequential pages)" "${RC[@]}" lsf -R --fast-list ":s3:list/swamp/"
     listed=$(grep -vc '/$' "$WORK/last.log" || true)
     [[ "$listed" -ge "$N" ]] || { echo "error: rclone listed $listed objects, expected at least $N" >&2; exit 1; }
+done
+
+stage "== lazy clone: first pull records, downloads nothing ($RUNS run(s))"
+CLONE="$WORK/clone"
+for _ in $(seq "$RUNS"); do
+    rm -rf "$CLONE"
+    mkdir -p "$CLONE/repo" "$CLONE/home"
+    cp "$REPO_DIR/repo/.swamp.toml" "$CLONE/repo/.swamp.toml"
+    printf '\n[sync]\nhydration = "lazy"\n' >>"$CLONE/repo/.swamp.toml"
+    timed "swamp lazy clone (first pull)" env SWAMP_HOME="$CLONE/home" "$SWAMP" --repo "$CLONE/repo" datastore sync --pull -y
+    cached=$( (find "$CLONE/home/repos" -type f 2>/dev/null || true) | wc -l)
+    [[ "$cached" -eq 0 ]] || { echo "error: the lazy clone downloaded $cached file(s)" >&2; exit 1; }
+    timed "swamp data get (one file, lazy clone)" env SWAMP_HOME="$CLONE/home" "$SWAMP" --repo "$CLONE/repo" data get ec2-instance/ec2-instance-000000/state --version 1
+    grep -q "record 0 at data/ec2-instance/ec2-instance-000000/state/1/raw" "$WORK/last.log" ||
+        { echo "error: data get printed something else:" >&2; tail -n 5 "$WORK/last.log" >&2; exit 1; }
 done
 
 echo

@@ -732,7 +732,19 @@ pub fn closing_line(plan: &Plan) -> String {
     if s.rename_local > 0 {
         parts.push(format!("{} to set aside", s.rename_local));
     }
-    if s.record_base > 0 {
+    let lazy: usize = plan
+        .actions
+        .iter()
+        .map(|a| match a {
+            Action::RecordBase { unhydrated, .. } => unhydrated.len(),
+            _ => 0,
+        })
+        .sum();
+    if lazy > 0 {
+        parts.push(format!(
+            "{lazy} remote file(s) to record without downloading (hydration = lazy)"
+        ));
+    } else if s.record_base > 0 {
         parts.push("sync base to record".to_string());
     }
     if s.fetch > 0 {
