@@ -143,6 +143,8 @@ pub fn tier_path_of(key: &str, key_prefix: &str) -> Result<Option<TierPath>, Rem
 /// of its parts are listed at once (see [`crate::store::list_split`]).
 const LIST_LEVELS: u32 = 2;
 const LIST_CONCURRENCY: usize = 16;
+/// How much of a listing is turned into the remote map between shrinks.
+const LISTING_SLICE: usize = 16 * 1024;
 
 /// Lists the remote under `key_prefix` and resolves sha256s.
 ///
@@ -156,9 +158,13 @@ pub async fn observe_remote(
     local: &BTreeMap<TierPath, FileState>,
     head_all: bool,
 ) -> Result<RemoteSnapshot, RemoteError> {
+    // One allocation per path across the cache, base and remote maps.
+    let base: BTreeMap<TierPath, BaseEntry> =
+        base.into_iter().map(|(p, b)| (p.share(local), b)).collect();
     // Tiers and their first level are paged side by side: a namespace of
     // 250,000 objects is hundreds of pages, one after another otherwise.
-    let listed = crate::store::list_split(store, key_prefix, LIST_LEVELS, LIST_CONCURRENCY).await?;
+    let mut listed =
+        crate::store::list_split(store, key_prefix, LIST_LEVELS, LIST_CONCURRENCY).await?;
     // Locks and doctor canaries (`…/.swamp/…`) come and go with whoever is
     // working; counting them would make a saved plan stale for nothing.
     let objects = listed
@@ -170,35 +176,49 @@ pub async fn observe_remote(
     let manifest_key = format!("{key_prefix}.namespace.json");
     let mut manifest = None;
     let mut reserved = Vec::new();
-    for meta in listed {
-        if meta.key == manifest_key {
-            manifest = Some(meta.version.clone());
+    // Taken from the end a slice at a time, the listing is let go of as the
+    // map grows, rather than held whole until it is built.
+    while !listed.is_empty() {
+        let from = listed.len().saturating_sub(LISTING_SLICE);
+        let slice: Vec<_> = listed.drain(from..).collect();
+        listed.shrink_to_fit();
+        for meta in slice {
+            if meta.key == manifest_key {
+                manifest = Some(meta.version.clone());
+            }
+            let Some(path) = tier_path_of(&meta.key, key_prefix)? else {
+                continue;
+            };
+            if is_repo_local_path(&path) {
+                reserved.push(meta.key.clone());
+                continue;
+            }
+            let path = match local.get_key_value(&path) {
+                Some((shared, _)) => shared.clone(),
+                None => path.share(&base),
+            };
+            let sha256 = meta.sha256.clone().or_else(|| {
+                base.get(&path)
+                    .filter(|b| b.version == meta.version)
+                    .map(|b| b.sha256.clone())
+            });
+            if sha256.is_none() && (head_all || local.contains_key(&path)) {
+                unknown.push((path.clone(), meta.key));
+            }
+            files.insert(
+                path,
+                RemoteObject {
+                    size: meta.size,
+                    version: meta.version,
+                    sha256,
+                    modified: meta.modified,
+                },
+            );
         }
-        let Some(path) = tier_path_of(&meta.key, key_prefix)? else {
-            continue;
-        };
-        if is_repo_local_path(&path) {
-            reserved.push(meta.key.clone());
-            continue;
-        }
-        let sha256 = meta.sha256.clone().or_else(|| {
-            base.get(&path)
-                .filter(|b| b.version == meta.version)
-                .map(|b| b.sha256.clone())
-        });
-        if sha256.is_none() && (head_all || local.contains_key(&path)) {
-            unknown.push((path.clone(), meta.key.clone()));
-        }
-        files.insert(
-            path,
-            RemoteObject {
-                size: meta.size,
-                version: meta.version,
-                sha256,
-                modified: meta.modified,
-            },
-        );
     }
+    // Listed in key order before: the HEADs go out in that order still.
+    unknown.sort();
+    reserved.sort();
     // Only the ambiguous ones get a HEAD, a few at a time.
     let heads = futures_util::future::join_all(unknown.chunks(32).map(|chunk| async move {
         let mut out = Vec::new();

@@ -221,6 +221,8 @@ async fn split_listing(
         .buffer_unordered(concurrency)
         .try_collect()
         .await?;
+    // Exactly once: growing by doubling would hold both copies at its peak.
+    out.reserve_exact(parts.iter().map(|(_, p)| p.len()).sum());
     for (i, part) in parts {
         // A prefix a level named holds something; one listed whole may be
         // SeaweedFS's empty directory.
