@@ -12,6 +12,7 @@ pub mod cli;
 pub mod clock;
 pub mod config;
 pub mod data;
+pub mod digest;
 pub mod doctor;
 pub mod engine;
 pub mod fsutil;

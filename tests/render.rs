@@ -13,7 +13,7 @@ use swamp::plan::render::render;
 use swamp::plan::{Action, PlacementInfo, Plan, RemoteExpect};
 use swamp::state::Scope;
 
-use support::kinds::{every_action, every_conflict, hex, tp};
+use support::kinds::{every_action, every_conflict, sha, tp};
 
 const REPO: &str = "/home/u/work/infra";
 
@@ -97,13 +97,13 @@ fn a_sync_plan_with_uploads_downloads_and_deletes_renders() {
         Action::Upload {
             path: tp("data/web/state/3/raw"),
             size: 2048,
-            sha256: hex('a'),
+            sha256: sha('a'),
             remote: RemoteExpect::Absent,
         },
         Action::Upload {
             path: tp("outputs/deploy/web-1.yaml"),
             size: 310,
-            sha256: hex('b'),
+            sha256: sha('b'),
             remote: RemoteExpect::Version {
                 version: "\"9b2cf535f27731c974343645a3985328\"".into(),
             },
@@ -112,15 +112,15 @@ fn a_sync_plan_with_uploads_downloads_and_deletes_renders() {
             path: tp("workflow-runs/nightly/run-0002.yaml"),
             size: 77,
             version: "\"0cc175b9c0f1b6a831c399e269772661\"".into(),
-            sha256: Some(hex('c')),
+            sha256: Some(sha('c')),
             local: None,
         },
         Action::Download {
             path: tp("audit/2026-11.log"),
             size: 4096,
             version: "\"92eb5ffee6ae2fec3ad71c777531578f\"".into(),
-            sha256: Some(hex('d')),
-            local: Some(hex('e')),
+            sha256: Some(sha('d')),
+            local: Some(sha('e')),
         },
         Action::DeleteRemote {
             path: tp("data/web/state/1/raw"),
@@ -128,7 +128,7 @@ fn a_sync_plan_with_uploads_downloads_and_deletes_renders() {
         },
         Action::DeleteLocal {
             path: tp("outputs/deploy/web-0.yaml"),
-            sha256: hex('f'),
+            sha256: sha('f'),
         },
         Action::InvalidateCatalog,
     ];
@@ -153,7 +153,7 @@ fn a_long_plan_is_grouped_by_kind_and_directory_and_detail_lists_every_row() {
         actions.push(Action::Upload {
             path: tp(&format!("outputs/bench/{:04}/f{i:06}.txt", i / 10)),
             size: 4096,
-            sha256: hex('a'),
+            sha256: sha('a'),
             remote: RemoteExpect::Absent,
         });
     }
@@ -167,7 +167,7 @@ fn a_long_plan_is_grouped_by_kind_and_directory_and_detail_lists_every_row() {
         path: tp("audit/2026-11.log"),
         size: 77,
         version: "v1".into(),
-        sha256: Some(hex('c')),
+        sha256: Some(sha('c')),
         local: None,
     });
     actions.push(Action::InvalidateCatalog);

@@ -24,6 +24,7 @@ use std::path::Path;
 
 use crate::catalog::Catalog;
 use crate::config::{Config, Placement};
+use crate::digest::Sha256;
 use crate::layout::Layout;
 use crate::plan::{Action, Plan};
 use crate::state::observed::first_datastore_file;
@@ -192,7 +193,7 @@ pub fn apply(
                             remote::BaseChange::Set(path, landed),
                         ) = (run[k], &change)
                         {
-                            replaced_by.push((path.clone(), landed.sha256.clone()));
+                            replaced_by.push((path.clone(), landed.sha256.hex()));
                         }
                         if let Some((base, _)) = base.as_mut() {
                             remote::record(base, change);
@@ -381,7 +382,7 @@ pub fn apply(
                     base.set(
                         rec.path.clone(),
                         crate::state::BaseEntry {
-                            sha256: rec.sha256.clone(),
+                            sha256: rec.sha256,
                             size: rec.size,
                             version: rec.version.clone(),
                         },
@@ -402,7 +403,7 @@ pub fn apply(
                 local,
                 ..
             } => {
-                remote::mirror_config(repo, &plan.target.root, path, sha256, local.as_deref())
+                remote::mirror_config(repo, &plan.target.root, path, sha256, *local)
                     .map_err(|e| stopped(e.to_string(), &report))?;
                 report.mirrored += 1;
             }
@@ -507,22 +508,22 @@ fn remotes_with<'a>(
 /// object into its remote trash.
 fn journal_deletes(plan: &Plan, layout: &Layout) -> Result<Option<journal::Journal>, ApplyError> {
     let placement = plan.target.placement();
-    let remote_entry = |path: &crate::layout::TierPath, written: Option<&String>| {
-        journal::Entry::remote_set_aside(&placement, path, written.cloned())
+    let remote_entry = |path: &crate::layout::TierPath, written: Option<&Sha256>| {
+        journal::Entry::remote_set_aside(&placement, path, written.map(Sha256::hex))
     };
     let entry_in =
-        |placement: Placement, path: &crate::layout::TierPath, sha256: &String| journal::Entry {
+        |placement: Placement, path: &crate::layout::TierPath, sha256: &Sha256| journal::Entry {
             op: journal::Op::SetAside,
             size: std::fs::symlink_metadata(layout.file_path(&placement, path))
                 .map(|m| m.len())
                 .unwrap_or(0),
             placement,
             path: path.clone(),
-            sha256: sha256.clone(),
+            sha256: sha256.hex(),
             written: None,
         };
     let local_entry =
-        |path: &crate::layout::TierPath, sha256: &String| entry_in(placement.clone(), path, sha256);
+        |path: &crate::layout::TierPath, sha256: &Sha256| entry_in(placement.clone(), path, sha256);
     let entries: Vec<journal::Entry> = plan
         .actions
         .iter()
@@ -603,7 +604,7 @@ fn rename_whole_dirs(
 ) -> (Vec<usize>, Option<(usize, moves::MoveError)>) {
     use std::collections::{BTreeMap, HashMap};
     // Sorted by path, so the moves under a directory are one range.
-    let mut by_source: BTreeMap<usize, BTreeMap<&str, (&str, usize)>> = BTreeMap::new();
+    let mut by_source: BTreeMap<usize, BTreeMap<&str, (&Sha256, usize)>> = BTreeMap::new();
     for k in run {
         if let Action::Move {
             path,
@@ -615,13 +616,13 @@ fn rename_whole_dirs(
             by_source
                 .entry(*source)
                 .or_default()
-                .insert(path.as_str(), (sha256.as_str(), k));
+                .insert(path.as_str(), (sha256, k));
         }
     }
     let mut done = Vec::new();
     for (source, moves_of) in by_source {
         let src_root = &plan.sources[source].root;
-        let planned: HashMap<&str, &str> = moves_of.iter().map(|(p, (s, _))| (*p, *s)).collect();
+        let planned: HashMap<&str, &Sha256> = moves_of.iter().map(|(p, (s, _))| (*p, *s)).collect();
         for dir in moves::whole_dirs(src_root, &plan.target.root, &planned, cache) {
             let prefix = format!("{}/", dir.rel);
             let inside: Vec<usize> = moves_of

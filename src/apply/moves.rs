@@ -5,6 +5,7 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
+use crate::digest::Sha256;
 use crate::fsutil;
 use crate::state::HashCache;
 
@@ -40,7 +41,7 @@ fn io_at(path: &Path) -> impl FnOnce(io::Error) -> MoveError + '_ {
 }
 
 /// The sha256 of a regular file, or `None` if it does not exist.
-fn hash_of(path: &Path, cache: &mut HashCache) -> Result<Option<String>, MoveError> {
+fn hash_of(path: &Path, cache: &mut HashCache) -> Result<Option<Sha256>, MoveError> {
     let meta = match fs::symlink_metadata(path) {
         Ok(m) => m,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
@@ -52,13 +53,13 @@ fn hash_of(path: &Path, cache: &mut HashCache) -> Result<Option<String>, MoveErr
     cache.sha256(path, &meta).map(Some).map_err(io_at(path))
 }
 
-fn check_source(src: &Path, sha256: &str, cache: &mut HashCache) -> Result<(), MoveError> {
+fn check_source(src: &Path, sha256: &Sha256, cache: &mut HashCache) -> Result<(), MoveError> {
     match hash_of(src, cache)? {
         None => Err(MoveError::SourceGone(src.to_path_buf())),
-        Some(found) if found != sha256 => Err(MoveError::SourceChanged {
+        Some(found) if found != *sha256 => Err(MoveError::SourceChanged {
             path: src.to_path_buf(),
-            planned: sha256.to_string(),
-            found,
+            planned: sha256.hex(),
+            found: found.hex(),
         }),
         Some(_) => Ok(()),
     }
@@ -69,7 +70,7 @@ fn check_source(src: &Path, sha256: &str, cache: &mut HashCache) -> Result<(), M
 pub fn move_file(
     src: &Path,
     dst: &Path,
-    sha256: &str,
+    sha256: &Sha256,
     cache: &mut HashCache,
 ) -> Result<(), MoveError> {
     check_source(src, sha256, cache)?;
@@ -85,7 +86,11 @@ pub fn move_file(
                 |err| match err {
                     MoveError::TwinGone(_) => MoveError::DestinationDiffers {
                         path: dst.to_path_buf(),
-                        found: hash_of(dst, cache).ok().flatten().unwrap_or_default(),
+                        found: hash_of(dst, cache)
+                            .ok()
+                            .flatten()
+                            .map(|s| s.hex())
+                            .unwrap_or_default(),
                     },
                     other => other,
                 },
@@ -101,7 +106,7 @@ pub fn move_file(
 fn copy_no_clobber(
     src: &Path,
     dst: &Path,
-    sha256: &str,
+    sha256: &Sha256,
     cache: &mut HashCache,
 ) -> Result<(), MoveError> {
     let dst_dir = dst.parent().expect("destination has a parent");
@@ -109,21 +114,21 @@ fn copy_no_clobber(
     let mut input = fs::File::open(src).map_err(io_at(src))?;
     io::copy(&mut input, tmp.as_file_mut()).map_err(io_at(dst))?;
     tmp.as_file().sync_all().map_err(io_at(dst))?;
-    let copied = fsutil::sha256_file(tmp.path()).map_err(io_at(dst))?;
-    if copied != sha256 {
+    let copied = Sha256::of_file(tmp.path()).map_err(io_at(dst))?;
+    if copied != *sha256 {
         return Err(MoveError::SourceChanged {
             path: src.to_path_buf(),
-            planned: sha256.to_string(),
-            found: copied,
+            planned: sha256.hex(),
+            found: copied.hex(),
         });
     }
     match tmp.persist_noclobber(dst) {
         Ok(_) => Ok(()),
         Err(e) if e.error.kind() == io::ErrorKind::AlreadyExists => match hash_of(dst, cache)? {
-            Some(found) if found == sha256 => Ok(()),
+            Some(found) if found == *sha256 => Ok(()),
             found => Err(MoveError::DestinationDiffers {
                 path: dst.to_path_buf(),
-                found: found.unwrap_or_default(),
+                found: found.map(|s| s.hex()).unwrap_or_default(),
             }),
         },
         Err(e) => Err(io_at(dst)(e.error)),
@@ -137,13 +142,13 @@ fn copy_no_clobber(
 pub fn drop_duplicate(
     src: &Path,
     dst: &Path,
-    sha256: &str,
+    sha256: &Sha256,
     cache: &mut HashCache,
     remove: impl FnOnce(&Path) -> io::Result<()>,
 ) -> Result<(), MoveError> {
     check_source(src, sha256, cache)?;
     match hash_of(dst, cache) {
-        Ok(Some(found)) if found == sha256 => {}
+        Ok(Some(found)) if found == *sha256 => {}
         Ok(_) | Err(MoveError::NotAFile(_)) => return Err(MoveError::TwinGone(dst.to_path_buf())),
         Err(e) => return Err(e),
     }
@@ -172,7 +177,7 @@ pub struct WholeDir {
 pub fn whole_dirs(
     src_root: &Path,
     dst_root: &Path,
-    planned: &std::collections::HashMap<&str, &str>,
+    planned: &std::collections::HashMap<&str, &Sha256>,
     cache: &HashCache,
 ) -> Vec<WholeDir> {
     let mut clean = Vec::new();
@@ -210,7 +215,7 @@ pub fn whole_dirs(
 fn scan_clean(
     dir: &Path,
     rel: &str,
-    planned: &std::collections::HashMap<&str, &str>,
+    planned: &std::collections::HashMap<&str, &Sha256>,
     cache: &HashCache,
     out: &mut Vec<WholeDir>,
 ) -> (bool, usize) {
@@ -237,7 +242,7 @@ fn scan_clean(
             && let Some(sha) = planned.get(child.as_str())
             && let Ok(meta) = fs::symlink_metadata(entry.path())
             && meta.file_type().is_file()
-            && cache.known(&meta).as_deref() == Some(*sha)
+            && cache.known(&meta).as_ref() == Some(*sha)
         {
             files += 1;
         } else {
@@ -306,8 +311,8 @@ pub fn remove_temp(root: &Path, path: &crate::layout::TierPath) -> Result<(), Mo
 mod tests {
     use super::*;
 
-    fn sha(b: &[u8]) -> String {
-        fsutil::sha256_bytes(b)
+    fn sha(b: &[u8]) -> Sha256 {
+        Sha256::of(b)
     }
 
     #[test]

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use futures_util::StreamExt;
 
+use crate::digest::Sha256;
 use crate::fsutil;
 use crate::layout::TierPath;
 use crate::plan::{Action, RemoteExpect};
@@ -115,7 +116,7 @@ fn local_sha(
     file: &Path,
     path: &TierPath,
     known: Option<&HashCache>,
-) -> Result<Option<String>, SyncActionError> {
+) -> Result<Option<Sha256>, SyncActionError> {
     let io = |source| SyncActionError::Io {
         path: path.clone(),
         source,
@@ -125,7 +126,9 @@ fn local_sha(
         Err(source) => Err(io(source)),
         Ok(m) => match known.and_then(|k| k.known(&m)) {
             Some(sha) => Ok(Some(sha)),
-            None => fsutil::sha256_file(file).map(Some).map_err(io),
+            None => fsutil::sha256_file_raw(file)
+                .map(|s| Some(Sha256(s)))
+                .map_err(io),
         },
     }
 }
@@ -145,14 +148,16 @@ fn verify_landed(
     file: &Path,
     path: &TierPath,
     landed: Option<String>,
-    expected: Option<&str>,
-) -> Result<String, SyncActionError> {
-    let got = match landed {
+    expected: Option<Sha256>,
+) -> Result<Sha256, SyncActionError> {
+    let got = match landed.as_deref().and_then(Sha256::parse) {
         Some(sha) => sha,
-        None => fsutil::sha256_file(file).map_err(|source| SyncActionError::Io {
-            path: path.clone(),
-            source,
-        })?,
+        None => Sha256(
+            fsutil::sha256_file_raw(file).map_err(|source| SyncActionError::Io {
+                path: path.clone(),
+                source,
+            })?,
+        ),
     };
     if let Some(expected) = expected
         && expected != got
@@ -160,8 +165,8 @@ fn verify_landed(
         let _ = std::fs::remove_file(file);
         return Err(SyncActionError::Integrity {
             path: path.clone(),
-            expected: expected.to_string(),
-            found: got,
+            expected: expected.hex(),
+            found: got.hex(),
         });
     }
     Ok(got)
@@ -270,13 +275,13 @@ pub async fn run(
             }
             let meta = remote
                 .store
-                .put_file(&remote.key(path), &file, sha256, &pre)
+                .put_file(&remote.key(path), &file, &sha256.hex(), &pre)
                 .await
                 .map_err(store_err(path))?;
             Ok(BaseChange::Set(
                 path.clone(),
                 BaseEntry {
-                    sha256: sha256.clone(),
+                    sha256: *sha256,
                     size: meta.size,
                     version: meta.version,
                 },
@@ -316,7 +321,7 @@ pub async fn run(
                 key: remote.key(path),
                 size: *size,
                 version: version.clone(),
-                sha256: sha256.clone(),
+                sha256: sha256.map(|s| s.hex()),
                 modified: None,
             };
             let meta = remote
@@ -326,7 +331,7 @@ pub async fn run(
                 .map_err(store_err(path))
                 .inspect_err(|_| prune_after_failure(&file, root))?;
             // The plan's hash binds only the version it saw.
-            let expected = sha256.as_deref().filter(|_| meta.version == *version);
+            let expected = sha256.filter(|_| meta.version == *version);
             let got = verify_landed(&landing, path, meta.sha256.clone(), expected)
                 .inspect_err(|_| prune_after_failure(&file, root))?;
             if let Some(trash) = trash {
@@ -421,7 +426,7 @@ pub async fn run(
                 .await
                 .map_err(store_err(path))
                 .inspect_err(|_| prune_after_failure(&file, root))?;
-            verify_landed(&file, path, meta.sha256, sha256.as_deref())
+            verify_landed(&file, path, meta.sha256, *sha256)
                 .inspect_err(|_| prune_after_failure(&file, root))?;
             Ok(BaseChange::Nothing)
         }
@@ -445,7 +450,7 @@ pub async fn run(
                 BaseChange::Set(
                     path.clone(),
                     BaseEntry {
-                        sha256: sha256.clone(),
+                        sha256: *sha256,
                         size: *size,
                         version: meta.version,
                     },
@@ -499,8 +504,8 @@ pub fn mirror_config(
     repo: &Path,
     root: &Path,
     path: &TierPath,
-    sha256: &str,
-    local: Option<&str>,
+    sha256: &Sha256,
+    local: Option<Sha256>,
 ) -> Result<(), SyncActionError> {
     let io = |source| SyncActionError::Io {
         path: path.clone(),
@@ -511,7 +516,7 @@ pub fn mirror_config(
         source: std::io::Error::other("not a managed-config path"),
     })?;
     let dest = check_no_symlink(root, path)?;
-    if local_sha(&dest, path, None)?.as_deref() != local {
+    if local_sha(&dest, path, None)? != local {
         return Err(match local {
             None => SyncActionError::LocalAppeared { path: path.clone() },
             Some(_) => SyncActionError::LocalChanged { path: path.clone() },
@@ -525,7 +530,7 @@ pub fn mirror_config(
         });
     }
     let bytes = std::fs::read(&from).map_err(io)?;
-    if fsutil::sha256_bytes(&bytes) != sha256 {
+    if fsutil::sha256_bytes(&bytes) != *sha256 {
         return Err(SyncActionError::RepoChanged {
             path: path.clone(),
             file: from,
@@ -611,7 +616,7 @@ pub async fn publish_sentinel(
                 });
             }
         };
-    let sha256 = crate::fsutil::sha256_bytes(&body);
+    let sha256 = Sha256::of(&body);
     crate::fsutil::atomic_write(&dest, &body).map_err(|e| SyncActionError::Io {
         path: path.clone(),
         source: e,

@@ -206,7 +206,13 @@ pub fn apply(
                     ));
                 }
                 let src = layout.trash_path(placement, path, from);
-                moves::move_file(&src, &dst, sha256, &mut cache)
+                let Some(sha256) = crate::digest::Sha256::parse(sha256) else {
+                    return Err(stopped(
+                        format!("the journal's sha256 for {path} is not a sha256 ({sha256})"),
+                        &report,
+                    ));
+                };
+                moves::move_file(&src, &dst, &sha256, &mut cache)
                     .map_err(|e| stopped(e.to_string(), &report))?;
                 report.restored += 1;
             }

@@ -53,7 +53,7 @@ pub(super) fn versions(
                 name: name.to_string(),
                 version,
                 size: meta.len(),
-                sha256,
+                sha256: sha256.hex(),
                 path: super::raw_tier_path(name, version),
             };
             found.insert(version, (entry, raw));

@@ -49,7 +49,7 @@ pub fn fetch(
                 path: p.clone(),
                 size: u.size,
                 version: u.version.clone(),
-                sha256: u.sha256.clone(),
+                sha256: u.sha256,
                 local: None,
             })
         })

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use crate::config::{ConflictPolicy, DatastoreConfig, Namespace, Placement};
+use crate::digest::Sha256;
 use crate::layout::TierPath;
 use crate::state::Scope;
 
@@ -19,7 +20,7 @@ pub enum Action {
         path: TierPath,
         source: usize,
         size: u64,
-        sha256: String,
+        sha256: Sha256,
     },
     /// Remove a source copy whose byte-identical twin is already at the
     /// target. Precondition: both still have `sha256`.
@@ -27,7 +28,7 @@ pub enum Action {
         path: TierPath,
         source: usize,
         size: u64,
-        sha256: String,
+        sha256: Sha256,
     },
     /// Mark the catalog stale so the next read rebuilds it from the files.
     InvalidateCatalog,
@@ -40,7 +41,7 @@ pub enum Action {
     Upload {
         path: TierPath,
         size: u64,
-        sha256: String,
+        sha256: Sha256,
         remote: RemoteExpect,
     },
     /// Download a remote object into the cache, verified against its
@@ -50,13 +51,13 @@ pub enum Action {
         size: u64,
         version: String,
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        sha256: Option<String>,
+        sha256: Option<Sha256>,
         /// The cache file's sha256 it replaces (`None`: absent).
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        local: Option<String>,
+        local: Option<Sha256>,
     },
     /// Delete a cache file the remote deleted. Precondition: it still has `sha256`.
-    DeleteLocal { path: TierPath, sha256: String },
+    DeleteLocal { path: TierPath, sha256: Sha256 },
     /// Delete a remote object the cache deleted. Precondition: it is still
     /// at `version`.
     DeleteRemote { path: TierPath, version: String },
@@ -64,7 +65,7 @@ pub enum Action {
     RenameLocal {
         path: TierPath,
         to: TierPath,
-        sha256: String,
+        sha256: Sha256,
     },
     /// Download an object that only a remote source still holds straight
     /// to the (local) target. Precondition: the target path is absent.
@@ -74,7 +75,7 @@ pub enum Action {
         size: u64,
         version: String,
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        sha256: Option<String>,
+        sha256: Option<Sha256>,
     },
     /// Server-side copy from a remote source's key to the target's key in
     /// the same bucket (create-only at the destination).
@@ -83,7 +84,7 @@ pub enum Action {
         source: usize,
         size: u64,
         version: String,
-        sha256: String,
+        sha256: Sha256,
         /// The cache copy moves in this plan too, so both sides will agree.
         in_cache: bool,
     },
@@ -109,10 +110,10 @@ pub enum Action {
     MirrorConfig {
         path: TierPath,
         size: u64,
-        sha256: String,
+        sha256: Sha256,
         /// The cache file's sha256 it replaces (`None`: absent).
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        local: Option<String>,
+        local: Option<Sha256>,
     },
     /// Remove a swamp temp file (`.swamp-tmp-…`) that an interrupted write
     /// left behind: never data, and older than the lock's TTL, so no live
@@ -180,7 +181,7 @@ pub struct RemoteObjectRef {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BaseRecord {
     pub path: TierPath,
-    pub sha256: String,
+    pub sha256: Sha256,
     pub size: u64,
     pub version: String,
 }
@@ -192,7 +193,7 @@ pub struct UnhydratedRecord {
     pub size: u64,
     pub version: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sha256: Option<String>,
+    pub sha256: Option<Sha256>,
 }
 
 impl UnhydratedRecord {
@@ -200,7 +201,7 @@ impl UnhydratedRecord {
         crate::state::Unhydrated {
             size: self.size,
             version: self.version.clone(),
-            sha256: self.sha256.clone(),
+            sha256: self.sha256,
         }
     }
 }
@@ -355,19 +356,19 @@ pub enum Conflict {
     /// Cache and remote both changed the file since the last sync.
     BothChanged {
         path: TierPath,
-        local_sha256: String,
+        local_sha256: Sha256,
         remote_version: String,
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        remote_sha256: Option<String>,
+        remote_sha256: Option<Sha256>,
         /// `None`: no sync base (first sync) for this file.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        base_sha256: Option<String>,
+        base_sha256: Option<Sha256>,
     },
     /// One side deleted the file, the other changed it.
     DeletedAndChanged {
         path: TierPath,
         deleted_in: Side,
-        changed_sha256: Option<String>,
+        changed_sha256: Option<Sha256>,
     },
     /// The old datastore's cache and bucket disagree about a file being
     /// moved off it.
@@ -376,7 +377,7 @@ pub enum Conflict {
         source: usize,
         cache_sha256: String,
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        remote_sha256: Option<String>,
+        remote_sha256: Option<Sha256>,
     },
     /// A delete guard refuses the plan (checked at plan time; `--force` overrides).
     DeleteGuard { guard: String, message: String },

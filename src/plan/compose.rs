@@ -83,7 +83,7 @@ fn add_remote(scope: Scope, observed: &Observed, options: &Options, plan: &mut P
                 path.clone(),
                 FileState {
                     size: *size,
-                    sha256: sha256.clone(),
+                    sha256: *sha256,
                 },
             );
         }
@@ -271,7 +271,7 @@ mod tests {
     fn file(sha: &str) -> FileState {
         FileState {
             size: 1,
-            sha256: sha.into(),
+            sha256: (*sha).into(),
         }
     }
 
@@ -297,7 +297,7 @@ mod tests {
                         RemoteObject {
                             size: 1,
                             version: format!("v-{sha}"),
-                            sha256: Some(sha.to_string()),
+                            sha256: Some((*sha).into()),
                             modified: None,
                         },
                     )
@@ -314,7 +314,7 @@ mod tests {
                     (
                         tp(p),
                         BaseEntry {
-                            sha256: sha.to_string(),
+                            sha256: (*sha).into(),
                             size: 1,
                             version: format!("v-{sha}"),
                         },

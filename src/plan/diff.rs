@@ -70,13 +70,13 @@ pub fn diff(desired: &Desired, observed: &Observed) -> Plan {
                     path: path.clone(),
                     source: i,
                     size: file.size,
-                    sha256: file.sha256.clone(),
+                    sha256: file.sha256,
                 }),
                 Some(t) => conflicts.push(Conflict::DifferentAtTarget {
                     path: path.clone(),
                     source: i,
-                    source_sha256: file.sha256.clone(),
-                    target_sha256: t.sha256.clone(),
+                    source_sha256: file.sha256.hex(),
+                    target_sha256: t.sha256.hex(),
                     diff: None,
                 }),
                 None => match obstacle_for(target, &target_files, path) {
@@ -87,7 +87,7 @@ pub fn diff(desired: &Desired, observed: &Observed) -> Plan {
                             path: path.clone(),
                             source: i,
                             size: file.size,
-                            sha256: file.sha256.clone(),
+                            sha256: file.sha256,
                         });
                     }
                 },
@@ -190,6 +190,7 @@ mod tests {
 
     use super::*;
     use crate::config::{DatastoreConfig, Namespace, Placement};
+    use crate::digest::Sha256;
     use crate::state::{Obstacle, Scope};
 
     fn solo() -> Placement {
@@ -221,7 +222,7 @@ mod tests {
                         TierPath::parse(path).unwrap(),
                         FileState {
                             size: sha.len() as u64,
-                            sha256: sha.to_string(),
+                            sha256: (*sha).into(),
                         },
                     )
                 })
@@ -318,8 +319,8 @@ mod tests {
                 target_sha256,
                 ..
             } => {
-                assert_eq!(source_sha256, "ours");
-                assert_eq!(target_sha256, "theirs");
+                assert_eq!(*source_sha256, Sha256::from("ours").hex());
+                assert_eq!(*target_sha256, Sha256::from("theirs").hex());
             }
             c => panic!("unexpected {c:?}"),
         }

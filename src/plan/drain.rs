@@ -45,13 +45,13 @@ pub fn drain(observed: &Observed, target_remote: Option<&RemoteSnapshot>) -> Dra
         for (path, obj) in &remote.files {
             let cache = source.files.get(path);
             if let Some(c) = cache
-                && obj.sha256.as_deref() != Some(c.sha256.as_str())
+                && obj.sha256 != Some(c.sha256)
             {
                 out.conflicts.push(Conflict::SourceDiverged {
                     path: path.clone(),
                     source: i,
-                    cache_sha256: c.sha256.clone(),
-                    remote_sha256: obj.sha256.clone(),
+                    cache_sha256: c.sha256.hex(),
+                    remote_sha256: obj.sha256,
                 });
                 continue;
             }
@@ -61,12 +61,12 @@ pub fn drain(observed: &Observed, target_remote: Option<&RemoteSnapshot>) -> Dra
                         continue; // the layout diff moves the cache copy
                     }
                     match target.files.get(path) {
-                        Some(t) if obj.sha256.as_deref() == Some(t.sha256.as_str()) => {}
+                        Some(t) if obj.sha256 == Some(t.sha256) => {}
                         Some(t) => out.conflicts.push(Conflict::DifferentAtTarget {
                             path: path.clone(),
                             source: i,
-                            source_sha256: obj.sha256.clone().unwrap_or_default(),
-                            target_sha256: t.sha256.clone(),
+                            source_sha256: obj.sha256.map(|s| s.hex()).unwrap_or_default(),
+                            target_sha256: t.sha256.hex(),
                             diff: None,
                         }),
                         None => match super::diff::obstacle_for(target, &target_files, path) {
@@ -79,13 +79,13 @@ pub fn drain(observed: &Observed, target_remote: Option<&RemoteSnapshot>) -> Dra
                                 source: i,
                                 size: obj.size,
                                 version: obj.version.clone(),
-                                sha256: obj.sha256.clone(),
+                                sha256: obj.sha256,
                             }),
                         },
                     }
                 }
                 Some(tr) => {
-                    let Some(sha256) = obj.sha256.clone() else {
+                    let Some(sha256) = obj.sha256 else {
                         out.conflicts.push(Conflict::SourceDiverged {
                             path: path.clone(),
                             source: i,
@@ -95,13 +95,13 @@ pub fn drain(observed: &Observed, target_remote: Option<&RemoteSnapshot>) -> Dra
                         continue;
                     };
                     match tr.files.get(path) {
-                        Some(t) if t.sha256.as_deref() == Some(sha256.as_str()) => continue,
+                        Some(t) if t.sha256 == Some(sha256) => continue,
                         Some(t) => {
                             out.conflicts.push(Conflict::DifferentAtTarget {
                                 path: path.clone(),
                                 source: i,
-                                source_sha256: sha256,
-                                target_sha256: t.sha256.clone().unwrap_or_default(),
+                                source_sha256: sha256.hex(),
+                                target_sha256: t.sha256.map(|s| s.hex()).unwrap_or_default(),
                                 diff: None,
                             });
                             continue;
@@ -116,7 +116,7 @@ pub fn drain(observed: &Observed, target_remote: Option<&RemoteSnapshot>) -> Dra
                             RemoteFile {
                                 size: obj.size,
                                 version: String::new(),
-                                sha256: Some(sha256.clone()),
+                                sha256: Some(sha256),
                                 modified: None,
                             },
                         );
@@ -201,7 +201,7 @@ mod tests {
                         RemoteObject {
                             size: 1,
                             version: format!("v-{p}"),
-                            sha256: Some(sha.to_string()),
+                            sha256: Some((*sha).into()),
                             modified: None,
                         },
                     )
@@ -232,7 +232,7 @@ mod tests {
                         tp(path),
                         FileState {
                             size: 1,
-                            sha256: sha.to_string(),
+                            sha256: (*sha).into(),
                         },
                     )
                 })

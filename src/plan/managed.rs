@@ -19,8 +19,8 @@ pub fn mirror_actions(mirror: &Mirror, cache: &BTreeMap<TierPath, FileState>) ->
         .map(|(p, f)| Action::MirrorConfig {
             path: p.clone(),
             size: f.size,
-            sha256: f.sha256.clone(),
-            local: cache.get(p).map(|c| c.sha256.clone()),
+            sha256: f.sha256,
+            local: cache.get(p).map(|c| c.sha256),
         })
         .collect()
 }
@@ -62,8 +62,8 @@ pub fn sentinel_step(
                 .as_ref()
                 .is_some_and(|s| s.vouches_same(&mirror.sources, &objects));
             if same && explicit {
-                let landed = cache_now.get(&sentinel_path()).map(|f| f.sha256.as_str())
-                    == Some(crate::fsutil::sha256_bytes(body.as_bytes()).as_str());
+                let landed = cache_now.get(&sentinel_path()).map(|f| f.sha256.hex())
+                    == Some(crate::fsutil::sha256_bytes(body.as_bytes()));
                 return (if landed { None } else { publish(objects) }, None);
             }
             if same || !explicit {
@@ -153,7 +153,7 @@ mod tests {
             sentinel_path(),
             FileState {
                 size: 0,
-                sha256: crate::fsutil::sha256_bytes(&same.to_bytes()),
+                sha256: crate::digest::Sha256::of(&same.to_bytes()),
             },
         );
         assert_eq!(

@@ -522,13 +522,13 @@ fn render_conflict(out: &mut String, c: &Conflict, plan: &Plan, repo: &Path, tar
             let _ = writeln!(
                 out,
                 "      remote sha256 {} (version {remote_version})",
-                remote_sha256.as_deref().unwrap_or("unknown")
+                remote_sha256.map_or("unknown".to_string(), |s| s.hex())
             );
             let _ = writeln!(
                 out,
                 "      base   {}",
                 base_sha256
-                    .as_deref()
+                    .as_ref()
                     .map_or("none (never synced)".to_string(), |b| format!("sha256 {b}"))
             );
             let fix = if path.tier() == crate::layout::Tier::Config {
@@ -552,7 +552,7 @@ fn render_conflict(out: &mut String, c: &Conflict, plan: &Plan, repo: &Path, tar
             let _ = writeln!(
                 out,
                 "  ✗ {path}: deleted in the {gone} but changed in the {kept} (sha256 {})",
-                changed_sha256.as_deref().unwrap_or("unknown")
+                changed_sha256.map_or("unknown".to_string(), |s| s.hex())
             );
             let _ = writeln!(
                 out,
@@ -576,7 +576,7 @@ fn render_conflict(out: &mut String, c: &Conflict, plan: &Plan, repo: &Path, tar
             let _ = writeln!(
                 out,
                 "      remote sha256 {}",
-                remote_sha256.as_deref().unwrap_or("unknown")
+                remote_sha256.map_or("unknown".to_string(), |s| s.hex())
             );
             let _ = writeln!(
                 out,
@@ -828,10 +828,10 @@ mod tests {
             no_undo: false,
             conflicts: vec![Conflict::BothChanged {
                 path: TierPath::parse(path).unwrap(),
-                local_sha256: "a".repeat(64),
+                local_sha256: "a".repeat(64).as_str().into(),
                 remote_version: "v2".into(),
-                remote_sha256: Some("b".repeat(64)),
-                base_sha256: Some("c".repeat(64)),
+                remote_sha256: Some("b".repeat(64).as_str().into()),
+                base_sha256: Some("c".repeat(64).as_str().into()),
             }],
         };
         render(&plan, Path::new("/r"))

@@ -10,6 +10,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::config::ConflictPolicy;
+use crate::digest::Sha256;
 use crate::layout::Tier;
 use crate::layout::{MANAGED_CONFIG_SENTINEL, TierPath};
 use crate::state::{BaseEntry, FileState, Obstacle, ObstacleKind, Unhydrated};
@@ -305,7 +306,7 @@ fn lazy_step(
             path: path.clone(),
             size: r.size,
             version: r.version.clone(),
-            sha256: r.sha256.clone(),
+            sha256: r.sha256,
         })
     };
     Some(match (l, r, u) {
@@ -339,7 +340,7 @@ fn remote_owned(st: Step, path: &TierPath, l: Option<&FileState>, r: Option<&Rem
             (_, Some(r)) => Step::Pull(download(path, r, l)),
             (Some(l), None) => Step::Pull(Action::DeleteLocal {
                 path: path.clone(),
-                sha256: l.sha256.clone(),
+                sha256: l.sha256,
             }),
             (None, None) => Step::Nothing,
         },
@@ -358,7 +359,7 @@ fn upload(path: &TierPath, l: &FileState, r: Option<&RemoteFile>) -> Action {
     Action::Upload {
         path: path.clone(),
         size: l.size,
-        sha256: l.sha256.clone(),
+        sha256: l.sha256,
         remote: match r {
             None => RemoteExpect::Absent,
             Some(r) => RemoteExpect::Version {
@@ -373,14 +374,14 @@ fn download(path: &TierPath, r: &RemoteFile, l: Option<&FileState>) -> Action {
         path: path.clone(),
         size: r.size,
         version: r.version.clone(),
-        sha256: r.sha256.clone(),
-        local: l.map(|l| l.sha256.clone()),
+        sha256: r.sha256,
+        local: l.map(|l| l.sha256),
     }
 }
 
 /// The remote object is unchanged since the base.
 fn remote_unchanged(r: &RemoteFile, b: &BaseEntry) -> bool {
-    r.version == b.version || r.sha256.as_deref() == Some(b.sha256.as_str())
+    r.version == b.version || r.sha256 == Some(b.sha256)
 }
 
 fn step(
@@ -396,12 +397,12 @@ fn step(
         (Some(l), None, None) => Step::Push(upload(path, l, None)),
         (Some(l), None, Some(b)) if l.sha256 == b.sha256 => Step::Pull(Action::DeleteLocal {
             path: path.clone(),
-            sha256: l.sha256.clone(),
+            sha256: l.sha256,
         }),
         (Some(l), None, Some(_)) => Step::Conflict(Conflict::DeletedAndChanged {
             path: path.clone(),
             deleted_in: Side::Remote,
-            changed_sha256: Some(l.sha256.clone()),
+            changed_sha256: Some(l.sha256),
         }),
         // Only in the remote.
         (None, Some(r), None) => Step::Pull(download(path, r, None)),
@@ -412,13 +413,13 @@ fn step(
         (None, Some(r), Some(_)) => Step::Conflict(Conflict::DeletedAndChanged {
             path: path.clone(),
             deleted_in: Side::Cache,
-            changed_sha256: r.sha256.clone(),
+            changed_sha256: r.sha256,
         }),
         // On both sides.
         (Some(l), Some(r), b) => {
-            if r.sha256.as_deref() == Some(l.sha256.as_str()) {
+            if r.sha256 == Some(l.sha256) {
                 let agreed = BaseEntry {
-                    sha256: l.sha256.clone(),
+                    sha256: l.sha256,
                     size: l.size,
                     version: r.version.clone(),
                 };
@@ -440,10 +441,10 @@ fn step(
                 Some(b) if l.sha256 == b.sha256 => Step::Pull(download(path, r, Some(l))),
                 _ => Step::Conflict(Conflict::BothChanged {
                     path: path.clone(),
-                    local_sha256: l.sha256.clone(),
+                    local_sha256: l.sha256,
                     remote_version: r.version.clone(),
-                    remote_sha256: r.sha256.clone(),
-                    base_sha256: b.map(|b| b.sha256.clone()),
+                    remote_sha256: r.sha256,
+                    base_sha256: b.map(|b| b.sha256),
                 }),
             }
         }
@@ -484,25 +485,25 @@ fn settle(
         (ConflictPolicy::Remote, l, Some(r)) => vec![download(path, r, l)],
         (ConflictPolicy::Remote, Some(l), None) => vec![Action::DeleteLocal {
             path: path.clone(),
-            sha256: l.sha256.clone(),
+            sha256: l.sha256,
         }],
         // Keep both: the cache copy moves aside (and is uploaded under its
         // new name), the remote one takes the path.
         (ConflictPolicy::KeepBoth, Some(l), Some(r)) if input.direction == Direction::Both => {
-            let short = &l.sha256[..l.sha256.len().min(8)];
+            let short = l.sha256.short(8);
             let to = TierPath::parse(&format!("{path}.conflict-{short}"))
                 .expect("a suffix keeps a tier path valid");
             vec![
                 Action::RenameLocal {
                     path: path.clone(),
                     to: to.clone(),
-                    sha256: l.sha256.clone(),
+                    sha256: l.sha256,
                 },
                 download(path, r, None),
                 Action::Upload {
                     path: to,
                     size: l.size,
-                    sha256: l.sha256.clone(),
+                    sha256: l.sha256,
                     remote: RemoteExpect::Absent,
                 },
             ]
@@ -518,24 +519,20 @@ fn settle(
 /// else (no remote object and no other cache file has its sha256) and the
 /// rest.
 fn only_copies(input: &SyncInput<'_>, deletes: Vec<Action>) -> (Vec<TierPath>, Vec<Action>) {
-    let remote: BTreeSet<&str> = input
-        .remote
-        .values()
-        .filter_map(|r| r.sha256.as_deref())
-        .collect();
+    let remote: BTreeSet<Sha256> = input.remote.values().filter_map(|r| r.sha256).collect();
     let doomed: BTreeSet<&TierPath> = deletes.iter().filter_map(Action::path).collect();
-    let elsewhere: BTreeSet<&str> = input
+    let elsewhere: BTreeSet<Sha256> = input
         .local
         .iter()
         .filter(|(p, _)| !doomed.contains(p))
-        .map(|(_, f)| f.sha256.as_str())
+        .map(|(_, f)| f.sha256)
         .collect();
     let mut only = Vec::new();
     let mut kept = Vec::new();
     for a in deletes {
         match &a {
             Action::DeleteLocal { path, sha256 }
-                if !remote.contains(sha256.as_str()) && !elsewhere.contains(sha256.as_str()) =>
+                if !remote.contains(sha256) && !elsewhere.contains(sha256) =>
             {
                 only.push(path.clone())
             }
@@ -1068,9 +1065,12 @@ mod tests {
         assert_eq!(
             w.kinds(Both, ConflictPolicy::KeepBoth),
             [
-                "rename-local outputs/x",
-                "download outputs/x",
-                "upload outputs/x.conflict-mine",
+                "rename-local outputs/x".to_string(),
+                "download outputs/x".to_string(),
+                format!(
+                    "upload outputs/x.conflict-{}",
+                    Sha256::from("mine").short(8)
+                ),
             ]
         );
         let d = w.diff(Both, ConflictPolicy::Local);

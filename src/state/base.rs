@@ -16,7 +16,7 @@ use crate::layout::TierPath;
 /// One file as both sides held it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BaseEntry {
-    pub sha256: String,
+    pub sha256: crate::digest::Sha256,
     pub size: u64,
     /// The remote object's version (S3 ETag, GCS generation) at that time.
     pub version: String,
@@ -33,7 +33,7 @@ pub struct Unhydrated {
     pub version: String,
     /// Known only when the listing said (S3 listings carry no metadata).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sha256: Option<String>,
+    pub sha256: Option<crate::digest::Sha256>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -18,6 +18,7 @@ use std::time::SystemTime;
 
 use super::dir_listings::{self, DirListings};
 use super::walk::Stat;
+use crate::digest::Sha256;
 use crate::fsutil;
 
 /// What identifies one state of a file's content: a rename keeps it, a
@@ -140,7 +141,7 @@ impl HashCache {
 
     /// The sha256 of the file at `path` with metadata `meta` (from lstat),
     /// reading it only when the cache has no entry for it.
-    pub fn sha256(&mut self, path: &Path, meta: &Metadata) -> io::Result<String> {
+    pub fn sha256(&mut self, path: &Path, meta: &Metadata) -> io::Result<Sha256> {
         let stamp = Stamp::of(meta);
         match self.cached(stamp) {
             Some(sha) => Ok(sha),
@@ -150,18 +151,18 @@ impl HashCache {
 
     /// The sha256 recorded for a file with `stamp`, marking the entry used;
     /// `None` when the file must be read ([`HashCache::hash`]).
-    pub fn cached(&mut self, stamp: Stamp) -> Option<String> {
+    pub fn cached(&mut self, stamp: Stamp) -> Option<Sha256> {
         let entry = self.entries.get_mut(&stamp)?;
         if !entry.used {
             entry.used = true;
             self.used += 1;
         }
-        Some(fsutil::hex32(&entry.sha256))
+        Some(Sha256(entry.sha256))
     }
 
     /// Reads and hashes the file at `path`, whose lstat gave `stamp`, and
     /// records it.
-    pub fn hash(&mut self, path: &Path, stamp: Stamp) -> io::Result<String> {
+    pub fn hash(&mut self, path: &Path, stamp: Stamp) -> io::Result<Sha256> {
         self.misses += 1;
         let sha256 = fsutil::sha256_file_raw(path)?;
         let entry = Entry {
@@ -176,15 +177,13 @@ impl HashCache {
         {
             self.used += 1;
         }
-        Ok(fsutil::hex32(&sha256))
+        Ok(Sha256(sha256))
     }
 
     /// The sha256 recorded for a file with metadata `meta`, without reading
     /// it; `None` when the cache has no entry for it.
-    pub fn known(&self, meta: &Metadata) -> Option<String> {
-        self.entries
-            .get(&Stamp::of(meta))
-            .map(|e| fsutil::hex32(&e.sha256))
+    pub fn known(&self, meta: &Metadata) -> Option<Sha256> {
+        self.entries.get(&Stamp::of(meta)).map(|e| Sha256(e.sha256))
     }
 
     /// How many files had to be read.
@@ -338,7 +337,7 @@ mod tests {
         write_old(&b, b"b");
         let mut c = HashCache::load(&cache_path);
         let meta_a = std::fs::symlink_metadata(&a).unwrap();
-        assert_eq!(c.known(&meta_a), Some(fsutil::sha256_bytes(b"a")));
+        assert_eq!(c.known(&meta_a), Some(crate::digest::Sha256::of(b"a")));
         c.sha256(&b, &std::fs::symlink_metadata(&b).unwrap())
             .unwrap();
         c.save_keeping().unwrap();

@@ -135,7 +135,9 @@ impl Mirror {
                     io(e.into_io_error()
                         .unwrap_or_else(|| std::io::Error::other("stat failed")))
                 })?;
-                let sha256 = crate::fsutil::sha256_file(entry.path()).map_err(io)?;
+                let sha256 = crate::digest::Sha256(
+                    crate::fsutil::sha256_file_raw(entry.path()).map_err(io)?,
+                );
                 mirror.files.insert(
                     path,
                     FileState {
@@ -156,7 +158,7 @@ impl Mirror {
             objects: self
                 .files
                 .iter()
-                .map(|(p, f)| (p.clone(), f.sha256.clone()))
+                .map(|(p, f)| (p.clone(), f.sha256.hex()))
                 .collect(),
         }
     }

@@ -30,7 +30,7 @@ use super::walk::{Seen, Stat, WalkEntry, WalkError, Walked, Walker};
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FileState {
     pub size: u64,
-    pub sha256: String,
+    pub sha256: crate::digest::Sha256,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -564,7 +564,7 @@ mod tests {
         let files = |s: &PlacementState| {
             s.files
                 .iter()
-                .map(|(p, f)| format!("{p} {}", &f.sha256[..8]))
+                .map(|(p, f)| format!("{p} {}", f.sha256.short(8)))
                 .collect::<Vec<_>>()
         };
         let (first, reused) = run();

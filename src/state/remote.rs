@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::digest::Sha256;
 use crate::layout::{Tier, TierPath, is_repo_local_path, is_swamp_temp};
 use crate::store::{Store, StoreError};
 
@@ -26,7 +27,7 @@ pub struct RemoteObject {
     pub version: String,
     /// Known from the listing, from the base (same version), or a HEAD.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sha256: Option<String>,
+    pub sha256: Option<crate::digest::Sha256>,
     /// Last modified (seconds since the epoch), for `--conflict newer`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub modified: Option<i64>,
@@ -197,10 +198,11 @@ pub async fn observe_remote(
                 Some((shared, _)) => shared.clone(),
                 None => path.share(&base),
             };
-            let sha256 = meta.sha256.clone().or_else(|| {
+            // Metadata that is not a sha256 (another tool's) says nothing.
+            let sha256 = meta.sha256.as_deref().and_then(Sha256::parse).or_else(|| {
                 base.get(&path)
                     .filter(|b| b.version == meta.version)
-                    .map(|b| b.sha256.clone())
+                    .map(|b| b.sha256)
             });
             if sha256.is_none() && (head_all || local.contains_key(&path)) {
                 unknown.push((path.clone(), meta.key));
@@ -233,7 +235,7 @@ pub async fn observe_remote(
             && let Some(obj) = files.get_mut(&path)
             && meta.version == obj.version
         {
-            obj.sha256 = meta.sha256;
+            obj.sha256 = meta.sha256.as_deref().and_then(Sha256::parse);
         }
     }
     Ok(RemoteSnapshot {

@@ -10,6 +10,11 @@ pub fn hex(c: char) -> String {
     std::iter::repeat_n(c, 64).collect()
 }
 
+/// [`hex`] as the sha256 type.
+pub fn sha(c: char) -> swamp::digest::Sha256 {
+    swamp::digest::Sha256::parse(&hex(c)).expect("64 hex digits")
+}
+
 /// One value of every action kind, as the code builds them (sync plans
 /// cannot be produced by the binary against a local datastore).
 pub fn every_action() -> Vec<swamp::plan::Action> {
@@ -20,24 +25,24 @@ pub fn every_action() -> Vec<swamp::plan::Action> {
             path: tp("data/a/1/raw"),
             source: 0,
             size: 10,
-            sha256: hex('a'),
+            sha256: sha('a'),
         },
         Action::DropDuplicate {
             path: tp("outputs/a.yaml"),
             source: 1,
             size: 0,
-            sha256: hex('b'),
+            sha256: sha('b'),
         },
         Action::Upload {
             path: tp("data/a/2/raw"),
             size: 5,
-            sha256: hex('c'),
+            sha256: sha('c'),
             remote: RemoteExpect::Absent,
         },
         Action::Upload {
             path: tp("data/a/1/raw"),
             size: 5,
-            sha256: hex('c'),
+            sha256: sha('c'),
             remote: RemoteExpect::Version {
                 version: "\"9b2cf535f27731c974343645a3985328\"".into(),
             },
@@ -46,7 +51,7 @@ pub fn every_action() -> Vec<swamp::plan::Action> {
             path: tp("audit/2026-11.log"),
             size: 7,
             version: "1732938481000000".into(),
-            sha256: Some(hex('d')),
+            sha256: Some(sha('d')),
             local: None,
         },
         Action::Download {
@@ -54,11 +59,11 @@ pub fn every_action() -> Vec<swamp::plan::Action> {
             size: 7,
             version: "2".into(),
             sha256: None,
-            local: Some(hex('e')),
+            local: Some(sha('e')),
         },
         Action::DeleteLocal {
             path: tp("workflow-runs/w/run-1.yaml"),
-            sha256: hex('f'),
+            sha256: sha('f'),
         },
         Action::DeleteRemote {
             path: tp("workflow-runs/w/run-2.yaml"),
@@ -67,12 +72,12 @@ pub fn every_action() -> Vec<swamp::plan::Action> {
         Action::RenameLocal {
             path: tp("files/report.txt"),
             to: tp("files/report.conflict-cache.txt"),
-            sha256: hex('0'),
+            sha256: sha('0'),
         },
         Action::RecordBase {
             add: vec![BaseRecord {
                 path: tp("data/b/1/raw"),
-                sha256: hex('1'),
+                sha256: sha('1'),
                 size: 3,
                 version: "4".into(),
             }],
@@ -89,14 +94,14 @@ pub fn every_action() -> Vec<swamp::plan::Action> {
             source: 0,
             size: 3,
             version: "7".into(),
-            sha256: Some(hex('2')),
+            sha256: Some(sha('2')),
         },
         Action::CopyRemote {
             path: tp("data/e/1/raw"),
             source: 0,
             size: 3,
             version: "etag-e".into(),
-            sha256: hex('3'),
+            sha256: sha('3'),
             in_cache: true,
         },
         Action::DeleteSourceRemote {
@@ -137,14 +142,14 @@ pub fn every_action() -> Vec<swamp::plan::Action> {
         Action::MirrorConfig {
             path: tp("config/models/a.yaml"),
             size: 3,
-            sha256: hex('6'),
+            sha256: sha('6'),
             local: None,
         },
         Action::MirrorConfig {
             path: tp("config/models/a.yaml"),
             size: 3,
-            sha256: hex('6'),
-            local: Some(hex('7')),
+            sha256: sha('6'),
+            local: Some(sha('7')),
         },
         Action::PublishSentinel {
             path: tp("config/managed-config-migrated.json"),
@@ -189,14 +194,14 @@ pub fn every_conflict() -> Vec<swamp::plan::Conflict> {
         },
         Conflict::BothChanged {
             path: tp("data/a/1/raw"),
-            local_sha256: hex('a'),
+            local_sha256: sha('a'),
             remote_version: "\"etag\"".into(),
-            remote_sha256: Some(hex('b')),
-            base_sha256: Some(hex('c')),
+            remote_sha256: Some(sha('b')),
+            base_sha256: Some(sha('c')),
         },
         Conflict::BothChanged {
             path: tp("data/a/1/raw"),
-            local_sha256: hex('a'),
+            local_sha256: sha('a'),
             remote_version: "7".into(),
             remote_sha256: None,
             base_sha256: None,
@@ -204,7 +209,7 @@ pub fn every_conflict() -> Vec<swamp::plan::Conflict> {
         Conflict::DeletedAndChanged {
             path: tp("data/a/1/raw"),
             deleted_in: Side::Cache,
-            changed_sha256: Some(hex('d')),
+            changed_sha256: Some(sha('d')),
         },
         Conflict::DeletedAndChanged {
             path: tp("data/a/1/raw"),
@@ -215,7 +220,7 @@ pub fn every_conflict() -> Vec<swamp::plan::Conflict> {
             path: tp("outputs/x"),
             source: 0,
             cache_sha256: hex('4'),
-            remote_sha256: Some(hex('5')),
+            remote_sha256: Some(sha('5')),
         },
         Conflict::DeleteGuard {
             guard: "max-delete-percent".into(),

@@ -1,0 +1,166 @@
+//! A content hash as the 32 bytes it is. The observation keeps one per
+//! file on each side (cache, remote, sync base), so at 100,000 files a
+//! hex `String` each (24 bytes inline and 64 on the heap) is megabytes;
+//! this is 32 inline. On the wire and on disk it is the same lowercase hex
+//! string as before.
+
+use std::fmt;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Sha256(pub [u8; 32]);
+
+impl Sha256 {
+    /// Parses 64 hex digits (either case); anything else is `None`.
+    pub fn parse(s: &str) -> Option<Sha256> {
+        let b = s.as_bytes();
+        if b.len() != 64 {
+            return None;
+        }
+        let digit = |c: u8| match c {
+            b'0'..=b'9' => Some(c - b'0'),
+            b'a'..=b'f' => Some(c - b'a' + 10),
+            b'A'..=b'F' => Some(c - b'A' + 10),
+            _ => None,
+        };
+        let mut out = [0u8; 32];
+        for (i, o) in out.iter_mut().enumerate() {
+            *o = (digit(b[2 * i])? << 4) | digit(b[2 * i + 1])?;
+        }
+        Some(Sha256(out))
+    }
+
+    /// The sha256 of `bytes`.
+    pub fn of(bytes: &[u8]) -> Sha256 {
+        use sha2::Digest;
+        Sha256(sha2::Sha256::digest(bytes).into())
+    }
+
+    /// The sha256 of a file's content, streamed.
+    pub fn of_file(path: &std::path::Path) -> std::io::Result<Sha256> {
+        crate::fsutil::sha256_file_raw(path).map(Sha256)
+    }
+
+    /// The lowercase hex form.
+    pub fn hex(&self) -> String {
+        crate::fsutil::hex32(&self.0)
+    }
+
+    /// The first `n` hex digits (a short form for names and messages).
+    pub fn short(&self, n: usize) -> String {
+        let mut h = self.hex();
+        h.truncate(n.min(64));
+        h
+    }
+}
+
+impl fmt::Display for Sha256 {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.hex())
+    }
+}
+
+impl fmt::Debug for Sha256 {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Sha256({})", self.hex())
+    }
+}
+
+impl PartialEq<str> for Sha256 {
+    fn eq(&self, other: &str) -> bool {
+        Sha256::parse(other).is_some_and(|o| o == *self)
+    }
+}
+
+impl PartialEq<String> for Sha256 {
+    fn eq(&self, other: &String) -> bool {
+        *self == *other.as_str()
+    }
+}
+
+impl PartialEq<Sha256> for String {
+    fn eq(&self, other: &Sha256) -> bool {
+        *other == *self.as_str()
+    }
+}
+
+impl From<[u8; 32]> for Sha256 {
+    fn from(b: [u8; 32]) -> Sha256 {
+        Sha256(b)
+    }
+}
+
+/// Unit tests name contents with short labels (`"a"`, `"b"`): each stands
+/// for a distinct sha256 (the hash of the label, unless it is one already).
+#[cfg(test)]
+impl From<&str> for Sha256 {
+    fn from(label: &str) -> Sha256 {
+        Sha256::parse(label).unwrap_or_else(|| Sha256::of(label.as_bytes()))
+    }
+}
+
+impl From<Sha256> for String {
+    fn from(s: Sha256) -> String {
+        s.hex()
+    }
+}
+
+impl Serialize for Sha256 {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut buf = [0u8; 64];
+        const DIGITS: &[u8; 16] = b"0123456789abcdef";
+        for (i, b) in self.0.iter().enumerate() {
+            buf[2 * i] = DIGITS[(b >> 4) as usize];
+            buf[2 * i + 1] = DIGITS[(b & 15) as usize];
+        }
+        s.serialize_str(std::str::from_utf8(&buf).expect("hex digits are ASCII"))
+    }
+}
+
+impl<'de> Deserialize<'de> for Sha256 {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Sha256, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = Sha256;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a sha256 as 64 hex digits")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Sha256, E> {
+                Sha256::parse(v)
+                    .ok_or_else(|| E::invalid_value(serde::de::Unexpected::Str(v), &self))
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_as_the_hex_string_it_was() {
+        let hex = crate::fsutil::sha256_bytes(b"abc");
+        let s = Sha256::parse(&hex).unwrap();
+        assert_eq!(s.hex(), hex);
+        assert_eq!(serde_json::to_string(&s).unwrap(), format!("\"{hex}\""));
+        assert_eq!(
+            serde_json::from_str::<Sha256>(&format!("\"{hex}\"")).unwrap(),
+            s
+        );
+        assert_eq!(Sha256::parse(&hex.to_uppercase()), Some(s));
+        assert!(s == hex);
+        for bad in [
+            "",
+            "ab",
+            &hex[..63],
+            &format!("{}g", &hex[..63]),
+            &format!("{hex}0"),
+        ] {
+            assert_eq!(Sha256::parse(bad), None, "{bad}");
+            assert!(serde_json::from_str::<Sha256>(&format!("\"{bad}\"")).is_err());
+        }
+        assert_eq!(s.short(8), &hex[..8]);
+    }
+}
