@@ -144,8 +144,6 @@ pub fn tier_path_of(key: &str, key_prefix: &str) -> Result<Option<TierPath>, Rem
 /// of its parts are listed at once (see [`crate::store::list_split`]).
 const LIST_LEVELS: u32 = 2;
 const LIST_CONCURRENCY: usize = 16;
-/// How much of a listing is turned into the remote map between shrinks.
-const LISTING_SLICE: usize = 16 * 1024;
 
 /// Lists the remote under `key_prefix` and resolves sha256s.
 ///
@@ -164,12 +162,13 @@ pub async fn observe_remote(
         base.into_iter().map(|(p, b)| (p.share(local), b)).collect();
     // Tiers and their first level are paged side by side: a namespace of
     // 250,000 objects is hundreds of pages, one after another otherwise.
-    let mut listed =
-        crate::store::list_split(store, key_prefix, LIST_LEVELS, LIST_CONCURRENCY).await?;
+    let mut parts =
+        crate::store::list_split_parts(store, key_prefix, LIST_LEVELS, LIST_CONCURRENCY).await?;
     // Locks and doctor canaries (`…/.swamp/…`) come and go with whoever is
     // working; counting them would make a saved plan stale for nothing.
-    let objects = listed
+    let objects = parts
         .iter()
+        .flatten()
         .filter(|m| !m.key.split('/').any(|seg| seg == ".swamp"))
         .count();
     let mut files = BTreeMap::new();
@@ -177,13 +176,10 @@ pub async fn observe_remote(
     let manifest_key = format!("{key_prefix}.namespace.json");
     let mut manifest = None;
     let mut reserved = Vec::new();
-    // Taken from the end a slice at a time, the listing is let go of as the
-    // map grows, rather than held whole until it is built.
-    while !listed.is_empty() {
-        let from = listed.len().saturating_sub(LISTING_SLICE);
-        let slice: Vec<_> = listed.drain(from..).collect();
-        listed.shrink_to_fit();
-        for meta in slice {
+    // A part at a time, each let go of once in the map: the listing is
+    // never held whole beside the map it becomes.
+    while let Some(part) = parts.pop() {
+        for meta in part {
             if meta.key == manifest_key {
                 manifest = Some(meta.version.clone());
             }

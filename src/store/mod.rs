@@ -168,24 +168,42 @@ pub async fn list_split(
     levels: u32,
     concurrency: usize,
 ) -> Result<Vec<ObjectMeta>, StoreError> {
+    let parts = list_split_parts(store, prefix, levels, concurrency).await?;
+    let mut all = Vec::with_capacity(parts.iter().map(Vec::len).sum());
+    all.extend(parts.into_iter().flatten());
+    all.sort_by(|a, b| a.key.cmp(&b.key));
+    Ok(all)
+}
+
+/// [`list_split`] as the disjoint parts it was listed in (each sorted by
+/// key, no key in two parts), for a caller that takes them one at a time
+/// and so never holds the listing twice over.
+pub async fn list_split_parts(
+    store: &dyn Store,
+    prefix: &str,
+    levels: u32,
+    concurrency: usize,
+) -> Result<Vec<Vec<ObjectMeta>>, StoreError> {
     if levels == 0 || !store.capabilities().delimited_listing {
-        return store.list(prefix).await;
+        return Ok(vec![store.list(prefix).await?]);
     }
     match split_listing(store, prefix, levels, concurrency.max(1)).await? {
-        Some(all) => Ok(all),
-        None => store.list(prefix).await,
+        Some(parts) => Ok(parts),
+        None => Ok(vec![store.list(prefix).await?]),
     }
 }
 
-/// [`list_split`]'s parallel listing; `None` when its parts do not add up.
+/// [`list_split`]'s parallel listing, in parts; `None` when its parts do
+/// not add up.
 async fn split_listing(
     store: &dyn Store,
     prefix: &str,
     levels: u32,
     concurrency: usize,
-) -> Result<Option<Vec<ObjectMeta>>, StoreError> {
+) -> Result<Option<Vec<Vec<ObjectMeta>>>, StoreError> {
     use futures_util::{StreamExt, TryStreamExt, stream};
-    let mut out = Vec::new();
+    // The levels' own objects, then one part per prefix paged through.
+    let mut objects = Vec::new();
     let mut frontier = vec![prefix.to_string()];
     // Prefixes listed whole, not split further.
     let mut whole = Vec::new();
@@ -209,34 +227,38 @@ async fn split_listing(
             if !level_adds_up(p, &level, depth == 0) {
                 return Ok(None);
             }
-            out.extend(level.objects);
+            objects.extend(level.objects);
             next.extend(level.prefixes);
         }
         frontier = next;
     }
     let listed = frontier.len();
     frontier.extend(whole);
-    let parts: Vec<(usize, Vec<ObjectMeta>)> = stream::iter(frontier.iter().enumerate())
+    let found: Vec<(usize, Vec<ObjectMeta>)> = stream::iter(frontier.iter().enumerate())
         .map(|(i, p)| async move { Ok::<_, StoreError>((i, store.list(p).await?)) })
         .buffer_unordered(concurrency)
         .try_collect()
         .await?;
-    // Exactly once: growing by doubling would hold both copies at its peak.
-    out.reserve_exact(parts.iter().map(|(_, p)| p.len()).sum());
-    for (i, part) in parts {
+    let mut parts = Vec::with_capacity(found.len() + 1);
+    parts.push(objects);
+    for (i, part) in found {
         // A prefix a level named holds something; one listed whole may be
         // SeaweedFS's empty directory.
         if (i < listed && part.is_empty()) || !part.iter().all(|o| o.key.starts_with(&frontier[i]))
         {
             return Ok(None);
         }
-        out.extend(part);
+        parts.push(part);
     }
-    out.sort_by(|a, b| a.key.cmp(&b.key));
-    if out.windows(2).any(|w| w[0].key == w[1].key) {
-        return Ok(None);
+    // Parts are disjoint (each under its own prefix, the levels' objects
+    // under none of them), so a key listed twice is within one part.
+    for part in &mut parts {
+        part.sort_by(|a, b| a.key.cmp(&b.key));
+        if part.windows(2).any(|w| w[0].key == w[1].key) {
+            return Ok(None);
+        }
     }
-    Ok(Some(out))
+    Ok(Some(parts))
 }
 
 /// Whether a level listing of `prefix` is one a consistent bucket gives:
