@@ -20,7 +20,7 @@ pub mod prune;
 pub mod remote;
 pub mod undo;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::catalog::Catalog;
 use crate::config::{Config, Placement};
@@ -156,6 +156,9 @@ pub fn apply(
     // Moves done by renaming a whole directory, by action index; and how far
     // the runs of moves have been looked at for such directories.
     let mut moved_whole: std::collections::HashSet<usize> = std::collections::HashSet::new();
+    // Per-file moves linked into place whose sources are still to go:
+    // (source file, source root, destination file).
+    let mut linked: Vec<(PathBuf, PathBuf, PathBuf)> = Vec::new();
     let mut scanned_to = 0;
     let mut i = 0;
     while i < plan.actions.len() {
@@ -301,12 +304,21 @@ pub fn apply(
                 let src_root = &plan.sources[*source].root;
                 let src = src_root.join(path.as_str());
                 let dst = plan.target.root.join(path.as_str());
-                moves::move_file(&src, &dst, sha256, &mut cache)
+                moves::link_file(&src, &dst, sha256, &mut cache)
                     .map_err(|e| stopped(e.to_string(), &report))?;
-                prune_parents(&src, src_root);
+                linked.push((src, src_root.clone(), dst));
                 report.moved += 1;
                 report.bytes_moved += size;
-                fail::fail_point!("apply-after-move", |_| crash_for_tests());
+                // The sources go once the run's destinations are durable:
+                // each directory fsynced once, not once per file. Killed
+                // before that, both copies are there (the next plan drops
+                // the duplicate); nothing is ever only in an unsynced place.
+                let run_goes_on = plan.actions.get(i + 1).is_some_and(|a| {
+                    matches!(a, Action::Move { .. }) && !moved_whole.contains(&(i + 1))
+                });
+                if !run_goes_on || linked.len() >= MOVE_BATCH {
+                    finish_moves(&mut linked).map_err(|e| stopped(e, &report))?;
+                }
             }
             Action::DropDuplicate {
                 path,
@@ -650,6 +662,34 @@ fn rename_whole_dirs(
 }
 
 /// Removes the directories a move emptied, up to the source tier root.
+/// How many per-file moves wait at most for their directories' fsync.
+const MOVE_BATCH: usize = 4096;
+
+/// Makes a run of linked moves final: every destination directory fsynced
+/// once, then each source removed (and its emptied directories).
+fn finish_moves(linked: &mut Vec<(PathBuf, PathBuf, PathBuf)>) -> Result<(), String> {
+    let dirs: std::collections::BTreeSet<&Path> = linked
+        .iter()
+        .filter_map(|(_, _, dst)| dst.parent())
+        .collect();
+    for dir in dirs {
+        crate::fsutil::sync_dir(dir).map_err(|e| format!("cannot sync {}: {e}", dir.display()))?;
+    }
+    for (src, src_root, _) in linked.drain(..) {
+        match std::fs::remove_file(&src) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(format!("cannot remove {}: {e}", src.display())),
+        }
+        prune_parents(&src, &src_root);
+        #[cfg(feature = "failpoints")]
+        if fail::eval("apply-after-move", |_| ()).is_some() {
+            die_for_tests();
+        }
+    }
+    Ok(())
+}
+
 fn prune_parents(file: &Path, root: &Path) {
     if let Some(parent) = file.parent() {
         crate::fsutil::remove_empty_dirs(parent, root);

@@ -73,6 +73,23 @@ pub fn move_file(
     sha256: &Sha256,
     cache: &mut HashCache,
 ) -> Result<(), MoveError> {
+    link_file(src, dst, sha256, cache)?;
+    let dst_dir = dst.parent().expect("destination has a parent");
+    fsutil::sync_dir(dst_dir).map_err(io_at(dst_dir))?;
+    fs::remove_file(src).map_err(io_at(src))
+}
+
+/// The first half of [`move_file`]: `src`'s bytes at `dst` too (a hard
+/// link, or a verified copy across filesystems; an identical `dst` from an
+/// interrupted run is accepted), with `src` left in place. The caller makes
+/// `dst`'s directory durable before it removes `src`, so that a run of
+/// moves fsyncs each directory once instead of once per file.
+pub fn link_file(
+    src: &Path,
+    dst: &Path,
+    sha256: &Sha256,
+    cache: &mut HashCache,
+) -> Result<(), MoveError> {
     check_source(src, sha256, cache)?;
     let dst_dir = dst.parent().expect("destination has a parent");
     fs::create_dir_all(dst_dir).map_err(|source| MoveError::Blocked {
@@ -80,27 +97,22 @@ pub fn move_file(
         source,
     })?;
     match fs::hard_link(src, dst) {
-        Ok(()) => {}
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-            return drop_duplicate(src, dst, sha256, cache, |p| fs::remove_file(p)).map_err(
-                |err| match err {
-                    MoveError::TwinGone(_) => MoveError::DestinationDiffers {
-                        path: dst.to_path_buf(),
-                        found: hash_of(dst, cache)
-                            .ok()
-                            .flatten()
-                            .map(|s| s.hex())
-                            .unwrap_or_default(),
-                    },
-                    other => other,
-                },
-            );
-        }
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => match hash_of(dst, cache) {
+            Ok(Some(found)) if found == *sha256 => Ok(()),
+            Ok(found) => Err(MoveError::DestinationDiffers {
+                path: dst.to_path_buf(),
+                found: found.map(|s| s.hex()).unwrap_or_default(),
+            }),
+            Err(MoveError::NotAFile(_)) => Err(MoveError::DestinationDiffers {
+                path: dst.to_path_buf(),
+                found: String::new(),
+            }),
+            Err(e) => Err(e),
+        },
         // Another filesystem, or one without hard links: copy without clobbering.
-        Err(_) => copy_no_clobber(src, dst, sha256, cache)?,
+        Err(_) => copy_no_clobber(src, dst, sha256, cache),
     }
-    fsutil::sync_dir(dst_dir).map_err(io_at(dst_dir))?;
-    fs::remove_file(src).map_err(io_at(src))
 }
 
 fn copy_no_clobber(
