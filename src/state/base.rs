@@ -151,7 +151,7 @@ impl SyncBase {
     pub fn save(&self, path: &Path) -> Result<bool, BaseError> {
         let mut bytes = serde_json::to_vec_pretty(self).expect("base serialises");
         bytes.push(b'\n');
-        if std::fs::read(path).is_ok_and(|old| old == bytes) {
+        if same_as_file(path, &bytes) {
             return Ok(false);
         }
         fsutil::atomic_write(path, &bytes).map_err(|source| BaseError::Write {
@@ -159,6 +159,28 @@ impl SyncBase {
             source,
         })?;
         Ok(true)
+    }
+}
+
+/// Whether the file at `path` holds exactly `bytes`, read a block at a
+/// time (a base of 100,000 files is tens of megabytes: not read whole
+/// beside its new copy).
+fn same_as_file(path: &Path, bytes: &[u8]) -> bool {
+    use std::io::Read;
+    let Ok(mut file) = std::fs::File::open(path) else {
+        return false;
+    };
+    if file.metadata().map(|m| m.len()).ok() != Some(bytes.len() as u64) {
+        return false;
+    }
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut at = 0;
+    loop {
+        match file.read(&mut buf) {
+            Ok(0) => return at == bytes.len(),
+            Ok(n) if at + n <= bytes.len() && buf[..n] == bytes[at..at + n] => at += n,
+            Ok(_) | Err(_) => return false,
+        }
     }
 }
 

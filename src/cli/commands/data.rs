@@ -22,12 +22,22 @@ fn open(ctx: &Ctx) -> Result<Repo, CliError> {
 /// layout change still has at its sources, and what a lazy pull recorded
 /// as in the remote only.
 fn store(repo: &Repo) -> Result<DataStore<'_>, CliError> {
-    let desired = crate::state::Desired::from_config(&repo.config, crate::state::Scope::All);
+    Ok(store_with(repo, remote_versions(repo)?))
+}
+
+/// What a lazy pull recorded as in the remote only, as data versions.
+fn remote_versions(repo: &Repo) -> Result<Vec<remote_only::RemoteVersion>, CliError> {
     let unhydrated = crate::engine::hydrate::unhydrated(&repo.layout, &repo.config)?;
-    let remote_only = remote_only::versions(unhydrated.iter().map(|(p, u)| (p, u.size)));
-    Ok(DataStore::new(&repo.layout, desired.target)
+    Ok(remote_only::versions(
+        unhydrated.iter().map(|(p, u)| (p, u.size)),
+    ))
+}
+
+fn store_with(repo: &Repo, remote_only: Vec<remote_only::RemoteVersion>) -> DataStore<'_> {
+    let desired = crate::state::Desired::from_config(&repo.config, crate::state::Scope::All);
+    DataStore::new(&repo.layout, desired.target)
         .with_sources(desired.sources)
-        .with_remote_only(remote_only))
+        .with_remote_only(remote_only)
 }
 
 /// Says that `rm`/`gc` act on fetched versions only: what a lazy pull
@@ -83,16 +93,18 @@ pub fn put(ctx: &Ctx, name: &str, file: Option<&Path>) -> Result<Outcome, CliErr
 
 pub fn get(ctx: &Ctx, name: &str, version: Option<u64>) -> Result<Outcome, CliError> {
     let repo = open(ctx)?;
-    let (entry, path) = match store(&repo)?.get(name, version) {
+    let mut remote_only = remote_versions(&repo)?;
+    let (entry, path) = match store_with(&repo, remote_only.clone()).get(name, version) {
         // Lazy hydration: fetched on first read, then read like any other.
         Err(DataError::NotHydrated { path, .. }) => {
-            crate::engine::hydrate::fetch(&repo.root, &repo.layout, &repo.config, &[path])
+            crate::engine::hydrate::fetch(&repo.root, &repo.layout, &repo.config, std::slice::from_ref(&path))
                 .map_err(|e| {
                     CliError::from(e).hint(
                         "the remote may have changed since the last pull: run `swamp datastore sync --pull`, then retry",
                     )
                 })?;
-            store(&repo)?.get(name, version)?
+            remote_only.retain(|v| v.path != path);
+            store_with(&repo, remote_only).get(name, version)?
         }
         found => found?,
     };
