@@ -439,7 +439,14 @@ fn gcs_a_hostile_remote_key_is_refused() {
 fn lazy_clone_of(a: &Repo) -> Repo {
     let b = a.clone_elsewhere();
     b.append_config("\n[sync]\nhydration = \"lazy\"\n");
-    b.run(&["datastore", "sync", "--pull", "-y"]).expect(0);
+    let pull = b.run(&["datastore", "sync", "--pull", "-y"]);
+    pull.expect(0);
+    assert!(
+        pull.stdout
+            .contains("remote file(s) recorded without downloading"),
+        "{}",
+        pull.stdout
+    );
     b
 }
 

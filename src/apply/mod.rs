@@ -82,6 +82,9 @@ pub struct ApplyReport {
     pub trash_pruned: usize,
     #[serde(skip_serializing_if = "is_zero")]
     pub bytes_pruned: u64,
+    /// Remote files recorded as in the remote only (lazy hydration).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub recorded_remote_only: usize,
 }
 
 fn is_zero<T: Default + PartialEq>(n: &T) -> bool {
@@ -403,6 +406,7 @@ pub fn apply(
                 for rec in unhydrated {
                     base.set_unhydrated(rec.path.clone(), rec.object());
                 }
+                report.recorded_remote_only += unhydrated.len();
                 for p in drop {
                     base.forget(p);
                 }

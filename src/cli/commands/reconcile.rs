@@ -299,6 +299,12 @@ fn apply_confirmed(
         if report.sentinel_published {
             managed.push_str(", managed-config sentinel published");
         }
+        if report.recorded_remote_only > 0 {
+            managed.push_str(&format!(
+                ", {} remote file(s) recorded without downloading (hydration = lazy)",
+                report.recorded_remote_only
+            ));
+        }
         if report.trash_pruned > 0 {
             managed.push_str(&format!(
                 ", trash of {} earlier apply(s) pruned ({})",
