@@ -621,7 +621,10 @@ async fn a_listed_download_lands_that_version_or_the_current_one(b: Backend) {
         .unwrap();
     let listed = s.list("t/").await.unwrap().remove(0);
     let dest = f.scratch.path().join("a/obj");
-    let got = s.get_known_to_file(&listed, &dest).await.unwrap();
+    let got = s
+        .get_known_to_file(&listed, &dest, swamp::store::Durability::Synced)
+        .await
+        .unwrap();
     assert_eq!(std::fs::read(&dest).unwrap(), b"listed bytes");
     assert_eq!(got.version, old.version);
     assert_eq!(got.sha256, old.sha256, "the sha256 of the bytes landed");
@@ -636,7 +639,10 @@ async fn a_listed_download_lands_that_version_or_the_current_one(b: Backend) {
         .await
         .unwrap();
     let dest = f.scratch.path().join("b/obj");
-    let got = s.get_known_to_file(&listed, &dest).await.unwrap();
+    let got = s
+        .get_known_to_file(&listed, &dest, swamp::store::Durability::Synced)
+        .await
+        .unwrap();
     assert_eq!(std::fs::read(&dest).unwrap(), b"newer bytes!");
     assert_eq!(got.version, new.version);
 }

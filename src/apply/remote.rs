@@ -13,7 +13,7 @@ use crate::layout::TierPath;
 use crate::plan::{Action, RemoteExpect};
 use crate::state::{BaseEntry, HashCache, SyncBase};
 use crate::store::RemoteTarget;
-use crate::store::{Precondition, StoreError};
+use crate::store::{Durability, Precondition, StoreError};
 
 #[derive(Debug, thiserror::Error)]
 pub enum SyncActionError {
@@ -287,78 +287,9 @@ pub async fn run(
                 },
             ))
         }
-        Action::Download {
-            path,
-            version,
-            sha256,
-            local,
-            size,
-        } => {
-            let file = check_no_symlink(root, path)?;
-            let found = local_sha(&file, path, remotes.hashes)?;
-            if found != *local {
-                return Err(match (found, local) {
-                    (None, Some(_)) => SyncActionError::LocalGone { path: path.clone() },
-                    (Some(_), None) => SyncActionError::LocalAppeared { path: path.clone() },
-                    _ => SyncActionError::LocalChanged { path: path.clone() },
-                });
-            }
-            let remote = remotes.target(path)?;
-            // Replacing a cache file under undo: land beside it first (a
-            // swamp temp name, so a kill leaves nothing that is data), then
-            // set the old bytes aside and rename the new ones into place.
-            let trash = remotes.trash.filter(|_| local.is_some());
-            let landing = match trash {
-                Some(_) => file.with_file_name(format!(
-                    "{}{}-replace-{:08x}",
-                    fsutil::TEMP_PREFIX,
-                    std::process::id(),
-                    fastrand::u32(..)
-                )),
-                None => file.clone(),
-            };
-            let known = crate::store::ObjectMeta {
-                key: remote.key(path),
-                size: *size,
-                version: version.clone(),
-                sha256: sha256.map(|s| s.hex()),
-                modified: None,
-            };
-            let meta = remote
-                .store
-                .get_known_to_file(&known, &landing)
-                .await
-                .map_err(store_err(path))
-                .inspect_err(|_| prune_after_failure(&file, root))?;
-            // The plan's hash binds only the version it saw.
-            let expected = sha256.filter(|_| meta.version == *version);
-            let got = verify_landed(&landing, path, meta.sha256.clone(), expected)
-                .inspect_err(|_| prune_after_failure(&file, root))?;
-            if let Some(trash) = trash {
-                let io = |source| SyncActionError::Io {
-                    path: path.clone(),
-                    source,
-                };
-                trash
-                    .set_aside(path)
-                    .map_err(|e| io(std::io::Error::other(e.to_string())))
-                    .inspect_err(|_| {
-                        let _ = std::fs::remove_file(&landing);
-                    })?;
-                std::fs::rename(&landing, &file).map_err(io)?;
-                if let Some(dir) = file.parent() {
-                    fsutil::sync_dir(dir).map_err(io)?;
-                }
-            }
-            Ok(BaseChange::Set(
-                path.clone(),
-                BaseEntry {
-                    sha256: got,
-                    size: meta.size,
-                    version: meta.version,
-                },
-            ))
-        }
+        Action::Download { .. } => download(action, root, remotes, false)
+            .await
+            .map(|(change, _)| change),
         Action::DeleteLocal { path, sha256 } => {
             let file = check_no_symlink(root, path)?;
             match local_sha(&file, path, remotes.hashes)? {
@@ -631,6 +562,184 @@ pub async fn publish_sentinel(
     ))
 }
 
+/// A file landed under a staging name, to be made durable and renamed
+/// into place with others (see [`commit_staged`]).
+struct Staged {
+    staged: PathBuf,
+    dest: PathBuf,
+    size: u64,
+}
+
+/// A download. With `stage`, a download of a file the cache lacks lands
+/// under a swamp temp name without an fsync and is returned as [`Staged`]:
+/// the caller makes a batch of them durable at once and only then renames
+/// each into place, so a file at its cache path is always whole and
+/// durable. A replacement lands, is fsynced and renamed on its own.
+async fn download(
+    action: &Action,
+    root: &Path,
+    remotes: &Remotes<'_>,
+    stage: bool,
+) -> Result<(BaseChange, Option<Staged>), SyncActionError> {
+    let store_err = |path: &TierPath| {
+        let path = path.clone();
+        move |source| SyncActionError::Store { path, source }
+    };
+    let Action::Download {
+        path,
+        version,
+        sha256,
+        local,
+        size,
+    } = action
+    else {
+        unreachable!("download() is given a download");
+    };
+    let file = check_no_symlink(root, path)?;
+    let found = local_sha(&file, path, remotes.hashes)?;
+    if found != *local {
+        return Err(match (found, local) {
+            (None, Some(_)) => SyncActionError::LocalGone { path: path.clone() },
+            (Some(_), None) => SyncActionError::LocalAppeared { path: path.clone() },
+            _ => SyncActionError::LocalChanged { path: path.clone() },
+        });
+    }
+    let remote = remotes.target(path)?;
+    let stage = stage && local.is_none();
+    // Replacing a cache file under undo: land beside it first (a swamp
+    // temp name, so a kill leaves nothing that is data), then set the old
+    // bytes aside and rename the new ones into place. A staged download
+    // lands under a temp name too.
+    let trash = remotes.trash.filter(|_| local.is_some());
+    let landing = match (trash, stage) {
+        (Some(_), _) => temp_beside(&file, "replace"),
+        (None, true) => temp_beside(&file, "stage"),
+        (None, false) => file.clone(),
+    };
+    let known = crate::store::ObjectMeta {
+        key: remote.key(path),
+        size: *size,
+        version: version.clone(),
+        sha256: sha256.map(|s| s.hex()),
+        modified: None,
+    };
+    let durability = if stage {
+        Durability::Deferred
+    } else {
+        Durability::Synced
+    };
+    let meta = remote
+        .store
+        .get_known_to_file(&known, &landing, durability)
+        .await
+        .map_err(store_err(path))
+        .inspect_err(|_| prune_after_failure(&file, root))?;
+    // The plan's hash binds only the version it saw.
+    let expected = sha256.filter(|_| meta.version == *version);
+    let got = verify_landed(&landing, path, meta.sha256.clone(), expected)
+        .inspect_err(|_| prune_after_failure(&file, root))?;
+    if let Some(trash) = trash {
+        let io = |source| SyncActionError::Io {
+            path: path.clone(),
+            source,
+        };
+        trash
+            .set_aside(path)
+            .map_err(|e| io(std::io::Error::other(e.to_string())))
+            .inspect_err(|_| {
+                let _ = std::fs::remove_file(&landing);
+            })?;
+        std::fs::rename(&landing, &file).map_err(io)?;
+        if let Some(dir) = file.parent() {
+            fsutil::sync_dir(dir).map_err(io)?;
+        }
+    }
+    let change = BaseChange::Set(
+        path.clone(),
+        BaseEntry {
+            sha256: got,
+            size: meta.size,
+            version: meta.version,
+        },
+    );
+    let staged = stage.then_some(Staged {
+        staged: landing,
+        dest: file,
+        size: meta.size,
+    });
+    Ok((change, staged))
+}
+
+/// A swamp temp name beside `file` (`what` says why), never data, swept
+/// once its writer is gone.
+fn temp_beside(file: &Path, what: &str) -> PathBuf {
+    file.with_file_name(format!(
+        "{}{}-{what}-{:08x}",
+        fsutil::TEMP_PREFIX,
+        std::process::id(),
+        fastrand::u32(..)
+    ))
+}
+
+/// Makes a batch of staged downloads durable (one filesystem sync for all
+/// their bytes), renames each into place unless a file appeared there
+/// meanwhile, and fsyncs the directories they landed in: only then is a
+/// download complete. Returns the outcome of each, by its index in the run.
+fn commit_staged(
+    root: &Path,
+    batch: Vec<(usize, TierPath, Staged)>,
+) -> Vec<(usize, Result<(), SyncActionError>)> {
+    use std::collections::BTreeMap;
+    let io = |path: &TierPath, e: &std::io::Error| SyncActionError::Io {
+        path: path.clone(),
+        source: std::io::Error::new(e.kind(), e.to_string()),
+    };
+    let files: Vec<&Path> = batch.iter().map(|(_, _, s)| s.staged.as_path()).collect();
+    if let Err(e) = fsutil::sync_filesystem(root, &files) {
+        return batch
+            .into_iter()
+            .map(|(i, path, s)| {
+                let _ = std::fs::remove_file(&s.staged);
+                (i, Err(io(&path, &e)))
+            })
+            .collect();
+    }
+    let mut out = Vec::with_capacity(batch.len());
+    // The renamed files of each directory: (position in `out`, path).
+    let mut dirs: BTreeMap<PathBuf, Vec<(usize, TierPath)>> = BTreeMap::new();
+    for (i, path, s) in batch {
+        match fsutil::rename_noreplace(&s.staged, &s.dest) {
+            Ok(()) => {
+                if let Some(dir) = s.dest.parent() {
+                    dirs.entry(dir.to_path_buf())
+                        .or_default()
+                        .push((out.len(), path));
+                }
+                out.push((i, Ok(())));
+            }
+            Err(e) => {
+                let _ = std::fs::remove_file(&s.staged);
+                let err = if e.kind() == std::io::ErrorKind::AlreadyExists {
+                    SyncActionError::LocalAppeared { path }
+                } else {
+                    io(&path, &e)
+                };
+                out.push((i, Err(err)));
+            }
+        }
+    }
+    for (dir, landed) in dirs {
+        // In place but perhaps not durably: not complete, so the base does
+        // not record it (the next plan finds it identical on both sides).
+        if let Err(e) = fsutil::sync_dir(&dir) {
+            for (k, path) in landed {
+                out[k].1 = Err(io(&path, &e));
+            }
+        }
+    }
+    out
+}
+
 /// Runs a run of consecutive transfer actions concurrently (at most
 /// `concurrency` at once), returning each one's outcome in plan order.
 ///
@@ -657,10 +766,16 @@ pub async fn run_many(
         futures_util::stream::iter(actions.iter().enumerate().map(|(i, a)| async move {
             let reason = halted.lock().unwrap().clone().or_else(|| watch.lost());
             if let Some(reason) = reason {
-                return (i, Err(SyncActionError::NotStarted { reason }));
+                return (i, Err(SyncActionError::NotStarted { reason }), None);
             }
+            let work = async {
+                match a {
+                    Action::Download { .. } => download(a, root, remotes, true).await,
+                    _ => run(a, root, remotes).await.map(|change| (change, None)),
+                }
+            };
             let outcome = tokio::select! {
-                outcome = run(a, root, remotes) => outcome,
+                outcome = work => outcome,
                 reason = lock_lost(watch) => Err(SyncActionError::Cancelled {
                     what: a.path().map(ToString::to_string).unwrap_or_else(|| a.kind().to_string()),
                     reason,
@@ -672,26 +787,102 @@ pub async fn run_many(
                 halted.lock().unwrap().get_or_insert_with(|| e.to_string());
             }
             // Test-only: die at an action boundary, others still in flight
-            // (FAILPOINTS=sync-action-done=N*off->return).
+            // (FAILPOINTS=sync-action-done=N*off->return). A staged
+            // download reaches its boundary when its batch is committed.
             #[cfg(feature = "failpoints")]
-            if outcome.is_ok() && fail::eval("sync-action-done", |_| ()).is_some() {
-                super::die_for_tests();
+            if matches!(&outcome, Ok((_, None))) {
+                action_done_for_tests();
             }
-            (i, outcome)
+            match outcome {
+                Ok((change, staged)) => (i, Ok(change), staged),
+                Err(e) => (i, Err(e), None),
+            }
         }))
         .buffer_unordered(concurrency.max(1));
-    while let Some((i, outcome)) = stream.next().await {
+    // Staged downloads are committed a batch at a time on a blocking
+    // thread while the transfers go on (one commit in flight at a time);
+    // until its batch is committed a download is not complete.
+    let mut staged_at = vec![false; actions.len()];
+    let mut batch: Vec<(usize, TierPath, Staged)> = Vec::new();
+    let mut batch_bytes = 0u64;
+    let mut batch_since: Option<std::time::Instant> = None;
+    let mut committing: Option<tokio::task::JoinHandle<_>> = None;
+    let root_owned = root.to_path_buf();
+    let finish = |h: tokio::task::JoinHandle<Vec<(usize, Result<(), SyncActionError>)>>| async {
+        h.await
+            .unwrap_or_else(|e| panic!("a commit of downloads failed to run: {e}"))
+    };
+    while let Some((i, outcome, staged)) = stream.next().await {
         outcomes[i] = Some(outcome);
+        if let (Some(staged), Some(path)) = (staged, actions[i].path()) {
+            staged_at[i] = true;
+            batch_since.get_or_insert_with(std::time::Instant::now);
+            batch_bytes += staged.size;
+            batch.push((i, path.clone(), staged));
+        }
+        if batch.len() >= COMMIT_FILES
+            || batch_bytes >= COMMIT_BYTES
+            || batch_since.is_some_and(|t| t.elapsed() >= COMMIT_AFTER)
+        {
+            if let Some(h) = committing.take() {
+                settle(&mut outcomes, finish(h).await);
+            }
+            let (root, b) = (root_owned.clone(), std::mem::take(&mut batch));
+            batch_bytes = 0;
+            batch_since = None;
+            committing = Some(tokio::task::spawn_blocking(move || commit_staged(&root, b)));
+        }
+    }
+    drop(stream);
+    if let Some(h) = committing.take() {
+        settle(&mut outcomes, finish(h).await);
+    }
+    if !batch.is_empty() {
+        let h = tokio::task::spawn_blocking(move || commit_staged(&root_owned, batch));
+        settle(&mut outcomes, finish(h).await);
     }
     let mut outcomes: Vec<_> = outcomes
         .into_iter()
         .map(|o| o.expect("every action yields an outcome"))
         .collect();
-    sync_landed_dirs(actions, root, &mut outcomes).await;
+    sync_landed_dirs(actions, root, &staged_at, &mut outcomes).await;
     outcomes
 }
 
-/// Makes the downloads of a run durable: fsyncs each directory a completed
+/// Staged downloads committed together: at most this many files, this
+/// many bytes, or what landed within this long, so a kill loses little
+/// finished work.
+const COMMIT_FILES: usize = 1024;
+const COMMIT_BYTES: u64 = 256 << 20;
+const COMMIT_AFTER: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Replaces the outcome of each staged download whose commit failed.
+fn settle(
+    outcomes: &mut [Option<Result<BaseChange, SyncActionError>>],
+    committed: Vec<(usize, Result<(), SyncActionError>)>,
+) {
+    for (i, result) in committed {
+        match result {
+            Err(e) => outcomes[i] = Some(Err(e)),
+            #[cfg(feature = "failpoints")]
+            Ok(()) => action_done_for_tests(),
+            #[cfg(not(feature = "failpoints"))]
+            Ok(()) => {}
+        }
+    }
+}
+
+/// Test-only: the failpoint `sync-action-done`, evaluated as an action
+/// completes; dies there when it fires.
+#[cfg(feature = "failpoints")]
+fn action_done_for_tests() {
+    if fail::eval("sync-action-done", |_| ()).is_some() {
+        super::die_for_tests();
+    }
+}
+
+/// Makes the downloads of a run durable that no commit of staged downloads
+/// did (`committed`): fsyncs each directory a completed
 /// download or fetch renamed a file into, once (not once per file), before
 /// any of them is reported complete (and so before the sync base records
 /// it or a later action relies on it). A directory that cannot be synced
@@ -699,6 +890,7 @@ pub async fn run_many(
 async fn sync_landed_dirs(
     actions: &[&Action],
     root: &Path,
+    committed: &[bool],
     outcomes: &mut [Result<BaseChange, SyncActionError>],
 ) {
     use std::collections::BTreeMap;
@@ -706,6 +898,7 @@ async fn sync_landed_dirs(
     for (i, (action, outcome)) in actions.iter().zip(outcomes.iter()).enumerate() {
         if let (Action::Download { path, .. } | Action::Fetch { path, .. }, Ok(_)) =
             (action, outcome)
+            && !committed[i]
             && let Some(dir) = root.join(path.as_str()).parent()
         {
             dirs.entry(dir.to_path_buf()).or_default().push(i);
@@ -817,6 +1010,124 @@ mod tests {
         let rt = tokio::runtime::Runtime::new().unwrap();
         let key = t.key(&crate::state::managed::sentinel_path());
         rt.block_on(t.store.get_bytes(&key)).ok().map(|(_, b)| b)
+    }
+
+    /// A download of `path` as `put` left it in `t`.
+    fn download_of(t: &RemoteTarget, path: &str, body: &[u8]) -> Action {
+        let rt = tokio::runtime::Runtime::new().unwrap();
+        let meta = rt
+            .block_on(t.store.head(&t.key(&tp(path))))
+            .unwrap()
+            .unwrap();
+        Action::Download {
+            path: tp(path),
+            version: meta.version,
+            sha256: Some(Sha256::of(body)),
+            local: None,
+            size: body.len() as u64,
+        }
+    }
+
+    /// Every file under `dir` whose name is a swamp temp name.
+    fn temps_under(dir: &Path) -> Vec<PathBuf> {
+        walkdir::WalkDir::new(dir)
+            .into_iter()
+            .filter_map(Result::ok)
+            .filter(|e| fsutil::is_swamp_temp(&e.file_name().to_string_lossy()))
+            .map(|e| e.path().to_path_buf())
+            .collect()
+    }
+
+    #[test]
+    fn a_pull_larger_than_one_commit_lands_every_file_and_leaves_no_staging_file() {
+        let remote = tempfile::tempdir().unwrap();
+        let cache = tempfile::tempdir().unwrap();
+        let t = target(remote.path());
+        // More than one batch of staged downloads, in a few directories.
+        let n = COMMIT_FILES + 37;
+        let bodies: Vec<(String, Vec<u8>)> = (0..n)
+            .map(|i| {
+                (
+                    format!("outputs/d{}/f{i}", i % 7),
+                    format!("body {i}\n").into_bytes(),
+                )
+            })
+            .collect();
+        for (path, body) in &bodies {
+            put(&t, path, body);
+        }
+        let actions: Vec<Action> = bodies
+            .iter()
+            .map(|(path, body)| download_of(&t, path, body))
+            .collect();
+        let refs: Vec<&Action> = actions.iter().collect();
+        let remotes = Remotes {
+            target: Some(&t),
+            sources: &[],
+            hashes: None,
+            trash: None,
+        };
+        let rt = tokio::runtime::Runtime::new().unwrap();
+        let outcomes = rt.block_on(run_many(
+            &refs,
+            cache.path(),
+            &remotes,
+            16,
+            &crate::lock::watch(),
+        ));
+        assert_eq!(outcomes.len(), n);
+        for ((path, body), outcome) in bodies.iter().zip(&outcomes) {
+            match outcome {
+                Ok(BaseChange::Set(p, entry)) => {
+                    assert_eq!(p.as_str(), path);
+                    assert_eq!(entry.sha256, Sha256::of(body));
+                }
+                Ok(_) => panic!("{path}: a download sets the base"),
+                Err(e) => panic!("{path}: {e}"),
+            }
+            assert_eq!(&std::fs::read(cache.path().join(path)).unwrap(), body);
+        }
+        assert_eq!(temps_under(cache.path()), Vec::<PathBuf>::new());
+    }
+
+    #[test]
+    fn a_commit_never_replaces_a_file_that_appeared_at_the_destination_meanwhile() {
+        let cache = tempfile::tempdir().unwrap();
+        let dir = cache.path().join("outputs");
+        std::fs::create_dir_all(&dir).unwrap();
+        let staged = |name: &str, body: &[u8]| {
+            let dest = dir.join(name);
+            let staged = temp_beside(&dest, "stage");
+            std::fs::write(&staged, body).unwrap();
+            Staged {
+                staged,
+                dest,
+                size: body.len() as u64,
+            }
+        };
+        let fresh = staged("fresh", b"downloaded\n");
+        let clash = staged("clash", b"downloaded\n");
+        // Written by the user after the plan checked that it was absent.
+        std::fs::write(dir.join("clash"), b"the user's own\n").unwrap();
+        let out = commit_staged(
+            cache.path(),
+            vec![
+                (0, tp("outputs/fresh"), fresh),
+                (1, tp("outputs/clash"), clash),
+            ],
+        );
+        assert!(matches!(out[0], (0, Ok(()))), "{:?}", out[0].1);
+        assert!(
+            matches!(&out[1], (1, Err(SyncActionError::LocalAppeared { path })) if path.as_str() == "outputs/clash"),
+            "{:?}",
+            out[1].1
+        );
+        assert_eq!(std::fs::read(dir.join("fresh")).unwrap(), b"downloaded\n");
+        assert_eq!(
+            std::fs::read(dir.join("clash")).unwrap(),
+            b"the user's own\n"
+        );
+        assert_eq!(temps_under(cache.path()), Vec::<PathBuf>::new());
     }
 
     #[test]

@@ -322,7 +322,7 @@ fn default_max_delete_percent() -> u8 {
 }
 
 fn default_concurrency() -> u16 {
-    32
+    64
 }
 
 impl Default for SyncConfig {

@@ -475,8 +475,9 @@ mod tests {
             &self,
             known: &ObjectMeta,
             dest: &Path,
+            durability: crate::store::Durability,
         ) -> Result<ObjectMeta, StoreError> {
-            self.0.get_known_to_file(known, dest).await
+            self.0.get_known_to_file(known, dest, durability).await
         }
         async fn get_bytes(&self, key: &str) -> Result<(ObjectMeta, Vec<u8>), StoreError> {
             self.0.get_bytes(key).await

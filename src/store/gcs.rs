@@ -33,8 +33,8 @@ use tokio::sync::OnceCell;
 
 use super::retry::{Class, classify_status, with_retry};
 use super::{
-    Capabilities, Landing, ObjectMeta, Precondition, SHA256_METADATA, Store, StoreError,
-    StoreOptions, check_bucket_name, check_key, error_chain,
+    Capabilities, Durability, Landing, ObjectMeta, Precondition, SHA256_METADATA, Store,
+    StoreError, StoreOptions, check_bucket_name, check_key, error_chain,
 };
 use crate::fsutil;
 
@@ -338,14 +338,30 @@ impl GcsStore {
     /// Streams a download body into `dest` through a fresh [`Landing`] (a
     /// failed attempt's temp file is removed on drop), checked against
     /// `meta`; returns `meta` with the sha256 of the bytes landed.
+    /// The object as it is now (metadata, then media) streamed into `dest`.
+    async fn get_landed(
+        &self,
+        key: &str,
+        dest: &Path,
+        durability: Durability,
+    ) -> Result<ObjectMeta, StoreError> {
+        check_key(key)?;
+        with_retry(&self.options.retry, |_| async move {
+            let (meta, stream) = self.open_read(key).await?;
+            self.land(stream, dest, meta, durability).await
+        })
+        .await
+    }
+
     async fn land(
         &self,
         stream: impl futures_util::Stream<Item = Result<bytes::Bytes, GcsError>>,
         dest: &Path,
         meta: ObjectMeta,
+        durability: Durability,
     ) -> Result<ObjectMeta, StoreError> {
         let mut stream = std::pin::pin!(stream);
-        let mut landing = Landing::new(dest)?;
+        let mut landing = Landing::new(dest, durability)?;
         while let Some(chunk) = stream.next().await {
             let chunk = chunk.map_err(|e| self.stream_err(e))?;
             landing.write(&chunk).await?;
@@ -425,23 +441,19 @@ impl Store for GcsStore {
     }
 
     async fn get_to_file(&self, key: &str, dest: &Path) -> Result<ObjectMeta, StoreError> {
-        check_key(key)?;
-        with_retry(&self.options.retry, |_| async move {
-            let (meta, stream) = self.open_read(key).await?;
-            self.land(stream, dest, meta).await
-        })
-        .await
+        self.get_landed(key, dest, Durability::Synced).await
     }
 
     async fn get_known_to_file(
         &self,
         known: &ObjectMeta,
         dest: &Path,
+        durability: Durability,
     ) -> Result<ObjectMeta, StoreError> {
         let key = known.key.as_str();
         check_key(key)?;
         let Ok(generation) = known.version.parse::<i64>() else {
-            return self.get_to_file(key, dest).await;
+            return self.get_landed(key, dest, durability).await;
         };
         let client = self.client().await?;
         let req = GetObjectRequest {
@@ -457,12 +469,12 @@ impl Store for GcsStore {
                 .download_streamed_object(&req, &Range::default())
                 .await
                 .map_err(|e| self.map_err(e, Scope::Object(key)))?;
-            self.land(stream, dest, known.clone()).await
+            self.land(stream, dest, known.clone(), durability).await
         })
         .await;
         match landed {
             // Replaced or deleted since the listing: as it is now.
-            Err(StoreError::NotFound { .. }) => self.get_to_file(key, dest).await,
+            Err(StoreError::NotFound { .. }) => self.get_landed(key, dest, durability).await,
             other => other,
         }
     }

@@ -448,11 +448,17 @@ pub trait Store: Send + Sync {
     /// sha256; when that version is gone, it reads the object as it is now,
     /// as [`Store::get_to_file`] does. Either way the caller still checks
     /// the returned sha256 against what its plan expects.
+    ///
+    /// With [`Durability::Deferred`] the file's bytes are not fsynced: the
+    /// caller makes them durable (for many files at once) before it renames
+    /// `dest` anywhere a reader relies on. A backend may fsync anyway.
     async fn get_known_to_file(
         &self,
         known: &ObjectMeta,
         dest: &Path,
+        durability: Durability,
     ) -> Result<ObjectMeta, StoreError> {
+        let _ = durability;
         self.get_to_file(&known.key, dest).await
     }
 
@@ -601,8 +607,21 @@ pub fn open_fs(root: &Path) -> Arc<dyn Store> {
 /// temp file one hop per [`Landing::SPILL`] bytes. Nothing is created on
 /// disk before the body has started to arrive, and dropping a `Landing`
 /// removes its temp file.
+/// Whether a download's bytes are fsynced before it is renamed into place.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Durability {
+    /// Fsynced, then renamed: the file at `dest` is durable (but for its
+    /// directory entry, which the caller's directory fsync makes so).
+    Synced,
+    /// Written and renamed without an fsync: `dest` is a staging name the
+    /// caller makes durable (a batch at a time) before renaming it to where
+    /// a reader relies on it.
+    Deferred,
+}
+
 pub(crate) struct Landing {
     dest: PathBuf,
+    durability: Durability,
     buf: Vec<u8>,
     /// The temp file, once a large body has spilled to it.
     spilled: Option<tempfile::NamedTempFile>,
@@ -644,9 +663,15 @@ impl Landing {
     /// Bytes held in memory before a body spills to its temp file.
     const SPILL: usize = 4 << 20;
 
-    pub(crate) fn new(dest: &Path) -> Result<Landing, StoreError> {
+    /// Bodies at most this large land on the calling (async) thread when
+    /// no fsync is due: a create, a write and a rename cost less than the
+    /// hand-off to a blocking thread and back.
+    const INLINE: usize = 256 << 10;
+
+    pub(crate) fn new(dest: &Path, durability: Durability) -> Result<Landing, StoreError> {
         Ok(Landing {
             dest: dest.to_path_buf(),
+            durability,
             buf: Vec::new(),
             spilled: None,
             hasher: sha2::Sha256::default(),
@@ -687,19 +712,32 @@ impl Landing {
         let found = hex::encode(self.hasher.finalize_reset());
         check_download(target, meta, self.written, &found)?;
         let Landing {
-            dest, buf, spilled, ..
+            dest,
+            durability,
+            buf,
+            spilled,
+            ..
         } = self;
-        tokio::task::spawn_blocking(move || {
+        let inline =
+            durability == Durability::Deferred && spilled.is_none() && buf.len() <= Self::INLINE;
+        let land = move || {
             let tmp = spill(&dest, spilled, &buf)?;
-            tmp.as_file()
-                .sync_all()
-                .map_err(|e| StoreError::io(tmp.path(), e))?;
+            if durability == Durability::Synced {
+                tmp.as_file()
+                    .sync_all()
+                    .map_err(|e| StoreError::io(tmp.path(), e))?;
+            }
             tmp.persist(&dest)
                 .map(|_| ())
                 .map_err(|e| StoreError::io(&dest, e.error))
-        })
-        .await
-        .map_err(|e| StoreError::other(format!("download task failed: {e}")))??;
+        };
+        if inline {
+            land()?;
+        } else {
+            tokio::task::spawn_blocking(land)
+                .await
+                .map_err(|e| StoreError::other(format!("download task failed: {e}")))??;
+        }
         Ok(found)
     }
 }
@@ -880,7 +918,7 @@ mod tests {
         let body: Vec<u8> = (0..Landing::SPILL * 2 + 12345)
             .map(|i| (i % 251) as u8)
             .collect();
-        let mut landing = Landing::new(&dest).unwrap();
+        let mut landing = Landing::new(&dest, Durability::Synced).unwrap();
         for chunk in body.chunks(64 * 1024) {
             landing.write(chunk).await.unwrap();
         }
@@ -899,13 +937,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let dest = dir.path().join("file");
         // Spilled, then dropped (a cancelled transfer).
-        let mut landing = Landing::new(&dest).unwrap();
+        let mut landing = Landing::new(&dest, Durability::Synced).unwrap();
         landing.write(&vec![7u8; Landing::SPILL]).await.unwrap();
         assert_eq!(names_in(dir.path()).len(), 1, "the spill made a temp file");
         drop(landing);
         assert!(names_in(dir.path()).is_empty());
         // Bytes that do not match the metadata are never renamed in.
-        let mut landing = Landing::new(&dest).unwrap();
+        let mut landing = Landing::new(&dest, Durability::Synced).unwrap();
         landing.write(b"other bytes").await.unwrap();
         let e = landing
             .finish("test", &meta_for(b"the bytes!!"))

@@ -32,8 +32,8 @@ use tokio::sync::OnceCell;
 
 use super::retry::{Class, classify_status, with_retry};
 use super::{
-    Capabilities, Landing, ObjectMeta, Precondition, SHA256_METADATA, Store, StoreError,
-    StoreOptions, check_bucket_name, check_key, error_chain,
+    Capabilities, Durability, Landing, ObjectMeta, Precondition, SHA256_METADATA, Store,
+    StoreError, StoreOptions, check_bucket_name, check_key, error_chain,
 };
 use crate::fsutil;
 
@@ -42,6 +42,27 @@ const DELETE_BATCH: usize = 1000;
 
 /// Largest object a single PutObject may carry.
 const MAX_SINGLE_PUT: u64 = 5 * 1024 * 1024 * 1024;
+
+/// Files at most this large are uploaded from memory (see `read_small`).
+const SMALL_PUT: u64 = 256 << 10;
+
+/// The whole of `src` when it holds at most [`SMALL_PUT`] bytes (`None`:
+/// larger, to be streamed), read on the calling thread.
+fn read_small(src: &Path) -> Result<Option<Vec<u8>>, StoreError> {
+    use std::io::Read;
+    let io = |e| StoreError::io(src, e);
+    let file = std::fs::File::open(src).map_err(io)?;
+    if file.metadata().map_err(io)?.len() > SMALL_PUT {
+        return Ok(None);
+    }
+    // Read to the end (bounded): a file that grew since the stat is still
+    // read whole, or found too large.
+    let mut bytes = Vec::new();
+    file.take(SMALL_PUT + 1)
+        .read_to_end(&mut bytes)
+        .map_err(io)?;
+    Ok((bytes.len() as u64 <= SMALL_PUT).then_some(bytes))
+}
 
 const CREDENTIALS_HINT: &str = "check the AWS credentials: AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, \
      AWS_PROFILE (~/.aws/credentials) or the instance role; swamp never reads them from .swamp.toml";
@@ -61,6 +82,35 @@ pub struct S3Store {
 }
 
 impl S3Store {
+    /// One GetObject streamed into `dest` (see [`Store::get_known_to_file`]).
+    async fn get_landed(
+        &self,
+        key: &str,
+        dest: &Path,
+        durability: Durability,
+    ) -> Result<ObjectMeta, StoreError> {
+        check_key(key)?;
+        with_retry(&self.options.retry, |_| async move {
+            let (meta, mut body) = self.get_once(key).await?;
+            // Each attempt starts a fresh temp file; a failed one is dropped
+            // (and removed) with its `Landing`.
+            let mut landing = Landing::new(dest, durability)?;
+            while let Some(chunk) = body
+                .try_next()
+                .await
+                .map_err(|e| self.stream_err(key, &e))?
+            {
+                landing.write(&chunk).await?;
+            }
+            let sha256 = landing.finish(&self.describe(), &meta).await?;
+            Ok(ObjectMeta {
+                sha256: Some(sha256),
+                ..meta
+            })
+        })
+        .await
+    }
+
     /// Every page of the listing of `prefix` (one level of it when
     /// `delimited`), sorted by key.
     async fn list_pages(&self, prefix: &str, delimited: bool) -> Result<super::Level, StoreError> {
@@ -466,26 +516,16 @@ impl Store for S3Store {
     }
 
     async fn get_to_file(&self, key: &str, dest: &Path) -> Result<ObjectMeta, StoreError> {
-        check_key(key)?;
-        with_retry(&self.options.retry, |_| async move {
-            let (meta, mut body) = self.get_once(key).await?;
-            // Each attempt starts a fresh temp file; a failed one is dropped
-            // (and removed) with its `Landing`.
-            let mut landing = Landing::new(dest)?;
-            while let Some(chunk) = body
-                .try_next()
-                .await
-                .map_err(|e| self.stream_err(key, &e))?
-            {
-                landing.write(&chunk).await?;
-            }
-            let sha256 = landing.finish(&self.describe(), &meta).await?;
-            Ok(ObjectMeta {
-                sha256: Some(sha256),
-                ..meta
-            })
-        })
-        .await
+        self.get_landed(key, dest, Durability::Synced).await
+    }
+
+    async fn get_known_to_file(
+        &self,
+        known: &ObjectMeta,
+        dest: &Path,
+        durability: Durability,
+    ) -> Result<ObjectMeta, StoreError> {
+        self.get_landed(&known.key, dest, durability).await
     }
 
     async fn get_bytes(&self, key: &str) -> Result<(ObjectMeta, Vec<u8>), StoreError> {
@@ -513,6 +553,14 @@ impl Store for S3Store {
         pre: &Precondition,
     ) -> Result<ObjectMeta, StoreError> {
         self.put_retrying(key, sha256, pre, || async {
+            // A small file is read whole here: an open, a read and a close
+            // cost less than the blocking-thread hops of a streamed body.
+            // (A file that changed since it was hashed fails S3's check of
+            // the sha256 sent with it, either way.)
+            if let Some(bytes) = read_small(src)? {
+                let size = bytes.len() as u64;
+                return Ok((ByteStream::from(bytes), size));
+            }
             let size = tokio::fs::metadata(src)
                 .await
                 .map_err(|e| StoreError::io(src, e))?

@@ -107,9 +107,10 @@ impl Store for Scoped {
         &self,
         known: &ObjectMeta,
         dest: &Path,
+        durability: super::Durability,
     ) -> Result<ObjectMeta, StoreError> {
         self.check(&known.key)?;
-        self.inner.get_known_to_file(known, dest).await
+        self.inner.get_known_to_file(known, dest, durability).await
     }
 
     async fn get_bytes(&self, key: &str) -> Result<(ObjectMeta, Vec<u8>), StoreError> {
