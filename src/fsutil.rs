@@ -108,25 +108,34 @@ pub fn sync_dir(dir: &Path) -> io::Result<()> {
     File::open(dir)?.sync_all()
 }
 
-/// Makes every file written on the filesystem holding `dir` durable in one
-/// call (Linux `syncfs`, which reports writeback errors since 5.8), for
-/// many files written without an fsync each. Elsewhere, `files` are
-/// fsynced one by one.
-pub fn sync_filesystem(dir: &Path, files: &[&Path]) -> io::Result<()> {
+/// Makes `files` (written without an fsync each, in the directories
+/// `dirs`) durable: on Linux one `syncfs` per filesystem those directories
+/// are on (it reports writeback errors since 5.8); elsewhere an fsync of
+/// each file.
+pub fn sync_files(dirs: &[&Path], files: &[&Path]) -> io::Result<()> {
     #[cfg(target_os = "linux")]
     {
         use std::os::fd::AsRawFd;
+        use std::os::unix::fs::MetadataExt;
         let _ = files;
-        let d = File::open(dir)?;
-        // SAFETY: `d` is an open descriptor for the duration of the call.
-        if unsafe { libc::syncfs(d.as_raw_fd()) } != 0 {
-            return Err(io::Error::last_os_error());
+        let mut devices = Vec::new();
+        for dir in dirs {
+            let d = File::open(dir)?;
+            let dev = d.metadata()?.dev();
+            if devices.contains(&dev) {
+                continue;
+            }
+            devices.push(dev);
+            // SAFETY: `d` is an open descriptor for the duration of the call.
+            if unsafe { libc::syncfs(d.as_raw_fd()) } != 0 {
+                return Err(io::Error::last_os_error());
+            }
         }
         Ok(())
     }
     #[cfg(not(target_os = "linux"))]
     {
-        let _ = dir;
+        let _ = dirs;
         for f in files {
             File::open(f)?.sync_all()?;
         }
@@ -166,8 +175,20 @@ pub fn rename_noreplace(from: &Path, to: &Path) -> io::Result<()> {
             return Err(e);
         }
     }
-    fs::hard_link(from, to)?;
-    fs::remove_file(from)
+    match fs::hard_link(from, to) {
+        Ok(()) => fs::remove_file(from),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Err(e),
+        // No hard links here either (some FUSE and FAT filesystems): check,
+        // then rename, which leaves a short window open.
+        Err(_) => match fs::symlink_metadata(to) {
+            Ok(_) => Err(io::Error::new(
+                io::ErrorKind::AlreadyExists,
+                format!("{} exists", to.display()),
+            )),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => fs::rename(from, to),
+            Err(e) => Err(e),
+        },
+    }
 }
 
 /// Hex sha256 of a file's content, streamed.
@@ -263,7 +284,7 @@ mod tests {
         rename_noreplace(&a, &c).unwrap();
         assert!(!a.exists());
         assert_eq!(fs::read(&c).unwrap(), b"a");
-        sync_filesystem(dir.path(), &[&b, &c]).unwrap();
+        sync_files(&[dir.path()], &[&b, &c]).unwrap();
     }
 
     #[test]

@@ -7,12 +7,19 @@ static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> std::process::ExitCode {
     // Return freed memory to the OS at once (mimalloc v3's options 15,
-    // `purge_delay`, and 4, `arena_eager_commit`): peak RSS is a target,
-    // and the delay bought no speed in the pull benchmark.
-    // SAFETY: called before any other thread exists.
+    // `purge_delay`, and 4, `arena_eager_commit`), and no transparent huge
+    // pages: mimalloc asks for them (with THP in `madvise` mode a
+    // 10,000-file pull peaked at 51 MiB instead of 35) and reads its own
+    // `allow_thp` option before `main`, so the process turns THP off.
+    // Peak RSS is a target, and none of these bought speed in the pull
+    // benchmark.
+    // SAFETY: called before any other thread exists; prctl takes plain
+    // integers.
     unsafe {
         libmimalloc_sys::mi_option_set(15, 0);
         libmimalloc_sys::mi_option_set(4, 0);
+        #[cfg(target_os = "linux")]
+        libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0);
     }
     swamp::cli::main()
 }

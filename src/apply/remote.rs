@@ -686,7 +686,6 @@ fn temp_beside(file: &Path, what: &str) -> PathBuf {
 /// meanwhile, and fsyncs the directories they landed in: only then is a
 /// download complete. Returns the outcome of each, by its index in the run.
 fn commit_staged(
-    root: &Path,
     batch: Vec<(usize, TierPath, Staged)>,
 ) -> Vec<(usize, Result<(), SyncActionError>)> {
     use std::collections::BTreeMap;
@@ -695,7 +694,10 @@ fn commit_staged(
         source: std::io::Error::new(e.kind(), e.to_string()),
     };
     let files: Vec<&Path> = batch.iter().map(|(_, _, s)| s.staged.as_path()).collect();
-    if let Err(e) = fsutil::sync_filesystem(root, &files) {
+    let mut parents: Vec<&Path> = files.iter().filter_map(|f| f.parent()).collect();
+    parents.sort_unstable();
+    parents.dedup();
+    if let Err(e) = fsutil::sync_files(&parents, &files) {
         return batch
             .into_iter()
             .map(|(i, path, s)| {
@@ -807,7 +809,6 @@ pub async fn run_many(
     let mut batch_bytes = 0u64;
     let mut batch_since: Option<std::time::Instant> = None;
     let mut committing: Option<tokio::task::JoinHandle<_>> = None;
-    let root_owned = root.to_path_buf();
     let finish = |h: tokio::task::JoinHandle<Vec<(usize, Result<(), SyncActionError>)>>| async {
         h.await
             .unwrap_or_else(|e| panic!("a commit of downloads failed to run: {e}"))
@@ -827,10 +828,10 @@ pub async fn run_many(
             if let Some(h) = committing.take() {
                 settle(&mut outcomes, finish(h).await);
             }
-            let (root, b) = (root_owned.clone(), std::mem::take(&mut batch));
+            let b = std::mem::take(&mut batch);
             batch_bytes = 0;
             batch_since = None;
-            committing = Some(tokio::task::spawn_blocking(move || commit_staged(&root, b)));
+            committing = Some(tokio::task::spawn_blocking(move || commit_staged(b)));
         }
     }
     drop(stream);
@@ -838,7 +839,7 @@ pub async fn run_many(
         settle(&mut outcomes, finish(h).await);
     }
     if !batch.is_empty() {
-        let h = tokio::task::spawn_blocking(move || commit_staged(&root_owned, batch));
+        let h = tokio::task::spawn_blocking(move || commit_staged(batch));
         settle(&mut outcomes, finish(h).await);
     }
     let mut outcomes: Vec<_> = outcomes
@@ -1110,7 +1111,6 @@ mod tests {
         // Written by the user after the plan checked that it was absent.
         std::fs::write(dir.join("clash"), b"the user's own\n").unwrap();
         let out = commit_staged(
-            cache.path(),
             vec![
                 (0, tp("outputs/fresh"), fresh),
                 (1, tp("outputs/clash"), clash),
