@@ -8,9 +8,10 @@
 # (data/<kind>/<name>/state/<v>/raw, outputs/<kind>/<method>/…,
 # workflow-runs/<workflow>/…), pushed once by swamp.
 #
-# Also times a lazy clone (`[sync] hydration = "lazy"`: a fresh
+# Also times the push that fills the bucket, a lazy clone (`[sync] hydration = "lazy"`: a fresh
 # SWAMP_HOME whose first pull records the listing and downloads nothing)
-# and then `swamp data get` of one file in it (one GET).
+# and then `swamp data get` of one file in it (one GET), and a full clone
+# (a pull that downloads every file), each with its peak RSS.
 #
 #   benches/list_s3.sh                     # N = 100000
 #   benches/list_s3.sh 20000               # a quicker check
@@ -71,16 +72,6 @@ for j in range(n - n_data - n_out):
     write(f"workflow-runs/{workflows[j % 5]}/workflow-run-{j:06d}.yaml", i); i += 1
 PY
 SW=(env SWAMP_HOME="$REPO_DIR/home" "$SWAMP" --repo "$REPO_DIR/repo")
-stage "== swamp push of $N files (once, to fill the bucket)"
-push_start=$SECONDS
-"${SW[@]}" datastore sync --push -y >"$WORK/push.log" 2>&1 ||
-    { echo "error: the push failed:" >&2; tail -n 20 "$WORK/push.log" >&2; exit 1; }
-echo "   pushed in $((SECONDS - push_start)) s" >&2
-
-touch "$WORK/rclone.conf"
-RC=(env -u AWS_CA_BUNDLE rclone --config "$WORK/rclone.conf" --s3-provider Other --s3-endpoint "$S3"
-    --s3-force-path-style --s3-access-key-id test --s3-secret-access-key test --s3-region "$REGION")
-
 declare -a LABELS=()
 declare -A WALLS=() RSSES=()
 timed() {
@@ -104,6 +95,14 @@ timed() {
     printf '   %-48s %8.2f s  %8.1f MiB\n' "$label" "$wall" "$(echo "$rss" | awk '{print $1 / 1024}')" >&2
 }
 median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{a[NR] = $1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
+
+stage "== swamp push of $N files (once, to fill the bucket)"
+timed "swamp push (once, into an empty bucket)" "${SW[@]}" datastore sync --push -y
+
+touch "$WORK/rclone.conf"
+RC=(env -u AWS_CA_BUNDLE rclone --config "$WORK/rclone.conf" --s3-provider Other --s3-endpoint "$S3"
+    --s3-force-path-style --s3-access-key-id test --s3-secret-access-key test --s3-region "$REGION")
+
 
 stage "== no-op sync and the sequential listing ($RUNS run(s) each, alternating)"
 for _ in $(seq "$RUNS"); do
@@ -131,6 +130,14 @@ for _ in $(seq "$RUNS"); do
     grep -q "record 0 at data/ec2-instance/ec2-instance-000000/state/1/raw" "$WORK/last.log" ||
         { echo "error: data get printed something else:" >&2; tail -n 5 "$WORK/last.log" >&2; exit 1; }
 done
+
+stage "== full clone: a pull that downloads every file (once)"
+FULL="$WORK/full"
+mkdir -p "$FULL/repo" "$FULL/home"
+cp "$REPO_DIR/repo/.swamp.toml" "$FULL/repo/.swamp.toml"
+timed "swamp full clone (pull, once)" env SWAMP_HOME="$FULL/home" "$SWAMP" --repo "$FULL/repo" datastore sync --pull -y
+pulled=$(find "$FULL/home/repos/$id" -type f \( -path '*/data/*' -o -path '*/outputs/*' -o -path '*/workflow-runs/*' \) | wc -l)
+[[ "$pulled" -eq "$N" ]] || { echo "error: the full clone holds $pulled file(s), expected $N" >&2; exit 1; }
 
 echo
 echo "no-op sync of a namespace of $N objects on SeaweedFS (loopback, no proxy), $(nproc) CPUs; medians of $RUNS"

@@ -3,7 +3,8 @@
 # straight from SeaweedFS (`weed mini` on loopback, no counting proxy in
 # between, which would cap every tool at its own rate), beside curl
 # `--parallel --parallel-max 64` (one GET per file, no checks, no fsync:
-# the ceiling) and, with SWAMP_BASE_BIN, an earlier swamp build. Runs
+# the ceiling), `rclone copy --transfers 32 --checkers 32` (no fsync
+# either) and, with SWAMP_BASE_BIN, an earlier swamp build. Runs
 # alternate between the tools; each pull lands in a new directory that is
 # kept until the script ends (on ext4 without a journal, files created
 # right after a mass delete pay for a scan of the freed inodes). Reports
@@ -16,10 +17,11 @@
 #   SWAMP_BIN=path ...                     # that binary instead of a release build
 #   SWAMP_BASE_BIN=path ...                # also time another build (e.g. before a change)
 #   TMPDIR=/dev/shm ...                    # land on tmpfs (no filesystem cost at all)
+#   RCLONE=0 ...                           # leave rclone out
 #   KEEP=1 ...                             # keep the temp directory
 #
 # Needs what benches/sync_s3.sh needs (python3, curl, GNU time, SeaweedFS,
-# cargo). Nothing here asserts on time.
+# rclone, cargo). Nothing here asserts on time.
 set -euo pipefail
 stage() { echo "$1 [at ${SECONDS}s]" >&2; }
 
@@ -100,10 +102,20 @@ swamp_pull() {
     same_tree "$dir/home/repos/$id/outputs/bench"
 }
 
+touch "$WORK/rclone.conf"
+RC=(env -u AWS_CA_BUNDLE rclone --config "$WORK/rclone.conf" --s3-provider Other --s3-endpoint "$S3"
+    --s3-force-path-style --s3-access-key-id test --s3-secret-access-key test --s3-region "$REGION")
+
 stage "== $ROUNDS round(s) of pulls"
 for _ in $(seq "$ROUNDS"); do
     swamp_pull swamp "$SWAMP"
     if [[ -n "${SWAMP_BASE_BIN:-}" ]]; then swamp_pull "swamp (base)" "$SWAMP_BASE_BIN"; fi
+    if [[ "${RCLONE:-1}" == 1 ]]; then
+        run=$((run + 1))
+        timed "rclone -t32" "${RC[@]}" copy --transfers 32 --checkers 32 \
+            ":s3:pull-bench/swamp/outputs/bench" "$WORK/pull-$run"
+        same_tree "$WORK/pull-$run"
+    fi
     run=$((run + 1))
     sed "s#DEST#$WORK/pull-$run#" "$WORK/curl.cfg" >"$WORK/curl-$run.cfg"
     timed "curl ‖64" curl --silent --show-error --fail --parallel --parallel-max 64 --create-dirs -K "$WORK/curl-$run.cfg"

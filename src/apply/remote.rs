@@ -671,13 +671,17 @@ async fn download(
 }
 
 /// A swamp temp name beside `file` (`what` says why), never data, swept
-/// once its writer is gone.
+/// once its writer is gone. Unique within this process (a counter, not a
+/// random number: two staged downloads in one directory must never share
+/// a name), and the pid tells it from other processes' names.
 fn temp_beside(file: &Path, what: &str) -> PathBuf {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
     file.with_file_name(format!(
-        "{}{}-{what}-{:08x}",
+        "{}{}-{what}-{:x}",
         fsutil::TEMP_PREFIX,
         std::process::id(),
-        fastrand::u32(..)
+        NEXT.fetch_add(1, Ordering::Relaxed)
     ))
 }
 
@@ -1110,12 +1114,10 @@ mod tests {
         let clash = staged("clash", b"downloaded\n");
         // Written by the user after the plan checked that it was absent.
         std::fs::write(dir.join("clash"), b"the user's own\n").unwrap();
-        let out = commit_staged(
-            vec![
-                (0, tp("outputs/fresh"), fresh),
-                (1, tp("outputs/clash"), clash),
-            ],
-        );
+        let out = commit_staged(vec![
+            (0, tp("outputs/fresh"), fresh),
+            (1, tp("outputs/clash"), clash),
+        ]);
         assert!(matches!(out[0], (0, Ok(()))), "{:?}", out[0].1);
         assert!(
             matches!(&out[1], (1, Err(SyncActionError::LocalAppeared { path })) if path.as_str() == "outputs/clash"),

@@ -638,9 +638,12 @@ fn dest_dir(dest: &Path) -> &Path {
 }
 
 /// Writes `buf` to the temp file for `dest`, creating it (and its
-/// directory) when there is none yet.
+/// directory) when there is none yet. A [`Durability::Deferred`] landing
+/// writes `dest` itself (a staging name of the caller's, created only if
+/// absent): no second temp name, no rename.
 fn spill(
     dest: &Path,
+    durability: Durability,
     tmp: Option<tempfile::NamedTempFile>,
     buf: &[u8],
 ) -> Result<tempfile::NamedTempFile, StoreError> {
@@ -650,7 +653,24 @@ fn spill(
         None => {
             let dir = dest_dir(dest);
             std::fs::create_dir_all(dir).map_err(|e| StoreError::io(dir, e))?;
-            crate::fsutil::temp_file_in(dir).map_err(|e| StoreError::io(dir, e))?
+            match durability {
+                Durability::Synced => {
+                    crate::fsutil::temp_file_in(dir).map_err(|e| StoreError::io(dir, e))?
+                }
+                Durability::Deferred => {
+                    let file = std::fs::OpenOptions::new()
+                        .write(true)
+                        .create_new(true)
+                        .open(dest)
+                        .map_err(|e| StoreError::io(dest, e))?;
+                    // Removed if the landing is dropped unfinished.
+                    let path = tempfile::TempPath::try_from_path(dest).map_err(|e| {
+                        let _ = std::fs::remove_file(dest);
+                        StoreError::io(dest, e)
+                    })?;
+                    tempfile::NamedTempFile::from_parts(file, path)
+                }
+            }
         }
     };
     tmp.as_file_mut()
@@ -688,10 +708,12 @@ impl Landing {
             let buf = std::mem::take(&mut self.buf);
             let tmp = self.spilled.take();
             let dest = self.dest.clone();
-            let (tmp, mut buf) =
-                tokio::task::spawn_blocking(move || spill(&dest, tmp, &buf).map(|tmp| (tmp, buf)))
-                    .await
-                    .map_err(|e| StoreError::other(format!("download task failed: {e}")))??;
+            let durability = self.durability;
+            let (tmp, mut buf) = tokio::task::spawn_blocking(move || {
+                spill(&dest, durability, tmp, &buf).map(|tmp| (tmp, buf))
+            })
+            .await
+            .map_err(|e| StoreError::other(format!("download task failed: {e}")))??;
             buf.clear();
             self.buf = buf;
             self.spilled = Some(tmp);
@@ -721,15 +743,23 @@ impl Landing {
         let inline =
             durability == Durability::Deferred && spilled.is_none() && buf.len() <= Self::INLINE;
         let land = move || {
-            let tmp = spill(&dest, spilled, &buf)?;
-            if durability == Durability::Synced {
-                tmp.as_file()
-                    .sync_all()
-                    .map_err(|e| StoreError::io(tmp.path(), e))?;
+            let tmp = spill(&dest, durability, spilled, &buf)?;
+            match durability {
+                Durability::Synced => {
+                    tmp.as_file()
+                        .sync_all()
+                        .map_err(|e| StoreError::io(tmp.path(), e))?;
+                    tmp.persist(&dest)
+                        .map(|_| ())
+                        .map_err(|e| StoreError::io(&dest, e.error))
+                }
+                // Already at `dest`: keep it.
+                Durability::Deferred => tmp
+                    .into_temp_path()
+                    .keep()
+                    .map(|_| ())
+                    .map_err(|e| StoreError::io(&dest, e.error)),
             }
-            tmp.persist(&dest)
-                .map(|_| ())
-                .map_err(|e| StoreError::io(&dest, e.error))
         };
         if inline {
             land()?;
@@ -951,6 +981,40 @@ mod tests {
             .unwrap_err();
         assert!(e.to_string().contains("sha256"), "{e}");
         assert!(names_in(dir.path()).is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_deferred_landing_writes_its_staging_name_and_never_one_that_exists() {
+        let dir = tempfile::tempdir().unwrap();
+        // Small and spilled bodies both land at the name given, nothing else.
+        for (name, len) in [("small", 100), ("large", Landing::SPILL + 777)] {
+            let dest = dir.path().join("sub").join(name);
+            let body: Vec<u8> = (0..len).map(|i| (i % 13) as u8).collect();
+            let mut landing = Landing::new(&dest, Durability::Deferred).unwrap();
+            for chunk in body.chunks(64 * 1024) {
+                landing.write(chunk).await.unwrap();
+            }
+            landing.finish("test", &meta_for(&body)).await.unwrap();
+            assert_eq!(std::fs::read(&dest).unwrap(), body);
+        }
+        assert_eq!(names_in(&dir.path().join("sub")), ["large", "small"]);
+        // A name that is taken is left as it is: the landing fails.
+        let taken = dir.path().join("sub/small");
+        let before = std::fs::read(&taken).unwrap();
+        let mut landing = Landing::new(&taken, Durability::Deferred).unwrap();
+        landing.write(b"other").await.unwrap();
+        landing
+            .finish("test", &meta_for(b"other"))
+            .await
+            .unwrap_err();
+        assert_eq!(std::fs::read(&taken).unwrap(), before);
+        // Spilled, then dropped: the staging file is removed.
+        let dropped = dir.path().join("sub/dropped");
+        let mut landing = Landing::new(&dropped, Durability::Deferred).unwrap();
+        landing.write(&vec![1u8; Landing::SPILL]).await.unwrap();
+        assert!(dropped.exists(), "the spill wrote the staging file");
+        drop(landing);
+        assert_eq!(names_in(&dir.path().join("sub")), ["large", "small"]);
     }
 
     #[test]
