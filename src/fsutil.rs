@@ -78,6 +78,24 @@ pub fn atomic_write(path: &Path, bytes: &[u8]) -> io::Result<()> {
     sync_dir(parent_dir(path))
 }
 
+/// [`atomic_write`] of what `write` writes, streamed into the temp file
+/// (buffered) rather than built in memory first.
+pub fn atomic_write_with(
+    path: &Path,
+    write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> io::Result<()> {
+    sweep_dead_temps(parent_dir(path));
+    let dir = parent_dir(path);
+    fs::create_dir_all(dir)?;
+    let tmp = temp_file_in(dir)?;
+    let mut out = io::BufWriter::with_capacity(64 * 1024, tmp);
+    write(&mut out)?;
+    let tmp = out.into_inner().map_err(|e| e.into_error())?;
+    tmp.as_file().sync_all()?;
+    tmp.persist(path).map_err(|e| e.error)?;
+    sync_dir(dir)
+}
+
 /// Like [`atomic_write`], but fails with `AlreadyExists` instead of
 /// replacing an existing file.
 pub fn atomic_create(path: &Path, bytes: &[u8]) -> io::Result<()> {

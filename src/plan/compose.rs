@@ -171,6 +171,12 @@ fn add_remote(scope: Scope, observed: &Observed, options: &Options, plan: &mut P
                 | Action::Fetch { .. }
         ) && a.path().is_some_and(|p| p.tier() == Tier::Data)
     });
+    // Exactly what is added, with room for the catalog's invalidation and
+    // the sentinel (a plan of 100,000 transfers grown by one more push
+    // would double its capacity: 12 MiB for nothing).
+    plan.actions.reserve_exact(
+        drain.transfers.len() + sync_actions.len() + drain.deletes.len() + 2 + tail.len(),
+    );
     plan.actions.extend(drain.transfers);
     plan.actions.extend(sync_actions);
     plan.actions.extend(drain.deletes);

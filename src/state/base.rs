@@ -75,8 +75,8 @@ impl SyncBase {
             files: BTreeMap::new(),
             unhydrated: BTreeMap::new(),
         };
-        let bytes = match std::fs::read(path) {
-            Ok(b) => b,
+        let file = match std::fs::File::open(path) {
+            Ok(f) => f,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(empty),
             Err(source) => {
                 return Err(BaseError::Read {
@@ -85,10 +85,20 @@ impl SyncBase {
                 });
             }
         };
-        let base: SyncBase = serde_json::from_slice(&bytes).map_err(|e| BaseError::Corrupt {
-            path: path.to_path_buf(),
-            message: e.to_string(),
-        })?;
+        // Parsed as it is read: the text of a base of 100,000 files (20
+        // MiB) is never held beside the map made of it.
+        let reader = io::BufReader::with_capacity(256 * 1024, file);
+        let base: SyncBase =
+            serde_json::from_reader(reader).map_err(|e| match e.io_error_kind() {
+                Some(kind) => BaseError::Read {
+                    path: path.to_path_buf(),
+                    source: io::Error::new(kind, e.to_string()),
+                },
+                None => BaseError::Corrupt {
+                    path: path.to_path_buf(),
+                    message: e.to_string(),
+                },
+            })?;
         Ok(if base.remote == remote { base } else { empty })
     }
 
@@ -147,41 +157,72 @@ impl SyncBase {
         self.unhydrated.insert(path, object);
     }
 
-    /// Writes the base atomically, unless it is unchanged on disk.
+    /// Writes the base atomically, unless it is unchanged on disk. The JSON
+    /// is streamed (compared with the file, then written to the temp file)
+    /// and never held whole: a base of 100,000 files is tens of megabytes.
     pub fn save(&self, path: &Path) -> Result<bool, BaseError> {
-        let mut bytes = serde_json::to_vec_pretty(self).expect("base serialises");
-        bytes.push(b'\n');
-        if same_as_file(path, &bytes) {
+        if same_as_file(path, |w| self.write_json(w)) {
             return Ok(false);
         }
-        fsutil::atomic_write(path, &bytes).map_err(|source| BaseError::Write {
-            path: path.to_path_buf(),
-            source,
+        fsutil::atomic_write_with(path, |w| self.write_json(w)).map_err(|source| {
+            BaseError::Write {
+                path: path.to_path_buf(),
+                source,
+            }
         })?;
         Ok(true)
     }
+
+    fn write_json(&self, w: &mut dyn std::io::Write) -> std::io::Result<()> {
+        serde_json::to_writer_pretty(&mut *w, self).map_err(std::io::Error::other)?;
+        w.write_all(b"\n")
+    }
 }
 
-/// Whether the file at `path` holds exactly `bytes`, read a block at a
-/// time (a base of 100,000 files is tens of megabytes: not read whole
-/// beside its new copy).
-fn same_as_file(path: &Path, bytes: &[u8]) -> bool {
-    use std::io::Read;
-    let Ok(mut file) = std::fs::File::open(path) else {
-        return false;
-    };
-    if file.metadata().map(|m| m.len()).ok() != Some(bytes.len() as u64) {
-        return false;
+/// Whether the file at `path` holds exactly what `write` writes, compared
+/// a block at a time as it is written.
+fn same_as_file(
+    path: &Path,
+    write: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>,
+) -> bool {
+    use std::io::{BufReader, Read, Write};
+    /// Reads the file along with what is written, remembering a difference.
+    struct Compare {
+        file: BufReader<std::fs::File>,
+        same: bool,
+        buf: Vec<u8>,
     }
-    let mut buf = vec![0u8; 64 * 1024];
-    let mut at = 0;
-    loop {
-        match file.read(&mut buf) {
-            Ok(0) => return at == bytes.len(),
-            Ok(n) if at + n <= bytes.len() && buf[..n] == bytes[at..at + n] => at += n,
-            Ok(_) | Err(_) => return false,
+    impl Write for Compare {
+        fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+            if self.same {
+                self.buf.resize(data.len(), 0);
+                self.same = self.file.read_exact(&mut self.buf).is_ok() && self.buf == data;
+            }
+            Ok(data.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
         }
     }
+    let Ok(file) = std::fs::File::open(path) else {
+        return false;
+    };
+    let mut cmp = std::io::BufWriter::with_capacity(
+        64 * 1024,
+        Compare {
+            file: BufReader::with_capacity(64 * 1024, file),
+            same: true,
+            buf: Vec::new(),
+        },
+    );
+    if write(&mut cmp).is_err() {
+        return false;
+    }
+    let Ok(mut cmp) = cmp.into_inner() else {
+        return false;
+    };
+    // Nothing may follow in the file.
+    cmp.same && matches!(cmp.file.read(&mut [0u8; 1]), Ok(0))
 }
 
 #[cfg(test)]
@@ -215,6 +256,41 @@ mod tests {
         assert!(wiped.contains("holds no id now"), "{wiped}");
         let other = b.mismatch(Some("y")).unwrap();
         assert!(other.contains("now holds y"), "{other}");
+    }
+
+    #[test]
+    fn a_streamed_save_writes_the_same_json_and_rewrites_any_difference() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("base.json");
+        let mut b = SyncBase::load(&p, "s3://b/p").unwrap();
+        for i in 0..2000 {
+            b.files.insert(
+                TierPath::parse(&format!("data/n{i}/1/raw")).unwrap(),
+                BaseEntry {
+                    sha256: crate::digest::Sha256::of(format!("{i}").as_bytes()),
+                    size: i,
+                    version: format!("v{i}"),
+                },
+            );
+        }
+        let mut want = serde_json::to_vec_pretty(&b).unwrap();
+        want.push(b'\n');
+        assert!(b.save(&p).unwrap());
+        assert_eq!(std::fs::read(&p).unwrap(), want);
+        // A byte changed deep inside, bytes after the end, bytes missing:
+        // each is rewritten to the same content.
+        let mut changed = want.clone();
+        let mid = changed.len() / 2;
+        changed[mid] ^= 1;
+        let mut longer = want.clone();
+        longer.extend_from_slice(b"  ");
+        let shorter = want[..want.len() - 1].to_vec();
+        for stale in [changed, longer, shorter] {
+            std::fs::write(&p, &stale).unwrap();
+            assert!(b.save(&p).unwrap(), "a differing file is rewritten");
+            assert_eq!(std::fs::read(&p).unwrap(), want);
+        }
+        assert!(!b.save(&p).unwrap());
     }
 
     #[test]
