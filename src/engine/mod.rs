@@ -412,6 +412,20 @@ pub fn apply_and_verify(
     options: SyncOptions,
     progress: Progress<'_>,
 ) -> Result<Applied, EngineError> {
+    let report = apply_only(repo, layout, plan, progress)?;
+    let after = verify(repo, layout, plan.scope, options)?;
+    Ok(Applied { report, after })
+}
+
+/// The first half of [`apply_and_verify`]: applies `plan`. A caller that
+/// no longer needs the plan lets it go before [`verify`] observes again
+/// (at 100,000 actions, the plan is a tenth of the peak).
+pub fn apply_only(
+    repo: &Path,
+    layout: &Layout,
+    plan: &Plan,
+    progress: Progress<'_>,
+) -> Result<ApplyReport, EngineError> {
     let config = Config::load(repo)?;
     let remote = match &plan.remote {
         Some(_) => Some(RemoteTarget::open(&plan.target.placement())?),
@@ -436,6 +450,17 @@ pub fn apply_and_verify(
         config.sync.concurrency,
         progress,
     )?;
+    Ok(report)
+}
+
+/// The second half of [`apply_and_verify`]: observes again and plans
+/// `scope` with the (possibly updated) configuration.
+pub fn verify(
+    repo: &Path,
+    layout: &Layout,
+    scope: Scope,
+    options: SyncOptions,
+) -> Result<Planned, EngineError> {
     let config = Config::load(repo)?;
     let layout = Layout::new(repo, &config, layout.swamp_home())?;
     // `--no-base` is for one run: the base this apply recorded counts now.
@@ -443,6 +468,5 @@ pub fn apply_and_verify(
         no_base: false,
         ..options
     };
-    let after = plan_with(&layout, &config, plan.scope, options)?;
-    Ok(Applied { report, after })
+    plan_with(&layout, &config, scope, options)
 }

@@ -145,7 +145,7 @@ fn apply_saved_locked(ctx: &Ctx, repo: &Repo, saved: SavedPlan) -> Result<Outcom
     // Apply reads only the plan: the observation it came from (the
     // largest thing held) need not stay while the verifying plan observes.
     saved.observed = None;
-    apply_confirmed(ctx, repo, &saved, options)
+    apply_confirmed(ctx, repo, saved, options)
 }
 
 /// What to do when the user did not confirm.
@@ -222,7 +222,7 @@ pub fn run_flow(
     // Apply reads only the plan: the observation it came from (the
     // largest thing held) need not stay while the verifying plan observes.
     saved.observed = None;
-    apply_confirmed(ctx, repo, &saved, options)
+    apply_confirmed(ctx, repo, saved, options)
 }
 
 fn finish_empty(ctx: &Ctx, saved: &SavedPlan) -> Result<Outcome, CliError> {
@@ -255,15 +255,22 @@ fn conflicts(ctx: &Ctx, saved: &SavedPlan, recorded: bool) -> Result<Outcome, Cl
 fn apply_confirmed(
     ctx: &Ctx,
     repo: &Repo,
-    saved: &SavedPlan,
+    mut saved: SavedPlan,
     options: SyncOptions,
 ) -> Result<Outcome, CliError> {
     let bar = progress_bar(saved.plan.actions.len());
     let mut tick = |done: usize, _total: usize| bar.set_position(done as u64);
-    let result =
-        engine::apply_and_verify(&repo.root, &repo.layout, &saved.plan, options, &mut tick);
+    let result = engine::apply_only(&repo.root, &repo.layout, &saved.plan, &mut tick);
     bar.finish_and_clear();
-    let applied = result?;
+    let report = result?;
+    if !ctx.json {
+        // Shown and applied: the human report needs only the counts, so
+        // the actions go before the verifying plan observes again.
+        saved.plan.actions = Vec::new();
+    }
+    let after = engine::verify(&repo.root, &repo.layout, saved.plan.scope, options)?;
+    let applied = engine::Applied { report, after };
+    let saved = &saved;
     let report = &applied.report;
     let converged = applied.converged();
     if ctx.json {
