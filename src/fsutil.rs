@@ -72,10 +72,7 @@ pub fn process_gone(pid: i32) -> bool {
 /// gone) are removed first: small state files (`.swamp.toml`, sync bases,
 /// journals) are never planned, so this is where their leftovers go.
 pub fn atomic_write(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    sweep_dead_temps(parent_dir(path));
-    let tmp = synced_temp_beside(path, bytes)?;
-    tmp.persist(path).map_err(|e| e.error)?;
-    sync_dir(parent_dir(path))
+    atomic_write_with(path, |w| w.write_all(bytes))
 }
 
 /// [`atomic_write`] of what `write` writes, streamed into the temp file

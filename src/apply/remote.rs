@@ -686,13 +686,13 @@ fn temp_beside(file: &Path, what: &str) -> PathBuf {
 }
 
 /// Makes a batch of staged downloads durable (one filesystem sync for all
-/// their bytes), renames each into place unless a file appeared there
-/// meanwhile, and fsyncs the directories they landed in: only then is a
-/// download complete. Returns the outcome of each, by its index in the run.
+/// their bytes) and renames each into place unless a file appeared there
+/// meanwhile. Their directories are fsynced with the run's other
+/// downloads ([`sync_landed_dirs`]) before any is reported complete.
+/// Returns the outcome of each, by its index in the run.
 fn commit_staged(
     batch: Vec<(usize, TierPath, Staged)>,
 ) -> Vec<(usize, Result<(), SyncActionError>)> {
-    use std::collections::BTreeMap;
     let io = |path: &TierPath, e: &std::io::Error| SyncActionError::Io {
         path: path.clone(),
         source: std::io::Error::new(e.kind(), e.to_string()),
@@ -710,40 +710,22 @@ fn commit_staged(
             })
             .collect();
     }
-    let mut out = Vec::with_capacity(batch.len());
-    // The renamed files of each directory: (position in `out`, path).
-    let mut dirs: BTreeMap<PathBuf, Vec<(usize, TierPath)>> = BTreeMap::new();
-    for (i, path, s) in batch {
-        match fsutil::rename_noreplace(&s.staged, &s.dest) {
-            Ok(()) => {
-                if let Some(dir) = s.dest.parent() {
-                    dirs.entry(dir.to_path_buf())
-                        .or_default()
-                        .push((out.len(), path));
+    batch
+        .into_iter()
+        .map(
+            |(i, path, s)| match fsutil::rename_noreplace(&s.staged, &s.dest) {
+                Ok(()) => (i, Ok(())),
+                Err(e) => {
+                    let _ = std::fs::remove_file(&s.staged);
+                    if e.kind() == std::io::ErrorKind::AlreadyExists {
+                        (i, Err(SyncActionError::LocalAppeared { path }))
+                    } else {
+                        (i, Err(io(&path, &e)))
+                    }
                 }
-                out.push((i, Ok(())));
-            }
-            Err(e) => {
-                let _ = std::fs::remove_file(&s.staged);
-                let err = if e.kind() == std::io::ErrorKind::AlreadyExists {
-                    SyncActionError::LocalAppeared { path }
-                } else {
-                    io(&path, &e)
-                };
-                out.push((i, Err(err)));
-            }
-        }
-    }
-    for (dir, landed) in dirs {
-        // In place but perhaps not durably: not complete, so the base does
-        // not record it (the next plan finds it identical on both sides).
-        if let Err(e) = fsutil::sync_dir(&dir) {
-            for (k, path) in landed {
-                out[k].1 = Err(io(&path, &e));
-            }
-        }
-    }
-    out
+            },
+        )
+        .collect()
 }
 
 /// Runs a run of consecutive transfer actions concurrently (at most
@@ -808,7 +790,6 @@ pub async fn run_many(
     // Staged downloads are committed a batch at a time on a blocking
     // thread while the transfers go on (one commit in flight at a time);
     // until its batch is committed a download is not complete.
-    let mut staged_at = vec![false; actions.len()];
     let mut batch: Vec<(usize, TierPath, Staged)> = Vec::new();
     let mut batch_bytes = 0u64;
     let mut batch_since: Option<std::time::Instant> = None;
@@ -820,7 +801,6 @@ pub async fn run_many(
     while let Some((i, outcome, staged)) = stream.next().await {
         outcomes[i] = Some(outcome);
         if let (Some(staged), Some(path)) = (staged, actions[i].path()) {
-            staged_at[i] = true;
             batch_since.get_or_insert_with(std::time::Instant::now);
             batch_bytes += staged.size;
             batch.push((i, path.clone(), staged));
@@ -850,7 +830,7 @@ pub async fn run_many(
         .into_iter()
         .map(|o| o.expect("every action yields an outcome"))
         .collect();
-    sync_landed_dirs(actions, root, &staged_at, &mut outcomes).await;
+    sync_landed_dirs(actions, root, &mut outcomes).await;
     outcomes
 }
 
@@ -886,8 +866,7 @@ fn action_done_for_tests() {
     }
 }
 
-/// Makes the downloads of a run durable that no commit of staged downloads
-/// did (`committed`): fsyncs each directory a completed
+/// Makes the downloads of a run durable: fsyncs each directory a completed
 /// download or fetch renamed a file into, once (not once per file), before
 /// any of them is reported complete (and so before the sync base records
 /// it or a later action relies on it). A directory that cannot be synced
@@ -895,7 +874,6 @@ fn action_done_for_tests() {
 async fn sync_landed_dirs(
     actions: &[&Action],
     root: &Path,
-    committed: &[bool],
     outcomes: &mut [Result<BaseChange, SyncActionError>],
 ) {
     use std::collections::BTreeMap;
@@ -903,7 +881,6 @@ async fn sync_landed_dirs(
     for (i, (action, outcome)) in actions.iter().zip(outcomes.iter()).enumerate() {
         if let (Action::Download { path, .. } | Action::Fetch { path, .. }, Ok(_)) =
             (action, outcome)
-            && !committed[i]
             && let Some(dir) = root.join(path.as_str()).parent()
         {
             dirs.entry(dir.to_path_buf()).or_default().push(i);

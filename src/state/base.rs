@@ -186,17 +186,18 @@ fn same_as_file(
     write: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>,
 ) -> bool {
     use std::io::{BufReader, Read, Write};
-    /// Reads the file along with what is written, remembering a difference.
+    /// Reads the file along with what is written; the first difference
+    /// ends the writing (an error), so a changed base is not serialised
+    /// to the end only to be compared.
     struct Compare {
         file: BufReader<std::fs::File>,
-        same: bool,
         buf: Vec<u8>,
     }
     impl Write for Compare {
         fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
-            if self.same {
-                self.buf.resize(data.len(), 0);
-                self.same = self.file.read_exact(&mut self.buf).is_ok() && self.buf == data;
+            self.buf.resize(data.len(), 0);
+            if self.file.read_exact(&mut self.buf).is_err() || self.buf != data {
+                return Err(std::io::Error::other("differs"));
             }
             Ok(data.len())
         }
@@ -211,7 +212,6 @@ fn same_as_file(
         64 * 1024,
         Compare {
             file: BufReader::with_capacity(64 * 1024, file),
-            same: true,
             buf: Vec::new(),
         },
     );
@@ -222,7 +222,7 @@ fn same_as_file(
         return false;
     };
     // Nothing may follow in the file.
-    cmp.same && matches!(cmp.file.read(&mut [0u8; 1]), Ok(0))
+    matches!(cmp.file.read(&mut [0u8; 1]), Ok(0))
 }
 
 #[cfg(test)]

@@ -335,9 +335,6 @@ impl GcsStore {
         Err(last.expect("at least one attempt"))
     }
 
-    /// Streams a download body into `dest` through a fresh [`Landing`] (a
-    /// failed attempt's temp file is removed on drop), checked against
-    /// `meta`; returns `meta` with the sha256 of the bytes landed.
     /// The object as it is now (metadata, then media) streamed into `dest`.
     async fn get_landed(
         &self,
@@ -353,6 +350,9 @@ impl GcsStore {
         .await
     }
 
+    /// Streams a download body into `dest` through a fresh [`Landing`] (a
+    /// failed attempt's temp file is removed on drop), checked against
+    /// `meta`; returns `meta` with the sha256 of the bytes landed.
     async fn land(
         &self,
         stream: impl futures_util::Stream<Item = Result<bytes::Bytes, GcsError>>,
