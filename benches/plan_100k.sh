@@ -165,12 +165,16 @@ expect_converged() {
 
 count_under() { find "$1" -type f -not -name '_catalog.db*' 2>/dev/null | wc -l; }
 
-HASH_CACHE="$REPO/.swamp/state/hash-cache.tsv"
+# The hash cache's file name has changed between versions (hash-cache.tsv,
+# then .bin): remove whichever this build writes, and check it wrote one.
+STATE="$REPO/.swamp/state"
 
 echo "== swamp plan, solo layout, nothing to do ($RUNS runs each)" >&2
 for _ in $(seq "$RUNS"); do
-    rm -f "$HASH_CACHE"
+    rm -f "$STATE"/hash-cache.*
     timed "swamp plan (cold hash cache)" "$SWAMP" --repo "$REPO" plan
+    compgen -G "$STATE/hash-cache.*" >/dev/null \
+        || { echo "error: the plan wrote no hash cache under $STATE" >&2; exit 1; }
 done
 grep -q "No changes" "$WORK/last.log" || { echo "error: the solo plan is not empty" >&2; cat "$WORK/last.log" >&2; exit 1; }
 for _ in $(seq "$RUNS"); do

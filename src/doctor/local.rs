@@ -395,7 +395,7 @@ mod tests {
             "data/_catalog.db-journal",
             "secrets/k.enc",
             "vault-bundles/b",
-            "state/hash-cache.tsv",
+            "state/hash-cache.bin",
         ] {
             r.write(local, "local");
         }

@@ -368,7 +368,7 @@ impl Layout {
     }
 
     pub fn hash_cache_path(&self) -> PathBuf {
-        self.state_dir().join("hash-cache.tsv")
+        self.state_dir().join("hash-cache.bin")
     }
 
     /// The key prefix everything of a placement lives under in its bucket:

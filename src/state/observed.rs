@@ -262,7 +262,7 @@ impl OpenDirs {
 fn remember(dirs: &mut DirListings, seen: Vec<Seen>) {
     for seen in seen {
         match seen {
-            Seen::Remembered(key) => dirs.used(&key),
+            Seen::Remembered(key, at) => dirs.used_at(&key, at),
             Seen::Read(key, listing) => dirs.learn(key, listing),
             Seen::Racy => {}
         }

@@ -6,9 +6,10 @@
 //! visits them (a directory before what it holds, siblings by name as
 //! bytes), so observation is deterministic.
 
-use std::ffi::OsStr;
+use std::ffi::{CString, OsStr};
 use std::fs::{self, Metadata};
 use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -40,6 +41,19 @@ impl Stat {
         }
     }
 
+    fn of_raw(st: &libc::stat) -> Stat {
+        // The field types differ between platforms; the casts only widen.
+        #[allow(clippy::unnecessary_cast)]
+        Stat {
+            dev: st.st_dev as u64,
+            ino: st.st_ino as u64,
+            size: st.st_size as u64,
+            mtime_ns: stamp_ns(st.st_mtime as i64, st.st_mtime_nsec as i64),
+            ctime_ns: stamp_ns(st.st_ctime as i64, st.st_ctime_nsec as i64),
+            mode: st.st_mode as u32,
+        }
+    }
+
     fn format(&self) -> u32 {
         self.mode & libc::S_IFMT
     }
@@ -66,8 +80,9 @@ fn stamp_ns(secs: i64, nsec: i64) -> i64 {
 /// How a directory's listing was come by.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Seen {
-    /// The remembered listing for its stamp.
-    Remembered(DirKey),
+    /// The remembered listing for its stamp (and where the listings hold
+    /// it: [`DirListings::find`]).
+    Remembered(DirKey, Option<u32>),
     /// Read now, and old enough to remember.
     Read(DirKey, Listing),
     /// Read now, but changed too recently to remember.
@@ -125,6 +140,67 @@ enum Fail {
     Io(WalkError),
 }
 
+/// The walked directory, held open: entries beneath it are statted by
+/// their path relative to it, so the kernel resolves a few names per entry
+/// instead of the whole absolute path (half of a warm plan's time was that
+/// lookup at 100,000 files).
+struct Anchor {
+    /// `None` when the directory could not be opened as the one statted (it
+    /// was replaced meanwhile): entries are then statted by absolute path.
+    fd: Option<OwnedFd>,
+    /// How many bytes of an entry's `rel` name the walked directory itself
+    /// (its name and the `/` after it).
+    skip: usize,
+}
+
+impl Anchor {
+    fn open(dir: &Path, rel: &[u8], stat: &Stat) -> Anchor {
+        let skip = rel.len() + 1;
+        let Ok(c) = CString::new(dir.as_os_str().as_bytes()) else {
+            return Anchor { fd: None, skip };
+        };
+        let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+        // SAFETY: `c` is a NUL-terminated path; the fd returned is owned here.
+        let raw = unsafe { libc::open(c.as_ptr(), flags) };
+        if raw < 0 {
+            return Anchor { fd: None, skip };
+        }
+        // SAFETY: `raw` is a fresh fd nothing else owns.
+        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+        let same = fstatat(Some(&fd), c"", libc::AT_EMPTY_PATH)
+            .is_ok_and(|s| s.dev == stat.dev && s.ino == stat.ino);
+        Anchor {
+            fd: same.then_some(fd),
+            skip,
+        }
+    }
+
+    /// The lstat of the entry named `rel` (from the walk's root) at `path`.
+    fn lstat(&self, rel: &[u8], path: &Path) -> io::Result<Stat> {
+        match &self.fd {
+            Some(fd) if rel.len() > self.skip => {
+                let c = CString::new(&rel[self.skip..])
+                    .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+                fstatat(Some(fd), &c, libc::AT_SYMLINK_NOFOLLOW)
+            }
+            _ => fs::symlink_metadata(path).map(|m| Stat::of(&m)),
+        }
+    }
+}
+
+fn fstatat(dir: Option<&OwnedFd>, path: &std::ffi::CStr, flags: libc::c_int) -> io::Result<Stat> {
+    let fd = dir.map_or(libc::AT_FDCWD, |d| d.as_raw_fd());
+    let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
+    // SAFETY: `path` is NUL-terminated and `st` is written before it is read.
+    let r = unsafe { libc::fstatat(fd, path.as_ptr(), st.as_mut_ptr(), flags) };
+    if r != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: fstatat succeeded, so it filled `st`.
+    let st = unsafe { st.assume_init() };
+    Ok(Stat::of_raw(&st))
+}
+
 pub struct Walker<'a> {
     listings: &'a DirListings,
     /// A directory changed at or after this is racy (nanoseconds since the
@@ -144,7 +220,8 @@ impl<'a> Walker<'a> {
     /// from `rel`.
     pub fn walk(&self, dir: &Path, rel: &[u8], stat: &Stat) -> Result<Walked, WalkError> {
         let mut out = Walked::default();
-        self.walk_dir(dir, rel, 0, stat, false, &mut out)?;
+        let anchor = Anchor::open(dir, rel, stat);
+        self.walk_dir(&anchor, dir, rel, 0, stat, false, &mut out)?;
         Ok(out)
     }
 
@@ -160,7 +237,10 @@ impl<'a> Walker<'a> {
         mut each: impl FnMut(Walked) -> Result<(), E>,
     ) -> Result<(), E> {
         let key = DirKey::of(stat);
-        let remembered = self.listings.get(&key);
+        let anchor = Anchor::open(dir, rel, stat);
+        let found = self.listings.find(&key);
+        let at = found.and_then(|(at, _)| at);
+        let remembered = found.map(|(_, listing)| listing);
         let mut read = match remembered {
             Some(_) => None,
             None => Some(read_listing(dir)?),
@@ -179,7 +259,7 @@ impl<'a> Walker<'a> {
                     continue;
                 }
                 let mut part = Walked::default();
-                match self.child(dir, rel, 1, name, &mut part) {
+                match self.child(&anchor, dir, rel, 1, name, &mut part) {
                     Ok(()) => {}
                     Err(Fail::Vanished(_)) if read.is_none() => {
                         vanished = true;
@@ -197,7 +277,7 @@ impl<'a> Walker<'a> {
             // directory, and go on after the last child handed over.
             read = Some(read_listing(dir)?);
         }
-        let seen = self.seen(key, read);
+        let seen = self.seen(key, at, read);
         each(Walked {
             entries: Vec::new(),
             seen: vec![seen],
@@ -206,16 +286,18 @@ impl<'a> Walker<'a> {
 
     /// How the listing of a directory in state `key` was come by: read
     /// now (`read`), or remembered.
-    fn seen(&self, key: DirKey, read: Option<Listing>) -> Seen {
+    fn seen(&self, key: DirKey, at: Option<u32>, read: Option<Listing>) -> Seen {
         match read {
-            None => Seen::Remembered(key),
+            None => Seen::Remembered(key, at),
             Some(_) if key.is_racy(self.trust_before_ns) => Seen::Racy,
             Some(listing) => Seen::Read(key, listing),
         }
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn walk_dir(
         &self,
+        anchor: &Anchor,
         dir: &Path,
         rel: &[u8],
         depth: u32,
@@ -224,11 +306,13 @@ impl<'a> Walker<'a> {
         out: &mut Walked,
     ) -> Result<(), WalkError> {
         let key = DirKey::of(stat);
-        let remembered = if reread {
+        let found = if reread {
             None
         } else {
-            self.listings.get(&key)
+            self.listings.find(&key)
         };
+        let at = found.and_then(|(at, _)| at);
+        let remembered = found.map(|(_, listing)| listing);
         let read = match remembered {
             Some(_) => None,
             None => Some(read_listing(dir)?),
@@ -244,18 +328,18 @@ impl<'a> Walker<'a> {
             .par_iter()
             .with_min_len(min_len)
             .try_fold(Walked::default, |mut acc, name| {
-                self.child(dir, rel, depth + 1, name, &mut acc)?;
+                self.child(anchor, dir, rel, depth + 1, name, &mut acc)?;
                 Ok(acc)
             })
             .collect();
         let parts = match parts {
             Ok(parts) => parts,
             Err(Fail::Vanished(_)) if remembered.is_some() => {
-                return self.walk_dir(dir, rel, depth, stat, true, out);
+                return self.walk_dir(anchor, dir, rel, depth, stat, true, out);
             }
             Err(Fail::Vanished(e) | Fail::Io(e)) => return Err(e),
         };
-        let seen = self.seen(key, read);
+        let seen = self.seen(key, at, read);
         out.seen.push(seen);
         out.entries
             .reserve(parts.iter().map(|p| p.entries.len()).sum());
@@ -267,6 +351,7 @@ impl<'a> Walker<'a> {
 
     fn child(
         &self,
+        anchor: &Anchor,
         dir: &Path,
         rel: &[u8],
         depth: u32,
@@ -274,8 +359,12 @@ impl<'a> Walker<'a> {
         out: &mut Walked,
     ) -> Result<(), Fail> {
         let path = dir.join(OsStr::from_bytes(name));
-        let stat = match fs::symlink_metadata(&path) {
-            Ok(meta) => Stat::of(&meta),
+        let mut child_rel = Vec::with_capacity(rel.len() + 1 + name.len());
+        child_rel.extend_from_slice(rel);
+        child_rel.push(b'/');
+        child_rel.extend_from_slice(name);
+        let stat = match anchor.lstat(&child_rel, &path) {
+            Ok(stat) => stat,
             Err(source) => {
                 let vanished = source.kind() == io::ErrorKind::NotFound;
                 let e = WalkError { path, source };
@@ -286,10 +375,6 @@ impl<'a> Walker<'a> {
                 });
             }
         };
-        let mut child_rel = Vec::with_capacity(rel.len() + 1 + name.len());
-        child_rel.extend_from_slice(rel);
-        child_rel.push(b'/');
-        child_rel.extend_from_slice(name);
         if !stat.is_dir() {
             out.entries.push(WalkEntry {
                 rel: child_rel.into_boxed_slice(),
@@ -303,7 +388,7 @@ impl<'a> Walker<'a> {
             depth,
             stat,
         });
-        self.walk_dir(&path, &child_rel, depth, &stat, false, out)
+        self.walk_dir(anchor, &path, &child_rel, depth, &stat, false, out)
             .map_err(Fail::Io)
     }
 }
@@ -341,11 +426,11 @@ mod tests {
             .unwrap();
         let key = DirKey::of(&e.stat);
         let seen = walked.seen.iter().find(|s| match s {
-            Seen::Remembered(k) | Seen::Read(k, _) => *k == key,
+            Seen::Remembered(k, _) | Seen::Read(k, _) => *k == key,
             Seen::Racy => false,
         });
         match seen {
-            Some(Seen::Remembered(_)) => "remembered",
+            Some(Seen::Remembered(..)) => "remembered",
             Some(Seen::Read(..)) => "read",
             _ => "racy",
         }
@@ -363,7 +448,7 @@ mod tests {
         for seen in &walked.seen {
             match seen {
                 Seen::Read(k, l) => listings.learn(*k, l.clone()),
-                Seen::Remembered(k) => listings.used(k),
+                Seen::Remembered(k, at) => listings.used_at(k, *at),
                 Seen::Racy => {}
             }
         }
@@ -419,14 +504,14 @@ mod tests {
         // is remembered, and the file's own stat shows the new size.
         fs::write(t.join("old/f"), b"longer").unwrap();
         let (root, walked) = walk(&t, &listings, trust);
-        assert!(matches!(root, Seen::Remembered(_)));
+        assert!(matches!(root, Seen::Remembered(..)));
         assert_eq!(seen_of(&walked, "t/old"), "remembered");
         assert_eq!(walked.entries[1].stat.size, 6);
 
         // A new file changes its directory's stamp: read again.
         fs::write(t.join("old/g"), b"2").unwrap();
         let (root, walked) = walk(&t, &listings, trust);
-        assert!(matches!(root, Seen::Remembered(_)));
+        assert!(matches!(root, Seen::Remembered(..)));
         assert_eq!(seen_of(&walked, "t/old"), "read");
         assert_eq!(rels(&walked.entries), ["1 t/old", "2 t/old/f", "2 t/old/g"]);
     }

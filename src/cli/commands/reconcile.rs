@@ -35,6 +35,12 @@ pub fn plan(
         Some(l) => l.finish(planned.map_err(CliError::from))?,
         None => planned?,
     };
+    if out.is_none() && !ctx.json {
+        // Only shown: no fingerprint (a hash of the whole observation,
+        // tens of megabytes of JSON at 100,000 files) is needed.
+        print!("{}", ctx.render_plan(&planned.plan, &repo.root));
+        return Ok(plan_outcome(&planned.plan, detailed_exitcode));
+    }
     let mut saved = planned.into_saved(&repo.config);
     if let Some(out) = out {
         // Information for whoever reviews the file; `apply FILE` judges
@@ -55,13 +61,18 @@ pub fn plan(
             );
         }
     }
-    Ok(if saved.plan.has_conflicts() {
+    Ok(plan_outcome(&saved.plan, detailed_exitcode))
+}
+
+/// How `plan` exits: conflicts, or (asked for) changes, or success.
+fn plan_outcome(plan: &crate::plan::Plan, detailed_exitcode: bool) -> Outcome {
+    if plan.has_conflicts() {
         Outcome::Conflicts
-    } else if detailed_exitcode && !saved.plan.is_empty() {
+    } else if detailed_exitcode && !plan.is_empty() {
         Outcome::Changes
     } else {
         Outcome::Success
-    })
+    }
 }
 
 pub fn show(ctx: &Ctx, file: &Path) -> Result<Outcome, CliError> {
