@@ -77,6 +77,11 @@ pub enum Command {
         /// `local` (default) or `file:///abs/path`
         #[arg(long, value_name = "SPEC", default_value = "local")]
         datastore: String,
+        /// The repository id to use instead of a fresh one: to join a
+        /// namespace this repository registered before (by default, the
+        /// `repoId` of an upstream swamp `.swamp.yaml` in the directory)
+        #[arg(long, value_name = "UUID")]
+        repo_id: Option<uuid::Uuid>,
     },
     /// Show everything that differs between the configuration and the datastore
     Plan {

@@ -347,7 +347,8 @@ enum Manifest {
     Missing,
     Ours,
     Other(String),
-    Malformed(String),
+    /// Neither swamp nor upstream swamp wrote it.
+    Unrecognised(String),
 }
 
 fn manifest(config: &Config) -> Result<Manifest, DoctorError> {
@@ -355,10 +356,10 @@ fn manifest(config: &Config) -> Result<Manifest, DoctorError> {
     let key = Layout::namespace_manifest_key(&config.target());
     runtime().block_on(async {
         match target.store.get_bytes(&key).await {
-            Ok((_, bytes)) => Ok(match serde_json::from_slice::<NamespaceManifest>(&bytes) {
+            Ok((_, bytes)) => Ok(match NamespaceManifest::parse(&bytes) {
                 Ok(m) if m.repo_id == config.repo_id => Manifest::Ours,
                 Ok(m) => Manifest::Other(m.repo_id.to_string()),
-                Err(e) => Manifest::Malformed(e.to_string()),
+                Err(e) => Manifest::Unrecognised(e.to_string()),
             }),
             Err(StoreError::NotFound { .. }) => Ok(Manifest::Missing),
             Err(e) => Err(e.into()),
@@ -401,11 +402,11 @@ impl Check for Registration {
                 format!("namespace `{ns}` in {url} is registered to another repository ({owner})"),
                 "choose another namespace: `swamp datastore namespace set NS --migrate --confirm`",
             ),
-            Ok(Manifest::Malformed(message)) => Finding::fail(
+            Ok(Manifest::Unrecognised(message)) => Finding::fail(
                 name,
-                format!("the namespace manifest `{key}` is not valid ({message})"),
+                format!("the namespace manifest `{key}` is unrecognised: {message}"),
                 format!(
-                    "check that no other repository uses `{ns}`, delete `{key}`, then run `swamp datastore sync`"
+                    "another tool may own `{ns}` in this bucket: choose another namespace (`swamp datastore namespace set NS --migrate --confirm`), or, once sure nothing uses it, move `{key}` aside and run `swamp datastore sync`"
                 ),
             ),
         }

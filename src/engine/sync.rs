@@ -27,11 +27,52 @@ pub struct SyncOptions {
 }
 
 /// `<prefix>/<ns>/.namespace.json`: who owns a namespace in a bucket.
+/// Written with our field names; upstream swamp's (`repoId`,
+/// `registeredAt`) are read too, and its file is never rewritten.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct NamespaceManifest {
     pub namespace: String,
+    #[serde(alias = "repoId")]
     pub repo_id: uuid::Uuid,
+    #[serde(alias = "registeredAt")]
     pub registered_at: String,
+}
+
+/// A manifest neither swamp nor upstream swamp wrote.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("neither swamp nor upstream swamp wrote it ({reason})")]
+pub struct UnrecognisedManifest {
+    pub reason: String,
+}
+
+impl NamespaceManifest {
+    /// Reads a manifest in swamp's or upstream swamp's spelling.
+    pub fn parse(bytes: &[u8]) -> Result<NamespaceManifest, UnrecognisedManifest> {
+        serde_json::from_slice(bytes).map_err(|e| UnrecognisedManifest {
+            reason: e.to_string(),
+        })
+    }
+}
+
+/// One namespace directory of a bucket, as `datastore namespaces` lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ListedNamespace {
+    Registered(NamespaceManifest),
+    /// Its manifest is there but unreadable: named, never skipped.
+    Unrecognised {
+        namespace: String,
+        key: String,
+        why: UnrecognisedManifest,
+    },
+}
+
+impl ListedNamespace {
+    pub fn namespace(&self) -> &str {
+        match self {
+            ListedNamespace::Registered(m) => &m.namespace,
+            ListedNamespace::Unrecognised { namespace, .. } => namespace,
+        }
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -44,8 +85,11 @@ pub enum RegistrationError {
         url: String,
         owner: String,
     },
-    #[error("the namespace manifest {key} is not valid JSON ({message})")]
-    Malformed { key: String, message: String },
+    #[error("the namespace manifest {key} is unrecognised: {why}; nothing was changed")]
+    Unrecognised {
+        key: String,
+        why: UnrecognisedManifest,
+    },
 }
 
 /// Makes sure `<prefix>/<ns>/.namespace.json` names this repository,
@@ -62,10 +106,10 @@ pub fn register_namespace(placement: &Placement, repo_id: uuid::Uuid) -> Result<
         for _ in 0..2 {
             match target.store.get_bytes(&key).await {
                 Ok((_, bytes)) => {
-                    let m: NamespaceManifest = serde_json::from_slice(&bytes).map_err(|e| {
-                        RegistrationError::Malformed {
+                    let m = NamespaceManifest::parse(&bytes).map_err(|why| {
+                        RegistrationError::Unrecognised {
                             key: key.clone(),
-                            message: e.to_string(),
+                            why,
                         }
                     })?;
                     return if m.repo_id == repo_id {
@@ -141,8 +185,9 @@ pub fn ensure_remote_id(placement: &Placement) -> Result<String, EngineError> {
     })
 }
 
-/// Every namespace registered under the placement's `<prefix>/`.
-pub fn list_namespaces(placement: &Placement) -> Result<Vec<NamespaceManifest>, EngineError> {
+/// Every namespace registered under the placement's `<prefix>/`, those
+/// whose manifest cannot be read included (named, not failing the rest).
+pub fn list_namespaces(placement: &Placement) -> Result<Vec<ListedNamespace>, EngineError> {
     let solo = Placement {
         datastore: placement.datastore.clone(),
         namespace: None,
@@ -162,20 +207,48 @@ pub fn list_namespaces(placement: &Placement) -> Result<Vec<NamespaceManifest>, 
                 continue;
             }
             let (_, bytes) = store.get_bytes(&meta.key).await?;
-            match serde_json::from_slice::<NamespaceManifest>(&bytes) {
-                Ok(m) => out.push(m),
-                Err(e) => {
-                    return Err(RegistrationError::Malformed {
-                        key: meta.key.clone(),
-                        message: e.to_string(),
-                    }
-                    .into());
-                }
-            }
+            out.push(match NamespaceManifest::parse(&bytes) {
+                Ok(m) => ListedNamespace::Registered(m),
+                Err(why) => ListedNamespace::Unrecognised {
+                    namespace: ns.to_string(),
+                    key: meta.key.clone(),
+                    why,
+                },
+            });
         }
-        out.sort_by(|a, b| a.namespace.cmp(&b.namespace));
+        out.sort_by(|a, b| a.namespace().cmp(b.namespace()));
         Ok(out)
     })
 }
 
 pub use crate::clock::now_rfc3339;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_manifest_reads_in_both_tools_spellings_and_anything_else_is_unrecognised() {
+        let ours = br#"{"namespace":"infra","repo_id":"6f1c2a7e-3b7d-4e55-9c1a-0d6a1f2b3c4d","registered_at":"2026-01-01T00:00:00Z"}"#;
+        let upstream = br#"{"namespace":"infra","repoId":"6f1c2a7e-3b7d-4e55-9c1a-0d6a1f2b3c4d","registeredAt":"2026-01-01T00:00:00.000Z"}
+"#;
+        let a = NamespaceManifest::parse(ours).unwrap();
+        let b = NamespaceManifest::parse(upstream).unwrap();
+        assert_eq!(a.repo_id, b.repo_id);
+        assert_eq!(b.registered_at, "2026-01-01T00:00:00.000Z");
+        // Written in our spelling.
+        let written = serde_json::to_string(&b).unwrap();
+        assert!(written.contains("\"repo_id\"") && !written.contains("repoId"));
+        for bad in [
+            &b"not json"[..],
+            br#"{"namespace":"infra"}"#,
+            br#"{"namespace":"infra","repoId":"not-a-uuid","registeredAt":"x"}"#,
+        ] {
+            let e = NamespaceManifest::parse(bad).unwrap_err();
+            assert!(
+                e.to_string()
+                    .starts_with("neither swamp nor upstream swamp wrote it")
+            );
+        }
+    }
+}

@@ -145,6 +145,22 @@ impl Bucket {
         }
     }
 
+    /// Writes an object as another tool would: no swamp metadata (on a
+    /// directory store, a file put there by hand).
+    pub fn foreign_put(&self, key: &str, body: &[u8]) {
+        match self.backend {
+            Backend::Fs => {
+                let path = self.fs_root().join(&self.name).join(key);
+                std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+                std::fs::write(path, body).unwrap();
+            }
+            Backend::S3 => servers::s3().put_with(&self.name, key, body, &[]),
+            Backend::Gcs => {
+                servers::gcs().upload(&self.name, &serde_json::json!({ "name": key }), body)
+            }
+        }
+    }
+
     pub fn delete(&self, key: &str) {
         Bucket::block_on(self.store().delete(key, &Precondition::None)).unwrap();
     }

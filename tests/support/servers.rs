@@ -88,11 +88,17 @@ impl S3Server {
     /// metadata the test wants (e.g. a wrong one). SeaweedFS without
     /// identities accepts unsigned requests.
     pub fn raw_put(&self, bucket: &str, key: &str, body: &[u8], sha256_meta: &str) {
+        self.put_with(bucket, key, body, &[("x-amz-meta-sha256", sha256_meta)]);
+    }
+
+    /// Uploads an object as another tool would (`aws s3 cp`, upstream
+    /// swamp): with `headers`, and no swamp metadata unless given.
+    pub fn put_with(&self, bucket: &str, key: &str, body: &[u8], headers: &[(&str, &str)]) {
         let (status, text) = http(
             &self.addr,
             "PUT",
             &format!("/{bucket}/{}", uri_escape(key)),
-            &[("x-amz-meta-sha256", sha256_meta)],
+            headers,
             body,
         )
         .expect("raw S3 put");
@@ -273,10 +279,17 @@ impl GcsServer {
     /// Uploads an object behind the store's back with the given `sha256`
     /// custom metadata (multipart upload, like the store's own).
     pub fn raw_put(&self, bucket: &str, key: &str, body: &[u8], sha256_meta: &str) {
+        let object = serde_json::json!({"name": key, "metadata": {"sha256": sha256_meta}});
+        self.upload(bucket, &object, body);
+    }
+
+    /// Uploads an object as another tool would (`gsutil`, upstream swamp):
+    /// `object` is the JSON-API resource (name, metadata, contentEncoding…).
+    pub fn upload(&self, bucket: &str, object: &serde_json::Value, body: &[u8]) {
+        let key = object["name"].as_str().expect("the object's name");
         let boundary = "swamp-test-boundary";
         // JSON-escaped, so hostile keys (control characters) go through.
-        let meta =
-            serde_json::json!({"name": key, "metadata": {"sha256": sha256_meta}}).to_string();
+        let meta = object.to_string();
         let mut payload = format!(
             "--{boundary}\r\nContent-Type: application/json\r\n\r\n{meta}\r\n--{boundary}\r\n\
              Content-Type: application/octet-stream\r\n\r\n"

@@ -9,7 +9,7 @@ use crate::cli::locking::Locks;
 use crate::cli::output::print_json;
 use crate::cli::{CliError, Ctx, Outcome, Repo};
 use crate::config::{Config, DatastoreConfig, Namespace, Placement, parse_datastore_spec};
-use crate::engine::sync::{list_namespaces, register_namespace};
+use crate::engine::sync::{ListedNamespace, list_namespaces, register_namespace};
 use crate::engine::{self, SyncOptions};
 use crate::state::Scope;
 use crate::state::observed::first_datastore_file;
@@ -236,19 +236,42 @@ pub fn namespaces(ctx: &Ctx) -> Result<Outcome, CliError> {
         .namespace
         .as_ref()
         .map(|n| n.as_str().to_string());
+    let (registered, unrecognised): (Vec<_>, Vec<_>) = all
+        .iter()
+        .partition(|n| matches!(n, ListedNamespace::Registered(_)));
     if ctx.json {
-        let rows: Vec<_> = all
+        let rows: Vec<_> = registered
             .iter()
-            .map(|m| {
-                json!({
+            .filter_map(|n| match n {
+                ListedNamespace::Registered(m) => Some(json!({
                     "namespace": m.namespace,
                     "repo_id": m.repo_id,
                     "registered_at": m.registered_at,
                     "is_current": Some(&m.namespace) == current.as_ref(),
-                })
+                })),
+                ListedNamespace::Unrecognised { .. } => None,
             })
             .collect();
-        print_json(&json!({ "namespaces": rows, "current": current }));
+        let unreadable: Vec<_> = unrecognised
+            .iter()
+            .filter_map(|n| match n {
+                ListedNamespace::Unrecognised {
+                    namespace,
+                    key,
+                    why,
+                } => Some(json!({
+                    "namespace": namespace,
+                    "key": key,
+                    "reason": why.to_string(),
+                })),
+                ListedNamespace::Registered(_) => None,
+            })
+            .collect();
+        print_json(&json!({
+            "namespaces": rows,
+            "unrecognised": unreadable,
+            "current": current,
+        }));
         return Ok(Outcome::Success);
     }
     if all.is_empty() {
@@ -257,19 +280,30 @@ pub fn namespaces(ctx: &Ctx) -> Result<Outcome, CliError> {
     }
     let mut t = crate::plan::render::table();
     t.set_header(["", "namespace", "repo_id", "registered_at"]);
-    for m in &all {
-        let mark = if Some(&m.namespace) == current.as_ref() {
+    for n in &all {
+        let mark = if Some(n.namespace()) == current.as_deref() {
             "*"
         } else {
             ""
         };
+        let (repo_id, registered_at) = match n {
+            ListedNamespace::Registered(m) => (m.repo_id.to_string(), m.registered_at.clone()),
+            ListedNamespace::Unrecognised { .. } => {
+                ("(unrecognised manifest)".into(), String::new())
+            }
+        };
         t.add_row(vec![
             mark.to_string(),
-            m.namespace.clone(),
-            m.repo_id.to_string(),
-            m.registered_at.clone(),
+            n.namespace().to_string(),
+            repo_id,
+            registered_at,
         ]);
     }
     println!("{t}");
+    for n in &unrecognised {
+        if let ListedNamespace::Unrecognised { key, why, .. } = n {
+            println!("note: {key} is unrecognised: {why}");
+        }
+    }
     Ok(Outcome::Success)
 }

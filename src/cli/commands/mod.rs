@@ -22,7 +22,8 @@ pub fn run(ctx: &Ctx, command: Command) -> Result<Outcome, CliError> {
         Command::Init {
             namespace,
             datastore,
-        } => init::run(ctx, namespace.as_deref(), &datastore),
+            repo_id,
+        } => init::run(ctx, namespace.as_deref(), &datastore, repo_id),
         Command::Plan {
             scope,
             sync,
