@@ -139,7 +139,96 @@ fn namespaces_lists_what_it_can_read_and_names_what_it_cannot(backend: Backend) 
     );
 }
 
+/// Zero-byte "folder" keys (a console's "Create folder") and keys in no
+/// tier are skipped, counted and listed; never synced, never deleted, and
+/// they block nothing.
+fn folder_markers_and_unmanaged_keys_are_listed_and_never_touched(backend: Backend) {
+    let bucket = Bucket::new(backend);
+    let a = Repo::init(&bucket, Some("lab"));
+    a.put("m/x", "one\n");
+    a.run(&["datastore", "sync", "--push", "-y"]).expect(0);
+    let foreign = [
+        ("swamp/lab/data/", &b""[..]),
+        ("swamp/lab/data/m/", b""),
+        ("swamp/lab/_index/data--m.json", b"{}"),
+        ("swamp/lab/notes.txt", b"hello"),
+    ];
+    for (key, body) in foreign {
+        bucket.foreign_put(key, body);
+    }
+    let before = bucket.versions();
+
+    let plan = a.run(&["plan", "--scope", "sync", "--detailed-exitcode"]);
+    plan.expect(0);
+    assert!(
+        plan.stdout.contains("skipped   2 folder marker(s)"),
+        "{}",
+        plan.stdout
+    );
+    assert!(
+        plan.stdout.contains("swamp/lab/_index/ (1 object(s))")
+            && plan.stdout.contains("swamp/lab/notes.txt (1 object(s))"),
+        "{}",
+        plan.stdout
+    );
+    let doc = a.json(&["--json", "plan", "--scope", "sync"], 0);
+    assert_eq!(doc["summary"]["skipped"], 4, "{doc}");
+    assert_eq!(doc["remote"]["folder_markers"], 2);
+    assert_eq!(doc["remote"]["unmanaged"][0]["name"], "_index/");
+
+    a.put("m/x", "two\n");
+    a.run(&["datastore", "sync", "-y"]).expect(0);
+    let b = a.clone_elsewhere();
+    b.run(&["datastore", "sync", "--pull", "-y"]).expect(0);
+    assert_eq!(b.run(&["data", "get", "m/x"]).stdout, "two\n");
+    let ns = b.cache().join("lab");
+    assert!(
+        ns.join("data/m/x/2/raw").exists(),
+        "the cache layout is as expected"
+    );
+    assert!(!ns.join("notes.txt").exists() && !ns.join("_index").exists());
+    let after = bucket.versions();
+    for (key, _) in foreign {
+        assert_eq!(after.get(key), before.get(key), "{key} untouched");
+    }
+}
+
+/// Upstream counts `logs` among the datastore directories: it syncs like
+/// every other tier.
+fn the_logs_tier_syncs_both_ways(backend: Backend) {
+    let bucket = Bucket::new(backend);
+    let a = Repo::init(&bucket, Some("lab"));
+    a.write_cache("lab/logs/run-1.log", "started\n");
+    a.run(&["datastore", "sync", "--push", "-y"]).expect(0);
+    assert_eq!(
+        bucket.get("swamp/lab/logs/run-1.log").as_deref(),
+        Some(&b"started\n"[..])
+    );
+    bucket.foreign_put("swamp/lab/logs/run-2.log", b"from upstream\n");
+    a.run(&["datastore", "sync", "--pull", "-y"]).expect(0);
+    assert_eq!(
+        std::fs::read(a.cache().join("lab/logs/run-2.log")).unwrap(),
+        b"from upstream\n"
+    );
+}
+
 on_every_backend!(
     an_upstream_namespace_is_joined_by_the_repository_that_registered_it,
     namespaces_lists_what_it_can_read_and_names_what_it_cannot,
+    the_logs_tier_syncs_both_ways,
 );
+
+/// Scenarios whose keys a directory cannot hold as objects (a key ending
+/// in `/`): the object servers only.
+macro_rules! on_object_servers {
+    ($($scenario:ident),* $(,)?) => {
+        mod s3_only {
+            $( #[test] fn $scenario() { super::$scenario(super::Backend::S3) } )*
+        }
+        mod gcs_only {
+            $( #[test] fn $scenario() { super::$scenario(super::Backend::Gcs) } )*
+        }
+    };
+}
+
+on_object_servers!(folder_markers_and_unmanaged_keys_are_listed_and_never_touched);

@@ -58,6 +58,8 @@ fn plan(actions: Vec<Action>, conflicts: Vec<swamp::plan::Conflict>) -> Plan {
             hydrate: false,
             unhydrated: 0,
             resolved: vec![],
+            folder_markers: 0,
+            unmanaged: vec![],
             remote_id: None,
             base_reset: None,
         }),
@@ -140,6 +142,18 @@ fn a_sync_plan_with_uploads_downloads_and_deletes_renders() {
     );
     // Lazy hydration: files recorded as in the remote only are said so.
     p.remote.as_mut().unwrap().unhydrated = 7;
+    // Keys another tool left that no tier holds: skipped, and said so.
+    p.remote.as_mut().unwrap().folder_markers = 2;
+    p.remote.as_mut().unwrap().unmanaged = vec![
+        swamp::state::remote::Unmanaged {
+            name: "_index/".into(),
+            objects: 12,
+        },
+        swamp::state::remote::Unmanaged {
+            name: "notes.txt".into(),
+            objects: 1,
+        },
+    ];
     snapshot!("render_sync_plan", render(&p, Path::new(REPO)));
 }
 

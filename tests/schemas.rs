@@ -954,6 +954,17 @@ fn a_sync_plan_document_matches_the_schema() {
                 .into_iter()
                 .filter(|c| c.kind() == "both-changed")
                 .collect(),
+            folder_markers: 2,
+            unmanaged: vec![
+                swamp::state::remote::Unmanaged {
+                    name: "_index/".into(),
+                    objects: 40,
+                },
+                swamp::state::remote::Unmanaged {
+                    name: "notes.txt".into(),
+                    objects: 1,
+                },
+            ],
             remote_id: Some("2b0c6f1e-7d1a-4c3e-9f6a-5e4d3c2b1a77".into()),
             base_reset: Some("the last sync was with a remote whose id was 1f…; s3://swamp-data/repos/homelab/ now holds 2b…".into()),
         }),

@@ -79,6 +79,8 @@ pub fn fetch(
             base_ignored: false,
             hydrate: true,
             unhydrated: 0,
+            folder_markers: 0,
+            unmanaged: Vec::new(),
             resolved: Vec::new(),
             // The base stays bound to the remote it was made with: a
             // remote re-created since answers "not found" for the object.

@@ -31,12 +31,13 @@ pub enum Tier {
     AutoDefinitions,
     Audit,
     Telemetry,
+    Logs,
     Files,
     Config,
 }
 
 impl Tier {
-    pub const ALL: [Tier; 10] = [
+    pub const ALL: [Tier; 11] = [
         Tier::Data,
         Tier::Outputs,
         Tier::WorkflowRuns,
@@ -45,6 +46,7 @@ impl Tier {
         Tier::AutoDefinitions,
         Tier::Audit,
         Tier::Telemetry,
+        Tier::Logs,
         Tier::Files,
         Tier::Config,
     ];
@@ -59,6 +61,7 @@ impl Tier {
             Tier::AutoDefinitions => "auto-definitions",
             Tier::Audit => "audit",
             Tier::Telemetry => "telemetry",
+            Tier::Logs => "logs",
             Tier::Files => "files",
             Tier::Config => "config",
         }

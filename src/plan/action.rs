@@ -484,6 +484,9 @@ pub struct Summary {
     /// into its remote trash (0 with `--no-undo`).
     #[serde(default)]
     pub trash_copies: usize,
+    /// Remote keys skipped: folder markers, and keys in no tier.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub skipped: usize,
     pub conflicts: usize,
     pub bytes_to_move: u64,
     pub bytes_to_upload: u64,
@@ -531,6 +534,12 @@ pub struct RemoteInfo {
     /// as recorded when this plan was made.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub unhydrated: usize,
+    /// Folder markers skipped (zero-byte keys ending in `/`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub folder_markers: usize,
+    /// Keys under the namespace in no tier: listed, never synced.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unmanaged: Vec<crate::state::remote::Unmanaged>,
     /// Conflicts settled by `conflict_policy`, for review.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub resolved: Vec<Conflict>,
@@ -653,6 +662,8 @@ impl Plan {
             s.trash_copies = 0;
         }
         if let Some(remote) = &self.remote {
+            s.skipped =
+                remote.folder_markers + remote.unmanaged.iter().map(|u| u.objects).sum::<usize>();
             let deletes = s.delete_remote as u64;
             let batched = |n: u64| {
                 if remote.batch_delete {

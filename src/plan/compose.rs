@@ -244,6 +244,8 @@ fn add_remote(scope: Scope, observed: &Observed, options: &Options, plan: &mut P
             base_ignored: options.no_base,
             hydrate: options.hydrate,
             unhydrated: snapshot.unhydrated.len(),
+            folder_markers: snapshot.folder_markers,
+            unmanaged: snapshot.unmanaged.clone(),
         });
     }
 }
@@ -311,6 +313,8 @@ mod tests {
                 .collect(),
             objects: files.len(),
             reserved: vec![],
+            folder_markers: 0,
+            unmanaged: vec![],
             identity: None,
             base_reset: None,
             manifest: None,

@@ -209,6 +209,8 @@ mod tests {
                 .collect(),
             objects: files.len(),
             reserved: vec![],
+            folder_markers: 0,
+            unmanaged: vec![],
             identity: None,
             base_reset: None,
             manifest: manifest.then(|| "m1".into()),

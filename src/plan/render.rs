@@ -205,6 +205,22 @@ fn render_raw(plan: &Plan, repo: &Path, detail: bool) -> String {
             "  note      {n} file(s) in the remote only (hydration = lazy): each is fetched on first read, all with `swamp datastore sync --pull --hydrate`"
         );
     }
+    if let Some(remote) = &plan.remote {
+        if remote.folder_markers > 0 {
+            let _ = writeln!(
+                out,
+                "  skipped   {} folder marker(s) (zero-byte keys ending in `/`): never synced, never deleted",
+                remote.folder_markers
+            );
+        }
+        for u in &remote.unmanaged {
+            let _ = writeln!(
+                out,
+                "  skipped   {}{} ({} object(s)): in no tier swamp syncs; never synced, never deleted",
+                remote.key_prefix, u.name, u.objects
+            );
+        }
+    }
     out.push('\n');
 
     if plan.is_empty() {

@@ -48,6 +48,15 @@ pub struct RemoteSnapshot {
     /// sidecars): never synced, reported as conflicts.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub reserved: Vec<String>,
+    /// Zero-byte keys ending in `/` (what the S3 and GCS consoles' "Create
+    /// folder" make): never synced, never deleted, counted.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub folder_markers: usize,
+    /// Keys under the namespace in no tier swamp syncs (nor its own or
+    /// upstream swamp's dot-files), by first path segment: listed in the
+    /// plan, never synced or deleted.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unmanaged: Vec<Unmanaged>,
     /// The id the remote holds (`.swamp/remote-id.json`), and that
     /// object's version, when present.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -62,6 +71,33 @@ pub struct RemoteSnapshot {
     /// What a lazy pull recorded without downloading (from the base).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub unhydrated: BTreeMap<TierPath, Unhydrated>,
+}
+
+/// Objects under one top-level name of the namespace that is no tier.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Unmanaged {
+    /// The first segment below the key prefix, with a trailing `/` when it
+    /// holds objects below it (`_index/`), bare for an object (`notes.txt`).
+    pub name: String,
+    pub objects: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+/// How a listed key is taken.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Listed {
+    /// Data in a tier.
+    File(TierPath),
+    /// A zero-byte "folder" key (`…/`).
+    FolderMarker,
+    /// Under the namespace, but in no tier: the first segment.
+    Unmanaged(String),
+    /// Not ours to sync or report: swamp's and upstream's internal files
+    /// (dot-names), temp files, another namespace, outside the prefix.
+    Other,
 }
 
 /// The id a remote holds at `<prefix>/<ns>/.swamp/remote-id.json`.
@@ -107,13 +143,32 @@ pub enum RemoteError {
 /// Maps a listed key to a tier path: `Ok(None)` for keys that are not
 /// ours to sync (internal files, another namespace's directory).
 pub fn tier_path_of(key: &str, key_prefix: &str) -> Result<Option<TierPath>, RemoteError> {
+    Ok(match classify(key, 1, key_prefix, false)? {
+        Listed::File(p) => Some(p),
+        _ => None,
+    })
+}
+
+/// Takes a listed key of `size` bytes: data, a folder marker, unmanaged,
+/// or none of ours. `namespaced`: everything under the prefix belongs to
+/// this namespace (a solo prefix also holds other namespaces' directories,
+/// which are not unmanaged keys of ours).
+pub fn classify(
+    key: &str,
+    size: u64,
+    key_prefix: &str,
+    namespaced: bool,
+) -> Result<Listed, RemoteError> {
     let hostile = |reason: &str| RemoteError::HostileKey {
         key: key.to_string(),
         reason: reason.to_string(),
     };
     let Some(rel) = key.strip_prefix(key_prefix) else {
-        return Ok(None);
+        return Ok(Listed::Other);
     };
+    if size == 0 && rel.ends_with('/') && !rel.starts_with('/') {
+        return Ok(Listed::FolderMarker);
+    }
     if key.contains('\\') || key.contains('\0') {
         return Err(hostile("it contains a backslash or NUL"));
     }
@@ -126,17 +181,30 @@ pub fn tier_path_of(key: &str, key_prefix: &str) -> Result<Option<TierPath>, Rem
         ));
     }
     let first = rel.split('/').next().unwrap_or("");
-    if first.starts_with('.') || Tier::parse(first).is_none() {
-        // `.namespace.json`, `.swamp/lock.json`, or another namespace.
-        return Ok(None);
+    if first.starts_with('.') {
+        // `.namespace.json`, `.swamp/lock.json`, upstream's
+        // `.datastore-index.json`: internal, never data.
+        return Ok(Listed::Other);
+    }
+    if Tier::parse(first).is_none() {
+        // In a solo prefix, most likely another namespace's directory.
+        return Ok(if namespaced {
+            Listed::Unmanaged(if rel.len() > first.len() {
+                format!("{first}/")
+            } else {
+                first.to_string()
+            })
+        } else {
+            Listed::Other
+        });
     }
     if rel.split('/').any(is_swamp_temp) {
         // An interrupted write's leftover another tool (or an old swamp)
         // uploaded: never data, never downloaded, never deleted.
-        return Ok(None);
+        return Ok(Listed::Other);
     }
     TierPath::parse(rel)
-        .map(Some)
+        .map(Listed::File)
         .map_err(|e| hostile(&e.to_string()))
 }
 
@@ -149,10 +217,13 @@ const LIST_CONCURRENCY: usize = 16;
 ///
 /// `head_all`: resolve every sha256 (a HEAD per object the listing and the
 /// base cannot vouch for), for draining a source whose objects get re-keyed.
+/// `namespaced`: the prefix is one namespace's (see [`classify`]).
+#[allow(clippy::too_many_arguments)]
 pub async fn observe_remote(
     store: &dyn Store,
     url: String,
     key_prefix: &str,
+    namespaced: bool,
     base: BTreeMap<TierPath, BaseEntry>,
     local: &BTreeMap<TierPath, FileState>,
     head_all: bool,
@@ -176,6 +247,8 @@ pub async fn observe_remote(
     let manifest_key = format!("{key_prefix}.namespace.json");
     let mut manifest = None;
     let mut reserved = Vec::new();
+    let mut folder_markers = 0;
+    let mut unmanaged: BTreeMap<String, usize> = BTreeMap::new();
     // A part at a time, each let go of once in the map: the listing is
     // never held whole beside the map it becomes.
     while let Some(part) = parts.pop() {
@@ -183,8 +256,17 @@ pub async fn observe_remote(
             if meta.key == manifest_key {
                 manifest = Some(meta.version.clone());
             }
-            let Some(path) = tier_path_of(&meta.key, key_prefix)? else {
-                continue;
+            let path = match classify(&meta.key, meta.size, key_prefix, namespaced)? {
+                Listed::File(path) => path,
+                Listed::FolderMarker => {
+                    folder_markers += 1;
+                    continue;
+                }
+                Listed::Unmanaged(name) => {
+                    *unmanaged.entry(name).or_default() += 1;
+                    continue;
+                }
+                Listed::Other => continue,
             };
             if is_repo_local_path(&path) {
                 reserved.push(meta.key.clone());
@@ -240,6 +322,11 @@ pub async fn observe_remote(
         files,
         objects,
         reserved,
+        folder_markers,
+        unmanaged: unmanaged
+            .into_iter()
+            .map(|(name, objects)| Unmanaged { name, objects })
+            .collect(),
         identity: None,
         base_reset: None,
         manifest,
