@@ -135,9 +135,82 @@ impl<'de> Deserialize<'de> for Sha256 {
     }
 }
 
+/// An MD5 as the 16 bytes it is: what S3 (a single-part upload's ETag)
+/// and GCS (`md5Hash`) already say of an object's content, so an object
+/// another tool wrote can be recognised, and checked, without swamp's
+/// sha256 metadata. Never a key to content swamp writes itself.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Md5(pub [u8; 16]);
+
+impl Md5 {
+    /// An S3 ETag (quoted or not) that is an MD5: 32 hex digits. A
+    /// multipart upload's (`…-N`) is not, nor an encrypted object's on
+    /// AWS with SSE-KMS (then it simply never matches a file).
+    pub fn from_etag(etag: &str) -> Option<Md5> {
+        let hex = etag.trim_matches('"');
+        if hex.len() != 32 {
+            return None;
+        }
+        let mut out = [0u8; 16];
+        hex::decode_to_slice(hex, &mut out).ok()?;
+        Some(Md5(out))
+    }
+
+    /// GCS's `md5Hash`: the 16 bytes in base64.
+    pub fn from_base64(b64: &str) -> Option<Md5> {
+        use base64::Engine as _;
+        let bytes = base64::engine::general_purpose::STANDARD.decode(b64).ok()?;
+        Some(Md5(bytes.try_into().ok()?))
+    }
+
+    pub fn of(bytes: &[u8]) -> Md5 {
+        use md5::Digest;
+        Md5(md5::Md5::digest(bytes).into())
+    }
+
+    pub fn hex(&self) -> String {
+        hex::encode(self.0)
+    }
+}
+
+impl fmt::Debug for Md5 {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Md5({})", self.hex())
+    }
+}
+
+impl fmt::Display for Md5 {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.hex())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_md5_comes_from_a_single_part_etag_or_gcs_base64_and_nothing_else() {
+        let md5 = Md5::of(b"hello\n");
+        assert_eq!(md5.hex(), "b1946ac92492d2347c6235b4d2611184");
+        assert_eq!(
+            Md5::from_etag("\"b1946ac92492d2347c6235b4d2611184\""),
+            Some(md5)
+        );
+        assert_eq!(
+            Md5::from_etag("b1946ac92492d2347c6235b4d2611184"),
+            Some(md5)
+        );
+        assert_eq!(Md5::from_base64("sZRqySSS0jR8YjW00mERhA=="), Some(md5));
+        for etag in [
+            "\"b1946ac92492d2347c6235b4d2611184-2\"",
+            "",
+            "zz946ac92492d2347c6235b4d2611184",
+        ] {
+            assert_eq!(Md5::from_etag(etag), None, "{etag}");
+        }
+        assert_eq!(Md5::from_base64("AAAA"), None);
+    }
 
     #[test]
     fn round_trips_as_the_hex_string_it_was() {

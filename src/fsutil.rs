@@ -226,6 +226,24 @@ pub fn sha256_file_raw(path: &Path) -> io::Result<[u8; 32]> {
     Ok(hasher.finalize().into())
 }
 
+/// The sha256 and the MD5 of a file's content, in one read.
+pub fn sha256_md5_file(path: &Path) -> io::Result<([u8; 32], [u8; 16])> {
+    use md5::Digest as _;
+    let mut file = File::open(path)?;
+    let mut sha = Sha256::new();
+    let mut md5 = md5::Md5::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        let n = file.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        sha.update(&buf[..n]);
+        md5.update(&buf[..n]);
+    }
+    Ok((sha.finalize().into(), md5.finalize().into()))
+}
+
 /// Lower-case hex of a sha256, written straight into its string (the
 /// `hex` crate goes through an iterator of chars, which shows in a
 /// 100,000-file plan's profile).

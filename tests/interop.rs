@@ -7,6 +7,7 @@
 mod support;
 
 use support::bucket::{Backend, Bucket, Repo};
+use support::faults::{Fault, FaultProxy, Rule};
 
 const UPSTREAM_ID: &str = "6f1c2a7e-3b7d-4e55-9c1a-0d6a1f2b3c4d";
 
@@ -18,14 +19,22 @@ fn upstream_manifest(ns: &str) -> Vec<u8> {
     .into_bytes()
 }
 
-/// A namespace upstream swamp registered and filled: its manifest, two data
-/// files and an output, none with swamp's sha256 metadata.
+/// What upstream swamp left in its namespace: two data files and an
+/// output (keys below `<prefix>/<ns>/`).
+const UPSTREAM_FILES: [(&str, &str); 3] = [
+    ("data/vm/web/state/1/raw", "replicas: 1\n"),
+    ("data/vm/web/state/2/raw", "replicas: 2\n"),
+    ("outputs/vm/deploy/web.yaml", "ok: true\n"),
+];
+
+/// A namespace upstream swamp registered and filled: its manifest and
+/// [`UPSTREAM_FILES`], none with swamp's sha256 metadata.
 fn upstream_bucket(backend: Backend) -> Bucket {
     let bucket = Bucket::new(backend);
     bucket.foreign_put("swamp/infra/.namespace.json", &upstream_manifest("infra"));
-    bucket.foreign_put("swamp/infra/data/vm/web/state/1/raw", b"replicas: 1\n");
-    bucket.foreign_put("swamp/infra/data/vm/web/state/2/raw", b"replicas: 2\n");
-    bucket.foreign_put("swamp/infra/outputs/vm/deploy/web.yaml", b"ok: true\n");
+    for (key, body) in UPSTREAM_FILES {
+        bucket.foreign_put(&format!("swamp/infra/{key}"), body.as_bytes());
+    }
     bucket
 }
 
@@ -212,7 +221,178 @@ fn the_logs_tier_syncs_both_ways(backend: Backend) {
     );
 }
 
+/// Requests the proxy saw that read or wrote one of upstream's data
+/// objects (all their names hold `vm`), listings aside.
+fn object_requests(proxy: &FaultProxy) -> Vec<String> {
+    proxy
+        .seen()
+        .into_iter()
+        .filter(|s| s.target.contains("vm") && !s.target.contains("prefix="))
+        .map(|s| format!("{} {}", s.method, s.target))
+        .collect()
+}
+
+/// A bucket upstream swamp filled, joined by a clone whose cache already
+/// holds the same files (copied by hand, or left from before its sync
+/// base was lost): the server's MD5 of each object (S3 ETag, GCS md5Hash)
+/// shows them identical, so the first sync only records them: no PUT, no
+/// GET, no HEAD of any object, and no conflict.
+fn identical_files_on_both_sides_converge_without_a_transfer(backend: Backend) {
+    let (bucket, proxy) = Bucket::behind_proxy(backend);
+    for (key, body) in UPSTREAM_FILES {
+        bucket.foreign_put(&format!("swamp/infra/{key}"), body.as_bytes());
+    }
+    bucket.foreign_put("swamp/infra/.namespace.json", &upstream_manifest("infra"));
+    let repo = upstream_repo(&bucket);
+    repo.run(&[
+        "init",
+        "--datastore",
+        &bucket.spec(),
+        "--namespace",
+        "infra",
+    ])
+    .expect(0);
+    for (key, body) in UPSTREAM_FILES {
+        repo.write_cache(&format!("infra/{key}"), body);
+    }
+    // A file that differs is not mistaken for the same.
+    repo.write_cache("infra/data/vm/db/state/1/raw", "mine\n");
+    bucket.foreign_put("swamp/infra/data/vm/db/state/1/raw", b"theirs\n");
+
+    let before = bucket.versions();
+    let sync = repo.json(&["--json", "datastore", "sync", "-y"], 3);
+    let plan = &sync["plan"];
+    assert_eq!(plan["summary"]["upload"], 0, "{sync}");
+    assert_eq!(plan["summary"]["download"], 0, "{sync}");
+    assert_eq!(plan["actions"][0]["kind"], "record-base", "{sync}");
+    let recorded: Vec<_> = plan["actions"][0]["add"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["path"].as_str().unwrap().to_string())
+        .collect();
+    let expected: Vec<_> = UPSTREAM_FILES.iter().map(|(k, _)| k.to_string()).collect();
+    assert_eq!(recorded, expected, "{sync}");
+    let conflicts: Vec<_> = plan["conflicts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["path"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(conflicts, ["data/vm/db/state/1/raw"], "{sync}");
+    let touched: Vec<_> = object_requests(&proxy)
+        .into_iter()
+        .filter(|r| !r.contains("db"))
+        .collect();
+    assert!(
+        touched.is_empty(),
+        "requests for identical objects: {touched:?}"
+    );
+    // swamp's own objects (`.swamp/`: its remote id, its lock) aside.
+    let ours = |v: std::collections::BTreeMap<String, String>| {
+        v.into_iter()
+            .filter(|(k, _)| !k.contains("/.swamp/"))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(ours(bucket.versions()), ours(before), "nothing rewritten");
+
+    // Settled by hand, the next sync converges; the identical ones stay
+    // recorded: still not one request for them.
+    std::fs::write(
+        repo.cache().join("infra/data/vm/db/state/1/raw"),
+        "theirs\n",
+    )
+    .unwrap();
+    let requests = proxy.seen().len();
+    repo.run(&["datastore", "sync", "-y"]).expect(0);
+    repo.run(&["plan", "--scope", "sync", "--detailed-exitcode"])
+        .expect(0);
+    let later: Vec<_> = proxy.seen()[requests..]
+        .iter()
+        .filter(|s| s.target.contains("vm") && !s.target.contains("prefix="))
+        .map(|s| format!("{} {}", s.method, s.target))
+        .collect();
+    assert!(later.is_empty(), "{later:?}");
+}
+
+/// An object another tool wrote carries no sha256 metadata: its download
+/// is checked against the MD5 the server gives, so a body damaged on the
+/// way is refused and fetched again, never written as the file.
+fn a_third_party_download_is_checked_against_the_servers_md5(backend: Backend) {
+    let (bucket, proxy) = Bucket::behind_proxy(backend);
+    bucket.foreign_put("swamp/infra/.namespace.json", &upstream_manifest("infra"));
+    let body = "x".repeat(5000);
+    bucket.foreign_put("swamp/infra/outputs/vm/big.txt", body.as_bytes());
+    let repo = upstream_repo(&bucket);
+    repo.run(&[
+        "init",
+        "--datastore",
+        &bucket.spec(),
+        "--namespace",
+        "infra",
+    ])
+    .expect(0);
+    proxy.rule(
+        Rule::new(Fault::Corrupt)
+            .method("GET")
+            .target("big.txt")
+            .times(1),
+    );
+    repo.run(&["datastore", "sync", "--pull", "-y"]).expect(0);
+    assert_eq!(proxy.fired(), 1, "the damaged body was sent");
+    assert_eq!(
+        std::fs::read_to_string(repo.cache().join("infra/outputs/vm/big.txt")).unwrap(),
+        body
+    );
+}
+
+/// Upstream swamp's lock of the namespace (`<prefix>/.locks/<ns>.lock`)
+/// is honoured as held: swamp waits, then exits 75 naming it, having
+/// written nothing. Once stale by upstream's own rule (unwritten for longer
+/// than its `ttlMs`) it no longer counts, and is left where it is.
+fn upstream_swamps_lock_is_honoured_until_stale_by_its_own_rule(backend: Backend) {
+    let bucket = Bucket::new(backend);
+    let a = Repo::init(&bucket, Some("lab"));
+    a.put("m/x", "one\n");
+    let lock = br#"{"holder":"ada@vm","hostname":"vm","pid":42,"acquiredAt":"2026-12-02T07:00:00.000Z","ttlMs":1000,"nonce":"0b7c"}"#;
+    bucket.foreign_put("swamp/.locks/lab.lock", lock);
+    let run = a.run(&["--lock-timeout", "1s", "datastore", "sync", "--push", "-y"]);
+    run.expect(75);
+    assert!(
+        run.stderr.contains("upstream swamp's lock")
+            && run.stderr.contains("swamp/.locks/lab.lock")
+            && run.stderr.contains("ada@vm (pid 42)"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(
+        bucket.get("swamp/lab/data/m/x/1/raw"),
+        None,
+        "nothing pushed"
+    );
+
+    // Unrenewed past its TTL (1 s, and a second's grace): stale.
+    std::thread::sleep(std::time::Duration::from_millis(3100));
+    // Another namespace's upstream lock, fresh, is not ours to wait for.
+    bucket.foreign_put(
+        "swamp/.locks/other.lock",
+        br#"{"holder":"bob@vm","pid":7,"ttlMs":60000}"#,
+    );
+    a.run(&["--lock-timeout", "1s", "datastore", "sync", "--push", "-y"])
+        .expect(0);
+    assert_eq!(
+        bucket.get("swamp/lab/data/m/x/1/raw").as_deref(),
+        Some(&b"one\n"[..])
+    );
+    assert_eq!(
+        bucket.get("swamp/.locks/lab.lock").as_deref(),
+        Some(&lock[..]),
+        "upstream's lock is never removed by swamp"
+    );
+}
+
 on_every_backend!(
+    upstream_swamps_lock_is_honoured_until_stale_by_its_own_rule,
     an_upstream_namespace_is_joined_by_the_repository_that_registered_it,
     namespaces_lists_what_it_can_read_and_names_what_it_cannot,
     the_logs_tier_syncs_both_ways,
@@ -231,4 +411,9 @@ macro_rules! on_object_servers {
     };
 }
 
-on_object_servers!(folder_markers_and_unmanaged_keys_are_listed_and_never_touched);
+// A directory store keeps no MD5: identity there needs swamp's sha256.
+on_object_servers!(
+    folder_markers_and_unmanaged_keys_are_listed_and_never_touched,
+    identical_files_on_both_sides_converge_without_a_transfer,
+    a_third_party_download_is_checked_against_the_servers_md5,
+);

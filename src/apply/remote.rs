@@ -622,6 +622,7 @@ async fn download(
         version: version.clone(),
         sha256: sha256.map(|s| s.hex()),
         modified: None,
+        md5: None,
     };
     let durability = if stage {
         Durability::Deferred

@@ -220,6 +220,9 @@ mod from {
         fn from(e: crate::lock::LockError) -> CliError {
             use crate::lock::LockError;
             match &e {
+                LockError::HeldUpstream { .. } => CliError::new(ErrorKind::LockHeld, e.to_string()).hint(
+                    "upstream swamp is working on this namespace: wait for it to finish; if it died, its lock counts as stale once unrenewed for longer than its TTL (30 s by default), or break it with upstream's `swamp datastore lock release --force`",
+                ),
                 LockError::Held { .. } => CliError::new(ErrorKind::LockHeld, e.to_string()).hint(
                     "see the holder with `swamp datastore lock status`; if that process is gone, \
                      its lock expires by itself, or break it now with `swamp datastore lock release --force`",

@@ -58,8 +58,28 @@ impl Locks {
                     previous.describe(),
                     previous.expires_at
                 ),
+                Event::WaitingUpstream { .. } => {}
             })?;
             guards.push(guard);
+        }
+        // Upstream swamp never looks at our lock: with ours held (so no
+        // other swamp starts meanwhile), wait out upstream's.
+        let mut seen = Vec::new();
+        for p in std::iter::once(config.target()).chain(config.migrating_from.iter().cloned()) {
+            let url = lock::upstream::url(&p);
+            if url.is_none() || seen.contains(&url) {
+                continue;
+            }
+            seen.push(url);
+            lock::await_upstream(&p, options.timeout, &mut |event| {
+                if let Event::WaitingUpstream { url, body } = event {
+                    eprintln!(
+                        "Waiting for upstream swamp's lock {url}: held by {}; giving up after {}s.",
+                        body.describe(),
+                        options.timeout.as_secs()
+                    );
+                }
+            })?;
         }
         // Test-only: hold the lock for a while (FAILPOINTS=lock-acquired=sleep(MS)).
         fail::fail_point!("lock-acquired");

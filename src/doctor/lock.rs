@@ -11,6 +11,49 @@ use crate::lock::{self, LockState, LockTarget};
 
 pub struct LockCheck;
 
+/// Adds what upstream swamp's lock of the same namespace says (see
+/// [`lock::upstream`]): commands wait while it is held; a stale one is
+/// ignored (upstream takes it over itself), never removed by swamp.
+fn with_upstream(cx: &Context, mut finding: Finding) -> Finding {
+    let Ok((config, _)) = &cx.loaded else {
+        return finding;
+    };
+    let placement = config.target();
+    let (Some(key), Some(url)) = (
+        lock::upstream::key(&placement),
+        lock::upstream::url(&placement),
+    ) else {
+        return finding;
+    };
+    let seen = crate::store::open(&placement.datastore).and_then(|store| {
+        crate::store::runtime().block_on(lock::upstream::inspect(store.as_ref(), &key))
+    });
+    let note = match seen {
+        Ok(lock::upstream::UpstreamLock::Free) => return finding,
+        Ok(lock::upstream::UpstreamLock::Held {
+            body,
+            age_secs,
+            stale,
+        }) => {
+            let age = age_secs.map_or("at an unknown time".into(), |a| format!("{a}s ago"));
+            if stale {
+                format!(
+                    "upstream swamp's lock {url} is stale (last renewed {age}, TTL {}s): ignored, and left for upstream to take over",
+                    body.ttl().as_secs()
+                )
+            } else {
+                format!(
+                    "upstream swamp's lock {url} is held by {} (renewed {age}): commands wait for it",
+                    body.describe()
+                )
+            }
+        }
+        Err(e) => format!("upstream swamp's lock {url} could not be read ({e})"),
+    };
+    finding.message = format!("{}; {note}", finding.message);
+    finding
+}
+
 fn observe(cx: &Context) -> Result<Option<(LockTarget, LockState)>, DoctorError> {
     let Ok((config, layout)) = &cx.loaded else {
         return Ok(None);
@@ -48,7 +91,7 @@ impl Check for LockCheck {
             _ => target.url.clone(),
         };
         let url = &url;
-        match state {
+        let finding = match state {
             LockState::Free => Finding::pass(name, format!("free ({url})")),
             LockState::Held {
                 body, stale: false, ..
@@ -78,7 +121,8 @@ impl Check for LockCheck {
                 ),
                 "once sure nobody is working on this datastore, `swamp datastore lock release --force`",
             ),
-        }
+        };
+        with_upstream(cx, finding)
     }
 
     fn fix(&self, cx: &Context, _finding: &Finding) -> Result<Fix, DoctorError> {

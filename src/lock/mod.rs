@@ -199,6 +199,16 @@ impl LockTarget {
 #[derive(Debug, thiserror::Error)]
 pub enum LockError {
     #[error(
+        "upstream swamp's lock {url} is held by {}, last renewed {} second(s) ago; gave up after waiting {waited}s",
+        .body.describe(), .age_secs.map_or("an unknown time".to_string(), |a| a.to_string())
+    )]
+    HeldUpstream {
+        url: String,
+        body: Box<upstream::UpstreamBody>,
+        age_secs: Option<u64>,
+        waited: u64,
+    },
+    #[error(
         "the lock {url} is held by {} until {}; gave up after waiting {waited}s",
         .body.describe(), .body.expires_at
     )]
@@ -263,6 +273,53 @@ pub enum Event<'a> {
         url: &'a str,
         previous: &'a LockBody,
     },
+    /// Upstream swamp holds its lock of the same namespace; waiting.
+    WaitingUpstream {
+        url: &'a str,
+        body: &'a upstream::UpstreamBody,
+    },
+}
+
+/// Waits, up to `timeout`, while upstream swamp holds its lock of
+/// `placement` (see [`upstream`]); a stale one does not count.
+pub fn await_upstream(
+    placement: &Placement,
+    timeout: Duration,
+    on_event: &mut dyn FnMut(Event<'_>),
+) -> Result<(), LockError> {
+    let (Some(key), Some(url)) = (upstream::key(placement), upstream::url(placement)) else {
+        return Ok(());
+    };
+    let store = store::open(&placement.datastore)?;
+    let rt = small_runtime();
+    let started = std::time::Instant::now();
+    let mut announced = false;
+    loop {
+        match rt.block_on(upstream::inspect(store.as_ref(), &key))? {
+            upstream::UpstreamLock::Free | upstream::UpstreamLock::Held { stale: true, .. } => {
+                return Ok(());
+            }
+            upstream::UpstreamLock::Held { body, age_secs, .. } => {
+                let waited = started.elapsed();
+                if waited >= timeout {
+                    return Err(LockError::HeldUpstream {
+                        url,
+                        body: Box::new(body),
+                        age_secs,
+                        waited: waited.as_secs(),
+                    });
+                }
+                if !announced {
+                    on_event(Event::WaitingUpstream {
+                        url: &url,
+                        body: &body,
+                    });
+                    announced = true;
+                }
+                std::thread::sleep(Duration::from_millis(500).min(timeout - waited));
+            }
+        }
+    }
 }
 
 /// How to take a lock.
@@ -684,6 +741,8 @@ fn secs_between(a: SystemTime, b: SystemTime) -> i64 {
         Err(e) => -(e.duration().as_secs() as i64),
     }
 }
+
+pub mod upstream;
 
 fn small_runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()

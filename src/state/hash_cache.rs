@@ -1,5 +1,8 @@
 //! A persistent `(device, inode, size, mtime) → sha256` cache, so a file
-//! that has not changed is not read again. Keyed by inode rather than path:
+//! that has not changed is not read again. Beside the sha256 it keeps the
+//! file's MD5 once one was needed (to recognise a remote object another
+//! tool wrote, which only an S3 ETag or a GCS md5Hash vouches for): that
+//! read computes both. Keyed by inode rather than path:
 //! a rename (every move we make) keeps the entry valid.
 //!
 //! Stored as a small text file in the reconciler's state directory and
@@ -48,6 +51,8 @@ impl Stamp {
 #[derive(Debug, Clone, Copy)]
 struct Entry {
     sha256: [u8; 32],
+    /// Only once asked for ([`HashCache::md5`]).
+    md5: Option<[u8; 16]>,
     /// Seen by this run (a full observation keeps only these).
     used: bool,
     /// Learnt from a file changed too recently to trust its stamp (see
@@ -62,6 +67,8 @@ pub struct HashCache {
     loaded: usize,
     used: usize,
     misses: usize,
+    /// MD5s learnt for entries loaded without one.
+    md5s_learnt: usize,
     /// A file changed at or after this is racy (nanoseconds since the epoch).
     trust_before_ns: i64,
     /// Loaded on first use: only a walk needs them.
@@ -128,6 +135,7 @@ impl HashCache {
         let sha256 = fsutil::sha256_file_raw(path)?;
         let entry = Entry {
             sha256,
+            md5: None,
             used: true,
             racy: stamp.mtime_ns >= self.trust_before_ns,
         };
@@ -145,6 +153,41 @@ impl HashCache {
     /// it; `None` when the cache has no entry for it.
     pub fn known(&self, meta: &Metadata) -> Option<Sha256> {
         self.entries.get(&Stamp::of(meta)).map(|e| Sha256(e.sha256))
+    }
+
+    /// The MD5 of the file at `path` (lstat `meta`) whose sha256 the caller
+    /// observed as `sha256`: from the cache, or read (computing both, one
+    /// read). `None` when the file no longer has that sha256 (it changed
+    /// since it was observed) or cannot be read.
+    pub fn md5(
+        &mut self,
+        path: &Path,
+        meta: &Metadata,
+        sha256: Sha256,
+    ) -> Option<crate::digest::Md5> {
+        let stamp = Stamp::of(meta);
+        if let Some(e) = self.entries.get(&stamp)
+            && e.sha256 == sha256.0
+            && let Some(md5) = e.md5
+        {
+            return Some(crate::digest::Md5(md5));
+        }
+        let (sha, md5) = fsutil::sha256_md5_file(path).ok()?;
+        if sha != sha256.0 {
+            return None;
+        }
+        let racy = stamp.mtime_ns >= self.trust_before_ns;
+        let entry = self.entries.entry(stamp).or_insert(Entry {
+            sha256: sha,
+            md5: None,
+            used: true,
+            racy,
+        });
+        if entry.sha256 == sha && entry.md5.is_none() {
+            entry.md5 = Some(md5);
+            self.md5s_learnt += 1;
+        }
+        Some(crate::digest::Md5(md5))
     }
 
     /// How many files had to be read.
@@ -193,7 +236,7 @@ impl HashCache {
         if let Some(dirs) = &self.dirs {
             dirs.save()?;
         }
-        if self.misses == 0 && self.used == self.loaded {
+        if self.misses == 0 && self.md5s_learnt == 0 && self.used == self.loaded {
             return Ok(());
         }
         self.write(|e| e.used)
@@ -204,7 +247,7 @@ impl HashCache {
     /// observation prunes what is gone). Writes nothing when nothing new
     /// was learnt.
     pub fn save_keeping(&self) -> io::Result<()> {
-        if self.misses == 0 {
+        if self.misses == 0 && self.md5s_learnt == 0 {
             return Ok(());
         }
         self.write(|_| true)
@@ -214,11 +257,7 @@ impl HashCache {
         let Some(path) = &self.path else {
             return Ok(());
         };
-        let kept = self
-            .entries
-            .iter()
-            .filter(|(_, e)| !e.racy && keep(e))
-            .map(|(k, e)| (k, &e.sha256));
+        let kept = self.entries.iter().filter(|(_, e)| !e.racy && keep(e));
         fsutil::atomic_write(path, &encode(kept))?;
         // The text cache of earlier versions, superseded by this file.
         let _ = std::fs::remove_file(path.with_file_name("hash-cache.tsv"));
@@ -229,21 +268,23 @@ impl HashCache {
 const MAGIC: &[u8] = b"swamp hash cache 2\n";
 /// The trailing CRC32 of everything before it.
 const SUM: usize = 4;
-/// dev, inode, size, mtime (8 bytes each, little-endian), then the sha256.
-const RECORD: usize = 8 * 4 + 32;
+/// dev, inode, size, mtime (8 bytes each, little-endian), the sha256, then
+/// the MD5 (all zeros: not known).
+const RECORD: usize = 8 * 4 + 32 + 16;
 
 /// The file's bytes: [`MAGIC`], fixed-size records, and a CRC32 of all
 /// that (against a torn or damaged file; whoever can write the file can
 /// write any cache anyway). Binary, so loading 100,000 entries is a copy, not a parse (the
 /// text form took a tenth of a warm plan's time).
-fn encode<'a>(entries: impl Iterator<Item = (&'a Stamp, &'a [u8; 32])>) -> Vec<u8> {
+fn encode<'a>(entries: impl Iterator<Item = (&'a Stamp, &'a Entry)>) -> Vec<u8> {
     let mut out = MAGIC.to_vec();
-    for (k, sha) in entries {
+    for (k, e) in entries {
         out.extend_from_slice(&k.dev.to_le_bytes());
         out.extend_from_slice(&k.ino.to_le_bytes());
         out.extend_from_slice(&k.size.to_le_bytes());
         out.extend_from_slice(&k.mtime_ns.to_le_bytes());
-        out.extend_from_slice(sha);
+        out.extend_from_slice(&e.sha256);
+        out.extend_from_slice(&e.md5.unwrap_or_default());
     }
     let sum = crc32fast::hash(&out);
     out.extend_from_slice(&sum.to_le_bytes());
@@ -269,8 +310,10 @@ fn decode(bytes: &[u8]) -> Option<HashMap<Stamp, Entry>> {
             size: u64_at(r, 2),
             mtime_ns: u64_at(r, 3) as i64,
         };
+        let md5: [u8; 16] = r[64..80].try_into().expect("16 bytes");
         let entry = Entry {
-            sha256: r[32..].try_into().expect("32 bytes"),
+            sha256: r[32..64].try_into().expect("32 bytes"),
+            md5: (md5 != [0; 16]).then_some(md5),
             used: false,
             racy: false,
         };
@@ -418,6 +461,30 @@ mod tests {
             std::fs::write(&cache_path, bad).unwrap();
             assert!(HashCache::load(&cache_path).entries.is_empty());
         }
+    }
+
+    #[test]
+    fn an_md5_is_read_once_with_the_sha256_kept_and_refused_for_a_changed_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("f");
+        write_old(&f, b"hello\n");
+        let cache_path = dir.path().join("hash-cache.bin");
+        let meta = std::fs::symlink_metadata(&f).unwrap();
+        let mut c = HashCache::load(&cache_path);
+        let sha = c.sha256(&f, &meta).unwrap();
+        c.save().unwrap();
+
+        let mut c = HashCache::load(&cache_path);
+        let md5 = c.md5(&f, &meta, sha).unwrap();
+        assert_eq!(md5, crate::digest::Md5::of(b"hello\n"));
+        // A caller that saw other content gets no MD5 for this file.
+        assert_eq!(c.md5(&f, &meta, crate::digest::Sha256::of(b"other")), None);
+        c.save_keeping().unwrap();
+
+        // Kept: known next run without reading (the file is gone).
+        std::fs::remove_file(&f).unwrap();
+        let mut c = HashCache::load(&cache_path);
+        assert_eq!(c.md5(&f, &meta, sha), Some(md5));
     }
 
     #[test]

@@ -59,6 +59,7 @@ pub fn observe(
         return Ok(observed);
     }
     let rt = runtime();
+    let mut digests = LocalDigests::new(layout);
     // Remote sources: what their buckets still hold.
     for i in 1..observed.placements.len() {
         let placement = observed.placements[i].placement.clone();
@@ -67,14 +68,16 @@ pub fn observe(
         }
         let source = RemoteTarget::open(&placement)?;
         let (base, identity, reset) = bound_base(layout, &source, &rt)?;
+        let here = &observed.placements[i];
         let mut snapshot = rt.block_on(observe_remote(
             source.store.as_ref(),
             source.url.clone(),
             &source.key_prefix,
             placement.namespace.is_some(),
             base.files,
-            &observed.placements[i].files,
+            &here.files,
             desired.target.datastore.is_remote(),
+            &mut |p| digests.md5(&here.root, &here.files, p),
         ))?;
         snapshot.unhydrated = base.unhydrated;
         snapshot.identity = identity;
@@ -82,10 +85,12 @@ pub fn observe(
         observed.placements[i].remote = Some(snapshot);
     }
     if !target_remote {
+        digests.save();
         return Ok(observed);
     }
     let target = RemoteTarget::open(&desired.target)?;
     let (base, identity, reset) = bound_base(layout, &target, &rt)?;
+    let here = &observed.placements[0];
     let mut snapshot = rt.block_on(observe_remote(
         target.store.as_ref(),
         target.url.clone(),
@@ -94,7 +99,9 @@ pub fn observe(
         base.files,
         &cache_after_moves(&observed, desired.scope),
         false,
+        &mut |p| digests.md5(&here.root, &here.files, p),
     ))?;
+    digests.save();
     snapshot.unhydrated = base.unhydrated;
     snapshot.identity = identity;
     snapshot.base_reset = reset;
@@ -106,6 +113,49 @@ pub fn observe(
     }
     observed.remote = Some(snapshot);
     Ok(observed)
+}
+
+/// MD5s of cache files, for recognising remote objects another tool wrote
+/// (see [`observe_remote`]): from the hash cache, or read once (sha256 and
+/// MD5 together) and kept there. The cache is loaded only if one is asked.
+struct LocalDigests<'a> {
+    layout: &'a Layout,
+    cache: Option<HashCache>,
+}
+
+impl<'a> LocalDigests<'a> {
+    fn new(layout: &'a Layout) -> LocalDigests<'a> {
+        LocalDigests {
+            layout,
+            cache: None,
+        }
+    }
+
+    /// The MD5 of the file at `path` under `root`, which the walk saw as
+    /// `files[path]`; `None` if it is not there, or not that file any more.
+    fn md5(
+        &mut self,
+        root: &std::path::Path,
+        files: &BTreeMap<TierPath, FileState>,
+        path: &TierPath,
+    ) -> Option<crate::digest::Md5> {
+        let file = files.get(path)?;
+        let full = root.join(path.as_str());
+        let meta = std::fs::symlink_metadata(&full)
+            .ok()
+            .filter(|m| m.is_file())?;
+        let layout = self.layout;
+        self.cache
+            .get_or_insert_with(|| HashCache::load(&layout.hash_cache_path()))
+            .md5(&full, &meta, file.sha256)
+    }
+
+    /// Keeps what was learnt (derived state: a failed save costs a read).
+    fn save(self) {
+        if let Some(cache) = self.cache {
+            let _ = cache.save_keeping();
+        }
+    }
 }
 
 /// The sync base for `remote`, bound to the id the remote holds: a base

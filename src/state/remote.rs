@@ -208,6 +208,9 @@ pub fn classify(
         .map_err(|e| hostile(&e.to_string()))
 }
 
+/// Gives the MD5 of the cache's file at a tier path (`None`: not known).
+pub type LocalMd5<'a> = dyn FnMut(&TierPath) -> Option<crate::digest::Md5> + 'a;
+
 /// How many levels below a namespace its listing is split at, and how many
 /// of its parts are listed at once (see [`crate::store::list_split`]).
 const LIST_LEVELS: u32 = 2;
@@ -218,6 +221,10 @@ const LIST_CONCURRENCY: usize = 16;
 /// `head_all`: resolve every sha256 (a HEAD per object the listing and the
 /// base cannot vouch for), for draining a source whose objects get re-keyed.
 /// `namespaced`: the prefix is one namespace's (see [`classify`]).
+/// `local_md5`: the MD5 of the cache's file at a path, asked only for an
+/// object without sha256 metadata whose server-given MD5 (single-part S3
+/// ETag, GCS md5Hash) and size could show it identical to that file: then
+/// the object is known to hold the file's sha256, with no request.
 #[allow(clippy::too_many_arguments)]
 pub async fn observe_remote(
     store: &dyn Store,
@@ -227,6 +234,7 @@ pub async fn observe_remote(
     base: BTreeMap<TierPath, BaseEntry>,
     local: &BTreeMap<TierPath, FileState>,
     head_all: bool,
+    local_md5: &mut LocalMd5<'_>,
 ) -> Result<RemoteSnapshot, RemoteError> {
     // One allocation per path across the cache, base and remote maps.
     let base: BTreeMap<TierPath, BaseEntry> =
@@ -277,11 +285,21 @@ pub async fn observe_remote(
                 None => path.share(&base),
             };
             // Metadata that is not a sha256 (another tool's) says nothing.
-            let sha256 = meta.sha256.as_deref().and_then(Sha256::parse).or_else(|| {
+            let mut sha256 = meta.sha256.as_deref().and_then(Sha256::parse).or_else(|| {
                 base.get(&path)
                     .filter(|b| b.version == meta.version)
                     .map(|b| b.sha256)
             });
+            // An object another tool wrote: identical to the cache's file
+            // when the server's MD5 of it is the file's.
+            if sha256.is_none()
+                && let Some(md5) = meta.md5
+                && let Some(file) = local.get(&path)
+                && file.size == meta.size
+                && local_md5(&path) == Some(md5)
+            {
+                sha256 = Some(file.sha256);
+            }
             if sha256.is_none() && (head_all || local.contains_key(&path)) {
                 unknown.push((path.clone(), meta.key));
             }

@@ -451,8 +451,8 @@ impl Store for FsStore {
             // a corrupt source is not blessed with a fresh hash.
             let mismatch = |expected: &str, found: &str| StoreError::Integrity {
                 key: from.clone(),
-                expected: expected.to_string(),
-                found: found.to_string(),
+                expected: format!("sha256 {expected}"),
+                found: format!("sha256 {found}"),
             };
             s.write_object(&to, &mut file, src_meta.sha256.as_deref(), &mismatch, &pre)
         })
@@ -495,6 +495,7 @@ fn meta_of(key: &str, path: &Path, file: &File) -> Result<ObjectMeta, StoreError
         version: format!("{}-{}-{}", md.len(), mtime_ns, md.ino()),
         sha256: get_sha_xattr(file).map_err(|e| StoreError::io(path, e))?,
         modified: Some(md.mtime()),
+        md5: None,
     })
 }
 

@@ -36,6 +36,7 @@ use super::{
     Capabilities, Durability, Landing, ObjectMeta, Precondition, SHA256_METADATA, Store,
     StoreError, StoreOptions, check_bucket_name, check_key, error_chain,
 };
+use crate::digest::Md5;
 use crate::fsutil;
 
 const CREDENTIALS_HINT: &str = "check the Google credentials: set GOOGLE_APPLICATION_CREDENTIALS to a \
@@ -211,6 +212,7 @@ impl GcsStore {
                 .and_then(|m| m.get(SHA256_METADATA))
                 .cloned(),
             modified: o.updated.map(|t| t.unix_timestamp()),
+            md5: o.md5_hash.as_deref().and_then(Md5::from_base64),
         }
     }
 
@@ -361,7 +363,7 @@ impl GcsStore {
         durability: Durability,
     ) -> Result<ObjectMeta, StoreError> {
         let mut stream = std::pin::pin!(stream);
-        let mut landing = Landing::new(dest, durability)?;
+        let mut landing = Landing::new(dest, durability)?.checking_md5(&meta);
         while let Some(chunk) = stream.next().await {
             let chunk = chunk.map_err(|e| self.stream_err(e))?;
             landing.write(&chunk).await?;
@@ -455,6 +457,11 @@ impl Store for GcsStore {
         let Ok(generation) = known.version.parse::<i64>() else {
             return self.get_landed(key, dest, durability).await;
         };
+        if known.sha256.is_none() && known.md5.is_none() {
+            // Nothing to check the media against (an object another tool
+            // wrote): its metadata first, for the md5Hash GCS keeps.
+            return self.get_landed(key, dest, durability).await;
+        }
         let client = self.client().await?;
         let req = GetObjectRequest {
             bucket: self.bucket.clone(),
@@ -487,7 +494,8 @@ impl Store for GcsStore {
                 stream.try_collect().await.map_err(|e| self.stream_err(e))?;
             let bytes = chunks.concat();
             let sha = fsutil::sha256_bytes(&bytes);
-            super::check_download(&self.describe(), &meta, bytes.len() as u64, &sha)?;
+            let md5 = super::md5_to_check(&meta, &bytes);
+            super::check_download(&self.describe(), &meta, bytes.len() as u64, &sha, md5)?;
             Ok((meta, bytes))
         })
         .await

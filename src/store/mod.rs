@@ -59,6 +59,10 @@ pub struct ObjectMeta {
     /// Last modified, seconds since the epoch, when the backend says
     /// (listings fill it; `--conflict newer` uses it).
     pub modified: Option<i64>,
+    /// The content's MD5 when the server says (an S3 single-part ETag,
+    /// GCS `md5Hash`): identity and verification for objects without
+    /// sha256 metadata.
+    pub md5: Option<crate::digest::Md5>,
 }
 
 /// Condition a write or delete is made on, checked by the server.
@@ -303,10 +307,11 @@ pub enum StoreError {
     )]
     NoSuchBucket { bucket: String, target: String },
     #[error(
-        "`{key}` is corrupt: its content has sha256 {found} but its metadata says {expected}; nothing was written locally"
+        "`{key}` is corrupt: its content has {found} but the server says {expected}; nothing was written locally"
     )]
     Integrity {
         key: String,
+        /// `sha256 <hex>` or `md5 <hex>`.
         expected: String,
         found: String,
     },
@@ -626,6 +631,9 @@ pub(crate) struct Landing {
     /// The temp file, once a large body has spilled to it.
     spilled: Option<tempfile::NamedTempFile>,
     hasher: sha2::Sha256,
+    /// For an object the server vouches for only by MD5 (no sha256
+    /// metadata): the body's MD5, checked against it.
+    md5: Option<md5::Md5>,
     written: u64,
 }
 
@@ -695,13 +703,26 @@ impl Landing {
             buf: Vec::new(),
             spilled: None,
             hasher: sha2::Sha256::default(),
+            md5: None,
             written: 0,
         })
+    }
+
+    /// Also checks the body against `meta`'s MD5 when that is all the
+    /// server says of it (an object another tool wrote).
+    pub(crate) fn checking_md5(mut self, meta: &ObjectMeta) -> Landing {
+        if meta.sha256.is_none() && meta.md5.is_some() {
+            self.md5 = Some(md5::Md5::default());
+        }
+        self
     }
 
     pub(crate) async fn write(&mut self, chunk: &[u8]) -> Result<(), StoreError> {
         use sha2::Digest;
         self.hasher.update(chunk);
+        if let Some(m) = &mut self.md5 {
+            m.update(chunk);
+        }
         self.written += chunk.len() as u64;
         self.buf.extend_from_slice(chunk);
         if self.buf.len() >= Self::SPILL {
@@ -732,7 +753,11 @@ impl Landing {
     ) -> Result<String, StoreError> {
         use sha2::Digest;
         let found = hex::encode(self.hasher.finalize_reset());
-        check_download(target, meta, self.written, &found)?;
+        let md5 = self
+            .md5
+            .take()
+            .map(|m| crate::digest::Md5(m.finalize().into()));
+        check_download(target, meta, self.written, &found, md5)?;
         let Landing {
             dest,
             durability,
@@ -773,12 +798,15 @@ impl Landing {
 }
 
 /// Checks a finished download: the length the server announced (a short
-/// body is a dropped connection, worth a retry) and the sha256 metadata.
+/// body is a dropped connection, worth a retry), the sha256 metadata, and
+/// for an object with none, the MD5 the server gave (`md5`: the body's,
+/// when it was computed, see [`Landing::checking_md5`]).
 pub(crate) fn check_download(
     target: &str,
     meta: &ObjectMeta,
     written: u64,
     sha: &str,
+    md5: Option<crate::digest::Md5>,
 ) -> Result<(), StoreError> {
     if written != meta.size {
         return Err(StoreError::Unreachable {
@@ -789,7 +817,20 @@ pub(crate) fn check_download(
             ),
         });
     }
-    verify_sha256(&meta.key, meta.sha256.as_deref(), sha)
+    verify_sha256(&meta.key, meta.sha256.as_deref(), sha)?;
+    match (meta.sha256.as_ref(), meta.md5, md5) {
+        (None, Some(expected), Some(found)) if expected != found => Err(StoreError::Integrity {
+            key: meta.key.clone(),
+            expected: format!("md5 {expected}"),
+            found: format!("md5 {found}"),
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// The MD5 of a body read whole, when only an MD5 can check it.
+pub(crate) fn md5_to_check(meta: &ObjectMeta, body: &[u8]) -> Option<crate::digest::Md5> {
+    (meta.sha256.is_none() && meta.md5.is_some()).then(|| crate::digest::Md5::of(body))
 }
 
 /// An error with its sources on one line, so "connection refused" is not
@@ -818,8 +859,8 @@ pub(crate) fn verify_sha256(
     match expected {
         Some(expected) if !expected.eq_ignore_ascii_case(found) => Err(StoreError::Integrity {
             key: key.to_string(),
-            expected: expected.to_string(),
-            found: found.to_string(),
+            expected: format!("sha256 {expected}"),
+            found: format!("sha256 {found}"),
         }),
         _ => Ok(()),
     }
@@ -886,6 +927,7 @@ mod tests {
             version: "1".into(),
             sha256: None,
             modified: None,
+            md5: None,
         };
         let level = |objects: &[&str], prefixes: &[&str]| Level {
             objects: objects.iter().map(|k| meta(k)).collect(),
@@ -914,6 +956,7 @@ mod tests {
                 version: "1".into(),
                 sha256: None,
                 modified: None,
+                md5: None,
             })
             .collect();
         let level = Level::of("p/", all);
@@ -929,6 +972,7 @@ mod tests {
             version: "v".into(),
             sha256: Some(crate::fsutil::sha256_bytes(body)),
             modified: None,
+            md5: None,
         }
     }
 

@@ -35,6 +35,7 @@ use super::{
     Capabilities, Durability, Landing, ObjectMeta, Precondition, SHA256_METADATA, Store,
     StoreError, StoreOptions, check_bucket_name, check_key, error_chain,
 };
+use crate::digest::Md5;
 use crate::fsutil;
 
 /// Most keys one `DeleteObjects` request may name.
@@ -94,7 +95,7 @@ impl S3Store {
             let (meta, mut body) = self.get_once(key).await?;
             // Each attempt starts a fresh temp file; a failed one is dropped
             // (and removed) with its `Landing`.
-            let mut landing = Landing::new(dest, durability)?;
+            let mut landing = Landing::new(dest, durability)?.checking_md5(&meta);
             while let Some(chunk) = body
                 .try_next()
                 .await
@@ -317,6 +318,7 @@ impl S3Store {
             version: strip_etag(etag),
             sha256: sha256.cloned(),
             modified: None,
+            md5: etag.and_then(Md5::from_etag),
         }
     }
 
@@ -356,6 +358,7 @@ impl S3Store {
                 version: strip_etag(out.e_tag()),
                 sha256: Some(sha256.to_string()),
                 modified: None,
+                md5: out.e_tag().and_then(Md5::from_etag),
             }),
             // AWS answers If-Match on a missing key with 404 (SeaweedFS with
             // 412): either way the version the caller saw is gone.
@@ -499,12 +502,15 @@ impl Store for S3Store {
             let req = client.head_object().bucket(&self.bucket).key(key);
             async move {
                 match req.send().await {
-                    Ok(o) => Ok(Some(Self::meta(
-                        key,
-                        o.content_length(),
-                        o.e_tag(),
-                        o.metadata().and_then(|m| m.get(SHA256_METADATA)),
-                    ))),
+                    Ok(o) => Ok(Some(ObjectMeta {
+                        modified: o.last_modified().map(|t| t.secs()),
+                        ..Self::meta(
+                            key,
+                            o.content_length(),
+                            o.e_tag(),
+                            o.metadata().and_then(|m| m.get(SHA256_METADATA)),
+                        )
+                    })),
                     Err(e) => match self.map_err(e, Some(key)) {
                         StoreError::NotFound { .. } => Ok(None),
                         e => Err(e),
@@ -539,7 +545,8 @@ impl Store for S3Store {
                 .into_bytes()
                 .to_vec();
             let sha = fsutil::sha256_bytes(&bytes);
-            super::check_download(&self.describe(), &meta, bytes.len() as u64, &sha)?;
+            let md5 = super::md5_to_check(&meta, &bytes);
+            super::check_download(&self.describe(), &meta, bytes.len() as u64, &sha, md5)?;
             Ok((meta, bytes))
         })
         .await
@@ -709,6 +716,7 @@ impl Store for S3Store {
                         version: strip_etag(out.copy_object_result().and_then(|r| r.e_tag())),
                         sha256: src.sha256.clone(),
                         modified: None,
+                        md5: src.md5,
                     }),
                     Err(e) => match self.map_err(e, Some(to)) {
                         StoreError::NotFound { key, .. }
