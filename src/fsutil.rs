@@ -226,6 +226,31 @@ pub fn sha256_file_raw(path: &Path) -> io::Result<[u8; 32]> {
     Ok(hasher.finalize().into())
 }
 
+/// Whether the filesystem holding `dir` (or its nearest existing ancestor)
+/// treats names that differ only in case as one. Asked of the filesystem
+/// where it can say (macOS `pathconf`); elsewhere (Linux, where only a
+/// directory marked casefold does so) assumed not.
+pub fn folds_case(dir: &Path) -> bool {
+    #[cfg(target_os = "macos")]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        let Some(existing) = dir.ancestors().find(|d| d.exists()) else {
+            return false;
+        };
+        let Ok(c) = std::ffi::CString::new(existing.as_os_str().as_bytes()) else {
+            return false;
+        };
+        // SAFETY: `c` is a NUL-terminated path.
+        let r = unsafe { libc::pathconf(c.as_ptr(), libc::_PC_CASE_SENSITIVE) };
+        r == 0
+    }
+    #[cfg(not(target_os = "macos"))]
+    {
+        let _ = dir;
+        false
+    }
+}
+
 /// The sha256 and the MD5 of a file's content, in one read.
 pub fn sha256_md5_file(path: &Path) -> io::Result<([u8; 32], [u8; 16])> {
     use md5::Digest as _;

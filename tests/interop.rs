@@ -411,8 +411,75 @@ macro_rules! on_object_servers {
     };
 }
 
+/// Keys a filesystem cannot hold (a key that is a file and a prefix of
+/// others; a name longer than 255 bytes) are conflicts at plan time naming
+/// them: nothing is written, rather than some siblings before an OS error.
+fn keys_the_cache_cannot_hold_are_conflicts_at_plan_time(backend: Backend) {
+    let bucket = Bucket::new(backend);
+    let a = Repo::init(&bucket, Some("lab"));
+    a.put("m/y", "y\n");
+    a.run(&["datastore", "sync", "--push", "-y"]).expect(0);
+    // SeaweedFS refuses a name over 255 bytes itself (KeyTooLongError);
+    // GCS takes one, as AWS S3 does.
+    let long = (backend == Backend::Gcs)
+        .then(|| format!("swamp/lab/outputs/{}.yaml", "a".repeat(260)));
+    let mut foreign = vec![
+        "swamp/lab/data/m/x".to_string(),
+        "swamp/lab/data/m/x/1/raw".to_string(),
+    ];
+    foreign.extend(long.clone());
+    for key in &foreign {
+        bucket.foreign_put(key, b"z\n");
+    }
+    let b = a.clone_elsewhere();
+    let doc = b.json(&["--json", "datastore", "sync", "--pull", "-y"], 3);
+    let conflicts: Vec<_> = doc["plan"]["conflicts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["kind"] == "unholdable")
+        .map(|c| {
+            (
+                c["key"].as_str().unwrap().to_string(),
+                c["other"].as_str().map(str::to_string),
+            )
+        })
+        .collect();
+    let mut expected = vec![(
+        "swamp/lab/data/m/x".to_string(),
+        Some("swamp/lab/data/m/x/1/raw".to_string()),
+    )];
+    expected.extend(long.map(|k| (k, None)));
+    assert_eq!(conflicts, expected, "{doc}");
+    let human = b.run(&["datastore", "sync", "--pull", "-y"]);
+    human.expect(3);
+    assert!(
+        human
+            .stdout
+            .contains("cannot be held as a file in this cache")
+            && human
+                .stdout
+                .contains("it clashes with swamp/lab/data/m/x/1/raw"),
+        "{}",
+        human.stdout
+    );
+    let written = support::tree(&b.cache());
+    assert!(
+        written.keys().all(|k| !k.starts_with("lab/")),
+        "{:?}",
+        written.keys()
+    );
+
+    for key in &foreign {
+        bucket.delete(key);
+    }
+    b.run(&["datastore", "sync", "--pull", "-y"]).expect(0);
+    assert_eq!(b.run(&["data", "get", "m/y"]).stdout, "y\n");
+}
+
 // A directory store keeps no MD5: identity there needs swamp's sha256.
 on_object_servers!(
+    keys_the_cache_cannot_hold_are_conflicts_at_plan_time,
     folder_markers_and_unmanaged_keys_are_listed_and_never_touched,
     identical_files_on_both_sides_converge_without_a_transfer,
     a_third_party_download_is_checked_against_the_servers_md5,

@@ -353,6 +353,17 @@ pub enum Conflict {
     /// catalog `data/_catalog.db` and its sidecars): never downloaded,
     /// never deleted.
     ReservedPath { key: String },
+    /// A remote object the cache cannot hold as a file: a key that is also
+    /// a prefix of other keys, a name or path too long for the filesystem,
+    /// or (where the filesystem folds case) two keys that would be one
+    /// file. Nothing is downloaded while it stands.
+    Unholdable {
+        key: String,
+        /// The key it clashes with.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        other: Option<String>,
+        why: String,
+    },
     /// Cache and remote both changed the file since the last sync.
     BothChanged {
         path: TierPath,
@@ -407,6 +418,7 @@ impl Conflict {
             Conflict::Obstacle { .. } => "obstacle",
             Conflict::NotAFile { .. } => "not-a-file",
             Conflict::ReservedPath { .. } => "reserved-path",
+            Conflict::Unholdable { .. } => "unholdable",
             Conflict::Unsupported { .. } => "unsupported",
             Conflict::BothChanged { .. } => "both-changed",
             Conflict::DeletedAndChanged { .. } => "deleted-and-changed",

@@ -100,6 +100,13 @@ fn add_remote(scope: Scope, observed: &Observed, options: &Options, plan: &mut P
         .chain(target)
         .flat_map(|s| s.reserved.iter())
         .map(|key| Conflict::ReservedPath { key: key.clone() })
+        .chain(target.into_iter().flat_map(|s| {
+            s.unholdable.iter().map(|u| Conflict::Unholdable {
+                key: u.key.clone(),
+                other: u.other.clone(),
+                why: u.why.clone(),
+            })
+        }))
         .collect();
     let direction = scope.direction();
     let mut sync_actions = Vec::new();
@@ -313,6 +320,7 @@ mod tests {
                 .collect(),
             objects: files.len(),
             reserved: vec![],
+            unholdable: vec![],
             folder_markers: 0,
             unmanaged: vec![],
             identity: None,

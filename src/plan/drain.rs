@@ -209,6 +209,7 @@ mod tests {
                 .collect(),
             objects: files.len(),
             reserved: vec![],
+            unholdable: vec![],
             folder_markers: 0,
             unmanaged: vec![],
             identity: None,

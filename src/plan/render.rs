@@ -523,6 +523,19 @@ fn render_conflict(out: &mut String, c: &Conflict, plan: &Plan, repo: &Path, tar
                 "      it is never downloaded and never deleted by swamp; fix: remove or rename it in the bucket, then plan again"
             );
         }
+        Conflict::Unholdable { key, other, why } => {
+            let _ = writeln!(
+                out,
+                "  ✗ {key}: cannot be held as a file in this cache: {why}"
+            );
+            if let Some(other) = other {
+                let _ = writeln!(out, "      it clashes with {other}");
+            }
+            let _ = writeln!(
+                out,
+                "      nothing is downloaded while it stands; fix: rename or remove one of them in the bucket, then plan again"
+            );
+        }
         Conflict::BothChanged {
             path,
             local_sha256,

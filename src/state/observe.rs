@@ -105,6 +105,13 @@ pub fn observe(
     snapshot.unhydrated = base.unhydrated;
     snapshot.identity = identity;
     snapshot.base_reset = reset;
+    let root = &observed.placements[0].root;
+    snapshot.unholdable = super::remote::unholdable(
+        &snapshot.files,
+        &snapshot.key_prefix,
+        root,
+        crate::fsutil::folds_case(root),
+    );
     if observed.mirror.is_some() && direction.is_some_and(|d| d.pushes()) {
         observed.sentinel = Some(rt.block_on(read_sentinel(&target, &snapshot))?);
     }

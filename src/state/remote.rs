@@ -52,6 +52,10 @@ pub struct RemoteSnapshot {
     /// folder" make): never synced, never deleted, counted.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub folder_markers: usize,
+    /// Objects this cache cannot hold as files (a key that is also a
+    /// prefix, a name too long, two keys one file here): conflicts.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unholdable: Vec<Unholdable>,
     /// Keys under the namespace in no tier swamp syncs (nor its own or
     /// upstream swamp's dot-files), by first path segment: listed in the
     /// plan, never synced or deleted.
@@ -71,6 +75,98 @@ pub struct RemoteSnapshot {
     /// What a lazy pull recorded without downloading (from the base).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub unhydrated: BTreeMap<TierPath, Unhydrated>,
+}
+
+/// A remote object the cache cannot hold as a file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Unholdable {
+    pub key: String,
+    /// The key it clashes with, when it is a clash.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub other: Option<String>,
+    pub why: String,
+}
+
+/// The longest name (one path segment) and path Linux filesystems hold
+/// (`NAME_MAX`, `PATH_MAX` with its NUL).
+const NAME_MAX: usize = 255;
+const PATH_MAX: usize = 4095;
+
+/// Which of `files` a cache at `root` cannot hold as files: a key that is
+/// also a prefix of others (`data/x` beside `data/x/1/raw`), a segment or
+/// a whole path longer than the filesystem allows, and, where the
+/// filesystem folds case (`case_insensitive`), two keys that would be one
+/// file. Found at plan time, so nothing of it is half written at apply.
+pub fn unholdable(
+    files: &BTreeMap<TierPath, RemoteObject>,
+    key_prefix: &str,
+    root: &std::path::Path,
+    case_insensitive: bool,
+) -> Vec<Unholdable> {
+    let key = |p: &str| format!("{key_prefix}{p}");
+    let mut dirs: std::collections::HashSet<&str> = std::collections::HashSet::new();
+    for p in files.keys() {
+        let s = p.as_str();
+        for (i, b) in s.bytes().enumerate() {
+            if b == b'/' {
+                dirs.insert(&s[..i]);
+            }
+        }
+    }
+    let mut folded: std::collections::HashMap<String, &str> = std::collections::HashMap::new();
+    let root_len = root.as_os_str().len();
+    let mut out = Vec::new();
+    for p in files.keys() {
+        let s = p.as_str();
+        let found = if dirs.contains(s) {
+            let below = files
+                .keys()
+                .map(TierPath::as_str)
+                .find(|q| q.len() > s.len() && q.starts_with(s) && q.as_bytes()[s.len()] == b'/')
+                .unwrap_or(s);
+            Some((
+                Some(key(below)),
+                "it is a file, and a directory holding other keys".to_string(),
+            ))
+        } else if let Some(seg) = s.split('/').find(|seg| seg.len() > NAME_MAX) {
+            Some((
+                None,
+                format!(
+                    "a name in it is {} bytes long; the filesystem holds at most {NAME_MAX}",
+                    seg.len()
+                ),
+            ))
+        } else if root_len + 1 + s.len() > PATH_MAX {
+            Some((
+                None,
+                format!(
+                    "its path in the cache would be {} bytes long; the filesystem holds at most {PATH_MAX}",
+                    root_len + 1 + s.len()
+                ),
+            ))
+        } else if case_insensitive {
+            match folded.entry(s.to_lowercase()) {
+                std::collections::hash_map::Entry::Occupied(e) => Some((
+                    Some(key(e.get())),
+                    "this filesystem ignores case, so both would be one file".to_string(),
+                )),
+                std::collections::hash_map::Entry::Vacant(e) => {
+                    e.insert(s);
+                    None
+                }
+            }
+        } else {
+            None
+        };
+        if let Some((other, why)) = found {
+            out.push(Unholdable {
+                key: key(s),
+                other,
+                why,
+            });
+        }
+    }
+    out
 }
 
 /// Objects under one top-level name of the namespace that is no tier.
@@ -341,6 +437,7 @@ pub async fn observe_remote(
         objects,
         reserved,
         folder_markers,
+        unholdable: Vec::new(),
         unmanaged: unmanaged
             .into_iter()
             .map(|(name, objects)| Unmanaged { name, objects })
@@ -356,6 +453,53 @@ pub async fn observe_remote(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn keys_a_filesystem_cannot_hold_are_found_naming_the_other_key() {
+        let obj = RemoteObject {
+            size: 1,
+            version: "v".into(),
+            sha256: None,
+            modified: None,
+        };
+        let files: BTreeMap<TierPath, RemoteObject> = [
+            "data/m/x",
+            "data/m/x-y/1/raw",
+            "data/m/x/1/raw",
+            "data/m/X/1/raw",
+            "outputs/ok.yaml",
+        ]
+        .into_iter()
+        .map(|p| (TierPath::parse(p).unwrap(), obj.clone()))
+        .chain(std::iter::once((
+            TierPath::parse(&format!("outputs/{}", "n".repeat(256))).unwrap(),
+            obj.clone(),
+        )))
+        .collect();
+        let root = std::path::Path::new("/cache");
+        let found = |fold: bool| -> Vec<(String, Option<String>)> {
+            unholdable(&files, "p/", root, fold)
+                .into_iter()
+                .map(|u| (u.key.chars().take(30).collect(), u.other))
+                .collect()
+        };
+        let clash = (
+            "p/data/m/x".to_string(),
+            Some("p/data/m/x/1/raw".to_string()),
+        );
+        let long = (format!("p/outputs/{}", "n".repeat(20)), None);
+        assert_eq!(found(false), [clash.clone(), long.clone()]);
+        // Where case folds, `X` and `x` are one directory: `data/m/X/1/raw`
+        // sorts first, so `data/m/x/1/raw` is the one named.
+        let folded = (
+            "p/data/m/x/1/raw".to_string(),
+            Some("p/data/m/X/1/raw".to_string()),
+        );
+        assert_eq!(found(true), [clash, folded, long]);
+        // A path too long for PATH_MAX under this root.
+        let deep = std::path::PathBuf::from(format!("/{}", "d/".repeat(2045)));
+        assert_eq!(unholdable(&files, "p/", &deep, false).len(), files.len());
+    }
 
     #[test]
     fn keys_map_to_tier_paths_and_hostile_keys_are_refused() {

@@ -248,6 +248,11 @@ pub fn every_conflict() -> Vec<swamp::plan::Conflict> {
         Conflict::ReservedPath {
             key: "swamp/alpha/data/_catalog.db".into(),
         },
+        Conflict::Unholdable {
+            key: "swamp/alpha/data/m/x".into(),
+            other: Some("swamp/alpha/data/m/x/1/raw".into()),
+            why: "it is a file, and a directory holding other keys".into(),
+        },
         Conflict::ConfigAlreadyMigrated {
             path: tp("config/managed-config-migrated.json"),
             remote_body: "{\"migratedAt\": \"2026-11-30T07:00:00Z\"}".into(),
