@@ -623,6 +623,7 @@ async fn download(
         sha256: sha256.map(|s| s.hex()),
         modified: None,
         md5: None,
+        content_encoded: false,
     };
     let durability = if stage {
         Durability::Deferred

@@ -451,8 +451,9 @@ impl Store for FsStore {
             // a corrupt source is not blessed with a fresh hash.
             let mismatch = |expected: &str, found: &str| StoreError::Integrity {
                 key: from.clone(),
-                expected: format!("sha256 {expected}"),
-                found: format!("sha256 {found}"),
+                algorithm: "sha256",
+                expected: expected.to_string(),
+                found: found.to_string(),
             };
             s.write_object(&to, &mut file, src_meta.sha256.as_deref(), &mismatch, &pre)
         })
@@ -496,6 +497,7 @@ fn meta_of(key: &str, path: &Path, file: &File) -> Result<ObjectMeta, StoreError
         sha256: get_sha_xattr(file).map_err(|e| StoreError::io(path, e))?,
         modified: Some(md.mtime()),
         md5: None,
+        content_encoded: false,
     })
 }
 

@@ -213,6 +213,10 @@ impl GcsStore {
                 .cloned(),
             modified: o.updated.map(|t| t.unix_timestamp()),
             md5: o.md5_hash.as_deref().and_then(Md5::from_base64),
+            content_encoded: o
+                .content_encoding
+                .as_deref()
+                .is_some_and(|e| e.eq_ignore_ascii_case("gzip")),
         }
     }
 
@@ -368,11 +372,7 @@ impl GcsStore {
             let chunk = chunk.map_err(|e| self.stream_err(e))?;
             landing.write(&chunk).await?;
         }
-        let sha256 = landing.finish(&self.describe(), &meta).await?;
-        Ok(ObjectMeta {
-            sha256: Some(sha256),
-            ..meta
-        })
+        landing.finish(&self.describe(), meta).await
     }
 
     /// One metadata request, no retry: for use inside a retried operation

@@ -63,6 +63,10 @@ pub struct ObjectMeta {
     /// GCS `md5Hash`): identity and verification for objects without
     /// sha256 metadata.
     pub md5: Option<crate::digest::Md5>,
+    /// Stored compressed and served decompressed (GCS `contentEncoding:
+    /// gzip`, as `gsutil cp -Z` writes): `size` and `md5` are the stored
+    /// bytes', so neither can check what a download receives.
+    pub content_encoded: bool,
 }
 
 /// Condition a write or delete is made on, checked by the server.
@@ -307,11 +311,12 @@ pub enum StoreError {
     )]
     NoSuchBucket { bucket: String, target: String },
     #[error(
-        "`{key}` is corrupt: its content has {found} but the server says {expected}; nothing was written locally"
+        "`{key}` is corrupt: its content has {algorithm} {found} but the server says {expected}; nothing was written locally"
     )]
     Integrity {
         key: String,
-        /// `sha256 <hex>` or `md5 <hex>`.
+        /// `sha256` (swamp's metadata) or `md5` (what the server keeps).
+        algorithm: &'static str,
         expected: String,
         found: String,
     },
@@ -326,6 +331,15 @@ pub enum StoreError {
     },
     #[error("`{key}` arrived corrupt ({detail}); nothing was written locally")]
     Corrupt { key: String, detail: String },
+    #[error(
+        "`{key}` arrived with {got} bytes where {target} announced {expected} (the connection dropped, or the object changed meanwhile); nothing was written locally"
+    )]
+    Short {
+        key: String,
+        target: String,
+        got: u64,
+        expected: u64,
+    },
     #[error("{}: {source}", .path.display())]
     Io {
         path: PathBuf,
@@ -711,7 +725,7 @@ impl Landing {
     /// Also checks the body against `meta`'s MD5 when that is all the
     /// server says of it (an object another tool wrote).
     pub(crate) fn checking_md5(mut self, meta: &ObjectMeta) -> Landing {
-        if meta.sha256.is_none() && meta.md5.is_some() {
+        if meta.sha256.is_none() && meta.md5.is_some() && !meta.content_encoded {
             self.md5 = Some(md5::Md5::default());
         }
         self
@@ -744,20 +758,27 @@ impl Landing {
 
     /// Verifies size and sha256 against `meta`, then writes, fsyncs and
     /// renames into `dest` (its directory's fsync is the caller's, see
-    /// [`Store::get_to_file`]). Returns the sha256 of
-    /// the bytes landed. Dropping a `Landing` instead removes the temp file.
+    /// [`Store::get_to_file`]). Returns `meta` as landed: the sha256 and
+    /// size of the bytes written (the size differs from the stored one
+    /// only for an object served decompressed). Dropping a `Landing`
+    /// instead removes the temp file.
     pub(crate) async fn finish(
         mut self,
         target: &str,
-        meta: &ObjectMeta,
-    ) -> Result<String, StoreError> {
+        meta: ObjectMeta,
+    ) -> Result<ObjectMeta, StoreError> {
         use sha2::Digest;
         let found = hex::encode(self.hasher.finalize_reset());
         let md5 = self
             .md5
             .take()
             .map(|m| crate::digest::Md5(m.finalize().into()));
-        check_download(target, meta, self.written, &found, md5)?;
+        check_download(target, &meta, self.written, &found, md5)?;
+        let landed = ObjectMeta {
+            sha256: Some(found),
+            size: self.written,
+            ..meta
+        };
         let Landing {
             dest,
             durability,
@@ -793,7 +814,7 @@ impl Landing {
                 .await
                 .map_err(|e| StoreError::other(format!("download task failed: {e}")))??;
         }
-        Ok(found)
+        Ok(landed)
     }
 }
 
@@ -808,21 +829,26 @@ pub(crate) fn check_download(
     sha: &str,
     md5: Option<crate::digest::Md5>,
 ) -> Result<(), StoreError> {
+    if meta.content_encoded {
+        // Served decompressed: only swamp's own sha256 (never written on
+        // such an object by swamp, but honoured) could check it.
+        return verify_sha256(&meta.key, meta.sha256.as_deref(), sha);
+    }
     if written != meta.size {
-        return Err(StoreError::Unreachable {
+        return Err(StoreError::Short {
+            key: meta.key.clone(),
             target: target.to_string(),
-            message: format!(
-                "download of `{}` ended after {written} of {} bytes",
-                meta.key, meta.size
-            ),
+            got: written,
+            expected: meta.size,
         });
     }
     verify_sha256(&meta.key, meta.sha256.as_deref(), sha)?;
     match (meta.sha256.as_ref(), meta.md5, md5) {
         (None, Some(expected), Some(found)) if expected != found => Err(StoreError::Integrity {
             key: meta.key.clone(),
-            expected: format!("md5 {expected}"),
-            found: format!("md5 {found}"),
+            algorithm: "md5",
+            expected: expected.hex(),
+            found: found.hex(),
         }),
         _ => Ok(()),
     }
@@ -830,7 +856,8 @@ pub(crate) fn check_download(
 
 /// The MD5 of a body read whole, when only an MD5 can check it.
 pub(crate) fn md5_to_check(meta: &ObjectMeta, body: &[u8]) -> Option<crate::digest::Md5> {
-    (meta.sha256.is_none() && meta.md5.is_some()).then(|| crate::digest::Md5::of(body))
+    (meta.sha256.is_none() && meta.md5.is_some() && !meta.content_encoded)
+        .then(|| crate::digest::Md5::of(body))
 }
 
 /// An error with its sources on one line, so "connection refused" is not
@@ -859,8 +886,9 @@ pub(crate) fn verify_sha256(
     match expected {
         Some(expected) if !expected.eq_ignore_ascii_case(found) => Err(StoreError::Integrity {
             key: key.to_string(),
-            expected: format!("sha256 {expected}"),
-            found: format!("sha256 {found}"),
+            algorithm: "sha256",
+            expected: expected.to_string(),
+            found: found.to_string(),
         }),
         _ => Ok(()),
     }
@@ -928,6 +956,7 @@ mod tests {
             sha256: None,
             modified: None,
             md5: None,
+            content_encoded: false,
         };
         let level = |objects: &[&str], prefixes: &[&str]| Level {
             objects: objects.iter().map(|k| meta(k)).collect(),
@@ -957,6 +986,7 @@ mod tests {
                 sha256: None,
                 modified: None,
                 md5: None,
+                content_encoded: false,
             })
             .collect();
         let level = Level::of("p/", all);
@@ -973,6 +1003,7 @@ mod tests {
             sha256: Some(crate::fsutil::sha256_bytes(body)),
             modified: None,
             md5: None,
+            content_encoded: false,
         }
     }
 
@@ -1000,8 +1031,8 @@ mod tests {
             landing.spilled.is_some(),
             "a large body spills to its temp file"
         );
-        let sha = landing.finish("test", &meta_for(&body)).await.unwrap();
-        assert_eq!(sha, crate::fsutil::sha256_bytes(&body));
+        let landed = landing.finish("test", meta_for(&body)).await.unwrap();
+        assert_eq!(landed.sha256.unwrap(), crate::fsutil::sha256_bytes(&body));
         assert_eq!(std::fs::read(&dest).unwrap(), body);
         assert_eq!(names_in(dest.parent().unwrap()), ["file"]);
     }
@@ -1020,7 +1051,7 @@ mod tests {
         let mut landing = Landing::new(&dest, Durability::Synced).unwrap();
         landing.write(b"other bytes").await.unwrap();
         let e = landing
-            .finish("test", &meta_for(b"the bytes!!"))
+            .finish("test", meta_for(b"the bytes!!"))
             .await
             .unwrap_err();
         assert!(e.to_string().contains("sha256"), "{e}");
@@ -1038,7 +1069,7 @@ mod tests {
             for chunk in body.chunks(64 * 1024) {
                 landing.write(chunk).await.unwrap();
             }
-            landing.finish("test", &meta_for(&body)).await.unwrap();
+            landing.finish("test", meta_for(&body)).await.unwrap();
             assert_eq!(std::fs::read(&dest).unwrap(), body);
         }
         assert_eq!(names_in(&dir.path().join("sub")), ["large", "small"]);
@@ -1048,7 +1079,7 @@ mod tests {
         let mut landing = Landing::new(&taken, Durability::Deferred).unwrap();
         landing.write(b"other").await.unwrap();
         landing
-            .finish("test", &meta_for(b"other"))
+            .finish("test", meta_for(b"other"))
             .await
             .unwrap_err();
         assert_eq!(std::fs::read(&taken).unwrap(), before);

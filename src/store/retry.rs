@@ -265,7 +265,11 @@ where
                     return Err(e);
                 }
             }
-            Err(e @ (StoreError::Integrity { .. } | StoreError::Corrupt { .. })) => {
+            Err(
+                e @ (StoreError::Integrity { .. }
+                | StoreError::Corrupt { .. }
+                | StoreError::Short { .. }),
+            ) => {
                 policy.breaker.answered();
                 if last {
                     return Err(e);
@@ -440,6 +444,7 @@ mod tests {
         let calls = AtomicU32::new(0);
         let corrupt = || StoreError::Integrity {
             key: "k".into(),
+            algorithm: "sha256",
             expected: "aa".into(),
             found: "bb".into(),
         };

@@ -103,11 +103,7 @@ impl S3Store {
             {
                 landing.write(&chunk).await?;
             }
-            let sha256 = landing.finish(&self.describe(), &meta).await?;
-            Ok(ObjectMeta {
-                sha256: Some(sha256),
-                ..meta
-            })
+            landing.finish(&self.describe(), meta).await
         })
         .await
     }
@@ -319,6 +315,7 @@ impl S3Store {
             sha256: sha256.cloned(),
             modified: None,
             md5: etag.and_then(Md5::from_etag),
+            content_encoded: false,
         }
     }
 
@@ -359,6 +356,7 @@ impl S3Store {
                 sha256: Some(sha256.to_string()),
                 modified: None,
                 md5: out.e_tag().and_then(Md5::from_etag),
+                content_encoded: false,
             }),
             // AWS answers If-Match on a missing key with 404 (SeaweedFS with
             // 412): either way the version the caller saw is gone.
@@ -717,6 +715,7 @@ impl Store for S3Store {
                         sha256: src.sha256.clone(),
                         modified: None,
                         md5: src.md5,
+                        content_encoded: src.content_encoded,
                     }),
                     Err(e) => match self.map_err(e, Some(to)) {
                         StoreError::NotFound { key, .. }
