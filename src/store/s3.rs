@@ -38,6 +38,9 @@ use super::{
 use crate::digest::Md5;
 use crate::fsutil;
 
+#[path = "s3_multipart.rs"]
+mod multipart;
+
 /// Most keys one `DeleteObjects` request may name.
 const DELETE_BATCH: usize = 1000;
 
@@ -557,6 +560,13 @@ impl Store for S3Store {
         sha256: &str,
         pre: &Precondition,
     ) -> Result<ObjectMeta, StoreError> {
+        check_key(key)?;
+        let size = std::fs::metadata(src)
+            .map_err(|e| StoreError::io(src, e))?
+            .len();
+        if size >= multipart::THRESHOLD {
+            return self.put_multipart(key, src, size, sha256, pre).await;
+        }
         self.put_retrying(key, sha256, pre, || async {
             // A small file is read whole here: an open, a read and a close
             // cost less than the blocking-thread hops of a streamed body.
@@ -571,12 +581,10 @@ impl Store for S3Store {
                 .map_err(|e| StoreError::io(src, e))?
                 .len();
             if size > MAX_SINGLE_PUT {
-                // Larger objects need a multipart upload (with the
-                // precondition on CompleteMultipartUpload): not built yet.
+                // Grew past what one request carries since it was statted.
                 return Err(StoreError::other(format!(
-                    "{} is {size} bytes; uploads over 5 GiB to {} are not supported yet",
-                    src.display(),
-                    self.describe()
+                    "not uploading {}: it changed since it was hashed (now {size} bytes); plan again",
+                    src.display()
                 )));
             }
             let stream = ByteStream::from_path(src)

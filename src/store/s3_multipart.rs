@@ -1,0 +1,353 @@
+//! Multipart uploads to S3, for files too large for one PutObject (over
+//! 5 GiB) or large enough that parallel parts beat one stream.
+//!
+//! - **Parts** are read in order (the file's sha256 is recomputed across
+//!   them, so a file that changed since it was hashed is never completed),
+//!   each sent with its `Content-MD5` (the server refuses a part that
+//!   arrived other than read), a few in flight at once. Memory is the
+//!   parts in flight, whatever the file's size.
+//! - **The precondition** the caller names is checked by
+//!   `CompleteMultipartUpload` (`If-None-Match: *`, `If-Match`), the one
+//!   request that makes the object appear; until then nothing is visible.
+//! - **Failure** aborts the upload (its parts are discarded); a retried
+//!   complete whose first answer was lost is recognised by the object's
+//!   composite ETag and sha256 metadata.
+//! - **The result** is checked: its ETag must be the composite of the
+//!   parts' MD5s; anything else is removed (conditionally) and reported.
+
+use std::path::Path;
+
+use aws_sdk_s3::primitives::ByteStream;
+use aws_sdk_s3::types::{CompletedMultipartUpload, CompletedPart};
+use base64::Engine as _;
+use futures_util::StreamExt;
+
+use super::{S3Store, quote_etag, strip_etag};
+use crate::store::retry::with_retry;
+use crate::store::{ObjectMeta, Precondition, SHA256_METADATA, Store as _, StoreError};
+
+/// Files at least this large are uploaded in parts.
+pub(super) const THRESHOLD: u64 = 256 << 20;
+
+/// The smallest part (S3's minimum for all but the last is 5 MiB).
+const MIN_PART: u64 = 8 << 20;
+
+/// S3's limit on parts per upload.
+const MAX_PARTS: u64 = 10_000;
+
+/// Parts in flight at once.
+const CONCURRENCY: usize = 4;
+
+/// The part size for a file of `size` bytes: 8 MiB, or larger (in whole
+/// MiB) when 10,000 parts of 8 MiB would not hold it.
+pub(super) fn part_size(size: u64) -> u64 {
+    let need = size.div_ceil(MAX_PARTS);
+    need.max(MIN_PART).next_multiple_of(1 << 20)
+}
+
+/// The ETag S3 gives an object completed from parts with these MD5s.
+pub(super) fn composite_etag(part_md5s: &[[u8; 16]]) -> String {
+    use md5::Digest as _;
+    let mut all = md5::Md5::new();
+    for m in part_md5s {
+        all.update(m);
+    }
+    format!("{}-{}", hex::encode(all.finalize()), part_md5s.len())
+}
+
+/// One part, read and ready to send.
+struct Part {
+    number: i32,
+    bytes: bytes::Bytes,
+    md5: [u8; 16],
+}
+
+impl S3Store {
+    /// Uploads `src` (`size` bytes, whose sha256 the caller computed) in
+    /// parts, completing only under `pre`.
+    pub(super) async fn put_multipart(
+        &self,
+        key: &str,
+        src: &Path,
+        size: u64,
+        sha256: &str,
+        pre: &Precondition,
+    ) -> Result<ObjectMeta, StoreError> {
+        let client = self.client().await?;
+        let created = with_retry(&self.options.retry, |_| {
+            let req = client
+                .create_multipart_upload()
+                .bucket(&self.bucket)
+                .key(key)
+                .metadata(SHA256_METADATA, sha256);
+            async move { req.send().await.map_err(|e| self.map_err(e, Some(key))) }
+        })
+        .await?;
+        let upload_id = created
+            .upload_id()
+            .ok_or_else(|| {
+                StoreError::other(format!("{}: no upload id for `{key}`", self.describe()))
+            })?
+            .to_string();
+        let result = self
+            .send_parts_and_complete(key, src, size, sha256, pre, &upload_id)
+            .await;
+        if result.is_err() {
+            // Best effort: an upload left behind costs storage until the
+            // bucket's lifecycle rule (if any) clears it, never data.
+            let _ = client
+                .abort_multipart_upload()
+                .bucket(&self.bucket)
+                .key(key)
+                .upload_id(&upload_id)
+                .send()
+                .await;
+        }
+        result
+    }
+
+    async fn send_parts_and_complete(
+        &self,
+        key: &str,
+        src: &Path,
+        size: u64,
+        sha256: &str,
+        pre: &Precondition,
+        upload_id: &str,
+    ) -> Result<ObjectMeta, StoreError> {
+        let client = self.client().await?;
+        let part_size = part_size(size);
+        let mut reader = Some(PartReader::open(src, size, part_size)?);
+        let mut in_flight = futures_util::stream::FuturesUnordered::new();
+        let mut done: Vec<(i32, String, [u8; 16])> = Vec::new();
+        let mut read_all = false;
+        loop {
+            // Read in order (on a blocking thread), a few parts in flight.
+            while !read_all && in_flight.len() < CONCURRENCY {
+                let mut r = reader.take().expect("the reader is put back");
+                let (next, r) = tokio::task::spawn_blocking(move || (r.next(), r))
+                    .await
+                    .map_err(|e| StoreError::other(format!("reading a part failed: {e}")))?;
+                reader = Some(r);
+                match next? {
+                    Some(part) => in_flight.push(self.upload_part(key, upload_id, part)),
+                    None => read_all = true,
+                }
+            }
+            match in_flight.next().await {
+                Some(part) => done.push(part?),
+                None => break,
+            }
+        }
+        reader.expect("the reader is put back").finish(sha256)?;
+        done.sort_by_key(|d| d.0);
+        let expected = composite_etag(&done.iter().map(|d| d.2).collect::<Vec<_>>());
+        let completed = CompletedMultipartUpload::builder()
+            .set_parts(Some(
+                done.iter()
+                    .map(|(n, etag, _)| {
+                        CompletedPart::builder().part_number(*n).e_tag(etag).build()
+                    })
+                    .collect(),
+            ))
+            .build();
+        let finished = with_retry(&self.options.retry, |attempt| {
+            let mut req = client
+                .complete_multipart_upload()
+                .bucket(&self.bucket)
+                .key(key)
+                .upload_id(upload_id)
+                .multipart_upload(completed.clone());
+            req = match pre {
+                Precondition::None => req,
+                Precondition::CreateOnly => req.if_none_match("*"),
+                Precondition::Matches(v) => req.if_match(quote_etag(v)),
+            };
+            let expected = &expected;
+            async move {
+                match req.send().await {
+                    Ok(out) => Ok(strip_etag(out.e_tag())),
+                    Err(e) => match self.map_err(e, Some(key)) {
+                        // A retry after an answer that was lost: the first
+                        // complete made the object (ours if it carries our
+                        // parts and sha256), and the upload id is spent.
+                        e if attempt > 1 => match self.head(key).await? {
+                            Some(m)
+                                if m.version == *expected
+                                    && m.sha256.as_deref() == Some(sha256) =>
+                            {
+                                Ok(m.version)
+                            }
+                            _ => Err(e),
+                        },
+                        StoreError::NotFound { key, .. }
+                            if matches!(pre, Precondition::Matches(_)) =>
+                        {
+                            Err(StoreError::PreconditionFailed { key })
+                        }
+                        e => Err(e),
+                    },
+                }
+            }
+        })
+        .await?;
+        if finished != expected {
+            // Not the object our parts make: take it away again, unless
+            // someone has replaced it meanwhile.
+            let _ = self
+                .delete(key, &Precondition::Matches(finished.clone()))
+                .await;
+            return Err(StoreError::Integrity {
+                key: key.to_string(),
+                algorithm: "multipart etag",
+                expected,
+                found: finished,
+            });
+        }
+        Ok(ObjectMeta {
+            key: key.to_string(),
+            size,
+            version: finished,
+            sha256: Some(sha256.to_string()),
+            modified: None,
+            md5: None,
+            content_encoded: false,
+        })
+    }
+}
+
+impl S3Store {
+    /// Sends one part, checked by the server against its MD5; returns its
+    /// number, ETag and MD5.
+    async fn upload_part(
+        &self,
+        key: &str,
+        upload_id: &str,
+        part: Part,
+    ) -> Result<(i32, String, [u8; 16]), StoreError> {
+        let client = self.client().await?;
+        let (number, md5) = (part.number, part.md5);
+        let content_md5 = base64::engine::general_purpose::STANDARD.encode(md5);
+        let etag = with_retry(&self.options.retry, |_| {
+            let req = client
+                .upload_part()
+                .bucket(&self.bucket)
+                .key(key)
+                .upload_id(upload_id)
+                .part_number(number)
+                .content_length(part.bytes.len() as i64)
+                .content_md5(content_md5.clone())
+                .body(ByteStream::from(part.bytes.clone()));
+            async move {
+                req.send()
+                    .await
+                    .map_err(|e| self.map_err(e, Some(key)))
+                    .map(|out| out.e_tag().unwrap_or_default().to_string())
+            }
+        })
+        .await?;
+        Ok((number, etag, md5))
+    }
+}
+
+/// Reads a file a part at a time, hashing it whole as it goes.
+struct PartReader {
+    file: std::fs::File,
+    path: std::path::PathBuf,
+    size: u64,
+    part_size: u64,
+    read: u64,
+    number: i32,
+    sha256: sha2::Sha256,
+}
+
+impl PartReader {
+    fn open(path: &Path, size: u64, part_size: u64) -> Result<PartReader, StoreError> {
+        let file = std::fs::File::open(path).map_err(|e| StoreError::io(path, e))?;
+        Ok(PartReader {
+            file,
+            path: path.to_path_buf(),
+            size,
+            part_size,
+            read: 0,
+            number: 0,
+            sha256: sha2::Sha256::default(),
+        })
+    }
+
+    /// The next part, or `None` after the last.
+    fn next(&mut self) -> Result<Option<Part>, StoreError> {
+        use md5::Digest as _;
+        use std::io::Read;
+        if self.read >= self.size {
+            return Ok(None);
+        }
+        let len = self.part_size.min(self.size - self.read) as usize;
+        let mut buf = vec![0u8; len];
+        self.file
+            .read_exact(&mut buf)
+            .map_err(|e| StoreError::io(&self.path, e))?;
+        self.read += len as u64;
+        self.number += 1;
+        sha2::Digest::update(&mut self.sha256, &buf);
+        Ok(Some(Part {
+            number: self.number,
+            md5: md5::Md5::digest(&buf).into(),
+            bytes: bytes::Bytes::from(buf),
+        }))
+    }
+
+    /// Checks that what was read is the file the caller hashed: the same
+    /// bytes, and no more of them.
+    fn finish(mut self, sha256: &str) -> Result<(), StoreError> {
+        use std::io::Read;
+        let mut more = [0u8; 1];
+        let longer = self
+            .file
+            .read(&mut more)
+            .map_err(|e| StoreError::io(&self.path, e))?
+            > 0;
+        let found = hex::encode(sha2::Digest::finalize_reset(&mut self.sha256));
+        if longer || !found.eq_ignore_ascii_case(sha256) {
+            return Err(StoreError::other(format!(
+                "not uploading {}: it changed since it was hashed (now {}); plan again",
+                self.path.display(),
+                if longer {
+                    "longer".to_string()
+                } else {
+                    format!("sha256 {found}")
+                }
+            )));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parts_are_8_mib_until_10000_would_not_hold_the_file() {
+        assert_eq!(part_size(6 << 30), 8 << 20);
+        assert_eq!(part_size(78 << 30), 8 << 20);
+        // 100 GiB: 10,000 parts of at least 10.24 MiB, rounded up to 11 MiB.
+        let p = part_size(100 << 30);
+        assert_eq!(p, 11 << 20);
+        assert!((100u64 << 30).div_ceil(p) <= MAX_PARTS);
+        // S3's largest object, 5 TiB, still fits.
+        assert!((5u64 << 40).div_ceil(part_size(5 << 40)) <= MAX_PARTS);
+    }
+
+    #[test]
+    fn the_composite_etag_is_the_md5_of_the_part_md5s_and_the_count() {
+        // SeaweedFS and AWS agree: a 5 MiB part of "a" and 10 bytes of "b".
+        use md5::Digest as _;
+        let a: [u8; 16] = md5::Md5::digest(vec![b'a'; 5 << 20]).into();
+        let b: [u8; 16] = md5::Md5::digest([b'b'; 10]).into();
+        assert_eq!(
+            composite_etag(&[a, b]),
+            "8b0be7847da5564ae08e97af63b60885-2"
+        );
+    }
+}
