@@ -173,6 +173,66 @@ impl Md5 {
     }
 }
 
+/// An S3 multipart upload's ETag (`<hex>-<parts>`): the MD5 of its parts'
+/// MD5s and how many parts there were. Matched against a file by trying
+/// the part sizes uploaders use (see [`MultipartEtag::part_sizes`]).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct MultipartEtag {
+    pub md5: [u8; 16],
+    pub parts: u64,
+}
+
+impl MultipartEtag {
+    pub fn from_etag(etag: &str) -> Option<MultipartEtag> {
+        let (hex, parts) = etag.trim_matches('"').split_once('-')?;
+        let parts: u64 = parts.parse().ok()?;
+        if !(1..=10_000).contains(&parts) || hex.len() != 32 {
+            return None;
+        }
+        let mut md5 = [0u8; 16];
+        hex::decode_to_slice(hex, &mut md5).ok()?;
+        Some(MultipartEtag { md5, parts })
+    }
+
+    /// The part sizes that could have made this ETag for a file of `size`
+    /// bytes: those of the common uploaders (aws CLI and boto3 8 MiB,
+    /// rclone and the AWS JS SDK 5 MiB, s3cmd 15 MiB, mc 16 MiB, 64 MiB,
+    /// swamp's own) and equal parts in whole MiB, each only if it gives
+    /// this many parts.
+    pub fn part_sizes(&self, size: u64, swamp_part: u64) -> Vec<u64> {
+        const MIB: u64 = 1 << 20;
+        let equal = size.div_ceil(self.parts).next_multiple_of(MIB);
+        let mut out: Vec<u64> = [5, 8, 15, 16, 64]
+            .into_iter()
+            .map(|m| m * MIB)
+            .chain([swamp_part, equal])
+            .filter(|&p| p > 0 && size.div_ceil(p) == self.parts)
+            .collect();
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
+    /// The ETag parts of these MD5s would make.
+    pub fn of_parts(part_md5s: &[[u8; 16]]) -> MultipartEtag {
+        use md5::Digest;
+        let mut all = md5::Md5::new();
+        for m in part_md5s {
+            all.update(m);
+        }
+        MultipartEtag {
+            md5: all.finalize().into(),
+            parts: part_md5s.len() as u64,
+        }
+    }
+}
+
+impl fmt::Display for MultipartEtag {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}-{}", hex::encode(self.md5), self.parts)
+    }
+}
+
 impl fmt::Debug for Md5 {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "Md5({})", self.hex())
@@ -188,6 +248,29 @@ impl fmt::Display for Md5 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_multipart_etag_parses_and_names_the_part_sizes_that_fit() {
+        let e = MultipartEtag::from_etag("\"8b0be7847da5564ae08e97af63b60885-2\"").unwrap();
+        assert_eq!(e.parts, 2);
+        assert_eq!(e.to_string(), "8b0be7847da5564ae08e97af63b60885-2");
+        assert_eq!(
+            MultipartEtag::from_etag("8b0be7847da5564ae08e97af63b60885"),
+            None
+        );
+        assert_eq!(
+            MultipartEtag::from_etag("8b0be7847da5564ae08e97af63b60885-0"),
+            None
+        );
+        // 5 MiB + 10 bytes in 2 parts: 5 MiB parts fit, and so do equal
+        // 3 MiB ones; 8 MiB parts would make one.
+        const MIB: u64 = 1 << 20;
+        assert_eq!(e.part_sizes(5 * MIB + 10, 8 * MIB), [3 * MIB, 5 * MIB]);
+        use md5::Digest;
+        let a: [u8; 16] = md5::Md5::digest(vec![b'a'; 5 << 20]).into();
+        let b: [u8; 16] = md5::Md5::digest([b'b'; 10]).into();
+        assert_eq!(MultipartEtag::of_parts(&[a, b]), e);
+    }
 
     #[test]
     fn an_md5_comes_from_a_single_part_etag_or_gcs_base64_and_nothing_else() {

@@ -251,6 +251,57 @@ pub fn folds_case(dir: &Path) -> bool {
     }
 }
 
+/// Per part size, the MD5 of each part in order.
+pub type PartMd5s = Vec<Vec<[u8; 16]>>;
+
+/// The sha256 of a file's content and, for each of `part_sizes`, the MD5s
+/// of its parts of that size: what an S3 multipart upload's ETag is made
+/// of. One read, whatever the number of sizes.
+
+pub fn sha256_and_part_md5s(path: &Path, part_sizes: &[u64]) -> io::Result<([u8; 32], PartMd5s)> {
+    use md5::Digest as _;
+    let mut file = File::open(path)?;
+    let mut sha = Sha256::new();
+    // Per part size: the MD5s of the parts done, the part being read, and
+    // how many of its bytes are in.
+    let mut state: Vec<(Vec<[u8; 16]>, md5::Md5, u64)> = part_sizes
+        .iter()
+        .map(|_| (Vec::new(), md5::Md5::new(), 0))
+        .collect();
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = file.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        let chunk = &buf[..n];
+        sha.update(chunk);
+        for ((done, part, fill), &size) in state.iter_mut().zip(part_sizes) {
+            let mut rest = chunk;
+            while !rest.is_empty() {
+                let take = ((size - *fill) as usize).min(rest.len());
+                part.update(&rest[..take]);
+                *fill += take as u64;
+                rest = &rest[take..];
+                if *fill == size {
+                    done.push(std::mem::take(part).finalize().into());
+                    *fill = 0;
+                }
+            }
+        }
+    }
+    let parts = state
+        .into_iter()
+        .map(|(mut done, part, fill)| {
+            if fill > 0 {
+                done.push(part.finalize().into());
+            }
+            done
+        })
+        .collect();
+    Ok((sha.finalize().into(), parts))
+}
+
 /// The sha256 and the MD5 of a file's content, in one read.
 pub fn sha256_md5_file(path: &Path) -> io::Result<([u8; 32], [u8; 16])> {
     use md5::Digest as _;
@@ -383,6 +434,25 @@ mod tests {
         atomic_write(&dir.path().join("config.toml"), b"x").unwrap();
         assert!(!left.exists(), "a dead writer's temp file is cleared");
         assert!(foreign.exists(), "one naming no writer is left alone");
+    }
+
+    #[test]
+    fn part_md5s_of_one_read_are_those_of_the_parts_read_apart() {
+        use md5::Digest;
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("f");
+        let body: Vec<u8> = (0..(3 << 20) + 5).map(|i| (i * 7 % 251) as u8).collect();
+        std::fs::write(&f, &body).unwrap();
+        let sizes = [1 << 20, (1 << 20) + 3, 5 << 20];
+        let (sha, parts) = sha256_and_part_md5s(&f, &sizes).unwrap();
+        assert_eq!(hex32(&sha), sha256_bytes(&body));
+        for (size, got) in sizes.iter().zip(&parts) {
+            let want: Vec<[u8; 16]> = body
+                .chunks(*size as usize)
+                .map(|c| md5::Md5::digest(c).into())
+                .collect();
+            assert_eq!(got, &want, "parts of {size}");
+        }
     }
 
     #[test]

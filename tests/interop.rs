@@ -315,6 +315,57 @@ fn identical_files_on_both_sides_converge_without_a_transfer(backend: Backend) {
     assert!(later.is_empty(), "{later:?}");
 }
 
+/// An object `aws s3 cp` uploaded in parts has an ETag that is no MD5 of
+/// its content (`<md5 of the parts' MD5s>-<parts>`): a cache file with the
+/// same content is still recognised, by trying the part sizes uploaders
+/// use (8 MiB here, the aws CLI's), and only recorded; one that differs in
+/// a single byte is not.
+fn an_aws_cli_multipart_object_is_recognised_by_its_composite_etag(backend: Backend) {
+    let (bucket, proxy) = Bucket::behind_proxy(backend);
+    bucket.foreign_put("swamp/infra/.namespace.json", &upstream_manifest("infra"));
+    let mut body = vec![b'.'; (8 << 20) * 2 + 1234];
+    body[7] = b'x';
+    let etag = support::servers::s3().multipart_put(
+        &bucket.name,
+        "swamp/infra/files/vm/image.bin",
+        &body,
+        8 << 20,
+    );
+    assert!(etag.ends_with("-3"), "{etag}");
+    let mut other = body.clone();
+    other[body.len() - 1] = b'!';
+    support::servers::s3().multipart_put(
+        &bucket.name,
+        "swamp/infra/files/vm/other.bin",
+        &other,
+        8 << 20,
+    );
+    let repo = upstream_repo(&bucket);
+    repo.run(&[
+        "init",
+        "--datastore",
+        &bucket.spec(),
+        "--namespace",
+        "infra",
+    ])
+    .expect(0);
+    let cache = repo.cache().join("infra/files/vm");
+    std::fs::create_dir_all(&cache).unwrap();
+    std::fs::write(cache.join("image.bin"), &body).unwrap();
+    std::fs::write(cache.join("other.bin"), &body).unwrap();
+
+    let doc = repo.json(&["--json", "datastore", "sync", "-y"], 3);
+    let plan = &doc["plan"];
+    assert_eq!(plan["actions"][0]["kind"], "record-base", "{doc}");
+    assert_eq!(plan["actions"][0]["add"][0]["path"], "files/vm/image.bin");
+    assert_eq!(plan["conflicts"][0]["path"], "files/vm/other.bin", "{doc}");
+    let touched: Vec<_> = object_requests(&proxy)
+        .into_iter()
+        .filter(|r| r.contains("image.bin"))
+        .collect();
+    assert!(touched.is_empty(), "{touched:?}");
+}
+
 /// An object another tool wrote carries no sha256 metadata: its download
 /// is checked against the MD5 the server gives, so a body damaged on the
 /// way is refused and fetched again, never written as the file.
@@ -606,3 +657,10 @@ on_object_servers!(
     identical_files_on_both_sides_converge_without_a_transfer,
     a_third_party_download_is_checked_against_the_servers_md5,
 );
+
+mod s3_multipart_etag {
+    #[test]
+    fn an_aws_cli_multipart_object_is_recognised_by_its_composite_etag() {
+        super::an_aws_cli_multipart_object_is_recognised_by_its_composite_etag(super::Backend::S3)
+    }
+}

@@ -214,6 +214,24 @@ fn add_remote(scope: Scope, observed: &Observed, options: &Options, plan: &mut P
         plan.actions.extend(action);
         blocked |= conflict.is_some();
         plan.conflicts.extend(conflict);
+        // A sentinel published by a run killed before it recorded it: the
+        // config scope leaves the sentinel out of its sync diff, so record
+        // it here (a plan of scope all would, and never converge with this
+        // one otherwise).
+        if scope == Scope::Config
+            && let Some(snapshot) = target
+            && let Some(record) = unrecorded_sentinel(snapshot, &observed.placements[0].files)
+            && !plan
+                .actions
+                .iter()
+                .any(|a| matches!(a, Action::PublishSentinel { .. }))
+        {
+            plan.actions.push(Action::RecordBase {
+                add: vec![record],
+                unhydrated: Vec::new(),
+                drop: Vec::new(),
+            });
+        }
     }
     if blocked {
         // Nothing old is deleted and no migration is recorded finished
@@ -255,6 +273,31 @@ fn add_remote(scope: Scope, observed: &Observed, options: &Options, plan: &mut P
             unmanaged: snapshot.unmanaged.clone(),
         });
     }
+}
+
+/// The sentinel, when the cache and the remote hold the same one and the
+/// sync base does not record it so.
+fn unrecorded_sentinel(
+    snapshot: &crate::state::RemoteSnapshot,
+    cache: &BTreeMap<crate::layout::TierPath, FileState>,
+) -> Option<super::action::BaseRecord> {
+    let path = crate::state::managed::sentinel_path();
+    let remote = snapshot.files.get(&path)?;
+    let local = cache.get(&path)?;
+    if remote.sha256 != Some(local.sha256) {
+        return None;
+    }
+    let agreed = crate::state::BaseEntry {
+        sha256: local.sha256,
+        size: local.size,
+        version: remote.version.clone(),
+    };
+    (snapshot.base.get(&path) != Some(&agreed)).then_some(super::action::BaseRecord {
+        path,
+        sha256: agreed.sha256,
+        size: agreed.size,
+        version: agreed.version,
+    })
 }
 
 #[cfg(test)]

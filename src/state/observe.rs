@@ -15,7 +15,7 @@ use crate::store::{RemoteTarget, StoreError, runtime};
 
 use super::managed::{self, Mirror, RemoteSentinel, Sentinel, config_only, sentinel_path};
 use super::observed::ObserveError;
-use super::remote::{RemoteIdentity, observe_remote, read_identity};
+use super::remote::{RemoteIdentity, ServerDigest, observe_remote, read_identity};
 use super::{Desired, FileState, HashCache, Observed, RemoteSnapshot, Scope, SyncBase};
 
 /// Files larger than this are not read for a diff.
@@ -77,7 +77,7 @@ pub fn observe(
             base.files,
             &here.files,
             desired.target.datastore.is_remote(),
-            &mut |p| digests.md5(&here.root, &here.files, p),
+            &mut |p, d| digests.matches(&here.root, &here.files, p, d),
         ))?;
         snapshot.unhydrated = base.unhydrated;
         snapshot.identity = identity;
@@ -99,7 +99,7 @@ pub fn observe(
         base.files,
         &cache_after_moves(&observed, desired.scope),
         false,
-        &mut |p| digests.md5(&here.root, &here.files, p),
+        &mut |p, d| digests.matches(&here.root, &here.files, p, d),
     ))?;
     digests.save();
     snapshot.unhydrated = base.unhydrated;
@@ -138,23 +138,53 @@ impl<'a> LocalDigests<'a> {
         }
     }
 
-    /// The MD5 of the file at `path` under `root`, which the walk saw as
-    /// `files[path]`; `None` if it is not there, or not that file any more.
-    fn md5(
+    /// Whether the file at `path` under `root`, which the walk saw as
+    /// `files[path]`, has the content `digest` names; `false` if it is not
+    /// there, not that file any more, or another content.
+    fn matches(
         &mut self,
         root: &std::path::Path,
         files: &BTreeMap<TierPath, FileState>,
         path: &TierPath,
-    ) -> Option<crate::digest::Md5> {
-        let file = files.get(path)?;
+        digest: ServerDigest,
+    ) -> bool {
+        let Some(file) = files.get(path) else {
+            return false;
+        };
         let full = root.join(path.as_str());
-        let meta = std::fs::symlink_metadata(&full)
+        let Some(meta) = std::fs::symlink_metadata(&full)
             .ok()
-            .filter(|m| m.is_file())?;
-        let layout = self.layout;
-        self.cache
-            .get_or_insert_with(|| HashCache::load(&layout.hash_cache_path()))
-            .md5(&full, &meta, file.sha256)
+            .filter(|m| m.is_file())
+        else {
+            return false;
+        };
+        match digest {
+            ServerDigest::Md5(md5) => {
+                let layout = self.layout;
+                self.cache
+                    .get_or_insert_with(|| HashCache::load(&layout.hash_cache_path()))
+                    .md5(&full, &meta, file.sha256)
+                    == Some(md5)
+            }
+            // Large and rare: read each time it is asked (once, when it
+            // matches: the sync base records it then).
+            ServerDigest::Multipart(etag) => {
+                let swamp_part = crate::store::s3::multipart_part_size(file.size);
+                let sizes = etag.part_sizes(file.size, swamp_part);
+                if sizes.is_empty() {
+                    return false;
+                }
+                match crate::fsutil::sha256_and_part_md5s(&full, &sizes) {
+                    Ok((sha, parts)) => {
+                        sha == file.sha256.0
+                            && parts
+                                .iter()
+                                .any(|p| crate::digest::MultipartEtag::of_parts(p) == etag)
+                    }
+                    Err(_) => false,
+                }
+            }
+        }
     }
 
     /// Keeps what was learnt (derived state: a failed save costs a read).

@@ -304,8 +304,18 @@ pub fn classify(
         .map_err(|e| hostile(&e.to_string()))
 }
 
-/// Gives the MD5 of the cache's file at a tier path (`None`: not known).
-pub type LocalMd5<'a> = dyn FnMut(&TierPath) -> Option<crate::digest::Md5> + 'a;
+/// What a server says of an object's content without swamp's metadata.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ServerDigest {
+    /// A single-part S3 ETag, a GCS md5Hash.
+    Md5(crate::digest::Md5),
+    /// An S3 multipart ETag.
+    Multipart(crate::digest::MultipartEtag),
+}
+
+/// Whether the cache's file at a tier path has the content a server
+/// digest names (`false`: it has not, or it cannot be told).
+pub type LocalMatch<'a> = dyn FnMut(&TierPath, ServerDigest) -> bool + 'a;
 
 /// How many levels below a namespace its listing is split at, and how many
 /// of its parts are listed at once (see [`crate::store::list_split`]).
@@ -317,9 +327,10 @@ const LIST_CONCURRENCY: usize = 16;
 /// `head_all`: resolve every sha256 (a HEAD per object the listing and the
 /// base cannot vouch for), for draining a source whose objects get re-keyed.
 /// `namespaced`: the prefix is one namespace's (see [`classify`]).
-/// `local_md5`: the MD5 of the cache's file at a path, asked only for an
-/// object without sha256 metadata whose server-given MD5 (single-part S3
-/// ETag, GCS md5Hash) and size could show it identical to that file: then
+/// `local_match`: whether the cache's file at a path has the content the
+/// server's digest names, asked only for an object without sha256
+/// metadata whose digest (single-part S3 ETag or GCS md5Hash, or an S3
+/// multipart ETag) and size could show it identical to that file: then
 /// the object is known to hold the file's sha256, with no request.
 #[allow(clippy::too_many_arguments)]
 pub async fn observe_remote(
@@ -330,7 +341,7 @@ pub async fn observe_remote(
     base: BTreeMap<TierPath, BaseEntry>,
     local: &BTreeMap<TierPath, FileState>,
     head_all: bool,
-    local_md5: &mut LocalMd5<'_>,
+    local_match: &mut LocalMatch<'_>,
 ) -> Result<RemoteSnapshot, RemoteError> {
     // One allocation per path across the cache, base and remote maps.
     let base: BTreeMap<TierPath, BaseEntry> =
@@ -388,11 +399,17 @@ pub async fn observe_remote(
             });
             // An object another tool wrote: identical to the cache's file
             // when the server's MD5 of it is the file's.
+            // (Only S3 versions are ETags of the `<hex>-<parts>` form: a
+            // GCS generation and a directory store's version never parse.)
+            let digest = meta.md5.map(ServerDigest::Md5).or_else(|| {
+                crate::digest::MultipartEtag::from_etag(&meta.version).map(ServerDigest::Multipart)
+            });
             if sha256.is_none()
-                && let Some(md5) = meta.md5
+                && !meta.content_encoded
+                && let Some(digest) = digest
                 && let Some(file) = local.get(&path)
                 && file.size == meta.size
-                && local_md5(&path) == Some(md5)
+                && local_match(&path, digest)
             {
                 sha256 = Some(file.sha256);
             }

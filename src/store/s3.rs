@@ -41,6 +41,12 @@ use crate::fsutil;
 #[path = "s3_multipart.rs"]
 mod multipart;
 
+/// The part size swamp's own multipart uploads use for a file of `size`
+/// bytes (to recognise them by their ETag).
+pub fn multipart_part_size(size: u64) -> u64 {
+    multipart::part_size(size)
+}
+
 /// Most keys one `DeleteObjects` request may name.
 const DELETE_BATCH: usize = 1000;
 

@@ -46,13 +46,8 @@ pub(super) fn part_size(size: u64) -> u64 {
 }
 
 /// The ETag S3 gives an object completed from parts with these MD5s.
-pub(super) fn composite_etag(part_md5s: &[[u8; 16]]) -> String {
-    use md5::Digest as _;
-    let mut all = md5::Md5::new();
-    for m in part_md5s {
-        all.update(m);
-    }
-    format!("{}-{}", hex::encode(all.finalize()), part_md5s.len())
+fn composite_etag(part_md5s: &[[u8; 16]]) -> String {
+    crate::digest::MultipartEtag::of_parts(part_md5s).to_string()
 }
 
 /// One part, read and ready to send.

@@ -91,6 +91,48 @@ impl S3Server {
         self.put_with(bucket, key, body, &[("x-amz-meta-sha256", sha256_meta)]);
     }
 
+    /// Uploads an object in parts of `part` bytes, as `aws s3 cp` does a
+    /// large file (no swamp metadata); returns its ETag.
+    pub fn multipart_put(&self, bucket: &str, key: &str, body: &[u8], part: usize) -> String {
+        let path = format!("/{bucket}/{}", uri_escape(key));
+        let (status, text) =
+            http(&self.addr, "POST", &format!("{path}?uploads"), &[], b"").expect("create upload");
+        assert_eq!(status, 200, "create multipart upload of {key}: {text}");
+        let id = between(&text, "<UploadId>", "</UploadId>").to_string();
+        let mut xml = String::from("<CompleteMultipartUpload>");
+        for (i, chunk) in body.chunks(part).enumerate() {
+            let n = i + 1;
+            let (status, text) = http(
+                &self.addr,
+                "PUT",
+                &format!("{path}?partNumber={n}&uploadId={id}"),
+                &[],
+                chunk,
+            )
+            .expect("upload part");
+            assert_eq!(status, 200, "part {n} of {key}: {text}");
+            let etag = md5_hex(chunk);
+            xml.push_str(&format!(
+                "<Part><PartNumber>{n}</PartNumber><ETag>\"{etag}\"</ETag></Part>"
+            ));
+        }
+        xml.push_str("</CompleteMultipartUpload>");
+        let (status, text) = http(
+            &self.addr,
+            "POST",
+            &format!("{path}?uploadId={id}"),
+            &[],
+            xml.as_bytes(),
+        )
+        .expect("complete upload");
+        assert_eq!(status, 200, "complete multipart upload of {key}: {text}");
+        between(&text, "<ETag>", "</ETag>")
+            .replace("&#34;", "")
+            .replace("&quot;", "")
+            .trim_matches('"')
+            .to_string()
+    }
+
     /// Uploads an object as another tool would (`aws s3 cp`, upstream
     /// swamp): with `headers`, and no swamp metadata unless given.
     pub fn put_with(&self, bucket: &str, key: &str, body: &[u8], headers: &[(&str, &str)]) {
@@ -104,6 +146,22 @@ impl S3Server {
         .expect("raw S3 put");
         assert_eq!(status, 200, "raw S3 put of {key}: {text}");
     }
+}
+
+fn between<'a>(text: &'a str, open: &str, close: &str) -> &'a str {
+    let start = text
+        .find(open)
+        .unwrap_or_else(|| panic!("no {open} in {text}"))
+        + open.len();
+    let end = text[start..]
+        .find(close)
+        .unwrap_or_else(|| panic!("no {close} in {text}"));
+    &text[start..start + end]
+}
+
+fn md5_hex(bytes: &[u8]) -> String {
+    use md5::Digest;
+    hex::encode(md5::Md5::digest(bytes))
 }
 
 /// Percent-encodes everything but unreserved characters and `/`, so any
