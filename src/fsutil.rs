@@ -257,7 +257,6 @@ pub type PartMd5s = Vec<Vec<[u8; 16]>>;
 /// The sha256 of a file's content and, for each of `part_sizes`, the MD5s
 /// of its parts of that size: what an S3 multipart upload's ETag is made
 /// of. One read, whatever the number of sizes.
-
 pub fn sha256_and_part_md5s(path: &Path, part_sizes: &[u64]) -> io::Result<([u8; 32], PartMd5s)> {
     use md5::Digest as _;
     let mut file = File::open(path)?;
