@@ -58,7 +58,7 @@ impl Locks {
                     previous.describe(),
                     previous.expires_at
                 ),
-                Event::WaitingUpstream { .. } => {}
+                Event::WaitingUpstream { .. } | Event::UpstreamUnchecked { .. } => {}
             })?;
             guards.push(guard);
         }
@@ -71,14 +71,16 @@ impl Locks {
                 continue;
             }
             seen.push(url);
-            lock::await_upstream(&p, options.timeout, &mut |event| {
-                if let Event::WaitingUpstream { url, body } = event {
-                    eprintln!(
-                        "Waiting for upstream swamp's lock {url}: held by {}; giving up after {}s.",
-                        body.describe(),
-                        options.timeout.as_secs()
-                    );
-                }
+            lock::await_upstream(&p, options.timeout, &mut |event| match event {
+                Event::WaitingUpstream { url, body } => eprintln!(
+                    "Waiting for upstream swamp's lock {url}: held by {}; giving up after {}s.",
+                    body.describe(),
+                    options.timeout.as_secs()
+                ),
+                Event::UpstreamUnchecked { url, reason } => eprintln!(
+                    "warning: could not check upstream swamp's lock {url} ({reason}); going on without it"
+                ),
+                _ => {}
             })?;
         }
         // Test-only: hold the lock for a while (FAILPOINTS=lock-acquired=sleep(MS)).

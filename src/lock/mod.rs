@@ -278,6 +278,9 @@ pub enum Event<'a> {
         url: &'a str,
         body: &'a upstream::UpstreamBody,
     },
+    /// Upstream's lock could not be looked at (credentials scoped to the
+    /// namespace's own prefix); going on without it.
+    UpstreamUnchecked { url: &'a str, reason: String },
 }
 
 /// Waits, up to `timeout`, while upstream swamp holds its lock of
@@ -295,7 +298,17 @@ pub fn await_upstream(
     let started = std::time::Instant::now();
     let mut announced = false;
     loop {
-        match rt.block_on(upstream::inspect(store.as_ref(), &key))? {
+        let seen = match rt.block_on(upstream::inspect(store.as_ref(), &key)) {
+            Err(e @ StoreError::Denied { .. }) => {
+                on_event(Event::UpstreamUnchecked {
+                    url: &url,
+                    reason: e.to_string(),
+                });
+                return Ok(());
+            }
+            other => other?,
+        };
+        match seen {
             upstream::UpstreamLock::Free | upstream::UpstreamLock::Held { stale: true, .. } => {
                 return Ok(());
             }

@@ -265,7 +265,7 @@ impl HashCache {
     }
 }
 
-const MAGIC: &[u8] = b"swamp hash cache 2\n";
+const MAGIC: &[u8] = b"swamp hash cache 3\n";
 /// The trailing CRC32 of everything before it.
 const SUM: usize = 4;
 /// dev, inode, size, mtime (8 bytes each, little-endian), the sha256, then

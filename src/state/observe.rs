@@ -77,7 +77,7 @@ pub fn observe(
             base.files,
             &here.files,
             desired.target.datastore.is_remote(),
-            &mut |p, d| digests.matches(&here.root, &here.files, p, d),
+            &mut |p, f, d| digests.matches(&here.root, &here.files, p, f, d),
         ))?;
         snapshot.unhydrated = base.unhydrated;
         snapshot.identity = identity;
@@ -99,7 +99,7 @@ pub fn observe(
         base.files,
         &cache_after_moves(&observed, desired.scope),
         false,
-        &mut |p, d| digests.matches(&here.root, &here.files, p, d),
+        &mut |p, f, d| digests.matches(&here.root, &here.files, p, f, d),
     ))?;
     digests.save();
     snapshot.unhydrated = base.unhydrated;
@@ -140,17 +140,23 @@ impl<'a> LocalDigests<'a> {
 
     /// Whether the file at `path` under `root`, which the walk saw as
     /// `files[path]`, has the content `digest` names; `false` if it is not
-    /// there, not that file any more, or another content.
+    /// there, not that file any more, another content, or not the file the
+    /// remote was compared with (`compared`: in the config scope that is
+    /// the mirror's copy, not the cache's).
     fn matches(
         &mut self,
         root: &std::path::Path,
         files: &BTreeMap<TierPath, FileState>,
         path: &TierPath,
+        compared: &FileState,
         digest: ServerDigest,
     ) -> bool {
         let Some(file) = files.get(path) else {
             return false;
         };
+        if file != compared {
+            return false;
+        }
         let full = root.join(path.as_str());
         let Some(meta) = std::fs::symlink_metadata(&full)
             .ok()

@@ -313,9 +313,10 @@ pub enum ServerDigest {
     Multipart(crate::digest::MultipartEtag),
 }
 
-/// Whether the cache's file at a tier path has the content a server
-/// digest names (`false`: it has not, or it cannot be told).
-pub type LocalMatch<'a> = dyn FnMut(&TierPath, ServerDigest) -> bool + 'a;
+/// Whether the cache's file at a tier path, as the caller observed it (the
+/// [`FileState`] given), has the content a server digest names (`false`:
+/// it has not, it is another file now, or it cannot be told).
+pub type LocalMatch<'a> = dyn FnMut(&TierPath, &FileState, ServerDigest) -> bool + 'a;
 
 /// How many levels below a namespace its listing is split at, and how many
 /// of its parts are listed at once (see [`crate::store::list_split`]).
@@ -409,7 +410,7 @@ pub async fn observe_remote(
                 && let Some(digest) = digest
                 && let Some(file) = local.get(&path)
                 && file.size == meta.size
-                && local_match(&path, digest)
+                && local_match(&path, file, digest)
             {
                 sha256 = Some(file.sha256);
             }

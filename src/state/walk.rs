@@ -167,8 +167,7 @@ impl Anchor {
         }
         // SAFETY: `raw` is a fresh fd nothing else owns.
         let fd = unsafe { OwnedFd::from_raw_fd(raw) };
-        let same = fstatat(Some(&fd), c"", libc::AT_EMPTY_PATH)
-            .is_ok_and(|s| s.dev == stat.dev && s.ino == stat.ino);
+        let same = fstat(&fd).is_ok_and(|s| s.dev == stat.dev && s.ino == stat.ino);
         Anchor {
             fd: same.then_some(fd),
             skip,
@@ -186,6 +185,18 @@ impl Anchor {
             _ => fs::symlink_metadata(path).map(|m| Stat::of(&m)),
         }
     }
+}
+
+fn fstat(fd: &OwnedFd) -> io::Result<Stat> {
+    let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
+    // SAFETY: `fd` is open and `st` is written before it is read.
+    let r = unsafe { libc::fstat(fd.as_raw_fd(), st.as_mut_ptr()) };
+    if r != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: fstat succeeded, so it filled `st`.
+    let st = unsafe { st.assume_init() };
+    Ok(Stat::of_raw(&st))
 }
 
 fn fstatat(dir: Option<&OwnedFd>, path: &std::ffi::CStr, flags: libc::c_int) -> io::Result<Stat> {

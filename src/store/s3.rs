@@ -443,12 +443,15 @@ impl S3Store {
             .send()
             .await
             .map_err(|e| self.map_err(e, Some(key)))?;
-        let meta = Self::meta(
+        let mut meta = Self::meta(
             key,
             out.content_length(),
             out.e_tag(),
             out.metadata().and_then(|m| m.get(SHA256_METADATA)),
         );
+        if etag_is_no_md5(out.server_side_encryption(), out.sse_customer_algorithm()) {
+            meta.md5 = None;
+        }
         Ok((meta, out.body))
     }
 
@@ -511,6 +514,14 @@ impl Store for S3Store {
                 match req.send().await {
                     Ok(o) => Ok(Some(ObjectMeta {
                         modified: o.last_modified().map(|t| t.secs()),
+                        md5: if etag_is_no_md5(
+                            o.server_side_encryption(),
+                            o.sse_customer_algorithm(),
+                        ) {
+                            None
+                        } else {
+                            o.e_tag().and_then(Md5::from_etag)
+                        },
                         ..Self::meta(
                             key,
                             o.content_length(),
@@ -797,6 +808,17 @@ impl Store for S3Store {
         })
         .await
     }
+}
+
+/// An object encrypted with a KMS key or a customer key (SSE-KMS, DSSE,
+/// SSE-C) has an ETag that is no MD5 of its content (AWS), so it checks
+/// nothing.
+fn etag_is_no_md5(
+    sse: Option<&aws_sdk_s3::types::ServerSideEncryption>,
+    customer_algorithm: Option<&str>,
+) -> bool {
+    use aws_sdk_s3::types::ServerSideEncryption as Sse;
+    customer_algorithm.is_some() || matches!(sse, Some(Sse::AwsKms | Sse::AwsKmsDsse))
 }
 
 fn strip_etag(etag: Option<&str>) -> String {

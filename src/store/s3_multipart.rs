@@ -13,7 +13,12 @@
 //!   complete whose first answer was lost is recognised by the object's
 //!   composite ETag and sha256 metadata.
 //! - **The result** is checked: its ETag must be the composite of the
-//!   parts' MD5s; anything else is removed (conditionally) and reported.
+//!   parts' ETags (S3's own rule; on an unencrypted bucket those are the
+//!   MD5s the server checked), or else its HEAD must show our size and
+//!   sha256. Nothing is ever deleted for it: under `If-Match` the object
+//!   replaced is gone, and an encrypted bucket's ETags are no MD5s.
+//! - **Memory**: part buffers come from one budget for the whole process
+//!   (`PART_BUDGET_MIB`), whatever the number of uploads at once.
 
 use std::path::Path;
 
@@ -35,8 +40,17 @@ const MIN_PART: u64 = 8 << 20;
 /// S3's limit on parts per upload.
 const MAX_PARTS: u64 = 10_000;
 
-/// Parts in flight at once.
+/// Parts in flight at once, per upload.
 const CONCURRENCY: usize = 4;
+
+/// MiB of part buffers all uploads of the process hold at once: a sync of
+/// 64 large files at a time would otherwise hold 64 × 4 parts.
+const PART_BUDGET_MIB: u32 = 64;
+
+fn part_budget() -> &'static tokio::sync::Semaphore {
+    static BUDGET: std::sync::OnceLock<tokio::sync::Semaphore> = std::sync::OnceLock::new();
+    BUDGET.get_or_init(|| tokio::sync::Semaphore::new(PART_BUDGET_MIB as usize))
+}
 
 /// The part size for a file of `size` bytes: 8 MiB, or larger (in whole
 /// MiB) when 10,000 parts of 8 MiB would not hold it.
@@ -116,16 +130,36 @@ impl S3Store {
         let mut in_flight = futures_util::stream::FuturesUnordered::new();
         let mut done: Vec<(i32, String, [u8; 16])> = Vec::new();
         let mut read_all = false;
+        // A part's share of the budget (all of it for a part larger).
+        let mib = (part_size.div_ceil(1 << 20) as u32).min(PART_BUDGET_MIB);
         loop {
-            // Read in order (on a blocking thread), a few parts in flight.
+            // Read in order (on a blocking thread), a few parts in flight,
+            // each holding its share of the budget until it is sent. With
+            // parts of ours in flight, never wait for budget (they could
+            // not finish while we wait): send what is in flight first.
             while !read_all && in_flight.len() < CONCURRENCY {
+                let permit = if in_flight.is_empty() {
+                    part_budget()
+                        .acquire_many(mib)
+                        .await
+                        .map_err(|e| StoreError::other(format!("part budget: {e}")))?
+                } else {
+                    match part_budget().try_acquire_many(mib) {
+                        Ok(p) => p,
+                        Err(_) => break,
+                    }
+                };
                 let mut r = reader.take().expect("the reader is put back");
                 let (next, r) = tokio::task::spawn_blocking(move || (r.next(), r))
                     .await
                     .map_err(|e| StoreError::other(format!("reading a part failed: {e}")))?;
                 reader = Some(r);
                 match next? {
-                    Some(part) => in_flight.push(self.upload_part(key, upload_id, part)),
+                    Some(part) => in_flight.push(async move {
+                        let sent = self.upload_part(key, upload_id, part).await;
+                        drop(permit);
+                        sent
+                    }),
                     None => read_all = true,
                 }
             }
@@ -136,7 +170,14 @@ impl S3Store {
         }
         reader.expect("the reader is put back").finish(sha256)?;
         done.sort_by_key(|d| d.0);
-        let expected = composite_etag(&done.iter().map(|d| d.2).collect::<Vec<_>>());
+        // S3's rule: the MD5 of the parts' ETags (as bytes). Unless the
+        // server's part ETags are not MD5s (an encrypted bucket): then ours.
+        let part_etags: Option<Vec<[u8; 16]>> = done
+            .iter()
+            .map(|d| crate::digest::Md5::from_etag(&d.1).map(|m| m.0))
+            .collect();
+        let expected =
+            composite_etag(&part_etags.unwrap_or_else(|| done.iter().map(|d| d.2).collect()));
         let completed = CompletedMultipartUpload::builder()
             .set_parts(Some(
                 done.iter()
@@ -187,17 +228,20 @@ impl S3Store {
         })
         .await?;
         if finished != expected {
-            // Not the object our parts make: take it away again, unless
-            // someone has replaced it meanwhile.
-            let _ = self
-                .delete(key, &Precondition::Matches(finished.clone()))
-                .await;
-            return Err(StoreError::Integrity {
-                key: key.to_string(),
-                algorithm: "multipart etag",
-                expected,
-                found: finished,
-            });
+            // Not the ETag S3's rule gives (an encrypting server's own):
+            // what it holds must still be our size and sha256. Never
+            // deleted: under If-Match what it replaced is already gone.
+            match self.head(key).await? {
+                Some(m) if m.size == size && m.sha256.as_deref() == Some(sha256) => {}
+                other => {
+                    return Err(StoreError::Integrity {
+                        key: key.to_string(),
+                        algorithm: "multipart etag",
+                        expected,
+                        found: other.map_or_else(|| "no object".into(), |m| m.version),
+                    });
+                }
+            }
         }
         Ok(ObjectMeta {
             key: key.to_string(),
