@@ -340,3 +340,39 @@ fn texts(observed: &Observed) -> Vec<super::observed::TextPair> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::digest::{Md5, Sha256};
+    use crate::layout::test_support::TempRepo;
+
+    #[test]
+    fn a_server_md5_matches_only_the_very_file_the_remote_was_compared_with() {
+        let repo = TempRepo::new(None);
+        let path = TierPath::parse("config/models/a.yaml").unwrap();
+        let file = repo.file(path.as_str());
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(&file, b"replicas: 1\n").unwrap();
+        let root = repo.layout.placement_root(&repo.placement);
+        let seen = FileState {
+            size: 12,
+            sha256: Sha256::of(b"replicas: 1\n"),
+        };
+        let files: BTreeMap<TierPath, FileState> = [(path.clone(), seen.clone())].into();
+        let md5 = ServerDigest::Md5(Md5::of(b"replicas: 1\n"));
+        let mut digests = LocalDigests::new(&repo.layout);
+        assert!(digests.matches(&root, &files, &path, &seen, md5));
+        // The remote was compared with another copy of the path (the
+        // config scope's mirror, edited to the same size): no identity,
+        // though the cache's file is what the server's MD5 names.
+        let mirror = FileState {
+            size: 12,
+            sha256: Sha256::of(b"replicas: 2\n"),
+        };
+        assert!(!digests.matches(&root, &files, &path, &mirror, md5));
+        // Another content under the same size: no identity either.
+        let other = ServerDigest::Md5(Md5::of(b"replicas: 3\n"));
+        assert!(!digests.matches(&root, &files, &path, &seen, other));
+    }
+}
