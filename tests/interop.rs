@@ -27,6 +27,21 @@ const UPSTREAM_FILES: [(&str, &str); 3] = [
     ("outputs/vm/deploy/web.yaml", "ok: true\n"),
 ];
 
+/// The upstream repository, initialised on `bucket` in upstream's
+/// namespace `infra` (its id kept from `.swamp.yaml`).
+fn upstream_joined(bucket: &Bucket) -> Repo {
+    let repo = upstream_repo(bucket);
+    repo.run(&[
+        "init",
+        "--datastore",
+        &bucket.spec(),
+        "--namespace",
+        "infra",
+    ])
+    .expect(0);
+    repo
+}
+
 /// A namespace upstream swamp registered and filled: its manifest and
 /// [`UPSTREAM_FILES`], none with swamp's sha256 metadata.
 fn upstream_bucket(backend: Backend) -> Bucket {
@@ -100,15 +115,7 @@ fn namespaces_lists_what_it_can_read_and_names_what_it_cannot(backend: Backend) 
     let bucket = upstream_bucket(backend);
     bucket.foreign_put("swamp/junk/.namespace.json", b"<html>not a manifest</html>");
     let _mine = Repo::init(&bucket, Some("lab"));
-    let repo = upstream_repo(&bucket);
-    repo.run(&[
-        "init",
-        "--datastore",
-        &bucket.spec(),
-        "--namespace",
-        "infra",
-    ])
-    .expect(0);
+    let repo = upstream_joined(&bucket);
     let listed = repo.json(&["--json", "datastore", "namespaces"], 0);
     let names: Vec<_> = listed["namespaces"]
         .as_array()
@@ -243,15 +250,7 @@ fn identical_files_on_both_sides_converge_without_a_transfer(backend: Backend) {
         bucket.foreign_put(&format!("swamp/infra/{key}"), body.as_bytes());
     }
     bucket.foreign_put("swamp/infra/.namespace.json", &upstream_manifest("infra"));
-    let repo = upstream_repo(&bucket);
-    repo.run(&[
-        "init",
-        "--datastore",
-        &bucket.spec(),
-        "--namespace",
-        "infra",
-    ])
-    .expect(0);
+    let repo = upstream_joined(&bucket);
     for (key, body) in UPSTREAM_FILES {
         repo.write_cache(&format!("infra/{key}"), body);
     }
@@ -340,15 +339,7 @@ fn an_aws_cli_multipart_object_is_recognised_by_its_composite_etag(backend: Back
         &other,
         8 << 20,
     );
-    let repo = upstream_repo(&bucket);
-    repo.run(&[
-        "init",
-        "--datastore",
-        &bucket.spec(),
-        "--namespace",
-        "infra",
-    ])
-    .expect(0);
+    let repo = upstream_joined(&bucket);
     let cache = repo.cache().join("infra/files/vm");
     std::fs::create_dir_all(&cache).unwrap();
     std::fs::write(cache.join("image.bin"), &body).unwrap();
@@ -374,15 +365,7 @@ fn a_third_party_download_is_checked_against_the_servers_md5(backend: Backend) {
     bucket.foreign_put("swamp/infra/.namespace.json", &upstream_manifest("infra"));
     let body = "x".repeat(5000);
     bucket.foreign_put("swamp/infra/outputs/vm/big.txt", body.as_bytes());
-    let repo = upstream_repo(&bucket);
-    repo.run(&[
-        "init",
-        "--datastore",
-        &bucket.spec(),
-        "--namespace",
-        "infra",
-    ])
-    .expect(0);
+    let repo = upstream_joined(&bucket);
     proxy.rule(
         Rule::new(Fault::Corrupt)
             .method("GET")
@@ -557,15 +540,7 @@ fn a_gzip_encoded_gcs_object_arrives_as_served_and_stays_converged(backend: Back
         }),
         &gzip_stored(text.as_bytes()),
     );
-    let repo = upstream_repo(&bucket);
-    repo.run(&[
-        "init",
-        "--datastore",
-        &bucket.spec(),
-        "--namespace",
-        "infra",
-    ])
-    .expect(0);
+    let repo = upstream_joined(&bucket);
     repo.run(&["datastore", "sync", "--pull", "-y"]).expect(0);
     assert_eq!(
         std::fs::read_to_string(repo.cache().join("infra/logs/run.log")).unwrap(),

@@ -282,22 +282,12 @@ fn unrecorded_sentinel(
     cache: &BTreeMap<crate::layout::TierPath, FileState>,
 ) -> Option<super::action::BaseRecord> {
     let path = crate::state::managed::sentinel_path();
-    let remote = snapshot.files.get(&path)?;
-    let local = cache.get(&path)?;
-    if remote.sha256 != Some(local.sha256) {
-        return None;
-    }
-    let agreed = crate::state::BaseEntry {
-        sha256: local.sha256,
-        size: local.size,
-        version: remote.version.clone(),
-    };
-    (snapshot.base.get(&path) != Some(&agreed)).then_some(super::action::BaseRecord {
-        path,
-        sha256: agreed.sha256,
-        size: agreed.size,
-        version: agreed.version,
-    })
+    super::sync_diff::unrecorded_agreement(
+        &path,
+        cache.get(&path)?,
+        snapshot.files.get(&path)?,
+        snapshot.base.get(&path),
+    )
 }
 
 #[cfg(test)]

@@ -384,6 +384,31 @@ fn remote_unchanged(r: &RemoteFile, b: &BaseEntry) -> bool {
     r.version == b.version || r.sha256 == Some(b.sha256)
 }
 
+/// What the base must record for cache and remote holding the same
+/// content at `path`, when `b` does not record exactly that (`None`: it
+/// does, or the sides do not agree).
+pub(super) fn unrecorded_agreement(
+    path: &TierPath,
+    l: &FileState,
+    r: &RemoteFile,
+    b: Option<&BaseEntry>,
+) -> Option<BaseRecord> {
+    if r.sha256 != Some(l.sha256) {
+        return None;
+    }
+    let agreed = BaseEntry {
+        sha256: l.sha256,
+        size: l.size,
+        version: r.version.clone(),
+    };
+    (b != Some(&agreed)).then(|| BaseRecord {
+        path: path.clone(),
+        sha256: agreed.sha256,
+        size: agreed.size,
+        version: agreed.version,
+    })
+}
+
 fn step(
     path: &TierPath,
     l: Option<&FileState>,
@@ -418,20 +443,9 @@ fn step(
         // On both sides.
         (Some(l), Some(r), b) => {
             if r.sha256 == Some(l.sha256) {
-                let agreed = BaseEntry {
-                    sha256: l.sha256,
-                    size: l.size,
-                    version: r.version.clone(),
-                };
-                return if b == Some(&agreed) {
-                    Step::Nothing
-                } else {
-                    Step::Agree(BaseRecord {
-                        path: path.clone(),
-                        sha256: agreed.sha256,
-                        size: agreed.size,
-                        version: agreed.version,
-                    })
+                return match unrecorded_agreement(path, l, r, b) {
+                    Some(rec) => Step::Agree(rec),
+                    None => Step::Nothing,
                 };
             }
             match b {

@@ -180,7 +180,7 @@ impl Anchor {
             Some(fd) if rel.len() > self.skip => {
                 let c = CString::new(&rel[self.skip..])
                     .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
-                fstatat(Some(fd), &c, libc::AT_SYMLINK_NOFOLLOW)
+                lstatat(fd, &c)
             }
             _ => fs::symlink_metadata(path).map(|m| Stat::of(&m)),
         }
@@ -199,11 +199,18 @@ fn fstat(fd: &OwnedFd) -> io::Result<Stat> {
     Ok(Stat::of_raw(&st))
 }
 
-fn fstatat(dir: Option<&OwnedFd>, path: &std::ffi::CStr, flags: libc::c_int) -> io::Result<Stat> {
-    let fd = dir.map_or(libc::AT_FDCWD, |d| d.as_raw_fd());
+/// The lstat of `path` relative to the directory `dir`.
+fn lstatat(dir: &OwnedFd, path: &std::ffi::CStr) -> io::Result<Stat> {
     let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
     // SAFETY: `path` is NUL-terminated and `st` is written before it is read.
-    let r = unsafe { libc::fstatat(fd, path.as_ptr(), st.as_mut_ptr(), flags) };
+    let r = unsafe {
+        libc::fstatat(
+            dir.as_raw_fd(),
+            path.as_ptr(),
+            st.as_mut_ptr(),
+            libc::AT_SYMLINK_NOFOLLOW,
+        )
+    };
     if r != 0 {
         return Err(io::Error::last_os_error());
     }

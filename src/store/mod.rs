@@ -725,7 +725,7 @@ impl Landing {
     /// Also checks the body against `meta`'s MD5 when that is all the
     /// server says of it (an object another tool wrote).
     pub(crate) fn checking_md5(mut self, meta: &ObjectMeta) -> Landing {
-        if meta.sha256.is_none() && meta.md5.is_some() && !meta.content_encoded {
+        if checked_by_md5(meta) {
             self.md5 = Some(md5::Md5::default());
         }
         self
@@ -854,10 +854,15 @@ pub(crate) fn check_download(
     }
 }
 
+/// Whether only the server's MD5 can check a download of `meta`: no
+/// sha256 metadata, an MD5, and served as stored.
+fn checked_by_md5(meta: &ObjectMeta) -> bool {
+    meta.sha256.is_none() && meta.md5.is_some() && !meta.content_encoded
+}
+
 /// The MD5 of a body read whole, when only an MD5 can check it.
 pub(crate) fn md5_to_check(meta: &ObjectMeta, body: &[u8]) -> Option<crate::digest::Md5> {
-    (meta.sha256.is_none() && meta.md5.is_some() && !meta.content_encoded)
-        .then(|| crate::digest::Md5::of(body))
+    checked_by_md5(meta).then(|| crate::digest::Md5::of(body))
 }
 
 /// An error with its sources on one line, so "connection refused" is not
