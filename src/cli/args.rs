@@ -3,7 +3,9 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand};
+use std::ffi::OsString;
+
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 
 use crate::config::ConflictPolicy;
 use crate::state::Scope;
@@ -22,9 +24,14 @@ pub struct Cli {
     /// Print one machine-readable JSON document on stdout (logs and progress go to stderr)
     #[arg(long, global = true)]
     pub json: bool,
-    /// Do not colour output
+    /// Do not colour output (same as `--color never`; the NO_COLOR
+    /// environment variable does the same)
     #[arg(long, global = true)]
     pub no_color: bool,
+    /// When to colour output: `auto` (on a terminal, unless NO_COLOR is
+    /// set), `always` or `never`
+    #[arg(long, global = true, value_name = "WHEN", value_enum, default_value_t = ColorWhen::Auto)]
+    pub color: ColorWhen,
     /// How long to wait for the datastore lock when someone else holds it
     /// (e.g. `30s`, `5m`, `0` to give up at once; default: `[lock] timeout_secs`)
     #[arg(long, global = true, value_name = "DURATION", env = "SWAMP_LOCK_TIMEOUT", value_parser = parse_duration)]
@@ -34,6 +41,73 @@ pub struct Cli {
     pub detail: bool,
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// `--color`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ColorWhen {
+    Auto,
+    Always,
+    Never,
+}
+
+impl ColorWhen {
+    /// Whether to colour a stream that is (or is not) a terminal.
+    pub fn enabled(self, terminal: bool) -> bool {
+        match self {
+            ColorWhen::Always => true,
+            ColorWhen::Never => false,
+            ColorWhen::Auto => terminal,
+        }
+    }
+}
+
+/// The colour choice, read before clap parses (clap colours its own help
+/// and errors, so it must be told first): `--no-color`, `--color WHEN`,
+/// then `NO_COLOR` (<https://no-color.org>: set and not empty).
+pub fn color_choice(args: &[OsString]) -> ColorWhen {
+    let mut choice = None;
+    let mut it = args.iter().skip(1).map(|a| a.to_string_lossy());
+    while let Some(arg) = it.next() {
+        match arg.as_ref() {
+            "--" => break,
+            "--no-color" => choice = Some(ColorWhen::Never),
+            "--color" => choice = it.next().and_then(|v| ColorWhen::from_str(&v, true).ok()),
+            a => {
+                if let Some(v) = a.strip_prefix("--color=") {
+                    choice = ColorWhen::from_str(v, true).ok();
+                }
+            }
+        }
+    }
+    choice.unwrap_or_else(|| {
+        if std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()) {
+            ColorWhen::Never
+        } else {
+            ColorWhen::Auto
+        }
+    })
+}
+
+/// Whether `--json` was asked for, read before clap parses, so that a
+/// command line clap refuses is reported as JSON too.
+pub fn wants_json(args: &[OsString]) -> bool {
+    args.iter()
+        .skip(1)
+        .take_while(|a| *a != "--")
+        .any(|a| a == "--json")
+}
+
+/// Parses the command line with clap told the colour choice.
+pub fn parse(args: &[OsString], color: ColorWhen) -> Result<Cli, clap::Error> {
+    let choice = match color {
+        ColorWhen::Always => clap::ColorChoice::Always,
+        ColorWhen::Never => clap::ColorChoice::Never,
+        ColorWhen::Auto => clap::ColorChoice::Auto,
+    };
+    let mut command = Cli::command().color(choice);
+    let matches = command.try_get_matches_from_mut(args)?;
+    Cli::from_arg_matches(&matches).map_err(|e| e.format(&mut command))
 }
 
 /// How a sync plan settles conflicts and guards.
@@ -152,6 +226,35 @@ pub enum Command {
         #[command(subcommand)]
         command: DoctorCommand,
     },
+    /// Print a shell completion script
+    #[command(after_help = "Examples:
+  swamp completions bash > ~/.local/share/bash-completion/completions/swamp
+  swamp completions zsh > \"${fpath[1]}/_swamp\"
+  swamp completions fish > ~/.config/fish/completions/swamp.fish")]
+    Completions {
+        /// The shell to complete in
+        #[arg(value_enum)]
+        shell: Shell,
+    },
+    /// Print the man page (roff), or write one per command into a directory
+    #[command(after_help = "Examples:
+  swamp man | man -l -
+  swamp man --out-dir /usr/local/share/man/man1")]
+    Man {
+        /// Write swamp.1 and a page per subcommand (swamp-plan.1, …) into DIR
+        #[arg(long, value_name = "DIR")]
+        out_dir: Option<PathBuf>,
+    },
+}
+
+/// Shells `swamp completions` writes for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Shell {
+    Bash,
+    Zsh,
+    Fish,
+    Elvish,
+    Powershell,
 }
 
 #[derive(Debug, Subcommand)]
@@ -303,6 +406,37 @@ pub enum DataCommand {
 pub enum CatalogCommand {
     /// Rebuild the catalog from the files
     Rebuild,
+}
+
+impl Command {
+    /// True for the commands that change nothing (the datastore, the
+    /// cache, .swamp.toml, the lock): a closed stdout may end them at once.
+    pub fn only_reads(&self) -> bool {
+        match self {
+            Command::Plan { out, .. } => out.is_none(),
+            Command::Show { .. } | Command::Status | Command::History => true,
+            Command::Undo {
+                out, prune: false, ..
+            } => out.is_some(),
+            Command::Datastore { command } => matches!(
+                command,
+                DatastoreCommand::Namespaces
+                    | DatastoreCommand::Lock {
+                        command: LockCommand::Status { .. }
+                    }
+            ),
+            Command::Data { command } => matches!(
+                command,
+                DataCommand::Get { .. } | DataCommand::List | DataCommand::Gc { dry_run: true, .. }
+            ),
+            Command::Doctor {
+                command: DoctorCommand::Datastores { repair, confirm },
+            } => !repair && !confirm.yes,
+            Command::Completions { .. } => true,
+            Command::Man { out_dir } => out_dir.is_none(),
+            _ => false,
+        }
+    }
 }
 
 fn parse_duration(s: &str) -> Result<std::time::Duration, String> {

@@ -2,6 +2,7 @@
 //! writes the datastore or migrates a layout holds the locks of the target
 //! placement and of every placement it still drains, for its whole run
 //! (planning included), and says on stderr whom it waits for.
+use crate::cli::output::errln;
 
 use std::time::Duration;
 
@@ -47,13 +48,13 @@ impl Locks {
         let mut guards = Vec::new();
         for t in &targets {
             let guard = lock::acquire(t, &options, &mut |event| match event {
-                Event::Waiting { url, body } => eprintln!(
+                Event::Waiting { url, body } => errln!(
                     "Waiting for the lock {url}: held by {} (expires {}); giving up after {}s.",
                     body.describe(),
                     body.expires_at,
                     options.timeout.as_secs()
                 ),
-                Event::TookOver { url, previous } => eprintln!(
+                Event::TookOver { url, previous } => errln!(
                     "Took over the lock {url}: {} let it expire at {} without releasing it.",
                     previous.describe(),
                     previous.expires_at
@@ -72,12 +73,12 @@ impl Locks {
             }
             seen.push(url);
             lock::await_upstream(&p, options.timeout, &mut |event| match event {
-                Event::WaitingUpstream { url, body } => eprintln!(
+                Event::WaitingUpstream { url, body } => errln!(
                     "Waiting for upstream swamp's lock {url}: held by {}; giving up after {}s.",
                     body.describe(),
                     options.timeout.as_secs()
                 ),
-                Event::UpstreamUnchecked { url, reason } => eprintln!(
+                Event::UpstreamUnchecked { url, reason } => errln!(
                     "warning: could not check upstream swamp's lock {url} ({reason}); going on without it"
                 ),
                 _ => {}
@@ -110,7 +111,7 @@ impl Locks {
                 Ok(()) => {}
                 // Could not reach the datastore to release it: say how it
                 // ends, rather than leave the next run to wonder.
-                Err(lock::LockError::Store(e)) => eprintln!(
+                Err(lock::LockError::Store(e)) => errln!(
                     "warning: could not release the lock {url} ({e}); it expires by itself within {ttl}s, \
                      or `swamp datastore lock release` removes it now (its process is gone)"
                 ),

@@ -1,6 +1,7 @@
 //! The command line: argument parsing ([`args`]), the error type and exit
 //! codes ([`error`]), output helpers ([`output`]) and one module per
 //! command group ([`commands`]). Library modules never print.
+use crate::cli::output::errln;
 
 mod args;
 mod commands;
@@ -11,7 +12,7 @@ mod output;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::Parser;
+use std::io::IsTerminal;
 
 pub use args::Cli;
 pub use error::{CliError, ErrorKind};
@@ -108,33 +109,27 @@ pub fn main() -> ExitCode {
     #[cfg(feature = "failpoints")]
     let _failpoints = fail::FailScenario::setup();
 
-    let cli = match Cli::try_parse() {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let color = args::color_choice(&args);
+    let cli = match args::parse(&args, color) {
         Ok(cli) => cli,
-        Err(e) => {
-            use clap::error::ErrorKind as K;
-            let _ = e.print();
-            return match e.kind() {
-                K::DisplayHelp
-                | K::DisplayVersion
-                | K::DisplayHelpOnMissingArgumentOrSubcommand => ExitCode::SUCCESS,
-                _ => ExitCode::from(ErrorKind::Usage.exit_code()),
-            };
-        }
+        Err(e) => return usage_error(&e, args::wants_json(&args)),
     };
     let ctx = Ctx {
         json: cli.json,
-        color: !cli.no_color && std::env::var_os("NO_COLOR").is_none(),
+        color: color.enabled(std::io::stdout().is_terminal()),
         repo_arg: cli.repo.clone(),
         lock_timeout: cli.lock_timeout,
         detail: cli.detail,
     };
+    if !cli.command.only_reads() {
+        output::finish_when_closed();
+    }
     // Ctrl-C (or SIGTERM) releases the locks this process holds; whatever
     // was half done is resumed by planning again.
     let _ = ctrlc::set_handler(|| {
         crate::lock::release_all();
-        eprintln!(
-            "\nInterrupted; released the datastore lock. Run `swamp plan` to see what is left."
-        );
+        errln!("\nInterrupted; released the datastore lock. Run `swamp plan` to see what is left.");
         std::process::exit(130);
     });
     match commands::run(&ctx, cli.command) {
@@ -152,11 +147,66 @@ pub fn main() -> ExitCode {
                 output::print_json(&err.to_json());
             } else {
                 // Messages echo keys and paths: never raw control characters.
-                eprintln!("{}", crate::plan::render::escape_controls(&err.to_string()));
+                errln!("{}", crate::plan::render::escape_controls(&err.to_string()));
             }
             ExitCode::from(err.kind.exit_code())
         }
     }
+}
+
+/// A command line clap refused (or `--help`/`--version`, which are not
+/// errors). Under `--json` the refusal is one JSON document on stdout, like
+/// every other error.
+fn usage_error(e: &clap::Error, json: bool) -> ExitCode {
+    use clap::error::ErrorKind as K;
+    if matches!(
+        e.kind(),
+        K::DisplayHelp | K::DisplayVersion | K::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        let _ = e.print();
+        return ExitCode::SUCCESS;
+    }
+    if !json {
+        let _ = e.print();
+        return ExitCode::from(ErrorKind::Usage.exit_code());
+    }
+    // clap's text: "error: MESSAGE\n\n  tip: …\n\nUsage: …\n\nFor more
+    // information, try '--help'." The message and tips are kept; the usage
+    // line and the pointer to --help become the hint.
+    let text = e.render().to_string();
+    let mut message = String::new();
+    let mut tips = Vec::new();
+    let mut usage = None;
+    for line in text.lines() {
+        let line = line.trim();
+        if let Some(m) = line.strip_prefix("error: ") {
+            message = m.to_string();
+        } else if let Some(t) = line.strip_prefix("tip: ") {
+            tips.push(t.to_string());
+        } else if let Some(u) = line.strip_prefix("Usage: ") {
+            usage = Some(u.to_string());
+        }
+    }
+    if message.is_empty() {
+        message = text
+            .lines()
+            .next()
+            .unwrap_or("invalid command line")
+            .to_string();
+    }
+    let mut hint = tips.join("; ");
+    if let Some(u) = usage {
+        if !hint.is_empty() {
+            hint.push_str("; ");
+        }
+        hint.push_str(&format!("usage: {u} (see --help)"));
+    }
+    if hint.is_empty() {
+        hint = "see `swamp --help`, or `swamp COMMAND --help`".to_string();
+    }
+    let err = CliError::usage(message).hint(hint);
+    output::print_json(&err.to_json());
+    ExitCode::from(ErrorKind::Usage.exit_code())
 }
 
 /// This process's command line, quoted for a shell where needed.

@@ -1,16 +1,95 @@
-//! Output helpers: JSON documents on stdout, confirmation prompts, and a
-//! progress bar on a terminal.
+//! Output helpers: every line for people goes through [`out!`]/[`outln!`]
+//! (stdout) and [`errln!`] (stderr), which never panic; JSON documents on
+//! stdout; confirmation prompts; a progress bar on a terminal.
+//!
+//! A closed stdout (`swamp plan | head -1`) ends a command that only reads
+//! quietly, with exit 0, as git and ripgrep do. A command that changes
+//! things (see [`finish_when_closed`]) goes on and finishes what it was
+//! asked to do, with its output dropped: stopping it part-way would leave
+//! work half done for a reader that is already gone.
 
 use std::io::{IsTerminal, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
 
-/// Prints a JSON document, streamed (not built as a string first). A write
-/// error (a closed pipe) ends the document quietly.
-pub fn print_json<T: serde::Serialize + ?Sized>(value: &T) {
-    let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
-    if serde_json::to_writer_pretty(&mut out, value).is_ok() {
-        let _ = out.write_all(b"\n");
+static STDOUT_CLOSED: AtomicBool = AtomicBool::new(false);
+static FINISH_WHEN_CLOSED: AtomicBool = AtomicBool::new(false);
+
+/// Prints to stdout; see the module doc for a closed stdout.
+macro_rules! out {
+    ($($arg:tt)*) => { $crate::cli::output::write_stdout(format_args!($($arg)*)) };
+}
+
+/// Prints a line to stdout; see the module doc for a closed stdout.
+macro_rules! outln {
+    () => { $crate::cli::output::write_stdout(format_args!("\n")) };
+    ($($arg:tt)*) => {
+        $crate::cli::output::write_stdout(format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
+
+/// Prints a line to stderr; a closed stderr is ignored.
+macro_rules! errln {
+    () => { $crate::cli::output::write_stderr(format_args!("\n")) };
+    ($($arg:tt)*) => {
+        $crate::cli::output::write_stderr(format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
+
+pub(crate) use {errln, out, outln};
+
+/// From now on a closed stdout does not end the process: this command
+/// changes things, and finishes (or stops at an action boundary) on its own.
+pub fn finish_when_closed() {
+    FINISH_WHEN_CLOSED.store(true, Ordering::SeqCst);
+}
+
+#[doc(hidden)]
+pub fn write_stdout(args: std::fmt::Arguments<'_>) {
+    if STDOUT_CLOSED.load(Ordering::Relaxed) {
+        return;
     }
-    let _ = out.flush();
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = out.write_fmt(args) {
+        stdout_failed(e);
+    }
+}
+
+#[doc(hidden)]
+pub fn write_stderr(args: std::fmt::Arguments<'_>) {
+    let _ = std::io::stderr().lock().write_fmt(args);
+}
+
+/// Stdout could not be written. A reader that went away (`EPIPE`) is not
+/// an error; anything else (a full disk behind a redirect) is said once.
+fn stdout_failed(e: std::io::Error) {
+    STDOUT_CLOSED.store(true, Ordering::SeqCst);
+    let broken_pipe = e.kind() == std::io::ErrorKind::BrokenPipe;
+    if !broken_pipe {
+        write_stderr(format_args!("error: could not write to stdout: {e}\n"));
+    }
+    if !FINISH_WHEN_CLOSED.load(Ordering::SeqCst) {
+        // Only a reader: nothing is half done. The locks it took are
+        // released as on Ctrl-C.
+        crate::lock::release_all();
+        std::process::exit(if broken_pipe { 0 } else { 1 });
+    }
+}
+
+/// Prints a JSON document, streamed (not built as a string first). A
+/// closed stdout is handled as for [`out!`].
+pub fn print_json<T: serde::Serialize + ?Sized>(value: &T) {
+    if STDOUT_CLOSED.load(Ordering::Relaxed) {
+        return;
+    }
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+    let written = serde_json::to_writer_pretty(&mut out, value)
+        .map_err(std::io::Error::from)
+        .and_then(|()| out.write_all(b"\n"))
+        .and_then(|()| out.flush());
+    if let Err(e) = written {
+        drop(out);
+        stdout_failed(e);
+    }
 }
 
 /// A `--json` document: the plan under `plan` (streamed, see
@@ -37,15 +116,17 @@ pub fn interactive() -> bool {
     std::io::stdin().is_terminal() && std::io::stderr().is_terminal()
 }
 
-/// Asks on the terminal; only `yes` (or `y`) is a yes.
+/// Asks on the terminal, as Terraform does: only the word `yes` is a yes.
 pub fn ask(question: &str) -> bool {
-    eprint!("{question} Only 'yes' will be accepted: ");
+    write_stderr(format_args!(
+        "{question}\n  Only 'yes' will be accepted to approve.\n\n  Enter a value: "
+    ));
     let _ = std::io::stderr().flush();
     let mut answer = String::new();
     if std::io::stdin().read_line(&mut answer).is_err() {
         return false;
     }
-    matches!(answer.trim(), "yes" | "y")
+    answer.trim() == "yes"
 }
 
 /// A progress bar on stderr when it is a terminal, hidden otherwise.

@@ -11,5 +11,6 @@ mod crash;
 mod data;
 mod doctor;
 mod layout_migration;
+mod operator;
 mod saved_plans;
 mod setup;

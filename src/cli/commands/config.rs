@@ -7,6 +7,7 @@
 //! sentinel anywhere and says how to publish it; when the remote cannot be
 //! reached at all, the mirror is still copied into the cache where that
 //! replaces nothing.
+use crate::cli::output::outln;
 
 use super::reconcile::{Unconfirmed, run_flow};
 use crate::cli::locking::Locks;
@@ -121,7 +122,7 @@ fn offline(
         Some(report) => {
             config.save(&repo.root)?;
             if !ctx.json {
-                println!(
+                outln!(
                     "Copied {} definition file(s) into the cache's config/ tier; the remote was not reached.",
                     report.mirrored
                 );

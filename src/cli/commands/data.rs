@@ -1,6 +1,7 @@
 //! `swamp data put/get/list/rm/gc` and `swamp catalog rebuild`.
 //! Data is written to the desired placement; while a layout change is
 //! pending, reads also find what is still at the old place.
+use crate::cli::output::{errln, outln};
 
 use std::io::Write;
 use std::path::Path;
@@ -50,7 +51,7 @@ fn warn_remote_only(repo: &Repo, name: Option<&str>) -> Result<(), CliError> {
         .filter(|v| name.is_none_or(|name| v.name == name))
         .count();
     if n > 0 {
-        eprintln!(
+        errln!(
             "warning: {n} version(s) are in the remote only (hydration = lazy) and are not removed; fetch them first with `swamp datastore sync --pull --hydrate` to remove them too."
         );
     }
@@ -60,7 +61,7 @@ fn warn_remote_only(repo: &Repo, name: Option<&str>) -> Result<(), CliError> {
 /// Says that `rm`/`gc` act on the new place only while a move is pending.
 fn warn_pending(repo: &Repo) {
     if !repo.config.migrating_from.is_empty() {
-        eprintln!(
+        errln!(
             "warning: a layout change is not finished; versions still at the old place are not removed. Run `swamp apply` to finish the move first."
         );
     }
@@ -80,7 +81,7 @@ pub fn put(ctx: &Ctx, name: &str, file: Option<&Path>) -> Result<Outcome, CliErr
     if ctx.json {
         print_json(&json!(entry));
     } else {
-        println!(
+        outln!(
             "Stored {} version {} ({}, sha256 {}).",
             entry.name,
             entry.version,
@@ -133,7 +134,7 @@ pub fn list(ctx: &Ctx) -> Result<Outcome, CliError> {
         return Ok(Outcome::Success);
     }
     if names.is_empty() {
-        println!("No data yet. Store some with `swamp data put NAME --file F`.");
+        outln!("No data yet. Store some with `swamp data put NAME --file F`.");
         return Ok(Outcome::Success);
     }
     let mut table = table();
@@ -146,7 +147,7 @@ pub fn list(ctx: &Ctx) -> Result<Outcome, CliError> {
             Cell::new(human_bytes(n.latest_size)).set_alignment(CellAlignment::Right),
         ]);
     }
-    println!("{table}");
+    outln!("{table}");
     Ok(Outcome::Success)
 }
 
@@ -159,7 +160,7 @@ pub fn rm(ctx: &Ctx, name: &str) -> Result<Outcome, CliError> {
     if ctx.json {
         print_json(&json!({ "removed": removed, "apply_id": id }));
     } else {
-        println!(
+        outln!(
             "Removed {name}: {} version(s), set aside as apply {id}; `swamp undo {id}` brings them back.",
             removed.len()
         );
@@ -181,16 +182,16 @@ pub fn gc(ctx: &Ctx, keep: usize, dry_run: bool) -> Result<Outcome, CliError> {
     }
     let verb = if dry_run { "Would remove" } else { "Removed" };
     for e in &removed {
-        println!("{verb} {} version {}", e.name, e.version);
+        outln!("{verb} {} version {}", e.name, e.version);
     }
     let bytes: u64 = removed.iter().map(|e| e.size).sum();
-    println!(
+    outln!(
         "{verb} {} version(s), {} (keeping the newest {keep} of each name).",
         removed.len(),
         human_bytes(bytes)
     );
     if let Some(id) = id {
-        println!("Set aside as apply {id}; `swamp undo {id}` brings them back.");
+        outln!("Set aside as apply {id}; `swamp undo {id}` brings them back.");
     }
     Ok(Outcome::Success)
 }
@@ -201,7 +202,7 @@ pub fn catalog_rebuild(ctx: &Ctx) -> Result<Outcome, CliError> {
     if ctx.json {
         print_json(&json!({ "catalog": repo.layout.catalog_path(), "rebuilt": stats }));
     } else {
-        println!(
+        outln!(
             "Rebuilt the catalog: {} name(s), {} version(s), {}.",
             stats.names,
             stats.versions,

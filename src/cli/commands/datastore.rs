@@ -1,6 +1,7 @@
 //! `datastore setup` and `datastore namespace set|unset|migrate`: each
 //! changes the desired placement, then runs the shared plan → confirm →
 //! apply flow. Without confirmation they preview and change nothing.
+use crate::cli::output::outln;
 
 use serde_json::json;
 
@@ -54,7 +55,7 @@ pub fn namespace_set(ctx: &Ctx, ns: &str, migrate: bool, yes: bool) -> Result<Ou
         if ctx.json {
             print_json(&json!({"namespace": ns, "changed": false}));
         } else {
-            println!("The namespace is already `{ns}`; nothing to do.");
+            outln!("The namespace is already `{ns}`; nothing to do.");
         }
         return Ok(Outcome::Success);
     }
@@ -71,7 +72,7 @@ pub fn namespace_unset(ctx: &Ctx, migrate: bool, yes: bool) -> Result<Outcome, C
         if ctx.json {
             print_json(&json!({"namespace": null, "changed": false}));
         } else {
-            println!("No namespace is set; nothing to do.");
+            outln!("No namespace is set; nothing to do.");
         }
         return Ok(Outcome::Success);
     }
@@ -198,11 +199,11 @@ fn record_only(ctx: &Ctx, repo: &Repo, config: &Config) -> Result<Outcome, CliEr
         }));
     } else {
         match &config.namespace {
-            Some(ns) => println!("Namespace set to `{ns}` in .swamp.toml."),
-            None => println!("Namespace removed from .swamp.toml."),
+            Some(ns) => outln!("Namespace set to `{ns}` in .swamp.toml."),
+            None => outln!("Namespace removed from .swamp.toml."),
         }
         if pending > 0 || summary.conflicts > 0 {
-            println!(
+            outln!(
                 "{pending} file(s) are still at the old location. Run `swamp plan` to review the move and `swamp apply` to make it."
             );
         }
@@ -275,7 +276,7 @@ pub fn namespaces(ctx: &Ctx) -> Result<Outcome, CliError> {
         return Ok(Outcome::Success);
     }
     if all.is_empty() {
-        println!("No namespaces are registered in this datastore.");
+        outln!("No namespaces are registered in this datastore.");
         return Ok(Outcome::Success);
     }
     let mut t = crate::plan::render::table();
@@ -299,10 +300,10 @@ pub fn namespaces(ctx: &Ctx) -> Result<Outcome, CliError> {
             registered_at,
         ]);
     }
-    println!("{t}");
+    outln!("{t}");
     for n in &unrecognised {
         if let ListedNamespace::Unrecognised { key, why, .. } = n {
-            println!("note: {key} is unrecognised: {why}");
+            outln!("note: {key} is unrecognised: {why}");
         }
     }
     Ok(Outcome::Success)

@@ -4,6 +4,7 @@
 //! applied through the ordinary apply path, steps such as a catalog
 //! rebuild, or "no automatic fix" naming the command), previews them, and
 //! with `-y` applies them and runs the checks again.
+use crate::cli::output::{errln, out, outln};
 
 use serde_json::{Value, json};
 
@@ -81,10 +82,10 @@ pub fn datastores(ctx: &Ctx, repair: bool, yes: bool) -> Result<Outcome, CliErro
         if ctx.json {
             print_json(&json!({"checks": before, "ok": ok}));
         } else {
-            print!("{}", render_checks(&before));
-            println!("\n{}", closing(&before));
+            out!("{}", render_checks(&before));
+            outln!("\n{}", closing(&before));
             if !ok {
-                println!("Run `swamp doctor datastores --repair` to preview the automatic fixes.");
+                outln!("Run `swamp doctor datastores --repair` to preview the automatic fixes.");
             }
         }
         return Ok(outcome(ok));
@@ -93,8 +94,8 @@ pub fn datastores(ctx: &Ctx, repair: bool, yes: bool) -> Result<Outcome, CliErro
         if ctx.json {
             print_json(&RepairDoc::unapplied(&before, !yes, &[], &[]).to_json());
         } else {
-            print!("{}", render_checks(&before));
-            println!("\nNothing to repair: every check passed.");
+            out!("{}", render_checks(&before));
+            outln!("\nNothing to repair: every check passed.");
         }
         return Ok(Outcome::Success);
     }
@@ -123,21 +124,21 @@ pub fn datastores(ctx: &Ctx, repair: bool, yes: bool) -> Result<Outcome, CliErro
         .collect();
     let fixes_json: Vec<Value> = items.iter().map(Item::to_json).collect();
     if !ctx.json {
-        print!("{}", render_checks(&before));
-        println!("\nRepairs:");
+        out!("{}", render_checks(&before));
+        outln!("\nRepairs:");
         for item in &items {
-            println!("  {}: {}", item.finding.name, item.describe());
+            outln!("  {}: {}", item.finding.name, item.describe());
         }
         for p in &plans {
-            println!();
-            print!("{}", ctx.render_plan(&p.plan, &root));
+            outln!();
+            out!("{}", ctx.render_plan(&p.plan, &root));
         }
     }
     if conflicts > 0 {
         if ctx.json {
             print_json(&RepairDoc::unapplied(&before, !yes, &fixes_json, &plans_json).to_json());
         } else {
-            eprintln!(
+            errln!(
                 "error: the repair plan has {conflicts} conflict(s); nothing was changed\n  hint: decide each conflict above (keep the right copy in the namespace, delete the other), then run `swamp doctor datastores --repair -y` again"
             );
         }
@@ -147,9 +148,9 @@ pub fn datastores(ctx: &Ctx, repair: bool, yes: bool) -> Result<Outcome, CliErro
         if ctx.json {
             print_json(&RepairDoc::unapplied(&before, true, &fixes_json, &plans_json).to_json());
         } else if items.iter().any(Item::automatic) {
-            println!("\nThis was a preview; nothing changed. Add --confirm (or -y) to apply it.");
+            outln!("\nThis was a preview; nothing changed. Add --confirm (or -y) to apply it.");
         } else {
-            println!(
+            outln!(
                 "\nNothing here can be repaired automatically in this version; run the command(s) named above. Nothing was changed."
             );
         }
@@ -244,22 +245,22 @@ pub fn datastores(ctx: &Ctx, repair: bool, yes: bool) -> Result<Outcome, CliErro
             .to_json(),
         );
     } else {
-        println!();
+        outln!();
         for r in &results {
             let mark = match r["status"].as_str() {
                 Some("applied") => "done",
                 Some("failed") => "FAILED",
                 _ => "manual",
             };
-            println!(
+            outln!(
                 "{mark}  {}: {}",
                 r["check"].as_str().unwrap_or(""),
                 r["message"].as_str().unwrap_or("")
             );
         }
-        println!("\nAfter repair:");
-        print!("{}", render_checks(&after));
-        println!("\n{}", closing(&after));
+        outln!("\nAfter repair:");
+        out!("{}", render_checks(&after));
+        outln!("\n{}", closing(&after));
     }
     Ok(outcome(ok_after))
 }

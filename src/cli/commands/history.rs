@@ -1,6 +1,7 @@
 //! `swamp history`: the applies that set files aside (their journals in
 //! `.swamp/state/trash/`), oldest first, with what `swamp undo ID` would
 //! bring back.
+use crate::cli::output::outln;
 
 use comfy_table::{Cell, CellAlignment};
 use serde_json::json;
@@ -36,7 +37,7 @@ pub fn run(ctx: &Ctx) -> Result<Outcome, CliError> {
         return Ok(Outcome::Success);
     }
     if journals.is_empty() {
-        println!(
+        outln!(
             "No applies in the history yet: `data rm` and `data gc` set what they remove aside here."
         );
         return Ok(Outcome::Success);
@@ -66,6 +67,6 @@ pub fn run(ctx: &Ctx) -> Result<Outcome, CliError> {
             Cell::new(kept).set_alignment(CellAlignment::Right),
         ]);
     }
-    println!("{t}");
+    outln!("{t}");
     Ok(Outcome::Success)
 }

@@ -1,5 +1,6 @@
 //! `swamp init`: writes `.swamp.toml` with a fresh `repo_id` (or the one
 //! given, or the one upstream swamp's `.swamp.yaml` there names).
+use crate::cli::output::outln;
 
 use serde_json::json;
 
@@ -60,9 +61,9 @@ pub fn run(
         }));
     } else {
         if adopted.is_some() {
-            println!("Kept repo_id {repo_id} from {UPSTREAM_MARKER} (upstream swamp).");
+            outln!("Kept repo_id {repo_id} from {UPSTREAM_MARKER} (upstream swamp).");
         }
-        println!(
+        outln!(
             "Initialized {} (datastore {}, {}).",
             dir.join(CONFIG_FILE).display(),
             config.datastore,

@@ -1,6 +1,7 @@
 //! `datastore lock status` and `datastore lock release [--force]`: inspect
 //! and break the distributed lock, of this repository's datastore or of any
 //! datastore named by `--datastore SPEC` (no repository needed).
+use crate::cli::output::outln;
 
 use std::time::SystemTime;
 
@@ -87,31 +88,31 @@ fn state_json(url: &str, state: &LockState) -> Value {
 
 fn print_state(url: &str, state: &LockState) {
     let now = SystemTime::now();
-    println!("lock       {url}");
+    outln!("lock       {url}");
     match state {
-        LockState::Free => println!("state      free"),
+        LockState::Free => outln!("state      free"),
         LockState::Held { body, stale, .. } => {
             let left = body.expires_in_secs(now).unwrap_or(0);
             if *stale {
-                println!(
+                outln!(
                     "state      stale: expired {}s ago without being released (the next command takes it over)",
                     -left
                 );
             } else {
-                println!("state      held, expires in {left}s unless renewed");
+                outln!("state      held, expires in {left}s unless renewed");
             }
-            println!("holder     {} (pid {})", body.holder, body.pid);
-            println!("operation  {}", body.operation);
+            outln!("holder     {} (pid {})", body.holder, body.pid);
+            outln!("operation  {}", body.operation);
             let age = body.age_secs(now).unwrap_or(0);
-            println!("since      {} ({age}s ago)", body.acquired_at);
-            println!("expires    {}", body.expires_at);
-            println!("lock id    {}", body.id);
+            outln!("since      {} ({age}s ago)", body.acquired_at);
+            outln!("expires    {}", body.expires_at);
+            outln!("lock id    {}", body.id);
         }
         LockState::Unparseable { reason, size, .. } => {
-            println!(
+            outln!(
                 "state      held by an unknown owner: the object ({size} bytes) is unreadable: {reason}"
             );
-            println!(
+            outln!(
                 "           break it with `swamp datastore lock release --force` once nobody is working"
             );
         }
@@ -127,7 +128,7 @@ pub fn status(ctx: &Ctx, at: &LockWhere) -> Result<Outcome, CliError> {
             rows.push(state_json(&t.url, &state));
         } else {
             if i > 0 {
-                println!();
+                outln!();
             }
             print_state(&t.url, &state);
         }
@@ -194,10 +195,10 @@ pub fn release(ctx: &Ctx, at: &LockWhere, force: bool) -> Result<Outcome, CliErr
                 other => CliError::from(lock::LockError::from(other)),
             })?;
             if !ctx.json {
-                println!("Released the lock {} ({why}).", t.url);
+                outln!("Released the lock {} ({why}).", t.url);
             }
         } else if !ctx.json {
-            println!("No lock is held at {}; nothing to release.", t.url);
+            outln!("No lock is held at {}; nothing to release.", t.url);
         }
         let mut row = state_json(&t.url, &state);
         row["released"] = json!(why.is_some());

@@ -4,6 +4,7 @@ mod config;
 mod data;
 mod datastore;
 mod doctor;
+mod help;
 mod history;
 mod init;
 mod lock;
@@ -121,5 +122,7 @@ pub fn run(ctx: &Ctx, command: Command) -> Result<Outcome, CliError> {
         Command::Doctor {
             command: DoctorCommand::Datastores { repair, confirm },
         } => doctor::datastores(ctx, repair, confirm.yes),
+        Command::Completions { shell } => help::completions(shell),
+        Command::Man { out_dir } => help::man(ctx, out_dir.as_deref()),
     }
 }

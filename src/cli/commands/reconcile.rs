@@ -1,5 +1,6 @@
 //! `plan`, `apply`, `show`, and the plan → confirm → apply → verify flow
 //! that the layout commands share.
+use crate::cli::output::{errln, out, outln};
 
 use std::path::Path;
 
@@ -38,7 +39,7 @@ pub fn plan(
     if out.is_none() && !ctx.json {
         // Only shown: no fingerprint (a hash of the whole observation,
         // tens of megabytes of JSON at 100,000 files) is needed.
-        print!("{}", ctx.render_plan(&planned.plan, &repo.root));
+        out!("{}", ctx.render_plan(&planned.plan, &repo.root));
         return Ok(plan_outcome(&planned.plan, detailed_exitcode));
     }
     let mut saved = planned.into_saved(&repo.config);
@@ -52,9 +53,9 @@ pub fn plan(
     if ctx.json {
         print_json(&saved.doc());
     } else {
-        print!("{}", ctx.render_plan(&saved.plan, &repo.root));
+        out!("{}", ctx.render_plan(&saved.plan, &repo.root));
         if let Some(out) = out {
-            println!(
+            outln!(
                 "\nSaved this plan to {}. Apply exactly it with `swamp apply {}`.",
                 out.display(),
                 out.display()
@@ -82,7 +83,7 @@ pub fn show(ctx: &Ctx, file: &Path) -> Result<Outcome, CliError> {
             if ctx.json {
                 print_json(&serde_json::to_value(&undo).expect("an undo plan serialises"));
             } else {
-                print!("{}", crate::plan::render::render_undo(&undo.undo));
+                out!("{}", crate::plan::render::render_undo(&undo.undo));
             }
             return Ok(Outcome::Success);
         }
@@ -94,7 +95,7 @@ pub fn show(ctx: &Ctx, file: &Path) -> Result<Outcome, CliError> {
             .open_repo()
             .map(|r| r.root)
             .unwrap_or_else(|_| std::path::PathBuf::from("/"));
-        print!("{}", ctx.render_plan(&saved.plan, &repo_root));
+        out!("{}", ctx.render_plan(&saved.plan, &repo_root));
     }
     Ok(Outcome::Success)
 }
@@ -145,7 +146,7 @@ fn apply_saved_locked(ctx: &Ctx, repo: &Repo, saved: SavedPlan) -> Result<Outcom
     drop(saved);
     let mut saved = planned.into_saved(&repo.config);
     if !ctx.json {
-        print!("{}", ctx.render_plan(&saved.plan, &repo.root));
+        out!("{}", ctx.render_plan(&saved.plan, &repo.root));
     }
     if saved.plan.is_empty() {
         return finish_empty(ctx, &saved);
@@ -182,7 +183,7 @@ pub fn run_flow(
     let config = new_config.unwrap_or(&repo.config);
     let mut saved = planned.into_saved(config);
     if !ctx.json {
-        print!("{}", ctx.render_plan(&saved.plan, &repo.root));
+        out!("{}", ctx.render_plan(&saved.plan, &repo.root));
     }
     if saved.plan.is_empty() {
         if let Some(c) = new_config
@@ -202,24 +203,27 @@ pub fn run_flow(
         };
         return conflicts(ctx, &saved, recorded);
     }
-    let confirmed = yes
-        || (!ctx.json
-            && interactive()
-            && ask(&format!(
-                "\nApply these {} action(s)?",
-                saved.plan.actions.len()
-            )));
-    if !confirmed {
+    if !yes && !ctx.json && interactive() {
+        if !ask(&format!(
+            "\nDo you want to apply these {} action(s)?",
+            saved.plan.actions.len()
+        )) {
+            return Ok(cancelled());
+        }
+    } else if !yes {
         return match unconfirmed {
             Unconfirmed::Refuse => Err(CliError::failure(
                 "apply needs confirmation, and there is no terminal to ask on; nothing was changed",
             )
-            .hint("review the plan above, then run `swamp apply -y` (or save it with `swamp plan -o FILE` and run `swamp apply FILE`)")),
+            .hint(format!(
+                "review the plan above, then run `{}` (or save it with `swamp plan -o FILE` and run `swamp apply FILE`)",
+                with_yes()
+            ))),
             Unconfirmed::Preview => {
                 if ctx.json {
                     print_plan_json(&saved, json!({"preview": true, "applied": null}));
                 } else {
-                    println!("\nThis was a preview; nothing changed. Add --confirm (or -y) to apply it.");
+                    outln!("\nThis was a preview; nothing changed. Add --confirm (or -y) to apply it.");
                 }
                 Ok(Outcome::Success)
             }
@@ -234,6 +238,22 @@ pub fn run_flow(
     // largest thing held) need not stay while the verifying plan observes.
     saved.observed = None;
     apply_confirmed(ctx, repo, saved, options)
+}
+
+/// The answer at the prompt was not `yes`: nothing was changed.
+pub fn cancelled() -> Outcome {
+    errln!("\nApply cancelled.");
+    Outcome::Failed
+}
+
+/// This very command line with `-y` added: what to run to apply without
+/// being asked.
+pub fn with_yes() -> String {
+    let line = crate::cli::command_line();
+    match line.find(" -- ") {
+        Some(at) => format!("{} -y{}", &line[..at], &line[at..]),
+        None => format!("{line} -y"),
+    }
 }
 
 fn finish_empty(ctx: &Ctx, saved: &SavedPlan) -> Result<Outcome, CliError> {
@@ -251,11 +271,11 @@ fn conflicts(ctx: &Ctx, saved: &SavedPlan, recorded: bool) -> Result<Outcome, Cl
         );
     } else {
         if recorded {
-            eprintln!(
+            errln!(
                 "The new layout is recorded in .swamp.toml; once the conflicts are resolved, `swamp apply` finishes the move."
             );
         }
-        eprintln!(
+        errln!(
             "error: the plan has {} conflict(s); nothing was applied",
             saved.plan.conflicts.len()
         );
@@ -330,7 +350,7 @@ fn apply_confirmed(
                 human_bytes(report.bytes_pruned)
             ));
         }
-        println!(
+        outln!(
             "\nApplied {} action(s): {} moved ({}), {} identical duplicate(s) dropped{managed}{transfers}{}{}.",
             report.completed,
             report.moved,
@@ -348,10 +368,10 @@ fn apply_confirmed(
             },
         );
         if converged {
-            println!("Converged: the datastore matches the configuration.");
+            outln!("Converged: the datastore matches the configuration.");
         } else {
-            println!("Not converged: the state changed while applying. What is left:\n");
-            print!("{}", ctx.render_plan(&applied.after.plan, &repo.root));
+            outln!("Not converged: the state changed while applying. What is left:\n");
+            out!("{}", ctx.render_plan(&applied.after.plan, &repo.root));
         }
     }
     Ok(if converged {

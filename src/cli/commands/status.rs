@@ -1,5 +1,6 @@
 //! `swamp status`: the datastore, namespace, where the data lives, and the
 //! pending plan's summary.
+use crate::cli::output::outln;
 
 use serde_json::json;
 
@@ -70,40 +71,40 @@ pub fn run(ctx: &Ctx) -> Result<Outcome, CliError> {
         }));
         return Ok(Outcome::Success);
     }
-    println!("repository  {}", repo.root.display());
-    println!("repo id     {}", config.repo_id);
-    println!("datastore   {}", config.datastore);
-    println!(
+    outln!("repository  {}", repo.root.display());
+    outln!("repo id     {}", config.repo_id);
+    outln!("datastore   {}", config.datastore);
+    outln!(
         "namespace   {}",
         config
             .namespace
             .as_ref()
             .map_or("(none: solo layout)".to_string(), ToString::to_string)
     );
-    println!("data root   {}", root_label(&root, &repo.root));
+    outln!("data root   {}", root_label(&root, &repo.root));
     for p in &config.migrating_from {
-        println!("moving from {p}");
+        outln!("moving from {p}");
     }
     if config.datastore.is_remote() {
-        println!(
+        outln!(
             "remote      {}",
             crate::layout::Layout::remote_url(&config.target())
         );
-        println!("cache       {}", repo.layout.cache_root().display());
+        outln!("cache       {}", repo.layout.cache_root().display());
         match (hydration, unhydrated) {
-            (Some(h), 0) => println!("hydration   {h}"),
-            (Some(h), n) => println!(
+            (Some(h), 0) => outln!("hydration   {h}"),
+            (Some(h), n) => outln!(
                 "hydration   {h}: {n} file(s) in the remote only, fetched on first read (all: `swamp datastore sync --pull --hydrate`)"
             ),
             (None, _) => {}
         }
     }
-    println!("lock        {lock_line}");
+    outln!("lock        {lock_line}");
     if planned.plan.is_empty() {
-        println!("pending     nothing: the datastore matches the configuration");
+        outln!("pending     nothing: the datastore matches the configuration");
     } else {
-        println!("pending     {}", closing_line(&planned.plan));
-        println!("            run `swamp plan` to review, `swamp apply` to converge");
+        outln!("pending     {}", closing_line(&planned.plan));
+        outln!("            run `swamp plan` to review, `swamp apply` to converge");
     }
     Ok(Outcome::Success)
 }

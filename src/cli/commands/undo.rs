@@ -1,5 +1,6 @@
 //! `swamp undo [ID]`: plans the reversal of an apply (default: the last
 //! one), shows it for review, and applies it once confirmed.
+use crate::cli::output::{out, outln};
 
 use serde_json::json;
 
@@ -147,7 +148,7 @@ fn plan_and_apply(
         )));
     }
     if !ctx.json {
-        print!("{}", render_undo(&plan));
+        out!("{}", render_undo(&plan));
     }
     let (yes, detailed_exitcode) = match then {
         Then::Save(path) => {
@@ -157,7 +158,7 @@ fn plan_and_apply(
             if ctx.json {
                 print_json(&json!({ "undo": plan, "saved": path }));
             } else {
-                println!(
+                outln!(
                     "\nSaved the undo plan to {}; `swamp apply {}` applies it if nothing changed.",
                     path.display(),
                     path.display()
@@ -179,7 +180,7 @@ fn plan_and_apply(
         if ctx.json {
             print_json(&json!({ "undo": plan, "applied": null }));
         } else {
-            println!(
+            outln!(
                 "Nothing to undo: every file of apply {} is as it was before it.",
                 journal.id
             );
@@ -192,12 +193,16 @@ fn plan_and_apply(
         }
         return Ok(Outcome::Conflicts);
     }
-    let confirmed = yes || (!ctx.json && interactive() && ask("\nApply this undo?"));
+    if !yes && !ctx.json && interactive() && !ask("\nDo you want to apply this undo?") {
+        return Ok(super::reconcile::cancelled());
+    }
+    // Past the prompt: asked and answered `yes`, or not asked.
+    let confirmed = yes || (!ctx.json && interactive());
     if !confirmed {
         if ctx.json {
             print_json(&json!({ "undo": plan, "applied": null, "preview": true }));
         } else {
-            println!(
+            outln!(
                 "\nThis was a preview; nothing changed. Run `swamp undo {} -y` to apply it.",
                 journal.id
             );
@@ -223,9 +228,13 @@ fn plan_and_apply(
                 report.set_aside_remote
             ));
         }
-        println!(
+        outln!(
             "\nUndid apply {}: {} restored, {} set aside{remote}. Recorded as apply {}; `swamp undo {}` reverses it.",
-            journal.id, report.restored, report.set_aside, report.apply_id, report.apply_id
+            journal.id,
+            report.restored,
+            report.set_aside,
+            report.apply_id,
+            report.apply_id
         );
     }
     Ok(Outcome::Success)
@@ -242,7 +251,7 @@ pub fn prune(ctx: &Ctx, yes: bool, detailed_exitcode: bool) -> Result<Outcome, C
     let policy = (&repo.config.undo).into();
     let actions = crate::plan::retention::prunes(&held, policy, crate::clock::now_secs());
     if !ctx.json {
-        print!(
+        out!(
             "{}",
             crate::plan::render::render_prunes(&actions, &repo.config.undo)
         );
@@ -253,14 +262,16 @@ pub fn prune(ctx: &Ctx, yes: bool, detailed_exitcode: bool) -> Result<Outcome, C
         }
         return Ok(Outcome::Success);
     }
-    let confirmed = yes || (!ctx.json && interactive() && ask("\nPrune this trash?"));
+    if !yes && !ctx.json && interactive() && !ask("\nDo you want to prune this trash?") {
+        return Ok(super::reconcile::cancelled());
+    }
+    // Past the prompt: asked and answered `yes`, or not asked.
+    let confirmed = yes || (!ctx.json && interactive());
     if !confirmed {
         if ctx.json {
             print_json(&json!({ "prune": actions, "applied": null, "preview": true }));
         } else {
-            println!(
-                "\nThis was a preview; nothing changed. Run `swamp undo --prune -y` to prune."
-            );
+            outln!("\nThis was a preview; nothing changed. Run `swamp undo --prune -y` to prune.");
         }
         return Ok(if detailed_exitcode {
             Outcome::Changes
@@ -294,7 +305,7 @@ pub fn prune(ctx: &Ctx, yes: bool, detailed_exitcode: bool) -> Result<Outcome, C
         if ctx.json {
             print_json(&json!({ "prune": actions, "applied": done }));
         } else {
-            println!("\nPruned the trash of {} apply(s).", done.len());
+            outln!("\nPruned the trash of {} apply(s).", done.len());
         }
         Ok(Outcome::Success)
     })();

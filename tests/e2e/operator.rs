@@ -1,0 +1,213 @@
+//! The operator's everyday experience: a closed pipe, the confirmation
+//! prompt on a real terminal, usage errors under `--json`, completions and
+//! the man page.
+
+use std::io::Write;
+use std::process::Stdio;
+
+use crate::common::TestRepo;
+
+/// A repo whose namespace was just set: `plan` shows the moves, `apply`
+/// would make them.
+fn repo_with_pending_moves() -> TestRepo {
+    let repo = TestRepo::with_solo_data();
+    repo.run(&["datastore", "namespace", "set", "infra"])
+        .expect(0);
+    repo
+}
+
+/// Runs swamp with its stdout a pipe whose reader is already gone, as
+/// `swamp plan | head -0` leaves it.
+fn run_with_closed_stdout(repo: &TestRepo, args: &[&str]) -> (Option<i32>, String) {
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("swamp"))
+        .current_dir(&repo.root)
+        .env("SWAMP_HOME", &repo.home)
+        .env("NO_COLOR", "1")
+        .env_remove("FAILPOINTS")
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn plan_into_a_closed_pipe_exits_quietly_instead_of_panicking() {
+    let repo = repo_with_pending_moves();
+    for args in [
+        &["plan"][..],
+        &["plan", "--detail"],
+        &["--json", "plan"],
+        &["status"],
+    ] {
+        let (code, stderr) = run_with_closed_stdout(&repo, args);
+        assert_eq!(code, Some(0), "{args:?}: stderr: {stderr}");
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        assert!(!stderr.contains("Broken pipe"), "{args:?}: {stderr}");
+    }
+}
+
+#[test]
+fn an_apply_whose_stdout_closes_still_finishes_the_work() {
+    let repo = repo_with_pending_moves();
+    let (code, stderr) = run_with_closed_stdout(&repo, &["apply", "-y"]);
+    assert_eq!(code, Some(0), "stderr: {stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(repo.exists(".swamp/infra/data/web/state/2/raw"));
+    assert!(!repo.exists(".swamp/data/web/state/2/raw"));
+    repo.run(&["plan", "--detailed-exitcode"]).expect(0);
+}
+
+/// Runs `swamp ARGS` on a pseudo-terminal (util-linux's `script`), typing
+/// `answer` at the prompt. Returns the exit code and the screen's text.
+fn on_a_terminal(repo: &TestRepo, args: &str, answer: &str) -> (Option<i32>, String) {
+    let bin = assert_cmd::cargo::cargo_bin("swamp");
+    let mut child = std::process::Command::new("script")
+        .args(["-qec", &format!("{} {args}", bin.display()), "/dev/null"])
+        .current_dir(&repo.root)
+        .env("SWAMP_HOME", &repo.home)
+        .env("NO_COLOR", "1")
+        .env("TERM", "dumb")
+        .env_remove("FAILPOINTS")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("util-linux `script` runs a command on a pseudo-terminal");
+    // Typed ahead: the terminal holds it until the prompt reads it.
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(answer.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).replace('\r', ""),
+    )
+}
+
+#[test]
+fn the_prompt_takes_only_yes_and_anything_else_cancels() {
+    let repo = repo_with_pending_moves();
+    for answer in ["y\n", "no\n", "YES\n", "\n"] {
+        let (code, screen) = on_a_terminal(&repo, "apply", answer);
+        assert!(screen.contains("Only 'yes' will be accepted"), "{screen}");
+        assert!(screen.contains("Apply cancelled."), "{answer:?}: {screen}");
+        assert!(
+            !screen.contains("no terminal to ask on"),
+            "{answer:?}: {screen}"
+        );
+        assert_eq!(code, Some(1), "{answer:?}: {screen}");
+        assert!(repo.exists(".swamp/data/web/state/2/raw"), "{answer:?}");
+        assert!(!repo.exists(".swamp/infra/data/web/state/2/raw"));
+    }
+    let (code, screen) = on_a_terminal(&repo, "apply", "yes\n");
+    assert_eq!(code, Some(0), "{screen}");
+    assert!(screen.contains("Converged"), "{screen}");
+    assert!(repo.exists(".swamp/infra/data/web/state/2/raw"));
+}
+
+#[test]
+fn without_a_terminal_the_refusal_names_this_very_command_with_y() {
+    let repo = TestRepo::init(&["--datastore", "local"]);
+    repo.seed();
+    repo.run(&["datastore", "namespace", "set", "infra"])
+        .expect(0);
+    let run = repo.run(&["apply", "--scope", "layout"]);
+    run.expect(1);
+    assert!(
+        run.stderr.contains("run `swamp apply --scope layout -y`"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn usage_errors_under_json_are_one_json_document_with_exit_64() {
+    let repo = TestRepo::init(&[]);
+    for args in [
+        &["--json", "plan", "--bogus"][..],
+        &["--json", "plan", "--scope", "bogus"],
+        &["--json", "pln"],
+        &["plan", "--json", "--conflict", "maybe"],
+    ] {
+        let run = repo.run(args);
+        run.expect(64);
+        let doc = run.json();
+        assert_eq!(doc["error"]["kind"], "usage", "{args:?}");
+        assert_eq!(doc["error"]["exit_code"], 64, "{args:?}");
+        assert!(
+            !doc["error"]["message"].as_str().unwrap().is_empty(),
+            "{args:?}"
+        );
+        assert!(doc["error"]["hint"].is_string(), "{args:?}");
+    }
+    let run = repo.run(&["--json", "pln"]);
+    assert!(
+        run.json()["error"]["hint"]
+            .as_str()
+            .unwrap()
+            .contains("'plan'"),
+        "{}",
+        run.stdout
+    );
+    // Without --json, clap's own text on stderr, nothing on stdout.
+    let run = repo.run(&["plan", "--bogus"]);
+    run.expect(64);
+    assert!(run.stdout.is_empty());
+    assert!(run.stderr.contains("--bogus"));
+}
+
+#[test]
+fn completions_generate_for_bash_zsh_and_fish() {
+    let repo = TestRepo::init(&[]);
+    for (shell, marker) in [
+        ("bash", "complete -F"),
+        ("zsh", "#compdef swamp"),
+        ("fish", "complete -c swamp"),
+    ] {
+        let run = repo.run(&["completions", shell]);
+        run.expect(0);
+        assert!(run.stdout.contains(marker), "{shell}: {}", run.stdout);
+        // Subcommands and their flags are in it.
+        assert!(run.stdout.contains("datastore"), "{shell}");
+        assert!(run.stdout.contains("detailed-exitcode"), "{shell}");
+    }
+    let run = repo.run(&["completions", "tcsh"]);
+    run.expect(64);
+}
+
+#[test]
+fn the_man_page_renders_and_a_page_per_command_is_written() {
+    let repo = TestRepo::init(&[]);
+    let run = repo.run(&["man"]);
+    run.expect(0);
+    assert!(
+        run.stdout.starts_with(".ie") || run.stdout.contains(".TH swamp"),
+        "{}",
+        run.stdout
+    );
+    assert!(run.stdout.contains("datastore"));
+    let dir = tempfile::tempdir().unwrap();
+    let run = repo.run(&["man", "--out-dir", dir.path().to_str().unwrap()]);
+    run.expect(0);
+    for page in [
+        "swamp.1",
+        "swamp-plan.1",
+        "swamp-datastore-sync.1",
+        "swamp-data-put.1",
+    ] {
+        let text = std::fs::read_to_string(dir.path().join(page))
+            .unwrap_or_else(|e| panic!("{page}: {e}"));
+        assert!(text.contains(".TH"), "{page}");
+    }
+}
