@@ -95,6 +95,56 @@ fn every_conflict_kind_renders() {
 
 #[test]
 fn a_sync_plan_with_uploads_downloads_and_deletes_renders() {
+    snapshot!("render_sync_plan", render(&sync_plan(), Path::new(REPO)));
+}
+
+/// The Markdown a CI job posts on a pull request (issue 13): the same
+/// plan as the terminal's, as a list, tables and a code block.
+#[test]
+fn a_plan_renders_as_markdown_for_a_pull_request() {
+    let md = |p: &Plan, detail| swamp::plan::render::render_markdown(p, Path::new(REPO), detail);
+    snapshot!("render_markdown_sync_plan", md(&sync_plan(), false));
+    // Every conflict kind, in one fenced block; a key that would break a
+    // table cell or a code span is escaped.
+    let mut actions = vec![Action::Upload {
+        path: tp("outputs/odd|name `x`*.txt"),
+        size: 1,
+        sha256: sha('a'),
+        remote: RemoteExpect::Absent,
+    }];
+    actions.push(Action::InvalidateCatalog);
+    let p = plan(actions, every_conflict());
+    let rendered = md(&p, false);
+    assert!(
+        rendered.contains("`` outputs/odd\\|name `x`*.txt ``"),
+        "{rendered}"
+    );
+    snapshot!("render_markdown_conflicts", rendered);
+    // A long plan: grouped, folded under <details>.
+    let mut actions = Vec::new();
+    for i in 0..120 {
+        actions.push(Action::Upload {
+            path: tp(&format!("outputs/bench/{:04}/f{i:06}.txt", i / 10)),
+            size: 4096,
+            sha256: sha('a'),
+            remote: RemoteExpect::Absent,
+        });
+    }
+    let mut p = plan(actions, vec![]);
+    p.scope = Scope::Push;
+    p.sources.clear();
+    let grouped = md(&p, false);
+    assert!(
+        !grouped.contains("<details>"),
+        "one group is short: {grouped}"
+    );
+    snapshot!("render_markdown_long_plan_grouped", grouped);
+    let detail = md(&p, true);
+    assert!(detail.contains("<details><summary>120 action(s)</summary>"));
+    assert!(detail.contains("f000119.txt"));
+}
+
+fn sync_plan() -> Plan {
     let actions = vec![
         Action::Upload {
             path: tp("data/web/state/3/raw"),
@@ -154,7 +204,7 @@ fn a_sync_plan_with_uploads_downloads_and_deletes_renders() {
             objects: 1,
         },
     ];
-    snapshot!("render_sync_plan", render(&p, Path::new(REPO)));
+    p
 }
 
 /// A plan too long to read row by row (issue 11): grouped by kind and

@@ -169,6 +169,10 @@ pub enum Command {
         /// Exit 2 when the plan has changes (0 when there are none)
         #[arg(long)]
         detailed_exitcode: bool,
+        /// How to print the plan: `text` (default), `markdown` (for a
+        /// pull-request comment) or `json` (same as --json)
+        #[arg(long, value_name = "FORMAT", value_enum, default_value_t = Format::Text)]
+        format: Format,
     },
     /// Plan and apply (or apply a saved plan FILE)
     Apply {
@@ -184,8 +188,14 @@ pub enum Command {
         #[command(flatten)]
         confirm: Confirm,
     },
-    /// Render a saved plan
-    Show { file: PathBuf },
+    /// Render a saved plan (or undo plan) file
+    Show {
+        /// A file written by `swamp plan -o FILE` or `swamp undo -o FILE`
+        file: PathBuf,
+        /// `text` (default), `markdown` or `json` (same as --json)
+        #[arg(long, value_name = "FORMAT", value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
     /// The datastore, namespace, and pending changes
     Status,
     /// The applies of this repository that set files aside, newest last
@@ -245,6 +255,14 @@ pub enum Command {
         #[arg(long, value_name = "DIR")]
         out_dir: Option<PathBuf>,
     },
+}
+
+/// How `plan` and `show` print a plan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    Text,
+    Markdown,
+    Json,
 }
 
 /// Shells `swamp completions` writes for.

@@ -30,12 +30,29 @@ pub struct Ctx {
     pub lock_timeout: Option<std::time::Duration>,
     /// `--detail`: every action of a long plan, not groups.
     pub detail: bool,
+    /// `--format markdown` (plan and show): plans as Markdown.
+    pub markdown: bool,
 }
 
 impl Ctx {
     /// A plan for people, grouped when long unless `--detail`.
     pub fn render_plan(&self, plan: &crate::plan::Plan, repo: &std::path::Path) -> String {
-        crate::plan::render::render_detail(plan, repo, self.detail)
+        if self.markdown {
+            crate::plan::render::render_markdown(plan, repo, self.detail)
+        } else {
+            crate::plan::render::render_detail(plan, repo, self.detail)
+        }
+    }
+
+    /// This context with `--format` applied (`json` is `--json`).
+    pub fn with_format(&self, format: args::Format) -> Ctx {
+        let mut ctx = self.clone();
+        match format {
+            args::Format::Text => {}
+            args::Format::Markdown => ctx.markdown = true,
+            args::Format::Json => ctx.json = true,
+        }
+        ctx
     }
 }
 
@@ -121,6 +138,7 @@ pub fn main() -> ExitCode {
         repo_arg: cli.repo.clone(),
         lock_timeout: cli.lock_timeout,
         detail: cli.detail,
+        markdown: false,
     };
     if !cli.command.only_reads() {
         output::finish_when_closed();

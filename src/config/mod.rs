@@ -4,6 +4,7 @@
 //! key), validation of namespaces and paths, and atomic writes. It does not
 //! compute paths: that is [`crate::layout`]'s job.
 
+mod edit;
 mod namespace;
 mod spec;
 
@@ -513,10 +514,19 @@ impl Config {
         toml::to_string(self).expect("config serialises")
     }
 
-    /// Atomically writes `.swamp.toml` in `repo`.
+    /// Atomically writes `.swamp.toml` in `repo`. Over an existing file
+    /// only what changed is rewritten: its comments and formatting stay.
     pub fn save(&self, repo: &Path) -> Result<(), ConfigError> {
         let path = repo.join(CONFIG_FILE);
-        fsutil::atomic_write(&path, self.to_toml().as_bytes())
+        let fresh = self.to_toml();
+        let text = match std::fs::read_to_string(&path) {
+            Ok(existing) => edit::merged(&existing, &fresh)
+                // Never write what would not read back as this config.
+                .filter(|m| Config::parse(m, &path).is_ok_and(|c| c == *self))
+                .unwrap_or(fresh),
+            Err(_) => fresh,
+        };
+        fsutil::atomic_write(&path, text.as_bytes())
             .map_err(|source| ConfigError::Write { path, source })
     }
 

@@ -84,7 +84,120 @@ pub fn render(plan: &Plan, repo: &Path) -> String {
 
 /// The plan for people; `detail`: one row per action, however many.
 pub fn render_detail(plan: &Plan, repo: &Path, detail: bool) -> String {
-    escape_controls(&render_raw(plan, repo, detail)).into_owned()
+    escape_controls(&render_raw(plan, repo, detail, false)).into_owned()
+}
+
+/// The plan as Markdown, for a CI job to post on a pull request: the
+/// header as a list, the summary and the actions as tables (long ones
+/// folded), conflicts in a code block, the closing line.
+pub fn render_markdown(plan: &Plan, repo: &Path, detail: bool) -> String {
+    escape_controls(&render_raw(plan, repo, detail, true)).into_owned()
+}
+
+/// A table's cells, rendered as text (comfy-table, in the plan style) or
+/// as a Markdown table.
+struct Grid {
+    header: &'static [&'static str],
+    /// Per column: right-aligned.
+    right: &'static [bool],
+    /// Per column: shown as code in Markdown (paths, keys).
+    code: &'static [bool],
+    rows: Vec<Vec<String>>,
+}
+
+impl Grid {
+    fn new(header: &'static [&'static str], right: &'static [bool], code: &'static [bool]) -> Grid {
+        Grid {
+            header,
+            right,
+            code,
+            rows: Vec::new(),
+        }
+    }
+
+    fn render(self, md: bool) -> String {
+        if md {
+            return self.markdown();
+        }
+        let mut t = table();
+        t.set_header(self.header.to_vec());
+        for row in self.rows {
+            t.add_row(
+                row.into_iter()
+                    .zip(self.right)
+                    .map(|(text, right)| {
+                        let cell = Cell::new(text);
+                        if *right {
+                            cell.set_alignment(CellAlignment::Right)
+                        } else {
+                            cell
+                        }
+                    })
+                    .collect::<Vec<_>>(),
+            );
+        }
+        t.to_string()
+    }
+
+    fn markdown(self) -> String {
+        let mut out = String::new();
+        out.push('|');
+        for h in self.header {
+            let _ = write!(out, " {h} |");
+        }
+        out.push_str("\n|");
+        for right in self.right {
+            out.push_str(if *right { " ---: |" } else { " --- |" });
+        }
+        out.push('\n');
+        for row in self.rows {
+            out.push('|');
+            for (text, code) in row.iter().zip(self.code) {
+                let cell = if text.is_empty() {
+                    String::new()
+                } else if *code {
+                    md_code(text)
+                } else {
+                    md_text(text)
+                };
+                let _ = write!(out, " {} |", cell.replace('|', "\\|"));
+            }
+            out.push('\n');
+        }
+        out.pop();
+        out
+    }
+}
+
+/// `text` as a Markdown code span (fenced with more backticks than it
+/// holds in a row).
+fn md_code(text: &str) -> String {
+    let mut longest = 0;
+    let mut run = 0;
+    for c in text.chars() {
+        run = if c == '`' { run + 1 } else { 0 };
+        longest = longest.max(run);
+    }
+    let fence = "`".repeat(longest + 1);
+    if longest > 0 {
+        format!("{fence} {text} {fence}")
+    } else {
+        format!("{fence}{text}{fence}")
+    }
+}
+
+/// `text` with Markdown's inline markup characters escaped.
+fn md_text(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        // Backticks stay: this is swamp's own text, whose backticks
+        // quote commands (keys and paths go through `md_code`).
+        if "\\*_[]<>#".contains(c) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// Actions of one kind, one reason and one side-to-side under one directory.
@@ -171,27 +284,54 @@ fn group_rows(rows: Vec<(usize, &Action, String, String, String)>) -> Vec<Group>
     groups
 }
 
-fn render_raw(plan: &Plan, repo: &Path, detail: bool) -> String {
+fn render_raw(plan: &Plan, repo: &Path, detail: bool, md: bool) -> String {
     let mut out = String::new();
     let target = root_label(&plan.target.root, repo);
-    let _ = writeln!(out, "Plan (scope: {})", plan.scope);
-    let _ = writeln!(
-        out,
-        "  target    {target}  ({})",
-        placement_label(&plan.target)
+    // A header line: `  label     text` for a terminal, a list item in
+    // Markdown. `code` is a path or key, set as code in Markdown.
+    let head = |out: &mut String, label: &str, code: &str, text: &str| {
+        if md {
+            let code = if code.is_empty() {
+                String::new()
+            } else {
+                format!("{} ", md_code(code))
+            };
+            let _ = writeln!(
+                out,
+                "- **{}** {code}{}",
+                label.trim(),
+                md_text(text.trim_start())
+            );
+        } else {
+            let _ = writeln!(out, "  {label:<9} {code}{text}");
+        }
+    };
+    if md {
+        let _ = writeln!(out, "### swamp plan (scope: {})\n", plan.scope);
+    } else {
+        let _ = writeln!(out, "Plan (scope: {})", plan.scope);
+    }
+    let sep = if md { "" } else { "  " };
+    head(
+        &mut out,
+        "target",
+        &target,
+        &format!("{sep}({})", placement_label(&plan.target)),
     );
     for (i, s) in plan.sources.iter().enumerate() {
-        let _ = writeln!(
-            out,
-            "  source {i}  {}  ({})",
-            root_label(&s.root, repo),
-            placement_label(s)
+        head(
+            &mut out,
+            &format!("source {i}"),
+            &root_label(&s.root, repo),
+            &format!("{sep}({})", placement_label(s)),
         );
     }
     if let Some(why) = plan.remote.as_ref().and_then(|r| r.base_reset.as_deref()) {
-        let _ = writeln!(
-            out,
-            "  note      {why}; this sync is a first sync: nothing is deleted"
+        head(
+            &mut out,
+            "note",
+            "",
+            &format!("{why}; this sync is a first sync: nothing is deleted"),
         );
     }
     if let Some(n) = plan
@@ -200,24 +340,36 @@ fn render_raw(plan: &Plan, repo: &Path, detail: bool) -> String {
         .map(|r| r.unhydrated)
         .filter(|n| *n > 0)
     {
-        let _ = writeln!(
-            out,
-            "  note      {n} file(s) in the remote only (hydration = lazy): each is fetched on first read, all with `swamp datastore sync --pull --hydrate`"
+        head(
+            &mut out,
+            "note",
+            "",
+            &format!(
+                "{n} file(s) in the remote only (hydration = lazy): each is fetched on first read, all with `swamp datastore sync --pull --hydrate`"
+            ),
         );
     }
     if let Some(remote) = &plan.remote {
         if remote.folder_markers > 0 {
-            let _ = writeln!(
-                out,
-                "  skipped   {} folder marker(s) (zero-byte keys ending in `/`): never synced, never deleted",
-                remote.folder_markers
+            head(
+                &mut out,
+                "skipped",
+                "",
+                &format!(
+                    "{} folder marker(s) (zero-byte keys ending in `/`): never synced, never deleted",
+                    remote.folder_markers
+                ),
             );
         }
         for u in &remote.unmanaged {
-            let _ = writeln!(
-                out,
-                "  skipped   {}{} ({} object(s)): in no tier swamp syncs; never synced, never deleted",
-                remote.key_prefix, u.name, u.objects
+            head(
+                &mut out,
+                "skipped",
+                &format!("{}{}", remote.key_prefix, u.name),
+                &format!(
+                    " ({} object(s)): in no tier swamp syncs; never synced, never deleted",
+                    u.objects
+                ),
             );
         }
     }
@@ -229,8 +381,11 @@ fn render_raw(plan: &Plan, repo: &Path, detail: bool) -> String {
     }
 
     let s = plan.summary();
-    let mut summary = table();
-    summary.set_header(["action", "count", "bytes"]);
+    let mut summary = Grid::new(
+        &["action", "count", "bytes"],
+        &[false, true, true],
+        &[false, false, false],
+    );
     let rows: [(&str, usize, Option<u64>); 18] = [
         ("remove-temp", s.remove_temp, None),
         ("mirror-config", s.mirror_config, None),
@@ -252,14 +407,13 @@ fn render_raw(plan: &Plan, repo: &Path, detail: bool) -> String {
         ("conflict", s.conflicts, None),
     ];
     for (name, count, bytes) in rows.into_iter().filter(|r| r.1 > 0) {
-        summary.add_row(vec![
-            Cell::new(name),
-            Cell::new(count).set_alignment(CellAlignment::Right),
-            Cell::new(bytes.map(human_bytes).unwrap_or_default())
-                .set_alignment(CellAlignment::Right),
+        summary.rows.push(vec![
+            name.to_string(),
+            count.to_string(),
+            bytes.map(human_bytes).unwrap_or_default(),
         ]);
     }
-    let _ = writeln!(out, "{summary}\n");
+    let _ = writeln!(out, "{}\n", summary.render(md));
     if let Some(line) = undo_line(plan, &s) {
         let _ = writeln!(out, "{line}\n");
     }
@@ -374,62 +528,111 @@ fn render_raw(plan: &Plan, repo: &Path, detail: bool) -> String {
             };
             rows.push((i, a, path, from, to));
         }
-        if detail || rows.len() <= GROUP_ABOVE {
-            let mut actions = table();
-            actions.set_header(["#", "action", "path", "from", "to", "reason"]);
+        let n_actions = rows.len();
+        let (grid, note) = if detail || rows.len() <= GROUP_ABOVE {
+            let mut actions = Grid::new(
+                &["#", "action", "path", "from", "to", "reason"],
+                &[true, false, false, false, false, false],
+                &[false, false, true, true, true, false],
+            );
             for (i, a, path, from, to) in rows {
-                actions.add_row(vec![
-                    Cell::new(i + 1).set_alignment(CellAlignment::Right),
-                    Cell::new(a.kind()),
-                    Cell::new(path),
-                    Cell::new(from),
-                    Cell::new(to),
-                    Cell::new(a.reason()),
+                actions.rows.push(vec![
+                    (i + 1).to_string(),
+                    a.kind().to_string(),
+                    path,
+                    from,
+                    to,
+                    a.reason().to_string(),
                 ]);
             }
-            let _ = writeln!(out, "{actions}\n");
+            (actions, None)
         } else {
             let groups = group_rows(rows);
-            let mut actions = table();
-            actions.set_header(["action", "under", "files", "bytes", "from", "to", "reason"]);
+            let mut actions = Grid::new(
+                &["action", "under", "files", "bytes", "from", "to", "reason"],
+                &[false, false, true, true, false, false, false],
+                &[false, true, false, false, true, true, false],
+            );
             let n = groups.len();
             for g in groups {
-                actions.add_row(vec![
-                    Cell::new(g.kind),
-                    Cell::new(g.under),
-                    Cell::new(if g.files {
+                actions.rows.push(vec![
+                    g.kind.to_string(),
+                    g.under,
+                    if g.files {
                         g.count.to_string()
                     } else {
                         String::new()
-                    })
-                    .set_alignment(CellAlignment::Right),
-                    Cell::new(g.bytes.map(human_bytes).unwrap_or_default())
-                        .set_alignment(CellAlignment::Right),
-                    Cell::new(g.from),
-                    Cell::new(g.to),
-                    Cell::new(g.reason),
+                    },
+                    g.bytes.map(human_bytes).unwrap_or_default(),
+                    g.from,
+                    g.to,
+                    g.reason.to_string(),
                 ]);
             }
-            let _ = writeln!(
-                out,
-                "{actions}\n\n{} actions in {n} group(s) by kind and directory; `--detail` lists every one (and `--json` always does).\n",
-                plan.actions.len()
-            );
+            (
+                actions,
+                Some(format!(
+                    "{} actions in {n} group(s) by kind and directory; `--detail` lists every one (and `--json` always does).",
+                    plan.actions.len()
+                )),
+            )
+        };
+        let folded = md && grid.rows.len() > MD_FOLD_ABOVE;
+        if folded {
+            let _ = writeln!(out, "<details><summary>{n_actions} action(s)</summary>\n");
+        }
+        let _ = writeln!(out, "{}\n", grid.render(md));
+        if let Some(note) = note {
+            let _ = writeln!(out, "{note}\n");
+        }
+        if folded {
+            out.push_str("</details>\n\n");
         }
     }
 
     if plan.has_conflicts() {
-        out.push_str("Conflicts (apply is blocked until each is resolved):\n");
-        for c in &plan.conflicts {
-            render_conflict(&mut out, c, plan, repo, &target);
+        if md {
+            out.push_str("#### Conflicts (apply is blocked until each is resolved)\n\n");
+            let mut text = String::new();
+            for c in &plan.conflicts {
+                render_conflict(&mut text, c, plan, repo, &target);
+            }
+            // A fence longer than any run of backticks in the text.
+            let fence = "`".repeat(
+                md_code(&text)
+                    .chars()
+                    .take_while(|c| *c == '`')
+                    .count()
+                    .max(3),
+            );
+            let _ = writeln!(out, "{fence}text\n{text}{fence}\n");
+        } else {
+            out.push_str("Conflicts (apply is blocked until each is resolved):\n");
+            for c in &plan.conflicts {
+                render_conflict(&mut out, c, plan, repo, &target);
+            }
+            out.push('\n');
         }
-        out.push('\n');
     }
 
-    out.push_str(&closing_line(plan));
+    let closing = closing_line(plan);
+    if md {
+        match closing.strip_prefix("Plan:") {
+            Some(rest) => {
+                let _ = write!(out, "**Plan:**{}", md_text(rest));
+            }
+            None => out.push_str(&md_text(&closing)),
+        }
+    } else {
+        out.push_str(&closing);
+    }
     out.push('\n');
     out
 }
+
+/// Markdown action tables longer than this are folded under `<details>`,
+/// so a pull-request comment shows the summary first.
+const MD_FOLD_ABOVE: usize = 20;
 
 fn render_conflict(out: &mut String, c: &Conflict, plan: &Plan, repo: &Path, target: &str) {
     match c {

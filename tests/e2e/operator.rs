@@ -211,3 +211,62 @@ fn the_man_page_renders_and_a_page_per_command_is_written() {
         assert!(text.contains(".TH"), "{page}");
     }
 }
+
+#[test]
+fn swamp_toml_keeps_its_comments_when_swamp_writes_it() {
+    let repo = TestRepo::init(&[]);
+    let shared = tempfile::tempdir().unwrap();
+    let example = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("examples/shared-filesystem/.swamp.toml"),
+    )
+    .unwrap()
+    .replace("/tmp/swamp-shared-example", shared.path().to_str().unwrap());
+    let example = example.replace(
+        "concurrency = 8",
+        "concurrency = 8 # two cores on the CI runners",
+    );
+    repo.write(".swamp.toml", &example);
+    repo.run(&["datastore", "namespace", "set", "team-b"])
+        .expect(0);
+    let after = repo.config();
+    for line in example.lines().filter(|l| !l.starts_with("namespace")) {
+        assert!(after.contains(line), "lost {line:?}:\n{after}");
+    }
+    assert!(after.contains("namespace = \"team-b\""), "{after}");
+    assert!(after.contains("[[migrating_from]]"), "{after}");
+    // And it still reads as the same config: the migration converges.
+    repo.run(&["apply", "-y"]).expect(0);
+    let done = repo.config();
+    assert!(
+        done.starts_with("# A repository sharing a filesystem"),
+        "{done}"
+    );
+    assert!(!done.contains("migrating_from"), "{done}");
+    assert!(done.contains("# two cores on the CI runners"), "{done}");
+}
+
+#[test]
+fn plan_and_show_speak_markdown_for_pull_requests_and_json_for_machines() {
+    let repo = repo_with_pending_moves();
+    let run = repo.run(&["plan", "--format", "markdown"]);
+    run.expect(0);
+    assert!(
+        run.stdout.starts_with("### swamp plan (scope: all)\n"),
+        "{}",
+        run.stdout
+    );
+    assert!(run.stdout.contains("| move | 5 |"), "{}", run.stdout);
+    assert!(run.stdout.contains("**Plan:** 5 to move"), "{}", run.stdout);
+    let run = repo.run(&["plan", "--format", "json"]);
+    run.expect(0);
+    assert_eq!(run.json()["summary"]["move"], 5, "{}", run.stdout);
+    repo.run(&["plan", "-o", "p.plan"]).expect(0);
+    let shown = repo.run(&["show", "p.plan", "--format", "markdown"]);
+    shown.expect(0);
+    assert!(
+        shown.stdout.starts_with("### swamp plan"),
+        "{}",
+        shown.stdout
+    );
+}

@@ -30,8 +30,9 @@ pub fn run(ctx: &Ctx, command: Command) -> Result<Outcome, CliError> {
             sync,
             out,
             detailed_exitcode,
+            format,
         } => reconcile::plan(
-            ctx,
+            &ctx.with_format(format),
             scope,
             sync.options(),
             out.as_deref(),
@@ -46,7 +47,7 @@ pub fn run(ctx: &Ctx, command: Command) -> Result<Outcome, CliError> {
             sync,
             confirm,
         } => reconcile::apply(ctx, scope, sync.options(), confirm.yes),
-        Command::Show { file } => reconcile::show(ctx, &file),
+        Command::Show { file, format } => reconcile::show(&ctx.with_format(format), &file),
         Command::Status => status::run(ctx),
         Command::History => history::run(ctx),
         Command::Undo {

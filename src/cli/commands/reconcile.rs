@@ -82,6 +82,11 @@ pub fn show(ctx: &Ctx, file: &Path) -> Result<Outcome, CliError> {
         crate::plan::file::Loaded::Undo(undo) => {
             if ctx.json {
                 print_json(&serde_json::to_value(&undo).expect("an undo plan serialises"));
+            } else if ctx.markdown {
+                out!(
+                    "```text\n{}```\n",
+                    crate::plan::render::render_undo(&undo.undo)
+                );
             } else {
                 out!("{}", crate::plan::render::render_undo(&undo.undo));
             }
