@@ -5,8 +5,14 @@
 # it back, and ends with the health checks.
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
-cargo build --quiet --release --manifest-path "$here/Cargo.toml"
-swamp="$here/target/release/swamp"
+# A debug build: the demo moves a handful of files, and this is the
+# quickest build a fresh machine can make (about 5 minutes on 2 cores, the
+# first time; a release build takes about 15). It is also the profile the
+# tests build, so `scripts/test.sh` afterwards reuses it. Cargo's own
+# progress shows from the first second.
+echo "Building swamp (debug profile; the first build on a fresh machine takes a few minutes)..." >&2
+cargo build --manifest-path "$here/Cargo.toml" --bin swamp
+swamp="$here/target/debug/swamp"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 cp -r "$here/examples/homelab" "$work/homelab"

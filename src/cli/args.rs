@@ -16,28 +16,36 @@ use crate::state::Scope;
     version,
     about = "Keep a repository's runtime data in a datastore, and move it between layouts safely",
     long_about = None,
+    after_help = "Examples:
+  swamp init && swamp datastore setup s3://team-bucket/swamp
+  swamp plan                      # review what would change
+  swamp apply                     # and make it (asks for `yes`)
+  swamp datastore sync --pull -y
+  swamp completions bash > ~/.local/share/bash-completion/completions/swamp
+
+Each command has its own examples: `swamp COMMAND --help`. The man pages: `swamp man`.",
 )]
 pub struct Cli {
     /// Repository directory (default: the current directory or the nearest parent with .swamp.toml)
-    #[arg(long, global = true, value_name = "DIR")]
+    #[arg(long, global = true, help_heading = "Global options", value_name = "DIR")]
     pub repo: Option<PathBuf>,
     /// Print one machine-readable JSON document on stdout (logs and progress go to stderr)
-    #[arg(long, global = true)]
+    #[arg(long, global = true, help_heading = "Global options")]
     pub json: bool,
     /// Do not colour output (same as `--color never`; the NO_COLOR
     /// environment variable does the same)
-    #[arg(long, global = true)]
+    #[arg(long, global = true, help_heading = "Global options")]
     pub no_color: bool,
     /// When to colour output: `auto` (on a terminal, unless NO_COLOR is
     /// set), `always` or `never`
-    #[arg(long, global = true, value_name = "WHEN", value_enum, default_value_t = ColorWhen::Auto)]
+    #[arg(long, global = true, help_heading = "Global options", value_name = "WHEN", value_enum, default_value_t = ColorWhen::Auto)]
     pub color: ColorWhen,
     /// How long to wait for the datastore lock when someone else holds it
     /// (e.g. `30s`, `5m`, `0` to give up at once; default: `[lock] timeout_secs`)
-    #[arg(long, global = true, value_name = "DURATION", env = "SWAMP_LOCK_TIMEOUT", value_parser = parse_duration)]
+    #[arg(long, global = true, help_heading = "Global options", value_name = "DURATION", env = "SWAMP_LOCK_TIMEOUT", value_parser = parse_duration)]
     pub lock_timeout: Option<std::time::Duration>,
     /// List every action of a long plan (plans of more than 50 actions are otherwise grouped by kind and directory)
-    #[arg(long, global = true)]
+    #[arg(long, global = true, help_heading = "Global options")]
     pub detail: bool,
     #[command(subcommand)]
     pub command: Command,
@@ -144,6 +152,10 @@ pub struct Confirm {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Create .swamp.toml for a new repository
+    #[command(after_help = "Examples:
+  swamp init
+  swamp init --namespace infra --datastore file:///mnt/swamp
+  swamp init --namespace infra --repo-id 3f2a9c4e-8b7d-4e61-a5c0-1d2e3f4a5b6c")]
     Init {
         /// Namespace for this repository's data in a shared datastore
         #[arg(long, value_name = "NS")]
@@ -158,8 +170,17 @@ pub enum Command {
         repo_id: Option<uuid::Uuid>,
     },
     /// Show everything that differs between the configuration and the datastore
+    #[command(after_help = "Examples:
+  swamp plan
+  swamp plan -o reviewed.plan && swamp apply reviewed.plan
+  swamp plan --scope push --format markdown > plan.md
+  swamp plan --detailed-exitcode   # exit 2 when there is something to do")]
     Plan {
-        #[arg(long, default_value = "all", value_parser = parse_scope)]
+        /// What to plan: `all` (default: the layout, and a sync with a
+        /// remote datastore), `layout` (moves between placements only),
+        /// `sync`, `push` or `pull` (the remote only), `config` (managed
+        /// config only)
+        #[arg(long, default_value = "all", value_parser = parse_scope, value_name = "SCOPE")]
         scope: Scope,
         #[command(flatten)]
         sync: SyncArgs,
@@ -175,13 +196,21 @@ pub enum Command {
         format: Format,
     },
     /// Plan and apply (or apply a saved plan FILE)
+    #[command(after_help = "Examples:
+  swamp apply                 # shows the plan, asks for `yes`
+  swamp apply -y              # no question (scripts, CI)
+  swamp apply reviewed.plan   # exactly a plan saved with `swamp plan -o`")]
     Apply {
         /// A plan saved with `swamp plan -o FILE` (planned again and applied
         /// only if unchanged; it carries its own scope, conflict policy and
         /// --force, so those options cannot be given with it)
         #[arg(conflicts_with_all = ["scope", "conflict", "force", "force_delete_local", "no_base", "no_undo", "hydrate"])]
         file: Option<PathBuf>,
-        #[arg(long, default_value = "all", value_parser = parse_scope)]
+        /// What to plan: `all` (default: the layout, and a sync with a
+        /// remote datastore), `layout` (moves between placements only),
+        /// `sync`, `push` or `pull` (the remote only), `config` (managed
+        /// config only)
+        #[arg(long, default_value = "all", value_parser = parse_scope, value_name = "SCOPE")]
         scope: Scope,
         #[command(flatten)]
         sync: SyncArgs,
@@ -189,6 +218,10 @@ pub enum Command {
         confirm: Confirm,
     },
     /// Render a saved plan (or undo plan) file
+    #[command(after_help = "Examples:
+  swamp show reviewed.plan
+  swamp show reviewed.plan --format markdown
+  swamp show reviewed.plan --json")]
     Show {
         /// A file written by `swamp plan -o FILE` or `swamp undo -o FILE`
         file: PathBuf,
@@ -197,10 +230,20 @@ pub enum Command {
         format: Format,
     },
     /// The datastore, namespace, and pending changes
+    #[command(after_help = "Examples:
+  swamp status
+  swamp status --json")]
     Status,
     /// The applies of this repository that set files aside, newest last
+    #[command(after_help = "Examples:
+  swamp history
+  swamp undo <ID>   # reverse one of them")]
     History,
     /// Reverse an apply (default: the last one): plan, review, confirm
+    #[command(after_help = "Examples:
+  swamp undo                  # the last apply
+  swamp undo 20261202-104500-3f2a -o undo.plan && swamp apply undo.plan
+  swamp undo --prune -y       # drop trash past [undo] keep_days / max_bytes")]
     Undo {
         /// The apply to reverse, as `swamp history` lists it
         id: Option<String>,
@@ -278,6 +321,10 @@ pub enum Shell {
 #[derive(Debug, Subcommand)]
 pub enum DoctorCommand {
     /// Check the datastore (config, reachability, layout, catalog, drift, sentinel, registration); exit 1 when a check fails
+    #[command(after_help = "Examples:
+  swamp doctor datastores
+  swamp doctor datastores --repair      # preview the fixes
+  swamp doctor datastores --repair -y")]
     Datastores {
         /// Preview the automatic fixes of the failed checks (apply them with -y)
         #[arg(long)]
@@ -290,7 +337,16 @@ pub enum DoctorCommand {
 #[derive(Debug, Subcommand)]
 pub enum DatastoreCommand {
     /// Change the datastore (`local`, `file:///abs/path`, `s3://bucket/prefix?region=…&endpoint=…`, `gs://bucket/prefix?endpoint=…`) and move the data there
+    #[command(after_help = "Examples:
+  swamp datastore setup s3://team-bucket/swamp?region=eu-west-1
+  swamp datastore setup gs://team-bucket/swamp --hydration lazy -y
+  swamp datastore setup file:///mnt/shared/swamp
+  swamp datastore setup local -y   # back into the repository's .swamp/")]
     Setup {
+        /// Where the datastore goes: `local`, `file:///abs/path`,
+        /// `s3://bucket[/prefix][?region=R&endpoint=URL]` or
+        /// `gs://bucket[/prefix][?endpoint=URL]`
+        #[arg(value_name = "SPEC")]
         spec: String,
         /// What a pull does with files the cache lacks: `full` (download them) or `lazy` (record them; each is fetched on first read). Written to `[sync] hydration`
         #[arg(long, value_name = "MODE", value_parser = parse_hydration)]
@@ -299,9 +355,16 @@ pub enum DatastoreCommand {
         confirm: Confirm,
     },
     /// Sync the cache with the remote datastore (both ways, or --push / --pull)
+    #[command(after_help = "Examples:
+  swamp datastore sync                      # both ways, asks first
+  swamp datastore sync --pull -y
+  swamp datastore sync --push --conflict local -y
+  swamp datastore sync --pull --hydrate     # fetch what a lazy pull only recorded")]
     Sync {
+        /// Only upload: the cache's changes go to the remote
         #[arg(long, conflicts_with = "pull")]
         push: bool,
+        /// Only download: the remote's changes come into the cache
         #[arg(long)]
         pull: bool,
         #[command(flatten)]
@@ -310,6 +373,9 @@ pub enum DatastoreCommand {
         confirm: Confirm,
     },
     /// Namespaces registered in the remote datastore, with their owning repo_id
+    #[command(after_help = "Examples:
+  swamp datastore namespaces
+  swamp datastore namespaces --json")]
     Namespaces,
     /// Namespace of this repository's data
     Namespace {
@@ -342,11 +408,17 @@ pub struct LockWhere {
 #[derive(Debug, Subcommand)]
 pub enum LockCommand {
     /// Who holds the lock, since when, and until when
+    #[command(after_help = "Examples:
+  swamp datastore lock status
+  swamp datastore lock status --datastore s3://team-bucket/swamp --namespace infra")]
     Status {
         #[command(flatten)]
         at: LockWhere,
     },
     /// Remove a stale lock (or, with --force, any lock: only when its holder is surely gone)
+    #[command(after_help = "Examples:
+  swamp datastore lock release
+  swamp datastore lock release --force   # only when the holder is surely gone")]
     Release {
         #[command(flatten)]
         at: LockWhere,
@@ -359,6 +431,9 @@ pub enum LockCommand {
 #[derive(Debug, Subcommand)]
 pub enum ConfigCommand {
     /// Preview, or with --confirm apply, publishing models/, workflows/ and vaults/ to the datastore's config/ tier (content first, sentinel last)
+    #[command(after_help = "Examples:
+  swamp datastore config migrate
+  swamp datastore config migrate --confirm")]
     Migrate {
         #[command(flatten)]
         confirm: Confirm,
@@ -368,21 +443,36 @@ pub enum ConfigCommand {
 #[derive(Debug, Subcommand)]
 pub enum NamespaceCommand {
     /// Set the namespace (with --migrate, also move the data)
+    #[command(after_help = "Examples:
+  swamp datastore namespace set infra && swamp plan && swamp apply
+  swamp datastore namespace set infra --migrate            # preview the move
+  swamp datastore namespace set infra --migrate --confirm  # and make it")]
     Set {
+        /// The namespace: letters, digits, `-` and `_`
+        #[arg(value_name = "NS")]
         namespace: String,
+        /// Also move the data now (a preview unless --confirm)
         #[arg(long)]
         migrate: bool,
         #[command(flatten)]
         confirm: Confirm,
     },
     /// Remove the namespace (with --migrate, also move the data back)
+    #[command(after_help = "Examples:
+  swamp datastore namespace unset --migrate
+  swamp datastore namespace unset --migrate --confirm")]
     Unset {
+        /// Also move the data back now (a preview unless --confirm)
         #[arg(long)]
         migrate: bool,
         #[command(flatten)]
         confirm: Confirm,
     },
     /// Preview, or with --confirm apply, the move into the namespace
+    #[command(after_help = "Examples:
+  swamp datastore namespace migrate
+  swamp datastore namespace migrate --confirm
+  swamp datastore namespace migrate --reverse --confirm")]
     Migrate {
         /// Move the data back to the solo layout (same as `unset --migrate`)
         #[arg(long)]
@@ -395,23 +485,46 @@ pub enum NamespaceCommand {
 #[derive(Debug, Subcommand)]
 pub enum DataCommand {
     /// Store a new version of NAME (from --file, or stdin)
+    #[command(after_help = "Examples:
+  swamp data put web/state --file state.json
+  terraform output -json | swamp data put web/outputs")]
     Put {
+        /// The data's name: `/`-separated segments (`model/output`)
         name: String,
-        #[arg(long, value_name = "F")]
+        /// Read the content from this file (default: stdin, which must
+        /// not be a terminal)
+        #[arg(long, value_name = "FILE")]
         file: Option<PathBuf>,
     },
     /// Print a version of NAME (the latest by default)
+    #[command(after_help = "Examples:
+  swamp data get web/state
+  swamp data get web/state --version 3 > old.json")]
     Get {
+        /// The data's name, as `swamp data list` shows it
         name: String,
-        #[arg(long, value_name = "V")]
+        /// The version number (default: the latest)
+        #[arg(long, value_name = "N")]
         version: Option<u64>,
     },
     /// List names with their latest version and size
+    #[command(after_help = "Examples:
+  swamp data list
+  swamp data list --json")]
     List,
     /// Delete every version of NAME
-    Rm { name: String },
+    #[command(after_help = "Examples:
+  swamp data rm web/state")]
+    Rm {
+        /// The data's name, as `swamp data list` shows it
+        name: String,
+    },
     /// Keep only the newest N versions of each name
+    #[command(after_help = "Examples:
+  swamp data gc --keep 5 --dry-run
+  swamp data gc --keep 5")]
     Gc {
+        /// How many versions of each name to keep (the newest)
         #[arg(long, default_value_t = 1, value_name = "N")]
         keep: usize,
         /// Show what would be removed, remove nothing
@@ -423,6 +536,8 @@ pub enum DataCommand {
 #[derive(Debug, Subcommand)]
 pub enum CatalogCommand {
     /// Rebuild the catalog from the files
+    #[command(after_help = "Examples:
+  swamp catalog rebuild")]
     Rebuild,
 }
 
@@ -497,5 +612,45 @@ impl SyncArgs {
             no_undo: self.no_undo,
             hydrate: self.hydrate,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    /// Every argument says what it is for, and every command that does
+    /// something shows examples: `--help` is the first manual people read.
+    #[test]
+    fn every_argument_is_documented_and_every_command_has_examples() {
+        fn walk(cmd: &clap::Command, path: &str, missing: &mut Vec<String>) {
+            for arg in cmd.get_arguments() {
+                let id = arg.get_id().as_str();
+                if matches!(id, "help" | "version") {
+                    continue;
+                }
+                if arg.get_help().is_none() && arg.get_long_help().is_none() {
+                    missing.push(format!("{path}: argument {id} has no help"));
+                }
+            }
+            let subs: Vec<_> = cmd.get_subcommands().collect();
+            if subs.is_empty() && cmd.get_after_help().is_none() {
+                missing.push(format!("{path}: no examples"));
+            }
+            for sub in subs {
+                if sub.get_name() == "help" {
+                    continue;
+                }
+                if sub.get_about().is_none() {
+                    missing.push(format!("{path} {}: no description", sub.get_name()));
+                }
+                walk(sub, &format!("{path} {}", sub.get_name()), missing);
+            }
+        }
+        let mut missing = Vec::new();
+        let cmd = super::Cli::command();
+        cmd.clone().debug_assert();
+        walk(&cmd, "swamp", &mut missing);
+        assert!(missing.is_empty(), "{}", missing.join("\n"));
     }
 }
