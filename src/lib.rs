@@ -19,6 +19,7 @@ pub mod fsutil;
 pub mod layout;
 pub mod lock;
 pub mod plan;
+pub mod progress;
 pub mod state;
 pub mod store;
 pub mod undo;

@@ -91,8 +91,27 @@ fn is_zero<T: Default + PartialEq>(n: &T) -> bool {
     *n == T::default()
 }
 
-/// Receives progress: (actions done, actions total).
-pub type Progress<'a> = &'a mut dyn FnMut(usize, usize);
+/// The bytes an action carries (a transfer, a copy, a move), which the
+/// progress meter counts; deletes carry none.
+pub(crate) fn carried_bytes(action: &Action) -> u64 {
+    match action {
+        Action::Upload { .. }
+        | Action::Download { .. }
+        | Action::Fetch { .. }
+        | Action::CopyRemote { .. }
+        | Action::MirrorConfig { .. }
+        | Action::Move { .. } => action.bytes().unwrap_or(0),
+        _ => 0,
+    }
+}
+
+/// One line for `-v`: what an action did.
+pub(crate) fn describe_done(action: &Action) -> String {
+    match action.path() {
+        Some(path) => format!("{} {path}", action.kind()),
+        None => action.kind().to_string(),
+    }
+}
 
 /// Sync actions that may run side by side with their neighbours.
 fn concurrent_class(action: &Action) -> Option<u8> {
@@ -112,7 +131,6 @@ pub fn apply(
     remote: Option<&RemoteTarget>,
     sources: &[Option<RemoteTarget>],
     concurrency: u16,
-    progress: Progress<'_>,
 ) -> Result<ApplyReport, ApplyError> {
     if plan.has_conflicts() {
         return Err(ApplyError::Conflicts(plan.conflicts.len()));
@@ -120,6 +138,12 @@ pub fn apply(
     let mut cache = HashCache::load(&layout.hash_cache_path());
     let mut report = ApplyReport::default();
     let total = plan.actions.len();
+    let meter = crate::progress::meter();
+    meter.start(
+        "applying",
+        plan.actions.iter().filter(|a| a.path().is_some()).count() as u64,
+        plan.actions.iter().map(carried_bytes).sum(),
+    );
     let rt = (remote.is_some() || sources.iter().any(Option::is_some)).then(crate::store::runtime);
     let mut base = match remote {
         Some(r) => {
@@ -227,7 +251,6 @@ pub fn apply(
                     },
                 }
             }
-            progress(report.completed, total);
             // Only completed actions advance the base; save it either way.
             let saved = match base.as_ref() {
                 Some((base, path)) => base.save(path).map(|_| ()),
@@ -294,7 +317,11 @@ pub fn apply(
                 report.bytes_moved += size;
             }
             report.completed += 1;
-            progress(report.completed, total);
+            meter.finished(
+                u64::from(action.path().is_some()),
+                carried_bytes(action),
+                || describe_done(action),
+            );
             continue;
         }
         match action {
@@ -465,7 +492,11 @@ pub fn apply(
             }
         }
         report.completed += 1;
-        progress(report.completed, total);
+        meter.finished(
+            u64::from(action.path().is_some()),
+            carried_bytes(action),
+            || describe_done(action),
+        );
     }
     // The cache only speeds up the next observation; failing to save it
     // loses nothing. Apply sees only the files it acts on, so it keeps the

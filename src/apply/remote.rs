@@ -800,7 +800,17 @@ pub async fn run_many(
         h.await
             .unwrap_or_else(|e| panic!("a commit of downloads failed to run: {e}"))
     };
+    let meter = crate::progress::meter();
     while let Some((i, outcome, staged)) = stream.next().await {
+        if outcome.is_ok() {
+            // Transferred (a staged download is durable once its batch is
+            // committed, just after): shown as done.
+            meter.finished(
+                u64::from(actions[i].path().is_some()),
+                super::carried_bytes(actions[i]),
+                || super::describe_done(actions[i]),
+            );
+        }
         outcomes[i] = Some(outcome);
         if let (Some(staged), Some(path)) = (staged, actions[i].path()) {
             batch_since.get_or_insert_with(std::time::Instant::now);

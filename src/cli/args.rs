@@ -27,7 +27,12 @@ Each command has its own examples: `swamp COMMAND --help`. The man pages: `swamp
 )]
 pub struct Cli {
     /// Repository directory (default: the current directory or the nearest parent with .swamp.toml)
-    #[arg(long, global = true, help_heading = "Global options", value_name = "DIR")]
+    #[arg(
+        long,
+        global = true,
+        help_heading = "Global options",
+        value_name = "DIR"
+    )]
     pub repo: Option<PathBuf>,
     /// Print one machine-readable JSON document on stdout (logs and progress go to stderr)
     #[arg(long, global = true, help_heading = "Global options")]
@@ -47,6 +52,22 @@ pub struct Cli {
     /// List every action of a long plan (plans of more than 50 actions are otherwise grouped by kind and directory)
     #[arg(long, global = true, help_heading = "Global options")]
     pub detail: bool,
+    /// No progress display and no notes on stderr (errors still go there)
+    #[arg(
+        short = 'q',
+        long,
+        global = true,
+        help_heading = "Global options",
+        conflicts_with = "verbose"
+    )]
+    pub quiet: bool,
+    /// Also list each action on stderr as it finishes
+    #[arg(short = 'v', long, global = true, help_heading = "Global options")]
+    pub verbose: bool,
+    /// How many transfers run at once, for this run (overrides `[sync]
+    /// concurrency`)
+    #[arg(long, global = true, value_name = "N", help_heading = "Global options", value_parser = clap::value_parser!(u16).range(1..=1024))]
+    pub transfers: Option<u16>,
     #[command(subcommand)]
     pub command: Command,
 }

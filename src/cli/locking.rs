@@ -48,6 +48,7 @@ impl Locks {
         let mut guards = Vec::new();
         for t in &targets {
             let guard = lock::acquire(t, &options, &mut |event| match event {
+                Event::Waiting { .. } | Event::TookOver { .. } if ctx.quiet => {}
                 Event::Waiting { url, body } => errln!(
                     "Waiting for the lock {url}: held by {} (expires {}); giving up after {}s.",
                     body.describe(),
@@ -73,6 +74,7 @@ impl Locks {
             }
             seen.push(url);
             lock::await_upstream(&p, options.timeout, &mut |event| match event {
+                Event::WaitingUpstream { .. } if ctx.quiet => {}
                 Event::WaitingUpstream { url, body } => errln!(
                     "Waiting for upstream swamp's lock {url}: held by {}; giving up after {}s.",
                     body.describe(),

@@ -6,6 +6,7 @@ use crate::cli::output::errln;
 mod args;
 mod commands;
 mod error;
+mod live;
 mod locking;
 mod output;
 
@@ -32,6 +33,10 @@ pub struct Ctx {
     pub detail: bool,
     /// `--format markdown` (plan and show): plans as Markdown.
     pub markdown: bool,
+    /// `-q`: no progress, no notes on stderr.
+    pub quiet: bool,
+    /// `--transfers N`: overrides `[sync] concurrency` for this run.
+    pub transfers: Option<u16>,
 }
 
 impl Ctx {
@@ -139,7 +144,10 @@ pub fn main() -> ExitCode {
         lock_timeout: cli.lock_timeout,
         detail: cli.detail,
         markdown: false,
+        quiet: cli.quiet,
+        transfers: cli.transfers,
     };
+    let _live = live::Live::start(ctx.json, ctx.quiet, cli.verbose);
     if !cli.command.only_reads() {
         output::finish_when_closed();
     }

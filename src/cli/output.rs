@@ -48,15 +48,17 @@ pub fn write_stdout(args: std::fmt::Arguments<'_>) {
     if STDOUT_CLOSED.load(Ordering::Relaxed) {
         return;
     }
-    let mut out = std::io::stdout().lock();
-    if let Err(e) = out.write_fmt(args) {
+    let written = super::live::with_bar_hidden(|| std::io::stdout().lock().write_fmt(args));
+    if let Err(e) = written {
         stdout_failed(e);
     }
 }
 
 #[doc(hidden)]
 pub fn write_stderr(args: std::fmt::Arguments<'_>) {
-    let _ = std::io::stderr().lock().write_fmt(args);
+    super::live::with_bar_hidden(|| {
+        let _ = std::io::stderr().lock().write_fmt(args);
+    });
 }
 
 /// Stdout could not be written. A reader that went away (`EPIPE`) is not
@@ -81,13 +83,14 @@ pub fn print_json<T: serde::Serialize + ?Sized>(value: &T) {
     if STDOUT_CLOSED.load(Ordering::Relaxed) {
         return;
     }
-    let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
-    let written = serde_json::to_writer_pretty(&mut out, value)
-        .map_err(std::io::Error::from)
-        .and_then(|()| out.write_all(b"\n"))
-        .and_then(|()| out.flush());
+    let written = super::live::with_bar_hidden(|| {
+        let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+        serde_json::to_writer_pretty(&mut out, value)
+            .map_err(std::io::Error::from)
+            .and_then(|()| out.write_all(b"\n"))
+            .and_then(|()| out.flush())
+    });
     if let Err(e) = written {
-        drop(out);
         stdout_failed(e);
     }
 }
@@ -118,6 +121,8 @@ pub fn interactive() -> bool {
 
 /// Asks on the terminal, as Terraform does: only the word `yes` is a yes.
 pub fn ask(question: &str) -> bool {
+    // Nothing is in progress while a person reads and answers.
+    crate::progress::meter().idle();
     write_stderr(format_args!(
         "{question}\n  Only 'yes' will be accepted to approve.\n\n  Enter a value: "
     ));
@@ -127,20 +132,4 @@ pub fn ask(question: &str) -> bool {
         return false;
     }
     answer.trim() == "yes"
-}
-
-/// A progress bar on stderr when it is a terminal, hidden otherwise.
-pub fn progress_bar(total: usize) -> indicatif::ProgressBar {
-    if total < 2 || !std::io::stderr().is_terminal() {
-        return indicatif::ProgressBar::hidden();
-    }
-    let bar = indicatif::ProgressBar::new(total as u64);
-    bar.set_style(
-        indicatif::ProgressStyle::with_template(
-            "{spinner} applying [{bar:30}] {pos}/{len} actions ({per_sec}, eta {eta})",
-        )
-        .expect("valid template")
-        .progress_chars("=> "),
-    );
-    bar
 }

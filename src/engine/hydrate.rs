@@ -98,6 +98,5 @@ pub fn fetch(
         Some(&target),
         &[],
         config.sync.concurrency,
-        &mut |_, _| {},
     )?)
 }

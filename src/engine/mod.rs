@@ -12,7 +12,7 @@ pub use sync::SyncOptions;
 
 use std::path::Path;
 
-use crate::apply::{self, ApplyError, ApplyReport, Progress};
+use crate::apply::{self, ApplyError, ApplyReport};
 use crate::config::{Config, ConfigError};
 use crate::layout::{Layout, LayoutError};
 use crate::plan::compose::{self, compose};
@@ -160,10 +160,12 @@ pub fn plan_with(
             modified: options.policy == crate::config::ConflictPolicy::Newer,
         },
     )?;
+    crate::progress::meter().phase("planning");
     let mut plan = compose(&desired, &observed, &options);
     if scope != Scope::Config {
         add_prunes(layout, config, &mut plan)?;
     }
+    crate::progress::meter().idle();
     Ok(Planned {
         desired,
         observed,
@@ -245,15 +247,7 @@ pub fn mirror_offline(
     let mut plan = crate::plan::diff(&desired, &observed);
     plan.actions = actions;
     plan.conflicts.clear();
-    let report = apply::apply(
-        &plan,
-        layout,
-        repo,
-        None,
-        &[],
-        config.sync.concurrency,
-        &mut |_, _| {},
-    )?;
+    let report = apply::apply(&plan, layout, repo, None, &[], config.sync.concurrency)?;
     Ok(Some(report))
 }
 
@@ -410,21 +404,22 @@ pub fn apply_and_verify(
     layout: &Layout,
     plan: &Plan,
     options: SyncOptions,
-    progress: Progress<'_>,
+    transfers: Option<u16>,
 ) -> Result<Applied, EngineError> {
-    let report = apply_only(repo, layout, plan, progress)?;
+    let report = apply_only(repo, layout, plan, transfers)?;
     let after = verify(repo, layout, plan.scope, options)?;
     Ok(Applied { report, after })
 }
 
 /// The first half of [`apply_and_verify`]: applies `plan`. A caller that
 /// no longer needs the plan lets it go before [`verify`] observes again
-/// (at 100,000 actions, the plan is a tenth of the peak).
+/// (at 100,000 actions, the plan is a tenth of the peak). `transfers`
+/// overrides `[sync] concurrency` for this run (`--transfers N`).
 pub fn apply_only(
     repo: &Path,
     layout: &Layout,
     plan: &Plan,
-    progress: Progress<'_>,
+    transfers: Option<u16>,
 ) -> Result<ApplyReport, EngineError> {
     let config = Config::load(repo)?;
     let remote = match &plan.remote {
@@ -447,8 +442,7 @@ pub fn apply_only(
         repo,
         remote.as_ref(),
         &sources,
-        config.sync.concurrency,
-        progress,
+        transfers.unwrap_or(config.sync.concurrency),
     )?;
     Ok(report)
 }

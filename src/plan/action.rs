@@ -207,6 +207,22 @@ impl UnhydratedRecord {
 }
 
 impl Action {
+    /// The size an action moves or removes, where the plan knows it.
+    pub fn bytes(&self) -> Option<u64> {
+        match self {
+            Action::Move { size, .. }
+            | Action::DropDuplicate { size, .. }
+            | Action::Upload { size, .. }
+            | Action::Download { size, .. }
+            | Action::Fetch { size, .. }
+            | Action::CopyRemote { size, .. }
+            | Action::MirrorConfig { size, .. }
+            | Action::RemoveTemp { size, .. } => Some(*size),
+            Action::PruneTrash { bytes, .. } => Some(*bytes),
+            _ => None,
+        }
+    }
+
     /// Stable names, in the order the summary lists them.
     pub const KINDS: [&'static str; 17] = [
         "remove-temp",

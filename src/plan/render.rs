@@ -213,22 +213,6 @@ struct Group {
     reason: &'static str,
 }
 
-/// The size an action moves or removes, where the plan knows it.
-fn action_bytes(a: &Action) -> Option<u64> {
-    match a {
-        Action::Move { size, .. }
-        | Action::DropDuplicate { size, .. }
-        | Action::Upload { size, .. }
-        | Action::Download { size, .. }
-        | Action::Fetch { size, .. }
-        | Action::CopyRemote { size, .. }
-        | Action::MirrorConfig { size, .. }
-        | Action::RemoveTemp { size, .. } => Some(*size),
-        Action::PruneTrash { bytes, .. } => Some(*bytes),
-        _ => None,
-    }
-}
-
 /// Rows grouped by (kind, reason, from, to, directory), in the order each
 /// group first appears. A file's directory is its tier and first level
 /// below (`outputs/deploy/`), or its tier for a file just inside it; an
@@ -256,7 +240,7 @@ fn group_rows(rows: Vec<(usize, &Action, String, String, String)>) -> Vec<Group>
             to.clone(),
             under.clone(),
         );
-        let bytes = action_bytes(a);
+        let bytes = a.bytes();
         match index.get(&key).filter(|_| a.path().is_some()) {
             Some(&g) => {
                 let g = &mut groups[g];

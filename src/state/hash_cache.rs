@@ -133,6 +133,7 @@ impl HashCache {
     pub fn hash(&mut self, path: &Path, stamp: Stamp) -> io::Result<Sha256> {
         self.misses += 1;
         let sha256 = fsutil::sha256_file_raw(path)?;
+        crate::progress::meter().add(1, stamp.size);
         let entry = Entry {
             sha256,
             md5: None,

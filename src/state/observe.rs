@@ -32,6 +32,7 @@ pub struct ObserveOptions {
 /// persistent hash cache, and reads the small text files the plan shows
 /// diffs of. No remote, no mirror.
 pub fn observe_local(layout: &Layout, desired: &Desired) -> Result<Observed, ObserveError> {
+    crate::progress::meter().phase("reading the datastore tree (files hashed)");
     let mut cache = HashCache::load(&layout.hash_cache_path());
     let placements: Vec<_> = std::iter::once(&desired.target)
         .chain(&desired.sources)
@@ -67,6 +68,7 @@ pub fn observe(
             continue;
         }
         let source = RemoteTarget::open(&placement)?;
+        crate::progress::meter().phase(&format!("listing {}", source.url));
         let (base, identity, reset) = bound_base(layout, &source, &rt)?;
         let here = &observed.placements[i];
         let mut snapshot = rt.block_on(observe_remote(
@@ -89,6 +91,7 @@ pub fn observe(
         return Ok(observed);
     }
     let target = RemoteTarget::open(&desired.target)?;
+    crate::progress::meter().phase(&format!("listing {}", target.url));
     let (base, identity, reset) = bound_base(layout, &target, &rt)?;
     let here = &observed.placements[0];
     let mut snapshot = rt.block_on(observe_remote(

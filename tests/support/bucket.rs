@@ -316,6 +316,35 @@ impl Repo {
         }
     }
 
+    /// Runs on a pseudo-terminal (util-linux's `script`), as a person at a
+    /// terminal would: stdin, stdout and stderr are the terminal, and
+    /// `stdout` holds everything the screen was sent.
+    pub fn run_on_terminal(&self, args: &[&str]) -> Run {
+        let bin = assert_cmd::cargo::cargo_bin("swamp");
+        let line = std::iter::once(bin.display().to_string())
+            .chain(
+                args.iter()
+                    .map(|a| format!("'{}'", a.replace('\'', "'\\''"))),
+            )
+            .collect::<Vec<_>>()
+            .join(" ");
+        let out = Command::new("script")
+            .args(["-qec", &line, "/dev/null"])
+            .current_dir(&self.root)
+            .env("SWAMP_HOME", &self.home)
+            .env("TERM", "xterm")
+            .env_remove("NO_COLOR")
+            .envs(self.env.iter().map(|(k, v)| (*k, v.as_str())))
+            .stdin(Stdio::null())
+            .output()
+            .expect("util-linux `script` runs a command on a pseudo-terminal");
+        Run {
+            code: out.status.code(),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+
     /// Starts the binary without waiting for it (output captured).
     pub fn spawn(&self, args: &[&str], env: &[(&str, &str)]) -> Child {
         self.command(args)

@@ -165,12 +165,18 @@ fn retarget_locked(
     } else {
         Scope::Layout
     };
+    let may_apply = yes || (!ctx.json && crate::cli::output::interactive());
+    if may_apply && config.datastore.is_remote() {
+        // As before any sync: the namespace is claimed in the bucket
+        // before .swamp.toml changes, and the bucket holds the id the sync
+        // base this apply records is bound to (planned without it, the
+        // base would be set aside by the next sync as one made with
+        // another remote).
+        register_namespace(&config.target(), config.repo_id)?;
+        crate::engine::sync::ensure_remote_id(&config.target())?;
+    }
     let planned = engine::plan(&new_repo.layout, config, scope)?;
     let changed = *config != repo.config;
-    if yes && config.datastore.is_remote() {
-        // The namespace is claimed in the bucket before .swamp.toml changes.
-        register_namespace(&config.target(), config.repo_id)?;
-    }
     run_flow(
         ctx,
         new_repo,

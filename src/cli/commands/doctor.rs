@@ -9,7 +9,7 @@ use crate::cli::output::{errln, out, outln};
 use serde_json::{Value, json};
 
 use crate::cli::locking::Locks;
-use crate::cli::output::{print_json, progress_bar};
+use crate::cli::output::print_json;
 use crate::cli::{CliError, Ctx, Outcome};
 use crate::config;
 use crate::doctor::{self, Context, DoctorError, Finding, Fix, Status, local};
@@ -184,17 +184,13 @@ pub fn datastores(ctx: &Ctx, repair: bool, yes: bool) -> Result<Outcome, CliErro
             .loaded
             .as_ref()
             .map_err(|e| CliError::failure(e.clone()))?;
-        let bar = progress_bar(planned.plan.actions.len());
-        let mut tick = |done: usize, _total: usize| bar.set_position(done as u64);
         let applied = engine::apply_and_verify(
             &root,
             layout,
             &planned.plan,
             SyncOptions::default(),
-            &mut tick,
-        );
-        bar.finish_and_clear();
-        let applied = applied?;
+            ctx.transfers,
+        )?;
         let r = &applied.report;
         rebuild_after_plans |= r.catalog_invalidated;
         results.push(json!({

@@ -7,7 +7,7 @@ use std::path::Path;
 use serde_json::json;
 
 use crate::cli::locking::Locks;
-use crate::cli::output::{ask, interactive, print_json, print_plan_json, progress_bar};
+use crate::cli::output::{ask, interactive, print_json, print_plan_json};
 use crate::cli::{CliError, Ctx, Outcome, Repo};
 use crate::config::Config;
 use crate::engine::{self, Planned, SyncOptions};
@@ -294,11 +294,9 @@ fn apply_confirmed(
     mut saved: SavedPlan,
     options: SyncOptions,
 ) -> Result<Outcome, CliError> {
-    let bar = progress_bar(saved.plan.actions.len());
-    let mut tick = |done: usize, _total: usize| bar.set_position(done as u64);
-    let result = engine::apply_only(&repo.root, &repo.layout, &saved.plan, &mut tick);
-    bar.finish_and_clear();
-    let report = result?;
+    let report = engine::apply_only(&repo.root, &repo.layout, &saved.plan, ctx.transfers);
+    crate::progress::meter().idle();
+    let report = report?;
     if !ctx.json {
         // Shown and applied: the human report needs only the counts, so
         // the actions go before the verifying plan observes again.
