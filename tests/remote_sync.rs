@@ -372,10 +372,13 @@ fn setting_a_namespace_re_keys_remote_objects(backend: Backend) {
     ])
     .expect(0);
     let keys: Vec<String> = bucket.contents().into_keys().collect();
+    // The new namespace holds the id its sync base is bound to, written
+    // before the move was planned.
     assert_eq!(
         keys,
         [
             "swamp/homelab/.namespace.json",
+            "swamp/homelab/.swamp/remote-id.json",
             "swamp/homelab/data/x/1/raw",
             "swamp/homelab/outputs/from-b.yaml",
             "swamp/homelab/outputs/o.yaml",
@@ -676,7 +679,45 @@ fn a_push_on_a_terminal_shows_bytes_rate_and_files_as_it_goes() {
     assert!(!piped.stderr.contains("applying"), "{}", piped.stderr);
 }
 
+/// Two clones each store a new version of `m/x` before syncing: both
+/// number it 2 (issue 13: a sync conflict, exit 3, and `keep-both` left a
+/// copy `data list` could not see). Now the sync keeps both, with no
+/// policy: the remote's keeps 2, the cache's becomes 3, and every clone
+/// ends up with all three versions.
+fn two_clones_storing_a_version_at_once_keep_both_versions(backend: Backend) {
+    let bucket = Bucket::new(backend);
+    let a = Repo::init(&bucket, Some("ns"));
+    a.put("m/x", "one\n");
+    a.run(&["datastore", "sync", "-y"]).expect(0);
+    let b = a.clone_elsewhere();
+    b.run(&["datastore", "sync", "-y"]).expect(0);
+
+    a.put("m/x", "two from a\n");
+    b.put("m/x", "two from b\n");
+    a.run(&["datastore", "sync", "-y"]).expect(0);
+    let run = b.run(&["datastore", "sync", "-y"]);
+    run.expect(0);
+    assert!(run.stdout.contains("renumbered"), "{}", run.stdout);
+    a.run(&["datastore", "sync", "-y"]).expect(0);
+    for clone in [&a, &b] {
+        for (version, content) in [("1", "one\n"), ("2", "two from a\n"), ("3", "two from b\n")] {
+            let got = clone.run(&["data", "get", "m/x", "--version", version]);
+            got.expect(0);
+            assert_eq!(got.stdout, content, "version {version}");
+        }
+        let list = clone.json(&["--json", "data", "list"], 0);
+        assert_eq!(list["data"][0]["latest_version"], 3, "{list}");
+        assert_eq!(list["data"][0]["versions"], 3, "{list}");
+        clone.run(&["plan", "--detailed-exitcode"]).expect(0);
+    }
+    assert_eq!(
+        bucket.contents()["swamp/ns/data/m/x/3/raw"],
+        b"two from b\n"
+    );
+}
+
 on_every_backend!(
+    two_clones_storing_a_version_at_once_keep_both_versions,
     namespace_scoped_pull_writes_only_under_the_namespace,
     a_peer_deletion_propagates_and_is_not_resurrected,
     both_sides_changed_is_a_conflict_until_a_policy_settles_it,

@@ -334,6 +334,14 @@ pub async fn run(
             if dest.exists() {
                 return Err(SyncActionError::LocalAppeared { path: to.clone() });
             }
+            // A renumbered data version goes into a version directory of
+            // its own.
+            if let Some(parent) = dest.parent() {
+                std::fs::create_dir_all(parent).map_err(|source| SyncActionError::Io {
+                    path: to.clone(),
+                    source,
+                })?;
+            }
             std::fs::rename(&from, &dest).map_err(|source| SyncActionError::Io {
                 path: path.clone(),
                 source,

@@ -563,6 +563,25 @@ pub enum CatalogCommand {
 }
 
 impl Command {
+    /// The datastore spec this command line names, if any: errors about
+    /// its bucket or region are then about the command line, not
+    /// `.swamp.toml`.
+    pub fn datastore_spec(&self) -> Option<&str> {
+        match self {
+            Command::Init { datastore, .. } => Some(datastore),
+            Command::Datastore {
+                command: DatastoreCommand::Setup { spec, .. },
+            } => Some(spec),
+            Command::Datastore {
+                command:
+                    DatastoreCommand::Lock {
+                        command: LockCommand::Status { at } | LockCommand::Release { at, .. },
+                    },
+            } => at.datastore.as_deref(),
+            _ => None,
+        }
+    }
+
     /// True for the commands that change nothing (the datastore, the
     /// cache, .swamp.toml, the lock): a closed stdout may end them at once.
     pub fn only_reads(&self) -> bool {

@@ -41,6 +41,38 @@ pub struct CliError {
     pub kind: ErrorKind,
     pub message: String,
     pub hint: Option<String>,
+    /// The datastore setting the error is about, so that the hint can
+    /// name where its value came from: `.swamp.toml` (the default hint)
+    /// or a spec on the command line (`main` rewrites it).
+    pub setting: Option<Setting>,
+}
+
+/// A datastore setting an error is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Setting {
+    /// No bucket of that name.
+    Bucket,
+    /// A bucket name no server accepts.
+    BucketName,
+    /// No region for an S3 datastore.
+    Region,
+}
+
+impl Setting {
+    /// The hint when the value came from `spec` on the command line.
+    pub fn hint_for_spec(self, spec: &str) -> String {
+        match self {
+            Setting::Bucket => format!(
+                "create the bucket, or fix its name in `{spec}` (given on the command line; .swamp.toml was not changed), and run the command again"
+            ),
+            Setting::BucketName => format!(
+                "fix the bucket's name in `{spec}` (given on the command line; .swamp.toml was not changed)"
+            ),
+            Setting::Region => format!(
+                "add `?region=REGION` to `{spec}` (or set AWS_REGION) and run the command again; .swamp.toml was not changed"
+            ),
+        }
+    }
 }
 
 impl CliError {
@@ -49,6 +81,7 @@ impl CliError {
             kind,
             message: message.into(),
             hint: None,
+            setting: None,
         }
     }
 
@@ -87,8 +120,30 @@ impl fmt::Display for CliError {
     }
 }
 
+/// The datastore setting a store error is about, and the hint that fixes
+/// it in `.swamp.toml`.
+fn store_setting(e: &crate::store::StoreError) -> Option<(Setting, &'static str)> {
+    use crate::store::StoreError;
+    Some(match e {
+        StoreError::NoSuchBucket { .. } => (
+            Setting::Bucket,
+            "create it, or fix `bucket` in the [datastore] table of .swamp.toml",
+        ),
+        StoreError::InvalidBucketName { .. } => (
+            Setting::BucketName,
+            "fix `bucket` in the [datastore] table of .swamp.toml",
+        ),
+        StoreError::NoRegion { .. } => (
+            Setting::Region,
+            "set `region` in the [datastore] table of .swamp.toml, or AWS_REGION",
+        ),
+        _ => return None,
+    })
+}
+
 /// Library errors become CLI errors with the hint that fixes them.
 mod from {
+    use super::store_setting;
     use super::{CliError, ErrorKind};
     use crate::apply::ApplyError;
     use crate::catalog::CatalogError;
@@ -112,6 +167,7 @@ mod from {
                 _ => None,
             };
             CliError {
+                setting: None,
                 // A wrong `--repo` is a wrong command line.
                 kind: if matches!(e, ConfigError::NotARepo { .. }) {
                     ErrorKind::Usage
@@ -173,10 +229,17 @@ mod from {
                 EngineError::ScopeNeedsRemote { .. } => ErrorKind::Usage,
                 _ => ErrorKind::Failure,
             };
+            // The datastore settings come from .swamp.toml unless `main`
+            // knows the command named them (`datastore setup SPEC`).
+            let (setting, hint) = match e.store_error().and_then(store_setting) {
+                Some((setting, config_hint)) => (Some(setting), Some(config_hint.to_string())),
+                None => (None, hint),
+            };
             CliError {
                 kind,
                 message: e.to_string(),
                 hint,
+                setting,
             }
         }
     }
@@ -212,7 +275,13 @@ mod from {
 
     impl From<DataError> for CliError {
         fn from(e: DataError) -> CliError {
-            CliError::failure(e.to_string())
+            // A name or version given on the command line that cannot be
+            // is a wrong command line (64), as a bad namespace is.
+            let kind = match &e {
+                DataError::InvalidName { .. } | DataError::InvalidKeep => ErrorKind::Usage,
+                _ => ErrorKind::Failure,
+            };
+            CliError::new(kind, e.to_string())
         }
     }
 
@@ -236,7 +305,13 @@ mod from {
                 LockError::Lost { .. } => CliError::failure(e.to_string()).hint(
                     "another process holds the lock now; when it is done, run `swamp plan` to see what is left",
                 ),
-                LockError::Store(_) => CliError::failure(e.to_string()),
+                LockError::Store(se) => match store_setting(se) {
+                    Some((setting, hint)) => CliError {
+                        setting: Some(setting),
+                        ..CliError::failure(e.to_string()).hint(hint)
+                    },
+                    None => CliError::failure(e.to_string()),
+                },
             }
         }
     }

@@ -142,7 +142,7 @@ fn new_bar(now: &Reading) -> ProgressBar {
         "{spinner} {prefix} [{bar:25}] {binary_bytes}/{binary_total_bytes}, {binary_bytes_per_sec}, ETA {eta} · {msg}"
     } else if now.files_total > 0 {
         bar.set_length(now.files_total);
-        "{spinner} {prefix} [{bar:25}] {pos}/{len} actions, {per_sec}, ETA {eta}"
+        "{spinner} {prefix} [{bar:25}] {pos}/{len} actions, ETA {eta}{msg}"
     } else {
         "{spinner} {prefix}{msg}"
     };
@@ -162,6 +162,8 @@ fn update(bar: &ProgressBar, now: &Reading) {
         bar.set_message(format!("{}/{} files", now.files_done, now.files_total));
     } else if now.files_total > 0 {
         bar.set_position(now.files_done.min(now.files_total));
+        // indicatif's own `{per_sec}` prints four decimals.
+        bar.set_message(format!(", {:.0}/s", bar.per_sec()));
     } else if now.files_done > 0 {
         bar.set_message(format!(
             ": {} ({})",

@@ -158,9 +158,19 @@ pub fn main() -> ExitCode {
         errln!("\nInterrupted; released the datastore lock. Run `swamp plan` to see what is left.");
         std::process::exit(130);
     });
+    let spec_arg = cli.command.datastore_spec().map(str::to_string);
     match commands::run(&ctx, cli.command) {
         Ok(outcome) => ExitCode::from(outcome.exit_code()),
         Err(mut err) => {
+            // A bucket or region given on the command line: say to fix
+            // the command line (a name no server accepts is bad input
+            // there), not .swamp.toml.
+            if let (Some(spec), Some(setting)) = (&spec_arg, err.setting) {
+                err.hint = Some(setting.hint_for_spec(spec));
+                if setting == error::Setting::BucketName {
+                    err.kind = ErrorKind::Usage;
+                }
+            }
             // A datastore that stopped answering: say what to run once it
             // is back, whatever the command was.
             if let Some(target) = crate::store::outage() {

@@ -64,6 +64,20 @@ pub enum EngineError {
     WrongRepo { planned: String, actual: String },
 }
 
+impl EngineError {
+    /// The store error this one is, through the layers that wrap it.
+    pub fn store_error(&self) -> Option<&crate::store::StoreError> {
+        use crate::state::remote::RemoteError;
+        match self {
+            EngineError::Store(e)
+            | EngineError::Remote(RemoteError::Store(e))
+            | EngineError::Observe(ObserveError::Store(e))
+            | EngineError::Observe(ObserveError::Remote(RemoteError::Store(e))) => Some(e),
+            _ => None,
+        }
+    }
+}
+
 /// A computed plan with the states it came from.
 #[derive(Debug, Clone)]
 pub struct Planned {

@@ -304,6 +304,12 @@ impl Action {
             Action::Download { .. } => "changed in the remote",
             Action::DeleteLocal { .. } => "deleted in the remote",
             Action::DeleteRemote { .. } => "deleted in the cache",
+            Action::RenameLocal { path, to, .. }
+                if super::sync_diff::data_version(path).is_some()
+                    && super::sync_diff::data_version(to).is_some() =>
+            {
+                "version made in two clones: kept both, renumbered"
+            }
             Action::RenameLocal { .. } => "keep both: cache copy set aside",
             Action::RecordBase { unhydrated, .. } if !unhydrated.is_empty() => {
                 "lazy: not downloaded"

@@ -9,8 +9,12 @@ use comfy_table::{Cell, CellAlignment, LineStyle, Table, TableStyle};
 
 use super::{Action, Conflict, PlacementInfo, Plan};
 
-/// `root` relative to `repo` when inside it, with a trailing slash.
+/// `root` relative to `repo` when inside it, with a trailing slash (an
+/// empty `repo`: no repository, the path as it is).
 pub fn root_label(root: &Path, repo: &Path) -> String {
+    if repo.as_os_str().is_empty() {
+        return format!("{}/", root.display());
+    }
     let shown = match root.strip_prefix(repo) {
         Ok(rel) if rel.as_os_str().is_empty() => ".".to_string(),
         Ok(rel) => rel.display().to_string(),

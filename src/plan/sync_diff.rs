@@ -206,6 +206,7 @@ fn merge(input: &SyncInput<'_>) -> SyncDiff {
     let mut add = Vec::new();
     let mut forget = Vec::new();
     let mut lazy = Vec::new();
+    let mut renumber = Renumber::new(input);
 
     for path in paths {
         let l = input.local.get(path);
@@ -228,7 +229,33 @@ fn merge(input: &SyncInput<'_>) -> SyncDiff {
             Step::Push(a) if input.direction.pushes() => route(a, &mut pushes, &mut deletes_remote),
             Step::Pull(a) if input.direction.pulls() => route(a, &mut pulls, &mut deletes_local),
             Step::Push(_) | Step::Pull(_) => {}
-            Step::Conflict(c) => match settle(path, l, r, input) {
+            // Two clones numbered a new version of a name alike: versions
+            // are never edited, so both are kept, with no policy needed.
+            // The remote's keeps its number; the cache's takes the next
+            // free one (and is uploaded under it).
+            Step::Conflict(Conflict::BothChanged {
+                base_sha256: None, ..
+            }) if data_version(path).is_some() => {
+                let (l, r) = (l.expect("both changed"), r.expect("both changed"));
+                let to = renumber.next_for(path);
+                keep_both.push(Action::RenameLocal {
+                    path: path.clone(),
+                    to: to.clone(),
+                    sha256: l.sha256,
+                });
+                if input.direction.pulls() {
+                    keep_both.push(download(path, r, None));
+                }
+                if input.direction.pushes() {
+                    keep_both.push(Action::Upload {
+                        path: to,
+                        size: l.size,
+                        sha256: l.sha256,
+                        remote: RemoteExpect::Absent,
+                    });
+                }
+            }
+            Step::Conflict(c) => match settle(path, l, r, input, &mut renumber) {
                 Some(actions) if actions.len() > 1 => {
                     // keep-both: rename, download, upload, in that order
                     out.resolved.push(c);
@@ -471,6 +498,7 @@ fn settle(
     l: Option<&FileState>,
     r: Option<&RemoteFile>,
     input: &SyncInput<'_>,
+    renumber: &mut Renumber<'_>,
 ) -> Option<Vec<Action>> {
     let policy = match input.policy {
         ConflictPolicy::Fail => return None,
@@ -504,9 +532,15 @@ fn settle(
         // Keep both: the cache copy moves aside (and is uploaded under its
         // new name), the remote one takes the path.
         (ConflictPolicy::KeepBoth, Some(l), Some(r)) if input.direction == Direction::Both => {
-            let short = l.sha256.short(8);
-            let to = TierPath::parse(&format!("{path}.conflict-{short}"))
-                .expect("a suffix keeps a tier path valid");
+            // A data version's copy becomes a version of its own, which
+            // `data list` and `data get` see; another file gets a suffix.
+            let to = if data_version(path).is_some() {
+                renumber.next_for(path)
+            } else {
+                let short = l.sha256.short(8);
+                TierPath::parse(&format!("{path}.conflict-{short}"))
+                    .expect("a suffix keeps a tier path valid")
+            };
             vec![
                 Action::RenameLocal {
                     path: path.clone(),
@@ -527,6 +561,54 @@ fn settle(
         (ConflictPolicy::KeepBoth, None, Some(r)) => vec![download(path, r, None)],
         _ => return None,
     })
+}
+
+/// A data version's path (`data/NAME/V/raw`): its name and number.
+pub fn data_version(path: &TierPath) -> Option<(&str, u64)> {
+    let rest = path.as_str().strip_prefix("data/")?.strip_suffix("/raw")?;
+    let (name, version) = rest.rsplit_once('/')?;
+    Some((name, crate::catalog::name::parse_version(version)?))
+}
+
+/// Hands out version numbers for renumbered cache copies: for each name,
+/// after every version either side or the sync base knows of, and after
+/// those already handed out in this plan.
+struct Renumber<'i> {
+    input: &'i SyncInput<'i>,
+    next: std::collections::HashMap<String, u64>,
+}
+
+impl<'i> Renumber<'i> {
+    fn new(input: &'i SyncInput<'i>) -> Self {
+        Renumber {
+            input,
+            next: std::collections::HashMap::new(),
+        }
+    }
+
+    /// The path the cache's copy of the data version at `path` moves to.
+    fn next_for(&mut self, path: &TierPath) -> TierPath {
+        let (name, _) = data_version(path).expect("a data version");
+        let input = self.input;
+        let next = self.next.entry(name.to_string()).or_insert_with(|| {
+            // Only on a collision, once per name: a scan of the keys.
+            let highest = input
+                .local
+                .keys()
+                .chain(input.remote.keys())
+                .chain(input.base.keys())
+                .chain(input.unhydrated.keys())
+                .filter_map(data_version)
+                .filter(|(n, _)| *n == name)
+                .map(|(_, v)| v)
+                .max()
+                .unwrap_or(0);
+            highest + 1
+        });
+        let version = *next;
+        *next += 1;
+        TierPath::parse(&format!("data/{name}/{version}/raw")).expect("a data version path")
+    }
 }
 
 /// Splits cache deletes into those of files whose content exists nowhere
@@ -829,6 +911,21 @@ mod tests {
     #[test]
     fn a_cache_file_written_over_one_never_fetched_is_a_conflict_never_an_overwrite() {
         let w = World::default()
+            .local("outputs/m", "mine")
+            .remote("outputs/m", "theirs", "e1")
+            .unhydrated("outputs/m", "e1")
+            .local("data/m/2/raw", "same")
+            .remote("data/m/2/raw", "same", "e2")
+            .unhydrated("data/m/2/raw", "e2")
+            .lazy();
+        assert_eq!(
+            w.kinds(Both, Fail),
+            ["record-base ", "conflict both-changed"]
+        );
+        // A data version is never edited: one the cache wrote under a
+        // number the remote used is another version, renumbered after
+        // every known one (never an overwrite either).
+        let w = World::default()
             .local("data/m/1/raw", "mine")
             .remote("data/m/1/raw", "theirs", "e1")
             .unhydrated("data/m/1/raw", "e1")
@@ -838,12 +935,69 @@ mod tests {
             .lazy();
         assert_eq!(
             w.kinds(Both, Fail),
-            ["record-base ", "conflict both-changed"]
+            [
+                "rename-local data/m/1/raw",
+                "download data/m/1/raw",
+                "upload data/m/3/raw",
+                "record-base "
+            ]
         );
         assert_eq!(
             recorded(&w.diff(Both, Fail)).0,
             ["data/m/2/raw"],
             "fetched: synced"
+        );
+    }
+
+    #[test]
+    fn versions_two_clones_numbered_alike_are_renumbered_after_every_known_one() {
+        let w = World::default()
+            .local("data/m/1/raw", "one")
+            .remote("data/m/1/raw", "one", "e1")
+            .base("data/m/1/raw", "one", "e1")
+            .local("data/m/2/raw", "ours 2")
+            .local("data/m/3/raw", "ours 3")
+            .remote("data/m/2/raw", "theirs 2", "e2")
+            .remote("data/m/3/raw", "theirs 3", "e3")
+            .remote("data/m/4/raw", "theirs 4", "e4")
+            // Another name's numbers are its own.
+            .local("data/n/1/raw", "n ours")
+            .remote("data/n/1/raw", "n theirs", "f1");
+        assert_eq!(
+            w.kinds(Both, Fail),
+            [
+                "download data/m/4/raw",
+                "rename-local data/m/2/raw",
+                "download data/m/2/raw",
+                "upload data/m/5/raw",
+                "rename-local data/m/3/raw",
+                "download data/m/3/raw",
+                "upload data/m/6/raw",
+                "rename-local data/n/1/raw",
+                "download data/n/1/raw",
+                "upload data/n/2/raw",
+            ]
+        );
+        // One way only: the rename is local and keeps the content; what
+        // the other direction would carry waits for the next sync.
+        assert_eq!(
+            w.kinds(Push, Fail)[..2],
+            ["rename-local data/m/2/raw", "upload data/m/5/raw"]
+        );
+        // With a base, a changed version is still a conflict (a policy
+        // decides), and keep-both makes the cache's a version of its own.
+        let w = World::default()
+            .local("data/m/1/raw", "ours")
+            .remote("data/m/1/raw", "theirs", "e2")
+            .base("data/m/1/raw", "one", "e1");
+        assert_eq!(w.kinds(Both, Fail), ["conflict both-changed"]);
+        assert_eq!(
+            w.kinds(Both, ConflictPolicy::KeepBoth),
+            [
+                "rename-local data/m/1/raw",
+                "download data/m/1/raw",
+                "upload data/m/2/raw"
+            ]
         );
     }
 

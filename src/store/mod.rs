@@ -306,10 +306,13 @@ pub enum StoreError {
         message: String,
         hint: String,
     },
-    #[error(
-        "bucket `{bucket}` does not exist at {target}; create it or fix `bucket` in the [datastore] table of .swamp.toml"
-    )]
+    /// Where the bucket's name came from is the caller's to say.
+    #[error("bucket `{bucket}` does not exist at {target}")]
     NoSuchBucket { bucket: String, target: String },
+    #[error("invalid {kind} bucket name `{bucket}` (3-63 lowercase letters, digits, `-`, `.`)")]
+    InvalidBucketName { kind: &'static str, bucket: String },
+    #[error("no AWS region for {target}")]
+    NoRegion { target: String },
     #[error(
         "`{key}` is corrupt: its content has {algorithm} {found} but the server says {expected}; nothing was written locally"
     )]
@@ -902,7 +905,7 @@ pub(crate) fn verify_sha256(
 /// Checks a bucket name the way both S3 and GCS do (3-63 characters of
 /// lowercase letters, digits, `-`, `.`, `_`), so a typo is reported before
 /// any request is made.
-pub(crate) fn check_bucket_name(bucket: &str, kind: &str) -> Result<(), StoreError> {
+pub fn check_bucket_name(bucket: &str, kind: &'static str) -> Result<(), StoreError> {
     let ok_len = (3..=63).contains(&bucket.len());
     let ok_chars = bucket
         .chars()
@@ -915,10 +918,10 @@ pub(crate) fn check_bucket_name(bucket: &str, kind: &str) -> Result<(), StoreErr
     if ok_len && ok_chars && ok_ends {
         Ok(())
     } else {
-        Err(StoreError::other(format!(
-            "invalid {kind} bucket name `{bucket}` (3-63 lowercase letters, digits, `-`, `.`); \
-             fix `bucket` in the [datastore] table of .swamp.toml"
-        )))
+        Err(StoreError::InvalidBucketName {
+            kind,
+            bucket: bucket.to_string(),
+        })
     }
 }
 

@@ -219,10 +219,9 @@ impl S3Store {
         }
         let sdk = loader.load().await;
         if sdk.region().is_none() {
-            return Err(StoreError::other(format!(
-                "no AWS region for {}: set `region` in the [datastore] table of .swamp.toml or AWS_REGION",
-                self.describe()
-            )));
+            return Err(StoreError::NoRegion {
+                target: self.describe(),
+            });
         }
         // Resolve credentials now so that "none found" is reported as such,
         // not as an obscure signing failure on the first request.

@@ -76,7 +76,15 @@ pub fn put(ctx: &Ctx, name: &str, file: Option<&Path>) -> Result<Outcome, CliErr
                 .map_err(|e| CliError::failure(format!("cannot read {}: {e}", f.display())))?;
             store.put(name, &mut input)?
         }
-        None => store.put(name, &mut std::io::stdin().lock())?,
+        None => {
+            use std::io::IsTerminal;
+            if std::io::stdin().is_terminal() && !ctx.quiet {
+                errln!(
+                    "Reading the content of `{name}` from the terminal; end it with Ctrl-D (or pass --file FILE)."
+                );
+            }
+            store.put(name, &mut std::io::stdin().lock())?
+        }
     };
     if ctx.json {
         print_json(&json!(entry));
@@ -119,9 +127,13 @@ pub fn get(ctx: &Ctx, name: &str, version: Option<u64>) -> Result<Outcome, CliEr
         }
         print_json(&doc);
     } else {
-        std::io::stdout()
-            .write_all(&bytes)
-            .map_err(|e| CliError::failure(format!("cannot write to stdout: {e}")))?;
+        match std::io::stdout().write_all(&bytes) {
+            // The reader went away (`swamp data get x | head -c 10`).
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+            written => {
+                written.map_err(|e| CliError::failure(format!("cannot write to stdout: {e}")))?
+            }
+        }
     }
     Ok(Outcome::Success)
 }
@@ -134,7 +146,19 @@ pub fn list(ctx: &Ctx) -> Result<Outcome, CliError> {
         return Ok(Outcome::Success);
     }
     if names.is_empty() {
-        outln!("No data yet. Store some with `swamp data put NAME --file F`.");
+        let target = repo.config.target();
+        let never_pulled =
+            repo.config.datastore.is_remote() && !repo.layout.sync_base_path(&target).exists();
+        if never_pulled {
+            // A new clone: the bucket may well hold data this cache has
+            // not seen.
+            outln!(
+                "No data in this clone's cache yet, and it never synced with {}: `swamp datastore sync --pull` fetches what is there. Store new data with `swamp data put NAME --file F`.",
+                crate::layout::Layout::remote_url(&target)
+            );
+        } else {
+            outln!("No data yet. Store some with `swamp data put NAME --file F`.");
+        }
         return Ok(Outcome::Success);
     }
     let mut table = table();

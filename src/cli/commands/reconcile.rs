@@ -96,10 +96,8 @@ pub fn show(ctx: &Ctx, file: &Path) -> Result<Outcome, CliError> {
     if ctx.json {
         print_json(&saved.doc());
     } else {
-        let repo_root = ctx
-            .open_repo()
-            .map(|r| r.root)
-            .unwrap_or_else(|_| std::path::PathBuf::from("/"));
+        // Outside a repository no path is shown relative to one.
+        let repo_root = ctx.open_repo().map(|r| r.root).unwrap_or_default();
         out!("{}", ctx.render_plan(&saved.plan, &repo_root));
     }
     Ok(Outcome::Success)

@@ -14,29 +14,41 @@ use crate::state::Scope;
 pub fn run(ctx: &Ctx) -> Result<Outcome, CliError> {
     let repo = ctx.open_repo()?;
     let config = &repo.config;
-    let planned = engine::plan(&repo.layout, config, Scope::All)?;
-    let summary = planned.plan.summary();
+    // What needs the datastore (the plan, the lock) may fail (a bucket
+    // that refuses the credentials): what is known locally is still shown,
+    // with the failure in its place, and the command exits 1.
+    let planned = engine::plan(&repo.layout, config, Scope::All).map_err(CliError::from);
     let root = repo.layout.placement_root(&config.target());
     let lock_target = crate::lock::LockTarget::of(&repo.layout, &config.target())
         .map_err(|e| CliError::from(crate::lock::LockError::from(e)))?;
     let lock_state = crate::lock::read(&lock_target)
-        .map_err(|e| CliError::from(crate::lock::LockError::from(e)))?;
+        .map_err(|e| CliError::from(crate::lock::LockError::from(e)));
     let lock_line = match &lock_state {
-        LockState::Free => "free".to_string(),
-        LockState::Held {
+        Ok(LockState::Free) => "free".to_string(),
+        Ok(LockState::Held {
             body, stale: false, ..
-        } => format!("held by {} until {}", body.describe(), body.expires_at),
-        LockState::Held {
+        }) => format!("held by {} until {}", body.describe(), body.expires_at),
+        Ok(LockState::Held {
             body, stale: true, ..
-        } => format!(
+        }) => format!(
             "stale: {} let it expire at {} (the next command takes it over)",
             body.describe(),
             body.expires_at
         ),
-        LockState::Unparseable { reason, .. } => {
+        Ok(LockState::Unparseable { reason, .. }) => {
             format!("held by an unknown owner ({reason}); see `swamp datastore lock status`")
         }
+        Err(e)
+            if planned
+                .as_ref()
+                .err()
+                .is_some_and(|p| p.message == e.message) =>
+        {
+            "unknown: the datastore did not answer (see `pending`)".to_string()
+        }
+        Err(e) => format!("unknown: {}", e.message),
     };
+    let failed = planned.is_err() || lock_state.is_err();
     // Lazy hydration: how much of the remote this cache has not fetched.
     let unhydrated = crate::engine::hydrate::unhydrated(&repo.layout, config)?.len();
     let hydration = config
@@ -60,16 +72,22 @@ pub fn run(ctx: &Ctx) -> Result<Outcome, CliError> {
                 .then(|| crate::layout::Layout::remote_url(&config.target())),
             "lock": {
                 "url": lock_target.url,
-                "state": lock_state.label(),
+                "state": lock_state.as_ref().map(|s| s.label()).ok(),
                 "holder": match &lock_state {
-                    LockState::Held { body, .. } => Some(body.describe()),
+                    Ok(LockState::Held { body, .. }) => Some(body.describe()),
                     _ => None,
                 },
+                "error": lock_state.as_ref().err().map(|e| e.to_json()["error"].clone()),
             },
-            "pending": summary,
-            "converged": planned.plan.is_empty(),
+            "pending": planned.as_ref().ok().map(|p| p.plan.summary()),
+            "converged": planned.as_ref().ok().map(|p| p.plan.is_empty()),
+            "error": planned.as_ref().err().map(|e| e.to_json()["error"].clone()),
         }));
-        return Ok(Outcome::Success);
+        return Ok(if failed {
+            Outcome::Failed
+        } else {
+            Outcome::Success
+        });
     }
     outln!("repository  {}", repo.root.display());
     outln!("repo id     {}", config.repo_id);
@@ -100,11 +118,24 @@ pub fn run(ctx: &Ctx) -> Result<Outcome, CliError> {
         }
     }
     outln!("lock        {lock_line}");
-    if planned.plan.is_empty() {
-        outln!("pending     nothing: the datastore matches the configuration");
-    } else {
-        outln!("pending     {}", closing_line(&planned.plan));
-        outln!("            run `swamp plan` to review, `swamp apply` to converge");
+    match &planned {
+        Ok(p) if p.plan.is_empty() => {
+            outln!("pending     nothing: the datastore matches the configuration")
+        }
+        Ok(p) => {
+            outln!("pending     {}", closing_line(&p.plan));
+            outln!("            run `swamp plan` to review, `swamp apply` to converge");
+        }
+        Err(e) => {
+            outln!("pending     unknown: {}", e.message);
+            if let Some(hint) = &e.hint {
+                outln!("            {hint}");
+            }
+        }
     }
-    Ok(Outcome::Success)
+    Ok(if failed {
+        Outcome::Failed
+    } else {
+        Outcome::Success
+    })
 }
