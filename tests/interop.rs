@@ -254,9 +254,10 @@ fn identical_files_on_both_sides_converge_without_a_transfer(backend: Backend) {
     for (key, body) in UPSTREAM_FILES {
         repo.write_cache(&format!("infra/{key}"), body);
     }
-    // A file that differs is not mistaken for the same.
-    repo.write_cache("infra/data/vm/db/state/1/raw", "mine\n");
-    bucket.foreign_put("swamp/infra/data/vm/db/state/1/raw", b"theirs\n");
+    // A file that differs is not mistaken for the same. (Not a data
+    // version: two of those with one number are both kept, renumbered.)
+    repo.write_cache("infra/outputs/vm/db.yaml", "mine\n");
+    bucket.foreign_put("swamp/infra/outputs/vm/db.yaml", b"theirs\n");
 
     let before = bucket.versions();
     let sync = repo.json(&["--json", "datastore", "sync", "-y"], 3);
@@ -278,7 +279,7 @@ fn identical_files_on_both_sides_converge_without_a_transfer(backend: Backend) {
         .iter()
         .map(|c| c["path"].as_str().unwrap().to_string())
         .collect();
-    assert_eq!(conflicts, ["data/vm/db/state/1/raw"], "{sync}");
+    assert_eq!(conflicts, ["outputs/vm/db.yaml"], "{sync}");
     let touched: Vec<_> = object_requests(&proxy)
         .into_iter()
         .filter(|r| !r.contains("db"))
@@ -297,11 +298,7 @@ fn identical_files_on_both_sides_converge_without_a_transfer(backend: Backend) {
 
     // Settled by hand, the next sync converges; the identical ones stay
     // recorded: still not one request for them.
-    std::fs::write(
-        repo.cache().join("infra/data/vm/db/state/1/raw"),
-        "theirs\n",
-    )
-    .unwrap();
+    std::fs::write(repo.cache().join("infra/outputs/vm/db.yaml"), "theirs\n").unwrap();
     let requests = proxy.seen().len();
     repo.run(&["datastore", "sync", "-y"]).expect(0);
     repo.run(&["plan", "--scope", "sync", "--detailed-exitcode"])

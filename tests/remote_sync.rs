@@ -716,7 +716,63 @@ fn two_clones_storing_a_version_at_once_keep_both_versions(backend: Backend) {
     );
 }
 
+/// A peer's `data gc` (issue 13): once, clone A needed `--force` to push
+/// its own gc (more than half its files deleted), and then every other
+/// clone's sync was refused by the same guard. Deletes swamp's commands
+/// make travel with their intent now: A syncs without `--force` and
+/// records them in the bucket, and B syncs without `--force` too, losing
+/// exactly A's deleted versions. Objects that vanish behind swamp's back
+/// still trip B's guard.
+fn a_peers_gc_reaches_other_clones_but_a_bucket_emptied_behind_swamps_back_still_trips_the_guard(
+    backend: Backend,
+) {
+    let bucket = Bucket::new(backend);
+    let a = Repo::init(&bucket, Some("ns"));
+    for v in 1..=4 {
+        a.put("m/x", &format!("x{v}\n"));
+    }
+    a.put("m/y", "y\n");
+    a.run(&["datastore", "sync", "-y"]).expect(0);
+    let b = a.clone_elsewhere();
+    b.run(&["datastore", "sync", "-y"]).expect(0);
+
+    // 3 of 5 files: over the 50% guard, but swamp's own doing.
+    a.run(&["data", "gc", "--keep", "1"]).expect(0);
+    let run = a.run(&["datastore", "sync", "-y"]);
+    run.expect(0);
+    assert!(run.stdout.contains("record-deletes"), "{}", run.stdout);
+    let records: Vec<String> = bucket
+        .contents()
+        .into_keys()
+        .filter(|k| k.starts_with("swamp/ns/.swamp/deletes/"))
+        .collect();
+    assert_eq!(records.len(), 1, "{records:?}");
+
+    let run = b.run(&["datastore", "sync", "-y"]);
+    run.expect(0);
+    let b_data: Vec<String> = files(&b.cache().join("ns/data")).into_keys().collect();
+    assert_eq!(b_data, ["m/x/4/raw", "m/y/1/raw"], "{}", run.stdout);
+    b.run(&["plan", "--detailed-exitcode"]).expect(0);
+    a.run(&["plan", "--detailed-exitcode"]).expect(0);
+
+    // Emptied behind swamp's back: no record explains it.
+    for key in bucket.contents().into_keys() {
+        if key.starts_with("swamp/ns/data/") {
+            bucket.delete(&key);
+        }
+    }
+    let run = b.run(&["datastore", "sync", "-y"]);
+    run.expect(3);
+    assert!(run.stdout.contains("delete guard"), "{}", run.stdout);
+    assert_eq!(
+        files(&b.cache().join("ns/data")).len(),
+        2,
+        "nothing deleted from the cache"
+    );
+}
+
 on_every_backend!(
+    a_peers_gc_reaches_other_clones_but_a_bucket_emptied_behind_swamps_back_still_trips_the_guard,
     two_clones_storing_a_version_at_once_keep_both_versions,
     namespace_scoped_pull_writes_only_under_the_namespace,
     a_peer_deletion_propagates_and_is_not_resurrected,

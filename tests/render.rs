@@ -257,3 +257,66 @@ fn a_long_plan_is_grouped_by_kind_and_directory_and_detail_lists_every_row() {
         "30 rows + the summary"
     );
 }
+
+/// On a terminal (issue 13): tables fit its width (long cells wrap) and
+/// action kinds are coloured as Terraform colours them; a key's own escape
+/// sequences are still shown escaped, colour or not.
+#[test]
+fn a_terminal_gets_tables_fitted_to_its_width_and_coloured_kinds() {
+    use swamp::plan::render::{Style, render_styled};
+    let mut p = sync_plan();
+    p.actions.push(Action::Upload {
+        path: tp("outputs/evil\u{1b}[8mhidden.yaml"),
+        size: 1,
+        sha256: sha('a'),
+        remote: RemoteExpect::Absent,
+    });
+    let plain = render_styled(&p, Path::new(REPO), false, Style::default());
+    assert!(plain.lines().any(|l| l.chars().count() > 100), "{plain}");
+    let fitted = render_styled(
+        &p,
+        Path::new(REPO),
+        false,
+        Style {
+            width: Some(80),
+            color: false,
+        },
+    );
+    // Tables only: the header's notes are prose, not cells.
+    for line in fitted
+        .lines()
+        .filter(|l| l.starts_with(' ') && !l.starts_with("  "))
+    {
+        assert!(line.chars().count() <= 80, "{line:?}\n{fitted}");
+    }
+    // (the wrapped path may split the escaped sequence across lines)
+    assert!(fitted.contains("\\x1b"), "escaped: {fitted}");
+    assert!(!fitted.contains('\u{1b}'), "{fitted}");
+    let colored = render_styled(
+        &p,
+        Path::new(REPO),
+        false,
+        Style {
+            width: None,
+            color: true,
+        },
+    );
+    assert!(colored.contains("\u{1b}[32mupload\u{1b}[0m"), "{colored}");
+    assert!(
+        colored.contains("\u{1b}[31mdelete-remote\u{1b}[0m"),
+        "{colored}"
+    );
+    assert!(
+        !colored.contains("\u{1b}[8m"),
+        "a key's escape is never passed through"
+    );
+    assert!(colored.contains("\\x1b[8m"), "{colored}");
+    // Colour adds no width: the rows line up as without it.
+    let strip = |s: &str| {
+        s.replace("\u{1b}[32m", "")
+            .replace("\u{1b}[31m", "")
+            .replace("\u{1b}[33m", "")
+            .replace("\u{1b}[0m", "")
+    };
+    assert_eq!(strip(&colored), plain);
+}

@@ -482,6 +482,13 @@ pub fn apply(
                         .map_err(|e| stopped(e.to_string(), &report))?;
                 }
             }
+            Action::RecordDeletes { files, prune } => {
+                let (Some(rt), Some(target)) = (rt.as_ref(), remote) else {
+                    return Err(stopped("a sync action needs the remote".into(), &report));
+                };
+                rt.block_on(remote::record_deletes(target, files, prune))
+                    .map_err(|e| stopped(e.to_string(), &report))?;
+            }
             Action::Upload { .. }
             | Action::Download { .. }
             | Action::DeleteLocal { .. }

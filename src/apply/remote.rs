@@ -425,6 +425,7 @@ pub async fn run(
             Ok(BaseChange::Nothing)
         }
         Action::RecordBase { .. }
+        | Action::RecordDeletes { .. }
         | Action::MirrorConfig { .. }
         | Action::PublishSentinel { .. }
         | Action::RemoveTemp { .. }
@@ -434,6 +435,41 @@ pub async fn run(
         | Action::InvalidateCatalog
         | Action::FinishMigration => Ok(BaseChange::Nothing),
     }
+}
+
+/// Writes a record of deliberate deletes (create-only, under a fresh
+/// time-ordered key) for the other clones' guards, then removes the
+/// expired records the plan names, each only at the version observed (one
+/// replaced or gone since is left alone).
+pub async fn record_deletes(
+    target: &RemoteTarget,
+    files: &[crate::state::deliberate::DeletedFile],
+    prune: &[crate::plan::RemoteObjectRef],
+) -> Result<(), StoreError> {
+    let now = std::time::UNIX_EPOCH + std::time::Duration::from_secs(crate::clock::now_secs());
+    let body = crate::state::deliberate::RecordBody {
+        at: crate::clock::now_rfc3339(),
+        by: crate::lock::who_am_i(),
+        files: files.to_vec(),
+    };
+    let mut bytes = serde_json::to_vec_pretty(&body).expect("a record serialises");
+    bytes.push(b'\n');
+    let key = crate::state::deliberate::new_record_key(&target.placement, now);
+    target
+        .store
+        .put_bytes(&key, bytes, &Precondition::CreateOnly)
+        .await?;
+    for old in prune {
+        match target
+            .store
+            .delete(&old.key, &Precondition::Matches(old.version.clone()))
+            .await
+        {
+            Ok(()) | Err(StoreError::NotFound { .. } | StoreError::PreconditionFailed { .. }) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 /// Copies a definition file from the repository into the cache (`root`):

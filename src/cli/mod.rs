@@ -45,7 +45,16 @@ impl Ctx {
         if self.markdown {
             crate::plan::render::render_markdown(plan, repo, self.detail)
         } else {
-            crate::plan::render::render_detail(plan, repo, self.detail)
+            crate::plan::render::render_styled(plan, repo, self.detail, self.style())
+        }
+    }
+
+    /// How tables are drawn on stdout: fitted to a terminal's width, and
+    /// coloured when colour is on.
+    pub fn style(&self) -> crate::plan::render::Style {
+        crate::plan::render::Style {
+            width: output::terminal_width(),
+            color: self.color,
         }
     }
 

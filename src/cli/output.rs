@@ -114,6 +114,17 @@ pub fn print_plan_json(plan: &crate::plan::file::SavedPlan, rest: serde_json::Va
     print_json(&WithPlan(plan.doc(), rest));
 }
 
+/// The width of the terminal stdout is, if it is one.
+pub fn terminal_width() -> Option<u16> {
+    if !std::io::stdout().is_terminal() {
+        return None;
+    }
+    let mut size: libc::winsize = unsafe { std::mem::zeroed() };
+    // SAFETY: TIOCGWINSZ writes a winsize into the struct it is given.
+    let ok = unsafe { libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut size) } == 0;
+    (ok && size.ws_col >= 40).then_some(size.ws_col)
+}
+
 /// True when a person can answer a prompt.
 pub fn interactive() -> bool {
     std::io::stdin().is_terminal() && std::io::stderr().is_terminal()

@@ -429,6 +429,12 @@ impl Layout {
         format!("{}.swamp/remote-id.json", Layout::remote_prefix(placement))
     }
 
+    /// Where syncs record the deletes swamp's own commands made, for the
+    /// other clones' delete guards: `<prefix>/<ns>/.swamp/deletes/`.
+    pub fn remote_deletes_prefix(placement: &Placement) -> String {
+        format!("{}.swamp/deletes/", Layout::remote_prefix(placement))
+    }
+
     /// A namespace's manifest key: `<prefix>/<ns>/.namespace.json`.
     pub fn namespace_manifest_key(placement: &Placement) -> String {
         format!("{}.namespace.json", Layout::remote_prefix(placement))

@@ -134,6 +134,17 @@ pub enum Action {
         sources: Vec<String>,
         objects: BTreeMap<TierPath, String>,
     },
+    /// Tell the other clones which of this sync's remote deletes swamp's
+    /// own commands made (`data rm`, `data gc`): a create-only record
+    /// under `<prefix>/<ns>/.swamp/deletes/`, which their delete guards do
+    /// not count. Runs after the deletes it vouches for; also removes the
+    /// records in `prune` (older than 30 days), each only at the version
+    /// observed.
+    RecordDeletes {
+        files: Vec<crate::state::deliberate::DeletedFile>,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        prune: Vec<RemoteObjectRef>,
+    },
     /// Remove what apply `id` set aside (`[undo]` retention): its files in
     /// this machine's trash, and its copies in the target's remote trash
     /// (`<prefix>/<ns>/.swamp/trash/<id>/`, which only that apply wrote).
@@ -224,7 +235,7 @@ impl Action {
     }
 
     /// Stable names, in the order the summary lists them.
-    pub const KINDS: [&'static str; 17] = [
+    pub const KINDS: [&'static str; 18] = [
         "remove-temp",
         "mirror-config",
         "move",
@@ -238,6 +249,7 @@ impl Action {
         "delete-remote",
         "rename-local",
         "record-base",
+        "record-deletes",
         "invalidate-catalog",
         "finish-migration",
         "publish-sentinel",
@@ -256,6 +268,7 @@ impl Action {
             Action::DeleteRemote { .. } => "delete-remote",
             Action::RenameLocal { .. } => "rename-local",
             Action::RecordBase { .. } => "record-base",
+            Action::RecordDeletes { .. } => "record-deletes",
             Action::Fetch { .. } => "fetch",
             Action::CopyRemote { .. } => "copy-remote",
             Action::DeleteSourceRemote { .. } => "delete-source-remote",
@@ -283,6 +296,7 @@ impl Action {
             Action::InvalidateCatalog
             | Action::FinishMigration
             | Action::RecordBase { .. }
+            | Action::RecordDeletes { .. }
             | Action::PruneTrash { .. }
             | Action::DeleteSourceRemote { .. } => None,
         }
@@ -315,6 +329,7 @@ impl Action {
                 "lazy: not downloaded"
             }
             Action::RecordBase { .. } => "both sides already agree",
+            Action::RecordDeletes { .. } => "deleted by swamp: other clones' guards need not stop",
             Action::Fetch { .. } => "only the old remote has it",
             Action::CopyRemote { .. } => "re-keyed inside the bucket",
             Action::DeleteSourceRemote { .. } => "everything is at the target",
@@ -497,6 +512,9 @@ pub struct Summary {
     pub delete_remote: usize,
     pub rename_local: usize,
     pub record_base: usize,
+    /// Records of deliberate deletes this sync writes (0 or 1).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub record_deletes: usize,
     pub fetch: usize,
     pub copy_remote: usize,
     pub delete_source_remote: usize,
@@ -630,6 +648,7 @@ impl Plan {
         };
         let mut sentinel_heads = 0;
         let mut pruned_objects = 0;
+        let mut records_pruned = 0u64;
         for a in &self.actions {
             match a {
                 Action::Move { size, .. } => {
@@ -666,6 +685,10 @@ impl Plan {
                 }
                 Action::RenameLocal { .. } => s.rename_local += 1,
                 Action::RecordBase { .. } => s.record_base += 1,
+                Action::RecordDeletes { prune, .. } => {
+                    s.record_deletes += 1;
+                    records_pruned += prune.len() as u64;
+                }
                 Action::Fetch { size, .. } => {
                     s.fetch += 1;
                     s.bytes_to_download += size;
@@ -728,6 +751,9 @@ impl Plan {
         // (counted with the GETs), then one PUT.
         s.requests.get += sentinel_heads;
         s.requests.put += s.publish_sentinel as u64;
+        // A delete record: one PUT, and a DELETE per expired one.
+        s.requests.put += s.record_deletes as u64;
+        s.requests.delete += records_pruned;
         s
     }
 }

@@ -16,7 +16,8 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use crate::config::ConflictPolicy;
-use crate::layout::Tier;
+use crate::layout::{Tier, TierPath};
+use crate::state::deliberate::DeletedFile;
 use crate::state::managed::config_only;
 use crate::state::{Desired, Direction, FileState, Observed, Scope};
 
@@ -142,6 +143,15 @@ fn add_remote(scope: Scope, observed: &Observed, options: &Options, plan: &mut P
         } else {
             &no_times
         };
+        // Deletes swamp made on purpose: the other clones' records, and
+        // this clone's own since its last sync.
+        let explained: std::collections::BTreeSet<(TierPath, crate::digest::Sha256)> = snapshot
+            .delete_records
+            .iter()
+            .flat_map(|r| &r.files)
+            .map(|f| (f.path.clone(), f.sha256))
+            .chain(snapshot.deleted_here.iter().map(|(p, s)| (p.clone(), *s)))
+            .collect();
         let diff = sync_diff(&SyncInput {
             local: &local,
             local_other: &observed.placements[0].obstacles,
@@ -155,8 +165,38 @@ fn add_remote(scope: Scope, observed: &Observed, options: &Options, plan: &mut P
             max_delete_percent: options.max_delete_percent,
             force: options.force,
             force_delete_local: options.force_delete_local,
+            explained: &explained,
         });
         sync_actions = diff.actions;
+        // This clone's own deletes that reach the bucket are recorded
+        // there, for the other clones' guards.
+        let files: Vec<DeletedFile> = sync_actions
+            .iter()
+            .filter_map(|a| match a {
+                Action::DeleteRemote { path, .. } => {
+                    let sha = snapshot.deleted_here.get(path)?;
+                    base.get(path)
+                        .is_some_and(|b| b.sha256 == *sha)
+                        .then(|| DeletedFile {
+                            path: path.clone(),
+                            sha256: *sha,
+                        })
+                }
+                _ => None,
+            })
+            .collect();
+        if !files.is_empty() {
+            let prune = snapshot
+                .delete_records
+                .iter()
+                .filter(|r| r.expired)
+                .map(|r| crate::plan::RemoteObjectRef {
+                    key: r.key.clone(),
+                    version: r.version.clone(),
+                })
+                .collect();
+            sync_actions.push(Action::RecordDeletes { files, prune });
+        }
         sync_conflicts = diff.conflicts;
         resolved = diff.resolved;
     }
@@ -372,6 +412,8 @@ mod tests {
                     )
                 })
                 .collect(),
+            delete_records: Vec::new(),
+            deleted_here: BTreeMap::new(),
         }
     }
 

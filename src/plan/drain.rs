@@ -217,6 +217,8 @@ mod tests {
             manifest: manifest.then(|| "m1".into()),
             base: BTreeMap::new(),
             unhydrated: BTreeMap::new(),
+            delete_records: Vec::new(),
+            deleted_here: BTreeMap::new(),
         }
     }
 

@@ -31,15 +31,76 @@ fn placement_label(p: &PlacementInfo) -> String {
     format!("{}, {ns}", p.datastore.kind())
 }
 
+/// A root's name in an action row: its path when relative to the
+/// repository, else `name` (the header gives the path once).
+fn row_label(label: &str, name: &str) -> String {
+    if label.starts_with('/') {
+        name.to_string()
+    } else {
+        label.to_string()
+    }
+}
+
+/// How a plan is drawn on a terminal: fitted to its width (long cells
+/// wrap) and with action kinds coloured as Terraform colours them. The
+/// default (no width, no colour) is what snapshots and pipes get.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Style {
+    pub width: Option<u16>,
+    pub color: bool,
+}
+
+/// The only escape sequences a rendered plan may hold: colours swamp
+/// chose. Everything else of the control characters is escaped (keys and
+/// paths come from strangers).
+const GREEN: &str = "\x1b[32m";
+const RED: &str = "\x1b[31m";
+const YELLOW: &str = "\x1b[33m";
+const RESET: &str = "\x1b[0m";
+
+/// Terraform's colours: green for what is created, red for what is
+/// deleted, yellow for what changes or moves.
+fn kind_color(kind: &str) -> Option<&'static str> {
+    Some(match kind {
+        "upload" | "download" | "fetch" | "mirror-config" | "publish-sentinel" => GREEN,
+        "delete-remote"
+        | "delete-local"
+        | "delete-source-remote"
+        | "drop-duplicate"
+        | "remove-temp"
+        | "prune-trash"
+        | "conflict" => RED,
+        "move" | "copy-remote" | "rename-local" => YELLOW,
+        _ => return None,
+    })
+}
+
 /// A header rule and nothing else: quiet, and easy to diff.
 const STYLE: TableStyle =
     TableStyle::new().header_separator(LineStyle::none().fill('─').junction('─'));
 
-/// A table in the plan style (shared by every command's tables).
+/// A table in the plan style (shared by every command's tables): no
+/// terminal width, no colour (see [`Style::apply`]).
 pub fn table() -> Table {
     let mut t = Table::new();
     t.load_style(STYLE);
+    t.force_no_tty();
     t
+}
+
+impl Style {
+    /// Fits `t` to the width and allows colour, as asked.
+    pub fn apply(self, t: &mut Table) {
+        if let Some(width) = self.width {
+            t.set_width(width)
+                .set_content_arrangement(comfy_table::ContentArrangement::Dynamic);
+        }
+        if self.color {
+            // The cells carry their colours as escape sequences, which
+            // comfy-table measures as taking no room.
+            t.enforce_styling();
+        }
+    }
 }
 
 /// Human-readable byte counts (binary units).
@@ -88,14 +149,42 @@ pub fn render(plan: &Plan, repo: &Path) -> String {
 
 /// The plan for people; `detail`: one row per action, however many.
 pub fn render_detail(plan: &Plan, repo: &Path, detail: bool) -> String {
-    escape_controls(&render_raw(plan, repo, detail, false)).into_owned()
+    render_styled(plan, repo, detail, Style::default())
+}
+
+/// The plan for a terminal of `style`.
+pub fn render_styled(plan: &Plan, repo: &Path, detail: bool, style: Style) -> String {
+    let raw = render_raw(plan, repo, detail, false, style);
+    if !style.color {
+        return escape_controls(&raw).into_owned();
+    }
+    // Swamp's own colours survive the escaping; nothing else does.
+    let colors = [GREEN, RED, YELLOW, RESET];
+    let mut out = String::with_capacity(raw.len());
+    let mut rest = raw.as_str();
+    while let Some(at) = rest.find('\x1b') {
+        out.push_str(&escape_controls(&rest[..at]));
+        rest = &rest[at..];
+        match colors.iter().find(|c| rest.starts_with(**c)) {
+            Some(c) => {
+                out.push_str(c);
+                rest = &rest[c.len()..];
+            }
+            None => {
+                out.push_str("\\x1b");
+                rest = &rest[1..];
+            }
+        }
+    }
+    out.push_str(&escape_controls(rest));
+    out
 }
 
 /// The plan as Markdown, for a CI job to post on a pull request: the
 /// header as a list, the summary and the actions as tables (long ones
 /// folded), conflicts in a code block, the closing line.
 pub fn render_markdown(plan: &Plan, repo: &Path, detail: bool) -> String {
-    escape_controls(&render_raw(plan, repo, detail, true)).into_owned()
+    escape_controls(&render_raw(plan, repo, detail, true, Style::default())).into_owned()
 }
 
 /// A table's cells, rendered as text (comfy-table, in the plan style) or
@@ -119,18 +208,31 @@ impl Grid {
         }
     }
 
-    fn render(self, md: bool) -> String {
+    fn render(self, md: bool, style: Style) -> String {
         if md {
             return self.markdown();
         }
         let mut t = table();
+        style.apply(&mut t);
         t.set_header(self.header.to_vec());
+        let action_column = self.header.iter().position(|h| *h == "action");
         for row in self.rows {
             t.add_row(
                 row.into_iter()
                     .zip(self.right)
-                    .map(|(text, right)| {
-                        let cell = Cell::new(text);
+                    .enumerate()
+                    .map(|(i, (text, right))| {
+                        let color = (style.color && Some(i) == action_column)
+                            .then(|| kind_color(&text))
+                            .flatten();
+                        let cell = match color {
+                            // A kind is one of swamp's own words: nothing
+                            // in it to escape.
+                            Some(color) => Cell::new(format!("{color}{text}{RESET}")),
+                            // Escaped before the table measures it: the
+                            // table takes escape sequences for styling.
+                            None => Cell::new(escape_controls(&text)),
+                        };
                         if *right {
                             cell.set_alignment(CellAlignment::Right)
                         } else {
@@ -272,7 +374,7 @@ fn group_rows(rows: Vec<(usize, &Action, String, String, String)>) -> Vec<Group>
     groups
 }
 
-fn render_raw(plan: &Plan, repo: &Path, detail: bool, md: bool) -> String {
+fn render_raw(plan: &Plan, repo: &Path, detail: bool, md: bool, style: Style) -> String {
     let mut out = String::new();
     let target = root_label(&plan.target.root, repo);
     // A header line: `  label     text` for a terminal, a list item in
@@ -374,7 +476,7 @@ fn render_raw(plan: &Plan, repo: &Path, detail: bool, md: bool) -> String {
         &[false, true, true],
         &[false, false, false],
     );
-    let rows: [(&str, usize, Option<u64>); 18] = [
+    let rows: [(&str, usize, Option<u64>); 19] = [
         ("remove-temp", s.remove_temp, None),
         ("mirror-config", s.mirror_config, None),
         ("move", s.moves, Some(s.bytes_to_move)),
@@ -388,6 +490,7 @@ fn render_raw(plan: &Plan, repo: &Path, detail: bool, md: bool) -> String {
         ("delete-local", s.delete_local, None),
         ("rename-local", s.rename_local, None),
         ("record-base", s.record_base, None),
+        ("record-deletes", s.record_deletes, None),
         ("invalidate-catalog", s.invalidate_catalog, None),
         ("finish-migration", s.finish_migration, None),
         ("publish-sentinel", s.publish_sentinel, None),
@@ -401,23 +504,31 @@ fn render_raw(plan: &Plan, repo: &Path, detail: bool, md: bool) -> String {
             bytes.map(human_bytes).unwrap_or_default(),
         ]);
     }
-    let _ = writeln!(out, "{}\n", summary.render(md));
+    let _ = writeln!(out, "{}\n", summary.render(md, style));
     if let Some(line) = undo_line(plan, &s) {
         let _ = writeln!(out, "{line}\n");
     }
 
     if !plan.actions.is_empty() {
+        // In the rows a root is named by its path when that is short (in
+        // the repository), else by its name in the header ("target",
+        // "source 1"), not by an absolute path repeated in every row.
+        let target = row_label(&target, "target");
+        let source_label = |i: usize| {
+            row_label(
+                &root_label(&plan.sources[i].root, repo),
+                &format!("source {i}"),
+            )
+        };
         let mut rows = Vec::with_capacity(plan.actions.len());
         for (i, a) in plan.actions.iter().enumerate() {
             let (path, from, to) = match a {
-                Action::Move { path, source, .. } => (
-                    path.to_string(),
-                    root_label(&plan.sources[*source].root, repo),
-                    target.clone(),
-                ),
+                Action::Move { path, source, .. } => {
+                    (path.to_string(), source_label(*source), target.clone())
+                }
                 Action::DropDuplicate { path, source, .. } => (
                     path.to_string(),
-                    root_label(&plan.sources[*source].root, repo),
+                    source_label(*source),
                     "(removed)".to_string(),
                 ),
                 Action::InvalidateCatalog => (
@@ -481,6 +592,17 @@ fn render_raw(plan: &Plan, repo: &Path, detail: bool, md: bool) -> String {
                     String::new(),
                     "sync base".into(),
                 ),
+                Action::RecordDeletes { files, prune } => (
+                    match prune.len() {
+                        0 => format!("{} file(s) deleted by swamp", files.len()),
+                        n => format!(
+                            "{} file(s) deleted by swamp; {n} expired record(s) pruned",
+                            files.len()
+                        ),
+                    },
+                    "cache".into(),
+                    "remote record".into(),
+                ),
                 Action::MirrorConfig { path, .. } => (
                     path.to_string(),
                     path.as_str()
@@ -493,7 +615,7 @@ fn render_raw(plan: &Plan, repo: &Path, detail: bool, md: bool) -> String {
                     path.to_string(),
                     match source {
                         None => target.clone(),
-                        Some(i) => root_label(&plan.sources[*i].root, repo),
+                        Some(i) => source_label(*i),
                     },
                     "(removed)".into(),
                 ),
@@ -569,7 +691,7 @@ fn render_raw(plan: &Plan, repo: &Path, detail: bool, md: bool) -> String {
         if folded {
             let _ = writeln!(out, "<details><summary>{n_actions} action(s)</summary>\n");
         }
-        let _ = writeln!(out, "{}\n", grid.render(md));
+        let _ = writeln!(out, "{}\n", grid.render(md, style));
         if let Some(note) = note {
             let _ = writeln!(out, "{note}\n");
         }
@@ -966,6 +1088,9 @@ pub fn closing_line(plan: &Plan) -> String {
         ));
     } else if s.record_base > 0 {
         parts.push("sync base to record".to_string());
+    }
+    if s.record_deletes > 0 {
+        parts.push("deliberate deletes to record for the other clones".to_string());
     }
     if s.fetch > 0 {
         parts.push(format!("{} to fetch from the old remote", s.fetch));

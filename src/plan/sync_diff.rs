@@ -44,6 +44,10 @@ pub struct SyncInput<'a> {
     /// With `force`: cache files that are the only copy of their content
     /// may be deleted too.
     pub force_delete_local: bool,
+    /// Deletes swamp's own commands made on purpose (this clone's since
+    /// its last sync, and the other clones' records), by path and the
+    /// content deleted: the delete guards do not count them.
+    pub explained: &'a BTreeSet<(TierPath, Sha256)>,
 }
 
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -283,7 +287,25 @@ fn merge(input: &SyncInput<'_>) -> SyncDiff {
         }
     }
 
-    let tripped = guards(input, deletes_local.len(), deletes_remote.len());
+    // Only deletes swamp cannot explain count against the guards: a
+    // `data gc` here or in another clone is work, not a wiped tree.
+    let unexplained_local = deletes_local
+        .iter()
+        .filter(|a| match a {
+            Action::DeleteLocal { path, sha256 } => !input.explained(path, sha256),
+            _ => true,
+        })
+        .count();
+    let unexplained_remote = deletes_remote
+        .iter()
+        .filter(
+            |a| match a.path().and_then(|p| input.base.get(p).map(|b| (p, b))) {
+                Some((path, b)) => !input.explained(path, &b.sha256),
+                None => true,
+            },
+        )
+        .count();
+    let tripped = guards(input, unexplained_local, unexplained_remote);
     if !input.force {
         out.conflicts.extend(tripped);
     } else if !tripped.is_empty() && !input.force_delete_local {
@@ -655,13 +677,38 @@ fn only_copy_guard(only: &[TierPath]) -> Option<Conflict> {
 }
 
 /// Delete guards, evaluated on the whole plan before anything runs.
+impl SyncInput<'_> {
+    /// Whether swamp deleted `path`, holding `sha256`, on purpose.
+    fn explained(&self, path: &TierPath, sha256: &Sha256) -> bool {
+        !self.explained.is_empty() && self.explained.contains(&(path.clone(), *sha256))
+    }
+
+    /// Whether the base's file at `path` is gone from `side` on purpose.
+    fn gone_on_purpose(&self, path: &TierPath, b: &BaseEntry) -> bool {
+        self.explained(path, &b.sha256)
+    }
+}
+
 fn guards(input: &SyncInput<'_>, deletes_local: usize, deletes_remote: usize) -> Vec<Conflict> {
     let mut out = Vec::new();
     if input.base.is_empty() {
         return out; // with no base nothing is deleted anyway
     }
     let n_base = input.base.len();
-    if input.local.is_empty() && !input.remote.is_empty() && input.direction.pushes() {
+    // An empty side whose every missing file was deleted on purpose is
+    // work (a `data rm` of the last name), not a wiped tree.
+    let all_on_purpose = |side: &dyn Fn(&TierPath) -> bool| {
+        input
+            .base
+            .iter()
+            .filter(|(p, _)| !side(p))
+            .all(|(p, b)| input.gone_on_purpose(p, b))
+    };
+    if input.local.is_empty()
+        && !input.remote.is_empty()
+        && input.direction.pushes()
+        && !all_on_purpose(&|p| input.local.contains_key(p))
+    {
         out.push(Conflict::DeleteGuard {
             guard: "empty-cache".into(),
             message: format!(
@@ -670,7 +717,11 @@ fn guards(input: &SyncInput<'_>, deletes_local: usize, deletes_remote: usize) ->
             ),
         });
     }
-    if input.remote.is_empty() && !input.local.is_empty() && input.direction.pulls() {
+    if input.remote.is_empty()
+        && !input.local.is_empty()
+        && input.direction.pulls()
+        && !all_on_purpose(&|p| input.remote.contains_key(p))
+    {
         out.push(Conflict::DeleteGuard {
             guard: "empty-remote".into(),
             message: format!(
@@ -699,12 +750,18 @@ fn guards(input: &SyncInput<'_>, deletes_local: usize, deletes_remote: usize) ->
         let changed_local = input
             .base
             .iter()
-            .filter(|(p, b)| input.local.get(*p).is_none_or(|l| l.sha256 != b.sha256))
+            .filter(|(p, b)| match input.local.get(*p) {
+                Some(l) => l.sha256 != b.sha256,
+                None => !input.gone_on_purpose(p, b),
+            })
             .count();
         let changed_remote = input
             .base
             .iter()
-            .filter(|(p, b)| input.remote.get(*p).is_none_or(|r| !remote_unchanged(r, b)))
+            .filter(|(p, b)| match input.remote.get(*p) {
+                Some(r) => !remote_unchanged(r, b),
+                None => !input.gone_on_purpose(p, b),
+            })
             .count();
         for (side, changed) in [("cache", changed_local), ("remote", changed_remote)] {
             if changed == n_base {
@@ -737,9 +794,14 @@ mod tests {
         unhydrated: BTreeMap<TierPath, Unhydrated>,
         lazy: bool,
         other: Vec<Obstacle>,
+        explained: BTreeSet<(TierPath, Sha256)>,
     }
 
     impl World {
+        fn explained(mut self, p: &str, sha: &str) -> Self {
+            self.explained.insert((tp(p), sha.into()));
+            self
+        }
         fn other(mut self, p: &str, kind: ObstacleKind) -> Self {
             self.other.push(Obstacle::new(p, kind));
             self.other.sort_by(|a, b| a.path.cmp(&b.path));
@@ -807,6 +869,7 @@ mod tests {
                 max_delete_percent: 100,
                 force: false,
                 force_delete_local: false,
+                explained: &self.explained,
             })
         }
         fn kinds(&self, direction: Direction, policy: ConflictPolicy) -> Vec<String> {
@@ -947,6 +1010,66 @@ mod tests {
             ["data/m/2/raw"],
             "fetched: synced"
         );
+    }
+
+    #[test]
+    fn deletes_swamp_made_on_purpose_do_not_trip_the_guards_and_others_still_do() {
+        let synced = |w: World| {
+            w.remote("data/m/1/raw", "a", "e1")
+                .base("data/m/1/raw", "a", "e1")
+                .remote("data/m/2/raw", "b", "e2")
+                .base("data/m/2/raw", "b", "e2")
+                .remote("data/m/3/raw", "c", "e3")
+                .base("data/m/3/raw", "c", "e3")
+        };
+        let guards = |w: &World, d| -> Vec<String> {
+            w.diff(d, Fail)
+                .conflicts
+                .iter()
+                .filter_map(|c| match c {
+                    Conflict::DeleteGuard { guard, .. } => Some(guard.clone()),
+                    _ => None,
+                })
+                .collect()
+        };
+        // The cache emptied: by hand, both guards trip.
+        let wiped = synced(World::default());
+        assert_eq!(guards(&wiped, Both), ["empty-cache", "everything-changed"]);
+        // By `data rm` (or a peer's, recorded in the bucket): three deletes.
+        let rm = synced(World::default())
+            .explained("data/m/1/raw", "a")
+            .explained("data/m/2/raw", "b")
+            .explained("data/m/3/raw", "c");
+        assert!(guards(&rm, Both).is_empty());
+        assert_eq!(
+            rm.kinds(Both, Fail)
+                .iter()
+                .filter(|k| k.starts_with("delete-remote"))
+                .count(),
+            3
+        );
+        // One of them not explained (or explained for other content): the
+        // guards stay.
+        let partly = synced(World::default())
+            .explained("data/m/1/raw", "a")
+            .explained("data/m/2/raw", "b")
+            .explained("data/m/3/raw", "not-c");
+        assert_eq!(guards(&partly, Both), ["empty-cache"]);
+        // The same from the remote's side: a peer's recorded gc.
+        let mut pulled = synced(World::default())
+            .local("data/m/1/raw", "a")
+            .local("data/m/2/raw", "b")
+            .local("data/m/3/raw", "c");
+        pulled.remote.clear();
+        assert_eq!(
+            guards(&pulled, Both),
+            ["empty-remote", "everything-changed"]
+        );
+        let pulled = pulled
+            .explained("data/m/1/raw", "a")
+            .explained("data/m/2/raw", "b")
+            .explained("data/m/3/raw", "c");
+        assert!(guards(&pulled, Both).is_empty());
     }
 
     #[test]
@@ -1306,6 +1429,7 @@ mod tests {
         let forced = sync_diff(&SyncInput {
             force: true,
             force_delete_local: false,
+            explained: &BTreeSet::new(),
             local: &w.local,
             local_other: &w.other,
             local_modified: &w.modified,
@@ -1337,6 +1461,7 @@ mod tests {
             sync_diff(&SyncInput {
                 force: true,
                 force_delete_local,
+                explained: &BTreeSet::new(),
                 local: &w.local,
                 local_other: &w.other,
                 local_modified: &w.modified,
@@ -1406,6 +1531,7 @@ mod tests {
             max_delete_percent: 40,
             force: false,
             force_delete_local: false,
+            explained: &BTreeSet::new(),
         });
         assert!(
             d.conflicts

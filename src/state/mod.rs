@@ -6,6 +6,7 @@
 //! the network.
 
 pub mod base;
+pub mod deliberate;
 pub mod desired;
 pub mod dir_listings;
 pub mod hash_cache;

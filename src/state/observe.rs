@@ -121,6 +121,19 @@ pub fn observe(
     if options.modified {
         observed.modified = modified(&observed.placements[0]);
     }
+    // Deletes swamp can explain, for the delete guards: only a sync with
+    // a base can delete anything, so only then are they looked for.
+    if snapshot.base.is_empty() {
+        snapshot.delete_records.clear();
+    } else {
+        let now = std::time::UNIX_EPOCH + std::time::Duration::from_secs(crate::clock::now_secs());
+        rt.block_on(super::deliberate::read_records(
+            target.store.as_ref(),
+            &mut snapshot.delete_records,
+            now,
+        ))?;
+        snapshot.deleted_here = super::deliberate::deleted_here(layout, &desired.target);
+    }
     observed.remote = Some(snapshot);
     Ok(observed)
 }

@@ -75,6 +75,12 @@ pub struct RemoteSnapshot {
     /// What a lazy pull recorded without downloading (from the base).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub unhydrated: BTreeMap<TierPath, Unhydrated>,
+    /// Other clones' records of deletes they made on purpose.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub delete_records: Vec<super::deliberate::DeleteRecord>,
+    /// What this clone's own commands deleted since the last sync.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub deleted_here: BTreeMap<TierPath, crate::digest::Sha256>,
 }
 
 /// A remote object the cache cannot hold as a file.
@@ -365,12 +371,25 @@ pub async fn observe_remote(
     let mut reserved = Vec::new();
     let mut folder_markers = 0;
     let mut unmanaged: BTreeMap<String, usize> = BTreeMap::new();
+    // Other clones' delete records: listed with the rest, read later (see
+    // `deliberate::read_records`).
+    let records_prefix = format!("{key_prefix}.swamp/deletes/");
+    let mut delete_records = Vec::new();
     // A part at a time, each let go of once in the map: the listing is
     // never held whole beside the map it becomes.
     while let Some(part) = parts.pop() {
         for meta in part {
             if meta.key == manifest_key {
                 manifest = Some(meta.version.clone());
+            }
+            if meta.key.starts_with(&records_prefix) && meta.key.ends_with(".json") {
+                delete_records.push(super::deliberate::DeleteRecord {
+                    key: meta.key.clone(),
+                    version: meta.version.clone(),
+                    files: Vec::new(),
+                    expired: false,
+                });
+                continue;
             }
             let path = match classify(&meta.key, meta.size, key_prefix, namespaced)? {
                 Listed::File(path) => path,
@@ -465,6 +484,8 @@ pub async fn observe_remote(
         manifest,
         base,
         unhydrated: BTreeMap::new(),
+        delete_records,
+        deleted_here: BTreeMap::new(),
     })
 }
 

@@ -89,6 +89,16 @@ pub fn every_action() -> Vec<swamp::plan::Action> {
             }],
             drop: vec![tp("data/c/1/raw")],
         },
+        Action::RecordDeletes {
+            files: vec![swamp::state::deliberate::DeletedFile {
+                path: tp("data/m/1/raw"),
+                sha256: sha('3'),
+            }],
+            prune: vec![swamp::plan::RemoteObjectRef {
+                key: "repos/homelab/.swamp/deletes/000001764000000000-0123456789ab.json".into(),
+                version: "8".into(),
+            }],
+        },
         Action::Fetch {
             path: tp("data/d/1/raw"),
             source: 0,

@@ -162,6 +162,7 @@ pub fn list(ctx: &Ctx) -> Result<Outcome, CliError> {
         return Ok(Outcome::Success);
     }
     let mut table = table();
+    ctx.style().apply(&mut table);
     table.set_header(["name", "latest", "versions", "size"]);
     for n in &names {
         table.add_row(vec![

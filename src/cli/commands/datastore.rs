@@ -286,6 +286,7 @@ pub fn namespaces(ctx: &Ctx) -> Result<Outcome, CliError> {
         return Ok(Outcome::Success);
     }
     let mut t = crate::plan::render::table();
+    ctx.style().apply(&mut t);
     t.set_header(["", "namespace", "repo_id", "registered_at"]);
     for n in &all {
         let mark = if Some(n.namespace()) == current.as_deref() {

@@ -82,7 +82,7 @@ pub fn datastores(ctx: &Ctx, repair: bool, yes: bool) -> Result<Outcome, CliErro
         if ctx.json {
             print_json(&json!({"checks": before, "ok": ok}));
         } else {
-            out!("{}", render_checks(&before));
+            out!("{}", render_checks(&before, ctx.style().width));
             outln!("\n{}", closing(&before));
             if !ok {
                 outln!("Run `swamp doctor datastores --repair` to preview the automatic fixes.");
@@ -94,7 +94,7 @@ pub fn datastores(ctx: &Ctx, repair: bool, yes: bool) -> Result<Outcome, CliErro
         if ctx.json {
             print_json(&RepairDoc::unapplied(&before, !yes, &[], &[]).to_json());
         } else {
-            out!("{}", render_checks(&before));
+            out!("{}", render_checks(&before, ctx.style().width));
             outln!("\nNothing to repair: every check passed.");
         }
         return Ok(Outcome::Success);
@@ -124,7 +124,7 @@ pub fn datastores(ctx: &Ctx, repair: bool, yes: bool) -> Result<Outcome, CliErro
         .collect();
     let fixes_json: Vec<Value> = items.iter().map(Item::to_json).collect();
     if !ctx.json {
-        out!("{}", render_checks(&before));
+        out!("{}", render_checks(&before, ctx.style().width));
         outln!("\nRepairs:");
         for item in &items {
             outln!("  {}: {}", item.finding.name, item.describe());
@@ -255,7 +255,7 @@ pub fn datastores(ctx: &Ctx, repair: bool, yes: bool) -> Result<Outcome, CliErro
             );
         }
         outln!("\nAfter repair:");
-        out!("{}", render_checks(&after));
+        out!("{}", render_checks(&after, ctx.style().width));
         outln!("\n{}", closing(&after));
     }
     Ok(outcome(ok_after))
@@ -332,12 +332,18 @@ fn outcome(ok: bool) -> Outcome {
 
 /// One row per check (name, status, message), then the fix of each
 /// failed check.
-fn render_checks(findings: &[Finding]) -> String {
-    crate::plan::render::escape_controls(&render_checks_raw(findings)).into_owned()
+fn render_checks(findings: &[Finding], width: Option<u16>) -> String {
+    crate::plan::render::escape_controls(&render_checks_raw(findings, width)).into_owned()
 }
 
-fn render_checks_raw(findings: &[Finding]) -> String {
+fn render_checks_raw(findings: &[Finding], width: Option<u16>) -> String {
     let mut t = table();
+    // Fitted to the terminal: a message of 600 characters wraps.
+    crate::plan::render::Style {
+        width,
+        color: false,
+    }
+    .apply(&mut t);
     t.set_header(["check", "status", "message"]);
     for f in findings {
         let status = match f.status {

@@ -43,6 +43,7 @@ pub fn run(ctx: &Ctx) -> Result<Outcome, CliError> {
         return Ok(Outcome::Success);
     }
     let mut t = table();
+    ctx.style().apply(&mut t);
     t.set_header(["id", "time", "holder", "command", "summary", "set aside"]);
     for j in &journals {
         let mut summary = if j.finished {
