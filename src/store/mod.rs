@@ -313,6 +313,10 @@ pub enum StoreError {
     InvalidBucketName { kind: &'static str, bucket: String },
     #[error("no AWS region for {target}")]
     NoRegion { target: String },
+    /// The server refused to copy `key` in one request (over 5 GiB on
+    /// AWS); the S3 store copies it in parts instead.
+    #[error("`{key}` is too large to copy in one request")]
+    CopyTooLarge { key: String },
     #[error(
         "`{key}` is corrupt: its content has {algorithm} {found} but the server says {expected}; nothing was written locally"
     )]

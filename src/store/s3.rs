@@ -38,6 +38,8 @@ use super::{
 use crate::digest::Md5;
 use crate::fsutil;
 
+#[path = "s3_copy.rs"]
+mod copy;
 #[path = "s3_multipart.rs"]
 mod multipart;
 
@@ -713,8 +715,11 @@ impl Store for S3Store {
             key: from.to_string(),
             target: self.describe(),
         })?;
+        if src.size > copy::COPY_LIMIT {
+            return self.copy_multipart(from, &src, to, pre).await;
+        }
         let client = self.client().await?;
-        with_retry(&self.options.retry, |attempt| {
+        let copied = with_retry(&self.options.retry, |attempt| {
             let mut req = client
                 .copy_object()
                 .bucket(&self.bucket)
@@ -741,6 +746,9 @@ impl Store for S3Store {
                         md5: src.md5,
                         content_encoded: src.content_encoded,
                     }),
+                    Err(e) if copy_source_too_large(&e) => Err(StoreError::CopyTooLarge {
+                        key: from.to_string(),
+                    }),
                     Err(e) => match self.map_err(e, Some(to)) {
                         StoreError::NotFound { key, .. }
                             if matches!(pre, Precondition::Matches(_)) =>
@@ -759,7 +767,12 @@ impl Store for S3Store {
                 }
             }
         })
-        .await
+        .await;
+        match copied {
+            // A server with a lower limit than ours: in parts, then.
+            Err(StoreError::CopyTooLarge { .. }) => self.copy_multipart(from, &src, to, pre).await,
+            copied => copied,
+        }
     }
 
     /// One request: the source pinned with `x-amz-copy-source-if-match`.
@@ -773,7 +786,7 @@ impl Store for S3Store {
         check_key(from)?;
         check_key(to)?;
         let client = self.client().await?;
-        with_retry(&self.options.retry, |attempt| {
+        let copied = with_retry(&self.options.retry, |attempt| {
             let mut req = client
                 .copy_object()
                 .bucket(&self.bucket)
@@ -789,6 +802,9 @@ impl Store for S3Store {
             async move {
                 match req.send().await {
                     Ok(_) => Ok(()),
+                    Err(e) if copy_source_too_large(&e) => Err(StoreError::CopyTooLarge {
+                        key: from.to_string(),
+                    }),
                     Err(e) => match self.map_err(e, Some(to)) {
                         // A repeat may meet its own success: the copy is
                         // there when the destination holds that version's
@@ -805,8 +821,31 @@ impl Store for S3Store {
                 }
             }
         })
-        .await
+        .await;
+        match copied {
+            // Too large for one CopyObject (over 5 GiB on AWS): in parts,
+            // from the very version asked for.
+            Err(StoreError::CopyTooLarge { .. }) => match self.head(from).await? {
+                Some(src) if src.version == version => {
+                    self.copy_multipart(from, &src, to, pre).await.map(|_| ())
+                }
+                _ => Err(StoreError::PreconditionFailed {
+                    key: from.to_string(),
+                }),
+            },
+            copied => copied,
+        }
     }
+}
+
+/// AWS's answer to a CopyObject of a source over 5 GiB: `InvalidRequest`,
+/// "The specified copy source is larger than the maximum allowable size
+/// for a copy source: 5368709120".
+fn copy_source_too_large<E: ProvideErrorMetadata, R>(e: &SdkError<E, R>) -> bool {
+    matches!(e.code(), Some("InvalidRequest" | "EntityTooLarge"))
+        && e.message().is_some_and(|m| {
+            m.contains("copy source is larger") || m.contains("maximum allowable size")
+        })
 }
 
 /// An object encrypted with a KMS key or a customer key (SSE-KMS, DSSE,

@@ -35,6 +35,9 @@ pub enum Fault {
     Delay(Duration),
     /// Nothing for this long, then the connection closes.
     Hang(Duration),
+    /// An S3 error answer with this status, code and message (what AWS
+    /// says where a test server would not); the server never sees it.
+    S3Error(u16, &'static str, &'static str),
 }
 
 /// Which requests a fault applies to, and how often.
@@ -233,6 +236,19 @@ fn serve(state: &State, client: TcpStream) {
         match fault {
             Some(Fault::Status(code)) => {
                 let _ = client.write_all(&error_answer(&req, code));
+                continue;
+            }
+            Some(Fault::S3Error(status, code, message)) => {
+                let body = format!(
+                    "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>{code}</Code><Message>{message}</Message></Error>"
+                );
+                let _ = client.write_all(
+                    format!(
+                        "HTTP/1.1 {status} Error\r\nContent-Type: application/xml\r\nContent-Length: {}\r\n\r\n{body}",
+                        body.len()
+                    )
+                    .as_bytes(),
+                );
                 continue;
             }
             Some(Fault::Reset) => return reset(client),

@@ -1,0 +1,220 @@
+//! Server-side copies of objects CopyObject cannot copy (over 5 GiB on
+//! AWS): the source's byte ranges copied with UploadPartCopy, each pinned
+//! to the source's ETag (`x-amz-copy-source-if-match`), a few at once, and
+//! completed under the caller's precondition, the one request that makes
+//! the copy appear; aborted on failure. A multipart upload takes no
+//! `MetadataDirective`, so the source's sha256 metadata is set on it; the
+//! result is checked by HEAD (its size and sha256 are the source's).
+
+use aws_sdk_s3::types::{CompletedMultipartUpload, CompletedPart};
+use futures_util::StreamExt;
+
+use super::{S3Store, encode_key, quote_etag, strip_etag};
+use crate::store::retry::with_retry;
+use crate::store::{ObjectMeta, Precondition, SHA256_METADATA, Store as _, StoreError};
+
+/// CopyObject copies objects up to this size (AWS's limit); larger ones
+/// are copied in parts.
+pub(super) const COPY_LIMIT: u64 = 5 << 30;
+
+/// The part size for a copy of `size` bytes: 1 GiB, or more (whole MiB)
+/// when 10,000 parts of 1 GiB would not hold it (S3 allows parts up to
+/// 5 GiB, objects up to 5 TiB).
+pub(super) fn copy_part_size(size: u64) -> u64 {
+    // Tests copy small objects in several parts (5 MiB at least: S3's
+    // minimum for every part but the last).
+    let part = std::env::var("SWAMP_COPY_PART_MIB")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+        .map_or(1 << 30, |mib| mib.max(5) << 20);
+    let need = size.div_ceil(10_000).div_ceil(1 << 20) << 20;
+    part.max(need)
+}
+
+/// Part copies in flight at once, per copy.
+const CONCURRENCY: usize = 4;
+
+impl S3Store {
+    /// Copies `from` (as HEAD showed it: `src`) to `to` in parts.
+    pub(super) async fn copy_multipart(
+        &self,
+        from: &str,
+        src: &ObjectMeta,
+        to: &str,
+        pre: &Precondition,
+    ) -> Result<ObjectMeta, StoreError> {
+        let client = self.client().await?;
+        let created = with_retry(&self.options.retry, |_| {
+            let mut req = client
+                .create_multipart_upload()
+                .bucket(&self.bucket)
+                .key(to);
+            if let Some(sha) = &src.sha256 {
+                req = req.metadata(SHA256_METADATA, sha);
+            }
+            async move { req.send().await.map_err(|e| self.map_err(e, Some(to))) }
+        })
+        .await?;
+        let upload_id = created
+            .upload_id()
+            .ok_or_else(|| {
+                StoreError::other(format!("{}: no upload id for `{to}`", self.describe()))
+            })?
+            .to_string();
+        let result = self
+            .copy_parts_and_complete(from, src, to, pre, &upload_id)
+            .await;
+        if result.is_err() {
+            // Best effort, as for uploads: parts left behind cost storage,
+            // never data.
+            let _ = client
+                .abort_multipart_upload()
+                .bucket(&self.bucket)
+                .key(to)
+                .upload_id(&upload_id)
+                .send()
+                .await;
+        }
+        result
+    }
+
+    async fn copy_parts_and_complete(
+        &self,
+        from: &str,
+        src: &ObjectMeta,
+        to: &str,
+        pre: &Precondition,
+        upload_id: &str,
+    ) -> Result<ObjectMeta, StoreError> {
+        let client = self.client().await?;
+        let part = copy_part_size(src.size);
+        let ranges: Vec<(i32, u64, u64)> = (0..src.size.div_ceil(part).max(1))
+            .map(|i| {
+                let start = i * part;
+                let end = (start + part).min(src.size).saturating_sub(1);
+                (i as i32 + 1, start, end)
+            })
+            .collect();
+        let source = format!("{}/{}", self.bucket, encode_key(from));
+        let mut parts: Vec<(i32, String)> =
+            futures_util::stream::iter(ranges.into_iter().map(|(number, start, end)| {
+                let (client, source) = (&client, &source);
+                async move {
+                    let etag = with_retry(&self.options.retry, |_| {
+                        let req = client
+                            .upload_part_copy()
+                            .bucket(&self.bucket)
+                            .key(to)
+                            .upload_id(upload_id)
+                            .part_number(number)
+                            .copy_source(source)
+                            // Every range from the very object HEAD saw.
+                            .copy_source_if_match(quote_etag(&src.version))
+                            .copy_source_range(format!("bytes={start}-{end}"));
+                        async move {
+                            req.send()
+                                .await
+                                .map_err(|e| self.map_err(e, Some(from)))
+                                .map(|out| {
+                                    out.copy_part_result()
+                                        .and_then(|r| r.e_tag())
+                                        .unwrap_or_default()
+                                        .to_string()
+                                })
+                        }
+                    })
+                    .await?;
+                    Ok::<_, StoreError>((number, etag))
+                }
+            }))
+            .buffer_unordered(CONCURRENCY)
+            .collect::<Vec<_>>()
+            .await
+            .into_iter()
+            .collect::<Result<_, _>>()?;
+        parts.sort_by_key(|p| p.0);
+        let completed = CompletedMultipartUpload::builder()
+            .set_parts(Some(
+                parts
+                    .iter()
+                    .map(|(n, etag)| CompletedPart::builder().part_number(*n).e_tag(etag).build())
+                    .collect(),
+            ))
+            .build();
+        let is_copy = |m: &ObjectMeta| m.size == src.size && m.sha256 == src.sha256;
+        let version = with_retry(&self.options.retry, |attempt| {
+            let mut req = client
+                .complete_multipart_upload()
+                .bucket(&self.bucket)
+                .key(to)
+                .upload_id(upload_id)
+                .multipart_upload(completed.clone());
+            req = match pre {
+                Precondition::None => req,
+                Precondition::CreateOnly => req.if_none_match("*"),
+                Precondition::Matches(v) => req.if_match(quote_etag(v)),
+            };
+            async move {
+                match req.send().await {
+                    Ok(out) => Ok(strip_etag(out.e_tag())),
+                    Err(e) => match self.map_err(e, Some(to)) {
+                        // A retry after a lost answer: the first complete
+                        // made the copy (the upload id is spent).
+                        e if attempt > 1 => match self.head(to).await? {
+                            Some(m) if src.sha256.is_some() && is_copy(&m) => Ok(m.version),
+                            _ => Err(e),
+                        },
+                        StoreError::NotFound { key, .. }
+                            if matches!(pre, Precondition::Matches(_)) =>
+                        {
+                            Err(StoreError::PreconditionFailed { key })
+                        }
+                        e => Err(e),
+                    },
+                }
+            }
+        })
+        .await?;
+        // What the copy holds is checked; never deleted (under If-Match
+        // what it replaced is gone already).
+        match self.head(to).await? {
+            Some(m) if is_copy(&m) => {}
+            other => {
+                return Err(StoreError::Integrity {
+                    key: to.to_string(),
+                    algorithm: "size and sha256 of a copy",
+                    expected: format!("{} bytes, sha256 {:?}", src.size, src.sha256),
+                    found: other.map_or_else(
+                        || "no object".into(),
+                        |m| format!("{} bytes, sha256 {:?}", m.size, m.sha256),
+                    ),
+                });
+            }
+        }
+        Ok(ObjectMeta {
+            key: to.to_string(),
+            size: src.size,
+            version,
+            sha256: src.sha256.clone(),
+            modified: None,
+            md5: None,
+            content_encoded: src.content_encoded,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::copy_part_size;
+
+    #[test]
+    fn copy_parts_are_1_gib_until_10000_would_not_hold_the_object() {
+        assert_eq!(copy_part_size(6 << 30), 1 << 30);
+        assert_eq!(copy_part_size(10_000 << 30), 1 << 30);
+        let five_tib = 5u64 << 40;
+        let part = copy_part_size(five_tib);
+        assert!(part > 1 << 30 && part <= 5 << 30, "{part}");
+        assert!(five_tib.div_ceil(part) <= 10_000);
+        assert_eq!(part % (1 << 20), 0);
+    }
+}
