@@ -210,11 +210,14 @@ mod tests {
     #[test]
     fn copy_parts_are_1_gib_until_10000_would_not_hold_the_object() {
         assert_eq!(copy_part_size(6 << 30), 1 << 30);
+        // S3's largest object, 5 TiB, is 5,120 parts of 1 GiB.
+        assert_eq!(copy_part_size(5 << 40), 1 << 30);
         assert_eq!(copy_part_size(10_000 << 30), 1 << 30);
-        let five_tib = 5u64 << 40;
-        let part = copy_part_size(five_tib);
-        assert!(part > 1 << 30 && part <= 5 << 30, "{part}");
-        assert!(five_tib.div_ceil(part) <= 10_000);
+        // Past 10,000 GiB (more than S3 holds) parts grow, in whole MiB.
+        let huge = 20u64 << 40;
+        let part = copy_part_size(huge);
+        assert!(part > 1 << 30, "{part}");
+        assert!(huge.div_ceil(part) <= 10_000);
         assert_eq!(part % (1 << 20), 0);
     }
 }
