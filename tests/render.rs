@@ -271,6 +271,13 @@ fn a_terminal_gets_tables_fitted_to_its_width_and_coloured_kinds() {
         sha256: sha('a'),
         remote: RemoteExpect::Absent,
     });
+    // Even a key holding swamp's own colour codes gets them escaped.
+    p.actions.push(Action::Upload {
+        path: tp("outputs/evil\u{1b}[32mgreen.yaml"),
+        size: 1,
+        sha256: sha('a'),
+        remote: RemoteExpect::Absent,
+    });
     let plain = render_styled(&p, Path::new(REPO), false, Style::default());
     assert!(plain.lines().any(|l| l.chars().count() > 100), "{plain}");
     let fitted = render_styled(
@@ -311,6 +318,7 @@ fn a_terminal_gets_tables_fitted_to_its_width_and_coloured_kinds() {
         "a key's escape is never passed through"
     );
     assert!(colored.contains("\\x1b[8m"), "{colored}");
+    assert!(colored.contains("evil\\x1b[32mgreen"), "{colored}");
     // Colour adds no width: the rows line up as without it.
     let strip = |s: &str| {
         s.replace("\u{1b}[32m", "")
@@ -319,4 +327,16 @@ fn a_terminal_gets_tables_fitted_to_its_width_and_coloured_kinds() {
             .replace("\u{1b}[0m", "")
     };
     assert_eq!(strip(&colored), plain);
+    // And every escape sequence left is a colour around a kind.
+    let mut rest = colored.as_str();
+    while let Some(at) = rest.find('\u{1b}') {
+        let tail = &rest[at..];
+        let close = tail.find("\u{1b}[0m").expect("a colour is closed");
+        let kind = &tail[5..close];
+        assert!(
+            swamp::plan::Action::KINDS.contains(&kind) || kind == "conflict",
+            "{kind:?}"
+        );
+        rest = &tail[close + 4..];
+    }
 }

@@ -588,9 +588,6 @@ impl Command {
         match self {
             Command::Plan { out, .. } => out.is_none(),
             Command::Show { .. } | Command::Status | Command::History => true,
-            Command::Undo {
-                out, prune: false, ..
-            } => out.is_some(),
             Command::Datastore { command } => matches!(
                 command,
                 DatastoreCommand::Namespaces

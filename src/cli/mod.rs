@@ -164,7 +164,13 @@ pub fn main() -> ExitCode {
     // was half done is resumed by planning again.
     let _ = ctrlc::set_handler(|| {
         crate::lock::release_all();
-        errln!("\nInterrupted; released the datastore lock. Run `swamp plan` to see what is left.");
+        // Straight to stderr: the main thread may hold the progress
+        // display's lock, blocked on a full pipe.
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr(),
+            "\nInterrupted; released the datastore lock. Run `swamp plan` to see what is left."
+        );
         std::process::exit(130);
     });
     let spec_arg = cli.command.datastore_spec().map(str::to_string);

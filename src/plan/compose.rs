@@ -16,7 +16,7 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use crate::config::ConflictPolicy;
-use crate::layout::{Tier, TierPath};
+use crate::layout::Tier;
 use crate::state::deliberate::DeletedFile;
 use crate::state::managed::config_only;
 use crate::state::{Desired, Direction, FileState, Observed, Scope};
@@ -24,7 +24,7 @@ use crate::state::{Desired, Direction, FileState, Observed, Scope};
 use super::action::{Action, Conflict, Plan, RemoteInfo};
 use super::drain::drain;
 use super::managed::{mirror_actions, sentinel_step};
-use super::sync_diff::{SyncInput, sync_diff};
+use super::sync_diff::{Explained, SyncInput, sync_diff};
 use super::textdiff::attach_diffs;
 
 /// How a plan settles conflicts and guards.
@@ -145,13 +145,21 @@ fn add_remote(scope: Scope, observed: &Observed, options: &Options, plan: &mut P
         };
         // Deletes swamp made on purpose: the other clones' records, and
         // this clone's own since its last sync.
-        let explained: std::collections::BTreeSet<(TierPath, crate::digest::Sha256)> = snapshot
-            .delete_records
-            .iter()
-            .flat_map(|r| &r.files)
-            .map(|f| (f.path.clone(), f.sha256))
-            .chain(snapshot.deleted_here.iter().map(|(p, s)| (p.clone(), *s)))
-            .collect();
+        // (An expired record explains nothing, pruned yet or not.)
+        let explained = Explained {
+            in_cache: snapshot
+                .deleted_here
+                .iter()
+                .map(|(p, s)| (p.clone(), *s))
+                .collect(),
+            in_remote: snapshot
+                .delete_records
+                .iter()
+                .filter(|r| !r.expired)
+                .flat_map(|r| &r.files)
+                .map(|f| (f.path.clone(), f.version.clone()))
+                .collect(),
+        };
         let diff = sync_diff(&SyncInput {
             local: &local,
             local_other: &observed.placements[0].obstacles,
@@ -173,13 +181,14 @@ fn add_remote(scope: Scope, observed: &Observed, options: &Options, plan: &mut P
         let files: Vec<DeletedFile> = sync_actions
             .iter()
             .filter_map(|a| match a {
-                Action::DeleteRemote { path, .. } => {
+                Action::DeleteRemote { path, version } => {
                     let sha = snapshot.deleted_here.get(path)?;
                     base.get(path)
-                        .is_some_and(|b| b.sha256 == *sha)
+                        .is_some_and(|b| b.sha256 == *sha && b.version == *version)
                         .then(|| DeletedFile {
                             path: path.clone(),
                             sha256: *sha,
+                            version: version.clone(),
                         })
                 }
                 _ => None,

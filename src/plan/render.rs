@@ -50,9 +50,8 @@ pub struct Style {
     pub color: bool,
 }
 
-/// The only escape sequences a rendered plan may hold: colours swamp
-/// chose. Everything else of the control characters is escaped (keys and
-/// paths come from strangers).
+/// The colours of action kinds: the only escape sequences a rendered plan
+/// may hold (keys and paths come from strangers, and are escaped).
 const GREEN: &str = "\x1b[32m";
 const RED: &str = "\x1b[31m";
 const YELLOW: &str = "\x1b[33m";
@@ -89,16 +88,12 @@ pub fn table() -> Table {
 }
 
 impl Style {
-    /// Fits `t` to the width and allows colour, as asked.
+    /// Fits `t` to the width, as asked (colour is added to the rendered
+    /// text, see `color_kinds`).
     pub fn apply(self, t: &mut Table) {
         if let Some(width) = self.width {
             t.set_width(width)
                 .set_content_arrangement(comfy_table::ContentArrangement::Dynamic);
-        }
-        if self.color {
-            // The cells carry their colours as escape sequences, which
-            // comfy-table measures as taking no room.
-            t.enforce_styling();
         }
     }
 }
@@ -154,29 +149,54 @@ pub fn render_detail(plan: &Plan, repo: &Path, detail: bool) -> String {
 
 /// The plan for a terminal of `style`.
 pub fn render_styled(plan: &Plan, repo: &Path, detail: bool, style: Style) -> String {
-    let raw = render_raw(plan, repo, detail, false, style);
-    if !style.color {
-        return escape_controls(&raw).into_owned();
+    let plain = Style {
+        color: false,
+        ..style
+    };
+    let text = escape_controls(&render_raw(plan, repo, detail, false, plain)).into_owned();
+    if style.color {
+        color_kinds(&text)
+    } else {
+        text
     }
-    // Swamp's own colours survive the escaping; nothing else does.
-    let colors = [GREEN, RED, YELLOW, RESET];
-    let mut out = String::with_capacity(raw.len());
-    let mut rest = raw.as_str();
-    while let Some(at) = rest.find('\x1b') {
-        out.push_str(&escape_controls(&rest[..at]));
-        rest = &rest[at..];
-        match colors.iter().find(|c| rest.starts_with(**c)) {
-            Some(c) => {
-                out.push_str(c);
-                rest = &rest[c.len()..];
-            }
-            None => {
-                out.push_str("\\x1b");
-                rest = &rest[1..];
-            }
+}
+
+/// Colours the action kinds in the tables of `text`, which is escaped
+/// already: the only escape sequences in the result are swamp's own, and
+/// only on the cells of an `action` column.
+fn color_kinds(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 256);
+    // The character column of the `action` header of the table being read.
+    let mut column: Option<usize> = None;
+    for line in text.split_inclusive('\n') {
+        let body = line.trim_end_matches('\n');
+        if body.trim().is_empty() {
+            column = None;
+        } else if column.is_none()
+            && body.starts_with(' ')
+            && !body.starts_with("  ")
+            && let Some(at) = body.find(" action ")
+        {
+            column = Some(body[..at].chars().count() + 1);
+            out.push_str(line);
+            continue;
+        }
+        let colored = column.and_then(|col| {
+            let start = body.char_indices().nth(col)?.0;
+            let word = body[start..].split(' ').next()?;
+            let color = kind_color(word)?;
+            let end = start + word.len();
+            Some(format!(
+                "{}{color}{word}{RESET}{}",
+                &body[..start],
+                &line[end..]
+            ))
+        });
+        match colored {
+            Some(c) => out.push_str(&c),
+            None => out.push_str(line),
         }
     }
-    out.push_str(&escape_controls(rest));
     out
 }
 
@@ -215,24 +235,14 @@ impl Grid {
         let mut t = table();
         style.apply(&mut t);
         t.set_header(self.header.to_vec());
-        let action_column = self.header.iter().position(|h| *h == "action");
         for row in self.rows {
             t.add_row(
                 row.into_iter()
                     .zip(self.right)
-                    .enumerate()
-                    .map(|(i, (text, right))| {
-                        let color = (style.color && Some(i) == action_column)
-                            .then(|| kind_color(&text))
-                            .flatten();
-                        let cell = match color {
-                            // A kind is one of swamp's own words: nothing
-                            // in it to escape.
-                            Some(color) => Cell::new(format!("{color}{text}{RESET}")),
-                            // Escaped before the table measures it: the
-                            // table takes escape sequences for styling.
-                            None => Cell::new(escape_controls(&text)),
-                        };
+                    .map(|(text, right)| {
+                        // Escaped before the table measures it (`\x1b` takes
+                        // four columns on the screen, not none).
+                        let cell = Cell::new(escape_controls(&text));
                         if *right {
                             cell.set_alignment(CellAlignment::Right)
                         } else {

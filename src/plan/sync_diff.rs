@@ -44,10 +44,20 @@ pub struct SyncInput<'a> {
     /// With `force`: cache files that are the only copy of their content
     /// may be deleted too.
     pub force_delete_local: bool,
-    /// Deletes swamp's own commands made on purpose (this clone's since
-    /// its last sync, and the other clones' records), by path and the
-    /// content deleted: the delete guards do not count them.
-    pub explained: &'a BTreeSet<(TierPath, Sha256)>,
+    /// Deletes swamp's own commands made on purpose: the delete guards
+    /// do not count them.
+    pub explained: &'a Explained,
+}
+
+/// Deletes swamp can explain, one set per side.
+#[derive(Debug, Default)]
+pub struct Explained {
+    /// Cache files this clone's commands deleted since its last sync, by
+    /// path and the content deleted.
+    pub in_cache: BTreeSet<(TierPath, Sha256)>,
+    /// Objects other clones' syncs deleted on purpose (their records), by
+    /// path and the object version deleted.
+    pub in_remote: BTreeSet<(TierPath, String)>,
 }
 
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -288,22 +298,27 @@ fn merge(input: &SyncInput<'_>) -> SyncDiff {
     }
 
     // Only deletes swamp cannot explain count against the guards: a
-    // `data gc` here or in another clone is work, not a wiped tree.
+    // `data gc` here or in another clone is work, not a wiped tree. A
+    // cache delete follows an object gone from the bucket; a remote delete,
+    // a file gone from the cache (and only of the very object the base
+    // recorded: `--conflict local` deleting a newer one is not explained).
     let unexplained_local = deletes_local
-        .iter()
-        .filter(|a| match a {
-            Action::DeleteLocal { path, sha256 } => !input.explained(path, sha256),
-            _ => true,
-        })
-        .count();
-    let unexplained_remote = deletes_remote
         .iter()
         .filter(
             |a| match a.path().and_then(|p| input.base.get(p).map(|b| (p, b))) {
-                Some((path, b)) => !input.explained(path, &b.sha256),
+                Some((path, b)) => !input.remote_gone_on_purpose(path, b),
                 None => true,
             },
         )
+        .count();
+    let unexplained_remote = deletes_remote
+        .iter()
+        .filter(|a| match (a, a.path().and_then(|p| input.base.get(p))) {
+            (Action::DeleteRemote { path, version }, Some(b)) => {
+                *version != b.version || !input.cache_gone_on_purpose(path, b)
+            }
+            _ => true,
+        })
         .count();
     let tripped = guards(input, unexplained_local, unexplained_remote);
     if !input.force {
@@ -676,19 +691,23 @@ fn only_copy_guard(only: &[TierPath]) -> Option<Conflict> {
     })
 }
 
-/// Delete guards, evaluated on the whole plan before anything runs.
 impl SyncInput<'_> {
-    /// Whether swamp deleted `path`, holding `sha256`, on purpose.
-    fn explained(&self, path: &TierPath, sha256: &Sha256) -> bool {
-        !self.explained.is_empty() && self.explained.contains(&(path.clone(), *sha256))
+    /// Whether this clone's commands deleted the base's file at `path`
+    /// from the cache on purpose.
+    fn cache_gone_on_purpose(&self, path: &TierPath, b: &BaseEntry) -> bool {
+        let set = &self.explained.in_cache;
+        !set.is_empty() && set.contains(&(path.clone(), b.sha256))
     }
 
-    /// Whether the base's file at `path` is gone from `side` on purpose.
-    fn gone_on_purpose(&self, path: &TierPath, b: &BaseEntry) -> bool {
-        self.explained(path, &b.sha256)
+    /// Whether another clone's sync deleted the base's object at `path`
+    /// from the bucket on purpose.
+    fn remote_gone_on_purpose(&self, path: &TierPath, b: &BaseEntry) -> bool {
+        let set = &self.explained.in_remote;
+        !set.is_empty() && set.contains(&(path.clone(), b.version.clone()))
     }
 }
 
+/// Delete guards, evaluated on the whole plan before anything runs.
 fn guards(input: &SyncInput<'_>, deletes_local: usize, deletes_remote: usize) -> Vec<Conflict> {
     let mut out = Vec::new();
     if input.base.is_empty() {
@@ -697,17 +716,24 @@ fn guards(input: &SyncInput<'_>, deletes_local: usize, deletes_remote: usize) ->
     let n_base = input.base.len();
     // An empty side whose every missing file was deleted on purpose is
     // work (a `data rm` of the last name), not a wiped tree.
-    let all_on_purpose = |side: &dyn Fn(&TierPath) -> bool| {
+    let cache_emptied_on_purpose = || {
         input
             .base
             .iter()
-            .filter(|(p, _)| !side(p))
-            .all(|(p, b)| input.gone_on_purpose(p, b))
+            .filter(|(p, _)| !input.local.contains_key(*p))
+            .all(|(p, b)| input.cache_gone_on_purpose(p, b))
+    };
+    let remote_emptied_on_purpose = || {
+        input
+            .base
+            .iter()
+            .filter(|(p, _)| !input.remote.contains_key(*p))
+            .all(|(p, b)| input.remote_gone_on_purpose(p, b))
     };
     if input.local.is_empty()
         && !input.remote.is_empty()
         && input.direction.pushes()
-        && !all_on_purpose(&|p| input.local.contains_key(p))
+        && !cache_emptied_on_purpose()
     {
         out.push(Conflict::DeleteGuard {
             guard: "empty-cache".into(),
@@ -720,7 +746,7 @@ fn guards(input: &SyncInput<'_>, deletes_local: usize, deletes_remote: usize) ->
     if input.remote.is_empty()
         && !input.local.is_empty()
         && input.direction.pulls()
-        && !all_on_purpose(&|p| input.remote.contains_key(p))
+        && !remote_emptied_on_purpose()
     {
         out.push(Conflict::DeleteGuard {
             guard: "empty-remote".into(),
@@ -752,7 +778,7 @@ fn guards(input: &SyncInput<'_>, deletes_local: usize, deletes_remote: usize) ->
             .iter()
             .filter(|(p, b)| match input.local.get(*p) {
                 Some(l) => l.sha256 != b.sha256,
-                None => !input.gone_on_purpose(p, b),
+                None => !input.cache_gone_on_purpose(p, b),
             })
             .count();
         let changed_remote = input
@@ -760,7 +786,7 @@ fn guards(input: &SyncInput<'_>, deletes_local: usize, deletes_remote: usize) ->
             .iter()
             .filter(|(p, b)| match input.remote.get(*p) {
                 Some(r) => !remote_unchanged(r, b),
-                None => !input.gone_on_purpose(p, b),
+                None => !input.remote_gone_on_purpose(p, b),
             })
             .count();
         for (side, changed) in [("cache", changed_local), ("remote", changed_remote)] {
@@ -794,12 +820,18 @@ mod tests {
         unhydrated: BTreeMap<TierPath, Unhydrated>,
         lazy: bool,
         other: Vec<Obstacle>,
-        explained: BTreeSet<(TierPath, Sha256)>,
+        explained: Explained,
     }
 
     impl World {
+        /// Deleted on purpose from the cache here, with content `sha`.
         fn explained(mut self, p: &str, sha: &str) -> Self {
-            self.explained.insert((tp(p), sha.into()));
+            self.explained.in_cache.insert((tp(p), sha.into()));
+            self
+        }
+        /// Deleted on purpose from the bucket by another clone, at `version`.
+        fn recorded(mut self, p: &str, version: &str) -> Self {
+            self.explained.in_remote.insert((tp(p), version.into()));
             self
         }
         fn other(mut self, p: &str, kind: ObstacleKind) -> Self {
@@ -1065,10 +1097,23 @@ mod tests {
             guards(&pulled, Both),
             ["empty-remote", "everything-changed"]
         );
+        // This clone's own deletes explain nothing in the bucket.
         let pulled = pulled
             .explained("data/m/1/raw", "a")
             .explained("data/m/2/raw", "b")
             .explained("data/m/3/raw", "c");
+        assert_eq!(
+            guards(&pulled, Both),
+            ["empty-remote", "everything-changed"]
+        );
+        // Records of the objects' very versions do; of other versions
+        // (the same content uploaded again since) do not.
+        let pulled = pulled
+            .recorded("data/m/1/raw", "e1")
+            .recorded("data/m/2/raw", "e2")
+            .recorded("data/m/3/raw", "e3-earlier");
+        assert_eq!(guards(&pulled, Both), ["empty-remote"]);
+        let pulled = pulled.recorded("data/m/3/raw", "e3");
         assert!(guards(&pulled, Both).is_empty());
     }
 
@@ -1429,7 +1474,7 @@ mod tests {
         let forced = sync_diff(&SyncInput {
             force: true,
             force_delete_local: false,
-            explained: &BTreeSet::new(),
+            explained: &Explained::default(),
             local: &w.local,
             local_other: &w.other,
             local_modified: &w.modified,
@@ -1461,7 +1506,7 @@ mod tests {
             sync_diff(&SyncInput {
                 force: true,
                 force_delete_local,
-                explained: &BTreeSet::new(),
+                explained: &Explained::default(),
                 local: &w.local,
                 local_other: &w.other,
                 local_modified: &w.modified,
@@ -1531,7 +1576,7 @@ mod tests {
             max_delete_percent: 40,
             force: false,
             force_delete_local: false,
-            explained: &BTreeSet::new(),
+            explained: &Explained::default(),
         });
         assert!(
             d.conflicts

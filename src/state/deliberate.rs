@@ -24,11 +24,14 @@ use crate::store::{Store, StoreError};
 /// synced for longer meets the guard instead (blocked, never losing data).
 pub const RECORD_DAYS: u64 = 30;
 
-/// One file a swamp command deleted on purpose, with the content it had.
+/// One file a swamp command deleted on purpose: the content it had, and
+/// the version of the object the sync deleted (which is what the other
+/// clones' sync bases recorded for it).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct DeletedFile {
     pub path: TierPath,
     pub sha256: Sha256,
+    pub version: String,
 }
 
 /// The body of a record object.
@@ -65,6 +68,7 @@ pub fn deleted_here(layout: &Layout, placement: &Placement) -> BTreeMap<TierPath
     let Ok(entries) = std::fs::read_dir(&dir) else {
         return out;
     };
+    let mut journals = Vec::new();
     for entry in entries.flatten() {
         let newer = entry
             .metadata()
@@ -78,16 +82,35 @@ pub fn deleted_here(layout: &Layout, placement: &Placement) -> BTreeMap<TierPath
             continue;
         }
         // An unreadable journal explains nothing (the guard stays).
-        let Ok(journal) = crate::undo::Journal::load(layout, id) else {
-            continue;
-        };
+        if let Ok(journal) = crate::undo::Journal::load(layout, id) {
+            journals.push(journal);
+        }
+    }
+    // In the order they ran: an undo that put a file back takes back the
+    // explanation of its delete (deleted again by hand, it is no work of
+    // swamp's).
+    journals.sort_by(|a, b| (a.seq, &a.id).cmp(&(b.seq, &b.id)));
+    for journal in journals {
         for e in journal.entries {
-            if e.op == crate::undo::Op::SetAside
-                && e.written.is_none()
-                && e.placement == *placement
-                && let Some(sha) = Sha256::parse(&e.sha256)
-            {
-                out.insert(e.path, sha);
+            if e.placement != *placement {
+                continue;
+            }
+            match e.op {
+                // Set aside indeed: a journal is written before its first
+                // step, so one cut short lists files never moved.
+                crate::undo::Op::SetAside
+                    if e.written.is_none()
+                        && (journal.finished
+                            || layout.trash_path(placement, &e.path, &journal.id).exists()) =>
+                {
+                    if let Some(sha) = Sha256::parse(&e.sha256) {
+                        out.insert(e.path, sha);
+                    }
+                }
+                crate::undo::Op::Restored => {
+                    out.remove(&e.path);
+                }
+                _ => {}
             }
         }
     }
@@ -139,4 +162,101 @@ pub fn new_record_key(placement: &Placement, now: SystemTime) -> String {
         Layout::remote_deletes_prefix(placement),
         &id[..12]
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{Config, DatastoreConfig};
+    use crate::undo::{Entry, Journal, Op};
+
+    fn entry(placement: &Placement, op: Op, path: &str, sha: char) -> Entry {
+        Entry {
+            op,
+            placement: placement.clone(),
+            path: TierPath::parse(path).unwrap(),
+            sha256: sha.to_string().repeat(64),
+            size: 1,
+            written: None,
+        }
+    }
+
+    #[test]
+    fn deletes_since_the_last_sync_explain_and_an_undo_takes_them_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("repo");
+        std::fs::create_dir_all(&root).unwrap();
+        let config = Config::new(uuid::Uuid::new_v4(), DatastoreConfig::Local, None);
+        let layout = Layout::new(&root, &config, &dir.path().join("home")).unwrap();
+        let placement = config.target();
+        let other = Placement {
+            datastore: DatastoreConfig::Local,
+            namespace: Some(crate::config::Namespace::parse("other").unwrap()),
+        };
+        // Never synced: nothing to explain.
+        assert!(deleted_here(&layout, &placement).is_empty());
+        let old = |path: &std::path::Path| {
+            std::fs::File::options()
+                .write(true)
+                .open(path)
+                .unwrap()
+                .set_modified(SystemTime::now() - Duration::from_secs(3600))
+                .unwrap();
+        };
+        // An apply before the last sync explains nothing any more.
+        let before = Journal::begin(
+            &layout,
+            "swamp data rm a",
+            "s".into(),
+            vec![entry(&placement, Op::SetAside, "data/a/1/raw", 'a')],
+        );
+        before.save(&layout).unwrap();
+        old(&layout.journal_path(&before.id));
+        let base = layout.sync_base_path(&placement);
+        std::fs::create_dir_all(base.parent().unwrap()).unwrap();
+        std::fs::write(&base, "{}").unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(&base)
+            .unwrap()
+            .set_modified(SystemTime::now() - Duration::from_secs(60))
+            .unwrap();
+        let mut rm = Journal::begin(
+            &layout,
+            "swamp data gc",
+            "s".into(),
+            vec![
+                entry(&placement, Op::SetAside, "data/m/1/raw", 'b'),
+                entry(&placement, Op::SetAside, "data/m/2/raw", 'c'),
+                entry(&other, Op::SetAside, "data/o/1/raw", 'd'),
+            ],
+        );
+        // Cut short before it moved anything: it explains nothing.
+        rm.save(&layout).unwrap();
+        assert!(deleted_here(&layout, &placement).is_empty());
+        rm.finished = true;
+        rm.save(&layout).unwrap();
+        let explained = deleted_here(&layout, &placement);
+        let sha = |c: char| Sha256::parse(&c.to_string().repeat(64)).unwrap();
+        assert_eq!(
+            explained.into_iter().collect::<Vec<_>>(),
+            [
+                (TierPath::parse("data/m/1/raw").unwrap(), sha('b')),
+                (TierPath::parse("data/m/2/raw").unwrap(), sha('c')),
+            ]
+        );
+        // `swamp undo` put one back: deleted again by hand, it counts.
+        let undo = Journal::begin(
+            &layout,
+            "swamp undo",
+            "s".into(),
+            vec![entry(&placement, Op::Restored, "data/m/1/raw", 'b')],
+        );
+        undo.save(&layout).unwrap();
+        let explained = deleted_here(&layout, &placement);
+        assert_eq!(
+            explained.into_keys().collect::<Vec<_>>(),
+            [TierPath::parse("data/m/2/raw").unwrap()]
+        );
+    }
 }

@@ -93,6 +93,7 @@ pub fn every_action() -> Vec<swamp::plan::Action> {
             files: vec![swamp::state::deliberate::DeletedFile {
                 path: tp("data/m/1/raw"),
                 sha256: sha('3'),
+                version: "9".into(),
             }],
             prune: vec![swamp::plan::RemoteObjectRef {
                 key: "repos/homelab/.swamp/deletes/000001764000000000-0123456789ab.json".into(),
