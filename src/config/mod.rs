@@ -193,6 +193,12 @@ impl DatastoreConfig {
             DatastoreConfig::S3 { .. } | DatastoreConfig::Gcs { .. }
         )
     }
+
+    /// The largest object the datastore holds (S3 and GCS: 5 TiB), if it
+    /// has a limit.
+    pub fn max_object_size(&self) -> Option<u64> {
+        self.is_remote().then_some(5 << 40)
+    }
 }
 
 impl fmt::Display for DatastoreConfig {

@@ -401,6 +401,14 @@ pub enum Conflict {
         other: Option<String>,
         why: String,
     },
+    /// A cache file larger than the remote can hold as one object (5 TiB
+    /// on S3 and GCS): never uploaded; the rest of the plan is blocked
+    /// until it is moved out of the datastore or split.
+    TooLarge {
+        path: TierPath,
+        size: u64,
+        limit: u64,
+    },
     /// Cache and remote both changed the file since the last sync.
     BothChanged {
         path: TierPath,
@@ -456,6 +464,7 @@ impl Conflict {
             Conflict::NotAFile { .. } => "not-a-file",
             Conflict::ReservedPath { .. } => "reserved-path",
             Conflict::Unholdable { .. } => "unholdable",
+            Conflict::TooLarge { .. } => "too-large",
             Conflict::Unsupported { .. } => "unsupported",
             Conflict::BothChanged { .. } => "both-changed",
             Conflict::DeletedAndChanged { .. } => "deleted-and-changed",

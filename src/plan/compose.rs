@@ -207,6 +207,21 @@ fn add_remote(scope: Scope, observed: &Observed, options: &Options, plan: &mut P
             sync_actions.push(Action::RecordDeletes { files, prune });
         }
         sync_conflicts = diff.conflicts;
+        // What the remote cannot hold is said now, not found out by a
+        // failed upload in the middle of the apply.
+        if let Some(limit) = plan.target.datastore.max_object_size() {
+            sync_actions.retain(|a| match a {
+                Action::Upload { path, size, .. } if *size > limit => {
+                    sync_conflicts.push(Conflict::TooLarge {
+                        path: path.clone(),
+                        size: *size,
+                        limit,
+                    });
+                    false
+                }
+                _ => true,
+            });
+        }
         resolved = diff.resolved;
     }
 
@@ -482,6 +497,36 @@ mod tests {
             !kinds(&plan).contains(&"publish-sentinel"),
             "{:?}",
             kinds(&plan)
+        );
+    }
+
+    /// Issue 12: a file the remote cannot hold (over 5 TiB on S3 and GCS)
+    /// is a conflict at plan time, not an upload that fails mid-apply.
+    #[test]
+    fn a_file_larger_than_the_remote_holds_is_a_conflict_before_apply() {
+        let target = s3(None);
+        let mut here = placement(target.clone(), &[("files/small", "a")]);
+        here.files.insert(
+            tp("files/disk.img"),
+            FileState {
+                size: (5 << 40) + 1,
+                sha256: "b".into(),
+            },
+        );
+        let observed = Observed {
+            placements: vec![here],
+            remote: Some(snapshot("swamp/", &[], &[])),
+            ..Observed::default()
+        };
+        let plan = compose(&desired(Scope::Push, target, vec![]), &observed, &options());
+        assert_eq!(kinds(&plan), ["upload"]);
+        assert_eq!(
+            plan.conflicts,
+            [Conflict::TooLarge {
+                path: tp("files/disk.img"),
+                size: (5 << 40) + 1,
+                limit: 5 << 40,
+            }]
         );
     }
 

@@ -859,6 +859,18 @@ fn render_conflict(out: &mut String, c: &Conflict, plan: &Plan, repo: &Path, tar
                 "      nothing is downloaded while it stands; fix: rename or remove one of them in the bucket, then plan again"
             );
         }
+        Conflict::TooLarge { path, size, limit } => {
+            let _ = writeln!(
+                out,
+                "  ✗ {path}: {} is larger than the remote holds as one object ({}); it is never uploaded",
+                human_bytes(*size),
+                human_bytes(*limit)
+            );
+            let _ = writeln!(
+                out,
+                "      fix: move it out of the datastore (or add it to `exclude` in .swamp.toml), or split it, then plan again"
+            );
+        }
         Conflict::BothChanged {
             path,
             local_sha256,

@@ -259,6 +259,11 @@ pub fn every_conflict() -> Vec<swamp::plan::Conflict> {
         Conflict::ReservedPath {
             key: "swamp/alpha/data/_catalog.db".into(),
         },
+        Conflict::TooLarge {
+            path: tp("files/disk.img"),
+            size: 6 << 40,
+            limit: 5 << 40,
+        },
         Conflict::Unholdable {
             key: "swamp/alpha/data/m/x".into(),
             other: Some("swamp/alpha/data/m/x/1/raw".into()),
