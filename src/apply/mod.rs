@@ -535,6 +535,12 @@ pub fn apply(
             completed: report.completed,
         });
     }
+    // Every delete of this clone's made before this push has reached the
+    // bucket: from now on they explain nothing (`state::deliberate`).
+    if plan.remote.is_some() && plan.scope.direction().is_some_and(|d| d.pushes()) {
+        let marker = layout.deletes_pushed_path(&plan.target.placement());
+        let _ = crate::fsutil::atomic_write(&marker, crate::clock::now_rfc3339().as_bytes());
+    }
     Ok(report)
 }
 

@@ -414,6 +414,16 @@ impl Layout {
             .join(format!("sync-base-{}.json", &id[..16]))
     }
 
+    /// Touched when a sync that pushes to `placement` has finished: the
+    /// deletes this clone's commands made before it reached the bucket,
+    /// so only later ones still explain a remote delete (see
+    /// `state::deliberate`). A pull in between changes nothing of that.
+    pub fn deletes_pushed_path(&self, placement: &Placement) -> PathBuf {
+        let id = crate::fsutil::sha256_bytes(Layout::remote_url(placement).as_bytes());
+        self.state_dir()
+            .join(format!("deletes-pushed-{}", &id[..16]))
+    }
+
     /// A throwaway object `swamp doctor` writes to probe conditional
     /// writes: `<prefix>/<ns>/.swamp/doctor-canary-<token>`.
     pub fn doctor_canary_key(placement: &Placement, token: &str) -> String {

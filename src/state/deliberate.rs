@@ -55,15 +55,18 @@ pub struct DeleteRecord {
     pub expired: bool,
 }
 
-/// What this clone's own commands deleted from `placement` since its last
-/// sync with it (the undo journals written after the sync base).
+/// What this clone's own commands deleted from `placement` since its
+/// last sync that pushed to it (the undo journals written after it; all of
+/// them if it never pushed).
 pub fn deleted_here(layout: &Layout, placement: &Placement) -> BTreeMap<TierPath, Sha256> {
     let mut out = BTreeMap::new();
-    let Ok(synced) = std::fs::metadata(layout.sync_base_path(placement)).and_then(|m| m.modified())
-    else {
+    if !layout.sync_base_path(placement).exists() {
         // Never synced: nothing is deleted by a sync anyway.
         return out;
-    };
+    }
+    let synced = std::fs::metadata(layout.deletes_pushed_path(placement))
+        .and_then(|m| m.modified())
+        .unwrap_or(std::time::UNIX_EPOCH);
     let dir = layout.trash_dir();
     let Ok(entries) = std::fs::read_dir(&dir) else {
         return out;
@@ -204,23 +207,30 @@ mod tests {
                 .unwrap();
         };
         // An apply before the last sync explains nothing any more.
-        let before = Journal::begin(
+        let mut before = Journal::begin(
             &layout,
             "swamp data rm a",
             "s".into(),
             vec![entry(&placement, Op::SetAside, "data/a/1/raw", 'a')],
         );
+        before.finished = true;
         before.save(&layout).unwrap();
         old(&layout.journal_path(&before.id));
         let base = layout.sync_base_path(&placement);
         std::fs::create_dir_all(base.parent().unwrap()).unwrap();
         std::fs::write(&base, "{}").unwrap();
+        // Synced, never pushed: every journal explains.
+        assert_eq!(deleted_here(&layout, &placement).len(), 1);
+        // Pushed since: only later ones do (a pull since changes nothing).
+        let pushed = layout.deletes_pushed_path(&placement);
+        std::fs::write(&pushed, "t").unwrap();
         std::fs::File::options()
             .write(true)
-            .open(&base)
+            .open(&pushed)
             .unwrap()
             .set_modified(SystemTime::now() - Duration::from_secs(60))
             .unwrap();
+        assert!(deleted_here(&layout, &placement).is_empty());
         let mut rm = Journal::begin(
             &layout,
             "swamp data gc",
