@@ -126,7 +126,7 @@ pub enum Outcome {
 }
 
 impl Outcome {
-    fn exit_code(self) -> u8 {
+    pub(crate) fn exit_code(self) -> u8 {
         match self {
             Outcome::Success => 0,
             Outcome::Changes => 2,

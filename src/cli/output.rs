@@ -13,6 +13,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 static STDOUT_CLOSED: AtomicBool = AtomicBool::new(false);
 static FINISH_WHEN_CLOSED: AtomicBool = AtomicBool::new(false);
+/// The exit code a read ends with when its reader goes away.
+static CLOSED_EXIT: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
 
 /// Prints to stdout; see the module doc for a closed stdout.
 macro_rules! out {
@@ -41,6 +43,14 @@ pub(crate) use {errln, out, outln};
 /// changes things, and finishes (or stops at an action boundary) on its own.
 pub fn finish_when_closed() {
     FINISH_WHEN_CLOSED.store(true, Ordering::SeqCst);
+}
+
+/// A read whose outcome is known before it prints (`plan
+/// --detailed-exitcode`: changes, 2; conflicts, 3) ends with that code if
+/// its reader goes away, not 0: a script piping it through `head` under
+/// `pipefail` still learns the outcome.
+pub fn exit_when_closed(code: u8) {
+    CLOSED_EXIT.store(code, Ordering::SeqCst);
 }
 
 #[doc(hidden)]
@@ -73,7 +83,11 @@ fn stdout_failed(e: std::io::Error) {
         // Only a reader: nothing is half done. The locks it took are
         // released as on Ctrl-C.
         crate::lock::release_all();
-        std::process::exit(if broken_pipe { 0 } else { 1 });
+        std::process::exit(if broken_pipe {
+            i32::from(CLOSED_EXIT.load(Ordering::SeqCst))
+        } else {
+            1
+        });
     }
 }
 

@@ -52,6 +52,9 @@ fn plan_into_a_closed_pipe_exits_quietly_instead_of_panicking() {
         assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
         assert!(!stderr.contains("Broken pipe"), "{args:?}: {stderr}");
     }
+    // The outcome a script asked for still comes through (exit 2: changes).
+    let (code, stderr) = run_with_closed_stdout(&repo, &["plan", "--detailed-exitcode"]);
+    assert_eq!(code, Some(2), "stderr: {stderr}");
 }
 
 #[test]

@@ -36,11 +36,13 @@ pub fn plan(
         Some(l) => l.finish(planned.map_err(CliError::from))?,
         None => planned?,
     };
+    let outcome = plan_outcome(&planned.plan, detailed_exitcode);
+    crate::cli::output::exit_when_closed(outcome.exit_code());
     if out.is_none() && !ctx.json {
         // Only shown: no fingerprint (a hash of the whole observation,
         // tens of megabytes of JSON at 100,000 files) is needed.
         out!("{}", ctx.render_plan(&planned.plan, &repo.root));
-        return Ok(plan_outcome(&planned.plan, detailed_exitcode));
+        return Ok(outcome);
     }
     let mut saved = planned.into_saved(&repo.config);
     if let Some(out) = out {
