@@ -129,25 +129,37 @@ pub async fn read_records(
     records: &mut Vec<DeleteRecord>,
     now: SystemTime,
 ) -> Result<(), StoreError> {
-    let mut read = Vec::with_capacity(records.len());
-    for mut record in std::mem::take(records) {
-        let bytes = match store.get_bytes(&record.key).await {
-            Ok((meta, bytes)) => {
-                record.version = meta.version;
-                bytes
-            }
-            Err(StoreError::NotFound { .. }) => continue,
-            Err(e) => return Err(e),
-        };
-        let Ok(body) = serde_json::from_slice::<RecordBody>(&bytes) else {
-            continue;
-        };
-        record.expired = humantime::parse_rfc3339(&body.at).is_ok_and(|at| {
-            now.duration_since(at)
-                .is_ok_and(|age| age > Duration::from_secs(RECORD_DAYS * 86_400))
-        });
-        record.files = body.files;
-        read.push(record);
+    use futures_util::StreamExt;
+    // A few at once: a busy namespace may hold a record per sync of a
+    // month.
+    let fetched: Vec<Result<Option<DeleteRecord>, StoreError>> =
+        futures_util::stream::iter(std::mem::take(records).into_iter().map(
+            |mut record| async move {
+                let bytes = match store.get_bytes(&record.key).await {
+                    Ok((meta, bytes)) => {
+                        record.version = meta.version;
+                        bytes
+                    }
+                    Err(StoreError::NotFound { .. }) => return Ok(None),
+                    Err(e) => return Err(e),
+                };
+                let Ok(body) = serde_json::from_slice::<RecordBody>(&bytes) else {
+                    return Ok(None);
+                };
+                record.expired = humantime::parse_rfc3339(&body.at).is_ok_and(|at| {
+                    now.duration_since(at)
+                        .is_ok_and(|age| age > Duration::from_secs(RECORD_DAYS * 86_400))
+                });
+                record.files = body.files;
+                Ok(Some(record))
+            },
+        ))
+        .buffer_unordered(8)
+        .collect()
+        .await;
+    let mut read = Vec::with_capacity(fetched.len());
+    for record in fetched {
+        read.extend(record?);
     }
     read.sort_by(|a, b| a.key.cmp(&b.key));
     *records = read;
