@@ -656,6 +656,75 @@ impl SyncArgs {
 mod tests {
     use clap::CommandFactory;
 
+    use super::{ColorWhen, Command, color_choice, parse, wants_json};
+
+    fn args(line: &str) -> Vec<std::ffi::OsString> {
+        line.split(' ').map(Into::into).collect()
+    }
+
+    #[test]
+    fn colour_and_json_are_read_before_clap_and_stop_at_a_double_dash() {
+        // NO_COLOR is not set by the test harness; these do not read it.
+        assert_eq!(
+            color_choice(&args("swamp --no-color plan")),
+            ColorWhen::Never
+        );
+        assert_eq!(
+            color_choice(&args("swamp plan --color always")),
+            ColorWhen::Always
+        );
+        assert_eq!(
+            color_choice(&args("swamp --color=never plan")),
+            ColorWhen::Never
+        );
+        assert_eq!(
+            color_choice(&args("swamp data put x -- --no-color")),
+            if std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()) {
+                ColorWhen::Never
+            } else {
+                ColorWhen::Auto
+            }
+        );
+        assert!(wants_json(&args("swamp plan --json")));
+        assert!(!wants_json(&args("swamp data put x -- --json")));
+        assert!(!wants_json(&args("swamp plan")));
+    }
+
+    #[test]
+    fn only_commands_that_change_nothing_may_end_at_a_closed_stdout() {
+        let reads = [
+            "swamp plan",
+            "swamp status",
+            "swamp show f",
+            "swamp data list",
+            "swamp data gc --dry-run",
+            "swamp doctor datastores",
+            "swamp completions bash",
+            "swamp man",
+        ];
+        for line in reads {
+            let cli = parse(&args(line), ColorWhen::Never).unwrap();
+            assert!(cli.command.only_reads(), "{line}");
+        }
+        let writes = [
+            "swamp plan -o f",
+            "swamp apply -y",
+            "swamp undo",
+            "swamp undo x -o f",
+            "swamp data gc",
+            "swamp doctor datastores --repair -y",
+            "swamp man --out-dir d",
+            "swamp datastore sync --pull",
+        ];
+        for line in writes {
+            let cli = parse(&args(line), ColorWhen::Never).unwrap();
+            assert!(!cli.command.only_reads(), "{line}");
+        }
+        let cli = parse(&args("swamp datastore setup s3://b/p -y"), ColorWhen::Never).unwrap();
+        assert!(matches!(cli.command, Command::Datastore { .. }));
+        assert_eq!(cli.command.datastore_spec(), Some("s3://b/p"));
+    }
+
     /// Every argument says what it is for, and every command that does
     /// something shows examples: `--help` is the first manual people read.
     #[test]
