@@ -6,12 +6,11 @@
 //! `MetadataDirective`, so the source's sha256 metadata is set on it; the
 //! result is checked by HEAD (its size and sha256 are the source's).
 
-use aws_sdk_s3::types::{CompletedMultipartUpload, CompletedPart};
 use futures_util::StreamExt;
 
-use super::{S3Store, encode_key, quote_etag, strip_etag};
+use super::{S3Store, encode_key, quote_etag};
 use crate::store::retry::with_retry;
-use crate::store::{ObjectMeta, Precondition, SHA256_METADATA, Store as _, StoreError};
+use crate::store::{ObjectMeta, Precondition, Store as _, StoreError};
 
 /// CopyObject copies objects up to this size (AWS's limit); larger ones
 /// are copied in parts.
@@ -43,39 +42,11 @@ impl S3Store {
         to: &str,
         pre: &Precondition,
     ) -> Result<ObjectMeta, StoreError> {
-        let client = self.client().await?;
-        let created = with_retry(&self.options.retry, |_| {
-            let mut req = client
-                .create_multipart_upload()
-                .bucket(&self.bucket)
-                .key(to);
-            if let Some(sha) = &src.sha256 {
-                req = req.metadata(SHA256_METADATA, sha);
-            }
-            async move { req.send().await.map_err(|e| self.map_err(e, Some(to))) }
+        self.in_upload(to, src.sha256.as_deref(), |upload_id| async move {
+            self.copy_parts_and_complete(from, src, to, pre, &upload_id)
+                .await
         })
-        .await?;
-        let upload_id = created
-            .upload_id()
-            .ok_or_else(|| {
-                StoreError::other(format!("{}: no upload id for `{to}`", self.describe()))
-            })?
-            .to_string();
-        let result = self
-            .copy_parts_and_complete(from, src, to, pre, &upload_id)
-            .await;
-        if result.is_err() {
-            // Best effort, as for uploads: parts left behind cost storage,
-            // never data.
-            let _ = client
-                .abort_multipart_upload()
-                .bucket(&self.bucket)
-                .key(to)
-                .upload_id(&upload_id)
-                .send()
-                .await;
-        }
-        result
+        .await
     }
 
     async fn copy_parts_and_complete(
@@ -133,48 +104,12 @@ impl S3Store {
             .into_iter()
             .collect::<Result<_, _>>()?;
         parts.sort_by_key(|p| p.0);
-        let completed = CompletedMultipartUpload::builder()
-            .set_parts(Some(
-                parts
-                    .iter()
-                    .map(|(n, etag)| CompletedPart::builder().part_number(*n).e_tag(etag).build())
-                    .collect(),
-            ))
-            .build();
         let is_copy = |m: &ObjectMeta| m.size == src.size && m.sha256 == src.sha256;
-        let version = with_retry(&self.options.retry, |attempt| {
-            let mut req = client
-                .complete_multipart_upload()
-                .bucket(&self.bucket)
-                .key(to)
-                .upload_id(upload_id)
-                .multipart_upload(completed.clone());
-            req = match pre {
-                Precondition::None => req,
-                Precondition::CreateOnly => req.if_none_match("*"),
-                Precondition::Matches(v) => req.if_match(quote_etag(v)),
-            };
-            async move {
-                match req.send().await {
-                    Ok(out) => Ok(strip_etag(out.e_tag())),
-                    Err(e) => match self.map_err(e, Some(to)) {
-                        // A retry after a lost answer: the first complete
-                        // made the copy (the upload id is spent).
-                        e if attempt > 1 => match self.head(to).await? {
-                            Some(m) if src.sha256.is_some() && is_copy(&m) => Ok(m.version),
-                            _ => Err(e),
-                        },
-                        StoreError::NotFound { key, .. }
-                            if matches!(pre, Precondition::Matches(_)) =>
-                        {
-                            Err(StoreError::PreconditionFailed { key })
-                        }
-                        e => Err(e),
-                    },
-                }
-            }
-        })
-        .await?;
+        // After a lost answer: the copy, if its sha256 can show it.
+        let ours = |m: &ObjectMeta| src.sha256.is_some() && is_copy(m);
+        let version = self
+            .complete_upload(to, upload_id, &parts, pre, &ours)
+            .await?;
         // What the copy holds is checked; never deleted (under If-Match
         // what it replaced is gone already).
         match self.head(to).await? {

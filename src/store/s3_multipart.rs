@@ -82,13 +82,36 @@ impl S3Store {
         sha256: &str,
         pre: &Precondition,
     ) -> Result<ObjectMeta, StoreError> {
+        self.in_upload(key, Some(sha256), |upload_id| async move {
+            self.send_parts_and_complete(key, src, size, sha256, pre, &upload_id)
+                .await
+        })
+        .await
+    }
+
+    /// Creates a multipart upload of `key` (with `sha256` metadata when
+    /// known), runs `body` with its upload id, and aborts the upload when
+    /// `body` fails. Best effort: an upload left behind costs storage
+    /// until the bucket's lifecycle rule (if any) clears it, never data.
+    pub(super) async fn in_upload<T, F, Fut>(
+        &self,
+        key: &str,
+        sha256: Option<&str>,
+        body: F,
+    ) -> Result<T, StoreError>
+    where
+        F: FnOnce(String) -> Fut,
+        Fut: std::future::Future<Output = Result<T, StoreError>>,
+    {
         let client = self.client().await?;
         let created = with_retry(&self.options.retry, |_| {
-            let req = client
+            let mut req = client
                 .create_multipart_upload()
                 .bucket(&self.bucket)
-                .key(key)
-                .metadata(SHA256_METADATA, sha256);
+                .key(key);
+            if let Some(sha) = sha256 {
+                req = req.metadata(SHA256_METADATA, sha);
+            }
             async move { req.send().await.map_err(|e| self.map_err(e, Some(key))) }
         })
         .await?;
@@ -98,12 +121,8 @@ impl S3Store {
                 StoreError::other(format!("{}: no upload id for `{key}`", self.describe()))
             })?
             .to_string();
-        let result = self
-            .send_parts_and_complete(key, src, size, sha256, pre, &upload_id)
-            .await;
+        let result = body(upload_id.clone()).await;
         if result.is_err() {
-            // Best effort: an upload left behind costs storage until the
-            // bucket's lifecycle rule (if any) clears it, never data.
             let _ = client
                 .abort_multipart_upload()
                 .bucket(&self.bucket)
@@ -115,6 +134,60 @@ impl S3Store {
         result
     }
 
+    /// Completes the upload from `parts` (number and ETag, in order) only
+    /// under `pre`, returning the object's version. A retry whose first
+    /// answer was lost meets an object the first complete made (the upload
+    /// id is spent): it is taken as done when `ours` recognises its HEAD.
+    pub(super) async fn complete_upload(
+        &self,
+        key: &str,
+        upload_id: &str,
+        parts: &[(i32, String)],
+        pre: &Precondition,
+        ours: &(dyn Fn(&ObjectMeta) -> bool + Sync),
+    ) -> Result<String, StoreError> {
+        let client = self.client().await?;
+        let completed = CompletedMultipartUpload::builder()
+            .set_parts(Some(
+                parts
+                    .iter()
+                    .map(|(n, etag)| CompletedPart::builder().part_number(*n).e_tag(etag).build())
+                    .collect(),
+            ))
+            .build();
+        with_retry(&self.options.retry, |attempt| {
+            let mut req = client
+                .complete_multipart_upload()
+                .bucket(&self.bucket)
+                .key(key)
+                .upload_id(upload_id)
+                .multipart_upload(completed.clone());
+            req = match pre {
+                Precondition::None => req,
+                Precondition::CreateOnly => req.if_none_match("*"),
+                Precondition::Matches(v) => req.if_match(quote_etag(v)),
+            };
+            async move {
+                match req.send().await {
+                    Ok(out) => Ok(strip_etag(out.e_tag())),
+                    Err(e) => match self.map_err(e, Some(key)) {
+                        e if attempt > 1 => match self.head(key).await? {
+                            Some(m) if ours(&m) => Ok(m.version),
+                            _ => Err(e),
+                        },
+                        StoreError::NotFound { key, .. }
+                            if matches!(pre, Precondition::Matches(_)) =>
+                        {
+                            Err(StoreError::PreconditionFailed { key })
+                        }
+                        e => Err(e),
+                    },
+                }
+            }
+        })
+        .await
+    }
+
     async fn send_parts_and_complete(
         &self,
         key: &str,
@@ -124,7 +197,6 @@ impl S3Store {
         pre: &Precondition,
         upload_id: &str,
     ) -> Result<ObjectMeta, StoreError> {
-        let client = self.client().await?;
         let part_size = part_size(size);
         let mut reader = Some(PartReader::open(src, size, part_size)?);
         let mut in_flight = futures_util::stream::FuturesUnordered::new();
@@ -178,55 +250,13 @@ impl S3Store {
             .collect();
         let expected =
             composite_etag(&part_etags.unwrap_or_else(|| done.iter().map(|d| d.2).collect()));
-        let completed = CompletedMultipartUpload::builder()
-            .set_parts(Some(
-                done.iter()
-                    .map(|(n, etag, _)| {
-                        CompletedPart::builder().part_number(*n).e_tag(etag).build()
-                    })
-                    .collect(),
-            ))
-            .build();
-        let finished = with_retry(&self.options.retry, |attempt| {
-            let mut req = client
-                .complete_multipart_upload()
-                .bucket(&self.bucket)
-                .key(key)
-                .upload_id(upload_id)
-                .multipart_upload(completed.clone());
-            req = match pre {
-                Precondition::None => req,
-                Precondition::CreateOnly => req.if_none_match("*"),
-                Precondition::Matches(v) => req.if_match(quote_etag(v)),
-            };
-            let expected = &expected;
-            async move {
-                match req.send().await {
-                    Ok(out) => Ok(strip_etag(out.e_tag())),
-                    Err(e) => match self.map_err(e, Some(key)) {
-                        // A retry after an answer that was lost: the first
-                        // complete made the object (ours if it carries our
-                        // parts and sha256), and the upload id is spent.
-                        e if attempt > 1 => match self.head(key).await? {
-                            Some(m)
-                                if m.version == *expected
-                                    && m.sha256.as_deref() == Some(sha256) =>
-                            {
-                                Ok(m.version)
-                            }
-                            _ => Err(e),
-                        },
-                        StoreError::NotFound { key, .. }
-                            if matches!(pre, Precondition::Matches(_)) =>
-                        {
-                            Err(StoreError::PreconditionFailed { key })
-                        }
-                        e => Err(e),
-                    },
-                }
-            }
-        })
-        .await?;
+        let parts: Vec<(i32, String)> =
+            done.iter().map(|(n, etag, _)| (*n, etag.clone())).collect();
+        // Ours if it carries our parts and sha256.
+        let ours = |m: &ObjectMeta| m.version == expected && m.sha256.as_deref() == Some(sha256);
+        let finished = self
+            .complete_upload(key, upload_id, &parts, pre, &ours)
+            .await?;
         if finished != expected {
             // Not the ETag S3's rule gives (an encrypting server's own):
             // what it holds must still be our size and sha256. Never
