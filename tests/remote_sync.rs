@@ -371,7 +371,16 @@ fn setting_a_namespace_re_keys_remote_objects(backend: Backend) {
         "-y",
     ])
     .expect(0);
-    let keys: Vec<String> = bucket.contents().into_keys().collect();
+    let (notes, keys): (Vec<String>, Vec<String>) = bucket
+        .contents()
+        .into_keys()
+        .partition(|k| k.contains("/.swamp/clones/"));
+    // The old prefix's notes went with it; the new namespace has A's.
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert!(
+        notes[0].starts_with("swamp/homelab/.swamp/clones/"),
+        "{notes:?}"
+    );
     // The new namespace holds the id its sync base is bound to, written
     // before the move was planned.
     assert_eq!(
@@ -474,7 +483,14 @@ fn a_lazy_clone_fetches_on_first_read_and_never_deletes_what_it_did_not_fetch(ba
     a.put("m/y", "why\n");
     a.write_cache("team/outputs/report.md", "# report\n");
     a.run(&["datastore", "sync", "--push", "-y"]).expect(0);
-    let pushed = bucket.contents();
+    // The clones' notes of their sync progress aside (B writes its own on
+    // its first pull).
+    let objects = || {
+        let mut all = bucket.contents();
+        all.retain(|k, _| !k.contains("/.swamp/clones/"));
+        all
+    };
+    let pushed = objects();
 
     let b = lazy_clone_of(&a);
     assert!(
@@ -491,7 +507,7 @@ fn a_lazy_clone_fetches_on_first_read_and_never_deletes_what_it_did_not_fetch(ba
     );
     // Both ways: the files it lacks are no deletes to push.
     b.run(&["datastore", "sync", "-y"]).expect(0);
-    assert_eq!(bucket.contents(), pushed, "the bucket is untouched");
+    assert_eq!(objects(), pushed, "the bucket is untouched");
 
     // Reads see every version, and fetch the one they read.
     let list = b.json(&["--json", "data", "list"], 0);
@@ -773,6 +789,63 @@ fn a_peers_gc_reaches_other_clones_but_a_bucket_emptied_behind_swamps_back_still
     );
 }
 
+/// A delete record is kept until every other clone's sync base has
+/// passed it, then removed by the last clone to pass it (issue 13: records
+/// were pruned by age alone). Each clone notes how far it has got in a key
+/// of its own under `.swamp/clones/`, written only when it advances, so a
+/// converged sync stays one listing.
+fn a_delete_record_stays_until_every_other_clone_has_passed_it(backend: Backend) {
+    let bucket = Bucket::new(backend);
+    let a = Repo::init(&bucket, Some("ns"));
+    for v in 1..=4 {
+        a.put("m/x", &format!("x{v}\n"));
+    }
+    a.put("m/y", "y\n");
+    a.run(&["datastore", "sync", "-y"]).expect(0);
+    let b = a.clone_elsewhere();
+    b.run(&["datastore", "sync", "-y"]).expect(0);
+    let c = a.clone_elsewhere();
+    c.run(&["datastore", "sync", "-y"]).expect(0);
+    let keys = |under: &str| -> Vec<String> {
+        bucket
+            .contents()
+            .into_keys()
+            .filter(|k| k.starts_with(&format!("swamp/ns/.swamp/{under}/")))
+            .collect()
+    };
+    let clones = |keys: Vec<String>| -> std::collections::BTreeSet<String> {
+        keys.iter()
+            .map(|k| k.split('/').nth(4).unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(clones(keys("clones")).len(), 3, "{:?}", keys("clones"));
+
+    a.run(&["data", "gc", "--keep", "1"]).expect(0);
+    a.run(&["datastore", "sync", "-y"]).expect(0);
+    assert_eq!(keys("deletes").len(), 1, "recorded");
+
+    // B has passed it, C has not yet: it stays.
+    b.run(&["datastore", "sync", "-y"]).expect(0);
+    assert_eq!(keys("deletes").len(), 1, "C still needs it");
+    let quiet = b.run(&["plan", "--detailed-exitcode"]);
+    quiet.expect(0);
+
+    // C passes it last, without --force, and removes it.
+    let run = c.run(&["datastore", "sync", "-y"]);
+    run.expect(0);
+    assert!(run.stdout.contains("note-progress"), "{}", run.stdout);
+    let c_data: Vec<String> = files(&c.cache().join("ns/data")).into_keys().collect();
+    assert_eq!(c_data, ["m/x/4/raw", "m/y/1/raw"], "{}", run.stdout);
+    assert!(keys("deletes").is_empty(), "{:?}", keys("deletes"));
+    // One note per clone, however often each advanced.
+    let notes = keys("clones");
+    assert_eq!(notes.len(), 3, "{notes:?}");
+    assert_eq!(clones(notes).len(), 3);
+    for clone in [&a, &b, &c] {
+        clone.run(&["plan", "--detailed-exitcode"]).expect(0);
+    }
+}
+
 /// An object over CopyObject's limit (5 GiB on AWS; SeaweedFS has none,
 /// so the proxy answers as AWS does) is still set aside before a delete,
 /// and restored by `undo`: copied in parts (UploadPartCopy, each pinned to
@@ -846,6 +919,7 @@ fn an_object_too_large_to_copy_in_one_request_is_trashed_and_restored_in_parts()
 
 on_every_backend!(
     a_peers_gc_reaches_other_clones_but_a_bucket_emptied_behind_swamps_back_still_trips_the_guard,
+    a_delete_record_stays_until_every_other_clone_has_passed_it,
     two_clones_storing_a_version_at_once_keep_both_versions,
     namespace_scoped_pull_writes_only_under_the_namespace,
     a_peer_deletion_propagates_and_is_not_resurrected,

@@ -1040,7 +1040,12 @@ fn sync_plan_json_matches_the_schema(backend: Backend) {
         }
     }
     assert_eq!(doc["summary"]["upload"], 2);
-    assert_eq!(doc["summary"]["requests"]["put"], 2);
+    assert_eq!(
+        doc["summary"]["note_progress"], 1,
+        "a first sync notes the clone"
+    );
+    // The two uploads and the clone's first note.
+    assert_eq!(doc["summary"]["requests"]["put"], 3);
     a.run_ok(&["datastore", "sync", "-y"]);
     let synced = a.json(&["plan", "--json"], 0);
     assert_valid(&v, &synced, "a converged sync plan");

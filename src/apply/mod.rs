@@ -482,12 +482,48 @@ pub fn apply(
                         .map_err(|e| stopped(e.to_string(), &report))?;
                 }
             }
-            Action::RecordDeletes { files, prune } => {
+            Action::RecordDeletes {
+                files,
+                after,
+                prune,
+            } => {
                 let (Some(rt), Some(target)) = (rt.as_ref(), remote) else {
                     return Err(stopped("a sync action needs the remote".into(), &report));
                 };
-                rt.block_on(remote::record_deletes(target, files, prune))
+                let me = crate::state::deliberate::clone_id(layout)
                     .map_err(|e| stopped(e.to_string(), &report))?;
+                rt.block_on(remote::record_deletes(
+                    target,
+                    &me,
+                    files,
+                    after.as_deref(),
+                    prune,
+                ))
+                .map_err(|e| stopped(e.to_string(), &report))?;
+            }
+            Action::NoteProgress {
+                passed,
+                check,
+                replaces,
+                prune,
+            } => {
+                let (Some(rt), Some(target), Some((base, _))) =
+                    (rt.as_ref(), remote, base.as_ref())
+                else {
+                    return Err(stopped("a sync action needs the remote".into(), &report));
+                };
+                // Only what is true now: a base still holding a file
+                // another clone deleted has not passed its record.
+                if !check.iter().any(|f| {
+                    base.files
+                        .get(&f.path)
+                        .is_some_and(|b| b.version == f.version)
+                }) {
+                    let me = crate::state::deliberate::clone_id(layout)
+                        .map_err(|e| stopped(e.to_string(), &report))?;
+                    rt.block_on(remote::note_progress(target, &me, passed, replaces, prune))
+                        .map_err(|e| stopped(e.to_string(), &report))?;
+                }
             }
             Action::Upload { .. }
             | Action::Download { .. }

@@ -426,6 +426,7 @@ pub async fn run(
         }
         Action::RecordBase { .. }
         | Action::RecordDeletes { .. }
+        | Action::NoteProgress { .. }
         | Action::MirrorConfig { .. }
         | Action::PublishSentinel { .. }
         | Action::RemoveTemp { .. }
@@ -438,28 +439,69 @@ pub async fn run(
 }
 
 /// Writes a record of deliberate deletes (create-only, under a fresh
-/// time-ordered key) for the other clones' guards, then removes the
-/// expired records the plan names, each only at the version observed (one
-/// replaced or gone since is left alone).
+/// time-ordered key after `after`, naming this `clone`) for the other
+/// clones' guards, then
+/// removes what `prune` names.
 pub async fn record_deletes(
     target: &RemoteTarget,
+    clone: &str,
     files: &[crate::state::deliberate::DeletedFile],
+    after: Option<&str>,
     prune: &[crate::plan::RemoteObjectRef],
 ) -> Result<(), StoreError> {
     let now = std::time::UNIX_EPOCH + std::time::Duration::from_secs(crate::clock::now_secs());
     let body = crate::state::deliberate::RecordBody {
         at: crate::clock::now_rfc3339(),
         by: crate::lock::who_am_i(),
+        clone: Some(clone.to_string()),
         files: files.to_vec(),
     };
     let mut bytes = serde_json::to_vec_pretty(&body).expect("a record serialises");
     bytes.push(b'\n');
-    let key = crate::state::deliberate::new_record_key(&target.placement, now);
+    let key = crate::state::deliberate::new_record_key(&target.placement, now, after);
     target
         .store
         .put_bytes(&key, bytes, &Precondition::CreateOnly)
         .await?;
-    for old in prune {
+    remove_at_versions(target, prune).await
+}
+
+/// Writes this clone's note that its base has passed every other clone's
+/// record up to `passed` (create-only; already there is as good), then
+/// removes its older notes (`replaces`) and what `prune` names.
+pub async fn note_progress(
+    target: &RemoteTarget,
+    clone: &str,
+    passed: &str,
+    replaces: &[crate::plan::RemoteObjectRef],
+    prune: &[crate::plan::RemoteObjectRef],
+) -> Result<(), StoreError> {
+    let at = crate::clock::now_rfc3339();
+    let by = crate::lock::who_am_i();
+    let mut bytes =
+        serde_json::to_vec_pretty(&crate::state::deliberate::NoteBody { at: &at, by: &by })
+            .expect("a note serialises");
+    bytes.push(b'\n');
+    let key = crate::state::deliberate::note_key(&target.placement, clone, passed);
+    match target
+        .store
+        .put_bytes(&key, bytes, &Precondition::CreateOnly)
+        .await
+    {
+        Ok(_) | Err(StoreError::PreconditionFailed { .. }) => {}
+        Err(e) => return Err(e),
+    }
+    remove_at_versions(target, replaces).await?;
+    remove_at_versions(target, prune).await
+}
+
+/// Removes each object only at the version observed: one replaced or gone
+/// since is left alone.
+async fn remove_at_versions(
+    target: &RemoteTarget,
+    objects: &[crate::plan::RemoteObjectRef],
+) -> Result<(), StoreError> {
+    for old in objects {
         match target
             .store
             .delete(&old.key, &Precondition::Matches(old.version.clone()))

@@ -424,6 +424,12 @@ impl Layout {
             .join(format!("deletes-pushed-{}", &id[..16]))
     }
 
+    /// This clone's id, for its notes in the bucket (see
+    /// `state::deliberate`): `.swamp/state/clone-id`.
+    pub fn clone_id_path(&self) -> PathBuf {
+        self.state_dir().join("clone-id")
+    }
+
     /// A throwaway object `swamp doctor` writes to probe conditional
     /// writes: `<prefix>/<ns>/.swamp/doctor-canary-<token>`.
     pub fn doctor_canary_key(placement: &Placement, token: &str) -> String {
@@ -443,6 +449,12 @@ impl Layout {
     /// other clones' delete guards: `<prefix>/<ns>/.swamp/deletes/`.
     pub fn remote_deletes_prefix(placement: &Placement) -> String {
         format!("{}.swamp/deletes/", Layout::remote_prefix(placement))
+    }
+
+    /// Where clones note how far their sync bases have passed the delete
+    /// records: `<prefix>/<ns>/.swamp/clones/`.
+    pub fn remote_clones_prefix(placement: &Placement) -> String {
+        format!("{}.swamp/clones/", Layout::remote_prefix(placement))
     }
 
     /// A namespace's manifest key: `<prefix>/<ns>/.namespace.json`.

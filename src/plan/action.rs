@@ -137,11 +137,31 @@ pub enum Action {
     /// Tell the other clones which of this sync's remote deletes swamp's
     /// own commands made (`data rm`, `data gc`): a create-only record
     /// under `<prefix>/<ns>/.swamp/deletes/`, which their delete guards do
-    /// not count. Runs after the deletes it vouches for; also removes the
-    /// records in `prune` (older than 30 days), each only at the version
-    /// observed.
+    /// not count, keyed to sort after `after` (the newest record listed).
+    /// Runs after the deletes it vouches for; also removes what `prune`
+    /// names (see `NoteProgress`), each only at the version observed.
     RecordDeletes {
         files: Vec<crate::state::deliberate::DeletedFile>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        after: Option<String>,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        prune: Vec<RemoteObjectRef>,
+    },
+    /// Tell the other clones how far this clone's sync base has passed
+    /// their delete records: a create-only note
+    /// `<prefix>/<ns>/.swamp/clones/<clone-id>/<passed>.json`, then this
+    /// clone's notes in `replaces` removed. Runs after the sync's other
+    /// actions, and notes nothing if the base still holds a file of
+    /// `check` at the version deleted (one this plan was to pass). Then
+    /// removes `prune`: records every other clone has passed or older
+    /// than 30 days, and the notes of clones that had not passed those by
+    /// then; each only at the version observed.
+    NoteProgress {
+        passed: String,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        check: Vec<crate::state::deliberate::DeletedFile>,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        replaces: Vec<RemoteObjectRef>,
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         prune: Vec<RemoteObjectRef>,
     },
@@ -235,7 +255,7 @@ impl Action {
     }
 
     /// Stable names, in the order the summary lists them.
-    pub const KINDS: [&'static str; 18] = [
+    pub const KINDS: [&'static str; 19] = [
         "remove-temp",
         "mirror-config",
         "move",
@@ -250,6 +270,7 @@ impl Action {
         "rename-local",
         "record-base",
         "record-deletes",
+        "note-progress",
         "invalidate-catalog",
         "finish-migration",
         "publish-sentinel",
@@ -269,6 +290,7 @@ impl Action {
             Action::RenameLocal { .. } => "rename-local",
             Action::RecordBase { .. } => "record-base",
             Action::RecordDeletes { .. } => "record-deletes",
+            Action::NoteProgress { .. } => "note-progress",
             Action::Fetch { .. } => "fetch",
             Action::CopyRemote { .. } => "copy-remote",
             Action::DeleteSourceRemote { .. } => "delete-source-remote",
@@ -297,6 +319,7 @@ impl Action {
             | Action::FinishMigration
             | Action::RecordBase { .. }
             | Action::RecordDeletes { .. }
+            | Action::NoteProgress { .. }
             | Action::PruneTrash { .. }
             | Action::DeleteSourceRemote { .. } => None,
         }
@@ -330,6 +353,10 @@ impl Action {
             }
             Action::RecordBase { .. } => "both sides already agree",
             Action::RecordDeletes { .. } => "deleted by swamp: other clones' guards need not stop",
+            Action::NoteProgress { replaces, .. } if replaces.is_empty() => {
+                "first note: other clones' delete records wait for this clone"
+            }
+            Action::NoteProgress { .. } => "this clone's base has passed other clones' deletes",
             Action::Fetch { .. } => "only the old remote has it",
             Action::CopyRemote { .. } => "re-keyed inside the bucket",
             Action::DeleteSourceRemote { .. } => "everything is at the target",
@@ -524,6 +551,9 @@ pub struct Summary {
     /// Records of deliberate deletes this sync writes (0 or 1).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub record_deletes: usize,
+    /// Notes of this clone's progress past those records (0 or 1).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub note_progress: usize,
     pub fetch: usize,
     pub copy_remote: usize,
     pub delete_source_remote: usize,
@@ -698,6 +728,12 @@ impl Plan {
                     s.record_deletes += 1;
                     records_pruned += prune.len() as u64;
                 }
+                Action::NoteProgress {
+                    replaces, prune, ..
+                } => {
+                    s.note_progress += 1;
+                    records_pruned += (replaces.len() + prune.len()) as u64;
+                }
                 Action::Fetch { size, .. } => {
                     s.fetch += 1;
                     s.bytes_to_download += size;
@@ -760,8 +796,9 @@ impl Plan {
         // (counted with the GETs), then one PUT.
         s.requests.get += sentinel_heads;
         s.requests.put += s.publish_sentinel as u64;
-        // A delete record: one PUT, and a DELETE per expired one.
-        s.requests.put += s.record_deletes as u64;
+        // A delete record or a note: one PUT each, and a DELETE per
+        // record or note removed.
+        s.requests.put += (s.record_deletes + s.note_progress) as u64;
         s.requests.delete += records_pruned;
         s
     }

@@ -176,6 +176,22 @@ fn add_remote(scope: Scope, observed: &Observed, options: &Options, plan: &mut P
             explained: &explained,
         });
         sync_actions = diff.actions;
+        sync_conflicts = diff.conflicts;
+        // What the remote cannot hold is said now, not found out by a
+        // failed upload in the middle of the apply.
+        if let Some(limit) = plan.target.datastore.max_object_size() {
+            sync_actions.retain(|a| match a {
+                Action::Upload { path, size, .. } if *size > limit => {
+                    sync_conflicts.push(Conflict::TooLarge {
+                        path: path.clone(),
+                        size: *size,
+                        limit,
+                    });
+                    false
+                }
+                _ => true,
+            });
+        }
         // This clone's own deletes that reach the bucket are recorded
         // there, for the other clones' guards.
         let files: Vec<DeletedFile> = sync_actions
@@ -194,34 +210,16 @@ fn add_remote(scope: Scope, observed: &Observed, options: &Options, plan: &mut P
                 _ => None,
             })
             .collect();
-        if !files.is_empty() {
-            let prune = snapshot
-                .delete_records
-                .iter()
-                .filter(|r| r.expired)
-                .map(|r| crate::plan::RemoteObjectRef {
-                    key: r.key.clone(),
-                    version: r.version.clone(),
-                })
-                .collect();
-            sync_actions.push(Action::RecordDeletes { files, prune });
-        }
-        sync_conflicts = diff.conflicts;
-        // What the remote cannot hold is said now, not found out by a
-        // failed upload in the middle of the apply.
-        if let Some(limit) = plan.target.datastore.max_object_size() {
-            sync_actions.retain(|a| match a {
-                Action::Upload { path, size, .. } if *size > limit => {
-                    sync_conflicts.push(Conflict::TooLarge {
-                        path: path.clone(),
-                        size: *size,
-                        limit,
-                    });
-                    false
-                }
-                _ => true,
-            });
-        }
+        // How far this clone has passed the other clones' records, and
+        // what the last clone to pass them prunes.
+        let progress = crate::plan::clones::progress(
+            &snapshot.delete_records,
+            &snapshot.clone_notes,
+            &snapshot.base,
+            &sync_actions,
+        );
+        let after = snapshot.delete_records.last().map(|r| r.stem().to_string());
+        sync_actions.extend(progress.actions(files, after));
         resolved = diff.resolved;
     }
 
@@ -437,6 +435,14 @@ mod tests {
                 })
                 .collect(),
             delete_records: Vec::new(),
+            // Noted already: these plans are about other things.
+            clone_notes: vec![crate::state::deliberate::CloneNote {
+                key: "n".into(),
+                version: "1".into(),
+                clone: "me".into(),
+                passed: crate::state::deliberate::NO_STEM.into(),
+                mine: true,
+            }],
             deleted_here: BTreeMap::new(),
         }
     }

@@ -155,6 +155,19 @@ pub fn drain(observed: &Observed, target_remote: Option<&RemoteSnapshot>) -> Dra
                     version: identity.version.clone(),
                 });
             }
+            // Nor its clones' delete records and notes: they speak of
+            // bases that are no bases any more.
+            objects.extend(
+                remote
+                    .delete_records
+                    .iter()
+                    .map(|r| (&r.key, &r.version))
+                    .chain(remote.clone_notes.iter().map(|n| (&n.key, &n.version)))
+                    .map(|(key, version)| RemoteObjectRef {
+                        key: key.clone(),
+                        version: version.clone(),
+                    }),
+            );
             if !objects.is_empty() {
                 out.deletes
                     .push(Action::DeleteSourceRemote { source: i, objects });
@@ -218,6 +231,7 @@ mod tests {
             base: BTreeMap::new(),
             unhydrated: BTreeMap::new(),
             delete_records: Vec::new(),
+            clone_notes: Vec::new(),
             deleted_here: BTreeMap::new(),
         }
     }

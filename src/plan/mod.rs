@@ -4,6 +4,7 @@
 //! and machines ([`render`]), and saving/loading ([`file`]).
 
 pub mod action;
+pub mod clones;
 pub mod compose;
 pub mod diff;
 pub mod drain;

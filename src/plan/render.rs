@@ -486,7 +486,7 @@ fn render_raw(plan: &Plan, repo: &Path, detail: bool, md: bool, style: Style) ->
         &[false, true, true],
         &[false, false, false],
     );
-    let rows: [(&str, usize, Option<u64>); 19] = [
+    let rows: [(&str, usize, Option<u64>); 20] = [
         ("remove-temp", s.remove_temp, None),
         ("mirror-config", s.mirror_config, None),
         ("move", s.moves, Some(s.bytes_to_move)),
@@ -501,6 +501,7 @@ fn render_raw(plan: &Plan, repo: &Path, detail: bool, md: bool, style: Style) ->
         ("rename-local", s.rename_local, None),
         ("record-base", s.record_base, None),
         ("record-deletes", s.record_deletes, None),
+        ("note-progress", s.note_progress, None),
         ("invalidate-catalog", s.invalidate_catalog, None),
         ("finish-migration", s.finish_migration, None),
         ("publish-sentinel", s.publish_sentinel, None),
@@ -602,16 +603,32 @@ fn render_raw(plan: &Plan, repo: &Path, detail: bool, md: bool, style: Style) ->
                     String::new(),
                     "sync base".into(),
                 ),
-                Action::RecordDeletes { files, prune } => (
+                Action::RecordDeletes { files, prune, .. } => (
                     match prune.len() {
                         0 => format!("{} file(s) deleted by swamp", files.len()),
                         n => format!(
-                            "{} file(s) deleted by swamp; {n} expired record(s) pruned",
+                            "{} file(s) deleted by swamp; {n} old record(s) pruned",
                             files.len()
                         ),
                     },
                     "cache".into(),
                     "remote record".into(),
+                ),
+                Action::NoteProgress {
+                    replaces, prune, ..
+                } => (
+                    match (replaces.is_empty(), prune.len()) {
+                        (true, 0) => "this clone, for other clones' delete records".to_string(),
+                        (false, 0) => "this clone's progress past delete records".to_string(),
+                        (true, n) => format!(
+                            "this clone, for other clones' delete records; {n} old record(s) pruned"
+                        ),
+                        (false, n) => format!(
+                            "this clone's progress past delete records; {n} old record(s) pruned"
+                        ),
+                    },
+                    "sync base".into(),
+                    "remote note".into(),
                 ),
                 Action::MirrorConfig { path, .. } => (
                     path.to_string(),
@@ -1113,6 +1130,9 @@ pub fn closing_line(plan: &Plan) -> String {
     }
     if s.record_deletes > 0 {
         parts.push("deliberate deletes to record for the other clones".to_string());
+    }
+    if s.note_progress > 0 {
+        parts.push("this clone's sync progress to note for the other clones".to_string());
     }
     if s.fetch > 0 {
         parts.push(format!("{} to fetch from the old remote", s.fetch));

@@ -7,8 +7,18 @@
 //!   set aside since the last sync, read from the undo journals newer
 //!   than the sync base;
 //! - other clones': the records under `<prefix>/<ns>/.swamp/deletes/`
-//!   that a sync writes (create-only) when it pushes deletes of its own,
-//!   and prunes once they are older than [`RECORD_DAYS`].
+//!   that a sync writes (create-only) when it pushes deletes of its own.
+//!
+//! A record is kept until every other clone's sync base has passed it.
+//! Each clone says how far it has got in a note,
+//! `<prefix>/<ns>/.swamp/clones/<clone-id>/<stem>.json`: every record up
+//! to `<stem>` (records sort by their keys' stems, in the order they were
+//! written) that another clone wrote is no longer in its base. The note is
+//! in the key, so the listing that finds the records finds the notes too,
+//! with no extra request; it is rewritten only when it advances. A record
+//! is also pruned once older than [`RECORD_DAYS`], with the notes of
+//! clones that had not passed it by then (gone, or idle: such a clone
+//! meets the delete guard when it returns, blocked, never losing data).
 
 use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime};
@@ -20,9 +30,14 @@ use crate::digest::Sha256;
 use crate::layout::{Layout, TierPath};
 use crate::store::{Store, StoreError};
 
-/// How long a delete record stays in the bucket: a clone that has not
-/// synced for longer meets the guard instead (blocked, never losing data).
+/// How long a delete record stays in the bucket at most: a clone that has
+/// not synced for longer meets the guard instead (blocked, never losing
+/// data).
 pub const RECORD_DAYS: u64 = 30;
+
+/// The stem of a clone's note before it has passed any record: sorts
+/// before every record's.
+pub const NO_STEM: &str = "000000000000000-000000000000";
 
 /// One file a swamp command deleted on purpose: the content it had, and
 /// the version of the object the sync deleted (which is what the other
@@ -41,6 +56,10 @@ pub struct RecordBody {
     pub at: String,
     /// `user@host`.
     pub by: String,
+    /// The clone that wrote it (its own records it need not pass). Absent
+    /// in records of the first version: anyone's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clone: Option<String>,
     pub files: Vec<DeletedFile>,
 }
 
@@ -53,6 +72,104 @@ pub struct DeleteRecord {
     /// Older than [`RECORD_DAYS`]: the next record written prunes it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub expired: bool,
+    /// The clone that wrote it, when the record says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clone: Option<String>,
+    /// This clone wrote it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub mine: bool,
+}
+
+impl DeleteRecord {
+    /// The key's time-ordered stem (`<ms>-<id>`).
+    pub fn stem(&self) -> &str {
+        record_stem(&self.key).unwrap_or(NO_STEM)
+    }
+}
+
+/// A clone's note of how far its sync base has passed the other clones'
+/// records, as listed (see the module doc).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CloneNote {
+    pub key: String,
+    pub version: String,
+    pub clone: String,
+    /// Every other clone's record up to this stem is passed.
+    pub passed: String,
+    /// This clone's own note.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub mine: bool,
+}
+
+/// The body of a note: for people reading the bucket; never read back.
+#[derive(Debug, Serialize)]
+pub struct NoteBody<'a> {
+    pub at: &'a str,
+    pub by: &'a str,
+}
+
+/// The stem of a record key (`…/.swamp/deletes/<ms>-<id>.json`).
+pub fn record_stem(key: &str) -> Option<&str> {
+    let name = key.rsplit('/').next()?.strip_suffix(".json")?;
+    is_stem(name).then_some(name)
+}
+
+fn is_stem(s: &str) -> bool {
+    let b = s.as_bytes();
+    b.len() == 28
+        && b[15] == b'-'
+        && b[..15].iter().all(u8::is_ascii_digit)
+        && b[16..]
+            .iter()
+            .all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(c))
+}
+
+fn is_clone_id(s: &str) -> bool {
+    s.len() == 32
+        && s.bytes()
+            .all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(&c))
+}
+
+/// Reads a listed key under `notes_prefix` as a clone's note
+/// (`<clone-id>/<stem>.json`); anything else there is not one.
+pub fn parse_note(notes_prefix: &str, key: &str, version: &str) -> Option<CloneNote> {
+    let rest = key.strip_prefix(notes_prefix)?;
+    let (clone, name) = rest.split_once('/')?;
+    let stem = name.strip_suffix(".json")?;
+    (is_clone_id(clone) && is_stem(stem)).then(|| CloneNote {
+        key: key.to_string(),
+        version: version.to_string(),
+        clone: clone.to_string(),
+        passed: stem.to_string(),
+        mine: false,
+    })
+}
+
+/// A note's key.
+pub fn note_key(placement: &Placement, clone: &str, passed: &str) -> String {
+    format!(
+        "{}{clone}/{passed}.json",
+        Layout::remote_clones_prefix(placement)
+    )
+}
+
+/// This clone's id (`.swamp/state/clone-id`), made on first use. A copy of
+/// the repository's `.swamp/` shares it: the two then note as one, and the
+/// one behind meets the guard at worst.
+pub fn clone_id(layout: &Layout) -> std::io::Result<String> {
+    let path = layout.clone_id_path();
+    match std::fs::read_to_string(&path) {
+        Ok(s) if is_clone_id(s.trim()) => return Ok(s.trim().to_string()),
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e),
+    }
+    let id = uuid::Uuid::new_v4().simple().to_string();
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    crate::fsutil::atomic_write(&path, format!("{id}\n").as_bytes())?;
+    Ok(id)
 }
 
 /// What this clone's own commands deleted from `placement` since its
@@ -121,13 +238,14 @@ pub fn deleted_here(layout: &Layout, placement: &Placement) -> BTreeMap<TierPath
 }
 
 /// Reads the delete records the listing found (`records`: key and
-/// version only), oldest first by key. A record that cannot be read as
-/// one explains nothing (and is never pruned); one gone since the listing
-/// is left out.
+/// version only), oldest first by key, and marks this clone's (`me`). A
+/// record that cannot be read as one explains nothing (and is never
+/// pruned); one gone since the listing is left out.
 pub async fn read_records(
     store: &dyn Store,
     records: &mut Vec<DeleteRecord>,
     now: SystemTime,
+    me: &str,
 ) -> Result<(), StoreError> {
     use futures_util::StreamExt;
     // A few at once: a busy namespace may hold a record per sync of a
@@ -150,6 +268,8 @@ pub async fn read_records(
                     now.duration_since(at)
                         .is_ok_and(|age| age > Duration::from_secs(RECORD_DAYS * 86_400))
                 });
+                record.mine = body.clone.as_deref() == Some(me);
+                record.clone = body.clone;
                 record.files = body.files;
                 Ok(Some(record))
             },
@@ -166,14 +286,21 @@ pub async fn read_records(
     Ok(())
 }
 
-/// A new record's key: time-ordered, unique across clones.
-pub fn new_record_key(placement: &Placement, now: SystemTime) -> String {
-    let secs = now
+/// A new record's key: time-ordered, unique across clones, and after
+/// `after` (the newest record listed) whatever this machine's clock says,
+/// so that a note's "every record up to here" never covers a record
+/// written later (syncs hold the datastore lock, so the listing saw every
+/// record written before).
+pub fn new_record_key(placement: &Placement, now: SystemTime, after: Option<&str>) -> String {
+    let mut ms = now
         .duration_since(SystemTime::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis());
+    if let Some(after) = after.and_then(|a| a.get(..15)?.parse::<u128>().ok()) {
+        ms = ms.max(after + 1);
+    }
     let id = uuid::Uuid::new_v4().simple().to_string();
     format!(
-        "{}{secs:015}-{}.json",
+        "{}{ms:015}-{}.json",
         Layout::remote_deletes_prefix(placement),
         &id[..12]
     )
@@ -194,6 +321,48 @@ mod tests {
             size: 1,
             written: None,
         }
+    }
+
+    #[test]
+    fn notes_and_records_are_read_from_their_keys_and_nothing_else_is() {
+        let id = "0123456789abcdef0123456789abcdef";
+        let stem = "001764000000000-0123456789ab";
+        let prefix = "p/ns/.swamp/clones/";
+        let note = parse_note(prefix, &format!("{prefix}{id}/{stem}.json"), "v").unwrap();
+        assert_eq!((note.clone.as_str(), note.passed.as_str()), (id, stem));
+        for bad in [
+            format!("{prefix}{id}/{stem}.tmp"),
+            format!("{prefix}{id}/x/{stem}.json"),
+            format!("{prefix}NOT-AN-ID/{stem}.json"),
+            format!("{prefix}{id}/0017640-0123.json"),
+            format!("{prefix}{id}.json"),
+        ] {
+            assert!(parse_note(prefix, &bad, "v").is_none(), "{bad}");
+        }
+        assert_eq!(
+            record_stem(&format!("p/.swamp/deletes/{stem}.json")),
+            Some(stem)
+        );
+        assert_eq!(record_stem("p/.swamp/deletes/readme.json"), None);
+    }
+
+    #[test]
+    fn a_new_record_sorts_after_the_newest_listed_whatever_the_clock_says() {
+        let placement = Placement {
+            datastore: DatastoreConfig::Local,
+            namespace: None,
+        };
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000);
+        let behind = new_record_key(&placement, now, Some("001764000000000-0123456789ab"));
+        let stem = record_stem(&behind).unwrap();
+        assert!(stem > "001764000000000-0123456789ab", "{stem}");
+        assert!(stem.starts_with("001764000000001-"), "{stem}");
+        let on_time = new_record_key(&placement, now, Some(NO_STEM));
+        assert!(
+            record_stem(&on_time)
+                .unwrap()
+                .starts_with("000000001000000-")
+        );
     }
 
     #[test]

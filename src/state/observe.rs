@@ -121,17 +121,24 @@ pub fn observe(
     if options.modified {
         observed.modified = modified(&observed.placements[0]);
     }
-    // Deletes swamp can explain, for the delete guards: only a sync with
-    // a base can delete anything, so only then are they looked for.
-    if snapshot.base.is_empty() {
-        snapshot.delete_records.clear();
-    } else {
-        let now = std::time::UNIX_EPOCH + std::time::Duration::from_secs(crate::clock::now_secs());
-        rt.block_on(super::deliberate::read_records(
-            target.store.as_ref(),
-            &mut snapshot.delete_records,
-            now,
-        ))?;
+    // Deletes swamp can explain, for the delete guards, and how far this
+    // clone has passed the other clones' (see `deliberate`).
+    let me = super::deliberate::clone_id(layout).map_err(|source| ObserveError::Io {
+        path: layout.clone_id_path(),
+        source,
+    })?;
+    for note in &mut snapshot.clone_notes {
+        note.mine = note.clone == me;
+    }
+    let now = std::time::UNIX_EPOCH + std::time::Duration::from_secs(crate::clock::now_secs());
+    rt.block_on(super::deliberate::read_records(
+        target.store.as_ref(),
+        &mut snapshot.delete_records,
+        now,
+        &me,
+    ))?;
+    // Only a sync with a base can delete anything.
+    if !snapshot.base.is_empty() {
         snapshot.deleted_here = super::deliberate::deleted_here(layout, &desired.target);
     }
     observed.remote = Some(snapshot);

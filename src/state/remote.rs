@@ -75,9 +75,12 @@ pub struct RemoteSnapshot {
     /// What a lazy pull recorded without downloading (from the base).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub unhydrated: BTreeMap<TierPath, Unhydrated>,
-    /// Other clones' records of deletes they made on purpose.
+    /// Clones' records of deletes they made on purpose.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub delete_records: Vec<super::deliberate::DeleteRecord>,
+    /// Clones' notes of how far their bases have passed those records.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub clone_notes: Vec<super::deliberate::CloneNote>,
     /// What this clone's own commands deleted since the last sync.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub deleted_here: BTreeMap<TierPath, crate::digest::Sha256>,
@@ -375,6 +378,10 @@ pub async fn observe_remote(
     // `deliberate::read_records`).
     let records_prefix = format!("{key_prefix}.swamp/deletes/");
     let mut delete_records = Vec::new();
+    // And the clones' notes of how far they have passed them (their keys
+    // say it all).
+    let notes_prefix = format!("{key_prefix}.swamp/clones/");
+    let mut clone_notes = Vec::new();
     // A part at a time, each let go of once in the map: the listing is
     // never held whole beside the map it becomes.
     while let Some(part) = parts.pop() {
@@ -382,13 +389,23 @@ pub async fn observe_remote(
             if meta.key == manifest_key {
                 manifest = Some(meta.version.clone());
             }
-            if meta.key.starts_with(&records_prefix) && meta.key.ends_with(".json") {
+            if meta.key.starts_with(&records_prefix)
+                && super::deliberate::record_stem(&meta.key).is_some()
+            {
                 delete_records.push(super::deliberate::DeleteRecord {
                     key: meta.key.clone(),
                     version: meta.version.clone(),
                     files: Vec::new(),
                     expired: false,
+                    clone: None,
+                    mine: false,
                 });
+                continue;
+            }
+            if let Some(note) =
+                super::deliberate::parse_note(&notes_prefix, &meta.key, &meta.version)
+            {
+                clone_notes.push(note);
                 continue;
             }
             let path = match classify(&meta.key, meta.size, key_prefix, namespaced)? {
@@ -485,6 +502,7 @@ pub async fn observe_remote(
         base,
         unhydrated: BTreeMap::new(),
         delete_records,
+        clone_notes,
         deleted_here: BTreeMap::new(),
     })
 }

@@ -95,10 +95,24 @@ pub fn every_action() -> Vec<swamp::plan::Action> {
                 sha256: sha('3'),
                 version: "9".into(),
             }],
+            after: Some("001764000000000-0123456789ab".into()),
             prune: vec![swamp::plan::RemoteObjectRef {
-                key: "repos/homelab/.swamp/deletes/000001764000000000-0123456789ab.json".into(),
+                key: "repos/homelab/.swamp/deletes/001764000000000-0123456789ab.json".into(),
                 version: "8".into(),
             }],
+        },
+        Action::NoteProgress {
+            passed: "001764000000000-0123456789ab".into(),
+            check: vec![swamp::state::deliberate::DeletedFile {
+                path: tp("data/m/2/raw"),
+                sha256: sha('4'),
+                version: "7".into(),
+            }],
+            replaces: vec![swamp::plan::RemoteObjectRef {
+                key: "repos/homelab/.swamp/clones/0123456789abcdef0123456789abcdef/000000000000000-000000000000.json".into(),
+                version: "6".into(),
+            }],
+            prune: vec![],
         },
         Action::Fetch {
             path: tp("data/d/1/raw"),

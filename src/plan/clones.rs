@@ -1,0 +1,396 @@
+//! How far this clone's sync base will have passed the other clones'
+//! delete records once a plan has run, and which records and notes may
+//! then go (see `state::deliberate` for the notes and records). Pure.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::layout::TierPath;
+use crate::state::BaseEntry;
+use crate::state::deliberate::{CloneNote, DeleteRecord, DeletedFile, NO_STEM};
+
+use super::{Action, RemoteObjectRef};
+
+/// What a plan notes and prunes.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Progress {
+    /// The note to write, when it is not the one in the bucket.
+    pub note: Option<Note>,
+    /// Records every other clone has passed or that are too old, and the
+    /// notes of clones that had not passed those.
+    pub prune: Vec<RemoteObjectRef>,
+}
+
+/// This clone's new note (see `Action::NoteProgress`).
+#[derive(Debug, PartialEq, Eq)]
+pub struct Note {
+    pub passed: String,
+    pub check: Vec<DeletedFile>,
+    pub replaces: Vec<RemoteObjectRef>,
+}
+
+impl Progress {
+    /// The actions: a record of this plan's own deletes (`files`, if any)
+    /// and the note, with the prune list on the last of them.
+    pub fn actions(self, files: Vec<DeletedFile>, after: Option<String>) -> Vec<Action> {
+        let mut out = Vec::new();
+        let mut prune = self.prune;
+        if !files.is_empty() {
+            out.push(Action::RecordDeletes {
+                files,
+                after,
+                prune: if self.note.is_none() {
+                    std::mem::take(&mut prune)
+                } else {
+                    Vec::new()
+                },
+            });
+        }
+        if let Some(n) = self.note {
+            out.push(Action::NoteProgress {
+                passed: n.passed,
+                check: n.check,
+                replaces: n.replaces,
+                prune,
+            });
+        }
+        out
+    }
+}
+
+/// `records` sorted by key (as listed and read), `notes` as listed, `base`
+/// as observed, `actions` this plan's sync actions.
+pub fn progress(
+    records: &[DeleteRecord],
+    notes: &[CloneNote],
+    base: &BTreeMap<TierPath, BaseEntry>,
+    actions: &[Action],
+) -> Progress {
+    // Paths whose base entry this plan rewrites or drops: once it has run,
+    // the base holds no version another clone deleted there.
+    let mut touched: BTreeSet<&TierPath> = BTreeSet::new();
+    for a in actions {
+        match a {
+            Action::Upload { path, .. }
+            | Action::Download { path, .. }
+            | Action::DeleteLocal { path, .. }
+            | Action::DeleteRemote { path, .. } => {
+                touched.insert(path);
+            }
+            Action::RecordBase {
+                add,
+                unhydrated,
+                drop,
+            } => {
+                touched.extend(add.iter().map(|r| &r.path));
+                touched.extend(unhydrated.iter().map(|r| &r.path));
+                touched.extend(drop.iter());
+            }
+            _ => {}
+        }
+    }
+    let held_now = |f: &DeletedFile| base.get(&f.path).is_some_and(|b| b.version == f.version);
+
+    // The furthest stem up to which every other clone's record is passed.
+    let mut passed = NO_STEM;
+    let mut check = Vec::new();
+    // (Its own records move nothing: writing one must not make the next
+    // plan note again.)
+    let mut held = None;
+    for r in records.iter().filter(|r| !r.mine) {
+        if r.files
+            .iter()
+            .any(|f| held_now(f) && !touched.contains(&f.path))
+        {
+            held = Some(r.stem());
+            break;
+        }
+        check.extend(r.files.iter().filter(|f| held_now(f)).cloned());
+        passed = passed.max(r.stem());
+    }
+    let mine: Vec<&CloneNote> = notes.iter().filter(|n| n.mine).collect();
+    let noted = mine.iter().map(|n| n.passed.as_str()).max();
+    // Records pruned since are no reason to go back; one still held at or
+    // below the note is (a base restored from a backup).
+    if let Some(noted) = noted
+        && noted > passed
+        && held.is_none_or(|h| h > noted)
+    {
+        passed = noted;
+    }
+    let note = (noted != Some(passed) || mine.len() > 1).then(|| Note {
+        passed: passed.to_string(),
+        check,
+        replaces: mine
+            .iter()
+            .filter(|n| n.passed != passed)
+            .map(|n| RemoteObjectRef {
+                key: n.key.clone(),
+                version: n.version.clone(),
+            })
+            .collect(),
+    });
+    let my_passed = if note.is_some() { Some(passed) } else { noted };
+
+    // Every clone's furthest note; this one's (`ME`) as it will be.
+    const ME: &str = "";
+    let mut clones: BTreeMap<&str, &str> = BTreeMap::new();
+    for n in notes.iter().filter(|n| !n.mine) {
+        let at = clones.entry(n.clone.as_str()).or_insert(NO_STEM);
+        *at = (*at).max(n.passed.as_str());
+    }
+    if let Some(p) = my_passed {
+        clones.insert(ME, p);
+    }
+    // A record's writer need not pass it; one that does not say who wrote
+    // it waits for everyone.
+    fn writer(r: &DeleteRecord) -> Option<&str> {
+        if r.mine { Some(ME) } else { r.clone.as_deref() }
+    }
+
+    let mut prune = Vec::new();
+    let mut gone: BTreeSet<&str> = BTreeSet::new();
+    for r in records {
+        let mut others = clones
+            .iter()
+            .filter(|(c, _)| Some(**c) != writer(r))
+            .peekable();
+        // Not before another clone is known to have passed it: a clone
+        // that never noted may still hold its files.
+        let all_passed = others.peek().is_some() && others.all(|(_, p)| *p >= r.stem());
+        if r.expired {
+            // Clones that had not passed it in all that time are gone (or
+            // meet the guard when they come back).
+            gone.extend(
+                clones
+                    .iter()
+                    .filter(|(c, p)| **c != ME && Some(**c) != writer(r) && **p < r.stem())
+                    .map(|(c, _)| *c),
+            );
+        }
+        if r.expired || all_passed {
+            prune.push(RemoteObjectRef {
+                key: r.key.clone(),
+                version: r.version.clone(),
+            });
+        }
+    }
+    prune.extend(
+        notes
+            .iter()
+            .filter(|n| !n.mine && gone.contains(n.clone.as_str()))
+            .map(|n| RemoteObjectRef {
+                key: n.key.clone(),
+                version: n.version.clone(),
+            }),
+    );
+    Progress { note, prune }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::digest::Sha256;
+
+    fn tp(s: &str) -> TierPath {
+        TierPath::parse(s).unwrap()
+    }
+
+    fn stem(n: u8) -> String {
+        format!("{:015}-{:012x}", 1_764_000_000_000u64 + u64::from(n), n)
+    }
+
+    fn file(path: &str, version: &str) -> DeletedFile {
+        DeletedFile {
+            path: tp(path),
+            sha256: Sha256::parse(&"a".repeat(64)).unwrap(),
+            version: version.into(),
+        }
+    }
+
+    fn record(n: u8, by: &str, files: Vec<DeletedFile>) -> DeleteRecord {
+        DeleteRecord {
+            key: format!("p/.swamp/deletes/{}.json", stem(n)),
+            version: format!("r{n}"),
+            files,
+            expired: false,
+            clone: Some(by.to_string()),
+            mine: by == "me",
+        }
+    }
+
+    fn note(clone: &str, passed: &str) -> CloneNote {
+        CloneNote {
+            key: format!("p/.swamp/clones/{clone}/{passed}.json"),
+            version: format!("n-{clone}-{passed}"),
+            clone: clone.into(),
+            passed: passed.into(),
+            mine: clone == "me",
+        }
+    }
+
+    fn base(entries: &[(&str, &str)]) -> BTreeMap<TierPath, BaseEntry> {
+        entries
+            .iter()
+            .map(|(p, v)| {
+                (
+                    tp(p),
+                    BaseEntry {
+                        sha256: Sha256::parse(&"a".repeat(64)).unwrap(),
+                        size: 1,
+                        version: v.to_string(),
+                    },
+                )
+            })
+            .collect()
+    }
+
+    fn delete_local(path: &str) -> Action {
+        Action::DeleteLocal {
+            path: tp(path),
+            sha256: Sha256::parse(&"a".repeat(64)).unwrap(),
+        }
+    }
+
+    fn keys(refs: &[RemoteObjectRef]) -> Vec<&str> {
+        refs.iter().map(|r| r.key.as_str()).collect()
+    }
+
+    #[test]
+    fn a_first_sync_notes_this_clone_even_with_no_records() {
+        let p = progress(&[], &[], &base(&[]), &[]);
+        let note = p.note.expect("a first note");
+        assert_eq!(note.passed, NO_STEM);
+        assert!(note.replaces.is_empty() && note.check.is_empty());
+        // Once noted, nothing more: a converged sync writes nothing.
+        let again = progress(&[], &[note_of("me", NO_STEM)], &base(&[]), &[]);
+        assert_eq!(again, Progress::default());
+    }
+
+    fn note_of(clone: &str, passed: &str) -> CloneNote {
+        note(clone, passed)
+    }
+
+    #[test]
+    fn a_record_is_passed_only_once_this_plan_drops_its_files_from_the_base() {
+        let records = [record(1, "a", vec![file("data/m/1/raw", "v1")])];
+        let notes = [note("me", NO_STEM), note("a", &stem(1))];
+        let held = base(&[("data/m/1/raw", "v1")]);
+        // The base still holds the deleted version and this plan leaves
+        // it (a push-only sync, a conflict): not passed, nothing pruned.
+        assert_eq!(progress(&records, &notes, &held, &[]), Progress::default());
+        // This plan deletes it from the cache: passed once it has run, so
+        // the note advances, is checked at apply, and, every other clone
+        // having passed the record, prunes it.
+        let p = progress(&records, &notes, &held, &[delete_local("data/m/1/raw")]);
+        let note = p.note.expect("advances");
+        assert_eq!(note.passed, stem(1));
+        assert_eq!(note.check, [file("data/m/1/raw", "v1")]);
+        assert_eq!(keys(&note.replaces), [notes[0].key.as_str()]);
+        assert_eq!(keys(&p.prune), [records[0].key.as_str()]);
+        // Another version at that path (recreated since) is no matter.
+        let other = base(&[("data/m/1/raw", "v2")]);
+        assert_eq!(
+            progress(&records, &notes, &other, &[]).note.unwrap().passed,
+            stem(1)
+        );
+    }
+
+    #[test]
+    fn a_record_waits_for_every_clone_but_its_writer() {
+        let records = [record(1, "a", vec![file("data/m/1/raw", "v1")])];
+        // B is behind: the record stays, though this clone passed it.
+        let notes = [note("me", NO_STEM), note("a", NO_STEM), note("b", NO_STEM)];
+        let p = progress(&records, &notes, &base(&[]), &[]);
+        assert_eq!(p.note.unwrap().passed, stem(1));
+        assert!(p.prune.is_empty());
+        // B caught up: the last to pass it (this clone) prunes it.
+        let notes = [note("me", NO_STEM), note("a", NO_STEM), note("b", &stem(1))];
+        assert_eq!(
+            keys(&progress(&records, &notes, &base(&[]), &[]).prune),
+            [records[0].key.as_str()]
+        );
+    }
+
+    #[test]
+    fn an_own_record_is_not_pruned_before_another_clone_is_known_to_pass_it() {
+        let records = [record(1, "me", vec![file("data/m/1/raw", "v1")])];
+        let alone = [note("me", NO_STEM)];
+        // Its own record moves its note nowhere: the plan after the one
+        // that wrote it has nothing to do.
+        assert_eq!(
+            progress(&records, &alone, &base(&[]), &[]),
+            Progress::default(),
+            "a clone that never noted may need it"
+        );
+        let with_b = [note("me", NO_STEM), note("b", &stem(1))];
+        assert_eq!(
+            keys(&progress(&records, &with_b, &base(&[]), &[]).prune),
+            [records[0].key.as_str()]
+        );
+    }
+
+    #[test]
+    fn the_note_stops_before_the_first_record_still_held() {
+        let records = [
+            record(1, "a", vec![]),
+            record(2, "a", vec![file("data/m/2/raw", "v2")]),
+            record(3, "a", vec![]),
+        ];
+        let p = progress(
+            &records,
+            &[note("me", NO_STEM)],
+            &base(&[("data/m/2/raw", "v2")]),
+            &[],
+        );
+        assert_eq!(p.note.unwrap().passed, stem(1));
+        // A note ahead of the truth (a base restored from a backup) goes
+        // back, so that no record is pruned under this clone.
+        let ahead = [note("me", &stem(3))];
+        let p = progress(&records, &ahead, &base(&[("data/m/2/raw", "v2")]), &[]);
+        assert_eq!(p.note.unwrap().passed, stem(1));
+        // Records pruned since it noted are no reason to go back.
+        assert!(
+            progress(&records[..1], &ahead, &base(&[]), &[])
+                .note
+                .is_none()
+        );
+        assert_eq!(progress(&[], &ahead, &base(&[]), &[]), Progress::default());
+    }
+
+    #[test]
+    fn an_expired_record_goes_with_the_notes_of_clones_that_never_passed_it() {
+        let mut old = record(1, "a", vec![file("data/m/1/raw", "v1")]);
+        old.expired = true;
+        let notes = [
+            note("me", &stem(1)),
+            note("a", NO_STEM),
+            note("gone", NO_STEM),
+            note("late", &stem(1)),
+        ];
+        let p = progress(&[old.clone()], &notes, &base(&[]), &[]);
+        assert!(p.note.is_none());
+        assert_eq!(keys(&p.prune), [old.key.as_str(), notes[2].key.as_str()]);
+    }
+
+    #[test]
+    fn a_record_that_does_not_say_who_wrote_it_waits_for_every_clone() {
+        let mut anon = record(1, "a", vec![]);
+        anon.clone = None;
+        let notes = [note("me", &stem(1)), note("a", NO_STEM)];
+        assert!(
+            progress(&[anon.clone()], &notes, &base(&[]), &[])
+                .prune
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn leftover_notes_of_this_clone_are_replaced() {
+        // A crash between writing a note and removing the old one.
+        let notes = [note("me", NO_STEM), note("me", &stem(1))];
+        let records = [record(1, "a", vec![])];
+        let note = progress(&records, &notes, &base(&[]), &[]).note.unwrap();
+        assert_eq!(note.passed, stem(1));
+        assert_eq!(keys(&note.replaces), [notes[0].key.as_str()]);
+    }
+}
