@@ -128,6 +128,81 @@ pub fn print_plan_json(plan: &crate::plan::file::SavedPlan, rest: serde_json::Va
     print_json(&WithPlan(plan.doc(), rest));
 }
 
+/// A plan's `--json` form written aside (an unnamed temp file), so that the
+/// plan itself can be let go before the verifying plan observes: at
+/// 100,000 actions it is the largest thing an apply holds.
+pub struct SpilledPlan(std::fs::File);
+
+impl SpilledPlan {
+    pub fn new(plan: &crate::plan::file::SavedPlan) -> std::io::Result<SpilledPlan> {
+        SpilledPlan::of(&plan.doc())
+    }
+
+    fn of<T: serde::Serialize>(value: &T) -> std::io::Result<SpilledPlan> {
+        let mut file = tempfile::tempfile()?;
+        {
+            let mut w = std::io::BufWriter::with_capacity(1 << 16, &mut file);
+            serde_json::to_writer_pretty(&mut w, value)?;
+            w.flush()?;
+        }
+        Ok(SpilledPlan(file))
+    }
+}
+
+/// [`print_plan_json`] with the plan read back from where it was spilled:
+/// the same bytes, as one document.
+pub fn print_spilled_plan_json(plan: SpilledPlan, rest: serde_json::Value) {
+    if STDOUT_CLOSED.load(Ordering::Relaxed) {
+        return;
+    }
+    let written = super::live::with_bar_hidden(|| {
+        let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+        write_with_spilled_plan(&mut out, plan, &rest)?;
+        out.flush()
+    });
+    if let Err(e) = written {
+        stdout_failed(e);
+    }
+}
+
+/// Writes `{"plan": <spilled>, <rest's fields>}` as `to_writer_pretty`
+/// would: each value one level in (JSON text holds no raw newline but
+/// between tokens, so indenting after each one is exact).
+fn write_with_spilled_plan(
+    out: &mut impl Write,
+    plan: SpilledPlan,
+    rest: &serde_json::Value,
+) -> std::io::Result<()> {
+    use std::io::{BufRead, Seek};
+    fn indented(out: &mut impl Write, mut from: impl BufRead) -> std::io::Result<()> {
+        loop {
+            let chunk = from.fill_buf()?;
+            if chunk.is_empty() {
+                return Ok(());
+            }
+            let n = chunk.len();
+            for piece in chunk.split_inclusive(|b| *b == b'\n') {
+                out.write_all(piece)?;
+                if piece.ends_with(b"\n") {
+                    out.write_all(b"  ")?;
+                }
+            }
+            from.consume(n);
+        }
+    }
+    let SpilledPlan(mut file) = plan;
+    file.rewind()?;
+    out.write_all(b"{\n  \"plan\": ")?;
+    indented(out, std::io::BufReader::with_capacity(1 << 16, file))?;
+    for (k, v) in rest.as_object().into_iter().flatten() {
+        out.write_all(b",\n  ")?;
+        serde_json::to_writer(&mut *out, k)?;
+        out.write_all(b": ")?;
+        indented(out, serde_json::to_vec_pretty(v)?.as_slice())?;
+    }
+    out.write_all(b"\n}\n")
+}
+
 /// The width of the terminal stdout is, if it is one.
 pub fn terminal_width() -> Option<u16> {
     if !std::io::stdout().is_terminal() {
@@ -157,4 +232,38 @@ pub fn ask(question: &str) -> bool {
         return false;
     }
     answer.trim() == "yes"
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_spilled_plan_prints_the_very_document_print_plan_json_would() {
+        let plan = serde_json::json!({
+            "format_version": 1,
+            "actions": [{"kind": "upload", "path": "a\nb", "sizes": [1, 2]}, {}],
+            "empty": [],
+            "summary": {"upload": 1, "nested": {"deep": [[], {}]}},
+        });
+        let rest = serde_json::json!({
+            "applied": {"completed": 2, "nested": {"list": [1, {"a": "x\ny"}], "empty": {}}},
+            "converged": false,
+            "remaining": null,
+        });
+        let mut want = serde_json::to_vec_pretty(&serde_json::json!({
+            "plan": plan,
+            "applied": rest["applied"],
+            "converged": false,
+            "remaining": null,
+        }))
+        .unwrap();
+        want.push(b'\n');
+        let mut got = Vec::new();
+        write_with_spilled_plan(&mut got, SpilledPlan::of(&plan).unwrap(), &rest).unwrap();
+        assert_eq!(
+            String::from_utf8(got).unwrap(),
+            String::from_utf8(want).unwrap()
+        );
+    }
 }

@@ -297,9 +297,16 @@ fn apply_confirmed(
     let report = engine::apply_only(&repo.root, &repo.layout, &saved.plan, ctx.transfers);
     crate::progress::meter().idle();
     let report = report?;
-    if !ctx.json {
-        // Shown and applied: the human report needs only the counts, so
-        // the actions go before the verifying plan observes again.
+    // Shown and applied: the human report needs only the counts, and the
+    // JSON document the plan as written aside, so the actions go before
+    // the verifying plan observes again (at 100,000 actions they are the
+    // largest thing held). Where nothing can be written aside, they stay.
+    let spilled = if ctx.json {
+        crate::cli::output::SpilledPlan::new(&saved).ok()
+    } else {
+        None
+    };
+    if !ctx.json || spilled.is_some() {
         saved.plan.actions = Vec::new();
     }
     let after = engine::verify(&repo.root, &repo.layout, saved.plan.scope, options)?;
@@ -313,14 +320,15 @@ fn apply_confirmed(
             let config = Config::load(&repo.root).unwrap_or_else(|_| repo.config.clone());
             after.into_saved(&config).to_json()
         });
-        print_plan_json(
-            saved,
-            json!({
+        let rest = json!({
             "applied": report,
             "converged": converged,
             "remaining": remaining,
-            }),
-        );
+        });
+        match spilled {
+            Some(plan) => crate::cli::output::print_spilled_plan_json(plan, rest),
+            None => print_plan_json(saved, rest),
+        }
     } else {
         let transfers = if saved.plan.remote.is_some() {
             format!(
