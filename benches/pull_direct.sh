@@ -19,6 +19,8 @@
 #   TMPDIR=/dev/shm ...                    # land on tmpfs (no filesystem cost at all)
 #   RCLONE=0 ...                           # leave rclone out
 #   KEEP=1 ...                             # keep the temp directory
+#   WEED_PROFILE=DIR ...                   # perf-record SeaweedFS during each pull
+#                                          # (DIR/<tool>-<run>.data, for perf report)
 #
 # Needs what benches/sync_s3.sh needs (python3, curl, GNU time, SeaweedFS,
 # rclone, cargo). Nothing here asserts on time.
@@ -80,10 +82,21 @@ timed() {
     local tool="$1" out="$WORK/time.out" w0 w1
     shift
     [[ -n "${WALL[$tool]+x}" ]] || { TOOLS+=("$tool"); WALL[$tool]=""; }
+    local perf_pid=""
+    if [[ -n "${WEED_PROFILE:-}" ]]; then
+        mkdir -p "$WEED_PROFILE"
+        perf record -q -F 999 -g -p "$WEED_PID" -o "$WEED_PROFILE/${tool%% *}-$run.data" 2>/dev/null &
+        perf_pid=$!
+        sleep 0.5
+    fi
     w0=$(cpu_ticks "$WEED_PID")
     "$TIME" -f '%e %U %S %M' -o "$out" "$@" >"$WORK/last.log" 2>&1 ||
         { echo "error: $tool failed:" >&2; tail -n 20 "$WORK/last.log" >&2; exit 1; }
     w1=$(cpu_ticks "$WEED_PID")
+    if [[ -n "$perf_pid" ]]; then
+        kill -INT "$perf_pid" 2>/dev/null || true
+        wait "$perf_pid" 2>/dev/null || true
+    fi
     read -r wall usr sys rss <"$out"
     WALL[$tool]+="$wall "
     USR[$tool]+="$usr "
