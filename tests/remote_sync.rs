@@ -830,12 +830,22 @@ fn a_delete_record_stays_until_every_other_clone_has_passed_it(backend: Backend)
     let quiet = b.run(&["plan", "--detailed-exitcode"]);
     quiet.expect(0);
 
-    // C passes it last, without --force, and removes it.
+    // C passes it last, without --force, and notes so. A record is kept a
+    // week at least (a clone that never noted may still need it), then the
+    // next sync anywhere removes it.
     let run = c.run(&["datastore", "sync", "-y"]);
     run.expect(0);
     assert!(run.stdout.contains("note-progress"), "{}", run.stdout);
     let c_data: Vec<String> = files(&c.cache().join("ns/data")).into_keys().collect();
     assert_eq!(c_data, ["m/x/4/raw", "m/y/1/raw"], "{}", run.stdout);
+    assert_eq!(keys("deletes").len(), 1, "kept for a week");
+    let week_later = humantime::format_rfc3339_seconds(
+        std::time::SystemTime::now() + std::time::Duration::from_secs(8 * 86_400),
+    )
+    .to_string();
+    let run = b.run_with(&["datastore", "sync", "-y"], &[("SWAMP_NOW", &week_later)]);
+    run.expect(0);
+    assert!(run.stdout.contains("prune-records"), "{}", run.stdout);
     assert!(keys("deletes").is_empty(), "{:?}", keys("deletes"));
     // One note per clone, however often each advanced.
     let notes = keys("clones");
@@ -844,6 +854,44 @@ fn a_delete_record_stays_until_every_other_clone_has_passed_it(backend: Backend)
     for clone in [&a, &b, &c] {
         clone.run(&["plan", "--detailed-exitcode"]).expect(0);
     }
+}
+
+/// Delete records never change once written, so a clone reads each once:
+/// a converged sync after it reads no record and no note, however many
+/// records the bucket holds (they stay at least a week).
+#[test]
+fn each_delete_record_is_read_once() {
+    let (bucket, proxy) = Bucket::behind_proxy(Backend::S3);
+    let a = Repo::init(&bucket, Some("ns"));
+    for v in 1..=3 {
+        a.put("m/x", &format!("x{v}\n"));
+    }
+    a.run(&["datastore", "sync", "-y"]).expect(0);
+    let b = a.clone_elsewhere();
+    b.run(&["datastore", "sync", "-y"]).expect(0);
+    a.run(&["data", "gc", "--keep", "1"]).expect(0);
+    a.run(&["datastore", "sync", "-y"]).expect(0);
+    let record_gets = |from: usize| {
+        proxy.seen()[from..]
+            .iter()
+            .filter(|s| s.method == "GET" && s.target.contains("/.swamp/deletes/"))
+            .count()
+    };
+    let from = proxy.seen().len();
+    b.run(&["datastore", "sync", "-y"]).expect(0);
+    assert_eq!(record_gets(from), 1, "read once by the sync that passes it");
+    let from = proxy.seen().len();
+    b.run(&["datastore", "sync", "-y"]).expect(0);
+    b.run(&["plan", "--detailed-exitcode"]).expect(0);
+    assert_eq!(record_gets(from), 0, "and never again");
+    // Nor any request for a data object or a note.
+    let objects: Vec<String> = proxy.seen()[from..]
+        .iter()
+        .filter(|s| !s.target.contains("prefix="))
+        .filter(|s| s.target.contains("/data/") || s.target.contains("/.swamp/clones/"))
+        .map(|s| format!("{} {}", s.method, s.target))
+        .collect();
+    assert!(objects.is_empty(), "{objects:?}");
 }
 
 /// An object over CopyObject's limit (5 GiB on AWS; SeaweedFS has none,

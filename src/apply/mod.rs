@@ -501,6 +501,13 @@ pub fn apply(
                 ))
                 .map_err(|e| stopped(e.to_string(), &report))?;
             }
+            Action::PruneRecords { prune } => {
+                let (Some(rt), Some(target)) = (rt.as_ref(), remote) else {
+                    return Err(stopped("a sync action needs the remote".into(), &report));
+                };
+                rt.block_on(remote::remove_at_versions(target, prune))
+                    .map_err(|e| stopped(e.to_string(), &report))?;
+            }
             Action::NoteProgress {
                 passed,
                 check,

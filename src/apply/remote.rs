@@ -427,6 +427,7 @@ pub async fn run(
         Action::RecordBase { .. }
         | Action::RecordDeletes { .. }
         | Action::NoteProgress { .. }
+        | Action::PruneRecords { .. }
         | Action::MirrorConfig { .. }
         | Action::PublishSentinel { .. }
         | Action::RemoveTemp { .. }
@@ -497,7 +498,7 @@ pub async fn note_progress(
 
 /// Removes each object only at the version observed: one replaced or gone
 /// since is left alone.
-async fn remove_at_versions(
+pub async fn remove_at_versions(
     target: &RemoteTarget,
     objects: &[crate::plan::RemoteObjectRef],
 ) -> Result<(), StoreError> {

@@ -424,6 +424,14 @@ impl Layout {
             .join(format!("deletes-pushed-{}", &id[..16]))
     }
 
+    /// The delete records of `placement`'s remote already read (they never
+    /// change): `.swamp/state/delete-records-<id>.json`.
+    pub fn delete_records_cache_path(&self, placement: &Placement) -> PathBuf {
+        let id = crate::fsutil::sha256_bytes(Layout::remote_url(placement).as_bytes());
+        self.state_dir()
+            .join(format!("delete-records-{}.json", &id[..16]))
+    }
+
     /// This clone's id, for its notes in the bucket (see
     /// `state::deliberate`): `.swamp/state/clone-id`.
     pub fn clone_id_path(&self) -> PathBuf {

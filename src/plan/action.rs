@@ -165,6 +165,11 @@ pub enum Action {
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         prune: Vec<RemoteObjectRef>,
     },
+    /// Remove delete records every other clone has passed (or that are
+    /// older than 30 days) and the notes of clones that had not passed
+    /// those by then, when no record or note of this plan's carries them;
+    /// each only at the version observed.
+    PruneRecords { prune: Vec<RemoteObjectRef> },
     /// Remove what apply `id` set aside (`[undo]` retention): its files in
     /// this machine's trash, and its copies in the target's remote trash
     /// (`<prefix>/<ns>/.swamp/trash/<id>/`, which only that apply wrote).
@@ -255,7 +260,7 @@ impl Action {
     }
 
     /// Stable names, in the order the summary lists them.
-    pub const KINDS: [&'static str; 19] = [
+    pub const KINDS: [&'static str; 20] = [
         "remove-temp",
         "mirror-config",
         "move",
@@ -271,6 +276,7 @@ impl Action {
         "record-base",
         "record-deletes",
         "note-progress",
+        "prune-records",
         "invalidate-catalog",
         "finish-migration",
         "publish-sentinel",
@@ -291,6 +297,7 @@ impl Action {
             Action::RecordBase { .. } => "record-base",
             Action::RecordDeletes { .. } => "record-deletes",
             Action::NoteProgress { .. } => "note-progress",
+            Action::PruneRecords { .. } => "prune-records",
             Action::Fetch { .. } => "fetch",
             Action::CopyRemote { .. } => "copy-remote",
             Action::DeleteSourceRemote { .. } => "delete-source-remote",
@@ -320,6 +327,7 @@ impl Action {
             | Action::RecordBase { .. }
             | Action::RecordDeletes { .. }
             | Action::NoteProgress { .. }
+            | Action::PruneRecords { .. }
             | Action::PruneTrash { .. }
             | Action::DeleteSourceRemote { .. } => None,
         }
@@ -357,6 +365,7 @@ impl Action {
                 "first note: other clones' delete records wait for this clone"
             }
             Action::NoteProgress { .. } => "this clone's base has passed other clones' deletes",
+            Action::PruneRecords { .. } => "every clone has passed them, or they are too old",
             Action::Fetch { .. } => "only the old remote has it",
             Action::CopyRemote { .. } => "re-keyed inside the bucket",
             Action::DeleteSourceRemote { .. } => "everything is at the target",
@@ -554,6 +563,9 @@ pub struct Summary {
     /// Notes of this clone's progress past those records (0 or 1).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub note_progress: usize,
+    /// Old records and notes removed without either (0 or 1).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub prune_records: usize,
     pub fetch: usize,
     pub copy_remote: usize,
     pub delete_source_remote: usize,
@@ -733,6 +745,10 @@ impl Plan {
                 } => {
                     s.note_progress += 1;
                     records_pruned += (replaces.len() + prune.len()) as u64;
+                }
+                Action::PruneRecords { prune } => {
+                    s.prune_records += 1;
+                    records_pruned += prune.len() as u64;
                 }
                 Action::Fetch { size, .. } => {
                     s.fetch += 1;

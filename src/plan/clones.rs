@@ -30,7 +30,8 @@ pub struct Note {
 
 impl Progress {
     /// The actions: a record of this plan's own deletes (`files`, if any)
-    /// and the note, with the prune list on the last of them.
+    /// and the note, with the prune list on the last of them (or on an
+    /// action of its own).
     pub fn actions(self, files: Vec<DeletedFile>, after: Option<String>) -> Vec<Action> {
         let mut out = Vec::new();
         let mut prune = self.prune;
@@ -50,14 +51,27 @@ impl Progress {
                 passed: n.passed,
                 check: n.check,
                 replaces: n.replaces,
-                prune,
+                prune: std::mem::take(&mut prune),
             });
+        }
+        if !prune.is_empty() && out.is_empty() {
+            out.push(Action::PruneRecords { prune });
         }
         out
     }
 }
 
-/// `records` sorted by key (as listed and read), `notes` as listed, `base`
+/// The stem a new record must sort after: the newest any record or note
+/// names, so that no note already covers it, whatever the clocks say.
+pub fn newest_stem<'a>(records: &'a [DeleteRecord], notes: &'a [CloneNote]) -> Option<&'a str> {
+    records
+        .iter()
+        .map(DeleteRecord::stem)
+        .chain(notes.iter().map(|n| n.passed.as_str()))
+        .max()
+}
+
+/// `records` sorted by stem (as read), `notes` as listed, `base`
 /// as observed, `actions` this plan's sync actions.
 pub fn progress(
     records: &[DeleteRecord],
@@ -108,7 +122,9 @@ pub fn progress(
         passed = passed.max(r.stem());
     }
     let mine: Vec<&CloneNote> = notes.iter().filter(|n| n.mine).collect();
-    let noted = mine.iter().map(|n| n.passed.as_str()).max();
+    // Of two notes of one clone (a crash between writing one and removing
+    // the other), the lower is the one to believe.
+    let noted = mine.iter().map(|n| n.passed.as_str()).min();
     // Records pruned since are no reason to go back; one still held at or
     // below the note is (a base restored from a backup).
     if let Some(noted) = noted
@@ -135,8 +151,8 @@ pub fn progress(
     const ME: &str = "";
     let mut clones: BTreeMap<&str, &str> = BTreeMap::new();
     for n in notes.iter().filter(|n| !n.mine) {
-        let at = clones.entry(n.clone.as_str()).or_insert(NO_STEM);
-        *at = (*at).max(n.passed.as_str());
+        let at = clones.entry(n.clone.as_str()).or_insert(n.passed.as_str());
+        *at = (*at).min(n.passed.as_str());
     }
     if let Some(p) = my_passed {
         clones.insert(ME, p);
@@ -156,7 +172,7 @@ pub fn progress(
             .peekable();
         // Not before another clone is known to have passed it: a clone
         // that never noted may still hold its files.
-        let all_passed = others.peek().is_some() && others.all(|(_, p)| *p >= r.stem());
+        let all_passed = !r.young && others.peek().is_some() && others.all(|(_, p)| *p >= r.stem());
         if r.expired {
             // Clones that had not passed it in all that time are gone (or
             // meet the guard when they come back).
@@ -213,6 +229,7 @@ mod tests {
             version: format!("r{n}"),
             files,
             expired: false,
+            young: false,
             clone: Some(by.to_string()),
             mine: by == "me",
         }
@@ -382,6 +399,50 @@ mod tests {
                 .prune
                 .is_empty()
         );
+    }
+
+    #[test]
+    fn a_young_record_is_kept_though_every_noted_clone_has_passed_it() {
+        // A clone that synced before notes existed may still hold it.
+        let mut young = record(1, "a", vec![]);
+        young.young = true;
+        let notes = [note("me", &stem(1)), note("a", NO_STEM)];
+        assert_eq!(
+            progress(&[young.clone()], &notes, &base(&[]), &[]),
+            Progress::default()
+        );
+        young.young = false;
+        let p = progress(&[young.clone()], &notes, &base(&[]), &[]);
+        assert!(p.note.is_none());
+        // Nothing else to do: the prune is an action of its own.
+        assert_eq!(
+            p.actions(Vec::new(), None),
+            [Action::PruneRecords {
+                prune: vec![RemoteObjectRef {
+                    key: young.key.clone(),
+                    version: young.version.clone(),
+                }]
+            }]
+        );
+    }
+
+    #[test]
+    fn of_two_notes_of_one_clone_the_lower_counts() {
+        let records = [record(1, "a", vec![])];
+        let notes = [
+            note("me", &stem(1)),
+            note("b", NO_STEM),
+            note("b", &stem(1)),
+        ];
+        assert!(progress(&records, &notes, &base(&[]), &[]).prune.is_empty());
+    }
+
+    #[test]
+    fn a_new_record_sorts_after_every_record_and_note_listed() {
+        let records = [record(1, "a", vec![])];
+        let notes = [note("b", &stem(3)), note("me", NO_STEM)];
+        assert_eq!(newest_stem(&records, &notes), Some(stem(3).as_str()));
+        assert_eq!(newest_stem(&[], &[]), None);
     }
 
     #[test]

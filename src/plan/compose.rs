@@ -212,13 +212,21 @@ fn add_remote(scope: Scope, observed: &Observed, options: &Options, plan: &mut P
             .collect();
         // How far this clone has passed the other clones' records, and
         // what the last clone to pass them prunes.
+        // (Without the base, apply starts from none: so does this.)
+        let no_base = BTreeMap::new();
         let progress = crate::plan::clones::progress(
             &snapshot.delete_records,
             &snapshot.clone_notes,
-            &snapshot.base,
+            if options.no_base {
+                &no_base
+            } else {
+                &snapshot.base
+            },
             &sync_actions,
         );
-        let after = snapshot.delete_records.last().map(|r| r.stem().to_string());
+        let after =
+            crate::plan::clones::newest_stem(&snapshot.delete_records, &snapshot.clone_notes)
+                .map(str::to_string);
         sync_actions.extend(progress.actions(files, after));
         resolved = diff.resolved;
     }

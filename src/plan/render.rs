@@ -486,7 +486,7 @@ fn render_raw(plan: &Plan, repo: &Path, detail: bool, md: bool, style: Style) ->
         &[false, true, true],
         &[false, false, false],
     );
-    let rows: [(&str, usize, Option<u64>); 20] = [
+    let rows: [(&str, usize, Option<u64>); 21] = [
         ("remove-temp", s.remove_temp, None),
         ("mirror-config", s.mirror_config, None),
         ("move", s.moves, Some(s.bytes_to_move)),
@@ -502,6 +502,7 @@ fn render_raw(plan: &Plan, repo: &Path, detail: bool, md: bool, style: Style) ->
         ("record-base", s.record_base, None),
         ("record-deletes", s.record_deletes, None),
         ("note-progress", s.note_progress, None),
+        ("prune-records", s.prune_records, None),
         ("invalidate-catalog", s.invalidate_catalog, None),
         ("finish-migration", s.finish_migration, None),
         ("publish-sentinel", s.publish_sentinel, None),
@@ -607,7 +608,7 @@ fn render_raw(plan: &Plan, repo: &Path, detail: bool, md: bool, style: Style) ->
                     match prune.len() {
                         0 => format!("{} file(s) deleted by swamp", files.len()),
                         n => format!(
-                            "{} file(s) deleted by swamp; {n} old record(s) pruned",
+                            "{} file(s) deleted by swamp; {n} old record(s) or note(s) removed",
                             files.len()
                         ),
                     },
@@ -621,14 +622,19 @@ fn render_raw(plan: &Plan, repo: &Path, detail: bool, md: bool, style: Style) ->
                         (true, 0) => "this clone, for other clones' delete records".to_string(),
                         (false, 0) => "this clone's progress past delete records".to_string(),
                         (true, n) => format!(
-                            "this clone, for other clones' delete records; {n} old record(s) pruned"
+                            "this clone, for other clones' delete records; {n} old record(s) or note(s) removed"
                         ),
                         (false, n) => format!(
-                            "this clone's progress past delete records; {n} old record(s) pruned"
+                            "this clone's progress past delete records; {n} old record(s) or note(s) removed"
                         ),
                     },
                     "sync base".into(),
                     "remote note".into(),
+                ),
+                Action::PruneRecords { prune } => (
+                    format!("{} old delete record(s) or note(s)", prune.len()),
+                    "remote".into(),
+                    "(removed)".into(),
                 ),
                 Action::MirrorConfig { path, .. } => (
                     path.to_string(),
@@ -1133,6 +1139,9 @@ pub fn closing_line(plan: &Plan) -> String {
     }
     if s.note_progress > 0 {
         parts.push("this clone's sync progress to note for the other clones".to_string());
+    }
+    if s.prune_records > 0 {
+        parts.push("old delete records to remove".to_string());
     }
     if s.fetch > 0 {
         parts.push(format!("{} to fetch from the old remote", s.fetch));

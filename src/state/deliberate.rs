@@ -16,9 +16,12 @@
 //! written) that another clone wrote is no longer in its base. The note is
 //! in the key, so the listing that finds the records finds the notes too,
 //! with no extra request; it is rewritten only when it advances. A record
-//! is also pruned once older than [`RECORD_DAYS`], with the notes of
-//! clones that had not passed it by then (gone, or idle: such a clone
-//! meets the delete guard when it returns, blocked, never losing data).
+//! every other clone has passed goes once it is [`GRACE_DAYS`] old (a
+//! clone that has not noted yet may still need it); any record goes once
+//! older than [`RECORD_DAYS`], with the notes of clones that had not
+//! passed it by then (gone, or idle: such a clone meets the delete guard
+//! when it returns, blocked, never losing data). Records never change, so
+//! each is read once and kept in `.swamp/state/`.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime};
@@ -34,6 +37,11 @@ use crate::store::{Store, StoreError};
 /// not synced for longer meets the guard instead (blocked, never losing
 /// data).
 pub const RECORD_DAYS: u64 = 30;
+
+/// How long a record is kept at least, even once every clone that noted
+/// has passed it: a clone that synced before notes existed, or whose first
+/// sync stopped before its note, has this long to sync again.
+pub const GRACE_DAYS: u64 = 7;
 
 /// The stem of a clone's note before it has passed any record: sorts
 /// before every record's.
@@ -69,9 +77,12 @@ pub struct DeleteRecord {
     pub key: String,
     pub version: String,
     pub files: Vec<DeletedFile>,
-    /// Older than [`RECORD_DAYS`]: the next record written prunes it.
+    /// Older than [`RECORD_DAYS`]: the next sync prunes it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub expired: bool,
+    /// Younger than [`GRACE_DAYS`]: kept, whoever has passed it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub young: bool,
     /// The clone that wrote it, when the record says.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub clone: Option<String>,
@@ -238,52 +249,90 @@ pub fn deleted_here(layout: &Layout, placement: &Placement) -> BTreeMap<TierPath
 }
 
 /// Reads the delete records the listing found (`records`: key and
-/// version only), oldest first by key, and marks this clone's (`me`). A
-/// record that cannot be read as one explains nothing (and is never
-/// pruned); one gone since the listing is left out.
+/// version only), oldest first, and marks this clone's (`me`). Records are
+/// written once and never changed, so each is fetched once: what was read
+/// is kept in `cache` (by key and version) for the next plans. A record
+/// that cannot be read as one explains nothing (and is never pruned); one
+/// gone since the listing is left out.
 pub async fn read_records(
     store: &dyn Store,
     records: &mut Vec<DeleteRecord>,
     now: SystemTime,
     me: &str,
+    cache: &std::path::Path,
 ) -> Result<(), StoreError> {
     use futures_util::StreamExt;
+    let mut known: BTreeMap<String, CachedRecord> = std::fs::read(cache)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or_default();
+    let listed: Vec<DeleteRecord> = std::mem::take(records);
     // A few at once: a busy namespace may hold a record per sync of a
     // month.
-    let fetched: Vec<Result<Option<DeleteRecord>, StoreError>> =
-        futures_util::stream::iter(std::mem::take(records).into_iter().map(
-            |mut record| async move {
-                let bytes = match store.get_bytes(&record.key).await {
-                    Ok((meta, bytes)) => {
-                        record.version = meta.version;
-                        bytes
-                    }
-                    Err(StoreError::NotFound { .. }) => return Ok(None),
-                    Err(e) => return Err(e),
-                };
-                let Ok(body) = serde_json::from_slice::<RecordBody>(&bytes) else {
-                    return Ok(None);
-                };
-                record.expired = humantime::parse_rfc3339(&body.at).is_ok_and(|at| {
-                    now.duration_since(at)
-                        .is_ok_and(|age| age > Duration::from_secs(RECORD_DAYS * 86_400))
-                });
-                record.mine = body.clone.as_deref() == Some(me);
-                record.clone = body.clone;
-                record.files = body.files;
-                Ok(Some(record))
-            },
-        ))
+    let fetched: Vec<Result<Option<(String, CachedRecord)>, StoreError>> =
+        futures_util::stream::iter(
+            listed
+                .iter()
+                .filter(|r| known.get(&r.key).is_none_or(|c| c.version != r.version))
+                .map(|record| async move {
+                    let (version, bytes) = match store.get_bytes(&record.key).await {
+                        Ok((meta, bytes)) => (meta.version, bytes),
+                        Err(StoreError::NotFound { .. }) => return Ok(None),
+                        Err(e) => return Err(e),
+                    };
+                    let Ok(body) = serde_json::from_slice::<RecordBody>(&bytes) else {
+                        return Ok(None);
+                    };
+                    Ok(Some((record.key.clone(), CachedRecord { version, body })))
+                }),
+        )
         .buffer_unordered(8)
         .collect()
         .await;
-    let mut read = Vec::with_capacity(fetched.len());
-    for record in fetched {
-        read.extend(record?);
+    let mut changed = false;
+    for r in fetched {
+        if let Some((key, rec)) = r? {
+            known.insert(key, rec);
+            changed = true;
+        }
     }
-    read.sort_by(|a, b| a.key.cmp(&b.key));
+    let age = |at: &str| {
+        humantime::parse_rfc3339(at)
+            .ok()
+            .and_then(|at| now.duration_since(at).ok())
+    };
+    let mut read = Vec::with_capacity(listed.len());
+    for mut record in listed {
+        let Some(rec) = known.get(&record.key) else {
+            continue;
+        };
+        let body = &rec.body;
+        record.version = rec.version.clone();
+        record.expired =
+            age(&body.at).is_some_and(|a| a > Duration::from_secs(RECORD_DAYS * 86_400));
+        record.young = age(&body.at).is_none_or(|a| a < Duration::from_secs(GRACE_DAYS * 86_400));
+        record.mine = body.clone.as_deref() == Some(me);
+        record.clone = body.clone.clone();
+        record.files = body.files.clone();
+        read.push(record);
+    }
+    // Only what is still listed is worth keeping.
+    let before = known.len();
+    known.retain(|k, _| read.iter().any(|r| r.key == *k));
+    if changed || known.len() != before {
+        // Losing it costs a GET per record next time, nothing more.
+        let _ = serde_json::to_vec(&known).map(|b| crate::fsutil::atomic_write(cache, &b));
+    }
+    read.sort_by(|a, b| a.stem().cmp(b.stem()));
     *records = read;
     Ok(())
+}
+
+/// A record as read before, in the cache [`read_records`] keeps.
+#[derive(Debug, Serialize, Deserialize)]
+struct CachedRecord {
+    version: String,
+    body: RecordBody,
 }
 
 /// A new record's key: time-ordered, unique across clones, and after
@@ -298,6 +347,8 @@ pub fn new_record_key(placement: &Placement, now: SystemTime, after: Option<&str
     if let Some(after) = after.and_then(|a| a.get(..15)?.parse::<u128>().ok()) {
         ms = ms.max(after + 1);
     }
+    // Fifteen digits, whatever a hostile key said.
+    ms = ms.min(999_999_999_999_999);
     let id = uuid::Uuid::new_v4().simple().to_string();
     format!(
         "{}{ms:015}-{}.json",

@@ -136,6 +136,7 @@ pub fn observe(
         &mut snapshot.delete_records,
         now,
         &me,
+        &layout.delete_records_cache_path(&desired.target),
     ))?;
     // Only a sync with a base can delete anything.
     if !snapshot.base.is_empty() {

@@ -389,7 +389,10 @@ pub async fn observe_remote(
             if meta.key == manifest_key {
                 manifest = Some(meta.version.clone());
             }
-            if meta.key.starts_with(&records_prefix)
+            if meta
+                .key
+                .strip_prefix(&records_prefix)
+                .is_some_and(|name| !name.contains('/'))
                 && super::deliberate::record_stem(&meta.key).is_some()
             {
                 delete_records.push(super::deliberate::DeleteRecord {
@@ -397,6 +400,7 @@ pub async fn observe_remote(
                     version: meta.version.clone(),
                     files: Vec::new(),
                     expired: false,
+                    young: false,
                     clone: None,
                     mine: false,
                 });

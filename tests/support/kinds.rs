@@ -114,6 +114,12 @@ pub fn every_action() -> Vec<swamp::plan::Action> {
             }],
             prune: vec![],
         },
+        Action::PruneRecords {
+            prune: vec![swamp::plan::RemoteObjectRef {
+                key: "repos/homelab/.swamp/deletes/001763000000000-0123456789ab.json".into(),
+                version: "5".into(),
+            }],
+        },
         Action::Fetch {
             path: tp("data/d/1/raw"),
             source: 0,
