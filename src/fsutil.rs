@@ -227,9 +227,9 @@ pub fn sha256_file_raw(path: &Path) -> io::Result<[u8; 32]> {
 }
 
 /// Whether the filesystem holding `dir` (or its nearest existing ancestor)
-/// treats names that differ only in case as one. Asked of the filesystem
-/// where it can say (macOS `pathconf`); elsewhere (Linux, where only a
-/// directory marked casefold does so) assumed not.
+/// treats names that differ only in case as one. Asked of the filesystem:
+/// macOS `pathconf`; on Linux, the directory's casefold attribute (ext4
+/// and f2fs, `chattr +F`; new directories inherit it).
 pub fn folds_case(dir: &Path) -> bool {
     #[cfg(target_os = "macos")]
     {
@@ -244,7 +244,30 @@ pub fn folds_case(dir: &Path) -> bool {
         let r = unsafe { libc::pathconf(c.as_ptr(), libc::_PC_CASE_SENSITIVE) };
         r == 0
     }
-    #[cfg(not(target_os = "macos"))]
+    #[cfg(target_os = "linux")]
+    {
+        /// `FS_CASEFOLD_FL` in linux/fs.h.
+        const CASEFOLD: libc::c_long = 0x4000_0000;
+        let Some(existing) = dir.ancestors().find(|d| d.is_dir()) else {
+            return false;
+        };
+        let Ok(f) = File::open(existing) else {
+            return false;
+        };
+        let mut flags: libc::c_long = 0;
+        // SAFETY: FS_IOC_GETFLAGS writes the inode's flags into the long it
+        // is given; `f` is an open descriptor for the call's duration.
+        let r = unsafe {
+            libc::ioctl(
+                std::os::fd::AsRawFd::as_raw_fd(&f),
+                libc::FS_IOC_GETFLAGS,
+                &mut flags,
+            )
+        };
+        // Filesystems without attributes (tmpfs, overlay…) say ENOTTY.
+        r == 0 && flags & CASEFOLD != 0
+    }
+    #[cfg(not(any(target_os = "macos", target_os = "linux")))]
     {
         let _ = dir;
         false

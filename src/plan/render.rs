@@ -877,9 +877,17 @@ fn render_conflict(out: &mut String, c: &Conflict, plan: &Plan, repo: &Path, tar
             if let Some(other) = other {
                 let _ = writeln!(out, "      it clashes with {other}");
             }
+            let fix = if other
+                .as_deref()
+                .is_some_and(|o| o.starts_with("the cache's "))
+            {
+                "rename it in the bucket, or rename the cache's file"
+            } else {
+                "rename or remove one of them in the bucket"
+            };
             let _ = writeln!(
                 out,
-                "      nothing is downloaded while it stands; fix: rename or remove one of them in the bucket, then plan again"
+                "      nothing is downloaded while it stands; fix: {fix}, then plan again"
             );
         }
         Conflict::TooLarge { path, size, limit } => {

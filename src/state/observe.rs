@@ -114,6 +114,7 @@ pub fn observe(
         &snapshot.key_prefix,
         root,
         crate::fsutil::folds_case(root),
+        observed.placements[0].files.keys(),
     );
     if observed.mirror.is_some() && direction.is_some_and(|d| d.pushes()) {
         observed.sentinel = Some(rt.block_on(read_sentinel(&target, &snapshot))?);

@@ -106,11 +106,12 @@ const PATH_MAX: usize = 4095;
 /// a whole path longer than the filesystem allows, and, where the
 /// filesystem folds case (`case_insensitive`), two keys that would be one
 /// file. Found at plan time, so nothing of it is half written at apply.
-pub fn unholdable(
+pub fn unholdable<'a>(
     files: &BTreeMap<TierPath, RemoteObject>,
     key_prefix: &str,
     root: &std::path::Path,
     case_insensitive: bool,
+    local: impl IntoIterator<Item = &'a TierPath>,
 ) -> Vec<Unholdable> {
     let key = |p: &str| format!("{key_prefix}{p}");
     let mut dirs: std::collections::HashSet<&str> = std::collections::HashSet::new();
@@ -122,7 +123,23 @@ pub fn unholdable(
             }
         }
     }
-    let mut folded: std::collections::HashMap<String, &str> = std::collections::HashMap::new();
+    // Where case folds: each directory and name, by its folded spelling,
+    // with the spelling met first and a path that has it (the cache's
+    // first: what is there already is what a download would land on).
+    type Spelled = std::collections::HashMap<String, (String, String)>;
+    fn spell(spelled: &mut Spelled, s: &str, example: &dyn Fn() -> String) {
+        for q in prefixes_and_self(s) {
+            spelled
+                .entry(q.to_lowercase())
+                .or_insert_with(|| (q.to_string(), example()));
+        }
+    }
+    let mut spelled = Spelled::new();
+    if case_insensitive {
+        for p in local {
+            spell(&mut spelled, p.as_str(), &|| format!("the cache's {p}"));
+        }
+    }
     let root_len = root.as_os_str().len();
     let mut out = Vec::new();
     for p in files.keys() {
@@ -154,13 +171,21 @@ pub fn unholdable(
                 ),
             ))
         } else if case_insensitive {
-            match folded.entry(s.to_lowercase()) {
-                std::collections::hash_map::Entry::Occupied(e) => Some((
-                    Some(key(e.get())),
-                    "this filesystem ignores case, so both would be one file".to_string(),
+            let clash = prefixes_and_self(s).find_map(|q| {
+                spelled
+                    .get(&q.to_lowercase())
+                    .filter(|(spelling, _)| spelling != q)
+                    .map(|(_, example)| example.clone())
+            });
+            match clash {
+                Some(other) => Some((
+                    Some(other),
+                    "this filesystem ignores case, so both would be one file or directory"
+                        .to_string(),
                 )),
-                std::collections::hash_map::Entry::Vacant(e) => {
-                    e.insert(s);
+                None => {
+                    let k = key(s);
+                    spell(&mut spelled, s, &|| k.clone());
                     None
                 }
             }
@@ -311,6 +336,13 @@ pub fn classify(
     TierPath::parse(rel)
         .map(Listed::File)
         .map_err(|e| hostile(&e.to_string()))
+}
+
+/// A path's directories, outermost first, then the path itself.
+fn prefixes_and_self(s: &str) -> impl Iterator<Item = &str> {
+    s.match_indices('/')
+        .map(|(i, _)| &s[..i])
+        .chain(std::iter::once(s))
 }
 
 /// What a server says of an object's content without swamp's metadata.
@@ -539,7 +571,7 @@ mod tests {
         .collect();
         let root = std::path::Path::new("/cache");
         let found = |fold: bool| -> Vec<(String, Option<String>)> {
-            unholdable(&files, "p/", root, fold)
+            unholdable(&files, "p/", root, fold, [])
                 .into_iter()
                 .map(|u| (u.key.chars().take(30).collect(), u.other))
                 .collect()
@@ -559,7 +591,60 @@ mod tests {
         assert_eq!(found(true), [clash, folded, long]);
         // A path too long for PATH_MAX under this root.
         let deep = std::path::PathBuf::from(format!("/{}", "d/".repeat(2045)));
-        assert_eq!(unholdable(&files, "p/", &deep, false).len(), files.len());
+        assert_eq!(
+            unholdable(&files, "p/", &deep, false, []).len(),
+            files.len()
+        );
+    }
+
+    #[test]
+    fn where_case_folds_directories_and_cache_files_clash_too() {
+        let obj = RemoteObject {
+            size: 1,
+            version: "v".into(),
+            sha256: None,
+            modified: None,
+        };
+        let tp = |p: &str| TierPath::parse(p).unwrap();
+        let files: BTreeMap<TierPath, RemoteObject> = [
+            "data/A/1/raw",
+            "data/a/2/raw",
+            "outputs/Report.md",
+            "outputs/x.yaml",
+        ]
+        .into_iter()
+        .map(|p| (tp(p), obj.clone()))
+        .collect();
+        let local = [tp("outputs/report.md"), tp("outputs/x.yaml")];
+        let found: Vec<(String, Option<String>)> =
+            unholdable(&files, "p/", std::path::Path::new("/c"), true, &local)
+                .into_iter()
+                .map(|u| (u.key, u.other))
+                .collect();
+        assert_eq!(
+            found,
+            [
+                // One directory here, though the names below differ.
+                (
+                    "p/data/a/2/raw".to_string(),
+                    Some("p/data/A/1/raw".to_string())
+                ),
+                // The cache's file a download would land on.
+                (
+                    "p/outputs/Report.md".to_string(),
+                    Some("the cache's outputs/report.md".to_string())
+                ),
+            ]
+        );
+        // Where case matters, all of them can be held.
+        assert!(unholdable(&files, "p/", std::path::Path::new("/c"), false, &local).is_empty());
+    }
+
+    #[test]
+    fn a_plain_directory_does_not_fold_case() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(!crate::fsutil::folds_case(dir.path()));
+        assert!(!crate::fsutil::folds_case(&dir.path().join("not/yet")));
     }
 
     #[test]
