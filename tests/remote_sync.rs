@@ -894,6 +894,134 @@ fn each_delete_record_is_read_once() {
     assert!(objects.is_empty(), "{objects:?}");
 }
 
+/// A copy made in parts carries over what CopyObject would: the object's
+/// Content-Type and Cache-Control and its user metadata (issue 12: the part
+/// copy kept only swamp's sha256, so an object another tool wrote lost its
+/// headers in the remote trash and came back from `undo` without them).
+#[test]
+fn a_copy_in_parts_keeps_the_objects_headers_and_metadata() {
+    use sha2::Digest;
+    use support::faults::{Fault, Rule};
+    let (bucket, proxy) = Bucket::behind_proxy(Backend::S3);
+    let repo = Repo::init(&bucket, Some("lab"));
+    let body: Vec<u8> = (0..(12u32 << 20)).map(|i| (i % 251) as u8).collect();
+    let sha = hex::encode(sha2::Sha256::digest(&body));
+    support::servers::s3().put_with(
+        &bucket.name,
+        "swamp/lab/files/big.csv",
+        &body,
+        &[
+            ("Content-Type", "text/csv"),
+            ("Cache-Control", "max-age=60"),
+            ("x-amz-meta-owner", "ops"),
+            ("x-amz-meta-sha256", &sha),
+        ],
+    );
+    std::fs::create_dir_all(repo.cache().join("lab/files")).unwrap();
+    std::fs::write(repo.cache().join("lab/files/big.csv"), &body).unwrap();
+    std::fs::write(repo.cache().join("lab/files/small.txt"), "s\n").unwrap();
+    std::fs::write(repo.cache().join("lab/files/other.txt"), "o\n").unwrap();
+    repo.run(&["datastore", "sync", "-y"]).expect(0);
+    proxy.rule(
+        Rule::new(Fault::S3Error(
+            400,
+            "InvalidRequest",
+            "The specified copy source is larger than the maximum allowable size for a copy source: 5368709120",
+        ))
+        .method("PUT")
+        .target(".swamp/trash/")
+        .times(1),
+    );
+    std::fs::remove_file(repo.cache().join("lab/files/big.csv")).unwrap();
+    repo.run_with(
+        &["datastore", "sync", "--push", "-y"],
+        &[("SWAMP_COPY_PART_MIB", "5")],
+    )
+    .expect(0);
+    let trashed: Vec<String> = bucket
+        .contents()
+        .into_keys()
+        .filter(|k| k.contains("/.swamp/trash/") && k.ends_with("files/big.csv"))
+        .collect();
+    assert_eq!(trashed.len(), 1, "{:?}", bucket.contents().keys());
+    let parts = proxy
+        .seen()
+        .iter()
+        .filter(|s| s.method == "PUT" && s.target.contains("partNumber="))
+        .count();
+    assert!(parts >= 3, "copied in parts: {parts}");
+    let headers = support::servers::s3().head_headers(&bucket.name, &trashed[0]);
+    assert_eq!(
+        headers.get("content-type").map(String::as_str),
+        Some("text/csv"),
+        "{headers:?}"
+    );
+    assert_eq!(
+        headers.get("cache-control").map(String::as_str),
+        Some("max-age=60"),
+        "{headers:?}"
+    );
+    assert_eq!(
+        headers.get("x-amz-meta-owner").map(String::as_str),
+        Some("ops"),
+        "{headers:?}"
+    );
+    assert_eq!(headers.get("x-amz-meta-sha256"), Some(&sha), "{headers:?}");
+}
+
+/// A multipart upload that vanished before it was completed (aborted by
+/// someone, expired by a lifecycle rule) is said to be so, not reported as
+/// a changed object (a precondition conflict); nothing was deleted, and the
+/// next run goes through.
+#[test]
+fn a_multipart_upload_gone_before_completion_says_so_and_deletes_nothing() {
+    use support::faults::{Fault, Rule};
+    let (bucket, proxy) = Bucket::behind_proxy(Backend::S3);
+    let repo = Repo::init(&bucket, Some("lab"));
+    let body: Vec<u8> = (0..(12u32 << 20)).map(|i| (i % 241) as u8).collect();
+    std::fs::create_dir_all(repo.cache().join("lab/files")).unwrap();
+    std::fs::write(repo.cache().join("lab/files/big.bin"), &body).unwrap();
+    std::fs::write(repo.cache().join("lab/files/small.txt"), "s\n").unwrap();
+    std::fs::write(repo.cache().join("lab/files/other.txt"), "o\n").unwrap();
+    repo.run(&["datastore", "sync", "-y"]).expect(0);
+    let too_large = || {
+        Rule::new(Fault::S3Error(
+            400,
+            "InvalidRequest",
+            "The specified copy source is larger than the maximum allowable size for a copy source: 5368709120",
+        ))
+        .method("PUT")
+        .target(".swamp/trash/")
+        .times(1)
+    };
+    proxy.rule(too_large());
+    proxy.rule(
+        Rule::new(Fault::S3Error(
+            404,
+            "NoSuchUpload",
+            "The specified upload does not exist.",
+        ))
+        .method("POST")
+        .target("uploadId=")
+        .times(1),
+    );
+    std::fs::remove_file(repo.cache().join("lab/files/big.bin")).unwrap();
+    let env = [("SWAMP_COPY_PART_MIB", "5")];
+    let run = repo.run_with(&["datastore", "sync", "--push", "-y"], &env);
+    run.expect(1);
+    assert!(run.stderr.contains("upload of"), "{}", run.stderr);
+    assert!(run.stderr.contains("was gone"), "{}", run.stderr);
+    assert!(!run.stderr.contains("precondition"), "{}", run.stderr);
+    assert!(
+        bucket.contents().contains_key("swamp/lab/files/big.bin"),
+        "not deleted"
+    );
+    proxy.rule(too_large());
+    repo.run_with(&["datastore", "sync", "--push", "-y"], &env)
+        .expect(0);
+    assert!(!bucket.contents().contains_key("swamp/lab/files/big.bin"));
+}
+
 /// An object over CopyObject's limit (5 GiB on AWS; SeaweedFS has none,
 /// so the proxy answers as AWS does) is still set aside before a delete,
 /// and restored by `undo`: copied in parts (UploadPartCopy, each pinned to

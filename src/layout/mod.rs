@@ -432,6 +432,13 @@ impl Layout {
             .join(format!("delete-records-{}.json", &id[..16]))
     }
 
+    /// Cache contents known not to be the multipart objects they were
+    /// compared with (a whole read each to find out):
+    /// `.swamp/state/multipart-misses.json`.
+    pub fn multipart_misses_path(&self) -> PathBuf {
+        self.state_dir().join("multipart-misses.json")
+    }
+
     /// This clone's id, for its notes in the bucket (see
     /// `state::deliberate`): `.swamp/state/clone-id`.
     pub fn clone_id_path(&self) -> PathBuf {

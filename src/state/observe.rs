@@ -7,7 +7,7 @@
 //! of it.
 
 use std::borrow::Cow;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::config::Config;
 use crate::layout::{Layout, TierPath};
@@ -153,6 +153,14 @@ pub fn observe(
 struct LocalDigests<'a> {
     layout: &'a Layout,
     cache: Option<HashCache>,
+    /// Contents (sha256) known not to be a multipart object (its ETag):
+    /// a whole read to find out, so kept in `.swamp/state/` (loaded on
+    /// first use).
+    misses: Option<BTreeSet<(String, String)>>,
+    /// Of those, the ones asked about this time (only they are kept).
+    asked: BTreeSet<(String, String)>,
+    /// Files read to compare with a multipart ETag.
+    multipart_reads: usize,
 }
 
 impl<'a> LocalDigests<'a> {
@@ -160,6 +168,9 @@ impl<'a> LocalDigests<'a> {
         LocalDigests {
             layout,
             cache: None,
+            misses: None,
+            asked: BTreeSet::new(),
+            multipart_reads: 0,
         }
     }
 
@@ -197,23 +208,45 @@ impl<'a> LocalDigests<'a> {
                     .md5(&full, &meta, file.sha256)
                     == Some(md5)
             }
-            // Large and rare: read each time it is asked (once, when it
-            // matches: the sync base records it then).
+            // Large and rare: read when asked (once when it matches: the
+            // sync base records it then; once when it does not: that is
+            // remembered, by content and ETag).
             ServerDigest::Multipart(etag) => {
                 let swamp_part = crate::store::s3::multipart_part_size(file.size);
                 let sizes = etag.part_sizes(file.size, swamp_part);
                 if sizes.is_empty() {
                     return false;
                 }
-                match crate::fsutil::sha256_and_part_md5s(&full, &sizes) {
-                    Ok((sha, parts)) => {
-                        sha == file.sha256.0
-                            && parts
-                                .iter()
-                                .any(|p| crate::digest::MultipartEtag::of_parts(p) == etag)
-                    }
-                    Err(_) => false,
+                let asked = (file.sha256.to_string(), etag.to_string());
+                let path = self.layout.multipart_misses_path();
+                let misses = self.misses.get_or_insert_with(|| {
+                    std::fs::read(&path)
+                        .ok()
+                        .and_then(|b| serde_json::from_slice(&b).ok())
+                        .unwrap_or_default()
+                });
+                if misses.contains(&asked) {
+                    self.asked.insert(asked);
+                    return false;
                 }
+                self.multipart_reads += 1;
+                let found = match crate::fsutil::sha256_and_part_md5s(&full, &sizes) {
+                    Ok((sha, parts)) => {
+                        // Changed since it was hashed: no verdict to keep.
+                        if sha != file.sha256.0 {
+                            return false;
+                        }
+                        parts
+                            .iter()
+                            .any(|p| crate::digest::MultipartEtag::of_parts(p) == etag)
+                    }
+                    Err(_) => return false,
+                };
+                if !found {
+                    misses.insert(asked.clone());
+                    self.asked.insert(asked);
+                }
+                found
             }
         }
     }
@@ -222,6 +255,15 @@ impl<'a> LocalDigests<'a> {
     fn save(self) {
         if let Some(cache) = self.cache {
             let _ = cache.save_keeping();
+        }
+        if let Some(misses) = self.misses {
+            // Only what was asked about this time: the rest is gone or
+            // recorded.
+            let keep: BTreeSet<_> = misses.intersection(&self.asked).collect();
+            if keep.len() != misses.len() || !self.asked.is_empty() {
+                let path = self.layout.multipart_misses_path();
+                let _ = serde_json::to_vec(&keep).map(|b| crate::fsutil::atomic_write(&path, &b));
+            }
         }
     }
 }
@@ -399,5 +441,43 @@ mod tests {
         // Another content under the same size: no identity either.
         let other = ServerDigest::Md5(Md5::of(b"replicas: 3\n"));
         assert!(!digests.matches(&root, &files, &path, &seen, other));
+    }
+
+    #[test]
+    fn a_file_that_is_no_multipart_object_is_read_once_to_find_out() {
+        let repo = TempRepo::new(None);
+        let path = TierPath::parse("files/big.bin").unwrap();
+        let file = repo.file(path.as_str());
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        let body = vec![b'.'; 3 << 20];
+        std::fs::write(&file, &body).unwrap();
+        let root = repo.layout.placement_root(&repo.placement);
+        let seen = FileState {
+            size: body.len() as u64,
+            sha256: Sha256::of(&body),
+        };
+        let files: BTreeMap<TierPath, FileState> = [(path.clone(), seen.clone())].into();
+        // Two parts, but of other bytes.
+        let other = crate::digest::MultipartEtag::of_parts(&[[1; 16], [2; 16]]);
+        let etag = ServerDigest::Multipart(other);
+        for plan in 0..3 {
+            let mut digests = LocalDigests::new(&repo.layout);
+            assert!(!digests.matches(&root, &files, &path, &seen, etag));
+            assert_eq!(
+                digests.multipart_reads,
+                usize::from(plan == 0),
+                "plan {plan}"
+            );
+            digests.save();
+        }
+        // Another content at the path is read again.
+        let edited = FileState {
+            size: seen.size,
+            sha256: Sha256::of(b"else"),
+        };
+        let files: BTreeMap<TierPath, FileState> = [(path.clone(), edited.clone())].into();
+        let mut digests = LocalDigests::new(&repo.layout);
+        assert!(!digests.matches(&root, &files, &path, &edited, etag));
+        assert_eq!(digests.multipart_reads, 1);
     }
 }

@@ -3,8 +3,10 @@
 //! to the source's ETag (`x-amz-copy-source-if-match`), a few at once, and
 //! completed under the caller's precondition, the one request that makes
 //! the copy appear; aborted on failure. A multipart upload takes no
-//! `MetadataDirective`, so the source's sha256 metadata is set on it; the
-//! result is checked by HEAD (its size and sha256 are the source's).
+//! `MetadataDirective`, so what CopyObject would carry over (the source's
+//! user metadata, sha256 included, and its Content-Type, -Encoding,
+//! -Disposition, -Language and Cache-Control) is set on it; the result is
+//! checked by HEAD (its size and sha256 are the source's).
 
 use futures_util::StreamExt;
 
@@ -42,10 +44,16 @@ impl S3Store {
         to: &str,
         pre: &Precondition,
     ) -> Result<ObjectMeta, StoreError> {
-        self.in_upload(to, src.sha256.as_deref(), |upload_id| async move {
-            self.copy_parts_and_complete(from, src, to, pre, &upload_id)
-                .await
-        })
+        let carried = self.carried(from).await?;
+        self.in_upload(
+            to,
+            src.sha256.as_deref(),
+            Some(&carried),
+            |upload_id| async move {
+                self.copy_parts_and_complete(from, src, to, pre, &upload_id)
+                    .await
+            },
+        )
         .await
     }
 

@@ -82,21 +82,43 @@ impl S3Store {
         sha256: &str,
         pre: &Precondition,
     ) -> Result<ObjectMeta, StoreError> {
-        self.in_upload(key, Some(sha256), |upload_id| async move {
+        self.in_upload(key, Some(sha256), None, |upload_id| async move {
             self.send_parts_and_complete(key, src, size, sha256, pre, &upload_id)
                 .await
         })
         .await
     }
 
+    /// What a copy carries from its source that CopyObject would have
+    /// (`MetadataDirective: COPY`): the headers an object is served with
+    /// and its user metadata.
+    pub(super) async fn carried(&self, key: &str) -> Result<Carried, StoreError> {
+        let client = self.client().await?;
+        let out = with_retry(&self.options.retry, |_| {
+            let req = client.head_object().bucket(&self.bucket).key(key);
+            async move { req.send().await.map_err(|e| self.map_err(e, Some(key))) }
+        })
+        .await?;
+        Ok(Carried {
+            content_type: out.content_type().map(str::to_owned),
+            content_encoding: out.content_encoding().map(str::to_owned),
+            content_disposition: out.content_disposition().map(str::to_owned),
+            content_language: out.content_language().map(str::to_owned),
+            cache_control: out.cache_control().map(str::to_owned),
+            metadata: out.metadata().cloned().unwrap_or_default(),
+        })
+    }
+
     /// Creates a multipart upload of `key` (with `sha256` metadata when
-    /// known), runs `body` with its upload id, and aborts the upload when
+    /// known, and the headers and metadata `carried` from a copy's
+    /// source), runs `body` with its upload id, and aborts the upload when
     /// `body` fails. Best effort: an upload left behind costs storage
     /// until the bucket's lifecycle rule (if any) clears it, never data.
     pub(super) async fn in_upload<T, F, Fut>(
         &self,
         key: &str,
         sha256: Option<&str>,
+        carried: Option<&Carried>,
         body: F,
     ) -> Result<T, StoreError>
     where
@@ -109,6 +131,15 @@ impl S3Store {
                 .create_multipart_upload()
                 .bucket(&self.bucket)
                 .key(key);
+            if let Some(c) = carried {
+                req = req
+                    .set_content_type(c.content_type.clone())
+                    .set_content_encoding(c.content_encoding.clone())
+                    .set_content_disposition(c.content_disposition.clone())
+                    .set_content_language(c.content_language.clone())
+                    .set_cache_control(c.cache_control.clone())
+                    .set_metadata(Some(c.metadata.clone()));
+            }
             if let Some(sha) = sha256 {
                 req = req.metadata(SHA256_METADATA, sha);
             }
@@ -170,6 +201,19 @@ impl S3Store {
             async move {
                 match req.send().await {
                     Ok(out) => Ok(strip_etag(out.e_tag())),
+                    // The upload itself is gone (aborted, or expired by a
+                    // lifecycle rule): no object was touched, whatever the
+                    // precondition.
+                    Err(e)
+                        if attempt == 1
+                            && aws_sdk_s3::error::ProvideErrorMetadata::code(&e)
+                                == Some("NoSuchUpload") =>
+                    {
+                        Err(StoreError::other(format!(
+                            "{}: the multipart upload of `{key}` was gone before it could be completed (aborted, or expired by a lifecycle rule); nothing was written, run it again",
+                            self.describe()
+                        )))
+                    }
                     Err(e) => match self.map_err(e, Some(key)) {
                         e if attempt > 1 => match self.head(key).await? {
                             Some(m) if ours(&m) => Ok(m.version),
@@ -390,6 +434,17 @@ impl PartReader {
         }
         Ok(())
     }
+}
+
+/// See [`S3Store::carried`].
+#[derive(Debug, Clone, Default)]
+pub(super) struct Carried {
+    content_type: Option<String>,
+    content_encoding: Option<String>,
+    content_disposition: Option<String>,
+    content_language: Option<String>,
+    cache_control: Option<String>,
+    metadata: std::collections::HashMap<String, String>,
 }
 
 #[cfg(test)]

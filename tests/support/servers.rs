@@ -148,6 +148,35 @@ impl S3Server {
     }
 }
 
+impl S3Server {
+    /// The headers a HEAD of `key` is answered with (names lowercased).
+    pub fn head_headers(
+        &self,
+        bucket: &str,
+        key: &str,
+    ) -> std::collections::BTreeMap<String, String> {
+        let mut stream = TcpStream::connect(&self.addr).expect("connect to S3");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(30)))
+            .unwrap();
+        write!(
+            stream,
+            "HEAD /{bucket}/{} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
+            uri_escape(key),
+            self.addr
+        )
+        .unwrap();
+        let mut resp = String::new();
+        stream.read_to_string(&mut resp).unwrap();
+        assert!(resp.starts_with("HTTP/1.1 200"), "HEAD {key}: {resp}");
+        resp.lines()
+            .skip(1)
+            .filter_map(|l| l.split_once(':'))
+            .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
+            .collect()
+    }
+}
+
 fn between<'a>(text: &'a str, open: &str, close: &str) -> &'a str {
     let start = text
         .find(open)
