@@ -460,8 +460,9 @@ fn until_converged(repo: &Repo, args: &[&str], runs: usize) -> usize {
             Some(1) => {
                 assert!(
                     run.stderr.contains("error:"),
-                    "a failure says why: {}",
-                    run.stderr
+                    "a failure says why: {}\n--- stdout\n{}",
+                    run.stderr,
+                    run.stdout
                 );
                 eprintln!("run {n} of {args:?} failed:\n{}", run.stderr);
                 let _ = repo.run(&["datastore", "lock", "release"]);

@@ -894,6 +894,27 @@ fn each_delete_record_is_read_once() {
     assert!(objects.is_empty(), "{objects:?}");
 }
 
+/// What AWS answers a CopyObject of more than 5 GiB (SeaweedFS has no
+/// such limit, so the fault proxy answers for it).
+fn copy_source_too_large() -> support::faults::Fault {
+    support::faults::Fault::S3Error(
+        400,
+        "InvalidRequest",
+        "The specified copy source is larger than the maximum allowable size for a copy source: 5368709120",
+    )
+}
+
+/// A repository in namespace `lab` whose cache holds `files/<name>` and
+/// two small files (so that deleting the big one trips no guard).
+fn lab_with_a_big_file(bucket: &Bucket, name: &str, body: &[u8]) -> Repo {
+    let repo = Repo::init(bucket, Some("lab"));
+    std::fs::create_dir_all(repo.cache().join("lab/files")).unwrap();
+    std::fs::write(repo.cache().join("lab/files").join(name), body).unwrap();
+    std::fs::write(repo.cache().join("lab/files/small.txt"), "s\n").unwrap();
+    std::fs::write(repo.cache().join("lab/files/other.txt"), "o\n").unwrap();
+    repo
+}
+
 /// A copy made in parts carries over what CopyObject would: the object's
 /// Content-Type and Cache-Control and its user metadata (issue 12: the part
 /// copy kept only swamp's sha256, so an object another tool wrote lost its
@@ -901,10 +922,10 @@ fn each_delete_record_is_read_once() {
 #[test]
 fn a_copy_in_parts_keeps_the_objects_headers_and_metadata() {
     use sha2::Digest;
-    use support::faults::{Fault, Rule};
+    use support::faults::Rule;
     let (bucket, proxy) = Bucket::behind_proxy(Backend::S3);
-    let repo = Repo::init(&bucket, Some("lab"));
     let body: Vec<u8> = (0..(12u32 << 20)).map(|i| (i % 251) as u8).collect();
+    let repo = lab_with_a_big_file(&bucket, "big.csv", &body);
     let sha = hex::encode(sha2::Sha256::digest(&body));
     support::servers::s3().put_with(
         &bucket.name,
@@ -917,20 +938,12 @@ fn a_copy_in_parts_keeps_the_objects_headers_and_metadata() {
             ("x-amz-meta-sha256", &sha),
         ],
     );
-    std::fs::create_dir_all(repo.cache().join("lab/files")).unwrap();
-    std::fs::write(repo.cache().join("lab/files/big.csv"), &body).unwrap();
-    std::fs::write(repo.cache().join("lab/files/small.txt"), "s\n").unwrap();
-    std::fs::write(repo.cache().join("lab/files/other.txt"), "o\n").unwrap();
     repo.run(&["datastore", "sync", "-y"]).expect(0);
     proxy.rule(
-        Rule::new(Fault::S3Error(
-            400,
-            "InvalidRequest",
-            "The specified copy source is larger than the maximum allowable size for a copy source: 5368709120",
-        ))
-        .method("PUT")
-        .target(".swamp/trash/")
-        .times(1),
+        Rule::new(copy_source_too_large())
+            .method("PUT")
+            .target(".swamp/trash/")
+            .times(1),
     );
     std::fs::remove_file(repo.cache().join("lab/files/big.csv")).unwrap();
     repo.run_with(
@@ -977,22 +990,14 @@ fn a_copy_in_parts_keeps_the_objects_headers_and_metadata() {
 fn a_multipart_upload_gone_before_completion_says_so_and_deletes_nothing() {
     use support::faults::{Fault, Rule};
     let (bucket, proxy) = Bucket::behind_proxy(Backend::S3);
-    let repo = Repo::init(&bucket, Some("lab"));
     let body: Vec<u8> = (0..(12u32 << 20)).map(|i| (i % 241) as u8).collect();
-    std::fs::create_dir_all(repo.cache().join("lab/files")).unwrap();
-    std::fs::write(repo.cache().join("lab/files/big.bin"), &body).unwrap();
-    std::fs::write(repo.cache().join("lab/files/small.txt"), "s\n").unwrap();
-    std::fs::write(repo.cache().join("lab/files/other.txt"), "o\n").unwrap();
+    let repo = lab_with_a_big_file(&bucket, "big.bin", &body);
     repo.run(&["datastore", "sync", "-y"]).expect(0);
     let too_large = || {
-        Rule::new(Fault::S3Error(
-            400,
-            "InvalidRequest",
-            "The specified copy source is larger than the maximum allowable size for a copy source: 5368709120",
-        ))
-        .method("PUT")
-        .target(".swamp/trash/")
-        .times(1)
+        Rule::new(copy_source_too_large())
+            .method("PUT")
+            .target(".swamp/trash/")
+            .times(1)
     };
     proxy.rule(too_large());
     proxy.rule(
@@ -1031,18 +1036,10 @@ fn a_multipart_upload_gone_before_completion_says_so_and_deletes_nothing() {
 fn an_object_too_large_to_copy_in_one_request_is_trashed_and_restored_in_parts() {
     use support::faults::{Fault, Rule};
     let (bucket, proxy) = Bucket::behind_proxy(Backend::S3);
-    let repo = Repo::init(&bucket, Some("lab"));
     let body: Vec<u8> = (0..(12u32 << 20)).map(|i| (i % 251) as u8).collect();
-    std::fs::create_dir_all(repo.cache().join("lab/files")).unwrap();
-    std::fs::write(repo.cache().join("lab/files/big.bin"), &body).unwrap();
-    std::fs::write(repo.cache().join("lab/files/small.txt"), "s\n").unwrap();
-    std::fs::write(repo.cache().join("lab/files/other.txt"), "o\n").unwrap();
+    let repo = lab_with_a_big_file(&bucket, "big.bin", &body);
     repo.run(&["datastore", "sync", "-y"]).expect(0);
-    let too_large = Fault::S3Error(
-        400,
-        "InvalidRequest",
-        "The specified copy source is larger than the maximum allowable size for a copy source: 5368709120",
-    );
+    let too_large = copy_source_too_large();
     // The trash copy before the delete, and undo's copy back.
     proxy.rule(
         Rule::new(too_large)

@@ -383,6 +383,13 @@ fn apply_confirmed(
         } else {
             outln!("Not converged: the state changed while applying. What is left:\n");
             out!("{}", ctx.render_plan(&applied.after.plan, &repo.root));
+            // Exit 1 says it failed; stderr says why, as for any failure.
+            errln!(
+                "error: not converged: {} action(s) and {} conflict(s) are left (the state changed while applying)\n  hint: what was applied stays applied; run `{}` again",
+                applied.after.plan.actions.len(),
+                applied.after.plan.conflicts.len(),
+                crate::cli::command_line()
+            );
         }
     }
     Ok(if converged {
