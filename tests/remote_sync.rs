@@ -1034,7 +1034,7 @@ fn a_multipart_upload_gone_before_completion_says_so_and_deletes_nothing() {
 /// once failed every sync that deleted or replaced them.
 #[test]
 fn an_object_too_large_to_copy_in_one_request_is_trashed_and_restored_in_parts() {
-    use support::faults::{Fault, Rule};
+    use support::faults::Rule;
     let (bucket, proxy) = Bucket::behind_proxy(Backend::S3);
     let body: Vec<u8> = (0..(12u32 << 20)).map(|i| (i % 251) as u8).collect();
     let repo = lab_with_a_big_file(&bucket, "big.bin", &body);
