@@ -732,6 +732,25 @@ fn two_clones_storing_a_version_at_once_keep_both_versions(backend: Backend) {
     );
 }
 
+/// Clone A in namespace `ns` with versions 1–4 of `m/x` and one of `m/y`,
+/// synced.
+fn four_versions_of_x_and_one_of_y(bucket: &Bucket) -> Repo {
+    let a = Repo::init(bucket, Some("ns"));
+    for v in 1..=4 {
+        a.put("m/x", &format!("x{v}\n"));
+    }
+    a.put("m/y", "y\n");
+    a.run(&["datastore", "sync", "-y"]).expect(0);
+    a
+}
+
+/// Another clone of `a`'s repository, synced once.
+fn synced_clone(a: &Repo) -> Repo {
+    let b = a.clone_elsewhere();
+    b.run(&["datastore", "sync", "-y"]).expect(0);
+    b
+}
+
 /// A peer's `data gc` (issue 13): once, clone A needed `--force` to push
 /// its own gc (more than half its files deleted), and then every other
 /// clone's sync was refused by the same guard. Deletes swamp's commands
@@ -743,14 +762,8 @@ fn a_peers_gc_reaches_other_clones_but_a_bucket_emptied_behind_swamps_back_still
     backend: Backend,
 ) {
     let bucket = Bucket::new(backend);
-    let a = Repo::init(&bucket, Some("ns"));
-    for v in 1..=4 {
-        a.put("m/x", &format!("x{v}\n"));
-    }
-    a.put("m/y", "y\n");
-    a.run(&["datastore", "sync", "-y"]).expect(0);
-    let b = a.clone_elsewhere();
-    b.run(&["datastore", "sync", "-y"]).expect(0);
+    let a = four_versions_of_x_and_one_of_y(&bucket);
+    let b = synced_clone(&a);
 
     // 3 of 5 files: over the 50% guard, but swamp's own doing; a pull in
     // between does not make it less so.
@@ -790,22 +803,14 @@ fn a_peers_gc_reaches_other_clones_but_a_bucket_emptied_behind_swamps_back_still
 }
 
 /// A delete record is kept until every other clone's sync base has
-/// passed it, then removed by the last clone to pass it (issue 13: records
-/// were pruned by age alone). Each clone notes how far it has got in a key
-/// of its own under `.swamp/clones/`, written only when it advances, so a
-/// converged sync stays one listing.
+/// passed it (and a week at least), then removed (issue 13: records were
+/// pruned by age alone). Each clone notes how far it has got in a key of
+/// its own under `.swamp/clones/`, written only when it advances.
 fn a_delete_record_stays_until_every_other_clone_has_passed_it(backend: Backend) {
     let bucket = Bucket::new(backend);
-    let a = Repo::init(&bucket, Some("ns"));
-    for v in 1..=4 {
-        a.put("m/x", &format!("x{v}\n"));
-    }
-    a.put("m/y", "y\n");
-    a.run(&["datastore", "sync", "-y"]).expect(0);
-    let b = a.clone_elsewhere();
-    b.run(&["datastore", "sync", "-y"]).expect(0);
-    let c = a.clone_elsewhere();
-    c.run(&["datastore", "sync", "-y"]).expect(0);
+    let a = four_versions_of_x_and_one_of_y(&bucket);
+    let b = synced_clone(&a);
+    let c = synced_clone(&a);
     let keys = |under: &str| -> Vec<String> {
         bucket
             .contents()

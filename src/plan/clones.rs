@@ -34,16 +34,11 @@ impl Progress {
     /// action of its own).
     pub fn actions(self, files: Vec<DeletedFile>, after: Option<String>) -> Vec<Action> {
         let mut out = Vec::new();
-        let mut prune = self.prune;
         if !files.is_empty() {
             out.push(Action::RecordDeletes {
                 files,
                 after,
-                prune: if self.note.is_none() {
-                    std::mem::take(&mut prune)
-                } else {
-                    Vec::new()
-                },
+                prune: Vec::new(),
             });
         }
         if let Some(n) = self.note {
@@ -51,11 +46,16 @@ impl Progress {
                 passed: n.passed,
                 check: n.check,
                 replaces: n.replaces,
-                prune: std::mem::take(&mut prune),
+                prune: Vec::new(),
             });
         }
-        if !prune.is_empty() && out.is_empty() {
-            out.push(Action::PruneRecords { prune });
+        if !self.prune.is_empty() {
+            match out.last_mut() {
+                Some(Action::RecordDeletes { prune, .. } | Action::NoteProgress { prune, .. }) => {
+                    *prune = self.prune
+                }
+                _ => out.push(Action::PruneRecords { prune: self.prune }),
+            }
         }
         out
     }
@@ -147,7 +147,8 @@ pub fn progress(
     });
     let my_passed = if note.is_some() { Some(passed) } else { noted };
 
-    // Every clone's furthest note; this one's (`ME`) as it will be.
+    // How far each clone has noted (the lower of two notes of one); this
+    // one (`ME`) as it will be.
     const ME: &str = "";
     let mut clones: BTreeMap<&str, &str> = BTreeMap::new();
     for n in notes.iter().filter(|n| !n.mine) {
@@ -423,6 +424,52 @@ mod tests {
                     version: young.version.clone(),
                 }]
             }]
+        );
+    }
+
+    #[test]
+    fn what_is_pruned_rides_on_the_last_record_or_note_written() {
+        let old = RemoteObjectRef {
+            key: "p/.swamp/deletes/old.json".into(),
+            version: "1".into(),
+        };
+        let prune_of = |a: &Action| match a {
+            Action::RecordDeletes { prune, .. }
+            | Action::NoteProgress { prune, .. }
+            | Action::PruneRecords { prune } => prune.clone(),
+            _ => Vec::new(),
+        };
+        let note = || Note {
+            passed: stem(1),
+            check: Vec::new(),
+            replaces: Vec::new(),
+        };
+        let files = || vec![file("data/m/1/raw", "v1")];
+        let with = |note: Option<Note>, files: Vec<DeletedFile>| {
+            Progress {
+                note,
+                prune: vec![old.clone()],
+            }
+            .actions(files, None)
+        };
+        let both = with(Some(note()), files());
+        assert_eq!(
+            both.iter().map(Action::kind).collect::<Vec<_>>(),
+            ["record-deletes", "note-progress"]
+        );
+        assert_eq!(
+            both.iter().map(prune_of).collect::<Vec<_>>(),
+            [vec![], vec![old.clone()]]
+        );
+        let record = with(None, files());
+        assert_eq!(
+            record.iter().map(prune_of).collect::<Vec<_>>(),
+            [vec![old.clone()]]
+        );
+        let alone = with(None, Vec::new());
+        assert_eq!(
+            alone.iter().map(Action::kind).collect::<Vec<_>>(),
+            ["prune-records"]
         );
     }
 

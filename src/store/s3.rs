@@ -353,11 +353,8 @@ impl S3Store {
         if let Ok(raw) = hex::decode(sha256) {
             req = req.checksum_sha256(base64::engine::general_purpose::STANDARD.encode(raw));
         }
-        req = match pre {
-            Precondition::None => req,
-            Precondition::CreateOnly => req.if_none_match("*"),
-            Precondition::Matches(v) => req.if_match(quote_etag(v)),
-        };
+        let (none_match, matches) = conditional_headers(pre);
+        req = req.set_if_none_match(none_match).set_if_match(matches);
         match req.send().await {
             Ok(out) => Ok(ObjectMeta {
                 key: key.to_string(),
@@ -729,11 +726,8 @@ impl Store for S3Store {
                 // the copied object's.
                 .copy_source_if_match(quote_etag(&src.version))
                 .metadata_directive(MetadataDirective::Copy);
-            req = match pre {
-                Precondition::None => req,
-                Precondition::CreateOnly => req.if_none_match("*"),
-                Precondition::Matches(v) => req.if_match(quote_etag(v)),
-            };
+            let (none_match, matches) = conditional_headers(pre);
+            req = req.set_if_none_match(none_match).set_if_match(matches);
             let src = &src;
             async move {
                 match req.send().await {
@@ -794,11 +788,8 @@ impl Store for S3Store {
                 .copy_source(format!("{}/{}", self.bucket, encode_key(from)))
                 .copy_source_if_match(quote_etag(version))
                 .metadata_directive(MetadataDirective::Copy);
-            req = match pre {
-                Precondition::None => req,
-                Precondition::CreateOnly => req.if_none_match("*"),
-                Precondition::Matches(v) => req.if_match(quote_etag(v)),
-            };
+            let (none_match, matches) = conditional_headers(pre);
+            req = req.set_if_none_match(none_match).set_if_match(matches);
             async move {
                 match req.send().await {
                     Ok(_) => Ok(()),
@@ -857,6 +848,16 @@ fn etag_is_no_md5(
 ) -> bool {
     use aws_sdk_s3::types::ServerSideEncryption as Sse;
     customer_algorithm.is_some() || matches!(sse, Some(Sse::AwsKms | Sse::AwsKmsDsse))
+}
+
+/// A write's precondition as S3's conditional headers (`If-None-Match`,
+/// `If-Match`): every conditional request builder takes both.
+fn conditional_headers(pre: &Precondition) -> (Option<String>, Option<String>) {
+    match pre {
+        Precondition::None => (None, None),
+        Precondition::CreateOnly => (Some("*".to_string()), None),
+        Precondition::Matches(v) => (None, Some(quote_etag(v))),
+    }
 }
 
 fn strip_etag(etag: Option<&str>) -> String {
@@ -931,6 +932,19 @@ mod tests {
         assert_eq!(strip_etag(None), "");
         assert_eq!(quote_etag("abc"), "\"abc\"");
         assert_eq!(quote_etag("\"abc\""), "\"abc\"");
+    }
+
+    #[test]
+    fn each_precondition_is_one_conditional_header() {
+        assert_eq!(conditional_headers(&Precondition::None), (None, None));
+        assert_eq!(
+            conditional_headers(&Precondition::CreateOnly),
+            (Some("*".into()), None)
+        );
+        assert_eq!(
+            conditional_headers(&Precondition::Matches("abc".into())),
+            (None, Some("\"abc\"".into()))
+        );
     }
 
     #[test]

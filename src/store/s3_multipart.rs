@@ -27,7 +27,7 @@ use aws_sdk_s3::types::{CompletedMultipartUpload, CompletedPart};
 use base64::Engine as _;
 use futures_util::StreamExt;
 
-use super::{S3Store, quote_etag, strip_etag};
+use super::{S3Store, conditional_headers, strip_etag};
 use crate::store::retry::with_retry;
 use crate::store::{ObjectMeta, Precondition, SHA256_METADATA, Store as _, StoreError};
 
@@ -193,11 +193,8 @@ impl S3Store {
                 .key(key)
                 .upload_id(upload_id)
                 .multipart_upload(completed.clone());
-            req = match pre {
-                Precondition::None => req,
-                Precondition::CreateOnly => req.if_none_match("*"),
-                Precondition::Matches(v) => req.if_match(quote_etag(v)),
-            };
+            let (none_match, matches) = conditional_headers(pre);
+            req = req.set_if_none_match(none_match).set_if_match(matches);
             async move {
                 match req.send().await {
                     Ok(out) => Ok(strip_etag(out.e_tag())),
