@@ -1159,3 +1159,200 @@ async fn child_s3_default_chain() {
         other => panic!("unknown child mode {other}"),
     }
 }
+
+// ---------------------------------------------------------------------------
+// Downloads signed without the SDK (src/store/s3_fast_get.rs), on a
+// SeaweedFS that checks every signature, behind the fault proxy (which
+// only counts here).
+
+/// A store for `bucket` on the signature-checking server, through `proxy`,
+/// signing with `secret`.
+fn signed_store(bucket: &str, proxy: &support::faults::FaultProxy, secret: &str) -> Arc<dyn Store> {
+    let config = swamp::config::DatastoreConfig::S3 {
+        bucket: bucket.to_string(),
+        prefix: None,
+        region: Some(servers::S3_REGION.to_string()),
+        endpoint: Some(proxy.endpoint.clone()),
+    };
+    let mut options = options();
+    options.s3_credentials = Some(store::StaticCredentials {
+        access_key_id: servers::S3_ACCESS_KEY.to_string(),
+        secret_access_key: secret.to_string(),
+    });
+    store::open_with(&config, options).unwrap()
+}
+
+/// The GETs the proxy saw of `key`, by user agent.
+fn gets_of(proxy: &support::faults::FaultProxy, path: &str) -> Vec<String> {
+    proxy
+        .seen()
+        .into_iter()
+        .filter(|s| s.method == "GET" && s.target.contains("x-id=GetObject"))
+        .filter(|s| s.target.contains(&format!("{path}?")))
+        .map(|s| s.agent)
+        .collect()
+}
+
+/// An SDK client for the signature-checking server (which refuses the
+/// unsigned helpers).
+async fn signing_client(endpoint: &str) -> aws_sdk_s3::Client {
+    let config = aws_sdk_s3::config::Builder::new()
+        .behavior_version(aws_sdk_s3::config::BehaviorVersion::latest())
+        .region(aws_sdk_s3::config::Region::new(servers::S3_REGION))
+        .endpoint_url(endpoint)
+        .force_path_style(true)
+        .credentials_provider(aws_sdk_s3::config::Credentials::new(
+            servers::S3_ACCESS_KEY,
+            servers::S3_SECRET_KEY,
+            None,
+            None,
+            "test",
+        ))
+        .build();
+    aws_sdk_s3::Client::from_conf(config)
+}
+
+/// A new bucket on the signature-checking server (retried: its filer
+/// may still be coming up).
+async fn signed_bucket(client: &aws_sdk_s3::Client) -> String {
+    let name = format!("signed-{}", uuid::Uuid::new_v4().simple());
+    for attempt in 0.. {
+        match client.create_bucket().bucket(&name).send().await {
+            Ok(_) => return name,
+            Err(e) if attempt < 50 => {
+                let _ = e;
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            Err(e) => panic!("cannot create bucket {name}: {e:?}"),
+        }
+    }
+    unreachable!()
+}
+
+/// `body` stored at `key` in parts of `part` bytes, as `aws s3 cp` does a
+/// large file: no sha256 metadata, a multipart ETag.
+async fn signed_multipart_put(
+    client: &aws_sdk_s3::Client,
+    bucket: &str,
+    key: &str,
+    body: &[u8],
+    part: usize,
+) {
+    use aws_sdk_s3::types::{CompletedMultipartUpload, CompletedPart};
+    let upload = client
+        .create_multipart_upload()
+        .bucket(bucket)
+        .key(key)
+        .send()
+        .await
+        .unwrap();
+    let id = upload.upload_id().unwrap();
+    let mut parts = Vec::new();
+    for (i, chunk) in body.chunks(part).enumerate() {
+        let n = i as i32 + 1;
+        let done = client
+            .upload_part()
+            .bucket(bucket)
+            .key(key)
+            .upload_id(id)
+            .part_number(n)
+            .body(chunk.to_vec().into())
+            .send()
+            .await
+            .unwrap();
+        parts.push(
+            CompletedPart::builder()
+                .part_number(n)
+                .set_e_tag(done.e_tag().map(str::to_owned))
+                .build(),
+        );
+    }
+    client
+        .complete_multipart_upload()
+        .bucket(bucket)
+        .key(key)
+        .upload_id(id)
+        .multipart_upload(
+            CompletedMultipartUpload::builder()
+                .set_parts(Some(parts))
+                .build(),
+        )
+        .send()
+        .await
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn downloads_are_signed_right_for_keys_s3_escapes_and_take_one_request_each() {
+    let server = servers::s3_checking_signatures();
+    let client = signing_client(&server.endpoint).await;
+    let bucket = signed_bucket(&client).await;
+    let proxy = support::faults::FaultProxy::start(server.endpoint.trim_start_matches("http://"));
+    let s = signed_store(&bucket, &proxy, servers::S3_SECRET_KEY);
+    let scratch = tempfile::tempdir().unwrap();
+    let keys = [
+        "plain/a.txt",
+        "with space/and+plus=eq&amp.txt",
+        "pct%41/q?h#/semi;colon,comma",
+        "ünï/çødé (1)*!'~.txt",
+        "dots.../-_~$@:",
+    ];
+    for (i, key) in keys.iter().enumerate() {
+        let body = format!("body {i} of {key}\n").into_bytes();
+        s.put_bytes(key, body.clone(), &Precondition::None)
+            .await
+            .unwrap();
+        let (meta, got) = s.get_bytes(key).await.unwrap();
+        assert_eq!(got, body, "{key}");
+        assert_eq!(meta.sha256.as_deref(), Some(sha256_bytes(&body).as_str()));
+        let dest = scratch.path().join(format!("f{i}"));
+        s.get_to_file(key, &dest).await.unwrap();
+        assert_eq!(std::fs::read(&dest).unwrap(), body, "{key}");
+    }
+    for key in keys {
+        let agents = gets_of(&proxy, &percent_path(key));
+        assert_eq!(agents.len(), 2, "{key}: one GET per download: {agents:?}");
+        assert!(
+            agents.iter().all(|a| a.starts_with("swamp/")),
+            "{key}: served by the fast path, not the SDK: {agents:?}"
+        );
+    }
+
+    // An object only the server's checksum could vouch for (no sha256
+    // metadata, a multipart ETag) is the SDK's.
+    let big: Vec<u8> = (0..(5 << 20) + 7).map(|i| (i % 251) as u8).collect();
+    signed_multipart_put(&client, &bucket, "foreign/parts.bin", &big, 5 << 20).await;
+    let (_, got) = s.get_bytes("foreign/parts.bin").await.unwrap();
+    assert!(got == big, "the multipart object read back whole");
+    let agents = gets_of(&proxy, "foreign/parts.bin");
+    assert!(
+        agents.last().is_some_and(|a| a.contains("aws-sdk-rust")),
+        "{agents:?}"
+    );
+
+    // A wrong secret is refused: the server checks what the fast path
+    // signed, and the error is the SDK's, with its hint.
+    let wrong = signed_store(&bucket, &proxy, "not-the-secret");
+    match wrong.get_bytes("plain/a.txt").await {
+        Err(StoreError::Denied { .. }) => {}
+        other => panic!("expected access denied, got {other:?}"),
+    }
+    let agents = gets_of(&proxy, "plain/a.txt");
+    assert!(
+        agents[2..].iter().any(|a| a.starts_with("swamp/")),
+        "the fast path asked first: {agents:?}"
+    );
+}
+
+/// `key` as S3 clients write it in a request's path (what the proxy sees).
+fn percent_path(key: &str) -> String {
+    let mut out = String::new();
+    for b in key.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~' | b'/') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}

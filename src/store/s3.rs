@@ -40,6 +40,8 @@ use crate::fsutil;
 
 #[path = "s3_copy.rs"]
 mod copy;
+#[path = "s3_fast_get.rs"]
+mod fast_get;
 #[path = "s3_multipart.rs"]
 mod multipart;
 
@@ -90,22 +92,48 @@ pub struct S3Store {
     region: Option<String>,
     endpoint: Option<String>,
     options: StoreOptions,
-    client: OnceCell<Client>,
+    conn: OnceCell<Connection>,
+}
+
+/// The SDK's client, and the fast GET path beside it where it matches
+/// the SDK's endpoint and signing (see `s3_fast_get.rs`).
+struct Connection {
+    client: Client,
+    fast: Option<fast_get::FastGet>,
 }
 
 impl S3Store {
     /// One GetObject streamed into `dest` (see [`Store::get_known_to_file`]).
+    /// `fast`: the fast path may serve it (not when the object is known
+    /// to be one only the SDK takes, see `s3_fast_get.rs`).
     async fn get_landed(
         &self,
         key: &str,
         dest: &Path,
         durability: Durability,
+        fast: bool,
     ) -> Result<ObjectMeta, StoreError> {
         check_key(key)?;
         with_retry(&self.options.retry, |_| async move {
-            let (meta, mut body) = self.get_once(key).await?;
             // Each attempt starts a fresh temp file; a failed one is dropped
             // (and removed) with its `Landing`.
+            let served = if fast {
+                self.fast_get(key).await?
+            } else {
+                None
+            };
+            if let Some((meta, mut response)) = served {
+                let mut landing = Landing::new(dest, durability)?.checking_md5(&meta);
+                while let Some(chunk) = response
+                    .chunk()
+                    .await
+                    .map_err(|e| self.stream_err(key, &e))?
+                {
+                    landing.write(&chunk).await?;
+                }
+                return landing.finish(&self.describe(), meta).await;
+            }
+            let (meta, mut body) = self.get_once(key).await?;
             let mut landing = Landing::new(dest, durability)?.checking_md5(&meta);
             while let Some(chunk) = body
                 .try_next()
@@ -185,7 +213,7 @@ impl S3Store {
             region: region.map(str::to_owned),
             endpoint: endpoint.map(|e| e.trim_end_matches('/').to_owned()),
             options,
-            client: OnceCell::new(),
+            conn: OnceCell::new(),
         })
     }
 
@@ -193,10 +221,26 @@ impl S3Store {
     /// async and may touch the network (instance metadata), which `open`
     /// should not.
     async fn client(&self) -> Result<&Client, StoreError> {
-        self.client.get_or_try_init(|| self.connect()).await
+        Ok(&self.connection().await?.client)
     }
 
-    async fn connect(&self) -> Result<Client, StoreError> {
+    async fn connection(&self) -> Result<&Connection, StoreError> {
+        self.conn.get_or_try_init(|| self.connect()).await
+    }
+
+    /// A GET by the fast path (see `s3_fast_get.rs`): `None` when it does
+    /// not serve this one and the SDK must.
+    async fn fast_get(
+        &self,
+        key: &str,
+    ) -> Result<Option<(ObjectMeta, reqwest::Response)>, StoreError> {
+        Ok(match &self.connection().await?.fast {
+            Some(fast) => fast.get(key).await,
+            None => None,
+        })
+    }
+
+    async fn connect(&self) -> Result<Connection, StoreError> {
         let timeouts = TimeoutConfig::builder()
             .connect_timeout(self.options.connect_timeout)
             .read_timeout(self.options.read_timeout)
@@ -237,7 +281,25 @@ impl S3Store {
         let conf = aws_sdk_s3::config::Builder::from(&sdk)
             .force_path_style(self.endpoint.is_some())
             .build();
-        Ok(Client::from_conf(conf))
+        let fast = match sdk.region() {
+            Some(region) => {
+                let endpoint_url = s3_endpoint_url(&sdk);
+                let inputs = fast_get::EndpointInputs {
+                    bucket: &self.bucket,
+                    region: region.as_ref(),
+                    endpoint_url: endpoint_url.as_deref(),
+                    force_path_style: self.endpoint.is_some(),
+                    use_fips: sdk.use_fips().unwrap_or(false),
+                    use_dual_stack: sdk.use_dual_stack().unwrap_or(false),
+                };
+                fast_get::FastGet::new(inputs, provider, &self.options).await
+            }
+            None => None,
+        };
+        Ok(Connection {
+            client: Client::from_conf(conf),
+            fast,
+        })
     }
 
     fn no_credentials(&self, why: &str) -> StoreError {
@@ -538,7 +600,7 @@ impl Store for S3Store {
     }
 
     async fn get_to_file(&self, key: &str, dest: &Path) -> Result<ObjectMeta, StoreError> {
-        self.get_landed(key, dest, Durability::Synced).await
+        self.get_landed(key, dest, Durability::Synced, true).await
     }
 
     async fn get_known_to_file(
@@ -547,19 +609,34 @@ impl Store for S3Store {
         dest: &Path,
         durability: Durability,
     ) -> Result<ObjectMeta, StoreError> {
-        self.get_landed(&known.key, dest, durability).await
+        // Listed without sha256 and with a multipart ETag: only the
+        // server's checksum can vouch for it, so the SDK fetches it.
+        let fast = known.sha256.is_some() || Md5::from_etag(&known.version).is_some();
+        self.get_landed(&known.key, dest, durability, fast).await
     }
 
     async fn get_bytes(&self, key: &str) -> Result<(ObjectMeta, Vec<u8>), StoreError> {
         check_key(key)?;
         with_retry(&self.options.retry, |_| async move {
-            let (meta, body) = self.get_once(key).await?;
-            let bytes = body
-                .collect()
-                .await
-                .map_err(|e| self.stream_err(key, &e))?
-                .into_bytes()
-                .to_vec();
+            let (meta, bytes) = match self.fast_get(key).await? {
+                Some((meta, response)) => {
+                    let bytes = response
+                        .bytes()
+                        .await
+                        .map_err(|e| self.stream_err(key, &e))?;
+                    (meta, bytes.to_vec())
+                }
+                None => {
+                    let (meta, body) = self.get_once(key).await?;
+                    let bytes = body
+                        .collect()
+                        .await
+                        .map_err(|e| self.stream_err(key, &e))?
+                        .into_bytes()
+                        .to_vec();
+                    (meta, bytes)
+                }
+            };
             let sha = fsutil::sha256_bytes(&bytes);
             let md5 = super::md5_to_check(&meta, &bytes);
             super::check_download(&self.describe(), &meta, bytes.len() as u64, &sha, md5)?;
@@ -846,8 +923,32 @@ fn etag_is_no_md5(
     sse: Option<&aws_sdk_s3::types::ServerSideEncryption>,
     customer_algorithm: Option<&str>,
 ) -> bool {
-    use aws_sdk_s3::types::ServerSideEncryption as Sse;
-    customer_algorithm.is_some() || matches!(sse, Some(Sse::AwsKms | Sse::AwsKmsDsse))
+    sse_hides_md5(sse.map(|s| s.as_str()), customer_algorithm)
+}
+
+/// [`etag_is_no_md5`] from the headers' text (`x-amz-server-side-encryption`
+/// and its customer-algorithm header).
+fn sse_hides_md5(sse: Option<&str>, customer_algorithm: Option<&str>) -> bool {
+    customer_algorithm.is_some() || matches!(sse, Some("aws:kms" | "aws:kms:dsse"))
+}
+
+/// The endpoint URL the S3 client is built with, as
+/// `aws_sdk_s3::config::Builder::from(&SdkConfig)` picks it: one set in
+/// code wins, else an S3-specific one (`AWS_ENDPOINT_URL_S3`, or a
+/// profile's `services` section), else the general one.
+fn s3_endpoint_url(sdk: &aws_types::SdkConfig) -> Option<String> {
+    if sdk.get_origin("endpoint_url").is_client_config() {
+        return sdk.endpoint_url().map(str::to_owned);
+    }
+    let key = aws_types::service_config::ServiceConfigKey::builder()
+        .service_id("S3")
+        .env("AWS_ENDPOINT_URL")
+        .profile("endpoint_url")
+        .build()
+        .ok()?;
+    sdk.service_config()
+        .and_then(|conf| conf.load_config(key))
+        .or_else(|| sdk.endpoint_url().map(str::to_owned))
 }
 
 /// A write's precondition as S3's conditional headers (`If-None-Match`,

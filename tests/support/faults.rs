@@ -103,6 +103,8 @@ pub struct Seen {
     pub target: String,
     pub fault: Option<Fault>,
     pub at: Instant,
+    /// The request's `User-Agent` (empty if none).
+    pub agent: String,
 }
 
 struct State {
@@ -206,6 +208,7 @@ fn serve(state: &State, client: TcpStream) {
             target: String::new(),
             fault: Some(Fault::Reset),
             at: Instant::now(),
+            agent: String::new(),
         });
         reset(client);
         return;
@@ -232,6 +235,12 @@ fn serve(state: &State, client: TcpStream) {
             target: req.target.clone(),
             fault,
             at: Instant::now(),
+            agent: req
+                .head
+                .iter()
+                .find(|(name, _)| name.eq_ignore_ascii_case("user-agent"))
+                .map(|(_, value)| value.clone())
+                .unwrap_or_default(),
         });
         match fault {
             Some(Fault::Status(code)) => {

@@ -56,7 +56,25 @@ pub struct S3Server {
 /// The shared SeaweedFS of this test binary, started on first call.
 pub fn s3() -> &'static S3Server {
     static SERVER: OnceLock<S3Server> = OnceLock::new();
-    SERVER.get_or_init(start_weed)
+    SERVER.get_or_init(|| start_weed(false))
+}
+
+/// A second SeaweedFS that checks signatures: a request signed with
+/// [`S3_ACCESS_KEY`]/[`S3_SECRET_KEY`] is served; one unsigned, or signed
+/// with another secret, gets 403. So the unsigned helpers
+/// ([`S3Server::fresh_bucket`], `raw_put`, …) do not work on it: make
+/// buckets and objects with a signing client.
+pub fn s3_checking_signatures() -> &'static S3Server {
+    static SERVER: OnceLock<S3Server> = OnceLock::new();
+    SERVER.get_or_init(|| start_weed(true))
+}
+
+/// `weed mini`'s `-s3.config` for [`s3_checking_signatures`].
+fn identities() -> String {
+    let all = r#"["Admin", "Read", "Write", "List", "Tagging"]"#;
+    format!(
+        r#"{{"identities": [{{"name": "swamp-test", "credentials": [{{"accessKey": "{S3_ACCESS_KEY}", "secretKey": "{S3_SECRET_KEY}"}}], "actions": {all}}}]}}"#
+    )
 }
 
 impl S3Server {
@@ -226,7 +244,7 @@ pub fn s3_child_env() -> Vec<(&'static str, String)> {
     ]
 }
 
-fn start_weed() -> S3Server {
+fn start_weed(check_signatures: bool) -> S3Server {
     let bin = find_weed().unwrap_or_else(|| panic!("SeaweedFS is not installed: {INSTALL_HINT}"));
     sweep_stale();
     let mut last_log = String::new();
@@ -234,8 +252,11 @@ fn start_weed() -> S3Server {
     // it; start again on fresh ports if that happens.
     for attempt in 0..3 {
         let ports = free_ports(10);
-        let dir =
-            std::env::temp_dir().join(format!("swamp-test-weed-{}-{attempt}", std::process::id()));
+        let dir = std::env::temp_dir().join(format!(
+            "swamp-test-weed-{}-{attempt}{}",
+            std::process::id(),
+            if check_signatures { "-signed" } else { "" }
+        ));
         let _ = std::fs::remove_dir_all(&dir);
         let data = dir.join("data");
         std::fs::create_dir_all(&data).expect("weed data dir");
@@ -271,6 +292,11 @@ fn start_weed() -> S3Server {
                 "-s3.port.lance=0",
             ])
             .args(names.iter().zip(&ports).map(|(n, p)| format!("-{n}={p}")))
+            .args(check_signatures.then(|| {
+                let config = dir.join("s3.json");
+                std::fs::write(&config, identities()).expect("weed s3 config");
+                format!("-s3.config={}", config.display())
+            }))
             .stdin(Stdio::null())
             .stdout(log.try_clone().expect("log fd"))
             .stderr(log);
@@ -283,12 +309,15 @@ fn start_weed() -> S3Server {
         );
         let pid = spawn_owned(cmd, cleanup);
         let addr = format!("127.0.0.1:{}", ports[0]);
+        // Up once it serves a bucket (made and listed); one that checks
+        // signatures answers the unsigned probe with 403 instead.
+        let served = if check_signatures { 403 } else { 200 };
         let ready = wait_until(pid, || {
             let probe = "/swamp-ready-probe";
-            matches!(http(&addr, "PUT", probe, &[], b""), Ok((200, _)))
+            matches!(http(&addr, "PUT", probe, &[], b""), Ok((s, _)) if s == served)
                 && matches!(
                     http(&addr, "GET", &format!("{probe}?list-type=2"), &[], b""),
-                    Ok((200, _))
+                    Ok((s, _)) if s == served
                 )
         });
         if ready {
