@@ -288,6 +288,54 @@ async fn list_follows_pages_and_respects_the_prefix(b: Backend) {
     assert!(s.list("nothing/").await.unwrap().is_empty());
 }
 
+/// A namespace whose files all sit under one directory (`outputs/bench/`)
+/// is still listed in parts side by side: the split goes on down past
+/// levels that name a single prefix.
+async fn a_namespace_under_one_directory_is_listed_in_parallel_parts(b: Backend) {
+    let f = Fixture::new(b);
+    let s = &f.store;
+    let mut want = Vec::new();
+    for d in 0..20 {
+        for i in 0..2 {
+            let k = format!("p/ns/outputs/bench/d{d:02}/f{i}");
+            s.put_bytes(&k, k.as_bytes().to_vec(), &Precondition::None)
+                .await
+                .unwrap();
+            want.push(k);
+        }
+    }
+    let parts = store::list_split_parts(s.as_ref(), "p/ns/", 2, 16)
+        .await
+        .unwrap();
+    let sizes: Vec<usize> = parts.iter().map(Vec::len).collect();
+    assert_eq!(
+        parts.len(),
+        21,
+        "the levels' objects, then one part per directory: {sizes:?}"
+    );
+    let mut got: Vec<String> = parts.into_iter().flatten().map(|m| m.key).collect();
+    got.sort();
+    assert_eq!(got, want);
+
+    // Not down to a level of very many prefixes, though: a request each
+    // would cost more than paging through their parent.
+    let mut want = Vec::new();
+    for d in 0..260 {
+        let k = format!("p/wide/outputs/one/v{d:03}/raw");
+        s.put_bytes(&k, Vec::new(), &Precondition::None)
+            .await
+            .unwrap();
+        want.push(k);
+    }
+    let parts = store::list_split_parts(s.as_ref(), "p/wide/", 2, 16)
+        .await
+        .unwrap();
+    let sizes: Vec<usize> = parts.iter().map(Vec::len).collect();
+    assert_eq!(sizes, [0, 260], "outputs/one/ is listed whole");
+    let got: Vec<String> = parts.into_iter().flatten().map(|m| m.key).collect();
+    assert_eq!(got, want);
+}
+
 async fn a_split_listing_finds_every_key_a_plain_listing_does(b: Backend) {
     let f = Fixture::new(b);
     let s = &f.store;
@@ -976,6 +1024,7 @@ conformance!(fs: Backend::Fs => [
 ]);
 
 conformance!(s3: Backend::S3 => [
+    a_namespace_under_one_directory_is_listed_in_parallel_parts,
     a_retried_create_recognises_its_own_lost_success,
     retries_ride_out_dropped_connections_and_throttling,
     put_file_refuses_content_that_does_not_match_its_hash,
@@ -998,6 +1047,7 @@ conformance!(s3: Backend::S3 => [
 ]);
 
 conformance!(gcs: Backend::Gcs => [
+    a_namespace_under_one_directory_is_listed_in_parallel_parts,
     a_retried_create_recognises_its_own_lost_success,
     retries_ride_out_dropped_connections_and_throttling,
     put_file_refuses_content_that_does_not_match_its_hash,

@@ -159,7 +159,9 @@ impl Level {
 
 /// Every object under `prefix`, as [`Store::list`] gives it (sorted by
 /// key), found `levels` levels down by delimiter listings when the store
-/// has them: each level's prefixes are listed `concurrency` at a time, then
+/// has them (and up to [`EXTRA_LEVELS`] further while fewer than
+/// `concurrency` prefixes were found): each level's prefixes are listed
+/// `concurrency` at a time, then
 /// every prefix found is paged through on its own, side by side. A big
 /// namespace's tiers and their first level are then paged in parallel
 /// instead of one page after another; every key is still listed exactly
@@ -201,6 +203,14 @@ pub async fn list_split_parts(
     }
 }
 
+/// How many levels below the ones asked for a split listing may go on
+/// down while its prefixes are fewer than it lists at once.
+const EXTRA_LEVELS: u32 = 4;
+
+/// Most prefixes a level below the ones asked for may name and still be
+/// listed one by one (see [`split_listing`]).
+const MAX_EXTRA_PARTS: usize = 256;
+
 /// [`list_split`]'s parallel listing, in parts; `None` when its parts do
 /// not add up.
 async fn split_listing(
@@ -215,13 +225,22 @@ async fn split_listing(
     let mut frontier = vec![prefix.to_string()];
     // Prefixes listed whole, not split further.
     let mut whole = Vec::new();
-    for depth in 0..levels {
+    let mut depth = 0;
+    // `levels` down at least; further while too few prefixes were found to
+    // list side by side (a namespace whose files all sit under one
+    // directory is otherwise paged through one page after another).
+    while depth < levels || (frontier.len() < concurrency && depth < levels + EXTRA_LEVELS) {
+        if frontier.is_empty() {
+            break;
+        }
         let found: Vec<(&String, Level)> = stream::iter(&frontier)
             .map(|p| async move { Ok::<_, StoreError>((p, store.list_level(p).await?)) })
             .buffer_unordered(concurrency)
             .try_collect()
             .await?;
         let mut next = Vec::new();
+        let mut level_objects = Vec::new();
+        let mut level_whole = Vec::new();
         for (p, level) in found {
             // An object named as the prefix itself: a folder marker (which
             // a plain listing shows), or the empty directory SeaweedFS
@@ -229,16 +248,27 @@ async fn split_listing(
             // does not). Listed whole, the subtree is what a plain listing
             // says, whichever it is.
             if level.objects.iter().any(|o| &o.key == p) {
-                whole.push(p.clone());
+                level_whole.push(p.clone());
                 continue;
             }
             if !level_adds_up(p, &level, depth == 0) {
                 return Ok(None);
             }
-            objects.extend(level.objects);
+            level_objects.extend(level.objects);
             next.extend(level.prefixes);
         }
+        // A level below those asked for that names very many prefixes
+        // (a directory of thousands of versions, one file each) would cost
+        // a request per prefix: its parents are paged through whole
+        // instead, as without it.
+        if depth >= levels && next.len() > MAX_EXTRA_PARTS {
+            whole.append(&mut frontier);
+            break;
+        }
+        objects.extend(level_objects);
+        whole.extend(level_whole);
         frontier = next;
+        depth += 1;
     }
     let listed = frontier.len();
     frontier.extend(whole);
