@@ -1369,15 +1369,59 @@ async fn downloads_are_signed_right_for_keys_s3_escapes_and_take_one_request_eac
     }
 
     // An object only the server's checksum could vouch for (no sha256
-    // metadata, a multipart ETag) is the SDK's.
+    // metadata, a multipart ETag) is the SDK's: asked blind, the fast
+    // path sees its headers and declines; known from a listing, it is not
+    // asked at all.
     let big: Vec<u8> = (0..(5 << 20) + 7).map(|i| (i % 251) as u8).collect();
     signed_multipart_put(&client, &bucket, "foreign/parts.bin", &big, 5 << 20).await;
     let (_, got) = s.get_bytes("foreign/parts.bin").await.unwrap();
     assert!(got == big, "the multipart object read back whole");
     let agents = gets_of(&proxy, "foreign/parts.bin");
     assert!(
-        agents.last().is_some_and(|a| a.contains("aws-sdk-rust")),
+        agents.len() == 2 && agents[0].starts_with("swamp/") && agents[1].contains("aws-sdk-rust"),
         "{agents:?}"
+    );
+    let listed = s.list("foreign/").await.unwrap().remove(0);
+    assert!(
+        listed.sha256.is_none() && listed.version.contains('-'),
+        "{listed:?}"
+    );
+    let dest = scratch.path().join("parts.bin");
+    s.get_known_to_file(&listed, &dest, store::Durability::Synced)
+        .await
+        .unwrap();
+    assert!(std::fs::read(&dest).unwrap() == big);
+    let agents = gets_of(&proxy, "foreign/parts.bin");
+    assert!(
+        agents.len() == 3 && agents[2].contains("aws-sdk-rust"),
+        "straight to the SDK: {agents:?}"
+    );
+
+    // A missing key is one request, answered by the fast path.
+    match s.get_bytes("plain/missing").await {
+        Err(StoreError::NotFound { key, .. }) => assert_eq!(key, "plain/missing"),
+        other => panic!("expected not found, got {other:?}"),
+    }
+    let agents = gets_of(&proxy, "plain/missing");
+    assert!(
+        agents.len() == 1 && agents[0].starts_with("swamp/"),
+        "{agents:?}"
+    );
+
+    // Throttled: the retry loop backs off and asks the same way again; the
+    // SDK does not repeat the request at once.
+    proxy.rule(
+        support::faults::Rule::new(support::faults::Fault::Status(503))
+            .method("GET")
+            .target("plain/a.txt")
+            .times(1),
+    );
+    let (_, got) = s.get_bytes("plain/a.txt").await.unwrap();
+    assert!(got.starts_with(b"body 0"), "{got:?}");
+    let agents = gets_of(&proxy, "plain/a.txt");
+    assert!(
+        agents.len() == 4 && agents[2..].iter().all(|a| a.starts_with("swamp/")),
+        "one 503, then the fast path again: {agents:?}"
     );
 
     // A wrong secret is refused: the server checks what the fast path
@@ -1389,8 +1433,8 @@ async fn downloads_are_signed_right_for_keys_s3_escapes_and_take_one_request_eac
     }
     let agents = gets_of(&proxy, "plain/a.txt");
     assert!(
-        agents[2..].iter().any(|a| a.starts_with("swamp/")),
-        "the fast path asked first: {agents:?}"
+        agents.len() == 6 && agents[4].starts_with("swamp/") && agents[5].contains("aws-sdk-rust"),
+        "the fast path asked first, then the SDK: {agents:?}"
     );
 }
 

@@ -676,6 +676,43 @@ fn remote_retention_prunes_only_expired_trash_through_a_plan(backend: Backend) {
     retention_prunes_only_expired_trash_through_a_plan(&repo, &trash_root, Some(&bucket));
 }
 
+/// One sync that uploads and then prunes expired remote trash, on every
+/// backend. (The prune goes out on the connections the uploads opened:
+/// with a runtime per call instead of one per process it waited on them
+/// until a timeout, 8 s instead of 1 s on S3 here, and then went through;
+/// this test sees only the outcome, not the wait.)
+fn a_sync_that_uploads_then_prunes_remote_trash_completes(backend: Backend) {
+    let bucket = Bucket::new(backend);
+    let repo = Repo::init(&bucket, Some("alpha"));
+    for body in ["one\n", "two\n"] {
+        repo.put("m/x", body);
+    }
+    at(&repo, DAY0, &["datastore", "sync", "-y"]);
+    at(&repo, DAY0, &["data", "gc", "--keep", "1"]);
+    at(&repo, DAY0, &["datastore", "sync", "-y"]);
+    let trash = || bucket.contents_under("swamp/alpha/.swamp/trash/").len();
+    assert!(trash() > 0, "the gc's remote trash");
+    repo.put("m/y", "why\n");
+    let plan = at(&repo, DAY8, &["--json", "plan", "--scope", "sync"]).json();
+    let kinds: Vec<&str> = plan["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["kind"].as_str().unwrap())
+        .collect();
+    let (upload, prune) = (
+        kinds.iter().position(|k| *k == "upload"),
+        kinds.iter().position(|k| *k == "prune-trash"),
+    );
+    assert!(
+        upload.is_some() && prune.is_some() && upload < prune,
+        "an upload, then the prune: {kinds:?}"
+    );
+    at(&repo, DAY8, &["datastore", "sync", "-y"]);
+    assert_eq!(trash(), 0, "the expired remote trash is gone");
+    assert!(bucket.contents_under("swamp/alpha/data/m/y/").len() == 1);
+}
+
 /// `max_bytes`: the oldest applies' trash goes first, until the rest fits;
 /// `swamp undo --prune` previews it, and prunes it once confirmed.
 #[test]
@@ -867,6 +904,7 @@ on_every_backend!(
     a_remote_undo_killed_mid_way_converges_when_run_again,
     no_undo_deletes_for_good_and_says_so,
     remote_retention_prunes_only_expired_trash_through_a_plan,
+    a_sync_that_uploads_then_prunes_remote_trash_completes,
     a_conflict_remote_overwrite_of_the_cache_is_undone,
     a_conflict_local_overwrite_of_the_remote_is_undone,
     a_forced_delete_of_the_last_copy_is_undone,

@@ -69,7 +69,7 @@ pub fn observe(
         }
         let source = RemoteTarget::open(&placement)?;
         crate::progress::meter().phase(&format!("listing {}", source.url));
-        let (base, identity, reset) = bound_base(layout, &source, &rt)?;
+        let (base, identity, reset) = bound_base(layout, &source, rt)?;
         let here = &observed.placements[i];
         let mut snapshot = rt.block_on(observe_remote(
             source.store.as_ref(),
@@ -92,7 +92,7 @@ pub fn observe(
     }
     let target = RemoteTarget::open(&desired.target)?;
     crate::progress::meter().phase(&format!("listing {}", target.url));
-    let (base, identity, reset) = bound_base(layout, &target, &rt)?;
+    let (base, identity, reset) = bound_base(layout, &target, rt)?;
     let here = &observed.placements[0];
     let mut snapshot = rt.block_on(observe_remote(
         target.store.as_ref(),

@@ -234,10 +234,14 @@ impl S3Store {
         &self,
         key: &str,
     ) -> Result<Option<(ObjectMeta, reqwest::Response)>, StoreError> {
-        Ok(match &self.connection().await?.fast {
-            Some(fast) => fast.get(key).await,
-            None => None,
-        })
+        match &self.connection().await?.fast {
+            Some(fast) => match fast.get(key).await {
+                fast_get::Fetched::Body(meta, response) => Ok(Some((meta, response))),
+                fast_get::Fetched::Failed(e) => Err(e),
+                fast_get::Fetched::Declined => Ok(None),
+            },
+            None => Ok(None),
+        }
     }
 
     async fn connect(&self) -> Result<Connection, StoreError> {
@@ -274,7 +278,7 @@ impl S3Store {
         let provider = sdk
             .credentials_provider()
             .ok_or_else(|| self.no_credentials("none configured"))?;
-        provider
+        let credentials = provider
             .provide_credentials()
             .await
             .map_err(|e| self.no_credentials(&error_chain(&e)))?;
@@ -292,7 +296,14 @@ impl S3Store {
                     use_fips: sdk.use_fips().unwrap_or(false),
                     use_dual_stack: sdk.use_dual_stack().unwrap_or(false),
                 };
-                fast_get::FastGet::new(inputs, provider, &self.options).await
+                fast_get::FastGet::new(
+                    inputs,
+                    provider,
+                    credentials,
+                    self.describe(),
+                    &self.options,
+                )
+                .await
             }
             None => None,
         };

@@ -9,20 +9,22 @@
 //!
 //! It serves only what it can vouch for on its own: a `200` whose body the
 //! landing checks end to end (the object's sha256 metadata, or a
-//! single-part MD5 ETag). Everything else (an error status, a redirect, an
-//! object only the server's own checksum could check, a request that
-//! cannot be signed) is left to the SDK, which gives each answer its
-//! meaning, so errors and their hints are the SDK path's. A failure to
-//! reach the server at all turns this path off for the rest of the run:
-//! the SDK may know a transport set-up this client does not
+//! single-part MD5 ETag). Two answers it gives their meaning itself, as
+//! the SDK path would: `404 NoSuchKey` (not found) and a transient status
+//! (503 SlowDown, 500, …: unavailable, so the retry loop backs off
+//! instead of the SDK asking again at once). Everything else (another
+//! error status, a redirect, an object only the server's own checksum
+//! could check, a request that cannot be signed or sent) is left to the
+//! SDK, so those errors and their hints are the SDK path's. Connections
+//! that fail several times running turn this path off for the rest of the
+//! run: the SDK may know a transport set-up this client does not
 //! (`AWS_CA_BUNDLE`, say), and a real outage is then reported by it.
 //!
 //! The bucket's endpoint and signing region come from the SDK's own
 //! endpoint rules, resolved once; any auth scheme but plain SigV4 (S3
 //! Express, multi-region SigV4a) keeps every request on the SDK.
 
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::{Duration, SystemTime};
 
 use aws_credential_types::Credentials;
@@ -35,10 +37,39 @@ use aws_sigv4::http_request::{
 use aws_smithy_runtime_api::client::identity::Identity;
 use aws_smithy_types::Document;
 
-use super::super::{ObjectMeta, SHA256_METADATA, StoreOptions, checked_by_md5};
+use super::super::retry::{Class, classify_status};
+use super::super::{ObjectMeta, SHA256_METADATA, StoreError, StoreOptions, checked_by_md5};
 
 /// Credentials this close to expiring are fetched again before use.
-const REFRESH_BEFORE: Duration = Duration::from_secs(300);
+const REFRESH_BEFORE: Duration = Duration::from_secs(60);
+
+/// Credentials are not fetched again sooner than this after the last
+/// fetch (one whose answer expires within [`REFRESH_BEFORE`] would be
+/// fetched again on every request otherwise), unless they have expired.
+const REFETCH_AFTER: Duration = Duration::from_secs(5);
+
+/// Connections failing this many times running turn the path off.
+const CONNECT_FAILURES: u32 = 3;
+
+/// Most bytes of an error answer's body read for its code.
+const ERROR_BODY: usize = 64 << 10;
+
+/// What the fast path made of a GET.
+pub(super) enum Fetched {
+    /// A `200` the caller lands and checks against the metadata returned.
+    Body(ObjectMeta, reqwest::Response),
+    /// An answer with a meaning of its own (see the module doc).
+    Failed(StoreError),
+    /// Not served here: the SDK asks.
+    Declined,
+}
+
+/// The identity signed with, when it was fetched and when it expires.
+struct Cached {
+    identity: Identity,
+    fetched: SystemTime,
+    expiry: Option<SystemTime>,
+}
 
 pub(super) struct FastGet {
     http: reqwest::Client,
@@ -46,9 +77,14 @@ pub(super) struct FastGet {
     /// amazonaws.com`, or `http://127.0.0.1:8333/b` path style).
     base: String,
     region: String,
+    /// The store's description, for errors.
+    target: String,
     provider: SharedCredentialsProvider,
-    /// The identity last fetched, reused until near its expiry.
-    identity: Mutex<Option<(Identity, Option<SystemTime>)>>,
+    /// The identity last fetched, reused until near its expiry; fetched
+    /// again by one request while the others wait.
+    identity: tokio::sync::Mutex<Cached>,
+    /// Connection failures since the last answer.
+    connect_failures: AtomicU32,
     off: AtomicBool,
 }
 
@@ -65,9 +101,12 @@ pub(super) struct EndpointInputs<'a> {
 impl FastGet {
     /// The fast path for a bucket, or `None` when it cannot be set up to
     /// match the SDK exactly (then every GET takes the SDK).
+    /// `credentials`: as just fetched from `provider` (to start with).
     pub(super) async fn new(
         inputs: EndpointInputs<'_>,
         provider: SharedCredentialsProvider,
+        credentials: Credentials,
+        target: String,
         options: &StoreOptions,
     ) -> Option<FastGet> {
         let params = Params::builder()
@@ -107,23 +146,36 @@ impl FastGet {
             .user_agent(concat!("swamp/", env!("CARGO_PKG_VERSION")))
             .build()
             .ok()?;
+        let expiry = credentials.expiry();
         Some(FastGet {
             http,
             base: endpoint.url().trim_end_matches('/').to_string(),
             region,
+            target,
             provider,
-            identity: Mutex::new(None),
+            identity: tokio::sync::Mutex::new(Cached {
+                identity: credentials.into(),
+                fetched: SystemTime::now(),
+                expiry,
+            }),
+            connect_failures: AtomicU32::new(0),
             off: AtomicBool::new(false),
         })
     }
 
-    /// GETs `key` (checked by the caller). `Some`: a `200` whose body the
-    /// caller lands and checks against the metadata returned; `None`: not
-    /// served here, ask the SDK.
-    pub(super) async fn get(&self, key: &str) -> Option<(ObjectMeta, reqwest::Response)> {
+    /// GETs `key` (checked by the caller).
+    pub(super) async fn get(&self, key: &str) -> Fetched {
         if self.off.load(Ordering::Relaxed) {
-            return None;
+            return Fetched::Declined;
         }
+        match self.send(key).await {
+            Some(response) => self.answer(key, response).await,
+            None => Fetched::Declined,
+        }
+    }
+
+    /// The signed GET of `key`, sent; `None` if it could not be.
+    async fn send(&self, key: &str) -> Option<reqwest::Response> {
         let identity = self.identity().await?;
         // `x-id` as the SDK sends it: the same request on the wire.
         let url = format!("{}/{}?x-id=GetObject", self.base, encode_key(key));
@@ -154,34 +206,105 @@ impl FastGet {
         for (name, value) in instructions.headers() {
             request = request.header(name, value);
         }
-        let response = match request.send().await {
-            Ok(r) => r,
-            Err(_) => {
-                self.off.store(true, Ordering::Relaxed);
-                return None;
+        match request.send().await {
+            Ok(response) => {
+                self.connect_failures.store(0, Ordering::Relaxed);
+                Some(response)
             }
-        };
-        if response.status() != reqwest::StatusCode::OK {
-            return None;
+            Err(e) => {
+                // A timeout or a connection the server closed is this
+                // request's; connections that keep failing are the path's.
+                if e.is_connect()
+                    && self.connect_failures.fetch_add(1, Ordering::Relaxed) + 1 >= CONNECT_FAILURES
+                {
+                    self.off.store(true, Ordering::Relaxed);
+                }
+                None
+            }
         }
-        let meta = meta_of(key, response.headers())?;
-        (meta.sha256.is_some() || checked_by_md5(&meta)).then_some((meta, response))
     }
 
-    /// The identity to sign with, fetched again when near its expiry.
-    async fn identity(&self) -> Option<Identity> {
-        let now = SystemTime::now();
-        if let Some((identity, expiry)) = &*self.identity.lock().unwrap()
-            && expiry.is_none_or(|e| e > now + REFRESH_BEFORE)
-        {
-            return Some(identity.clone());
+    /// What `response` to a GET of `key` means (see [`Fetched`]).
+    async fn answer(&self, key: &str, response: reqwest::Response) -> Fetched {
+        let status = response.status().as_u16();
+        if status == 200 {
+            return match meta_of(key, response.headers()) {
+                Some(meta) if meta.sha256.is_some() || checked_by_md5(&meta) => {
+                    Fetched::Body(meta, response)
+                }
+                _ => Fetched::Declined,
+            };
         }
-        let credentials: Credentials = self.provider.provide_credentials().await.ok()?;
-        let expiry = credentials.expiry();
-        let identity: Identity = credentials.into();
-        *self.identity.lock().unwrap() = Some((identity.clone(), expiry));
-        Some(identity)
+        if status != 404 && classify_status(status, None) != Class::Transient {
+            return Fetched::Declined;
+        }
+        let Some(body) = error_body(response).await else {
+            return Fetched::Declined;
+        };
+        let code = tag(&body, "Code");
+        match (status, code) {
+            (404, Some("NoSuchKey")) => Fetched::Failed(StoreError::NotFound {
+                key: key.to_string(),
+                target: self.target.clone(),
+            }),
+            (404, _) => Fetched::Declined,
+            (_, code) if classify_status(status, code) == Class::Transient => {
+                // Worded as the SDK path words it.
+                Fetched::Failed(StoreError::Unavailable {
+                    target: self.target.clone(),
+                    message: format!(
+                        "HTTP {status} {}: {}",
+                        code.unwrap_or(""),
+                        tag(&body, "Message").unwrap_or("")
+                    ),
+                })
+            }
+            _ => Fetched::Declined,
+        }
     }
+
+    /// The identity to sign with, fetched again near its expiry by one
+    /// request while the others wait for it.
+    async fn identity(&self) -> Option<Identity> {
+        let mut cached = self.identity.lock().await;
+        let now = SystemTime::now();
+        let expired = cached.expiry.is_some_and(|e| e <= now);
+        let due = cached.expiry.is_some_and(|e| e <= now + REFRESH_BEFORE)
+            && now
+                .duration_since(cached.fetched)
+                .is_ok_and(|d| d >= REFETCH_AFTER);
+        if expired || due {
+            // A fetch that fails leaves the path to the SDK for this
+            // request (which reports it), and is tried again next time.
+            let credentials: Credentials = self.provider.provide_credentials().await.ok()?;
+            *cached = Cached {
+                expiry: credentials.expiry(),
+                identity: credentials.into(),
+                fetched: now,
+            };
+        }
+        Some(cached.identity.clone())
+    }
+}
+
+/// The body of an error answer (at most [`ERROR_BODY`] bytes, as text);
+/// `None` if it cannot be read.
+async fn error_body(mut response: reqwest::Response) -> Option<String> {
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await.ok()? {
+        body.extend_from_slice(&chunk);
+        if body.len() > ERROR_BODY {
+            break;
+        }
+    }
+    Some(String::from_utf8_lossy(&body).into_owned())
+}
+
+/// The text of the first `<name>` element of an S3 error document.
+fn tag<'a>(xml: &'a str, name: &str) -> Option<&'a str> {
+    let start = xml.find(&format!("<{name}>"))? + name.len() + 2;
+    let len = xml[start..].find(&format!("</{name}>"))?;
+    Some(&xml[start..start + len])
 }
 
 /// The signing region of an endpoint's first auth scheme if it is plain
@@ -241,6 +364,19 @@ fn meta_of(key: &str, headers: &reqwest::header::HeaderMap) -> Option<ObjectMeta
 mod tests {
     use super::*;
     use std::collections::HashMap;
+
+    #[test]
+    fn an_error_document_gives_its_code_and_message() {
+        let xml = "<?xml version=\"1.0\"?><Error><Code>SlowDown</Code>\
+                   <Message>Please reduce your request rate.</Message></Error>";
+        assert_eq!(tag(xml, "Code"), Some("SlowDown"));
+        assert_eq!(
+            tag(xml, "Message"),
+            Some("Please reduce your request rate.")
+        );
+        assert_eq!(tag(xml, "Key"), None);
+        assert_eq!(tag("<Code>unterminated", "Code"), None);
+    }
 
     #[test]
     fn a_key_is_encoded_as_s3_signs_it() {

@@ -39,20 +39,30 @@ impl RemoteTarget {
     }
 }
 
-/// A runtime for the remote calls of one command: one thread for every
-/// transfer, HTTP and landing alike. The client's work per request is a
-/// fraction of the server's, and two worker threads handing tasks and I/O
-/// readiness to each other cost more in wake-ups (futex, epoll) than the
-/// second core gave back: a 10,000-file pull took 0.5 s less client CPU
-/// and 12% less time on one, a push 14% less, a 1 GiB file no more.
-pub fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        // File work of transfers that must not hold up the others (a
-        // large body spilled to disk, a batch of downloads made durable)
-        // runs here: enough threads for the fsyncs to overlap, few enough
-        // that each does not keep its own allocator arena.
-        .max_blocking_threads(16)
-        .enable_all()
-        .build()
-        .expect("a tokio runtime starts")
+/// The process's runtime for remote calls: one thread for every transfer,
+/// HTTP and landing alike. The client's work per request is a fraction of
+/// the server's, and two worker threads handing tasks and I/O readiness to
+/// each other cost more in wake-ups (futex, epoll) than the second core
+/// gave back: a 10,000-file pull took 0.5 s less client CPU and 12% less
+/// time on one, a push 14% less, a 1 GiB file no more.
+///
+/// One for the whole process, never one per call: a pooled connection
+/// lives on the runtime that opened it, and a single-threaded runtime runs
+/// it only inside its own `block_on`. A second runtime handed such a
+/// connection (the same store, used again while the first one idles)
+/// would wait on it until the read timeout.
+pub fn runtime() -> &'static tokio::runtime::Runtime {
+    static RUNTIME: std::sync::OnceLock<tokio::runtime::Runtime> = std::sync::OnceLock::new();
+    RUNTIME.get_or_init(|| {
+        tokio::runtime::Builder::new_current_thread()
+            // File work of transfers that must not hold up the others (a
+            // large body spilled to disk, a batch of downloads made
+            // durable) runs here: enough threads for the fsyncs to
+            // overlap, few enough that each does not keep its own
+            // allocator arena.
+            .max_blocking_threads(16)
+            .enable_all()
+            .build()
+            .expect("a tokio runtime starts")
+    })
 }
