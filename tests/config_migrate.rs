@@ -498,12 +498,7 @@ fn a_first_migrate_previews_content_first_sentinel_last(backend: Backend) {
     assert_eq!(doc["preview"], true);
     assert_eq!(doc["plan"]["actions"], plan.json()["actions"]);
 
-    let kinds: Vec<&str> = doc["plan"]["actions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| a["kind"].as_str().unwrap())
-        .collect();
+    let kinds = support::action_kinds(&doc["plan"]);
     assert_eq!(kinds.last(), Some(&"publish-sentinel"));
     assert!(
         kinds.iter().position(|k| *k == "upload")

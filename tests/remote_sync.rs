@@ -595,12 +595,7 @@ fn hydrate_fetches_everything_a_lazy_pull_recorded(backend: Backend) {
     );
     assert!(files(&b.cache()).is_empty());
     let plan = b.json(&["--json", "plan", "--hydrate"], 0);
-    let kinds: Vec<&str> = plan["actions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| a["kind"].as_str().unwrap())
-        .collect();
+    let kinds = support::action_kinds(&plan);
     assert_eq!(
         kinds.iter().filter(|k| **k == "download").count(),
         3,

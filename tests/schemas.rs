@@ -495,15 +495,6 @@ impl Sandbox {
     }
 }
 
-fn kinds(doc: &Value) -> Vec<String> {
-    doc["actions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| a["kind"].as_str().unwrap().to_string())
-        .collect()
-}
-
 fn paths_of(doc: &Value, kind: &str) -> BTreeSet<String> {
     doc["actions"]
         .as_array()
@@ -643,14 +634,10 @@ fn namespace_migration_plan_json_matches_the_schema() {
             assert_eq!(a["source"], 0);
         }
     }
-    let ks = kinds(&doc);
-    assert!(ks.contains(&"invalidate-catalog".to_string()), "{ks:?}");
-    assert!(ks.contains(&"finish-migration".to_string()), "{ks:?}");
-    assert_eq!(
-        ks.last().map(String::as_str),
-        Some("finish-migration"),
-        "{ks:?}"
-    );
+    let ks = support::action_kinds(&doc);
+    assert!(ks.contains(&"invalidate-catalog"), "{ks:?}");
+    assert!(ks.contains(&"finish-migration"), "{ks:?}");
+    assert_eq!(ks.last(), Some(&"finish-migration"), "{ks:?}");
     assert_eq!(doc["summary"]["move"], files.len());
     assert_eq!(
         doc["summary"]["bytes_to_move"],
@@ -1078,7 +1065,10 @@ fn sync_plan_json_matches_the_schema(backend: Backend) {
         !doc["remote"]["resolved"].as_array().unwrap().is_empty(),
         "{doc}"
     );
-    assert!(kinds(&doc).contains(&"rename-local".to_string()), "{doc}");
+    assert!(
+        support::action_kinds(&doc).contains(&"rename-local"),
+        "{doc}"
+    );
 
     // Emptying the cache trips a delete guard.
     fs::remove_dir_all(a.cache().join("homelab")).unwrap();

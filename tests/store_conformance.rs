@@ -1360,7 +1360,7 @@ async fn downloads_are_signed_right_for_keys_s3_escapes_and_take_one_request_eac
         assert_eq!(std::fs::read(&dest).unwrap(), body, "{key}");
     }
     for key in keys {
-        let agents = gets_of(&proxy, &percent_path(key));
+        let agents = gets_of(&proxy, &servers::uri_escape(key));
         assert_eq!(agents.len(), 2, "{key}: one GET per download: {agents:?}");
         assert!(
             agents.iter().all(|a| a.starts_with("swamp/")),
@@ -1436,17 +1436,4 @@ async fn downloads_are_signed_right_for_keys_s3_escapes_and_take_one_request_eac
         agents.len() == 6 && agents[4].starts_with("swamp/") && agents[5].contains("aws-sdk-rust"),
         "the fast path asked first, then the SDK: {agents:?}"
     );
-}
-
-/// `key` as S3 clients write it in a request's path (what the proxy sees).
-fn percent_path(key: &str) -> String {
-    let mut out = String::new();
-    for b in key.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~' | b'/') {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
 }

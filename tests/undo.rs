@@ -694,12 +694,7 @@ fn a_sync_that_uploads_then_prunes_remote_trash_completes(backend: Backend) {
     assert!(trash() > 0, "the gc's remote trash");
     repo.put("m/y", "why\n");
     let plan = at(&repo, DAY8, &["--json", "plan", "--scope", "sync"]).json();
-    let kinds: Vec<&str> = plan["actions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| a["kind"].as_str().unwrap())
-        .collect();
+    let kinds = support::action_kinds(&plan);
     let (upload, prune) = (
         kinds.iter().position(|k| *k == "upload"),
         kinds.iter().position(|k| *k == "prune-trash"),

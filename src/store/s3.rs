@@ -95,6 +95,12 @@ pub struct S3Store {
     conn: OnceCell<Connection>,
 }
 
+/// A GET's body, from whichever path served it.
+enum Body {
+    Fast(reqwest::Response),
+    Sdk(ByteStream),
+}
+
 /// The SDK's client, and the fast GET path beside it where it matches
 /// the SDK's endpoint and signing (see `s3_fast_get.rs`).
 struct Connection {
@@ -115,36 +121,42 @@ impl S3Store {
     ) -> Result<ObjectMeta, StoreError> {
         check_key(key)?;
         with_retry(&self.options.retry, |_| async move {
+            let (meta, mut body) = self.get_body(key, fast).await?;
             // Each attempt starts a fresh temp file; a failed one is dropped
             // (and removed) with its `Landing`.
-            let served = if fast {
-                self.fast_get(key).await?
-            } else {
-                None
-            };
-            if let Some((meta, mut response)) = served {
-                let mut landing = Landing::new(dest, durability)?.checking_md5(&meta);
-                while let Some(chunk) = response
-                    .chunk()
-                    .await
-                    .map_err(|e| self.stream_err(key, &e))?
-                {
-                    landing.write(&chunk).await?;
-                }
-                return landing.finish(&self.describe(), meta).await;
-            }
-            let (meta, mut body) = self.get_once(key).await?;
             let mut landing = Landing::new(dest, durability)?.checking_md5(&meta);
-            while let Some(chunk) = body
-                .try_next()
-                .await
-                .map_err(|e| self.stream_err(key, &e))?
-            {
+            while let Some(chunk) = self.next_chunk(key, &mut body).await? {
                 landing.write(&chunk).await?;
             }
             landing.finish(&self.describe(), meta).await
         })
         .await
+    }
+
+    /// One GET of `key`, by the fast path when `fast` allows it and it
+    /// serves the object, else by the SDK.
+    async fn get_body(&self, key: &str, fast: bool) -> Result<(ObjectMeta, Body), StoreError> {
+        if fast && let Some((meta, response)) = self.fast_get(key).await? {
+            return Ok((meta, Body::Fast(response)));
+        }
+        let (meta, body) = self.get_once(key).await?;
+        Ok((meta, Body::Sdk(body)))
+    }
+
+    /// The next piece of a GET's body; a body that breaks off is
+    /// [`S3Store::stream_err`]'s.
+    async fn next_chunk(
+        &self,
+        key: &str,
+        body: &mut Body,
+    ) -> Result<Option<bytes::Bytes>, StoreError> {
+        match body {
+            Body::Fast(response) => response.chunk().await.map_err(|e| self.stream_err(key, &e)),
+            Body::Sdk(stream) => stream
+                .try_next()
+                .await
+                .map_err(|e| self.stream_err(key, &e)),
+        }
     }
 
     /// Every page of the listing of `prefix` (one level of it when
@@ -268,11 +280,11 @@ impl S3Store {
             ));
         }
         let sdk = loader.load().await;
-        if sdk.region().is_none() {
+        let Some(region) = sdk.region() else {
             return Err(StoreError::NoRegion {
                 target: self.describe(),
             });
-        }
+        };
         // Resolve credentials now so that "none found" is reported as such,
         // not as an obscure signing failure on the first request.
         let provider = sdk
@@ -285,28 +297,23 @@ impl S3Store {
         let conf = aws_sdk_s3::config::Builder::from(&sdk)
             .force_path_style(self.endpoint.is_some())
             .build();
-        let fast = match sdk.region() {
-            Some(region) => {
-                let endpoint_url = s3_endpoint_url(&sdk);
-                let inputs = fast_get::EndpointInputs {
-                    bucket: &self.bucket,
-                    region: region.as_ref(),
-                    endpoint_url: endpoint_url.as_deref(),
-                    force_path_style: self.endpoint.is_some(),
-                    use_fips: sdk.use_fips().unwrap_or(false),
-                    use_dual_stack: sdk.use_dual_stack().unwrap_or(false),
-                };
-                fast_get::FastGet::new(
-                    inputs,
-                    provider,
-                    credentials,
-                    self.describe(),
-                    &self.options,
-                )
-                .await
-            }
-            None => None,
+        let endpoint_url = s3_endpoint_url(&sdk);
+        let inputs = fast_get::EndpointInputs {
+            bucket: &self.bucket,
+            region: region.as_ref(),
+            endpoint_url: endpoint_url.as_deref(),
+            force_path_style: self.endpoint.is_some(),
+            use_fips: sdk.use_fips().unwrap_or(false),
+            use_dual_stack: sdk.use_dual_stack().unwrap_or(false),
         };
+        let fast = fast_get::FastGet::new(
+            inputs,
+            provider,
+            credentials,
+            self.describe(),
+            &self.options,
+        )
+        .await;
         Ok(Connection {
             client: Client::from_conf(conf),
             fast,
@@ -629,25 +636,11 @@ impl Store for S3Store {
     async fn get_bytes(&self, key: &str) -> Result<(ObjectMeta, Vec<u8>), StoreError> {
         check_key(key)?;
         with_retry(&self.options.retry, |_| async move {
-            let (meta, bytes) = match self.fast_get(key).await? {
-                Some((meta, response)) => {
-                    let bytes = response
-                        .bytes()
-                        .await
-                        .map_err(|e| self.stream_err(key, &e))?;
-                    (meta, bytes.to_vec())
-                }
-                None => {
-                    let (meta, body) = self.get_once(key).await?;
-                    let bytes = body
-                        .collect()
-                        .await
-                        .map_err(|e| self.stream_err(key, &e))?
-                        .into_bytes()
-                        .to_vec();
-                    (meta, bytes)
-                }
-            };
+            let (meta, mut body) = self.get_body(key, true).await?;
+            let mut bytes = Vec::new();
+            while let Some(chunk) = self.next_chunk(key, &mut body).await? {
+                bytes.extend_from_slice(&chunk);
+            }
             let sha = fsutil::sha256_bytes(&bytes);
             let md5 = super::md5_to_check(&meta, &bytes);
             super::check_download(&self.describe(), &meta, bytes.len() as u64, &sha, md5)?;
@@ -980,8 +973,9 @@ fn quote_etag(version: &str) -> String {
     format!("\"{}\"", version.trim_matches('"'))
 }
 
-/// Percent-encodes a key for `x-amz-copy-source` (everything but RFC 3986
-/// unreserved characters and `/`).
+/// Percent-encodes a key (everything but RFC 3986 unreserved characters
+/// and `/`), as S3 signs a request path: for `x-amz-copy-source` and the
+/// fast GET's URL.
 fn encode_key(key: &str) -> String {
     let mut out = String::with_capacity(key.len());
     for b in key.bytes() {

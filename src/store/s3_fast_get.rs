@@ -178,7 +178,7 @@ impl FastGet {
     async fn send(&self, key: &str) -> Option<reqwest::Response> {
         let identity = self.identity().await?;
         // `x-id` as the SDK sends it: the same request on the wire.
-        let url = format!("{}/{}?x-id=GetObject", self.base, encode_key(key));
+        let url = format!("{}/{}?x-id=GetObject", self.base, super::encode_key(key));
         let mut settings = SigningSettings::default();
         // S3's own rules: the path is encoded once (as written above) and
         // never normalised; the payload is not hashed for a GET.
@@ -323,20 +323,6 @@ fn sigv4_region(first: Option<&Document>) -> Option<String> {
     text("signingRegion").map(str::to_owned)
 }
 
-/// A key as the path of its URL, the way S3 signs it: every byte but
-/// the unreserved ones and `/` percent-encoded (UTF-8).
-pub(super) fn encode_key(key: &str) -> String {
-    let mut out = String::with_capacity(key.len() + 8);
-    for b in key.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~' | b'/') {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
-}
-
 /// The object's metadata from a GET's headers, as the SDK path reads it;
 /// `None` if one of them is not text.
 fn meta_of(key: &str, headers: &reqwest::header::HeaderMap) -> Option<ObjectMeta> {
@@ -362,6 +348,7 @@ fn meta_of(key: &str, headers: &reqwest::header::HeaderMap) -> Option<ObjectMeta
 
 #[cfg(test)]
 mod tests {
+    use super::super::encode_key;
     use super::*;
     use std::collections::HashMap;
 

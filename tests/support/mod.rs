@@ -34,6 +34,17 @@ pub fn tree(root: &Path) -> BTreeMap<String, Vec<u8>> {
     out
 }
 
+/// The kinds of a plan document's actions, in order.
+#[allow(dead_code)]
+pub fn action_kinds(plan: &serde_json::Value) -> Vec<&str> {
+    plan["actions"]
+        .as_array()
+        .expect("a plan document has actions")
+        .iter()
+        .map(|a| a["kind"].as_str().expect("every action has a kind"))
+        .collect()
+}
+
 /// The check named `name` in a `doctor datastores --json` document.
 #[allow(dead_code)]
 #[track_caller]
