@@ -97,12 +97,13 @@ print(*[s.getsockname()[1] for s in socks])
 S3_PORT="${PORTS[0]}"
 METRICS_PORT="${PORTS[10]}"
 mkdir -p "$WORK/weed-data"
+# -volume.max: a bucket takes a volume, and the default allows free disk / 128 MB.
 # Without identities SeaweedFS does not check signatures; AWS_ACCESS_KEY_ID
 # and AWS_SECRET_ACCESS_KEY in its environment would create one (and then
 # the unsigned bucket-creation requests below get 403).
 env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY -u S3_BUCKET \
     "$WEED" mini -dir="$WORK/weed-data" -ip=127.0.0.1 -ip.bind=127.0.0.1 -admin.ui=false \
-    -master.telemetry=false -webdav=false -s3.port.iceberg=0 -s3.port.lance=0 \
+    -master.telemetry=false -webdav=false -s3.port.iceberg=0 -s3.port.lance=0 -volume.max=10000 \
     -s3.port="${PORTS[0]}" -s3.port.grpc="${PORTS[1]}" \
     -master.port="${PORTS[2]}" -master.port.grpc="${PORTS[3]}" \
     -volume.port="${PORTS[4]}" -volume.port.grpc="${PORTS[5]}" \

@@ -290,6 +290,11 @@ fn start_weed(check_signatures: bool) -> S3Server {
                 "-webdav=false",
                 "-s3.port.iceberg=0",
                 "-s3.port.lance=0",
+                // Every bucket takes a volume of its own, and by default
+                // weed allows free disk / 128 MB of them: on a CI machine
+                // with 4 GB free, the 35th bucket's writes failed with 500.
+                // Volumes are sparse files, so a high count costs nothing.
+                "-volume.max=10000",
             ])
             .args(names.iter().zip(&ports).map(|(n, p)| format!("-{n}={p}")))
             .args(check_signatures.then(|| {
