@@ -82,6 +82,10 @@ pub struct ApplyReport {
     pub trash_pruned: usize,
     #[serde(skip_serializing_if = "is_zero")]
     pub bytes_pruned: u64,
+    /// Files this apply downloaded, with their stamps as landed: the
+    /// verifying plan trusts these instead of reading the files back.
+    #[serde(skip)]
+    pub landed: crate::state::Learnt,
     /// Remote files recorded as in the remote only (lazy hydration).
     #[serde(skip_serializing_if = "is_zero")]
     pub recorded_remote_only: usize,
@@ -207,7 +211,7 @@ pub fn apply(
                 .iter()
                 .take_while(|a| concurrent_class(a) == Some(class))
                 .collect();
-            let outcomes = rt.block_on(remote::run_many(
+            let remote::Ran { outcomes, landed } = rt.block_on(remote::run_many(
                 &run,
                 &plan.target.root,
                 &remotes_with(remote, sources, &cache, trash.as_ref()),
@@ -215,9 +219,15 @@ pub fn apply(
                 &watch,
             ));
             let mut first_error = None;
+            let mut landed = landed.into_iter().peekable();
             for (k, outcome) in outcomes.into_iter().enumerate() {
+                let stamp = landed.next_if(|(at, _)| *at == k).map(|(_, s)| s);
                 match outcome {
                     Ok(change) => {
+                        if let (Some(stamp), remote::BaseChange::Set(_, landed)) = (stamp, &change)
+                        {
+                            report.landed.push(stamp, landed.sha256);
+                        }
                         if let (
                             Action::Download { local: Some(_), .. },
                             remote::BaseChange::Set(path, landed),

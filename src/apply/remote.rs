@@ -11,6 +11,7 @@ use crate::digest::Sha256;
 use crate::fsutil;
 use crate::layout::TierPath;
 use crate::plan::{Action, RemoteExpect};
+use crate::state::hash_cache::Stamp;
 use crate::state::{BaseEntry, HashCache, SyncBase};
 use crate::store::RemoteTarget;
 use crate::store::{Durability, Precondition, StoreError};
@@ -778,10 +779,10 @@ fn temp_beside(file: &Path, what: &str) -> PathBuf {
 /// their bytes) and renames each into place unless a file appeared there
 /// meanwhile. Their directories are fsynced with the run's other
 /// downloads ([`sync_landed_dirs`]) before any is reported complete.
-/// Returns the outcome of each, by its index in the run.
-fn commit_staged(
-    batch: Vec<(usize, TierPath, Staged)>,
-) -> Vec<(usize, Result<(), SyncActionError>)> {
+/// Returns the outcome of each, by its index in the run, with the stamp
+/// the file had as it was renamed (for the verifying plan: see
+/// [`crate::state::Learnt`]).
+fn commit_staged(batch: Vec<(usize, TierPath, Staged)>) -> Vec<(usize, Committed)> {
     let io = |path: &TierPath, e: &std::io::Error| SyncActionError::Io {
         path: path.clone(),
         source: std::io::Error::new(e.kind(), e.to_string()),
@@ -801,9 +802,14 @@ fn commit_staged(
     }
     batch
         .into_iter()
-        .map(
-            |(i, path, s)| match fsutil::rename_noreplace(&s.staged, &s.dest) {
-                Ok(()) => (i, Ok(())),
+        .map(|(i, path, s)| {
+            // Of the staged name, which only this run writes: the rename
+            // keeps inode, size and mtime.
+            let stamp = std::fs::symlink_metadata(&s.staged)
+                .ok()
+                .map(|m| Stamp::of(&m));
+            match fsutil::rename_noreplace(&s.staged, &s.dest) {
+                Ok(()) => (i, Ok(stamp)),
                 Err(e) => {
                     let _ = std::fs::remove_file(&s.staged);
                     if e.kind() == std::io::ErrorKind::AlreadyExists {
@@ -812,9 +818,20 @@ fn commit_staged(
                         (i, Err(io(&path, &e)))
                     }
                 }
-            },
-        )
+            }
+        })
         .collect()
+}
+
+/// A staged download's commit: the stamp it was renamed with, when known.
+type Committed = Result<Option<Stamp>, SyncActionError>;
+
+/// What [`run_many`] did: each action's outcome in plan order, and the
+/// stamps of the files downloads landed, by index (for
+/// [`crate::state::Learnt`]).
+pub struct Ran {
+    pub outcomes: Vec<Result<BaseChange, SyncActionError>>,
+    pub landed: Vec<(usize, Stamp)>,
 }
 
 /// Runs a run of consecutive transfer actions concurrently (at most
@@ -830,7 +847,7 @@ pub async fn run_many(
     remotes: &Remotes<'_>,
     concurrency: usize,
     watch: &crate::lock::LossWatch,
-) -> Vec<Result<BaseChange, SyncActionError>> {
+) -> Ran {
     use std::sync::Mutex;
     let halted: Mutex<Option<String>> = Mutex::new(None);
     let halted = &halted;
@@ -883,7 +900,8 @@ pub async fn run_many(
     let mut batch_bytes = 0u64;
     let mut batch_since: Option<std::time::Instant> = None;
     let mut committing: Option<tokio::task::JoinHandle<_>> = None;
-    let finish = |h: tokio::task::JoinHandle<Vec<(usize, Result<(), SyncActionError>)>>| async {
+    let mut landed = Vec::new();
+    let finish = |h: tokio::task::JoinHandle<Vec<(usize, Committed)>>| async {
         h.await
             .unwrap_or_else(|e| panic!("a commit of downloads failed to run: {e}"))
     };
@@ -909,7 +927,7 @@ pub async fn run_many(
             || batch_since.is_some_and(|t| t.elapsed() >= COMMIT_AFTER)
         {
             if let Some(h) = committing.take() {
-                settle(&mut outcomes, finish(h).await);
+                settle(&mut outcomes, &mut landed, finish(h).await);
             }
             let b = std::mem::take(&mut batch);
             batch_bytes = 0;
@@ -919,18 +937,21 @@ pub async fn run_many(
     }
     drop(stream);
     if let Some(h) = committing.take() {
-        settle(&mut outcomes, finish(h).await);
+        settle(&mut outcomes, &mut landed, finish(h).await);
     }
     if !batch.is_empty() {
         let h = tokio::task::spawn_blocking(move || commit_staged(batch));
-        settle(&mut outcomes, finish(h).await);
+        settle(&mut outcomes, &mut landed, finish(h).await);
     }
     let mut outcomes: Vec<_> = outcomes
         .into_iter()
         .map(|o| o.expect("every action yields an outcome"))
         .collect();
     sync_landed_dirs(actions, root, &mut outcomes).await;
-    outcomes
+    // Only what is reported landed.
+    landed.retain(|(i, _)| outcomes[*i].is_ok());
+    landed.sort_unstable_by_key(|(i, _)| *i);
+    Ran { outcomes, landed }
 }
 
 /// Staged downloads committed together: at most this many files, this
@@ -943,15 +964,17 @@ const COMMIT_AFTER: std::time::Duration = std::time::Duration::from_secs(2);
 /// Replaces the outcome of each staged download whose commit failed.
 fn settle(
     outcomes: &mut [Option<Result<BaseChange, SyncActionError>>],
-    committed: Vec<(usize, Result<(), SyncActionError>)>,
+    landed: &mut Vec<(usize, Stamp)>,
+    committed: Vec<(usize, Committed)>,
 ) {
     for (i, result) in committed {
         match result {
             Err(e) => outcomes[i] = Some(Err(e)),
-            #[cfg(feature = "failpoints")]
-            Ok(()) => action_done_for_tests(),
-            #[cfg(not(feature = "failpoints"))]
-            Ok(()) => {}
+            Ok(stamp) => {
+                landed.extend(stamp.map(|s| (i, s)));
+                #[cfg(feature = "failpoints")]
+                action_done_for_tests();
+            }
         }
     }
 }
@@ -1149,7 +1172,7 @@ mod tests {
             trash: None,
         };
         let rt = tokio::runtime::Runtime::new().unwrap();
-        let outcomes = rt.block_on(run_many(
+        let Ran { outcomes, landed } = rt.block_on(run_many(
             &refs,
             cache.path(),
             &remotes,
@@ -1169,6 +1192,14 @@ mod tests {
             assert_eq!(&std::fs::read(cache.path().join(path)).unwrap(), body);
         }
         assert_eq!(temps_under(cache.path()), Vec::<PathBuf>::new());
+        // Each landed file's stamp, in action order, is the file's own as
+        // it now lies in the cache (what the verifying plan looks it up by).
+        let indices: Vec<usize> = landed.iter().map(|(i, _)| *i).collect();
+        assert_eq!(indices, (0..n).collect::<Vec<_>>());
+        for (i, stamp) in &landed {
+            let meta = std::fs::symlink_metadata(cache.path().join(&bodies[*i].0)).unwrap();
+            assert_eq!(*stamp, Stamp::of(&meta), "{}", bodies[*i].0);
+        }
     }
 
     #[test]
@@ -1194,7 +1225,7 @@ mod tests {
             (0, tp("outputs/fresh"), fresh),
             (1, tp("outputs/clash"), clash),
         ]);
-        assert!(matches!(out[0], (0, Ok(()))), "{:?}", out[0].1);
+        assert!(matches!(out[0], (0, Ok(Some(_)))), "{:?}", out[0].1);
         assert!(
             matches!(&out[1], (1, Err(SyncActionError::LocalAppeared { path })) if path.as_str() == "outputs/clash"),
             "{:?}",

@@ -133,7 +133,11 @@ fn check_supported(config: &Config, scope: Scope) -> Result<(), EngineError> {
 /// Observes what `desired` names locally (no remote, no mirror), with the
 /// persistent hash cache.
 pub fn observe(layout: &Layout, desired: &Desired) -> Result<Observed, EngineError> {
-    Ok(state::observe_local(layout, desired)?)
+    Ok(state::observe_local(
+        layout,
+        desired,
+        state::Learnt::default(),
+    )?)
 }
 
 /// Builds the plan for `config` and `scope`.
@@ -163,6 +167,17 @@ pub fn plan_with(
     scope: Scope,
     options: SyncOptions,
 ) -> Result<Planned, EngineError> {
+    plan_learnt(layout, config, scope, options, state::Learnt::default())
+}
+
+/// [`plan_with`], trusting what this run `learnt` of files it wrote.
+fn plan_learnt(
+    layout: &Layout,
+    config: &Config,
+    scope: Scope,
+    options: SyncOptions,
+    learnt: state::Learnt,
+) -> Result<Planned, EngineError> {
     check_supported(config, scope)?;
     let desired = Desired::from_config(config, scope);
     let options = compose_options(config, options);
@@ -173,6 +188,7 @@ pub fn plan_with(
         ObserveOptions {
             modified: options.policy == crate::config::ConflictPolicy::Newer,
         },
+        learnt,
     )?;
     crate::progress::meter().phase("planning");
     let mut plan = compose(&desired, &observed, &options);
@@ -420,8 +436,9 @@ pub fn apply_and_verify(
     options: SyncOptions,
     transfers: Option<u16>,
 ) -> Result<Applied, EngineError> {
-    let report = apply_only(repo, layout, plan, transfers)?;
-    let after = verify(repo, layout, plan.scope, options)?;
+    let mut report = apply_only(repo, layout, plan, transfers)?;
+    let learnt = std::mem::take(&mut report.landed);
+    let after = verify(repo, layout, plan.scope, options, learnt)?;
     Ok(Applied { report, after })
 }
 
@@ -462,12 +479,15 @@ pub fn apply_only(
 }
 
 /// The second half of [`apply_and_verify`]: observes again and plans
-/// `scope` with the (possibly updated) configuration.
+/// `scope` with the (possibly updated) configuration. `learnt` is what the
+/// apply knows of the files it landed ([`ApplyReport::landed`]), so they
+/// are not read back.
 pub fn verify(
     repo: &Path,
     layout: &Layout,
     scope: Scope,
     options: SyncOptions,
+    learnt: state::Learnt,
 ) -> Result<Planned, EngineError> {
     let config = Config::load(repo)?;
     let layout = Layout::new(repo, &config, layout.swamp_home())?;
@@ -476,5 +496,5 @@ pub fn verify(
         no_base: false,
         ..options
     };
-    plan_with(&layout, &config, scope, options)
+    plan_learnt(&layout, &config, scope, options, learnt)
 }

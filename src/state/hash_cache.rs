@@ -48,6 +48,26 @@ impl Stamp {
     }
 }
 
+/// Hashes of files a run wrote itself (downloads it landed), each with
+/// the stamp its file had when it was renamed into place: handed to the
+/// verifying plan, which then need not read back what it just wrote.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Learnt(Vec<(Stamp, Sha256)>);
+
+impl Learnt {
+    pub fn push(&mut self, stamp: Stamp, sha256: Sha256) {
+        self.0.push((stamp, sha256));
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
 #[derive(Debug, Clone, Copy)]
 struct Entry {
     sha256: [u8; 32],
@@ -123,9 +143,28 @@ impl HashCache {
         let entry = self.entries.get_mut(&stamp)?;
         if !entry.used {
             entry.used = true;
-            self.used += 1;
+            // A racy entry is never saved: it changes nothing to write.
+            if !entry.racy {
+                self.used += 1;
+            }
         }
         Some(Sha256(entry.sha256))
+    }
+
+    /// Takes the hashes of files this process has just written itself
+    /// ([`Learnt`]), for this run only: each counts as racy (it was
+    /// written within the racy margin), so it is never saved, and the next
+    /// run reads the file again. An entry already known is kept.
+    pub fn learn(&mut self, learnt: Learnt) {
+        self.entries.reserve(learnt.0.len());
+        for (stamp, sha256) in learnt.0 {
+            self.entries.entry(stamp).or_insert(Entry {
+                sha256: sha256.0,
+                md5: None,
+                used: false,
+                racy: true,
+            });
+        }
     }
 
     /// Reads and hashes the file at `path`, whose lstat gave `stamp`, and
@@ -422,6 +461,55 @@ mod tests {
             c.sha256(f, &std::fs::symlink_metadata(f).unwrap()).unwrap();
         }
         assert_eq!(c.misses(), 1);
+    }
+
+    #[test]
+    fn what_a_run_learnt_of_files_it_wrote_is_trusted_by_that_run_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let (f, other) = (dir.path().join("f"), dir.path().join("other"));
+        write_old(&f, b"as landed");
+        write_old(&other, b"not learnt");
+        let stamp = Stamp::of(&std::fs::symlink_metadata(&f).unwrap());
+        let cache_path = dir.path().join("hash-cache.bin");
+        let mut learnt = Learnt::default();
+        learnt.push(stamp, crate::digest::Sha256::of(b"as landed"));
+
+        let mut c = HashCache::load(&cache_path);
+        c.learn(learnt);
+        let sha = c
+            .sha256(&f, &std::fs::symlink_metadata(&f).unwrap())
+            .unwrap();
+        assert_eq!(sha, crate::digest::Sha256::of(b"as landed"));
+        assert_eq!(c.misses(), 0, "a learnt file is not read");
+        c.sha256(&other, &std::fs::symlink_metadata(&other).unwrap())
+            .unwrap();
+        assert_eq!(c.misses(), 1, "a file not learnt is read");
+        c.save().unwrap();
+
+        // Never saved, however old the file's stamp: the next run reads it.
+        let mut c = HashCache::load(&cache_path);
+        c.sha256(&f, &std::fs::symlink_metadata(&f).unwrap())
+            .unwrap();
+        assert_eq!(c.misses(), 1);
+    }
+
+    #[test]
+    fn a_learnt_hash_is_not_used_for_a_file_written_since() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("f");
+        write_old(&f, b"as landed");
+        let mut learnt = Learnt::default();
+        learnt.push(
+            Stamp::of(&std::fs::symlink_metadata(&f).unwrap()),
+            crate::digest::Sha256::of(b"as landed"),
+        );
+        std::fs::write(&f, b"changed since").unwrap();
+        let mut c = HashCache::in_memory();
+        c.learn(learnt);
+        let sha = c
+            .sha256(&f, &std::fs::symlink_metadata(&f).unwrap())
+            .unwrap();
+        assert_eq!(sha, crate::digest::Sha256::of(b"changed since"));
     }
 
     #[test]

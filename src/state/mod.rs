@@ -19,7 +19,7 @@ pub mod walk;
 
 pub use base::{BaseEntry, SyncBase, Unhydrated};
 pub use desired::{Desired, Direction, Scope};
-pub use hash_cache::HashCache;
+pub use hash_cache::{HashCache, Learnt};
 pub use observe::{ObserveOptions, observe, observe_local};
 pub use observed::{FileState, Observed, Obstacle, ObstacleKind, PlacementState, TextPair};
 pub use remote::{RemoteObject, RemoteSnapshot};

@@ -16,7 +16,7 @@ use crate::store::{RemoteTarget, StoreError, runtime};
 use super::managed::{self, Mirror, RemoteSentinel, Sentinel, config_only, sentinel_path};
 use super::observed::ObserveError;
 use super::remote::{RemoteIdentity, ServerDigest, observe_remote, read_identity};
-use super::{Desired, FileState, HashCache, Observed, RemoteSnapshot, Scope, SyncBase};
+use super::{Desired, FileState, HashCache, Learnt, Observed, RemoteSnapshot, Scope, SyncBase};
 
 /// Files larger than this are not read for a diff.
 pub const DIFF_SIZE_CAP: u64 = 64 * 1024;
@@ -29,11 +29,17 @@ pub struct ObserveOptions {
 }
 
 /// Walks what `desired` names (target first, then each source), with the
-/// persistent hash cache, and reads the small text files the plan shows
-/// diffs of. No remote, no mirror.
-pub fn observe_local(layout: &Layout, desired: &Desired) -> Result<Observed, ObserveError> {
+/// persistent hash cache and what this run `learnt` of files it wrote,
+/// and reads the small text files the plan shows diffs of. No remote, no
+/// mirror.
+pub fn observe_local(
+    layout: &Layout,
+    desired: &Desired,
+    learnt: Learnt,
+) -> Result<Observed, ObserveError> {
     crate::progress::meter().phase("reading the datastore tree (files hashed)");
     let mut cache = HashCache::load(&layout.hash_cache_path());
+    cache.learn(learnt);
     let placements: Vec<_> = std::iter::once(&desired.target)
         .chain(&desired.sources)
         .collect();
@@ -50,8 +56,9 @@ pub fn observe(
     config: &Config,
     desired: &Desired,
     options: ObserveOptions,
+    learnt: Learnt,
 ) -> Result<Observed, ObserveError> {
-    let mut observed = observe_local(layout, desired)?;
+    let mut observed = observe_local(layout, desired, learnt)?;
     observed.mirror = mirror(layout, config, desired.scope)?;
     let any_source = desired.sources.iter().any(|s| s.datastore.is_remote());
     let direction = desired.scope.direction();

@@ -696,6 +696,19 @@ fn dest_dir(dest: &Path) -> &Path {
     }
 }
 
+/// Creates a file in `dir` with `create`, making `dir` first only when
+/// the create finds it missing: it usually exists already (a pull lands
+/// many files in each directory).
+fn in_dir<T>(dir: &Path, create: impl Fn() -> std::io::Result<T>) -> std::io::Result<T> {
+    match create() {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            std::fs::create_dir_all(dir)?;
+            create()
+        }
+        other => other,
+    }
+}
+
 /// Writes `buf` to the temp file for `dest`, creating it (and its
 /// directory) when there is none yet. A [`Durability::Deferred`] landing
 /// writes `dest` itself (a staging name of the caller's, created only if
@@ -711,17 +724,17 @@ fn spill(
         Some(t) => t,
         None => {
             let dir = dest_dir(dest);
-            std::fs::create_dir_all(dir).map_err(|e| StoreError::io(dir, e))?;
             match durability {
-                Durability::Synced => {
-                    crate::fsutil::temp_file_in(dir).map_err(|e| StoreError::io(dir, e))?
-                }
+                Durability::Synced => in_dir(dir, || crate::fsutil::temp_file_in(dir))
+                    .map_err(|e| StoreError::io(dir, e))?,
                 Durability::Deferred => {
-                    let file = std::fs::OpenOptions::new()
-                        .write(true)
-                        .create_new(true)
-                        .open(dest)
-                        .map_err(|e| StoreError::io(dest, e))?;
+                    let file = in_dir(dir, || {
+                        std::fs::OpenOptions::new()
+                            .write(true)
+                            .create_new(true)
+                            .open(dest)
+                    })
+                    .map_err(|e| StoreError::io(dest, e))?;
                     // Removed if the landing is dropped unfinished.
                     let path = tempfile::TempPath::try_from_path(dest).map_err(|e| {
                         let _ = std::fs::remove_file(dest);

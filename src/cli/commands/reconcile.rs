@@ -296,7 +296,8 @@ fn apply_confirmed(
 ) -> Result<Outcome, CliError> {
     let report = engine::apply_only(&repo.root, &repo.layout, &saved.plan, ctx.transfers);
     crate::progress::meter().idle();
-    let report = report?;
+    let mut report = report?;
+    let learnt = std::mem::take(&mut report.landed);
     // Shown and applied: the human report needs only the counts, and the
     // JSON document the plan as written aside, so the actions go before
     // the verifying plan observes again (at 100,000 actions they are the
@@ -309,7 +310,7 @@ fn apply_confirmed(
     if !ctx.json || spilled.is_some() {
         saved.plan.actions = Vec::new();
     }
-    let after = engine::verify(&repo.root, &repo.layout, saved.plan.scope, options)?;
+    let after = engine::verify(&repo.root, &repo.layout, saved.plan.scope, options, learnt)?;
     let applied = engine::Applied { report, after };
     let saved = &saved;
     let report = &applied.report;
