@@ -211,7 +211,7 @@ pub fn apply(
                 .iter()
                 .take_while(|a| concurrent_class(a) == Some(class))
                 .collect();
-            let remote::Ran { outcomes, landed } = rt.block_on(remote::run_many(
+            let remote::Ran { outcomes, learnt } = rt.block_on(remote::run_many(
                 &run,
                 &plan.target.root,
                 &remotes_with(remote, sources, &cache, trash.as_ref()),
@@ -219,15 +219,10 @@ pub fn apply(
                 &watch,
             ));
             let mut first_error = None;
-            let mut landed = landed.into_iter().peekable();
+            report.landed.append(learnt);
             for (k, outcome) in outcomes.into_iter().enumerate() {
-                let stamp = landed.next_if(|(at, _)| *at == k).map(|(_, s)| s);
                 match outcome {
                     Ok(change) => {
-                        if let (Some(stamp), remote::BaseChange::Set(_, landed)) = (stamp, &change)
-                        {
-                            report.landed.push(stamp, landed.sha256);
-                        }
                         if let (
                             Action::Download { local: Some(_), .. },
                             remote::BaseChange::Set(path, landed),

@@ -12,7 +12,7 @@ use crate::fsutil;
 use crate::layout::TierPath;
 use crate::plan::{Action, RemoteExpect};
 use crate::state::hash_cache::Stamp;
-use crate::state::{BaseEntry, HashCache, SyncBase};
+use crate::state::{BaseEntry, HashCache, Learnt, SyncBase};
 use crate::store::RemoteTarget;
 use crate::store::{Durability, Precondition, StoreError};
 
@@ -826,12 +826,11 @@ fn commit_staged(batch: Vec<(usize, TierPath, Staged)>) -> Vec<(usize, Committed
 /// A staged download's commit: the stamp it was renamed with, when known.
 type Committed = Result<Option<Stamp>, SyncActionError>;
 
-/// What [`run_many`] did: each action's outcome in plan order, and the
-/// stamps of the files downloads landed, by index (for
-/// [`crate::state::Learnt`]).
+/// What [`run_many`] did: each action's outcome in plan order, and what
+/// is known of the files its downloads landed (for the verifying plan).
 pub struct Ran {
     pub outcomes: Vec<Result<BaseChange, SyncActionError>>,
-    pub landed: Vec<(usize, Stamp)>,
+    pub learnt: Learnt,
 }
 
 /// Runs a run of consecutive transfer actions concurrently (at most
@@ -900,7 +899,7 @@ pub async fn run_many(
     let mut batch_bytes = 0u64;
     let mut batch_since: Option<std::time::Instant> = None;
     let mut committing: Option<tokio::task::JoinHandle<_>> = None;
-    let mut landed = Vec::new();
+    let mut learnt = Learnt::default();
     let finish = |h: tokio::task::JoinHandle<Vec<(usize, Committed)>>| async {
         h.await
             .unwrap_or_else(|e| panic!("a commit of downloads failed to run: {e}"))
@@ -918,6 +917,15 @@ pub async fn run_many(
         }
         outcomes[i] = Some(outcome);
         if let (Some(staged), Some(path)) = (staged, actions[i].path()) {
+            if learnt.is_empty() && batch.is_empty() {
+                // Sized once: at 100,000 downloads, doubling on the way
+                // would hold 8 MB more at the apply's peak.
+                let downloads = actions
+                    .iter()
+                    .filter(|a| matches!(a, Action::Download { .. }))
+                    .count();
+                learnt.reserve_exact(downloads);
+            }
             batch_since.get_or_insert_with(std::time::Instant::now);
             batch_bytes += staged.size;
             batch.push((i, path.clone(), staged));
@@ -927,7 +935,7 @@ pub async fn run_many(
             || batch_since.is_some_and(|t| t.elapsed() >= COMMIT_AFTER)
         {
             if let Some(h) = committing.take() {
-                settle(&mut outcomes, &mut landed, finish(h).await);
+                settle(&mut outcomes, &mut learnt, finish(h).await);
             }
             let b = std::mem::take(&mut batch);
             batch_bytes = 0;
@@ -937,21 +945,20 @@ pub async fn run_many(
     }
     drop(stream);
     if let Some(h) = committing.take() {
-        settle(&mut outcomes, &mut landed, finish(h).await);
+        settle(&mut outcomes, &mut learnt, finish(h).await);
     }
     if !batch.is_empty() {
         let h = tokio::task::spawn_blocking(move || commit_staged(batch));
-        settle(&mut outcomes, &mut landed, finish(h).await);
+        settle(&mut outcomes, &mut learnt, finish(h).await);
     }
     let mut outcomes: Vec<_> = outcomes
         .into_iter()
         .map(|o| o.expect("every action yields an outcome"))
         .collect();
+    // A directory that fails its fsync fails the downloads into it, but
+    // what was learnt of their bytes stays true of the files.
     sync_landed_dirs(actions, root, &mut outcomes).await;
-    // Only what is reported landed.
-    landed.retain(|(i, _)| outcomes[*i].is_ok());
-    landed.sort_unstable_by_key(|(i, _)| *i);
-    Ran { outcomes, landed }
+    Ran { outcomes, learnt }
 }
 
 /// Staged downloads committed together: at most this many files, this
@@ -964,14 +971,16 @@ const COMMIT_AFTER: std::time::Duration = std::time::Duration::from_secs(2);
 /// Replaces the outcome of each staged download whose commit failed.
 fn settle(
     outcomes: &mut [Option<Result<BaseChange, SyncActionError>>],
-    landed: &mut Vec<(usize, Stamp)>,
+    learnt: &mut Learnt,
     committed: Vec<(usize, Committed)>,
 ) {
     for (i, result) in committed {
         match result {
             Err(e) => outcomes[i] = Some(Err(e)),
             Ok(stamp) => {
-                landed.extend(stamp.map(|s| (i, s)));
+                if let (Some(stamp), Some(Ok(BaseChange::Set(_, landed)))) = (stamp, &outcomes[i]) {
+                    learnt.push(stamp, landed.sha256);
+                }
                 #[cfg(feature = "failpoints")]
                 action_done_for_tests();
             }
@@ -1172,7 +1181,7 @@ mod tests {
             trash: None,
         };
         let rt = tokio::runtime::Runtime::new().unwrap();
-        let Ran { outcomes, landed } = rt.block_on(run_many(
+        let Ran { outcomes, learnt } = rt.block_on(run_many(
             &refs,
             cache.path(),
             &remotes,
@@ -1192,14 +1201,15 @@ mod tests {
             assert_eq!(&std::fs::read(cache.path().join(path)).unwrap(), body);
         }
         assert_eq!(temps_under(cache.path()), Vec::<PathBuf>::new());
-        // Each landed file's stamp, in action order, is the file's own as
-        // it now lies in the cache (what the verifying plan looks it up by).
-        let indices: Vec<usize> = landed.iter().map(|(i, _)| *i).collect();
-        assert_eq!(indices, (0..n).collect::<Vec<_>>());
-        for (i, stamp) in &landed {
-            let meta = std::fs::symlink_metadata(cache.path().join(&bodies[*i].0)).unwrap();
-            assert_eq!(*stamp, Stamp::of(&meta), "{}", bodies[*i].0);
+        // What was learnt of each landed file is its own stamp as it now
+        // lies in the cache (what the verifying plan looks it up by) with
+        // the sha256 of its bytes.
+        let mut expected = Learnt::default();
+        for (path, body) in &bodies {
+            let meta = std::fs::symlink_metadata(cache.path().join(path)).unwrap();
+            expected.push(Stamp::of(&meta), Sha256::of(body));
         }
+        assert_eq!(learnt.sorted(), expected.sorted());
     }
 
     #[test]

@@ -250,12 +250,19 @@ fn add_remote(scope: Scope, observed: &Observed, options: &Options, plan: &mut P
     });
     // Exactly what is added, with room for the catalog's invalidation and
     // the sentinel (a plan of 100,000 transfers grown by one more push
-    // would double its capacity: 12 MiB for nothing).
-    plan.actions.reserve_exact(
-        drain.transfers.len() + sync_actions.len() + drain.deletes.len() + 2 + tail.len(),
-    );
-    plan.actions.extend(drain.transfers);
-    plan.actions.extend(sync_actions);
+    // would double its capacity: 12 MiB for nothing). With nothing before
+    // them, the sync's actions are the list itself (sized by `sync_diff`
+    // with room for these): not copied into a second one of 20 MB.
+    let after = drain.deletes.len() + 2 + tail.len();
+    if plan.actions.is_empty() && drain.transfers.is_empty() {
+        plan.actions = sync_actions;
+        plan.actions.reserve_exact(after);
+    } else {
+        plan.actions
+            .reserve_exact(drain.transfers.len() + sync_actions.len() + after);
+        plan.actions.extend(drain.transfers);
+        plan.actions.extend(sync_actions);
+    }
     plan.actions.extend(drain.deletes);
     if touches_data && !tail.iter().any(|a| matches!(a, Action::InvalidateCatalog)) {
         plan.actions.push(Action::InvalidateCatalog);

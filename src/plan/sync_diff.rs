@@ -181,6 +181,10 @@ impl InTheWay {
 /// The three-way merge. Paths something in the cache stands in for are
 /// left out of it entirely (on both sides, guards included) and reported
 /// as conflicts.
+/// Room left in a transfer list for the few actions that follow it (the
+/// base record here; the catalog, the sentinel and the tail in `compose`).
+pub(crate) const ROOM: usize = 16;
+
 pub fn sync_diff(input: &SyncInput<'_>) -> SyncDiff {
     let in_the_way = InTheWay::find(input);
     if in_the_way.at.is_empty() {
@@ -221,6 +225,16 @@ fn merge(input: &SyncInput<'_>) -> SyncDiff {
     let mut forget = Vec::new();
     let mut lazy = Vec::new();
     let mut renumber = Renumber::new(input);
+    // A pull into an empty cache (or a push of a new tree) is nearly all
+    // transfers one way: sized once, with room for what `compose` appends,
+    // rather than doubled on the way (at 100,000 downloads the last
+    // doubling held 38 MB at once).
+    if input.direction.pulls() {
+        pulls.reserve(input.remote.len().saturating_sub(input.local.len()) + ROOM);
+    }
+    if input.direction.pushes() {
+        pushes.reserve(input.local.len().saturating_sub(input.remote.len()) + ROOM);
+    }
 
     for path in paths {
         let l = input.local.get(path);
@@ -332,9 +346,20 @@ fn merge(input: &SyncInput<'_>) -> SyncDiff {
         }
     }
 
-    // Transfers first, deletes after, bookkeeping last.
-    out.actions.extend(pushes);
-    out.actions.extend(pulls);
+    // Transfers first, deletes after, bookkeeping last. One direction's
+    // transfers are the list itself, not copied into another.
+    out.actions = match (pushes.is_empty(), pulls.is_empty()) {
+        (true, _) => pulls,
+        (false, true) => pushes,
+        (false, false) => {
+            pushes.extend(pulls);
+            pushes
+        }
+    };
+    // Sized for more than came (a lazy clone pulls nothing): give it back.
+    if out.actions.capacity() > 2 * (out.actions.len() + ROOM) {
+        out.actions.shrink_to(out.actions.len() + ROOM);
+    }
     out.actions.extend(keep_both);
     out.actions.extend(deletes_remote);
     out.actions.extend(deletes_local);

@@ -63,6 +63,26 @@ impl Learnt {
         self.0.len()
     }
 
+    pub fn reserve_exact(&mut self, more: usize) {
+        self.0.reserve_exact(more);
+    }
+
+    /// Adds `other`'s entries (taking its list whole when this one is empty).
+    pub fn append(&mut self, mut other: Learnt) {
+        if self.0.is_empty() {
+            *self = other;
+        } else {
+            self.0.append(&mut other.0);
+        }
+    }
+
+    /// The entries in stamp order (for comparing two in tests).
+    #[cfg(test)]
+    pub fn sorted(mut self) -> Vec<(Stamp, Sha256)> {
+        self.0.sort_unstable_by_key(|(s, _)| (s.dev, s.ino));
+        self.0
+    }
+
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
