@@ -174,16 +174,23 @@ impl HashCache {
     /// Takes the hashes of files this process has just written itself
     /// ([`Learnt`]), for this run only: each counts as racy (it was
     /// written within the racy margin), so it is never saved, and the next
-    /// run reads the file again. An entry already known is kept.
+    /// run reads the file again. It replaces an entry saved for the same
+    /// stamp: the bytes just written are what the file holds.
     pub fn learn(&mut self, learnt: Learnt) {
         self.entries.reserve(learnt.0.len());
         for (stamp, sha256) in learnt.0 {
-            self.entries.entry(stamp).or_insert(Entry {
+            let entry = Entry {
                 sha256: sha256.0,
                 md5: None,
                 used: false,
                 racy: true,
-            });
+            };
+            if let Some(old) = self.entries.insert(stamp, entry)
+                && old.used
+                && !old.racy
+            {
+                self.used -= 1;
+            }
         }
     }
 
