@@ -968,7 +968,8 @@ const COMMIT_FILES: usize = 1024;
 const COMMIT_BYTES: u64 = 256 << 20;
 const COMMIT_AFTER: std::time::Duration = std::time::Duration::from_secs(2);
 
-/// Replaces the outcome of each staged download whose commit failed.
+/// Replaces the outcome of each staged download whose commit failed, and
+/// adds what is known of each one committed to `learnt`.
 fn settle(
     outcomes: &mut [Option<Result<BaseChange, SyncActionError>>],
     learnt: &mut Learnt,

@@ -178,13 +178,13 @@ impl InTheWay {
     }
 }
 
+/// Room left in a transfer list for the few actions that follow it (the
+/// base record here; the catalog, the sentinel and the tail in `compose`).
+const ROOM: usize = 16;
+
 /// The three-way merge. Paths something in the cache stands in for are
 /// left out of it entirely (on both sides, guards included) and reported
 /// as conflicts.
-/// Room left in a transfer list for the few actions that follow it (the
-/// base record here; the catalog, the sentinel and the tail in `compose`).
-pub(crate) const ROOM: usize = 16;
-
 pub fn sync_diff(input: &SyncInput<'_>) -> SyncDiff {
     let in_the_way = InTheWay::find(input);
     if in_the_way.at.is_empty() {

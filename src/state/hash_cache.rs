@@ -59,10 +59,6 @@ impl Learnt {
         self.0.push((stamp, sha256));
     }
 
-    pub fn len(&self) -> usize {
-        self.0.len()
-    }
-
     pub fn reserve_exact(&mut self, more: usize) {
         self.0.reserve_exact(more);
     }
