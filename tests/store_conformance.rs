@@ -304,17 +304,26 @@ async fn a_namespace_under_one_directory_is_listed_in_parallel_parts(b: Backend)
             want.push(k);
         }
     }
-    let parts = store::list_split_parts(s.as_ref(), "p/ns/", 2, 16)
+    let parts = store::list_split_parts(s.as_ref(), "p/ns/", 2, 16, |page| page)
         .await
         .unwrap();
-    let sizes: Vec<usize> = parts.iter().map(Vec::len).collect();
+    let sizes: Vec<usize> = parts
+        .iter()
+        .map(|part| part.iter().map(Vec::len).sum())
+        .collect();
     assert_eq!(
         parts.len(),
         21,
         "the levels' objects, then one part per directory: {sizes:?}"
     );
-    let mut got: Vec<String> = parts.into_iter().flatten().map(|m| m.key).collect();
-    got.sort();
+    // Parts in key order, each its pages in key order: the keys come
+    // sorted, each once.
+    let got: Vec<String> = parts
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|m| m.key)
+        .collect();
     assert_eq!(got, want);
 
     // Not down to a level of very many prefixes, though: a request each
@@ -327,12 +336,25 @@ async fn a_namespace_under_one_directory_is_listed_in_parallel_parts(b: Backend)
             .unwrap();
         want.push(k);
     }
-    let parts = store::list_split_parts(s.as_ref(), "p/wide/", 2, 16)
+    let parts = store::list_split_parts(s.as_ref(), "p/wide/", 2, 16, |page| page)
         .await
         .unwrap();
-    let sizes: Vec<usize> = parts.iter().map(Vec::len).collect();
+    let sizes: Vec<usize> = parts
+        .iter()
+        .map(|part| part.iter().map(Vec::len).sum())
+        .collect();
     assert_eq!(sizes, [0, 260], "outputs/one/ is listed whole");
-    let got: Vec<String> = parts.into_iter().flatten().map(|m| m.key).collect();
+    assert_eq!(
+        parts[1].len(),
+        130,
+        "and handed over a page (of 2) at a time, as listed"
+    );
+    let got: Vec<String> = parts
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|m| m.key)
+        .collect();
     assert_eq!(got, want);
 }
 

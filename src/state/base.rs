@@ -46,10 +46,43 @@ pub struct SyncBase {
     /// before remotes had one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub remote_id: Option<String>,
+    #[serde(deserialize_with = "sorted_map")]
     pub files: BTreeMap<TierPath, BaseEntry>,
     /// Remote objects recorded, not downloaded (never a path `files` has).
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[serde(
+        default,
+        skip_serializing_if = "BTreeMap::is_empty",
+        deserialize_with = "sorted_map"
+    )]
     pub unhydrated: BTreeMap<TierPath, Unhydrated>,
+}
+
+/// A map read as the pairs it was written as (in key order), then built
+/// with full nodes (see [`super::sorted_map`]).
+fn sorted_map<'de, D, V>(de: D) -> Result<BTreeMap<TierPath, V>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    V: Deserialize<'de>,
+{
+    struct Pairs<V>(std::marker::PhantomData<V>);
+    impl<'de, V: Deserialize<'de>> serde::de::Visitor<'de> for Pairs<V> {
+        type Value = Vec<(TierPath, V)>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a map of tier paths")
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(
+            self,
+            mut map: A,
+        ) -> Result<Self::Value, A::Error> {
+            let mut pairs = Vec::with_capacity(map.size_hint().unwrap_or(0));
+            while let Some(pair) = map.next_entry()? {
+                pairs.push(pair);
+            }
+            Ok(pairs)
+        }
+    }
+    let pairs = de.deserialize_map(Pairs(std::marker::PhantomData))?;
+    Ok(super::sorted_map(pairs))
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -145,6 +178,25 @@ impl SyncBase {
         self.files.insert(path, entry);
     }
 
+    /// Records each entry of `runs` as [`SyncBase::set`] does (each run in
+    /// path order, no path twice), merged in at once: the base a
+    /// 100,000-file pull records is built with full nodes (see
+    /// [`super::merged_map`]), neither grown an insert at a time to twice
+    /// the size nor held twice over as one list and a map.
+    pub fn set_many(&mut self, runs: Vec<Vec<(TierPath, BaseEntry)>>) {
+        if !self.unhydrated.is_empty() {
+            for (path, _) in runs.iter().flatten() {
+                self.unhydrated.remove(path);
+            }
+        }
+        // A few into many: inserted (a merge rebuilds the whole map).
+        if runs.iter().map(Vec::len).sum::<usize>() < self.files.len() / 16 {
+            self.files.extend(runs.into_iter().flatten());
+        } else {
+            self.files.append(&mut super::merged_map(runs));
+        }
+    }
+
     /// Forgets `path` on both records.
     pub fn forget(&mut self, path: &TierPath) {
         self.files.remove(path);
@@ -230,6 +282,52 @@ mod tests {
     use super::*;
 
     #[test]
+    fn entries_set_many_at_once_are_what_setting_each_one_makes() {
+        let entry = |v: &str| BaseEntry {
+            sha256: v.into(),
+            size: 1,
+            version: v.into(),
+        };
+        let path = |i: usize| TierPath::parse(&format!("data/m/{i:03}/raw")).unwrap();
+        // A base holding every third path, two of them remote-only.
+        let mut start = SyncBase::default();
+        for i in (0..300).step_by(3) {
+            start.set(path(i), entry("old"));
+        }
+        start.set_unhydrated(
+            path(1),
+            Unhydrated {
+                size: 1,
+                version: "u".into(),
+                sha256: None,
+            },
+        );
+        start.set_unhydrated(
+            path(2),
+            Unhydrated {
+                size: 1,
+                version: "u".into(),
+                sha256: None,
+            },
+        );
+        // Many (merged in) and a few (inserted), over old paths and new.
+        for set in [(0..300).step_by(2).collect::<Vec<_>>(), vec![1, 3, 299]] {
+            let runs: Vec<Vec<_>> = set
+                .chunks(7)
+                .rev()
+                .map(|c| c.iter().map(|&i| (path(i), entry("new"))).collect())
+                .collect();
+            let mut each = start.clone();
+            for (p, e) in runs.iter().flatten().cloned() {
+                each.set(p, e);
+            }
+            let mut many = start.clone();
+            many.set_many(runs);
+            assert_eq!(many, each, "setting {} entries", set.len());
+        }
+    }
+
+    #[test]
     fn a_base_made_with_another_remote_id_is_no_base() {
         let mut b = SyncBase {
             remote: "s3://b/p/".into(),
@@ -312,6 +410,61 @@ mod tests {
         assert_eq!(SyncBase::load(&p, "s3://b/p").unwrap(), b);
         assert!(SyncBase::load(&p, "s3://other/p").unwrap().files.is_empty());
         std::fs::write(&p, b"{not json").unwrap();
+        assert!(matches!(
+            SyncBase::load(&p, "s3://b/p"),
+            Err(BaseError::Corrupt { .. })
+        ));
+    }
+
+    #[test]
+    fn a_base_written_out_of_order_loads_whole_and_a_bad_path_in_it_is_corrupt() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("base.json");
+        let e = |v: &str| {
+            format!(
+                r#"{{"sha256":"{}","size":1,"version":"{v}"}}"#,
+                "ab".repeat(32)
+            )
+        };
+        // Edited by hand: keys out of order, one twice (the later kept, as
+        // a JSON map read into a map would).
+        let text = format!(
+            r#"{{"remote":"s3://b/p","files":{{"data/z/1/raw":{},"data/a/1/raw":{},"data/m/1/raw":{},"data/a/1/raw":{}}},"unhydrated":{{"data/y/1/raw":{{"size":2,"version":"u"}},"data/b/1/raw":{{"size":3,"version":"w"}}}}}}"#,
+            e("z"),
+            e("a1"),
+            e("m"),
+            e("a2")
+        );
+        std::fs::write(&p, text).unwrap();
+        let b = SyncBase::load(&p, "s3://b/p").unwrap();
+        let versions: Vec<(&str, &str)> = b
+            .files
+            .iter()
+            .map(|(p, e)| (p.as_str(), e.version.as_str()))
+            .collect();
+        assert_eq!(
+            versions,
+            [
+                ("data/a/1/raw", "a2"),
+                ("data/m/1/raw", "m"),
+                ("data/z/1/raw", "z")
+            ]
+        );
+        assert!(
+            b.files
+                .contains_key(&TierPath::parse("data/m/1/raw").unwrap())
+        );
+        assert_eq!(b.unhydrated.len(), 2);
+        assert!(
+            b.unhydrated
+                .contains_key(&TierPath::parse("data/b/1/raw").unwrap())
+        );
+
+        let text = format!(
+            r#"{{"remote":"s3://b/p","files":{{"../escape":{}}}}}"#,
+            e("x")
+        );
+        std::fs::write(&p, text).unwrap();
         assert!(matches!(
             SyncBase::load(&p, "s3://b/p"),
             Err(BaseError::Corrupt { .. })

@@ -278,6 +278,9 @@ struct TierState<'a> {
     stale_before_ns: i64,
     open: OpenDirs,
     state: &'a mut PlacementState,
+    /// The placement's files in walk order, made a map once all are in
+    /// (see [`super::sorted_map`]).
+    files: &'a mut Vec<(TierPath, FileState)>,
     cache: &'a mut HashCache,
 }
 
@@ -349,13 +352,13 @@ impl TierState<'_> {
                 self.cache.hash(&file, stamp).map_err(io_err(&file))?
             }
         };
-        self.state.files.insert(
+        self.files.push((
             path,
             FileState {
                 size: stat.size,
                 sha256,
             },
-        );
+        ));
         Ok(())
     }
 }
@@ -383,6 +386,7 @@ fn observe_placement(
             .checked_sub(layout.temp_grace())
             .unwrap_or(SystemTime::UNIX_EPOCH),
     );
+    let mut files = Vec::new();
     for &tier in layout.tiers() {
         let dir = layout.tier_dir(placement, tier);
         let meta = match fs::symlink_metadata(&dir) {
@@ -411,6 +415,7 @@ fn observe_placement(
             stale_before_ns,
             open: OpenDirs(Vec::new()),
             state: &mut state,
+            files: &mut files,
             cache: &mut *cache,
         };
         // Taken one child of the tier at a time: the entries of a whole
@@ -432,6 +437,7 @@ fn observe_placement(
         remember(cache.dirs(), seen);
     }
     state.obstacles.sort_by(|a, b| a.path.cmp(&b.path));
+    state.files = super::sorted_map(files);
     Ok(state)
 }
 

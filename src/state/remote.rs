@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::digest::Sha256;
 use crate::layout::{Tier, TierPath, is_repo_local_path, is_swamp_temp};
-use crate::store::{Store, StoreError};
+use crate::store::{ObjectMeta, Store, StoreError};
 
 use super::{BaseEntry, FileState, Unhydrated};
 
@@ -388,120 +388,63 @@ pub async fn observe_remote(
     // One allocation per path across the cache, base and remote maps.
     let base: BTreeMap<TierPath, BaseEntry> =
         base.into_iter().map(|(p, b)| (p.share(local), b)).collect();
+    let names = Names::new(key_prefix, namespaced);
     // Tiers and their first level are paged side by side: a namespace of
     // 250,000 objects is hundreds of pages, one after another otherwise.
-    let mut parts =
-        crate::store::list_split_parts(store, key_prefix, LIST_LEVELS, LIST_CONCURRENCY).await?;
-    // Locks and doctor canaries (`…/.swamp/…`) come and go with whoever is
-    // working; counting them would make a saved plan stale for nothing.
-    let objects = parts
-        .iter()
+    // Each page is classified as it comes: the listing's metadata is never
+    // held whole.
+    let parts =
+        crate::store::list_split_parts(store, key_prefix, LIST_LEVELS, LIST_CONCURRENCY, |part| {
+            Part::of(part, &names, local, &base, head_all)
+        })
+        .await?
+        .into_iter()
         .flatten()
-        .filter(|m| !m.key.split('/').any(|seg| seg == ".swamp"))
-        .count();
-    let mut files = BTreeMap::new();
+        .collect::<Result<Vec<Part>, RemoteError>>()?;
+    let mut listed = Part::default();
+    let mut runs = Vec::with_capacity(parts.len());
+    for mut part in parts {
+        listed.objects += part.objects;
+        listed.manifest = listed.manifest.or(part.manifest);
+        listed.reserved.append(&mut part.reserved);
+        listed.folder_markers += part.folder_markers;
+        for (name, n) in part.unmanaged {
+            *listed.unmanaged.entry(name).or_default() += n;
+        }
+        listed.delete_records.append(&mut part.delete_records);
+        listed.clone_notes.append(&mut part.clone_notes);
+        listed.pending.append(&mut part.pending);
+        runs.push(part.files);
+    }
+    let mut files = super::merged_map(runs);
     let mut unknown = Vec::new();
-    let manifest_key = format!("{key_prefix}.namespace.json");
-    let mut manifest = None;
-    let mut reserved = Vec::new();
-    let mut folder_markers = 0;
-    let mut unmanaged: BTreeMap<String, usize> = BTreeMap::new();
-    // Other clones' delete records: listed with the rest, read later (see
-    // `deliberate::read_records`).
-    let records_prefix = format!("{key_prefix}.swamp/deletes/");
-    let mut delete_records = Vec::new();
-    // And the clones' notes of how far they have passed them (their keys
-    // say it all).
-    let notes_prefix = format!("{key_prefix}.swamp/clones/");
-    let mut clone_notes = Vec::new();
-    // A part at a time, each let go of once in the map: the listing is
-    // never held whole beside the map it becomes.
-    while let Some(part) = parts.pop() {
-        for meta in part {
-            if meta.key == manifest_key {
-                manifest = Some(meta.version.clone());
-            }
-            if meta
-                .key
-                .strip_prefix(&records_prefix)
-                .is_some_and(|name| !name.contains('/'))
-                && super::deliberate::record_stem(&meta.key).is_some()
-            {
-                delete_records.push(super::deliberate::DeleteRecord {
-                    key: meta.key.clone(),
-                    version: meta.version.clone(),
-                    files: Vec::new(),
-                    expired: false,
-                    young: false,
-                    clone: None,
-                    mine: false,
-                });
-                continue;
-            }
-            if let Some(note) =
-                super::deliberate::parse_note(&notes_prefix, &meta.key, &meta.version)
-            {
-                clone_notes.push(note);
-                continue;
-            }
-            let path = match classify(&meta.key, meta.size, key_prefix, namespaced)? {
-                Listed::File(path) => path,
-                Listed::FolderMarker => {
-                    folder_markers += 1;
-                    continue;
-                }
-                Listed::Unmanaged(name) => {
-                    *unmanaged.entry(name).or_default() += 1;
-                    continue;
-                }
-                Listed::Other => continue,
-            };
-            if is_repo_local_path(&path) {
-                reserved.push(meta.key.clone());
-                continue;
-            }
-            let path = match local.get_key_value(&path) {
-                Some((shared, _)) => shared.clone(),
-                None => path.share(&base),
-            };
-            // Metadata that is not a sha256 (another tool's) says nothing.
-            let mut sha256 = meta.sha256.as_deref().and_then(Sha256::parse).or_else(|| {
-                base.get(&path)
-                    .filter(|b| b.version == meta.version)
-                    .map(|b| b.sha256)
-            });
-            // An object another tool wrote: identical to the cache's file
-            // when the server's MD5 of it is the file's.
-            // (Only S3 versions are ETags of the `<hex>-<parts>` form: a
-            // GCS generation and a directory store's version never parse.)
-            let digest = meta.md5.map(ServerDigest::Md5).or_else(|| {
-                crate::digest::MultipartEtag::from_etag(&meta.version).map(ServerDigest::Multipart)
-            });
-            if sha256.is_none()
-                && !meta.content_encoded
-                && let Some(digest) = digest
-                && let Some(file) = local.get(&path)
-                && file.size == meta.size
-                && local_match(&path, file, digest)
-            {
-                sha256 = Some(file.sha256);
-            }
-            if sha256.is_none() && (head_all || local.contains_key(&path)) {
-                unknown.push((path.clone(), meta.key));
-            }
-            files.insert(
-                path,
-                RemoteObject {
-                    size: meta.size,
-                    version: meta.version,
-                    sha256,
-                    modified: meta.modified,
-                },
-            );
+    for Pending { path, key, digest } in listed.pending {
+        let Some(object) = files.get_mut(&path) else {
+            continue;
+        };
+        // An object another tool wrote: identical to the cache's file
+        // when the server's digest of it is the file's.
+        if let Some(digest) = digest
+            && let Some(file) = local.get(&path)
+            && local_match(&path, file, digest)
+        {
+            object.sha256 = Some(file.sha256);
+        } else {
+            unknown.push((path, key));
         }
     }
     // Listed in key order before: the HEADs go out in that order still.
     unknown.sort();
+    let Part {
+        objects,
+        manifest,
+        mut reserved,
+        folder_markers,
+        unmanaged,
+        delete_records,
+        clone_notes,
+        ..
+    } = listed;
     reserved.sort();
     // Only the ambiguous ones get a HEAD, a few at a time.
     let heads = futures_util::future::join_all(unknown.chunks(32).map(|chunk| async move {
@@ -541,6 +484,163 @@ pub async fn observe_remote(
         clone_notes,
         deleted_here: BTreeMap::new(),
     })
+}
+
+/// The names a listing's keys are told apart by.
+struct Names<'a> {
+    key_prefix: &'a str,
+    namespaced: bool,
+    manifest: String,
+    /// Other clones' delete records: listed with the rest, read later (see
+    /// `deliberate::read_records`).
+    records: String,
+    /// And the clones' notes of how far they have passed them (their keys
+    /// say it all).
+    notes: String,
+}
+
+impl Names<'_> {
+    fn new(key_prefix: &str, namespaced: bool) -> Names<'_> {
+        Names {
+            key_prefix,
+            namespaced,
+            manifest: format!("{key_prefix}.namespace.json"),
+            records: format!("{key_prefix}.swamp/deletes/"),
+            notes: format!("{key_prefix}.swamp/clones/"),
+        }
+    }
+}
+
+/// One page of a listing, classified: what of it the snapshot keeps.
+#[derive(Default)]
+struct Part {
+    /// Every object listed, but not locks or doctor canaries.
+    objects: usize,
+    /// Files in the order listed.
+    files: Vec<(TierPath, RemoteObject)>,
+    /// Files whose sha256 neither the listing nor the base says.
+    pending: Vec<Pending>,
+    manifest: Option<String>,
+    reserved: Vec<String>,
+    folder_markers: usize,
+    unmanaged: BTreeMap<String, usize>,
+    delete_records: Vec<super::deliberate::DeleteRecord>,
+    clone_notes: Vec<super::deliberate::CloneNote>,
+}
+
+/// A file of unknown sha256 that is to be
+/// known (the cache holds a file there, or every sha256 is asked for),
+/// with its key for a HEAD and the server's digest if it could show the
+/// cache's file identical to it.
+struct Pending {
+    path: TierPath,
+    key: String,
+    digest: Option<ServerDigest>,
+}
+
+impl Part {
+    fn of(
+        listing: Vec<ObjectMeta>,
+        names: &Names<'_>,
+        local: &BTreeMap<TierPath, FileState>,
+        base: &BTreeMap<TierPath, BaseEntry>,
+        head_all: bool,
+    ) -> Result<Part, RemoteError> {
+        let mut part = Part {
+            // Sized once: doubling leaves parts a third empty on average.
+            files: Vec::with_capacity(listing.len()),
+            ..Part::default()
+        };
+        for meta in listing {
+            // Locks and doctor canaries (`…/.swamp/…`) come and go with
+            // whoever is working; counting them would make a saved plan
+            // stale for nothing.
+            if !meta.key.split('/').any(|seg| seg == ".swamp") {
+                part.objects += 1;
+            }
+            if meta.key == names.manifest {
+                part.manifest = Some(meta.version.clone());
+            }
+            if meta
+                .key
+                .strip_prefix(&names.records)
+                .is_some_and(|name| !name.contains('/'))
+                && super::deliberate::record_stem(&meta.key).is_some()
+            {
+                part.delete_records.push(super::deliberate::DeleteRecord {
+                    key: meta.key,
+                    version: meta.version,
+                    files: Vec::new(),
+                    expired: false,
+                    young: false,
+                    clone: None,
+                    mine: false,
+                });
+                continue;
+            }
+            if let Some(note) =
+                super::deliberate::parse_note(&names.notes, &meta.key, &meta.version)
+            {
+                part.clone_notes.push(note);
+                continue;
+            }
+            let path = match classify(&meta.key, meta.size, names.key_prefix, names.namespaced)? {
+                Listed::File(path) => path,
+                Listed::FolderMarker => {
+                    part.folder_markers += 1;
+                    continue;
+                }
+                Listed::Unmanaged(name) => {
+                    *part.unmanaged.entry(name).or_default() += 1;
+                    continue;
+                }
+                Listed::Other => continue,
+            };
+            if is_repo_local_path(&path) {
+                part.reserved.push(meta.key);
+                continue;
+            }
+            let (path, file) = match local.get_key_value(&path) {
+                Some((shared, file)) => (shared.clone(), Some(file)),
+                None => (path.share(base), None),
+            };
+            // Metadata that is not a sha256 (another tool's) says nothing.
+            let sha256 = meta.sha256.as_deref().and_then(Sha256::parse).or_else(|| {
+                base.get(&path)
+                    .filter(|b| b.version == meta.version)
+                    .map(|b| b.sha256)
+            });
+            // Only the ambiguous ones get a HEAD (see `observe_remote`).
+            if sha256.is_none() && (head_all || file.is_some()) {
+                // (Only S3 versions are ETags of the `<hex>-<parts>` form: a
+                // GCS generation and a directory store's version never
+                // parse.)
+                let digest = meta
+                    .md5
+                    .map(ServerDigest::Md5)
+                    .or_else(|| {
+                        crate::digest::MultipartEtag::from_etag(&meta.version)
+                            .map(ServerDigest::Multipart)
+                    })
+                    .filter(|_| !meta.content_encoded && file.is_some_and(|f| f.size == meta.size));
+                part.pending.push(Pending {
+                    path: path.clone(),
+                    key: meta.key,
+                    digest,
+                });
+            }
+            part.files.push((
+                path,
+                RemoteObject {
+                    size: meta.size,
+                    version: meta.version,
+                    sha256,
+                    modified: meta.modified,
+                },
+            ));
+        }
+        Ok(part)
+    }
 }
 
 #[cfg(test)]

@@ -68,9 +68,17 @@ enum Scope<'a> {
 impl GcsStore {
     /// Every page of the listing of `prefix` (one level of it when
     /// `delimited`), sorted by key.
-    async fn list_pages(&self, prefix: &str, delimited: bool) -> Result<super::Level, StoreError> {
+    /// Every page of the listing of `prefix` (one level of it when
+    /// `delimited`): each page's objects to `take`, its prefixes returned
+    /// (unsorted).
+    async fn list_pages(
+        &self,
+        prefix: &str,
+        delimited: bool,
+        take: &mut (dyn FnMut(Vec<ObjectMeta>) + Send),
+    ) -> Result<Vec<String>, StoreError> {
         let client = self.client().await?;
-        let mut out = super::Level::default();
+        let mut prefixes = Vec::new();
         let mut token: Option<String> = None;
         loop {
             let req = ListObjectsRequest {
@@ -88,15 +96,14 @@ impl GcsStore {
                     .map_err(|e| self.map_err(e, Scope::Bucket))
             })
             .await?;
-            out.objects
-                .extend(page.items.iter().flatten().map(Self::meta));
-            out.prefixes.extend(page.prefixes.into_iter().flatten());
+            take(page.items.iter().flatten().map(Self::meta).collect());
+            prefixes.extend(page.prefixes.into_iter().flatten());
             match page.next_page_token {
                 Some(t) if !t.is_empty() => token = Some(t),
                 _ => break,
             }
         }
-        Ok(out.sorted())
+        Ok(prefixes)
     }
 
     pub fn new(
@@ -430,11 +437,32 @@ impl Store for GcsStore {
     }
 
     async fn list(&self, prefix: &str) -> Result<Vec<ObjectMeta>, StoreError> {
-        Ok(self.list_pages(prefix, false).await?.objects)
+        let mut objects = Vec::new();
+        self.list_pages(prefix, false, &mut |page| objects.extend(page))
+            .await?;
+        super::Level::sort_page(&mut objects);
+        Ok(objects)
+    }
+
+    async fn list_paged(
+        &self,
+        prefix: &str,
+        take: &mut (dyn FnMut(Vec<ObjectMeta>) + Send),
+    ) -> Result<(), StoreError> {
+        self.list_pages(prefix, false, &mut |mut page| {
+            super::Level::sort_page(&mut page);
+            take(page)
+        })
+        .await?;
+        Ok(())
     }
 
     async fn list_level(&self, prefix: &str) -> Result<super::Level, StoreError> {
-        self.list_pages(prefix, true).await
+        let mut objects = Vec::new();
+        let prefixes = self
+            .list_pages(prefix, true, &mut |page| objects.extend(page))
+            .await?;
+        Ok(super::Level { objects, prefixes }.sorted())
     }
 
     async fn head(&self, key: &str) -> Result<Option<ObjectMeta>, StoreError> {

@@ -126,6 +126,11 @@ pub struct Level {
 impl Level {
     /// Sorted as a level is given: objects by key, prefixes each once (a
     /// server's pages may repeat a prefix at their seams).
+    /// Sorts a listing page by key (see [`Store::list_paged`]).
+    pub fn sort_page(page: &mut [ObjectMeta]) {
+        page.sort_by(|a, b| a.key.cmp(&b.key));
+    }
+
     pub fn sorted(mut self) -> Level {
         self.objects.sort_by(|a, b| a.key.cmp(&b.key));
         self.prefixes.sort();
@@ -178,28 +183,33 @@ pub async fn list_split(
     levels: u32,
     concurrency: usize,
 ) -> Result<Vec<ObjectMeta>, StoreError> {
-    let parts = list_split_parts(store, prefix, levels, concurrency).await?;
-    let mut all = Vec::with_capacity(parts.iter().map(Vec::len).sum());
-    all.extend(parts.into_iter().flatten());
+    let parts = list_split_parts(store, prefix, levels, concurrency, |part| part).await?;
+    let mut all = Vec::with_capacity(parts.iter().flatten().map(Vec::len).sum());
+    all.extend(parts.into_iter().flatten().flatten());
     all.sort_by(|a, b| a.key.cmp(&b.key));
     Ok(all)
 }
 
-/// [`list_split`] as the disjoint parts it was listed in (each sorted by
-/// key, no key in two parts), for a caller that takes them one at a time
-/// and so never holds the listing twice over.
-pub async fn list_split_parts(
+/// [`list_split`] as the disjoint parts it was listed in (no key in two
+/// parts, the parts in the order of their first keys), each as the pages
+/// it was listed in (sorted, in key order), every page given to `take` as
+/// soon as it is listed and checked: a caller that keeps less of an
+/// object than its [`ObjectMeta`] never holds the listing whole. (When the
+/// parts do not add up, what `take` made of them is dropped and the plain
+/// listing is the one page of the one part.)
+pub async fn list_split_parts<T: Send>(
     store: &dyn Store,
     prefix: &str,
     levels: u32,
     concurrency: usize,
-) -> Result<Vec<Vec<ObjectMeta>>, StoreError> {
+    take: impl Fn(Vec<ObjectMeta>) -> T + Sync,
+) -> Result<Vec<Vec<T>>, StoreError> {
     if levels == 0 || !store.capabilities().delimited_listing {
-        return Ok(vec![store.list(prefix).await?]);
+        return Ok(vec![vec![take(store.list(prefix).await?)]]);
     }
-    match split_listing(store, prefix, levels, concurrency.max(1)).await? {
+    match split_listing(store, prefix, levels, concurrency.max(1), &take).await? {
         Some(parts) => Ok(parts),
-        None => Ok(vec![store.list(prefix).await?]),
+        None => Ok(vec![vec![take(store.list(prefix).await?)]]),
     }
 }
 
@@ -213,12 +223,13 @@ const MAX_EXTRA_PARTS: usize = 256;
 
 /// [`list_split`]'s parallel listing, in parts; `None` when its parts do
 /// not add up.
-async fn split_listing(
+async fn split_listing<T: Send>(
     store: &dyn Store,
     prefix: &str,
     levels: u32,
     concurrency: usize,
-) -> Result<Option<Vec<Vec<ObjectMeta>>>, StoreError> {
+    take: &(impl Fn(Vec<ObjectMeta>) -> T + Sync),
+) -> Result<Option<Vec<Vec<T>>>, StoreError> {
     use futures_util::{StreamExt, TryStreamExt, stream};
     // The levels' own objects, then one part per prefix paged through.
     let mut objects = Vec::new();
@@ -272,31 +283,82 @@ async fn split_listing(
     }
     let listed = frontier.len();
     frontier.extend(whole);
-    let found: Vec<(usize, Vec<ObjectMeta>)> = stream::iter(frontier.iter().enumerate())
-        .map(|(i, p)| async move { Ok::<_, StoreError>((i, store.list(p).await?)) })
+    let mut objects_part = Part::new("");
+    objects_part.page(Some(objects), take);
+    let found: Vec<Part<T>> = stream::iter(frontier.iter().enumerate())
+        .map(|(i, p)| async move {
+            let mut part = Part::new(p);
+            store
+                .list_paged(p, &mut |page| part.page(Some(page), take))
+                .await?;
+            // A prefix a level named holds something; one listed whole may
+            // be SeaweedFS's empty directory.
+            if i < listed && part.first.is_none() {
+                part.page(None, take);
+            }
+            Ok::<_, StoreError>(part)
+        })
         .buffer_unordered(concurrency)
         .try_collect()
         .await?;
     let mut parts = Vec::with_capacity(found.len() + 1);
-    parts.push(objects);
-    for (i, part) in found {
-        // A prefix a level named holds something; one listed whole may be
-        // SeaweedFS's empty directory.
-        if (i < listed && part.is_empty()) || !part.iter().all(|o| o.key.starts_with(&frontier[i]))
-        {
-            return Ok(None);
-        }
-        parts.push(part);
+    parts.push(objects_part);
+    parts.extend(found);
+    if parts.iter().any(|p| !p.adds_up) {
+        return Ok(None);
     }
-    // Parts are disjoint (each under its own prefix, the levels' objects
-    // under none of them), so a key listed twice is within one part.
-    for part in &mut parts {
-        part.sort_by(|a, b| a.key.cmp(&b.key));
-        if part.windows(2).any(|w| w[0].key == w[1].key) {
-            return Ok(None);
+    parts.sort_by(|a, b| a.first.cmp(&b.first));
+    Ok(Some(parts.into_iter().map(|p| p.pages).collect()))
+}
+
+/// One part of a split listing as its pages come: what `take` made of
+/// each, and whether they add up so far.
+struct Part<'a, T> {
+    /// The prefix it is listed under (every key starts with it).
+    under: &'a str,
+    pages: Vec<T>,
+    first: Option<String>,
+    last: Option<String>,
+    adds_up: bool,
+}
+
+impl<'a, T> Part<'a, T> {
+    fn new(under: &'a str) -> Part<'a, T> {
+        Part {
+            under,
+            pages: Vec::new(),
+            first: None,
+            last: None,
+            adds_up: true,
         }
     }
-    Ok(Some(parts))
+
+    /// Takes the next page (`None`: the part is found not to add up). Parts
+    /// are disjoint (each under its own prefix, the levels' objects under
+    /// none of them), so a key listed twice would be within one part: each
+    /// page is sorted, and must start after the last.
+    fn page(&mut self, page: Option<Vec<ObjectMeta>>, take: &impl Fn(Vec<ObjectMeta>) -> T) {
+        let Some(mut page) = page.filter(|_| self.adds_up) else {
+            self.adds_up = false;
+            self.pages.clear();
+            return;
+        };
+        Level::sort_page(&mut page);
+        let (Some(first), Some(last)) = (page.first(), page.last()) else {
+            return;
+        };
+        let in_order = self.last.as_ref().is_none_or(|l| *l < first.key)
+            && page.windows(2).all(|w| w[0].key != w[1].key)
+            && page.iter().all(|o| o.key.starts_with(self.under));
+        if !in_order {
+            return self.page(None, take);
+        }
+        if self.first.is_none() {
+            self.first = Some(first.key.clone());
+        }
+        self.last = Some(last.key.clone());
+        self.pages.push(take(page));
+    }
 }
 
 /// Whether a level listing of `prefix` is one a consistent bucket gives:
@@ -475,6 +537,20 @@ pub trait Store: Send + Sync {
     /// Every object whose key starts with `prefix` (a plain string prefix,
     /// not only at `/`), following all pages, sorted by key.
     async fn list(&self, prefix: &str) -> Result<Vec<ObjectMeta>, StoreError>;
+
+    /// [`Store::list`] a page at a time: `take` is given each page as it is
+    /// listed, sorted by key, so that a caller keeping less of an object
+    /// than its [`ObjectMeta`] never holds the listing whole. Pages come in
+    /// the server's order (key order for S3 and GCS). The default lists
+    /// whole, as one page.
+    async fn list_paged(
+        &self,
+        prefix: &str,
+        take: &mut (dyn FnMut(Vec<ObjectMeta>) + Send),
+    ) -> Result<(), StoreError> {
+        take(self.list(prefix).await?);
+        Ok(())
+    }
 
     /// One level of the keys under `prefix` (see [`Level`]). The default
     /// reads the whole listing; a store whose server lists by delimiter

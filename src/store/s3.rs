@@ -160,10 +160,16 @@ impl S3Store {
     }
 
     /// Every page of the listing of `prefix` (one level of it when
-    /// `delimited`), sorted by key.
-    async fn list_pages(&self, prefix: &str, delimited: bool) -> Result<super::Level, StoreError> {
+    /// `delimited`): each page's objects to `take`, its prefixes returned
+    /// (unsorted).
+    async fn list_pages(
+        &self,
+        prefix: &str,
+        delimited: bool,
+        take: &mut (dyn FnMut(Vec<ObjectMeta>) + Send),
+    ) -> Result<Vec<String>, StoreError> {
         let client = self.client().await?;
-        let mut out = super::Level::default();
+        let mut prefixes = Vec::new();
         let mut token: Option<String> = None;
         loop {
             let page = with_retry(&self.options.retry, |_| {
@@ -192,14 +198,16 @@ impl S3Store {
                     s.to_string()
                 }
             };
+            let mut objects = Vec::with_capacity(page.contents().len());
             for o in page.contents() {
                 if let Some(key) = o.key() {
                     let mut meta = Self::meta(&decode(key), o.size(), o.e_tag(), None);
                     meta.modified = o.last_modified().map(|t| t.secs());
-                    out.objects.push(meta);
+                    objects.push(meta);
                 }
             }
-            out.prefixes.extend(
+            take(objects);
+            prefixes.extend(
                 page.common_prefixes()
                     .iter()
                     .filter_map(|p| p.prefix())
@@ -210,7 +218,7 @@ impl S3Store {
                 break;
             }
         }
-        Ok(out.sorted())
+        Ok(prefixes)
     }
 
     pub fn new(
@@ -576,11 +584,32 @@ impl Store for S3Store {
     }
 
     async fn list(&self, prefix: &str) -> Result<Vec<ObjectMeta>, StoreError> {
-        Ok(self.list_pages(prefix, false).await?.objects)
+        let mut objects = Vec::new();
+        self.list_pages(prefix, false, &mut |page| objects.extend(page))
+            .await?;
+        super::Level::sort_page(&mut objects);
+        Ok(objects)
+    }
+
+    async fn list_paged(
+        &self,
+        prefix: &str,
+        take: &mut (dyn FnMut(Vec<ObjectMeta>) + Send),
+    ) -> Result<(), StoreError> {
+        self.list_pages(prefix, false, &mut |mut page| {
+            super::Level::sort_page(&mut page);
+            take(page)
+        })
+        .await?;
+        Ok(())
     }
 
     async fn list_level(&self, prefix: &str) -> Result<super::Level, StoreError> {
-        self.list_pages(prefix, true).await
+        let mut objects = Vec::new();
+        let prefixes = self
+            .list_pages(prefix, true, &mut |page| objects.extend(page))
+            .await?;
+        Ok(super::Level { objects, prefixes }.sorted())
     }
 
     async fn head(&self, key: &str) -> Result<Option<ObjectMeta>, StoreError> {

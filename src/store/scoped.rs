@@ -88,6 +88,15 @@ impl Store for Scoped {
         self.inner.list(prefix).await
     }
 
+    async fn list_paged(
+        &self,
+        prefix: &str,
+        take: &mut (dyn FnMut(Vec<ObjectMeta>) + Send),
+    ) -> Result<(), StoreError> {
+        self.check_prefix(prefix)?;
+        self.inner.list_paged(prefix, take).await
+    }
+
     async fn list_level(&self, prefix: &str) -> Result<super::Level, StoreError> {
         self.check_prefix(prefix)?;
         self.inner.list_level(prefix).await
