@@ -117,6 +117,10 @@ pub(crate) fn describe_done(action: &Action) -> String {
     }
 }
 
+/// Entries a run of transfers sets in the sync base are gathered in runs
+/// of this many (see [`crate::state::SyncBase::set_many`]).
+const SET_RUN: usize = 4096;
+
 /// Sync actions that may run side by side with their neighbours.
 fn concurrent_class(action: &Action) -> Option<u8> {
     match action {
@@ -220,6 +224,10 @@ pub fn apply(
             ));
             let mut first_error = None;
             report.landed.append(learnt);
+            // What the run set in the base, in runs recorded at once below
+            // (no two actions of a run are on one path: they run side by
+            // side).
+            let mut set: Vec<Vec<_>> = Vec::new();
             for (k, outcome) in outcomes.into_iter().enumerate() {
                 match outcome {
                     Ok(change) => {
@@ -230,8 +238,15 @@ pub fn apply(
                         {
                             replaced_by.push((path.clone(), landed.sha256.hex()));
                         }
-                        if let Some((base, _)) = base.as_mut() {
-                            remote::record(base, change);
+                        match (change, base.as_mut()) {
+                            (remote::BaseChange::Set(path, entry), Some(_)) => {
+                                if set.last().is_none_or(|run| run.len() == SET_RUN) {
+                                    set.push(Vec::with_capacity(SET_RUN));
+                                }
+                                set.last_mut().expect("pushed").push((path, entry));
+                            }
+                            (change, Some((base, _))) => remote::record(base, change),
+                            (_, None) => {}
                         }
                         match run[k] {
                             Action::Upload { .. } => report.uploaded += 1,
@@ -257,8 +272,11 @@ pub fn apply(
                 }
             }
             // Only completed actions advance the base; save it either way.
-            let saved = match base.as_ref() {
-                Some((base, path)) => base.save(path).map(|_| ()),
+            let saved = match base.as_mut() {
+                Some((base, path)) => {
+                    base.set_many(set);
+                    base.save(path).map(|_| ())
+                }
                 None => Ok(()),
             };
             if let Some((index, e)) = first_error {

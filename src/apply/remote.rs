@@ -1008,34 +1008,40 @@ async fn sync_landed_dirs(
     root: &Path,
     outcomes: &mut [Result<BaseChange, SyncActionError>],
 ) {
-    use std::collections::BTreeMap;
-    let mut dirs: BTreeMap<PathBuf, Vec<usize>> = BTreeMap::new();
-    for (i, (action, outcome)) in actions.iter().zip(outcomes.iter()).enumerate() {
-        if let (Action::Download { path, .. } | Action::Fetch { path, .. }, Ok(_)) =
-            (action, outcome)
-            && let Some(dir) = root.join(path.as_str()).parent()
-        {
-            dirs.entry(dir.to_path_buf()).or_default().push(i);
-        }
-    }
-    let synced = futures_util::stream::iter(dirs.into_iter().map(|(dir, landed)| async move {
+    // (directory as a tier path's parent, action index), grouped by
+    // directory: held compactly (a 100,000-file pull lands in tens of
+    // thousands of directories), each made a path only while it is synced.
+    let mut landed: Vec<(&str, usize)> = actions
+        .iter()
+        .zip(outcomes.iter())
+        .enumerate()
+        .filter_map(|(i, (action, outcome))| match (action, outcome) {
+            (Action::Download { path, .. } | Action::Fetch { path, .. }, Ok(_)) => {
+                Some((path.as_str().rsplit_once('/').map_or("", |(dir, _)| dir), i))
+            }
+            _ => None,
+        })
+        .collect();
+    landed.sort_by(|a, b| a.0.cmp(b.0));
+    let groups: Vec<&[(&str, usize)]> = landed.chunk_by(|a, b| a.0 == b.0).collect();
+    let failed = futures_util::stream::iter(groups.into_iter().map(|group| async move {
+        let dir = root.join(group[0].0);
         let outcome = tokio::task::spawn_blocking(move || fsutil::sync_dir(&dir))
             .await
             .unwrap_or_else(|e| Err(std::io::Error::other(format!("fsync task failed: {e}"))));
-        (landed, outcome)
+        outcome.err().map(|e| (group, e))
     }))
     .buffer_unordered(16)
+    .filter_map(std::future::ready)
     .collect::<Vec<_>>()
     .await;
-    for (landed, outcome) in synced {
-        if let Err(e) = outcome {
-            for i in landed {
-                let path = actions[i].path().cloned().expect("a download has a path");
-                outcomes[i] = Err(SyncActionError::Io {
-                    path,
-                    source: std::io::Error::new(e.kind(), e.to_string()),
-                });
-            }
+    for (group, e) in failed {
+        for &(_, i) in group {
+            let path = actions[i].path().cloned().expect("a download has a path");
+            outcomes[i] = Err(SyncActionError::Io {
+                path,
+                source: std::io::Error::new(e.kind(), e.to_string()),
+            });
         }
     }
 }

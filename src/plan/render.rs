@@ -333,7 +333,9 @@ struct Group {
 /// group first appears. A file's directory is its tier and first level
 /// below (`outputs/deploy/`), or its tier for a file just inside it; an
 /// action without a path is a group of its own.
-fn group_rows(rows: Vec<(usize, &Action, String, String, String)>) -> Vec<Group> {
+fn group_rows<'a>(
+    rows: impl Iterator<Item = (usize, &'a Action, String, String, String)>,
+) -> Vec<Group> {
     let mut groups: Vec<Group> = Vec::new();
     let mut index: std::collections::HashMap<(&str, &str, String, String, String), usize> =
         std::collections::HashMap::new();
@@ -532,9 +534,10 @@ fn render_raw(plan: &Plan, repo: &Path, detail: bool, md: bool, style: Style) ->
                 &format!("source {i}"),
             )
         };
-        let mut rows = Vec::with_capacity(plan.actions.len());
-        for (i, a) in plan.actions.iter().enumerate() {
-            let (path, from, to) = match a {
+        // Made one at a time as they are shown or grouped: the rows of a
+        // 100,000-action plan are never held at once.
+        let row = |a: &Action| -> (String, String, String) {
+            match a {
                 Action::Move { path, source, .. } => {
                     (path.to_string(), source_label(*source), target.clone())
                 }
@@ -668,11 +671,14 @@ fn render_raw(plan: &Plan, repo: &Path, detail: bool, md: bool, style: Style) ->
                     format!("trash of {at}"),
                     "(removed)".into(),
                 ),
-            };
-            rows.push((i, a, path, from, to));
-        }
-        let n_actions = rows.len();
-        let (grid, note) = if detail || rows.len() <= GROUP_ABOVE {
+            }
+        };
+        let n_actions = plan.actions.len();
+        let rows = plan.actions.iter().enumerate().map(|(i, a)| {
+            let (path, from, to) = row(a);
+            (i, a, path, from, to)
+        });
+        let (grid, note) = if detail || n_actions <= GROUP_ABOVE {
             let mut actions = Grid::new(
                 &["#", "action", "path", "from", "to", "reason"],
                 &[true, false, false, false, false, false],
