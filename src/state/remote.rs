@@ -393,28 +393,29 @@ pub async fn observe_remote(
     // 250,000 objects is hundreds of pages, one after another otherwise.
     // Each page is classified as it comes: the listing's metadata is never
     // held whole.
-    let parts =
-        crate::store::list_split_parts(store, key_prefix, LIST_LEVELS, LIST_CONCURRENCY, |part| {
-            Part::of(part, &names, local, &base, head_all)
+    let pages =
+        crate::store::list_split_parts(store, key_prefix, LIST_LEVELS, LIST_CONCURRENCY, |page| {
+            Page::of(page, &names, local, &base, head_all)
         })
         .await?
         .into_iter()
         .flatten()
-        .collect::<Result<Vec<Part>, RemoteError>>()?;
-    let mut listed = Part::default();
-    let mut runs = Vec::with_capacity(parts.len());
-    for mut part in parts {
-        listed.objects += part.objects;
-        listed.manifest = listed.manifest.or(part.manifest);
-        listed.reserved.append(&mut part.reserved);
-        listed.folder_markers += part.folder_markers;
-        for (name, n) in part.unmanaged {
+        .collect::<Result<Vec<Page>, RemoteError>>()?;
+    // The pages' findings together, their files as runs for one map.
+    let mut listed = Page::default();
+    let mut runs = Vec::with_capacity(pages.len());
+    for mut page in pages {
+        listed.objects += page.objects;
+        listed.manifest = listed.manifest.or(page.manifest);
+        listed.reserved.append(&mut page.reserved);
+        listed.folder_markers += page.folder_markers;
+        for (name, n) in page.unmanaged {
             *listed.unmanaged.entry(name).or_default() += n;
         }
-        listed.delete_records.append(&mut part.delete_records);
-        listed.clone_notes.append(&mut part.clone_notes);
-        listed.pending.append(&mut part.pending);
-        runs.push(part.files);
+        listed.delete_records.append(&mut page.delete_records);
+        listed.clone_notes.append(&mut page.clone_notes);
+        listed.pending.append(&mut page.pending);
+        runs.push(page.files);
     }
     let mut files = super::merged_map(runs);
     let mut unknown = Vec::new();
@@ -435,7 +436,7 @@ pub async fn observe_remote(
     }
     // Listed in key order before: the HEADs go out in that order still.
     unknown.sort();
-    let Part {
+    let Page {
         objects,
         manifest,
         mut reserved,
@@ -513,7 +514,7 @@ impl Names<'_> {
 
 /// One page of a listing, classified: what of it the snapshot keeps.
 #[derive(Default)]
-struct Part {
+struct Page {
     /// Every object listed, but not locks or doctor canaries.
     objects: usize,
     /// Files in the order listed.
@@ -538,18 +539,18 @@ struct Pending {
     digest: Option<ServerDigest>,
 }
 
-impl Part {
+impl Page {
     fn of(
         listing: Vec<ObjectMeta>,
         names: &Names<'_>,
         local: &BTreeMap<TierPath, FileState>,
         base: &BTreeMap<TierPath, BaseEntry>,
         head_all: bool,
-    ) -> Result<Part, RemoteError> {
-        let mut part = Part {
+    ) -> Result<Page, RemoteError> {
+        let mut part = Page {
             // Sized once: doubling leaves parts a third empty on average.
             files: Vec::with_capacity(listing.len()),
-            ..Part::default()
+            ..Page::default()
         };
         for meta in listing {
             // Locks and doctor canaries (`…/.swamp/…`) come and go with

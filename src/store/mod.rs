@@ -124,13 +124,13 @@ pub struct Level {
 }
 
 impl Level {
-    /// Sorted as a level is given: objects by key, prefixes each once (a
-    /// server's pages may repeat a prefix at their seams).
     /// Sorts a listing page by key (see [`Store::list_paged`]).
     pub fn sort_page(page: &mut [ObjectMeta]) {
         page.sort_by(|a, b| a.key.cmp(&b.key));
     }
 
+    /// Sorted as a level is given: objects by key, prefixes each once (a
+    /// server's pages may repeat a prefix at their seams).
     pub fn sorted(mut self) -> Level {
         self.objects.sort_by(|a, b| a.key.cmp(&b.key));
         self.prefixes.sort();
