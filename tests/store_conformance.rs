@@ -151,6 +151,24 @@ fn keys(metas: &[ObjectMeta]) -> Vec<&str> {
     metas.iter().map(|m| m.key.as_str()).collect()
 }
 
+/// Objects per part of a split listing (each part its pages).
+fn part_sizes(parts: &[Vec<Vec<ObjectMeta>>]) -> Vec<usize> {
+    parts
+        .iter()
+        .map(|part| part.iter().map(Vec::len).sum())
+        .collect()
+}
+
+/// A split listing's keys in the order its parts and pages came.
+fn split_keys(parts: Vec<Vec<Vec<ObjectMeta>>>) -> Vec<String> {
+    parts
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|m| m.key)
+        .collect()
+}
+
 // ---------------------------------------------------------------------------
 // Scenarios
 
@@ -307,10 +325,7 @@ async fn a_namespace_under_one_directory_is_listed_in_parallel_parts(b: Backend)
     let parts = store::list_split_parts(s.as_ref(), "p/ns/", 2, 16, |page| page)
         .await
         .unwrap();
-    let sizes: Vec<usize> = parts
-        .iter()
-        .map(|part| part.iter().map(Vec::len).sum())
-        .collect();
+    let sizes = part_sizes(&parts);
     assert_eq!(
         parts.len(),
         21,
@@ -318,13 +333,7 @@ async fn a_namespace_under_one_directory_is_listed_in_parallel_parts(b: Backend)
     );
     // Parts in key order, each its pages in key order: the keys come
     // sorted, each once.
-    let got: Vec<String> = parts
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|m| m.key)
-        .collect();
-    assert_eq!(got, want);
+    assert_eq!(split_keys(parts), want);
 
     // Not down to a level of very many prefixes, though: a request each
     // would cost more than paging through their parent.
@@ -339,23 +348,14 @@ async fn a_namespace_under_one_directory_is_listed_in_parallel_parts(b: Backend)
     let parts = store::list_split_parts(s.as_ref(), "p/wide/", 2, 16, |page| page)
         .await
         .unwrap();
-    let sizes: Vec<usize> = parts
-        .iter()
-        .map(|part| part.iter().map(Vec::len).sum())
-        .collect();
+    let sizes = part_sizes(&parts);
     assert_eq!(sizes, [0, 260], "outputs/one/ is listed whole");
     assert_eq!(
         parts[1].len(),
         130,
         "and handed over a page (of 2) at a time, as listed"
     );
-    let got: Vec<String> = parts
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|m| m.key)
-        .collect();
-    assert_eq!(got, want);
+    assert_eq!(split_keys(parts), want);
 }
 
 async fn a_split_listing_finds_every_key_a_plain_listing_does(b: Backend) {

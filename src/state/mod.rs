@@ -73,15 +73,11 @@ mod tests {
     /// The map inserting every pair in turn makes (the later of equal keys
     /// kept).
     fn inserted(runs: &[Vec<(u32, u32)>]) -> BTreeMap<u32, u32> {
-        runs.iter()
-            .flatten()
-            .copied()
-            .collect::<Vec<_>>()
-            .into_iter()
-            .fold(BTreeMap::new(), |mut map, (k, v)| {
-                map.insert(k, v);
-                map
-            })
+        let mut map = BTreeMap::new();
+        for &(k, v) in runs.iter().flatten() {
+            map.insert(k, v);
+        }
+        map
     }
 
     #[test]

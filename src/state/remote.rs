@@ -547,8 +547,8 @@ impl Page {
         base: &BTreeMap<TierPath, BaseEntry>,
         head_all: bool,
     ) -> Result<Page, RemoteError> {
-        let mut part = Page {
-            // Sized once: doubling leaves parts a third empty on average.
+        let mut page = Page {
+            // Sized once: doubling leaves pages a third empty on average.
             files: Vec::with_capacity(listing.len()),
             ..Page::default()
         };
@@ -557,10 +557,10 @@ impl Page {
             // whoever is working; counting them would make a saved plan
             // stale for nothing.
             if !meta.key.split('/').any(|seg| seg == ".swamp") {
-                part.objects += 1;
+                page.objects += 1;
             }
             if meta.key == names.manifest {
-                part.manifest = Some(meta.version.clone());
+                page.manifest = Some(meta.version.clone());
             }
             if meta
                 .key
@@ -568,7 +568,7 @@ impl Page {
                 .is_some_and(|name| !name.contains('/'))
                 && super::deliberate::record_stem(&meta.key).is_some()
             {
-                part.delete_records.push(super::deliberate::DeleteRecord {
+                page.delete_records.push(super::deliberate::DeleteRecord {
                     key: meta.key,
                     version: meta.version,
                     files: Vec::new(),
@@ -582,23 +582,23 @@ impl Page {
             if let Some(note) =
                 super::deliberate::parse_note(&names.notes, &meta.key, &meta.version)
             {
-                part.clone_notes.push(note);
+                page.clone_notes.push(note);
                 continue;
             }
             let path = match classify(&meta.key, meta.size, names.key_prefix, names.namespaced)? {
                 Listed::File(path) => path,
                 Listed::FolderMarker => {
-                    part.folder_markers += 1;
+                    page.folder_markers += 1;
                     continue;
                 }
                 Listed::Unmanaged(name) => {
-                    *part.unmanaged.entry(name).or_default() += 1;
+                    *page.unmanaged.entry(name).or_default() += 1;
                     continue;
                 }
                 Listed::Other => continue,
             };
             if is_repo_local_path(&path) {
-                part.reserved.push(meta.key);
+                page.reserved.push(meta.key);
                 continue;
             }
             let (path, file) = match local.get_key_value(&path) {
@@ -624,13 +624,13 @@ impl Page {
                             .map(ServerDigest::Multipart)
                     })
                     .filter(|_| !meta.content_encoded && file.is_some_and(|f| f.size == meta.size));
-                part.pending.push(Pending {
+                page.pending.push(Pending {
                     path: path.clone(),
                     key: meta.key,
                     digest,
                 });
             }
-            part.files.push((
+            page.files.push((
                 path,
                 RemoteObject {
                     size: meta.size,
@@ -640,7 +640,7 @@ impl Page {
                 },
             ));
         }
-        Ok(part)
+        Ok(page)
     }
 }
 

@@ -33,7 +33,7 @@ use tokio::sync::OnceCell;
 
 use super::retry::{Class, classify_status, with_retry};
 use super::{
-    Capabilities, Durability, Landing, ObjectMeta, Precondition, SHA256_METADATA, Store,
+    Capabilities, Durability, Landing, ObjectMeta, Pager, Precondition, SHA256_METADATA, Store,
     StoreError, StoreOptions, check_bucket_name, check_key, error_chain,
 };
 use crate::digest::Md5;
@@ -66,46 +66,6 @@ enum Scope<'a> {
 }
 
 impl GcsStore {
-    /// Every page of the listing of `prefix` (one level of it when
-    /// `delimited`), sorted by key.
-    /// Every page of the listing of `prefix` (one level of it when
-    /// `delimited`): each page's objects to `take`, its prefixes returned
-    /// (unsorted).
-    async fn list_pages(
-        &self,
-        prefix: &str,
-        delimited: bool,
-        take: &mut (dyn FnMut(Vec<ObjectMeta>) + Send),
-    ) -> Result<Vec<String>, StoreError> {
-        let client = self.client().await?;
-        let mut prefixes = Vec::new();
-        let mut token: Option<String> = None;
-        loop {
-            let req = ListObjectsRequest {
-                bucket: self.bucket.clone(),
-                prefix: (!prefix.is_empty()).then(|| prefix.to_string()),
-                delimiter: delimited.then(|| "/".to_string()),
-                max_results: Some(self.options.page_size.clamp(1, i32::MAX as u32) as i32),
-                page_token: token.clone(),
-                ..ListObjectsRequest::default()
-            };
-            let page = with_retry(&self.options.retry, |_| async {
-                client
-                    .list_objects(&req)
-                    .await
-                    .map_err(|e| self.map_err(e, Scope::Bucket))
-            })
-            .await?;
-            take(page.items.iter().flatten().map(Self::meta).collect());
-            prefixes.extend(page.prefixes.into_iter().flatten());
-            match page.next_page_token {
-                Some(t) if !t.is_empty() => token = Some(t),
-                _ => break,
-            }
-        }
-        Ok(prefixes)
-    }
-
     pub fn new(
         bucket: &str,
         endpoint: Option<&str>,
@@ -412,6 +372,44 @@ impl GcsStore {
 }
 
 #[async_trait]
+impl Pager for GcsStore {
+    async fn list_pages(
+        &self,
+        prefix: &str,
+        delimited: bool,
+        take: &mut (dyn FnMut(Vec<ObjectMeta>) + Send),
+    ) -> Result<Vec<String>, StoreError> {
+        let client = self.client().await?;
+        let mut prefixes = Vec::new();
+        let mut token: Option<String> = None;
+        loop {
+            let req = ListObjectsRequest {
+                bucket: self.bucket.clone(),
+                prefix: (!prefix.is_empty()).then(|| prefix.to_string()),
+                delimiter: delimited.then(|| "/".to_string()),
+                max_results: Some(self.options.page_size.clamp(1, i32::MAX as u32) as i32),
+                page_token: token.clone(),
+                ..ListObjectsRequest::default()
+            };
+            let page = with_retry(&self.options.retry, |_| async {
+                client
+                    .list_objects(&req)
+                    .await
+                    .map_err(|e| self.map_err(e, Scope::Bucket))
+            })
+            .await?;
+            take(page.items.iter().flatten().map(Self::meta).collect());
+            prefixes.extend(page.prefixes.into_iter().flatten());
+            match page.next_page_token {
+                Some(t) if !t.is_empty() => token = Some(t),
+                _ => break,
+            }
+        }
+        Ok(prefixes)
+    }
+}
+
+#[async_trait]
 impl Store for GcsStore {
     fn describe(&self) -> String {
         match &self.endpoint {
@@ -437,11 +435,7 @@ impl Store for GcsStore {
     }
 
     async fn list(&self, prefix: &str) -> Result<Vec<ObjectMeta>, StoreError> {
-        let mut objects = Vec::new();
-        self.list_pages(prefix, false, &mut |page| objects.extend(page))
-            .await?;
-        super::Level::sort_page(&mut objects);
-        Ok(objects)
+        self.list_whole(prefix).await
     }
 
     async fn list_paged(
@@ -449,20 +443,11 @@ impl Store for GcsStore {
         prefix: &str,
         take: &mut (dyn FnMut(Vec<ObjectMeta>) + Send),
     ) -> Result<(), StoreError> {
-        self.list_pages(prefix, false, &mut |mut page| {
-            super::Level::sort_page(&mut page);
-            take(page)
-        })
-        .await?;
-        Ok(())
+        self.list_sorted_pages(prefix, take).await
     }
 
     async fn list_level(&self, prefix: &str) -> Result<super::Level, StoreError> {
-        let mut objects = Vec::new();
-        let prefixes = self
-            .list_pages(prefix, true, &mut |page| objects.extend(page))
-            .await?;
-        Ok(super::Level { objects, prefixes }.sorted())
+        self.list_one_level(prefix).await
     }
 
     async fn head(&self, key: &str) -> Result<Option<ObjectMeta>, StoreError> {

@@ -125,7 +125,7 @@ pub struct Level {
 
 impl Level {
     /// Sorts a listing page by key (see [`Store::list_paged`]).
-    pub fn sort_page(page: &mut [ObjectMeta]) {
+    fn sort_page(page: &mut [ObjectMeta]) {
         page.sort_by(|a, b| a.key.cmp(&b.key));
     }
 
@@ -372,6 +372,54 @@ fn level_adds_up(prefix: &str, level: &Level, top: bool) -> bool {
             .prefixes
             .iter()
             .all(|p| under(p) && p.ends_with('/') && !p[prefix.len()..p.len() - 1].contains('/'))
+}
+
+/// A store whose server lists a page at a time (S3, GCS): its
+/// [`Store::list`], [`Store::list_paged`] and [`Store::list_level`] are
+/// made here, once, from its [`Pager::list_pages`].
+#[async_trait]
+pub(crate) trait Pager: Sync {
+    /// Every page of the listing of `prefix` (one level of it when
+    /// `delimited`): each page's objects to `take`, its prefixes returned
+    /// (unsorted).
+    async fn list_pages(
+        &self,
+        prefix: &str,
+        delimited: bool,
+        take: &mut (dyn FnMut(Vec<ObjectMeta>) + Send),
+    ) -> Result<Vec<String>, StoreError>;
+
+    /// [`Store::list`]: every page, sorted by key.
+    async fn list_whole(&self, prefix: &str) -> Result<Vec<ObjectMeta>, StoreError> {
+        let mut objects = Vec::new();
+        self.list_pages(prefix, false, &mut |page| objects.extend(page))
+            .await?;
+        Level::sort_page(&mut objects);
+        Ok(objects)
+    }
+
+    /// [`Store::list_paged`]: each page sorted by key.
+    async fn list_sorted_pages(
+        &self,
+        prefix: &str,
+        take: &mut (dyn FnMut(Vec<ObjectMeta>) + Send),
+    ) -> Result<(), StoreError> {
+        self.list_pages(prefix, false, &mut |mut page| {
+            Level::sort_page(&mut page);
+            take(page)
+        })
+        .await?;
+        Ok(())
+    }
+
+    /// [`Store::list_level`].
+    async fn list_one_level(&self, prefix: &str) -> Result<Level, StoreError> {
+        let mut objects = Vec::new();
+        let prefixes = self
+            .list_pages(prefix, true, &mut |page| objects.extend(page))
+            .await?;
+        Ok(Level { objects, prefixes }.sorted())
+    }
 }
 
 /// Errors from any store. Messages name what failed (key, bucket or

@@ -32,7 +32,7 @@ use tokio::sync::OnceCell;
 
 use super::retry::{Class, classify_status, with_retry};
 use super::{
-    Capabilities, Durability, Landing, ObjectMeta, Precondition, SHA256_METADATA, Store,
+    Capabilities, Durability, Landing, ObjectMeta, Pager, Precondition, SHA256_METADATA, Store,
     StoreError, StoreOptions, check_bucket_name, check_key, error_chain,
 };
 use crate::digest::Md5;
@@ -157,68 +157,6 @@ impl S3Store {
                 .await
                 .map_err(|e| self.stream_err(key, &e)),
         }
-    }
-
-    /// Every page of the listing of `prefix` (one level of it when
-    /// `delimited`): each page's objects to `take`, its prefixes returned
-    /// (unsorted).
-    async fn list_pages(
-        &self,
-        prefix: &str,
-        delimited: bool,
-        take: &mut (dyn FnMut(Vec<ObjectMeta>) + Send),
-    ) -> Result<Vec<String>, StoreError> {
-        let client = self.client().await?;
-        let mut prefixes = Vec::new();
-        let mut token: Option<String> = None;
-        loop {
-            let page = with_retry(&self.options.retry, |_| {
-                let req = client
-                    .list_objects_v2()
-                    .bucket(&self.bucket)
-                    .prefix(prefix)
-                    .set_delimiter(delimited.then(|| "/".to_string()))
-                    .max_keys(self.options.page_size.max(1) as i32)
-                    // Keys come back percent-encoded: a key holding a
-                    // character XML 1.0 cannot carry (a control character)
-                    // would otherwise make the page unparseable, or be
-                    // mangled into a key that does not exist.
-                    .encoding_type(aws_sdk_s3::types::EncodingType::Url)
-                    .set_continuation_token(token.clone());
-                async move { req.send().await.map_err(|e| self.map_err(e, None)) }
-            })
-            .await?;
-            // A server that ignores the request answers plain keys and
-            // says nothing of an encoding.
-            let encoded = page.encoding_type() == Some(&aws_sdk_s3::types::EncodingType::Url);
-            let decode = |s: &str| {
-                if encoded {
-                    percent_decode(s)
-                } else {
-                    s.to_string()
-                }
-            };
-            let mut objects = Vec::with_capacity(page.contents().len());
-            for o in page.contents() {
-                if let Some(key) = o.key() {
-                    let mut meta = Self::meta(&decode(key), o.size(), o.e_tag(), None);
-                    meta.modified = o.last_modified().map(|t| t.secs());
-                    objects.push(meta);
-                }
-            }
-            take(objects);
-            prefixes.extend(
-                page.common_prefixes()
-                    .iter()
-                    .filter_map(|p| p.prefix())
-                    .map(decode),
-            );
-            token = page.next_continuation_token().map(str::to_owned);
-            if page.is_truncated() != Some(true) || token.is_none() {
-                break;
-            }
-        }
-        Ok(prefixes)
     }
 
     pub fn new(
@@ -559,6 +497,68 @@ impl S3Store {
 }
 
 #[async_trait]
+impl Pager for S3Store {
+    async fn list_pages(
+        &self,
+        prefix: &str,
+        delimited: bool,
+        take: &mut (dyn FnMut(Vec<ObjectMeta>) + Send),
+    ) -> Result<Vec<String>, StoreError> {
+        let client = self.client().await?;
+        let mut prefixes = Vec::new();
+        let mut token: Option<String> = None;
+        loop {
+            let page = with_retry(&self.options.retry, |_| {
+                let req = client
+                    .list_objects_v2()
+                    .bucket(&self.bucket)
+                    .prefix(prefix)
+                    .set_delimiter(delimited.then(|| "/".to_string()))
+                    .max_keys(self.options.page_size.max(1) as i32)
+                    // Keys come back percent-encoded: a key holding a
+                    // character XML 1.0 cannot carry (a control character)
+                    // would otherwise make the page unparseable, or be
+                    // mangled into a key that does not exist.
+                    .encoding_type(aws_sdk_s3::types::EncodingType::Url)
+                    .set_continuation_token(token.clone());
+                async move { req.send().await.map_err(|e| self.map_err(e, None)) }
+            })
+            .await?;
+            // A server that ignores the request answers plain keys and
+            // says nothing of an encoding.
+            let encoded = page.encoding_type() == Some(&aws_sdk_s3::types::EncodingType::Url);
+            let decode = |s: &str| {
+                if encoded {
+                    percent_decode(s)
+                } else {
+                    s.to_string()
+                }
+            };
+            let mut objects = Vec::with_capacity(page.contents().len());
+            for o in page.contents() {
+                if let Some(key) = o.key() {
+                    let mut meta = Self::meta(&decode(key), o.size(), o.e_tag(), None);
+                    meta.modified = o.last_modified().map(|t| t.secs());
+                    objects.push(meta);
+                }
+            }
+            take(objects);
+            prefixes.extend(
+                page.common_prefixes()
+                    .iter()
+                    .filter_map(|p| p.prefix())
+                    .map(decode),
+            );
+            token = page.next_continuation_token().map(str::to_owned);
+            if page.is_truncated() != Some(true) || token.is_none() {
+                break;
+            }
+        }
+        Ok(prefixes)
+    }
+}
+
+#[async_trait]
 impl Store for S3Store {
     fn describe(&self) -> String {
         match &self.endpoint {
@@ -584,11 +584,7 @@ impl Store for S3Store {
     }
 
     async fn list(&self, prefix: &str) -> Result<Vec<ObjectMeta>, StoreError> {
-        let mut objects = Vec::new();
-        self.list_pages(prefix, false, &mut |page| objects.extend(page))
-            .await?;
-        super::Level::sort_page(&mut objects);
-        Ok(objects)
+        self.list_whole(prefix).await
     }
 
     async fn list_paged(
@@ -596,20 +592,11 @@ impl Store for S3Store {
         prefix: &str,
         take: &mut (dyn FnMut(Vec<ObjectMeta>) + Send),
     ) -> Result<(), StoreError> {
-        self.list_pages(prefix, false, &mut |mut page| {
-            super::Level::sort_page(&mut page);
-            take(page)
-        })
-        .await?;
-        Ok(())
+        self.list_sorted_pages(prefix, take).await
     }
 
     async fn list_level(&self, prefix: &str) -> Result<super::Level, StoreError> {
-        let mut objects = Vec::new();
-        let prefixes = self
-            .list_pages(prefix, true, &mut |page| objects.extend(page))
-            .await?;
-        Ok(super::Level { objects, prefixes }.sorted())
+        self.list_one_level(prefix).await
     }
 
     async fn head(&self, key: &str) -> Result<Option<ObjectMeta>, StoreError> {
