@@ -499,6 +499,8 @@ pub fn apply(
                     ))
                     .map_err(|e| stopped(e.to_string(), &report))?;
                 report.sentinel_published = true;
+                #[cfg(feature = "failpoints")]
+                remote::action_done_for_tests();
                 if let Some((base, base_path)) = base.as_mut() {
                     remote::record(base, change);
                     base.save(base_path)

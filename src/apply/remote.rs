@@ -635,6 +635,10 @@ pub async fn publish_sentinel(
                 });
             }
         };
+    #[cfg(feature = "failpoints")]
+    if fail::eval("sentinel-put", |_| ()).is_some() {
+        super::die_for_tests();
+    }
     let sha256 = Sha256::of(&body);
     crate::fsutil::atomic_write(&dest, &body).map_err(|e| SyncActionError::Io {
         path: path.clone(),
@@ -992,7 +996,7 @@ fn settle(
 /// Test-only: the failpoint `sync-action-done`, evaluated as an action
 /// completes; dies there when it fires.
 #[cfg(feature = "failpoints")]
-fn action_done_for_tests() {
+pub(super) fn action_done_for_tests() {
     if fail::eval("sync-action-done", |_| ()).is_some() {
         super::die_for_tests();
     }

@@ -313,7 +313,13 @@ fn cache_after_moves(observed: &Observed, scope: Scope) -> Cow<'_, BTreeMap<Tier
                 local.to_mut().insert(p.clone(), f.clone());
             }
         }
-        local = Cow::Owned(config_only(&local));
+        let landed = local.get(&sentinel_path()).cloned();
+        let mut only = config_only(&local);
+        // The sentinel is no part of what the scope offers, but one landed
+        // and not yet recorded (a run killed in between) is recorded by
+        // it: its sha256 must be known for that (S3 lists no metadata).
+        only.extend(landed.map(|f| (sentinel_path(), f)));
+        local = Cow::Owned(only);
     }
     local
 }
