@@ -513,8 +513,8 @@ fn push_and_pull_through_a_flaky_network_converge_with_every_byte_right(backend:
 /// Kills `args` with SIGKILL `rounds` times, each after a seeded random
 /// delay below a bound that grows to `max_ms` (the first kill must land
 /// before a whole run is done: a finished run leaves nothing to kill);
-/// then at action boundaries (the failpoint
-/// `sync-action-done`), a few actions in each time, until a run finishes.
+/// then at action boundaries (the failpoint `sync-action-done`), a few
+/// actions in each time, until a run finishes.
 /// A killed run leaves its lock: `lock release` (its process is gone)
 /// removes it, as the warning says.
 fn kill_rounds(repo: &Repo, args: &[&str], seed: u64, rounds: usize, max_ms: u64) {
@@ -543,7 +543,7 @@ fn kill_rounds(repo: &Repo, args: &[&str], seed: u64, rounds: usize, max_ms: u64
         let out = child.wait_with_output().unwrap();
         if !landed {
             ended.push(format!(
-                "{:?} after {:?}: {}",
+                "{:?} within {:?}: {}",
                 out.status.code(),
                 started.elapsed(),
                 String::from_utf8_lossy(&out.stderr).trim_end()

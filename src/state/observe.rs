@@ -10,10 +10,10 @@ use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::config::Config;
-use crate::layout::{Layout, TierPath};
+use crate::layout::{Layout, Tier, TierPath};
 use crate::store::{RemoteTarget, StoreError, runtime};
 
-use super::managed::{self, Mirror, RemoteSentinel, Sentinel, config_only, sentinel_path};
+use super::managed::{self, Mirror, RemoteSentinel, Sentinel, sentinel_path};
 use super::observed::ObserveError;
 use super::remote::{RemoteIdentity, ServerDigest, observe_remote, read_identity};
 use super::{Desired, FileState, HashCache, Learnt, Observed, RemoteSnapshot, Scope, SyncBase};
@@ -313,13 +313,16 @@ fn cache_after_moves(observed: &Observed, scope: Scope) -> Cow<'_, BTreeMap<Tier
                 local.to_mut().insert(p.clone(), f.clone());
             }
         }
-        let landed = local.get(&sentinel_path()).cloned();
-        let mut only = config_only(&local);
-        // The sentinel is no part of what the scope offers, but one landed
-        // and not yet recorded (a run killed in between) is recorded by
-        // it: its sha256 must be known for that (S3 lists no metadata).
-        only.extend(landed.map(|f| (sentinel_path(), f)));
-        local = Cow::Owned(only);
+        // The config tier, the sentinel in it (unlike `config_only`): the
+        // scope records a landed sentinel a killed run did not, for which
+        // its sha256 must be known (S3 lists no metadata).
+        local = Cow::Owned(
+            local
+                .iter()
+                .filter(|(p, _)| p.tier() == Tier::Config)
+                .map(|(p, f)| (p.clone(), f.clone()))
+                .collect(),
+        );
     }
     local
 }

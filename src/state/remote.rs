@@ -529,10 +529,9 @@ struct Page {
     clone_notes: Vec<super::deliberate::CloneNote>,
 }
 
-/// A file of unknown sha256 that is to be
-/// known (the cache holds a file there, or every sha256 is asked for),
-/// with its key for a HEAD and the server's digest if it could show the
-/// cache's file identical to it.
+/// A file of unknown sha256 that is to be known (the cache holds a file
+/// there, or every sha256 is asked for), with its key for a HEAD and the
+/// server's digest if it could show the cache's file identical to it.
 struct Pending {
     path: TierPath,
     key: String,

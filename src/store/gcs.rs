@@ -33,8 +33,8 @@ use tokio::sync::OnceCell;
 
 use super::retry::{Class, classify_status, with_retry};
 use super::{
-    Capabilities, Durability, Landing, ObjectMeta, Pager, Precondition, SHA256_METADATA, Store,
-    StoreError, StoreOptions, check_bucket_name, check_key, error_chain,
+    Capabilities, Durability, Landing, ListPage, ObjectMeta, Pager, Precondition, SHA256_METADATA,
+    Store, StoreError, StoreOptions, check_bucket_name, check_key, error_chain,
 };
 use crate::digest::Md5;
 use crate::fsutil;
@@ -373,39 +373,33 @@ impl GcsStore {
 
 #[async_trait]
 impl Pager for GcsStore {
-    async fn list_pages(
+    async fn list_page(
         &self,
         prefix: &str,
         delimited: bool,
-        take: &mut (dyn FnMut(Vec<ObjectMeta>) + Send),
-    ) -> Result<Vec<String>, StoreError> {
+        token: Option<String>,
+    ) -> Result<ListPage, StoreError> {
         let client = self.client().await?;
-        let mut prefixes = Vec::new();
-        let mut token: Option<String> = None;
-        loop {
-            let req = ListObjectsRequest {
-                bucket: self.bucket.clone(),
-                prefix: (!prefix.is_empty()).then(|| prefix.to_string()),
-                delimiter: delimited.then(|| "/".to_string()),
-                max_results: Some(self.options.page_size.clamp(1, i32::MAX as u32) as i32),
-                page_token: token.clone(),
-                ..ListObjectsRequest::default()
-            };
-            let page = with_retry(&self.options.retry, |_| async {
-                client
-                    .list_objects(&req)
-                    .await
-                    .map_err(|e| self.map_err(e, Scope::Bucket))
-            })
-            .await?;
-            take(page.items.iter().flatten().map(Self::meta).collect());
-            prefixes.extend(page.prefixes.into_iter().flatten());
-            match page.next_page_token {
-                Some(t) if !t.is_empty() => token = Some(t),
-                _ => break,
-            }
-        }
-        Ok(prefixes)
+        let req = ListObjectsRequest {
+            bucket: self.bucket.clone(),
+            prefix: (!prefix.is_empty()).then(|| prefix.to_string()),
+            delimiter: delimited.then(|| "/".to_string()),
+            max_results: Some(self.options.page_size.clamp(1, i32::MAX as u32) as i32),
+            page_token: token,
+            ..ListObjectsRequest::default()
+        };
+        let page = with_retry(&self.options.retry, |_| async {
+            client
+                .list_objects(&req)
+                .await
+                .map_err(|e| self.map_err(e, Scope::Bucket))
+        })
+        .await?;
+        Ok(ListPage {
+            objects: page.items.iter().flatten().map(Self::meta).collect(),
+            prefixes: page.prefixes.into_iter().flatten().collect(),
+            next: page.next_page_token.filter(|t| !t.is_empty()),
+        })
     }
 }
 

@@ -284,17 +284,17 @@ async fn split_listing<T: Send>(
     let listed = frontier.len();
     frontier.extend(whole);
     let mut objects_part = Part::new("");
-    objects_part.page(Some(objects), take);
+    objects_part.page(objects, take);
     let found: Vec<Part<T>> = stream::iter(frontier.iter().enumerate())
         .map(|(i, p)| async move {
             let mut part = Part::new(p);
             store
-                .list_paged(p, &mut |page| part.page(Some(page), take))
+                .list_paged(p, &mut |page| part.page(page, take))
                 .await?;
             // A prefix a level named holds something; one listed whole may
             // be SeaweedFS's empty directory.
             if i < listed && part.first.is_none() {
-                part.page(None, take);
+                part.does_not_add_up();
             }
             Ok::<_, StoreError>(part)
         })
@@ -333,16 +333,14 @@ impl<'a, T> Part<'a, T> {
         }
     }
 
-    /// Takes the next page (`None`: the part is found not to add up). Parts
-    /// are disjoint (each under its own prefix, the levels' objects under
-    /// none of them), so a key listed twice would be within one part: each
-    /// page is sorted, and must start after the last.
-    fn page(&mut self, page: Option<Vec<ObjectMeta>>, take: &impl Fn(Vec<ObjectMeta>) -> T) {
-        let Some(mut page) = page.filter(|_| self.adds_up) else {
-            self.adds_up = false;
-            self.pages.clear();
+    /// Takes the next page. Parts are disjoint (each under its own prefix,
+    /// the levels' objects under none of them), so a key listed twice
+    /// would be within one part: each page is sorted, and must start after
+    /// the last.
+    fn page(&mut self, mut page: Vec<ObjectMeta>, take: &impl Fn(Vec<ObjectMeta>) -> T) {
+        if !self.adds_up {
             return;
-        };
+        }
         Level::sort_page(&mut page);
         let (Some(first), Some(last)) = (page.first(), page.last()) else {
             return;
@@ -351,13 +349,19 @@ impl<'a, T> Part<'a, T> {
             && page.windows(2).all(|w| w[0].key != w[1].key)
             && page.iter().all(|o| o.key.starts_with(self.under));
         if !in_order {
-            return self.page(None, take);
+            return self.does_not_add_up();
         }
         if self.first.is_none() {
             self.first = Some(first.key.clone());
         }
         self.last = Some(last.key.clone());
         self.pages.push(take(page));
+    }
+
+    /// The part is found not to add up: what was made of it goes.
+    fn does_not_add_up(&mut self) {
+        self.adds_up = false;
+        self.pages.clear();
     }
 }
 
@@ -374,20 +378,49 @@ fn level_adds_up(prefix: &str, level: &Level, top: bool) -> bool {
             .all(|p| under(p) && p.ends_with('/') && !p[prefix.len()..p.len() - 1].contains('/'))
 }
 
+/// One page of a listing, as the server answered it.
+pub(crate) struct ListPage {
+    pub objects: Vec<ObjectMeta>,
+    /// Its common prefixes (a delimited listing only).
+    pub prefixes: Vec<String>,
+    /// Where the next page starts; `None` on the last.
+    pub next: Option<String>,
+}
+
 /// A store whose server lists a page at a time (S3, GCS): its
 /// [`Store::list`], [`Store::list_paged`] and [`Store::list_level`] are
-/// made here, once, from its [`Pager::list_pages`].
+/// made here, once, from its [`Pager::list_page`].
 #[async_trait]
 pub(crate) trait Pager: Sync {
-    /// Every page of the listing of `prefix` (one level of it when
-    /// `delimited`): each page's objects to `take`, its prefixes returned
-    /// (unsorted).
+    /// The page of the listing of `prefix` (one level of it when
+    /// `delimited`) that starts at `token` (`None`: the first).
+    async fn list_page(
+        &self,
+        prefix: &str,
+        delimited: bool,
+        token: Option<String>,
+    ) -> Result<ListPage, StoreError>;
+
+    /// Every page of the listing: each page's objects to `take`, its
+    /// prefixes returned (unsorted).
     async fn list_pages(
         &self,
         prefix: &str,
         delimited: bool,
         take: &mut (dyn FnMut(Vec<ObjectMeta>) + Send),
-    ) -> Result<Vec<String>, StoreError>;
+    ) -> Result<Vec<String>, StoreError> {
+        let mut prefixes = Vec::new();
+        let mut token = None;
+        loop {
+            let page = self.list_page(prefix, delimited, token).await?;
+            take(page.objects);
+            prefixes.extend(page.prefixes);
+            match page.next {
+                Some(next) => token = Some(next),
+                None => return Ok(prefixes),
+            }
+        }
+    }
 
     /// [`Store::list`]: every page, sorted by key.
     async fn list_whole(&self, prefix: &str) -> Result<Vec<ObjectMeta>, StoreError> {

@@ -32,8 +32,8 @@ use tokio::sync::OnceCell;
 
 use super::retry::{Class, classify_status, with_retry};
 use super::{
-    Capabilities, Durability, Landing, ObjectMeta, Pager, Precondition, SHA256_METADATA, Store,
-    StoreError, StoreOptions, check_bucket_name, check_key, error_chain,
+    Capabilities, Durability, Landing, ListPage, ObjectMeta, Pager, Precondition, SHA256_METADATA,
+    Store, StoreError, StoreOptions, check_bucket_name, check_key, error_chain,
 };
 use crate::digest::Md5;
 use crate::fsutil;
@@ -498,63 +498,62 @@ impl S3Store {
 
 #[async_trait]
 impl Pager for S3Store {
-    async fn list_pages(
+    async fn list_page(
         &self,
         prefix: &str,
         delimited: bool,
-        take: &mut (dyn FnMut(Vec<ObjectMeta>) + Send),
-    ) -> Result<Vec<String>, StoreError> {
+        token: Option<String>,
+    ) -> Result<ListPage, StoreError> {
         let client = self.client().await?;
-        let mut prefixes = Vec::new();
-        let mut token: Option<String> = None;
-        loop {
-            let page = with_retry(&self.options.retry, |_| {
-                let req = client
-                    .list_objects_v2()
-                    .bucket(&self.bucket)
-                    .prefix(prefix)
-                    .set_delimiter(delimited.then(|| "/".to_string()))
-                    .max_keys(self.options.page_size.max(1) as i32)
-                    // Keys come back percent-encoded: a key holding a
-                    // character XML 1.0 cannot carry (a control character)
-                    // would otherwise make the page unparseable, or be
-                    // mangled into a key that does not exist.
-                    .encoding_type(aws_sdk_s3::types::EncodingType::Url)
-                    .set_continuation_token(token.clone());
-                async move { req.send().await.map_err(|e| self.map_err(e, None)) }
-            })
-            .await?;
-            // A server that ignores the request answers plain keys and
-            // says nothing of an encoding.
-            let encoded = page.encoding_type() == Some(&aws_sdk_s3::types::EncodingType::Url);
-            let decode = |s: &str| {
-                if encoded {
-                    percent_decode(s)
-                } else {
-                    s.to_string()
-                }
-            };
-            let mut objects = Vec::with_capacity(page.contents().len());
-            for o in page.contents() {
-                if let Some(key) = o.key() {
-                    let mut meta = Self::meta(&decode(key), o.size(), o.e_tag(), None);
-                    meta.modified = o.last_modified().map(|t| t.secs());
-                    objects.push(meta);
-                }
+        let page = with_retry(&self.options.retry, |_| {
+            let req = client
+                .list_objects_v2()
+                .bucket(&self.bucket)
+                .prefix(prefix)
+                .set_delimiter(delimited.then(|| "/".to_string()))
+                .max_keys(self.options.page_size.max(1) as i32)
+                // Keys come back percent-encoded: a key holding a
+                // character XML 1.0 cannot carry (a control character)
+                // would otherwise make the page unparseable, or be
+                // mangled into a key that does not exist.
+                .encoding_type(aws_sdk_s3::types::EncodingType::Url)
+                .set_continuation_token(token.clone());
+            async move { req.send().await.map_err(|e| self.map_err(e, None)) }
+        })
+        .await?;
+        // A server that ignores the request answers plain keys and says
+        // nothing of an encoding.
+        let encoded = page.encoding_type() == Some(&aws_sdk_s3::types::EncodingType::Url);
+        let decode = |s: &str| {
+            if encoded {
+                percent_decode(s)
+            } else {
+                s.to_string()
             }
-            take(objects);
-            prefixes.extend(
-                page.common_prefixes()
-                    .iter()
-                    .filter_map(|p| p.prefix())
-                    .map(decode),
-            );
-            token = page.next_continuation_token().map(str::to_owned);
-            if page.is_truncated() != Some(true) || token.is_none() {
-                break;
+        };
+        let mut objects = Vec::with_capacity(page.contents().len());
+        for o in page.contents() {
+            if let Some(key) = o.key() {
+                let mut meta = Self::meta(&decode(key), o.size(), o.e_tag(), None);
+                meta.modified = o.last_modified().map(|t| t.secs());
+                objects.push(meta);
             }
         }
-        Ok(prefixes)
+        let prefixes = page
+            .common_prefixes()
+            .iter()
+            .filter_map(|p| p.prefix())
+            .map(decode)
+            .collect();
+        let next = page
+            .next_continuation_token()
+            .filter(|_| page.is_truncated() == Some(true))
+            .map(str::to_owned);
+        Ok(ListPage {
+            objects,
+            prefixes,
+            next,
+        })
     }
 }
 
