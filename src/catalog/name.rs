@@ -70,6 +70,13 @@ fn check_segment(segment: &str) -> Result<(), NameError> {
     Ok(())
 }
 
+/// A data version's path (`data/NAME/V/raw`): its name and number.
+pub fn data_version(path: &str) -> Option<(&str, u64)> {
+    let rest = path.strip_prefix("data/")?.strip_suffix("/raw")?;
+    let (name, version) = rest.rsplit_once('/')?;
+    Some((name, parse_version(version)?))
+}
+
 /// Parses a version directory name: canonical decimal (no sign, no leading
 /// zero), at least 1, and small enough for SQLite's signed 64-bit integers.
 /// Non-canonical spellings are refused so `01` and `1` can never both map

@@ -5,11 +5,13 @@
 //! compute paths: that is [`crate::layout`]'s job.
 
 mod edit;
-mod namespace;
+pub(crate) mod namespace;
 mod spec;
+mod tier;
 
 pub use namespace::{Namespace, NamespaceError};
 pub use spec::{DatastoreSpecError, parse_datastore_spec};
+pub use tier::Tier;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -18,7 +20,6 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::fsutil;
-use crate::layout::Tier;
 
 /// File name of the repository marker and configuration.
 pub const CONFIG_FILE: &str = ".swamp.toml";
@@ -377,12 +378,17 @@ pub struct LockConfig {
     pub timeout_secs: u64,
 }
 
+/// How long a lock lives without renewal, unless `[lock] ttl_secs` says.
+pub const DEFAULT_LOCK_TTL: std::time::Duration = std::time::Duration::from_secs(60);
+/// How long a command waits for a held lock, unless told otherwise.
+pub const DEFAULT_LOCK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
 fn default_lock_ttl() -> u64 {
-    crate::lock::DEFAULT_TTL.as_secs()
+    DEFAULT_LOCK_TTL.as_secs()
 }
 
 fn default_lock_timeout() -> u64 {
-    crate::lock::DEFAULT_TIMEOUT.as_secs()
+    DEFAULT_LOCK_TIMEOUT.as_secs()
 }
 
 impl Default for LockConfig {

@@ -4,7 +4,27 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::layout::RESERVED_NAMES;
+/// Names a namespace may not take, because `<root>/<ns>` would then collide
+/// with a tier or internal directory.
+pub const RESERVED_NAMES: [&str; 16] = [
+    "data",
+    "outputs",
+    "workflow-runs",
+    "definitions-evaluated",
+    "workflows-evaluated",
+    "auto-definitions",
+    "audit",
+    "telemetry",
+    "files",
+    "config",
+    "secrets",
+    "vault-bundles",
+    "bundles",
+    "logs",
+    "repos",
+    // The reconciler's own state directory (`layout::STATE_DIR`).
+    "state",
+];
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum NamespaceError {

@@ -90,6 +90,12 @@ pub enum RegistrationError {
         key: String,
         why: UnrecognisedManifest,
     },
+    /// The manifest kept appearing and vanishing between a read and a
+    /// create-only write.
+    #[error("could not create or read {key}")]
+    Unsettled { key: String },
+    #[error("{key} exists but does not hold a swamp remote id; move it aside, then retry")]
+    ForeignRemoteId { key: String },
 }
 
 /// Makes sure `<prefix>/<ns>/.namespace.json` names this repository,
@@ -143,9 +149,7 @@ pub fn register_namespace(placement: &Placement, repo_id: uuid::Uuid) -> Result<
                 Err(e) => return Err(e.into()),
             }
         }
-        Err(EngineError::Store(crate::store::StoreError::other(
-            format!("could not create or read {key}"),
-        )))
+        Err(RegistrationError::Unsettled { key }.into())
     })
 }
 
@@ -179,9 +183,7 @@ pub fn ensure_remote_id(placement: &Placement) -> Result<String, EngineError> {
                 Err(e) => return Err(e.into()),
             }
         }
-        Err(EngineError::Store(crate::store::StoreError::other(
-            format!("{key} exists but does not hold a swamp remote id; move it aside, then retry"),
-        )))
+        Err(RegistrationError::ForeignRemoteId { key }.into())
     })
 }
 

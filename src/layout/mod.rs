@@ -8,121 +8,23 @@
 
 mod tier_path;
 
+pub use crate::config::Tier;
+pub use crate::config::namespace::RESERVED_NAMES;
 pub use tier_path::{TierPath, TierPathError};
 
-use std::fmt;
 use std::path::{Path, PathBuf};
 
 use globset::{Glob, GlobSet, GlobSetBuilder};
-use serde::{Deserialize, Serialize};
+
 use uuid::Uuid;
 
 use crate::config::{Config, DatastoreConfig, Namespace, Placement};
-
-/// The datastore-tier subdirectories (SPEC §2).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(try_from = "String", into = "String")]
-pub enum Tier {
-    Data,
-    Outputs,
-    WorkflowRuns,
-    DefinitionsEvaluated,
-    WorkflowsEvaluated,
-    AutoDefinitions,
-    Audit,
-    Telemetry,
-    Logs,
-    Files,
-    Config,
-}
-
-impl Tier {
-    pub const ALL: [Tier; 11] = [
-        Tier::Data,
-        Tier::Outputs,
-        Tier::WorkflowRuns,
-        Tier::DefinitionsEvaluated,
-        Tier::WorkflowsEvaluated,
-        Tier::AutoDefinitions,
-        Tier::Audit,
-        Tier::Telemetry,
-        Tier::Logs,
-        Tier::Files,
-        Tier::Config,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Tier::Data => "data",
-            Tier::Outputs => "outputs",
-            Tier::WorkflowRuns => "workflow-runs",
-            Tier::DefinitionsEvaluated => "definitions-evaluated",
-            Tier::WorkflowsEvaluated => "workflows-evaluated",
-            Tier::AutoDefinitions => "auto-definitions",
-            Tier::Audit => "audit",
-            Tier::Telemetry => "telemetry",
-            Tier::Logs => "logs",
-            Tier::Files => "files",
-            Tier::Config => "config",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Tier> {
-        Tier::ALL.into_iter().find(|t| t.as_str() == s)
-    }
-}
-
-impl fmt::Display for Tier {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl TryFrom<String> for Tier {
-    type Error = String;
-    fn try_from(s: String) -> Result<Self, String> {
-        Tier::parse(&s).ok_or_else(|| {
-            let all: Vec<_> = Tier::ALL.iter().map(|t| t.as_str()).collect();
-            format!(
-                "{s:?} is not a datastore directory (one of: {})",
-                all.join(", ")
-            )
-        })
-    }
-}
-
-impl From<Tier> for String {
-    fn from(t: Tier) -> String {
-        t.as_str().to_string()
-    }
-}
 
 /// Repo-local directories under `.swamp/`: never synced, namespaced or moved.
 pub const REPO_LOCAL_DIRS: [&str; 2] = ["secrets", "vault-bundles"];
 
 /// The reconciler's own state directory under `.swamp/`.
 pub const STATE_DIR: &str = "state";
-
-/// Names a namespace may not take, because `<root>/<ns>` would then collide
-/// with a tier or internal directory.
-pub const RESERVED_NAMES: [&str; 16] = [
-    "data",
-    "outputs",
-    "workflow-runs",
-    "definitions-evaluated",
-    "workflows-evaluated",
-    "auto-definitions",
-    "audit",
-    "telemetry",
-    "files",
-    "config",
-    "secrets",
-    "vault-bundles",
-    "bundles",
-    "logs",
-    "repos",
-    STATE_DIR,
-];
 
 /// Catalog file name; it lives in `.swamp/data/` whatever the namespace.
 pub const CATALOG_FILE: &str = "_catalog.db";
@@ -576,6 +478,16 @@ pub(crate) mod test_support {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_namespace_cannot_take_the_name_of_a_tier_or_internal_directory() {
+        for tier in Tier::ALL {
+            assert!(RESERVED_NAMES.contains(&tier.as_str()), "{tier}");
+        }
+        for dir in REPO_LOCAL_DIRS.iter().chain([&STATE_DIR]) {
+            assert!(RESERVED_NAMES.contains(dir), "{dir}");
+        }
+    }
     use crate::config::AbsPath;
 
     fn config(ds: DatastoreConfig, ns: Option<&str>) -> Config {

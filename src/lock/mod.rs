@@ -29,11 +29,6 @@ use crate::config::{Config, DatastoreConfig, Placement};
 use crate::layout::Layout;
 use crate::store::{self, Precondition, Store, StoreError};
 
-/// How long a lock lives without renewal, unless `[lock] ttl_secs` says.
-pub const DEFAULT_TTL: Duration = Duration::from_secs(60);
-/// How long a command waits for a held lock, unless told otherwise.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
-
 /// What a lock object says. Written whole by one request, so a reader sees
 /// either the old body or the new one.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

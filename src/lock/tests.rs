@@ -1,5 +1,5 @@
 //! The lock's rules on a directory store (the S3 and GCS servers run the
-//! same scenarios end to end in `tests/lock.rs`).
+//! same scenarios end to end in `tests/it/lock.rs`).
 
 use super::*;
 
@@ -84,10 +84,27 @@ fn a_waiter_gets_the_lock_once_the_holder_releases_it() {
     let t = target(dir.path());
     let guard = acquire(&t, &opts(60_000, 0), &mut |_| {}).unwrap();
     let t2 = t.clone();
-    let waiter = std::thread::spawn(move || acquire(&t2, &opts(60_000, 10_000), &mut |_| {}));
+    let waiter = std::thread::spawn(move || {
+        let mut waited = false;
+        let got = acquire(&t2, &opts(60_000, 10_000), &mut |e| {
+            waited |= matches!(e, Event::Waiting { .. });
+        });
+        (got, waited, std::time::Instant::now())
+    });
     std::thread::sleep(Duration::from_millis(400));
+    assert!(
+        !waiter.is_finished(),
+        "the waiter must not get (or give up on) a lock that is held"
+    );
+    let released = std::time::Instant::now();
     guard.release().unwrap();
-    let second = waiter.join().unwrap().unwrap();
+    let (second, waited, got_at) = waiter.join().unwrap();
+    let second = second.unwrap();
+    assert!(waited, "the waiter said it was waiting for the holder");
+    assert!(
+        got_at >= released,
+        "the waiter got the lock only after its release"
+    );
     second.release().unwrap();
 }
 

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use crate::catalog::name::data_version;
 use crate::config::{ConflictPolicy, DatastoreConfig, Namespace, Placement};
 use crate::digest::Sha256;
 use crate::layout::TierPath;
@@ -350,8 +351,7 @@ impl Action {
             Action::DeleteLocal { .. } => "deleted in the remote",
             Action::DeleteRemote { .. } => "deleted in the cache",
             Action::RenameLocal { path, to, .. }
-                if super::sync_diff::data_version(path).is_some()
-                    && super::sync_diff::data_version(to).is_some() =>
+                if data_version(path.as_str()).is_some() && data_version(to.as_str()).is_some() =>
             {
                 "version made in two clones: kept both, renumbered"
             }

@@ -626,10 +626,8 @@ fn settle(
 }
 
 /// A data version's path (`data/NAME/V/raw`): its name and number.
-pub fn data_version(path: &TierPath) -> Option<(&str, u64)> {
-    let rest = path.as_str().strip_prefix("data/")?.strip_suffix("/raw")?;
-    let (name, version) = rest.rsplit_once('/')?;
-    Some((name, crate::catalog::name::parse_version(version)?))
+fn data_version(path: &TierPath) -> Option<(&str, u64)> {
+    crate::catalog::name::data_version(path.as_str())
 }
 
 /// Hands out version numbers for renumbered cache copies: for each name,

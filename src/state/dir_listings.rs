@@ -22,7 +22,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use super::walk::Stat;
+use super::stat::Stat;
 use crate::fsutil;
 
 /// How recent a change is too recent to trust a stamp. Covers filesystems

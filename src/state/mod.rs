@@ -14,6 +14,7 @@ pub mod managed;
 pub mod observe;
 pub mod observed;
 pub mod remote;
+mod stat;
 pub mod undo;
 pub mod walk;
 

@@ -7,75 +7,16 @@
 //! bytes), so observation is deterministic.
 
 use std::ffi::{CString, OsStr};
-use std::fs::{self, Metadata};
+use std::fs;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
 
 use super::dir_listings::{DirKey, DirListings, Listing};
-
-/// What a walk keeps of an entry's lstat.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Stat {
-    pub dev: u64,
-    pub ino: u64,
-    pub size: u64,
-    pub mtime_ns: i64,
-    pub ctime_ns: i64,
-    pub mode: u32,
-}
-
-impl Stat {
-    pub fn of(meta: &Metadata) -> Stat {
-        Stat {
-            dev: meta.dev(),
-            ino: meta.ino(),
-            size: meta.size(),
-            mtime_ns: stamp_ns(meta.mtime(), meta.mtime_nsec()),
-            ctime_ns: stamp_ns(meta.ctime(), meta.ctime_nsec()),
-            mode: meta.mode(),
-        }
-    }
-
-    fn of_raw(st: &libc::stat) -> Stat {
-        // The field types differ between platforms; the casts only widen.
-        #[allow(clippy::unnecessary_cast)]
-        Stat {
-            dev: st.st_dev as u64,
-            ino: st.st_ino as u64,
-            size: st.st_size as u64,
-            mtime_ns: stamp_ns(st.st_mtime as i64, st.st_mtime_nsec as i64),
-            ctime_ns: stamp_ns(st.st_ctime as i64, st.st_ctime_nsec as i64),
-            mode: st.st_mode as u32,
-        }
-    }
-
-    fn format(&self) -> u32 {
-        self.mode & libc::S_IFMT
-    }
-
-    pub fn is_dir(&self) -> bool {
-        self.format() == libc::S_IFDIR
-    }
-
-    pub fn is_file(&self) -> bool {
-        self.format() == libc::S_IFREG
-    }
-
-    pub fn is_symlink(&self) -> bool {
-        self.format() == libc::S_IFLNK
-    }
-}
-
-/// A timestamp in nanoseconds, saturating for a hostile far-future one
-/// (the ctime, set by the kernel, still tells such states apart).
-fn stamp_ns(secs: i64, nsec: i64) -> i64 {
-    secs.saturating_mul(1_000_000_000).saturating_add(nsec)
-}
+pub use super::stat::Stat;
 
 /// How a directory's listing was come by.
 #[derive(Debug, Clone, PartialEq, Eq)]

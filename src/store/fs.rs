@@ -52,9 +52,10 @@ impl FsStore {
     fn path_of(&self, key: &str) -> Result<PathBuf, StoreError> {
         check_key(key)?;
         if key.split('/').any(is_swamp_temp) {
-            return Err(StoreError::other(format!(
-                "refusing object key {key:?}: `{TMP_PREFIX}` names are reserved for temp files"
-            )));
+            return Err(StoreError::BadKey {
+                key: key.to_string(),
+                reason: format!("`{TMP_PREFIX}` names are reserved for temp files"),
+            });
         }
         Ok(self.root.join(key))
     }
@@ -100,10 +101,10 @@ impl FsStore {
                 Err(e) => return Err(StoreError::io(dir, e)),
             }
         }
-        Err(StoreError::other(format!(
-            "{} kept disappearing while trying to lock it",
-            dir.display()
-        )))
+        Err(StoreError::KeptDisappearing {
+            path: dir.to_path_buf(),
+            doing: "trying to lock it".to_string(),
+        })
     }
 
     /// Current version of the object at `path`, `None` if absent.
@@ -189,10 +190,10 @@ impl FsStore {
             fsutil::sync_dir(&dir).map_err(|e| StoreError::io(&dir, e))?;
             return meta_of(key, &path, &file);
         }
-        Err(StoreError::other(format!(
-            "{} kept disappearing while writing `{key}`",
-            dir.display()
-        )))
+        Err(StoreError::KeptDisappearing {
+            path: dir.to_path_buf(),
+            doing: format!("writing `{key}`"),
+        })
     }
 
     fn read_verified(&self, key: &str, dest: &mut dyn Write) -> Result<ObjectMeta, StoreError> {
@@ -270,10 +271,10 @@ impl FsStore {
                     continue;
                 }
                 Err(e) => {
-                    return Err(StoreError::other(format!(
-                        "cannot list {}: {e}",
-                        base.display()
-                    )));
+                    return Err(StoreError::CannotList {
+                        path: base.to_path_buf(),
+                        source: e,
+                    });
                 }
             };
             if !entry.file_type().is_file() || is_swamp_temp(&entry.file_name().to_string_lossy()) {
@@ -284,10 +285,9 @@ impl FsStore {
                 .strip_prefix(&self.root)
                 .expect("walk stays under root");
             let Some(key) = rel.to_str().map(str::to_owned) else {
-                return Err(StoreError::other(format!(
-                    "{} has a name that is not UTF-8 and cannot be an object key; rename or remove it",
-                    entry.path().display()
-                )));
+                return Err(StoreError::NotUtf8 {
+                    path: entry.path().to_path_buf(),
+                });
             };
             if !key.starts_with(prefix) {
                 continue;
@@ -309,7 +309,7 @@ impl FsStore {
         let me = FsStore::new(&self.root);
         tokio::task::spawn_blocking(move || f(me))
             .await
-            .map_err(|e| StoreError::other(format!("filesystem task failed: {e}")))?
+            .map_err(|e| StoreError::task("filesystem task", e))?
     }
 }
 
@@ -392,12 +392,9 @@ impl Store for FsStore {
         );
         self.blocking(move |s| {
             let mut file = File::open(&src).map_err(|e| StoreError::io(&src, e))?;
-            let mismatch = |expected: &str, found: &str| {
-                StoreError::other(format!(
-                    "not uploading {} to `{key}`: its content has sha256 {found} but the caller said {expected} \
-                     (the file changed since it was hashed); plan again",
-                    src.display()
-                ))
+            let mismatch = |expected: &str, found: &str| StoreError::ChangedSinceHashed {
+                what: format!("{} to `{key}`", src.display()),
+                now: format!("its content has sha256 {found}, not {expected}"),
             };
             s.write_object(&key, &mut file, Some(&sha), &mismatch, &pre)
         })
@@ -472,10 +469,10 @@ fn open_object(path: &Path) -> io::Result<File> {
 
 fn open_error(key: &str, path: &Path, e: io::Error) -> StoreError {
     if e.raw_os_error() == Some(libc::ELOOP) {
-        StoreError::other(format!(
-            "`{key}` is a symlink ({}); objects must be regular files, remove or replace it",
-            path.display()
-        ))
+        StoreError::Symlink {
+            key: key.to_string(),
+            path: path.to_path_buf(),
+        }
     } else {
         StoreError::io(path, e)
     }
@@ -484,10 +481,10 @@ fn open_error(key: &str, path: &Path, e: io::Error) -> StoreError {
 fn meta_of(key: &str, path: &Path, file: &File) -> Result<ObjectMeta, StoreError> {
     let md = file.metadata().map_err(|e| StoreError::io(path, e))?;
     if !md.is_file() {
-        return Err(StoreError::other(format!(
-            "`{key}` is not a regular file ({}); remove it or choose another key",
-            path.display()
-        )));
+        return Err(StoreError::NotAFile {
+            key: key.to_string(),
+            path: path.to_path_buf(),
+        });
     }
     let mtime_ns = i128::from(md.mtime()) * 1_000_000_000 + i128::from(md.mtime_nsec());
     Ok(ObjectMeta {
@@ -645,7 +642,7 @@ mod tests {
                 .put_bytes(key, vec![], &Precondition::None)
                 .await
                 .unwrap_err();
-            assert!(matches!(e, StoreError::Other { .. }), "{key:?}: {e}");
+            assert!(matches!(e, StoreError::BadKey { .. }), "{key:?}: {e}");
             assert!(e.to_string().contains(&format!("{key:?}")), "{e}");
         }
         let e = s.list("../").await.unwrap_err();

@@ -91,7 +91,7 @@ impl GcsStore {
             .connect_timeout(self.options.connect_timeout)
             .read_timeout(self.options.read_timeout)
             .build()
-            .map_err(|e| StoreError::other(format!("cannot build an HTTP client: {e}")))?;
+            .map_err(|e| StoreError::task("building an HTTP client", e))?;
         let config = ClientConfig {
             http: Some(reqwest_middleware::ClientBuilder::new(http).build()),
             ..ClientConfig::default()
@@ -136,7 +136,14 @@ impl GcsStore {
                 target: target.clone(),
                 message: message.clone(),
             },
-            _ => StoreError::other(format!("{target}: `{key}`: {message}")),
+            _ => StoreError::Server {
+                target: target.clone(),
+                key: match scope {
+                    Scope::Object(k) => Some(k.to_string()),
+                    Scope::Bucket => None,
+                },
+                message,
+            },
         };
         match e {
             GcsError::Response(r) => status_err(r.code, format!("HTTP {}: {}", r.code, r.message)),
@@ -156,7 +163,10 @@ impl GcsStore {
                         message: error_chain(&re),
                     }
                 } else {
-                    StoreError::other(format!("{target}: {}", error_chain(&re)))
+                    StoreError::Request {
+                        target,
+                        message: error_chain(&re),
+                    }
                 }
             }
             GcsError::TokenSource(e) => StoreError::Denied {
@@ -164,7 +174,11 @@ impl GcsStore {
                 message: e.to_string(),
                 hint: CREDENTIALS_HINT.to_string(),
             },
-            e => StoreError::other(format!("{target}: {e}")),
+            e => StoreError::Server {
+                target,
+                key: None,
+                message: e.to_string(),
+            },
         }
     }
 
@@ -362,10 +376,12 @@ impl GcsStore {
 
     fn stream_err(&self, e: GcsError) -> StoreError {
         match self.map_err(e, Scope::Bucket) {
-            StoreError::Other { message } => StoreError::Unreachable {
-                target: self.describe(),
-                message: format!("download interrupted: {message}"),
-            },
+            StoreError::Server { message, .. } | StoreError::Request { message, .. } => {
+                StoreError::Unreachable {
+                    target: self.describe(),
+                    message: format!("download interrupted: {message}"),
+                }
+            }
             e => e,
         }
     }
@@ -531,34 +547,41 @@ impl Store for GcsStore {
                 .await
                 .map_err(|e| StoreError::io(src, e))?;
             // Streamed: the file is never held in memory whole.
-            let state = (file, sha2::Sha256::default(), mismatch.clone(), sha256.to_string());
-            let body = futures_util::stream::try_unfold(state, |(mut file, mut hasher, flag, want)| async move {
-                use sha2::Digest;
-                let mut buf = vec![0u8; 256 * 1024];
-                let n = file.read(&mut buf).await?;
-                if n == 0 {
-                    let found = hex::encode(hasher.finalize());
-                    if !found.eq_ignore_ascii_case(&want) {
-                        *flag.lock().expect("mismatch flag") = Some(found);
-                        return Err(std::io::Error::other("content does not match its sha256"));
+            let state = (
+                file,
+                sha2::Sha256::default(),
+                mismatch.clone(),
+                sha256.to_string(),
+            );
+            let body = futures_util::stream::try_unfold(
+                state,
+                |(mut file, mut hasher, flag, want)| async move {
+                    use sha2::Digest;
+                    let mut buf = vec![0u8; 256 * 1024];
+                    let n = file.read(&mut buf).await?;
+                    if n == 0 {
+                        let found = hex::encode(hasher.finalize());
+                        if !found.eq_ignore_ascii_case(&want) {
+                            *flag.lock().expect("mismatch flag") = Some(found);
+                            return Err(std::io::Error::other("content does not match its sha256"));
+                        }
+                        return Ok::<_, std::io::Error>(None);
                     }
-                    return Ok::<_, std::io::Error>(None);
-                }
-                buf.truncate(n);
-                hasher.update(&buf);
-                Ok(Some((bytes::Bytes::from(buf), (file, hasher, flag, want))))
-            });
+                    buf.truncate(n);
+                    hasher.update(&buf);
+                    Ok(Some((bytes::Bytes::from(buf), (file, hasher, flag, want))))
+                },
+            );
             let result = client
                 .upload_streamed_object(&req, body, &upload_type)
                 .await
                 .map(|o| Self::meta(&o))
                 .map_err(|e| self.map_err(e, Scope::Object(key)));
             match mismatch.lock().expect("mismatch flag").take() {
-                Some(found) => Err(StoreError::other(format!(
-                    "not uploading {} to `{key}`: its content has sha256 {found} but the caller said {sha256} \
-                     (the file changed since it was hashed); plan again",
-                    src.display()
-                ))),
+                Some(found) => Err(StoreError::ChangedSinceHashed {
+                    what: format!("{} to `{key}`", src.display()),
+                    now: format!("its content has sha256 {found}, not {sha256}"),
+                }),
                 None => result,
             }
         })

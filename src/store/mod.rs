@@ -529,8 +529,82 @@ pub enum StoreError {
         "refusing `{key}`: it lies outside {scope}, the prefix and namespace this command works in; nothing was changed"
     )]
     OutOfScope { key: String, scope: String },
-    #[error("{message}")]
-    Other { message: String },
+    /// A key no object may have (see [`check_key`]).
+    #[error("refusing object key {key:?}: {reason}")]
+    BadKey { key: String, reason: String },
+    /// The file to upload is not the content the caller hashed: it was
+    /// written to since.
+    #[error("not uploading {what}: it changed since it was hashed ({now}); plan again")]
+    ChangedSinceHashed {
+        /// The file and the object it was going to, in words.
+        what: String,
+        /// What it is now, in words (`sha256 …`, `1234 bytes`, `longer`).
+        now: String,
+    },
+    /// A filesystem store's object is a symlink, never followed.
+    #[error("`{key}` is a symlink ({}); objects must be regular files, remove or replace it", .path.display())]
+    Symlink { key: String, path: PathBuf },
+    /// A filesystem store's object is a directory, FIFO or device.
+    #[error("`{key}` is not a regular file ({}); remove it or choose another key", .path.display())]
+    NotAFile { key: String, path: PathBuf },
+    /// A file in a filesystem store whose name cannot be a key.
+    #[error(
+        "{} has a name that is not UTF-8 and cannot be an object key; rename or remove it",
+        .path.display()
+    )]
+    NotUtf8 { path: PathBuf },
+    /// A directory removed again and again under a filesystem store's
+    /// write or lock.
+    #[error("{} kept disappearing while {doing}", .path.display())]
+    KeptDisappearing { path: PathBuf, doing: String },
+    #[error("cannot list {}: {source}", .path.display())]
+    CannotList {
+        path: PathBuf,
+        #[source]
+        source: walkdir::Error,
+    },
+    /// The server answered with an error of no kind above.
+    #[error("{target}: {}{message}", in_key(.key))]
+    Server {
+        target: String,
+        key: Option<String>,
+        message: String,
+    },
+    /// A request that failed without an answer from the server, for a
+    /// reason other than reaching it (it could not be built or sent).
+    #[error("{target}: {message}")]
+    Request { target: String, message: String },
+    /// One key of a batch delete the server refused.
+    #[error("{target}: could not delete `{key}`: {message}")]
+    DeleteFailed {
+        target: String,
+        key: String,
+        message: String,
+    },
+    /// A multipart upload aborted or expired before its completion.
+    #[error(
+        "{target}: the multipart upload of `{key}` was gone before it could be completed (aborted, or expired by a lifecycle rule); nothing was written, run it again"
+    )]
+    UploadGone { target: String, key: String },
+    /// The `local` datastore has no object store to open.
+    #[error(
+        "the `local` datastore is the repository's own .swamp/ directory and has no object store; use `swamp datastore setup` to move it to a filesystem, s3 or gcs datastore"
+    )]
+    NoObjectStore,
+    #[error("endpoint {endpoint:?} must name an absolute directory (file:///path)")]
+    RelativeEndpoint { endpoint: String },
+    /// Work handed to another task or thread that failed there.
+    #[error("{what} failed: {source}")]
+    Task {
+        what: &'static str,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+}
+
+/// "`key`: " where a message names the key, else nothing.
+fn in_key(key: &Option<String>) -> String {
+    key.as_ref().map(|k| format!("`{k}`: ")).unwrap_or_default()
 }
 
 impl StoreError {
@@ -549,9 +623,13 @@ impl StoreError {
         }
     }
 
-    pub(crate) fn other(message: impl Into<String>) -> StoreError {
-        StoreError::Other {
-            message: message.into(),
+    pub(crate) fn task(
+        what: &'static str,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> StoreError {
+        StoreError::Task {
+            what,
+            source: Box::new(source),
         }
     }
 }
@@ -758,10 +836,7 @@ pub fn open_with(
     options: StoreOptions,
 ) -> Result<Arc<dyn Store>, StoreError> {
     match datastore {
-        DatastoreConfig::Local => Err(StoreError::other(
-            "the `local` datastore is the repository's own .swamp/ directory and has no object store; \
-             use `swamp datastore setup` to move it to a filesystem, s3 or gcs datastore",
-        )),
+        DatastoreConfig::Local => Err(StoreError::NoObjectStore),
         DatastoreConfig::Filesystem { path } => Ok(open_fs(path.as_path())),
         // `endpoint=file:///dir`: the bucket is the directory `dir/<bucket>`,
         // an object store on disk (for tests and trying swamp without a
@@ -778,9 +853,9 @@ pub fn open_with(
         } if endpoint.starts_with("file://") => {
             let dir = Path::new(&endpoint["file://".len()..]);
             if !dir.is_absolute() {
-                return Err(StoreError::other(format!(
-                    "endpoint {endpoint:?} must name an absolute directory (file:///path)"
-                )));
+                return Err(StoreError::RelativeEndpoint {
+                    endpoint: endpoint.clone(),
+                });
             }
             Ok(open_fs(&dir.join(bucket)))
         }
@@ -955,7 +1030,7 @@ impl Landing {
                 spill(&dest, durability, tmp, &buf).map(|tmp| (tmp, buf))
             })
             .await
-            .map_err(|e| StoreError::other(format!("download task failed: {e}")))??;
+            .map_err(|e| StoreError::task("download task", e))??;
             buf.clear();
             self.buf = buf;
             self.spilled = Some(tmp);
@@ -1019,7 +1094,7 @@ impl Landing {
         } else {
             tokio::task::spawn_blocking(land)
                 .await
-                .map_err(|e| StoreError::other(format!("download task failed: {e}")))??;
+                .map_err(|e| StoreError::task("download task", e))??;
         }
         Ok(landed)
     }
@@ -1148,9 +1223,10 @@ pub(crate) fn check_key(key: &str) -> Result<(), StoreError> {
         None
     };
     match reason {
-        Some(reason) => Err(StoreError::other(format!(
-            "refusing object key {key:?}: {reason}"
-        ))),
+        Some(reason) => Err(StoreError::BadKey {
+            key: key.to_string(),
+            reason: reason.to_string(),
+        }),
         None => Ok(()),
     }
 }

@@ -311,7 +311,11 @@ impl S3Store {
                         target,
                         message: format!("{message}: the answer was cut short or garbled"),
                     },
-                    _ => StoreError::other(format!("{target}: `{key}`: {message}")),
+                    _ => StoreError::Server {
+                        target,
+                        key: Some(key),
+                        message,
+                    },
                 }
             }
             SdkError::ResponseError(re) => {
@@ -323,18 +327,26 @@ impl S3Store {
                 } else if status == 412 {
                     StoreError::PreconditionFailed { key }
                 } else {
-                    StoreError::other(format!("{target}: {message}"))
+                    StoreError::Server {
+                        target,
+                        key: None,
+                        message,
+                    }
                 }
             }
-            SdkError::DispatchFailure(d) if d.is_user() => {
-                StoreError::other(format!("{target}: {}", error_chain(&err)))
-            }
+            SdkError::DispatchFailure(d) if d.is_user() => StoreError::Request {
+                target,
+                message: error_chain(&err),
+            },
             // Connection refused, DNS, reset, TLS: the server is not there.
             SdkError::DispatchFailure(_) | SdkError::TimeoutError(_) => StoreError::Unreachable {
                 target,
                 message: error_chain(&err),
             },
-            _ => StoreError::other(format!("{target}: {}", error_chain(&err))),
+            _ => StoreError::Request {
+                target,
+                message: error_chain(&err),
+            },
         }
     }
 
@@ -405,16 +417,16 @@ impl S3Store {
                     // The server hashed what it received and it is not what
                     // the caller said (SeaweedFS: BadDigest; AWS:
                     // BadDigest/XAmzContentChecksumMismatch).
-                    StoreError::Other { message }
+                    StoreError::Server { message, .. }
                         if matches!(
                             code.as_deref(),
                             Some("BadDigest" | "XAmzContentChecksumMismatch" | "InvalidDigest")
                         ) =>
                     {
-                        Err(StoreError::other(format!(
-                            "not uploading `{key}`: its content does not have sha256 {sha256} \
-                             (the file changed since it was hashed); plan again ({message})"
-                        )))
+                        Err(StoreError::ChangedSinceHashed {
+                            what: format!("`{key}`"),
+                            now: format!("its content does not have sha256 {sha256}: {message}"),
+                        })
                     }
                     e => Err(e),
                 }
@@ -693,14 +705,14 @@ impl Store for S3Store {
                 .len();
             if size > MAX_SINGLE_PUT {
                 // Grew past what one request carries since it was statted.
-                return Err(StoreError::other(format!(
-                    "not uploading {}: it changed since it was hashed (now {size} bytes); plan again",
-                    src.display()
-                )));
+                return Err(StoreError::ChangedSinceHashed {
+                    what: src.display().to_string(),
+                    now: format!("now {size} bytes"),
+                });
             }
             let stream = ByteStream::from_path(src)
                 .await
-                .map_err(|e| StoreError::other(format!("cannot read {}: {e}", src.display())))?;
+                .map_err(|e| StoreError::io(src, std::io::Error::other(e)))?;
             Ok((stream, size))
         })
         .await
@@ -758,12 +770,12 @@ impl Store for S3Store {
                 .iter()
                 .map(|k| ObjectIdentifier::builder().key(k).build())
                 .collect::<Result<Vec<_>, _>>()
-                .map_err(|e| StoreError::other(format!("bad delete request: {e}")))?;
+                .map_err(|e| StoreError::task("building a delete request", e))?;
             let delete = Delete::builder()
                 .set_objects(Some(ids))
                 .quiet(true)
                 .build()
-                .map_err(|e| StoreError::other(format!("bad delete request: {e}")))?;
+                .map_err(|e| StoreError::task("building a delete request", e))?;
             let out = with_retry(&self.options.retry, |_| {
                 let req = client
                     .delete_objects()
@@ -786,10 +798,11 @@ impl Store for S3Store {
                         message: format!("deleting `{key}`: {message}"),
                         hint: DENIED_HINT.to_string(),
                     },
-                    _ => StoreError::other(format!(
-                        "{}: could not delete `{key}`: {message}",
-                        self.describe()
-                    )),
+                    _ => StoreError::DeleteFailed {
+                        target: self.describe(),
+                        key,
+                        message,
+                    },
                 });
             }
         }

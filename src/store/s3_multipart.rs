@@ -148,8 +148,10 @@ impl S3Store {
         .await?;
         let upload_id = created
             .upload_id()
-            .ok_or_else(|| {
-                StoreError::other(format!("{}: no upload id for `{key}`", self.describe()))
+            .ok_or_else(|| StoreError::Server {
+                target: self.describe(),
+                key: Some(key.to_string()),
+                message: "no upload id in the answer".to_string(),
             })?
             .to_string();
         let result = body(upload_id.clone()).await;
@@ -206,10 +208,10 @@ impl S3Store {
                             && aws_sdk_s3::error::ProvideErrorMetadata::code(&e)
                                 == Some("NoSuchUpload") =>
                     {
-                        Err(StoreError::other(format!(
-                            "{}: the multipart upload of `{key}` was gone before it could be completed (aborted, or expired by a lifecycle rule); nothing was written, run it again",
-                            self.describe()
-                        )))
+                        Err(StoreError::UploadGone {
+                            target: self.describe(),
+                            key: key.to_string(),
+                        })
                     }
                     Err(e) => match self.map_err(e, Some(key)) {
                         e if attempt > 1 => match self.head(key).await? {
@@ -255,7 +257,7 @@ impl S3Store {
                     part_budget()
                         .acquire_many(mib)
                         .await
-                        .map_err(|e| StoreError::other(format!("part budget: {e}")))?
+                        .map_err(|e| StoreError::task("waiting for part budget", e))?
                 } else {
                     match part_budget().try_acquire_many(mib) {
                         Ok(p) => p,
@@ -265,7 +267,7 @@ impl S3Store {
                 let mut r = reader.take().expect("the reader is put back");
                 let (next, r) = tokio::task::spawn_blocking(move || (r.next(), r))
                     .await
-                    .map_err(|e| StoreError::other(format!("reading a part failed: {e}")))?;
+                    .map_err(|e| StoreError::task("reading a part", e))?;
                 reader = Some(r);
                 match next? {
                     Some(part) => in_flight.push(async move {
@@ -419,15 +421,14 @@ impl PartReader {
             > 0;
         let found = hex::encode(sha2::Digest::finalize_reset(&mut self.sha256));
         if longer || !found.eq_ignore_ascii_case(sha256) {
-            return Err(StoreError::other(format!(
-                "not uploading {}: it changed since it was hashed (now {}); plan again",
-                self.path.display(),
-                if longer {
-                    "longer".to_string()
+            return Err(StoreError::ChangedSinceHashed {
+                what: self.path.display().to_string(),
+                now: if longer {
+                    "now longer".to_string()
                 } else {
-                    format!("sha256 {found}")
-                }
-            )));
+                    format!("now sha256 {found}")
+                },
+            });
         }
         Ok(())
     }

@@ -2,9 +2,6 @@
 //! pinned environment (temp `SWAMP_HOME`, no colour, paths and ids
 //! filtered in snapshots). Scenario names read like the bug they prevent.
 
-#[path = "../support/mod.rs"]
-mod support;
-
 mod common;
 mod config_errors;
 mod crash;

@@ -5,12 +5,10 @@
 //! and "another machine" is another `SWAMP_HOME` with a copy of
 //! `.swamp.toml` (a clone).
 
-mod support;
-
 use std::collections::BTreeMap;
 
-use support::bucket::{Backend, Bucket, Repo};
-use support::tree as files;
+use crate::support::bucket::{Backend, Bucket, Repo};
+use crate::support::tree as files;
 
 /// The namespace-scoped pull (the original bug): data already under
 /// `swamp/homelab/…`; a fresh clone's sync writes only under
@@ -595,7 +593,7 @@ fn hydrate_fetches_everything_a_lazy_pull_recorded(backend: Backend) {
     );
     assert!(files(&b.cache()).is_empty());
     let plan = b.json(&["--json", "plan", "--hydrate"], 0);
-    let kinds = support::action_kinds(&plan);
+    let kinds = crate::support::action_kinds(&plan);
     assert_eq!(
         kinds.iter().filter(|k| **k == "download").count(),
         3,
@@ -650,7 +648,7 @@ fn a_lazy_clone_moving_to_a_local_datastore_brings_every_file_home(backend: Back
 /// mid-transfer.
 #[test]
 fn a_push_on_a_terminal_shows_bytes_rate_and_files_as_it_goes() {
-    use support::faults::{Fault, Rule};
+    use crate::support::faults::{Fault, Rule};
     let (bucket, proxy) = Bucket::behind_proxy(Backend::S3);
     let repo = Repo::init(&bucket, Some("lab"));
     let dir = repo.cache().join("lab/outputs/big");
@@ -896,8 +894,8 @@ fn each_delete_record_is_read_once() {
 
 /// What AWS answers a CopyObject of more than 5 GiB (SeaweedFS has no
 /// such limit, so the fault proxy answers for it).
-fn copy_source_too_large() -> support::faults::Fault {
-    support::faults::Fault::S3Error(
+fn copy_source_too_large() -> crate::support::faults::Fault {
+    crate::support::faults::Fault::S3Error(
         400,
         "InvalidRequest",
         "The specified copy source is larger than the maximum allowable size for a copy source: 5368709120",
@@ -921,13 +919,13 @@ fn lab_with_a_big_file(bucket: &Bucket, name: &str, body: &[u8]) -> Repo {
 /// headers in the remote trash and came back from `undo` without them).
 #[test]
 fn a_copy_in_parts_keeps_the_objects_headers_and_metadata() {
+    use crate::support::faults::Rule;
     use sha2::Digest;
-    use support::faults::Rule;
     let (bucket, proxy) = Bucket::behind_proxy(Backend::S3);
     let body: Vec<u8> = (0..(12u32 << 20)).map(|i| (i % 251) as u8).collect();
     let repo = lab_with_a_big_file(&bucket, "big.csv", &body);
     let sha = hex::encode(sha2::Sha256::digest(&body));
-    support::servers::s3().put_with(
+    crate::support::servers::s3().put_with(
         &bucket.name,
         "swamp/lab/files/big.csv",
         &body,
@@ -963,7 +961,7 @@ fn a_copy_in_parts_keeps_the_objects_headers_and_metadata() {
         .filter(|s| s.method == "PUT" && s.target.contains("partNumber="))
         .count();
     assert!(parts >= 3, "copied in parts: {parts}");
-    let headers = support::servers::s3().head_headers(&bucket.name, &trashed[0]);
+    let headers = crate::support::servers::s3().head_headers(&bucket.name, &trashed[0]);
     assert_eq!(
         headers.get("content-type").map(String::as_str),
         Some("text/csv"),
@@ -988,7 +986,7 @@ fn a_copy_in_parts_keeps_the_objects_headers_and_metadata() {
 /// next run goes through.
 #[test]
 fn a_multipart_upload_gone_before_completion_says_so_and_deletes_nothing() {
-    use support::faults::{Fault, Rule};
+    use crate::support::faults::{Fault, Rule};
     let (bucket, proxy) = Bucket::behind_proxy(Backend::S3);
     let body: Vec<u8> = (0..(12u32 << 20)).map(|i| (i % 241) as u8).collect();
     let repo = lab_with_a_big_file(&bucket, "big.bin", &body);
@@ -1034,7 +1032,7 @@ fn a_multipart_upload_gone_before_completion_says_so_and_deletes_nothing() {
 /// once failed every sync that deleted or replaced them.
 #[test]
 fn an_object_too_large_to_copy_in_one_request_is_trashed_and_restored_in_parts() {
-    use support::faults::Rule;
+    use crate::support::faults::Rule;
     let (bucket, proxy) = Bucket::behind_proxy(Backend::S3);
     let body: Vec<u8> = (0..(12u32 << 20)).map(|i| (i % 251) as u8).collect();
     let repo = lab_with_a_big_file(&bucket, "big.bin", &body);

@@ -36,12 +36,9 @@ impl TestRepo {
     }
 
     pub fn cmd(&self) -> Command {
-        let mut c = Command::cargo_bin("swamp").unwrap();
-        c.current_dir(&self.root)
-            .env("SWAMP_HOME", &self.home)
-            .env("NO_COLOR", "1")
-            .env_remove("FAILPOINTS");
-        c
+        let mut c = std::process::Command::new(crate::support::swamp_bin());
+        crate::support::pinned(&mut c, &self.home).current_dir(&self.root);
+        Command::from_std(c)
     }
 
     pub fn run(&self, args: &[&str]) -> Run {

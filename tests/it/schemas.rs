@@ -14,16 +14,14 @@
 //!   (SeaweedFS for S3, fake-gcs-server for GCS, from `tests/support`), and
 //!   a value of every action and conflict kind built from the types.
 
-mod support;
-
 use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use crate::support::bucket::{Backend, Bucket, Repo};
+use crate::support::kinds::{every_action, every_conflict};
 use assert_cmd::Command;
 use serde_json::Value;
-use support::bucket::{Backend, Bucket, Repo};
-use support::kinds::{every_action, every_conflict};
 use tempfile::TempDir;
 
 fn manifest_dir() -> PathBuf {
@@ -467,13 +465,11 @@ fn sandbox(example: &str) -> Sandbox {
 
 impl Sandbox {
     fn swamp(&self, args: &[&str]) -> Command {
-        let mut cmd = Command::cargo_bin("swamp").expect("the swamp binary is built");
-        cmd.current_dir(&self.repo)
-            .env("SWAMP_HOME", &self.home_path)
-            .env("NO_COLOR", "1")
-            .env_remove("SWAMP_REPO")
+        let mut cmd = std::process::Command::new(crate::support::swamp_bin());
+        crate::support::pinned(&mut cmd, &self.home_path)
+            .current_dir(&self.repo)
             .args(args);
-        cmd
+        Command::from_std(cmd)
     }
 
     /// Runs swamp, checks the exit code, and parses stdout as one JSON document.
@@ -634,7 +630,7 @@ fn namespace_migration_plan_json_matches_the_schema() {
             assert_eq!(a["source"], 0);
         }
     }
-    let ks = support::action_kinds(&doc);
+    let ks = crate::support::action_kinds(&doc);
     assert!(ks.contains(&"invalidate-catalog"), "{ks:?}");
     assert!(ks.contains(&"finish-migration"), "{ks:?}");
     assert_eq!(ks.last(), Some(&"finish-migration"), "{ks:?}");
@@ -1066,7 +1062,7 @@ fn sync_plan_json_matches_the_schema(backend: Backend) {
         "{doc}"
     );
     assert!(
-        support::action_kinds(&doc).contains(&"rename-local"),
+        crate::support::action_kinds(&doc).contains(&"rename-local"),
         "{doc}"
     );
 

@@ -5,7 +5,8 @@
 use std::io::Write;
 use std::process::Stdio;
 
-use crate::common::TestRepo;
+use crate::e2e::common::TestRepo;
+use crate::support::{pinned, swamp_bin};
 
 /// A repo whose namespace was just set: `plan` shows the moves, `apply`
 /// would make them.
@@ -19,11 +20,8 @@ fn repo_with_pending_moves() -> TestRepo {
 /// Runs swamp with its stdout a pipe whose reader is already gone, as
 /// `swamp plan | head -0` leaves it.
 fn run_with_closed_stdout(repo: &TestRepo, args: &[&str]) -> (Option<i32>, String) {
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("swamp"))
+    let mut child = pinned(&mut std::process::Command::new(swamp_bin()), &repo.home)
         .current_dir(&repo.root)
-        .env("SWAMP_HOME", &repo.home)
-        .env("NO_COLOR", "1")
-        .env_remove("FAILPOINTS")
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -71,14 +69,11 @@ fn an_apply_whose_stdout_closes_still_finishes_the_work() {
 /// Runs `swamp ARGS` on a pseudo-terminal (util-linux's `script`), typing
 /// `answer` at the prompt. Returns the exit code and the screen's text.
 fn on_a_terminal(repo: &TestRepo, args: &str, answer: &str) -> (Option<i32>, String) {
-    let bin = assert_cmd::cargo::cargo_bin("swamp");
-    let mut child = std::process::Command::new("script")
+    let bin = swamp_bin();
+    let mut child = pinned(&mut std::process::Command::new("script"), &repo.home)
         .args(["-qec", &format!("{} {args}", bin.display()), "/dev/null"])
         .current_dir(&repo.root)
-        .env("SWAMP_HOME", &repo.home)
-        .env("NO_COLOR", "1")
         .env("TERM", "dumb")
-        .env_remove("FAILPOINTS")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -1,7 +1,6 @@
 //! Namespace migration: forward, twice, resumed, reversed, merged.
 
-use crate::common::{TestRepo, data_files, tree};
-use crate::snapshot;
+use crate::e2e::common::{TestRepo, data_files, tree};
 
 const NS: &str = ".swamp/homelab";
 
@@ -434,11 +433,20 @@ fn apply_without_a_terminal_or_yes_refuses_and_changes_nothing() {
 #[test]
 fn plan_detailed_exitcode_distinguishes_changes_from_none() {
     let repo = TestRepo::with_solo_data();
-    repo.run(&["plan", "--detailed-exitcode"]).expect(0);
+    let none = repo.run(&["plan", "--detailed-exitcode"]);
+    none.expect(0);
+    assert!(none.stdout.contains("No changes"), "{}", none.stdout);
     repo.run(&["datastore", "namespace", "set", "homelab"])
         .expect(0);
-    repo.run(&["plan", "--detailed-exitcode"]).expect(2);
-    repo.run(&["plan"]).expect(0);
+    let some = repo.run(&["plan", "--detailed-exitcode"]);
+    some.expect(2);
+    assert!(some.stdout.contains("to move"), "{}", some.stdout);
+    let plain = repo.run(&["plan"]);
+    plain.expect(0);
+    assert_eq!(
+        plain.stdout, some.stdout,
+        "the same plan, another exit code"
+    );
 }
 
 fn sha(s: &str) -> String {

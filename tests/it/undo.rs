@@ -2,12 +2,10 @@
 //! SeaweedFS (S3) and fake-gcs-server (GCS): what `data rm` and `data gc`
 //! remove is set aside in the trash of a journaled apply, never destroyed.
 
-mod support;
-
 use std::collections::BTreeMap;
 
-use support::bucket::{Backend, Bucket, Repo};
-use support::tree as files;
+use crate::support::bucket::{Backend, Bucket, Repo};
+use crate::support::tree as files;
 
 /// The trash of apply `id` in `root`: tier path → bytes.
 fn trash(root: &std::path::Path, id: &str) -> BTreeMap<String, Vec<u8>> {
@@ -493,7 +491,7 @@ const DAY3: &str = "2026-12-04T00:00:00Z";
 const DAY8: &str = "2026-12-09T00:00:00Z";
 
 /// Runs `args` at `now`, expecting exit 0.
-fn at(repo: &Repo, now: &str, args: &[&str]) -> support::bucket::Run {
+fn at(repo: &Repo, now: &str, args: &[&str]) -> crate::support::bucket::Run {
     let run = repo.run_with(args, &[("SWAMP_NOW", now)]);
     run.expect(0);
     run
@@ -694,7 +692,7 @@ fn a_sync_that_uploads_then_prunes_remote_trash_completes(backend: Backend) {
     assert!(trash() > 0, "the gc's remote trash");
     repo.put("m/y", "why\n");
     let plan = at(&repo, DAY8, &["--json", "plan", "--scope", "sync"]).json();
-    let kinds = support::action_kinds(&plan);
+    let kinds = crate::support::action_kinds(&plan);
     let (upload, prune) = (
         kinds.iter().position(|k| *k == "upload"),
         kinds.iter().position(|k| *k == "prune-trash"),
@@ -783,7 +781,18 @@ fn no_undo_deletes_for_good_and_says_so(backend: Backend) {
         human.contains("--no-undo") && human.contains("for good"),
         "{human}"
     );
+    let key = "swamp/alpha/data/m/y/1/raw";
+    assert_eq!(
+        bucket.get(key).as_deref(),
+        Some(&b"two\n"[..]),
+        "pushed before"
+    );
     repo.run_ok(&["apply", "--no-undo", "-y"]);
+    assert_eq!(bucket.get(key), None, "the object left the bucket");
+    assert!(
+        bucket.get("swamp/alpha/data/m/x/1/raw").is_some(),
+        "only the removed name was deleted"
+    );
     assert!(
         bucket
             .contents_under("swamp/alpha/.swamp/trash/")

@@ -1,7 +1,8 @@
-//! Test support shared by integration tests: `mod support;` from a file in
-//! `tests/`, or `#[path = "../support/mod.rs"] mod support;` from a test
-//! directory such as `tests/e2e/`.
+//! Test support shared by every integration test: the servers, buckets
+//! and repositories, the fault proxy, and the one pinned environment every
+//! command runs in.
 
+#[macro_use]
 pub mod bucket;
 pub mod faults;
 pub mod kinds;
@@ -9,6 +10,36 @@ pub mod servers;
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::process::Command;
+
+/// The `swamp` binary under test.
+pub fn swamp_bin() -> std::path::PathBuf {
+    assert_cmd::cargo::cargo_bin("swamp")
+}
+
+/// Clears `cmd`'s environment and pins what a command may see: `PATH`
+/// (to find `script` and the like), `TMPDIR` if set, `HOME` and
+/// `SWAMP_HOME` at `home`, a fixed user, UTC, a UTF-8 C locale and no
+/// colour. Nothing else of the developer's shell (`SWAMP_NOW`,
+/// `SWAMP_LOCK_TIMEOUT`, `SWAMP_RETRY_BUDGET`, `AWS_PROFILE`, `FAILPOINTS`,
+/// …) leaks in: a test that wants one sets it.
+pub fn pinned<'c>(cmd: &'c mut Command, home: &Path) -> &'c mut Command {
+    cmd.env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", home)
+        .env("SWAMP_HOME", home)
+        .env("USER", "tester")
+        .env("LOGNAME", "tester")
+        .env("TZ", "UTC")
+        .env("LANG", "C.UTF-8")
+        .env("NO_COLOR", "1")
+        // No instance-metadata lookups for credentials.
+        .env("AWS_EC2_METADATA_DISABLED", "true");
+    if let Some(tmp) = std::env::var_os("TMPDIR") {
+        cmd.env("TMPDIR", tmp);
+    }
+    cmd
+}
 
 /// Every regular file under `root` (relative path → bytes); empty when
 /// `root` does not exist.

@@ -1,6 +1,6 @@
 //! The data workload through the real binary.
 
-use crate::common::TestRepo;
+use crate::e2e::common::TestRepo;
 
 #[test]
 fn put_get_list_rm_gc_round_trip() {

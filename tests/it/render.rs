@@ -3,8 +3,6 @@
 //! uploads, downloads and deletes. Review every change here as you would
 //! review the code that caused it.
 
-mod support;
-
 use std::path::{Path, PathBuf};
 
 use swamp::config::{ConflictPolicy, DatastoreConfig, Namespace};
@@ -13,7 +11,7 @@ use swamp::plan::render::render;
 use swamp::plan::{Action, PlacementInfo, Plan, RemoteExpect};
 use swamp::state::Scope;
 
-use support::kinds::{every_action, every_conflict, sha, tp};
+use crate::support::kinds::{every_action, every_conflict, sha, tp};
 
 const REPO: &str = "/home/u/work/infra";
 

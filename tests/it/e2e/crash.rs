@@ -1,12 +1,21 @@
 //! An apply killed part-way is finished by the next apply.
 //! Needs the test-only `failpoints` feature (the README's test command
-//! enables it); without it this module is empty.
+//! enables it); without it the one test here fails, saying so, rather
+//! than the crash tests passing by not existing.
+
+#[cfg(not(feature = "failpoints"))]
+#[test]
+fn crash_tests_need_the_failpoints_feature() {
+    panic!(
+        "the crash tests are compiled only with `--features failpoints`: run `bash scripts/test.sh` (or `cargo test --features failpoints`)"
+    );
+}
 
 #[cfg(feature = "failpoints")]
 mod killed {
     use std::os::unix::process::ExitStatusExt;
 
-    use crate::common::{TestRepo, data_files};
+    use crate::e2e::common::{TestRepo, data_files};
 
     #[test]
     fn an_apply_killed_part_way_through_its_moves_is_finished_by_the_next_apply() {

@@ -1,15 +1,13 @@
 //! Faults between swamp and the server (issue 9), on SeaweedFS (S3) and
-//! fake-gcs-server (GCS) behind the fault proxy of `support::faults`:
+//! fake-gcs-server (GCS) behind the fault proxy of `crate::support::faults`:
 //! every cut-off answer, flipped byte, outage and broken lock ends in a
 //! clear error or convergence, never in a corrupt or lost file.
 
-mod support;
-
 use std::time::{Duration, Instant};
 
-use support::bucket::{Backend, Bucket, Repo, finish};
-use support::faults::{Fault, FaultProxy, Rule};
-use support::tree as files;
+use crate::support::bucket::{Backend, Bucket, Repo, finish};
+use crate::support::faults::{Fault, FaultProxy, Rule};
+use crate::support::tree as files;
 
 /// Seed `n` of the seeded kill and chaos rounds, shifted by `FAULT_SEED`
 /// when set: the same scenarios at other moments, to hunt for windows the
@@ -143,7 +141,7 @@ fn a_lazy_clone_downloads_nothing_and_reads_a_file_with_one_request(backend: Bac
     b.append_config("\n[sync]\nhydration = \"lazy\"\n");
     b.run(&["datastore", "sync", "--pull", "-y"]).expect(0);
     let data = in_target(backend, "alpha/data/");
-    let data_gets = |seen: &[support::faults::Seen]| {
+    let data_gets = |seen: &[crate::support::faults::Seen]| {
         seen.iter()
             .filter(|s| s.method == "GET" && s.target.contains(download(backend)))
             .filter(|s| s.target.contains(&data))
@@ -556,13 +554,24 @@ fn kill_rounds(repo: &Repo, args: &[&str], seed: u64, rounds: usize, max_ms: u64
         "{args:?} (seed {seed}): no random kill landed before the run ended; the runs ended with:\n{}",
         ended.join("\n")
     );
+    // A transfer left to do passes the boundary failpoint, so the phase
+    // below cannot end without a boundary kill: it dies at the first one.
+    let left = repo.run(&["plan", "--json"]);
+    let left: serde_json::Value = serde_json::from_str(&left.stdout).unwrap_or_default();
+    let transfers_left = left["actions"].as_array().is_some_and(|a| {
+        a.iter()
+            .any(|a| a["kind"] == "upload" || a["kind"] == "download")
+    });
     let mut at_boundaries = 0;
     for round in 0.. {
         assert!(
             round < 200,
             "{args:?} never finished between boundary kills"
         );
-        let fp = format!("sync-action-done={}*off->return", rng.u64(0..3));
+        let fp = match round {
+            0 => "sync-action-done=return".to_string(),
+            _ => format!("sync-action-done={}*off->return", rng.u64(0..3)),
+        };
         let run = repo.run_with(args, &[("FAILPOINTS", fp.as_str())]);
         if run.code == Some(0) {
             break;
@@ -575,6 +584,10 @@ fn kill_rounds(repo: &Repo, args: &[&str], seed: u64, rounds: usize, max_ms: u64
         at_boundaries += 1;
         let _ = repo.run(&["datastore", "lock", "release"]);
     }
+    assert!(
+        at_boundaries > 0 || !transfers_left,
+        "{args:?} (seed {seed}): transfers were left, yet no boundary kill landed:\n{left:#}"
+    );
     eprintln!("{args:?}: {killed} random kill(s) and {at_boundaries} at action boundaries");
     // Converged: nothing left to do (what is left, in full, if not).
     let plan = repo.run(&["plan", "--detailed-exitcode"]);

@@ -1,6 +1,6 @@
 //! Bad configuration and bad command lines: clear errors, nothing written.
 
-use crate::common::TestRepo;
+use crate::e2e::common::TestRepo;
 
 #[test]
 fn an_unknown_key_is_named_and_nothing_is_written() {
@@ -68,8 +68,17 @@ fn a_wrong_type_names_the_key() {
 #[test]
 fn usage_errors_exit_64() {
     let repo = TestRepo::init(&[]);
-    repo.run(&["plan", "--scope", "everything"]).expect(64);
-    repo.run(&["no-such-command"]).expect(64);
+    let run = repo.run(&["plan", "--scope", "everything"]);
+    run.expect(64);
+    assert!(
+        run.stderr.contains("everything") && run.stderr.contains("layout"),
+        "names the bad value and the valid ones: {}",
+        run.stderr
+    );
+    let run = repo.run(&["no-such-command"]);
+    run.expect(64);
+    assert!(run.stderr.contains("no-such-command"), "{}", run.stderr);
+    assert!(run.stdout.is_empty(), "{}", run.stdout);
 }
 
 #[test]

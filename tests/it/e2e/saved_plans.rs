@@ -1,7 +1,6 @@
 //! Saved plans: `plan -o`, `show`, `apply FILE`, staleness.
 
-use crate::common::{TestRepo, data_files};
-use crate::snapshot;
+use crate::e2e::common::{TestRepo, data_files};
 
 #[test]
 fn a_saved_plan_applies_exactly_once() {
@@ -226,5 +225,17 @@ fn a_saved_plan_with_a_conflict_is_refused_with_exit_3() {
     repo.run(&["datastore", "namespace", "set", "homelab"])
         .expect(0);
     repo.run(&["plan", "-o", "plan.json"]).expect(3);
-    repo.run(&["apply", "plan.json"]).expect(3);
+    let before = repo.tree(".swamp");
+    let run = repo.run(&["apply", "plan.json"]);
+    run.expect(3);
+    assert!(
+        run.stdout.contains("audit/2026-11.log"),
+        "the refusal names the conflict: {}",
+        run.stdout
+    );
+    assert_eq!(
+        data_files(&repo.tree(".swamp")),
+        data_files(&before),
+        "nothing moved"
+    );
 }

@@ -3,14 +3,12 @@
 //! namespace's lock object. Holders are held in place with the test-only
 //! failpoint `lock-acquired` (`FAILPOINTS=lock-acquired=sleep(MS)`).
 
-mod support;
-
 use std::collections::BTreeMap;
 use std::process::Child;
 use std::time::{Duration, Instant, SystemTime};
 
+use crate::support::bucket::{Backend, Bucket, Repo, Run, finish};
 use serde_json::Value;
-use support::bucket::{Backend, Bucket, Repo, Run, finish};
 
 const LOCK_KEY: &str = "swamp/homelab/.swamp/lock.json";
 
@@ -68,7 +66,7 @@ fn remote_data(bucket: &Bucket) -> BTreeMap<String, Vec<u8>> {
 }
 
 fn cache_data(repo: &Repo) -> BTreeMap<String, Vec<u8>> {
-    support::tree(&repo.cache().join("homelab/data"))
+    crate::support::tree(&repo.cache().join("homelab/data"))
         .into_iter()
         .filter(|(k, _)| !k.starts_with("_catalog"))
         .map(|(k, v)| (format!("swamp/homelab/data/{k}"), v))
@@ -279,7 +277,7 @@ fn lock_status_and_release_work_without_a_repository(backend: Backend) {
     let doctor = repo.run(&["--json", "doctor", "datastores"]);
     doctor.expect(1);
     let doc = doctor.json();
-    let lock = support::doctor_check(&doc, "lock").clone();
+    let lock = crate::support::doctor_check(&doc, "lock").clone();
     assert_eq!(lock["status"], "fail", "{doc}");
     assert!(
         lock["message"].as_str().unwrap().contains("unknown owner"),
@@ -305,7 +303,7 @@ fn doctor_reports_a_stale_lock_and_repair_breaks_it(backend: Backend) {
     let run = repo.run(&["--json", "doctor", "datastores"]);
     run.expect(1);
     let doc = run.json();
-    let failed: Vec<String> = support::doctor_statuses(&doc)
+    let failed: Vec<String> = crate::support::doctor_statuses(&doc)
         .into_iter()
         .filter(|(_, status)| status == "fail")
         .map(|(name, _)| name)

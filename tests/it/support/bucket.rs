@@ -276,10 +276,9 @@ impl Repo {
     }
 
     fn command(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(assert_cmd::cargo::cargo_bin("swamp"));
-        c.current_dir(&self.root)
-            .env("SWAMP_HOME", &self.home)
-            .env("NO_COLOR", "1")
+        let mut c = Command::new(super::swamp_bin());
+        super::pinned(&mut c, &self.home)
+            .current_dir(&self.root)
             .envs(self.env.iter().map(|(k, v)| (*k, v.as_str())))
             .args(args);
         c
@@ -320,7 +319,7 @@ impl Repo {
     /// terminal would: stdin, stdout and stderr are the terminal, and
     /// `stdout` holds everything the screen was sent.
     pub fn run_on_terminal(&self, args: &[&str]) -> Run {
-        let bin = assert_cmd::cargo::cargo_bin("swamp");
+        let bin = super::swamp_bin();
         let line = std::iter::once(bin.display().to_string())
             .chain(
                 args.iter()
@@ -328,10 +327,9 @@ impl Repo {
             )
             .collect::<Vec<_>>()
             .join(" ");
-        let out = Command::new("script")
+        let out = super::pinned(&mut Command::new("script"), &self.home)
             .args(["-qec", &line, "/dev/null"])
             .current_dir(&self.root)
-            .env("SWAMP_HOME", &self.home)
             .env("TERM", "xterm")
             .env_remove("NO_COLOR")
             .envs(self.env.iter().map(|(k, v)| (*k, v.as_str())))

@@ -1,6 +1,6 @@
 //! `datastore setup`: local ⇄ filesystem, through the plan.
 
-use crate::common::{TestRepo, data_files, tree};
+use crate::e2e::common::{TestRepo, data_files, tree};
 
 #[test]
 fn local_to_filesystem_and_back_keeps_every_file_byte_identical() {
@@ -40,7 +40,14 @@ fn local_to_filesystem_and_back_keeps_every_file_byte_identical() {
     repo.run(&["datastore", "setup", "local", "-y"]).expect(0);
     assert_eq!(data_files(&repo.tree(".swamp/homelab")), before);
     assert!(data_files(&tree(&shared_path)).is_empty());
-    assert!(repo.config().contains("type = \"local\"") || !repo.config().contains("filesystem"));
+    let config: toml::Value = toml::from_str(&repo.config()).unwrap();
+    let datastore = config.get("datastore");
+    assert!(
+        datastore.is_none_or(|d| d["type"].as_str() == Some("local")),
+        "back on local: {}",
+        repo.config()
+    );
+    assert!(!repo.config().contains("filesystem"), "{}", repo.config());
 }
 
 #[test]
@@ -61,6 +68,10 @@ fn setup_to_a_path_that_is_a_file_is_refused() {
 #[test]
 fn setup_with_a_relative_path_is_a_usage_error() {
     let repo = TestRepo::init(&[]);
-    repo.run(&["datastore", "setup", "file://relative/dir"])
-        .expect(64);
+    let config = repo.config();
+    let run = repo.run(&["datastore", "setup", "file://relative/dir"]);
+    run.expect(64);
+    assert!(run.stderr.contains("relative"), "{}", run.stderr);
+    assert_eq!(repo.config(), config, ".swamp.toml unchanged");
+    assert!(!repo.exists("relative"), "nothing created");
 }

@@ -6,8 +6,6 @@
 //! shared server and stop it (connection refused), so the shared server is
 //! never paused under the other tests of this binary.
 
-mod support;
-
 use std::collections::BTreeMap;
 use std::io::{self, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -16,9 +14,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use support::bucket::{Backend, Bucket, Repo, sha};
-use support::servers;
-use support::tree as files;
+use crate::support::bucket::{Backend, Bucket, Repo, sha};
+use crate::support::servers;
+use crate::support::tree as files;
 
 const SENTINEL: &str = "swamp/config/managed-config-migrated.json";
 const UNPUBLISHED: &str = "The migration is saved locally but was not published to the datastore";
@@ -498,7 +496,7 @@ fn a_first_migrate_previews_content_first_sentinel_last(backend: Backend) {
     assert_eq!(doc["preview"], true);
     assert_eq!(doc["plan"]["actions"], plan.json()["actions"]);
 
-    let kinds = support::action_kinds(&doc["plan"]);
+    let kinds = crate::support::action_kinds(&doc["plan"]);
     assert_eq!(kinds.last(), Some(&"publish-sentinel"));
     assert!(
         kinds.iter().position(|k| *k == "upload")
@@ -574,7 +572,7 @@ fn a_lost_sentinel_fails_doctor_and_repair_republishes_it(backend: Backend) {
     let run = a.run(&["--json", "doctor", "datastores"]);
     run.expect(1);
     let doc = run.json();
-    let sentinel = support::doctor_check(&doc, "sentinel");
+    let sentinel = crate::support::doctor_check(&doc, "sentinel");
     assert_eq!(sentinel["status"], "fail", "{doc}");
 
     let run = a.run(&["--json", "doctor", "datastores", "--repair", "-y"]);

@@ -3,17 +3,15 @@
 //! fake-gcs-server (GCS), the same scenarios on each backend. Each test
 //! takes a fresh bucket; repositories are the real binary in temp dirs.
 
-mod support;
-
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use crate::support::bucket::{Backend, Bucket, Repo, sha};
+use crate::support::servers;
+use crate::support::tree;
+use crate::support::{doctor_check as check, doctor_statuses as statuses};
 use assert_cmd::Command;
 use serde_json::{Value, json};
-use support::bucket::{Backend, Bucket, Repo, sha};
-use support::servers;
-use support::tree;
-use support::{doctor_check as check, doctor_statuses as statuses};
 
 #[track_caller]
 fn status(doc: &Value, name: &str) -> String {
@@ -411,10 +409,10 @@ fn an_unreachable_endpoint_fails_reachable_and_skips_the_remote_checks() {
         ),
     )
     .unwrap();
-    let out = Command::cargo_bin("swamp")
-        .unwrap()
+    let mut cmd = std::process::Command::new(crate::support::swamp_bin());
+    crate::support::pinned(&mut cmd, &root.join("home"));
+    let out = Command::from_std(cmd)
         .current_dir(&root)
-        .env("SWAMP_HOME", root.join("home"))
         .envs(servers::s3_child_env())
         .args(["--json", "doctor", "datastores"])
         .timeout(std::time::Duration::from_secs(120))

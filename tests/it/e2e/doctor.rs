@@ -2,8 +2,7 @@
 //! root-level copies in a namespaced repo, a bad configuration, and the
 //! output snapshots. The remote backends are in `tests/doctor.rs`.
 
-use crate::common::{TestRepo, data_files, tree};
-use crate::snapshot;
+use crate::e2e::common::{TestRepo, data_files, tree};
 use crate::support::{doctor_check as check, doctor_statuses as statuses};
 
 /// A namespaced local repo whose `.swamp/` root still holds byte-identical

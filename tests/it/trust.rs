@@ -3,14 +3,12 @@
 //! saved plan can trick a sync into deleting or uploading what the plan
 //! did not name.
 
-mod support;
-
 use std::path::Path;
 use std::time::{Duration, SystemTime};
 
-use support::bucket::{Backend, Bucket, Repo};
-use support::servers;
-use support::tree as files;
+use crate::support::bucket::{Backend, Bucket, Repo};
+use crate::support::servers;
+use crate::support::tree as files;
 
 /// A namespaced repo with three versions of `m/x`, synced.
 fn synced_repo(bucket: &Bucket) -> Repo {
@@ -302,6 +300,9 @@ fn a_wiped_bucket_is_a_first_sync_not_a_delete(backend: Backend) {
     for key in bucket.contents().keys() {
         bucket.delete(key);
     }
+    let data = |repo: &Repo| crate::support::tree(&repo.cache().join("alpha/data"));
+    let before = data(&a);
+    assert_eq!(before.len(), 3, "{:?}", before.keys());
     let plan = a.run(&["plan"]);
     assert!(
         plan.stdout
@@ -316,10 +317,15 @@ fn a_wiped_bucket_is_a_first_sync_not_a_delete(backend: Backend) {
         b"two\n",
         "uploaded again"
     );
-    assert!(
-        a.cache().join("alpha/data/m/x/3/raw").exists(),
-        "nothing deleted"
-    );
+    assert_eq!(data(&a), before, "nothing deleted or changed in the cache");
+    for v in 1..=3 {
+        assert!(
+            bucket
+                .get(&format!("swamp/alpha/data/m/x/{v}/raw"))
+                .is_some(),
+            "version {v} uploaded again"
+        );
+    }
     a.run(&["plan", "--detailed-exitcode"]).expect(0);
 }
 

@@ -1,10 +1,8 @@
 //! One suite of object-store scenarios, run alike against every backend:
 //! `fs` (a temp directory), `s3` (SeaweedFS) and `gcs` (fake-gcs-server),
-//! the real servers started by `support::servers`. Each scenario is an
+//! the real servers started by `crate::support::servers`. Each scenario is an
 //! `async fn(Backend)`; the `conformance!` macro instantiates it once per
 //! backend, so `cargo test --test store_conformance s3::` runs one backend.
-
-mod support;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -13,7 +11,7 @@ use swamp::fsutil::sha256_bytes;
 use swamp::store::{self, ObjectMeta, Precondition, RetryPolicy, Store, StoreError, StoreOptions};
 use tempfile::TempDir;
 
-use support::servers;
+use crate::support::servers;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Backend {
@@ -265,7 +263,18 @@ async fn list_follows_pages_and_respects_the_prefix(b: Backend) {
             .unwrap();
     }
 
-    // 5 keys at page size 2: three pages, all followed, sorted.
+    // 5 keys at page size 2: three pages, all followed, sorted. The
+    // filesystem store has no pages: one "page" holds the whole listing.
+    let mut pages = Vec::new();
+    s.list_paged("p/ns/data/", &mut |page| pages.push(page.len()))
+        .await
+        .unwrap();
+    match b {
+        Backend::Fs => assert_eq!(pages, [5], "the fs store lists in one go"),
+        Backend::S3 | Backend::Gcs => {
+            assert_eq!(pages, [2, 2, 1], "pages of 2, each one followed")
+        }
+    }
     let listed = s.list("p/ns/data/").await.unwrap();
     assert_eq!(
         keys(&listed),
@@ -680,6 +689,14 @@ async fn copy_at_copies_only_the_version_it_names(b: Backend) {
         // fake-gcs-server ignores ifSourceGenerationMatch (as it ignores
         // ifGenerationMatch on copies): pinned here so a change shows.
         assert_eq!(f.body("t/trash2").await, b"new bytes");
+    } else {
+        // A refusal, as real GCS answers, must be the precondition's and
+        // copy nothing.
+        assert!(is_precondition_failed(&r), "{r:?}");
+        assert!(
+            s.head("t/trash2").await.unwrap().is_none(),
+            "nothing copied"
+        );
     }
     let e = s
         .copy_at("t/missing", "1", "t/x", &Precondition::None)
@@ -951,7 +968,7 @@ async fn bad_keys_are_refused(b: Backend) {
             .put_bytes(key, b"x".to_vec(), &Precondition::None)
             .await
             .unwrap_err();
-        assert!(matches!(e, StoreError::Other { .. }), "{key}: {e}");
+        assert!(matches!(e, StoreError::BadKey { .. }), "{key}: {e}");
         assert!(e.to_string().contains(key), "names the key: {e}");
     }
     assert!(f.store.list("").await.unwrap().is_empty());
@@ -1028,6 +1045,7 @@ macro_rules! conformance {
 }
 
 conformance!(fs: Backend::Fs => [
+    capabilities_claim_what_the_store_does,
     put_file_refuses_content_that_does_not_match_its_hash,
     put_get_head_round_trip_with_sha256,
     list_follows_pages_and_respects_the_prefix,
@@ -1046,6 +1064,7 @@ conformance!(fs: Backend::Fs => [
 ]);
 
 conformance!(s3: Backend::S3 => [
+    capabilities_claim_what_the_store_does,
     a_namespace_under_one_directory_is_listed_in_parallel_parts,
     a_retried_create_recognises_its_own_lost_success,
     retries_ride_out_dropped_connections_and_throttling,
@@ -1069,6 +1088,7 @@ conformance!(s3: Backend::S3 => [
 ]);
 
 conformance!(gcs: Backend::Gcs => [
+    capabilities_claim_what_the_store_does,
     a_namespace_under_one_directory_is_listed_in_parallel_parts,
     a_retried_create_recognises_its_own_lost_success,
     retries_ride_out_dropped_connections_and_throttling,
@@ -1092,45 +1112,36 @@ conformance!(gcs: Backend::Gcs => [
 ]);
 
 // ---------------------------------------------------------------------------
-// Capabilities as observed (documented per backend; pinned here so a
-// change is a decision, not an accident).
+// Capabilities: what a store claims is checked against what it does. The
+// atomic preconditions are raced in `concurrent_*_has_exactly_one_winner`;
+// a server ignoring a delete's or copy's precondition (fake-gcs-server)
+// cannot be seen through the store, which checks the version itself first.
 
-#[test]
-fn capabilities_are_reported_as_observed() {
-    let dir = tempfile::tempdir().unwrap();
-    let fs = store::open_fs(dir.path()).capabilities();
-    assert!(fs.conditional_create && fs.conditional_replace && fs.conditional_delete);
-    let s3 = store::open_with(&servers_free_s3_config(), options())
-        .unwrap()
-        .capabilities();
-    assert!(s3.conditional_create && s3.conditional_replace && s3.conditional_delete);
-    assert!(s3.batch_delete && !s3.listing_has_sha256);
-    let gcs = store::open_with(&servers_free_gcs_config(), options())
-        .unwrap()
-        .capabilities();
-    assert!(gcs.conditional_create && gcs.conditional_replace);
-    assert!(
-        !gcs.conditional_delete && !gcs.conditional_copy,
-        "fake-gcs-server ignores them"
-    );
-    assert!(gcs.listing_has_sha256 && !gcs.batch_delete);
-}
-
-fn servers_free_s3_config() -> swamp::config::DatastoreConfig {
-    swamp::config::DatastoreConfig::S3 {
-        bucket: "caps".into(),
-        prefix: None,
-        region: Some("us-east-1".into()),
-        endpoint: Some("http://127.0.0.1:9".into()),
+/// A listing carries sha256 exactly when the store says it does, and a
+/// store that lists one level at a time names the level's prefixes.
+async fn capabilities_claim_what_the_store_does(b: Backend) {
+    let f = Fixture::new(b);
+    let s = &f.store;
+    let caps = s.capabilities();
+    for k in ["c/top", "c/sub/one", "c/sub/two", "c/other/x"] {
+        s.put_bytes(k, k.as_bytes().to_vec(), &Precondition::None)
+            .await
+            .unwrap();
     }
-}
-
-fn servers_free_gcs_config() -> swamp::config::DatastoreConfig {
-    swamp::config::DatastoreConfig::Gcs {
-        bucket: "caps".into(),
-        prefix: None,
-        endpoint: Some("http://127.0.0.1:9".into()),
+    let listed = s.list("c/").await.unwrap();
+    assert_eq!(listed.len(), 4);
+    for m in &listed {
+        assert_eq!(
+            m.sha256.is_some(),
+            caps.listing_has_sha256,
+            "{}: listing_has_sha256 is {}",
+            m.key,
+            caps.listing_has_sha256
+        );
     }
+    let level = s.list_level("c/").await.unwrap();
+    assert_eq!(keys(&level.objects), ["c/top"]);
+    assert_eq!(level.prefixes, ["c/other/", "c/sub/"]);
 }
 
 // ---------------------------------------------------------------------------
@@ -1149,7 +1160,7 @@ fn run_child(mode: &str, env: &[(&str, String)]) -> std::process::Output {
     let mut cmd = std::process::Command::new(std::env::current_exe().unwrap());
     cmd.args([
         "--exact",
-        "child_s3_default_chain",
+        "store_conformance::child_s3_default_chain",
         "--ignored",
         "--nocapture",
     ])
@@ -1239,7 +1250,11 @@ async fn child_s3_default_chain() {
 
 /// A store for `bucket` on the signature-checking server, through `proxy`,
 /// signing with `secret`.
-fn signed_store(bucket: &str, proxy: &support::faults::FaultProxy, secret: &str) -> Arc<dyn Store> {
+fn signed_store(
+    bucket: &str,
+    proxy: &crate::support::faults::FaultProxy,
+    secret: &str,
+) -> Arc<dyn Store> {
     let config = swamp::config::DatastoreConfig::S3 {
         bucket: bucket.to_string(),
         prefix: None,
@@ -1255,7 +1270,7 @@ fn signed_store(bucket: &str, proxy: &support::faults::FaultProxy, secret: &str)
 }
 
 /// The GETs the proxy saw of `key`, by user agent.
-fn gets_of(proxy: &support::faults::FaultProxy, path: &str) -> Vec<String> {
+fn gets_of(proxy: &crate::support::faults::FaultProxy, path: &str) -> Vec<String> {
     proxy
         .seen()
         .into_iter()
@@ -1359,7 +1374,8 @@ async fn downloads_are_signed_right_for_keys_s3_escapes_and_take_one_request_eac
     let server = servers::s3_checking_signatures();
     let client = signing_client(&server.endpoint).await;
     let bucket = signed_bucket(&client).await;
-    let proxy = support::faults::FaultProxy::start(server.endpoint.trim_start_matches("http://"));
+    let proxy =
+        crate::support::faults::FaultProxy::start(server.endpoint.trim_start_matches("http://"));
     let s = signed_store(&bucket, &proxy, servers::S3_SECRET_KEY);
     let scratch = tempfile::tempdir().unwrap();
     let keys = [
@@ -1433,7 +1449,7 @@ async fn downloads_are_signed_right_for_keys_s3_escapes_and_take_one_request_eac
     // Throttled: the retry loop backs off and asks the same way again; the
     // SDK does not repeat the request at once.
     proxy.rule(
-        support::faults::Rule::new(support::faults::Fault::Status(503))
+        crate::support::faults::Rule::new(crate::support::faults::Fault::Status(503))
             .method("GET")
             .target("plain/a.txt")
             .times(1),

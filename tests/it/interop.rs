@@ -4,10 +4,8 @@
 //! fake-gcs-server (GCS); objects are written straight to the server, as
 //! those tools write them (no swamp metadata).
 
-mod support;
-
-use support::bucket::{Backend, Bucket, Repo};
-use support::faults::{Fault, FaultProxy, Rule};
+use crate::support::bucket::{Backend, Bucket, Repo};
+use crate::support::faults::{Fault, FaultProxy, Rule};
 
 const UPSTREAM_ID: &str = "6f1c2a7e-3b7d-4e55-9c1a-0d6a1f2b3c4d";
 
@@ -321,7 +319,7 @@ fn an_aws_cli_multipart_object_is_recognised_by_its_composite_etag(backend: Back
     bucket.foreign_put("swamp/infra/.namespace.json", &upstream_manifest("infra"));
     let mut body = vec![b'.'; (8 << 20) * 2 + 1234];
     body[7] = b'x';
-    let etag = support::servers::s3().multipart_put(
+    let etag = crate::support::servers::s3().multipart_put(
         &bucket.name,
         "swamp/infra/files/vm/image.bin",
         &body,
@@ -330,7 +328,7 @@ fn an_aws_cli_multipart_object_is_recognised_by_its_composite_etag(backend: Back
     assert!(etag.ends_with("-3"), "{etag}");
     let mut other = body.clone();
     other[body.len() - 1] = b'!';
-    support::servers::s3().multipart_put(
+    crate::support::servers::s3().multipart_put(
         &bucket.name,
         "swamp/infra/files/vm/other.bin",
         &other,
@@ -494,7 +492,7 @@ fn keys_the_cache_cannot_hold_are_conflicts_at_plan_time(backend: Backend) {
         "{}",
         human.stdout
     );
-    let written = support::tree(&b.cache());
+    let written = crate::support::tree(&b.cache());
     assert!(
         written.keys().all(|k| !k.starts_with("lab/")),
         "{:?}",
@@ -528,7 +526,7 @@ fn a_gzip_encoded_gcs_object_arrives_as_served_and_stays_converged(backend: Back
     let bucket = Bucket::new(backend);
     bucket.foreign_put("swamp/infra/.namespace.json", &upstream_manifest("infra"));
     let text = "line of a log\n".repeat(300);
-    support::servers::gcs().upload(
+    crate::support::servers::gcs().upload(
         &bucket.name,
         &serde_json::json!({
             "name": "swamp/infra/logs/run.log",
