@@ -184,11 +184,25 @@ mod from {
         fn from(e: EngineError) -> CliError {
             let e = match e {
                 EngineError::Config(c) => return c.into(),
+                EngineError::Undo(u) => return u.into(),
                 other => other,
             };
             let hint = match &e {
-                EngineError::Stale { .. } => Some(
+                EngineError::Stale { undoes: None, .. } => Some(
                     "run `swamp plan -o FILE` again, review it, and apply the new plan".to_string(),
+                ),
+                EngineError::Stale {
+                    undoes: Some(id), ..
+                } => Some(format!("`swamp undo {id}` shows the undo as it is now")),
+                EngineError::LastCutShort {
+                    undoes: Some(undone),
+                    ..
+                } => Some(format!("`swamp undo {undone}` finishes the undo it began")),
+                EngineError::LastCutShort { id, undoes: None } => {
+                    Some(format!("`swamp undo {id}` reverses what it did"))
+                }
+                EngineError::Prune { .. } => Some(
+                    "run `swamp undo --prune` again: what was pruned stays pruned".to_string(),
                 ),
                 EngineError::Apply(ApplyError::Conflicts(_)) => {
                     Some("run `swamp plan` to see the conflicts".to_string())

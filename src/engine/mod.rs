@@ -6,6 +6,7 @@
 
 pub mod hydrate;
 pub mod sync;
+pub mod undo;
 
 pub use crate::store::RemoteTarget;
 pub use sync::SyncOptions;
@@ -58,10 +59,41 @@ pub enum EngineError {
         "moving data from {from} to another bucket is not supported by this version of swamp; nothing was changed"
     )]
     RemoteSourceUnsupported { from: String },
-    #[error("the saved plan is stale; since it was made:\n  - {}", .changes.join("\n  - "))]
-    Stale { changes: Vec<String> },
+    #[error(
+        "the saved {}plan is stale; since it was made:\n  - {}",
+        if .undoes.is_some() { "undo " } else { "" },
+        .changes.join("\n  - ")
+    )]
+    Stale {
+        changes: Vec<String>,
+        /// The apply a stale undo plan reverses (`None`: a plan of changes).
+        undoes: Option<String>,
+    },
     #[error("the saved plan was made for repository {planned}, not this one ({actual})")]
     WrongRepo { planned: String, actual: String },
+    #[error(transparent)]
+    Undo(#[from] crate::undo::UndoError),
+    /// `undo` without an id, after an apply that did not finish.
+    #[error("the last apply, {id}, was cut short; name the apply to reverse")]
+    LastCutShort {
+        id: String,
+        /// The apply it was undoing, when it was an undo.
+        undoes: Option<String>,
+    },
+    #[error("cannot observe the files of apply {id}: {source}")]
+    UndoObserve {
+        id: String,
+        #[source]
+        source: crate::state::undo::UndoObserveError,
+    },
+    #[error(transparent)]
+    UndoApply(#[from] crate::apply::undo::UndoApplyError),
+    #[error("cannot prune the trash of apply {id}: {source}")]
+    Prune {
+        id: String,
+        #[source]
+        source: crate::apply::prune::PruneError,
+    },
 }
 
 impl EngineError {
@@ -207,9 +239,7 @@ fn plan_learnt(
 /// as actions of this plan, before the managed-config sentinel (which
 /// stays strictly last).
 fn add_prunes(layout: &Layout, config: &Config, plan: &mut Plan) -> Result<(), EngineError> {
-    let held = state::undo::held(layout, &plan.target.placement())?;
-    let prunes =
-        crate::plan::retention::prunes(&held, (&config.undo).into(), crate::clock::now_secs());
+    let prunes = undo::due_prunes_at(layout, config, &plan.target.placement())?;
     let at = plan
         .actions
         .iter()
@@ -298,22 +328,81 @@ pub fn saved_options(saved: &SavedPlan) -> SyncOptions {
     }
 }
 
+/// A saved plan of either kind, to be re-derived.
+pub enum Saved<'a> {
+    /// A plan of changes (`swamp plan -o FILE`).
+    Plan(&'a SavedPlan),
+    /// An undo plan (`swamp undo -o FILE`), with the apply it reverses.
+    Undo(&'a crate::plan::file::SavedUndo, &'a undo::UndoSubject),
+}
+
+/// A saved plan re-derived: the fresh plan, which is what gets applied.
+pub enum Rederived {
+    Plan(Box<Planned>),
+    Undo(crate::plan::undo::UndoPlan),
+}
+
 /// Re-derives a saved plan instead of trusting it: same repository, same
 /// desired state, and a plan composed now (from a fresh observation, with
 /// the saved plan's own options) that equals the saved one exactly.
 /// Returns the fresh plan, which is what gets applied. A stale, tampered or
 /// foreign plan all end here, naming the first difference.
 pub fn rederive(
+    saved: Saved<'_>,
+    layout: &Layout,
+    config: &Config,
+) -> Result<Rederived, EngineError> {
+    same_repo(
+        match saved {
+            Saved::Plan(p) => p.repo_id,
+            Saved::Undo(u, _) => u.repo_id,
+        },
+        config,
+    )?;
+    match saved {
+        Saved::Plan(saved) => {
+            rederive_plan(saved, layout, config).map(|p| Rederived::Plan(Box::new(p)))
+        }
+        Saved::Undo(saved, subject) => {
+            let now = undo::plan_undo(layout, subject)?;
+            let saved = &saved.undo;
+            let difference = first_action_difference(&saved.actions, &now.actions).or_else(|| {
+                (saved.conflicts != now.conflicts).then(|| {
+                    format!(
+                        "the saved plan lists {} conflict(s), planning now finds {}",
+                        saved.conflicts.len(),
+                        now.conflicts.len()
+                    )
+                })
+            });
+            match difference.or_else(|| (*saved != now).then(|| "the plan differs".to_string())) {
+                Some(d) => Err(EngineError::Stale {
+                    changes: vec![d],
+                    undoes: Some(saved.undoes.clone()),
+                }),
+                None => Ok(Rederived::Undo(now)),
+            }
+        }
+    }
+}
+
+/// Refuses a saved plan made in another repository.
+pub fn same_repo(planned: uuid::Uuid, config: &Config) -> Result<(), EngineError> {
+    if planned == config.repo_id {
+        return Ok(());
+    }
+    Err(EngineError::WrongRepo {
+        planned: planned.to_string(),
+        actual: config.repo_id.to_string(),
+    })
+}
+
+/// [`rederive`] of a plan of changes.
+fn rederive_plan(
     saved: &SavedPlan,
     layout: &Layout,
     config: &Config,
 ) -> Result<Planned, EngineError> {
-    if saved.repo_id != config.repo_id {
-        return Err(EngineError::WrongRepo {
-            planned: saved.repo_id.to_string(),
-            actual: config.repo_id.to_string(),
-        });
-    }
     check_supported(config, saved.plan.scope)?;
     let desired_then = saved.desired();
     let desired_now = Desired::from_config(config, saved.plan.scope);
@@ -323,6 +412,7 @@ pub fn rederive(
                 "the configuration changed: the plan moves data to {}, .swamp.toml now wants {}",
                 desired_then.target, desired_now.target
             )],
+            undoes: None,
         });
     }
     if desired_now != desired_then {
@@ -340,6 +430,7 @@ pub fn rederive(
                 list(&desired_then),
                 list(&desired_now)
             )],
+            undoes: None,
         });
     }
     let mut now = plan_with(layout, config, saved.plan.scope, saved_options(saved))?;
@@ -355,42 +446,18 @@ pub fn rederive(
                     .filter(|c| c != "the datastore layout changed"),
             );
         }
-        return Err(EngineError::Stale { changes });
+        return Err(EngineError::Stale {
+            changes,
+            undoes: None,
+        });
     }
     Ok(now)
 }
 
 /// The first way `now` differs from `saved`, in words; `None` when equal.
 pub fn first_difference(saved: &Plan, now: &Plan) -> Option<String> {
-    let show = |a: &crate::plan::Action| {
-        let json = serde_json::to_string(a).expect("actions serialise");
-        match json.char_indices().nth(300) {
-            Some((i, _)) => format!("{}…", &json[..i]),
-            None => json,
-        }
-    };
-    for (i, (a, b)) in saved.actions.iter().zip(&now.actions).enumerate() {
-        if a != b {
-            return Some(format!(
-                "action {} differs: the saved plan has {}, planning now gives {}",
-                i + 1,
-                show(a),
-                show(b)
-            ));
-        }
-    }
-    if saved.actions.len() != now.actions.len() {
-        let n = saved.actions.len().min(now.actions.len());
-        let extra = match (saved.actions.get(n), now.actions.get(n)) {
-            (Some(a), _) => format!("; the saved plan also has {}", show(a)),
-            (_, Some(b)) => format!("; planning now also gives {}", show(b)),
-            _ => String::new(),
-        };
-        return Some(format!(
-            "the saved plan has {} action(s), planning now gives {}{extra}",
-            saved.actions.len(),
-            now.actions.len()
-        ));
+    if let Some(d) = first_action_difference(&saved.actions, &now.actions) {
+        return Some(d);
     }
     if saved.conflicts != now.conflicts {
         return Some(format!(
@@ -409,6 +476,44 @@ pub fn first_difference(saved: &Plan, now: &Plan) -> Option<String> {
         );
     }
     (saved.scope != now.scope).then(|| "the plan's scope differs".to_string())
+}
+
+/// The first action (of either kind of plan) that differs, in words.
+fn first_action_difference<A: PartialEq + serde::Serialize>(
+    saved: &[A],
+    now: &[A],
+) -> Option<String> {
+    let show = |a: &A| {
+        let json = serde_json::to_string(a).expect("actions serialise");
+        match json.char_indices().nth(300) {
+            Some((i, _)) => format!("{}…", &json[..i]),
+            None => json,
+        }
+    };
+    for (i, (a, b)) in saved.iter().zip(now).enumerate() {
+        if a != b {
+            return Some(format!(
+                "action {} differs: the saved plan has {}, planning now gives {}",
+                i + 1,
+                show(a),
+                show(b)
+            ));
+        }
+    }
+    if saved.len() != now.len() {
+        let n = saved.len().min(now.len());
+        let extra = match (saved.get(n), now.get(n)) {
+            (Some(a), _) => format!("; the saved plan also has {}", show(a)),
+            (_, Some(b)) => format!("; planning now also gives {}", show(b)),
+            _ => String::new(),
+        };
+        return Some(format!(
+            "the saved plan has {} action(s), planning now gives {}{extra}",
+            saved.len(),
+            now.len()
+        ));
+    }
+    None
 }
 
 /// The outcome of an apply followed by a fresh plan.

@@ -144,7 +144,10 @@ pub fn apply_saved(ctx: &Ctx, file: &Path) -> Result<Outcome, CliError> {
 /// when the new plan equals it; the new plan is what runs.
 fn apply_saved_locked(ctx: &Ctx, repo: &Repo, saved: SavedPlan) -> Result<Outcome, CliError> {
     let options = engine::saved_options(&saved);
-    let planned = engine::rederive(&saved, &repo.layout, &repo.config)?;
+    let planned = match engine::rederive(engine::Saved::Plan(&saved), &repo.layout, &repo.config)? {
+        engine::Rederived::Plan(planned) => *planned,
+        engine::Rederived::Undo(_) => unreachable!("a plan re-derives as a plan"),
+    };
     // The file's own plan and observation are done with: the new plan is
     // what runs, and they need not stay through its apply and the
     // verifying plan.

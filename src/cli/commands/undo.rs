@@ -9,11 +9,9 @@ use std::path::Path;
 use crate::cli::locking::Locks;
 use crate::cli::output::{ask, interactive, print_json};
 use crate::cli::{CliError, Ctx, Outcome};
+use crate::engine::{self, undo::UndoSubject};
 use crate::plan::file::SavedUndo;
 use crate::plan::render::render_undo;
-use crate::plan::undo::UndoPlan;
-use crate::store::RemoteTarget;
-use crate::undo::{Journal, Op};
 
 /// How the undo plan is taken forward once shown.
 enum Then<'a> {
@@ -22,7 +20,7 @@ enum Then<'a> {
     /// `-o FILE`: save it for `swamp apply FILE`.
     Save(&'a Path),
     /// `swamp apply FILE`: apply only if it equals the saved plan.
-    Expect { saved: &'a UndoPlan, yes: bool },
+    Expect { saved: &'a SavedUndo, yes: bool },
 }
 
 pub fn run(
@@ -45,71 +43,28 @@ pub fn run(
 /// `swamp apply FILE` of a saved undo plan: planned again, applied only if
 /// unchanged.
 pub fn apply_saved(ctx: &Ctx, saved: &SavedUndo) -> Result<Outcome, CliError> {
-    let repo = ctx.open_repo()?;
-    if saved.repo_id != repo.config.repo_id {
-        return Err(CliError::failure(format!(
-            "the saved undo plan was made for repository {}, not this one ({})",
-            saved.repo_id, repo.config.repo_id
-        )));
-    }
     undo_with(
         ctx,
         Some(&saved.undo.undoes),
-        Then::Expect {
-            saved: &saved.undo,
-            yes: true,
-        },
+        Then::Expect { saved, yes: true },
     )
 }
 
 fn undo_with(ctx: &Ctx, id: Option<&str>, then: Then<'_>) -> Result<Outcome, CliError> {
     let repo = ctx.open_repo()?;
-    let layout = &repo.layout;
-    let journal = match id {
-        Some(id) => Journal::load(layout, id)?,
-        None => {
-            let last = Journal::last(layout)?;
-            if !last.finished {
-                let finish = match &last.undoes {
-                    Some(undone) => format!("`swamp undo {undone}` finishes the undo it began"),
-                    None => format!("`swamp undo {}` reverses what it did", last.id),
-                };
-                return Err(CliError::failure(format!(
-                    "the last apply, {}, was cut short; name the apply to reverse",
-                    last.id
-                ))
-                .hint(finish));
-            }
-            last
-        }
-    };
-    if journal.no_undo {
-        return Err(crate::undo::UndoError::NotKept { id: journal.id }.into());
+    if let Then::Expect { saved, .. } = &then {
+        // Before the journal is looked for: another repository's history.
+        engine::same_repo(saved.repo_id, &repo.config)?;
     }
-    if let Some(at) = journal.pruned {
-        return Err(crate::undo::UndoError::Pruned { id: journal.id, at }.into());
-    }
-    // Remote objects are restored through the placement's own store, under
-    // its lock.
-    let remote_placement = journal
-        .entries
-        .iter()
-        .find(|e| matches!(e.op, Op::RemoteSetAside | Op::RemoteRestored))
-        .map(|e| e.placement.clone());
-    let remote = remote_placement
-        .as_ref()
-        .filter(|p| *p == &repo.config.target())
-        .map(RemoteTarget::open)
-        .transpose()
-        .map_err(|e| CliError::failure(e.to_string()))?;
+    let subject = engine::undo::subject(&repo.layout, &repo.config, id)?;
     // Saving a plan changes nothing: no lock.
-    let locks = match (&remote, &then) {
-        (Some(_), Then::Apply { .. } | Then::Expect { .. }) => {
-            Some(Locks::take(ctx, layout, &repo.config, "undo")?)
+    let locks = match &then {
+        Then::Apply { .. } | Then::Expect { .. } if subject.writes_remote() => {
+            Some(Locks::take(ctx, &repo.layout, &repo.config, "undo")?)
         }
         _ => None,
     };
-    let result = plan_and_apply(ctx, &repo, &journal, remote.as_ref(), then);
+    let result = plan_and_apply(ctx, &repo, &subject, then);
     match locks {
         Some(l) => l.finish(result),
         None => result,
@@ -119,34 +74,19 @@ fn undo_with(ctx: &Ctx, id: Option<&str>, then: Then<'_>) -> Result<Outcome, Cli
 fn plan_and_apply(
     ctx: &Ctx,
     repo: &crate::cli::Repo,
-    journal: &Journal,
-    remote: Option<&RemoteTarget>,
+    subject: &UndoSubject,
     then: Then<'_>,
 ) -> Result<Outcome, CliError> {
     let layout = &repo.layout;
-    let observed = crate::state::undo::observe(layout, journal, remote).map_err(|e| {
-        CliError::failure(format!(
-            "cannot observe the files of apply {}: {e}",
-            journal.id
-        ))
-    })?;
-    let plan = crate::plan::undo::compose(journal, &observed);
-    if let Then::Expect { saved, .. } = &then
-        && **saved != plan
-    {
-        return Err(CliError::failure(format!(
-            "the saved undo plan is stale: planning the undo of {} again gives another plan ({} action(s) and {} conflict(s) now, {} and {} saved); nothing was changed",
-            journal.id,
-            plan.actions.len(),
-            plan.conflicts.len(),
-            saved.actions.len(),
-            saved.conflicts.len()
-        ))
-        .hint(format!(
-            "`swamp undo {}` shows the undo as it is now",
-            journal.id
-        )));
-    }
+    let plan = match &then {
+        Then::Expect { saved, .. } => {
+            match engine::rederive(engine::Saved::Undo(saved, subject), layout, &repo.config)? {
+                engine::Rederived::Undo(plan) => plan,
+                engine::Rederived::Plan(_) => unreachable!("an undo re-derives as an undo"),
+            }
+        }
+        _ => engine::undo::plan_undo(layout, subject)?,
+    };
     if !ctx.json {
         out!("{}", render_undo(&plan));
     }
@@ -182,7 +122,7 @@ fn plan_and_apply(
         } else {
             outln!(
                 "Nothing to undo: every file of apply {} is as it was before it.",
-                journal.id
+                subject.id()
             );
         }
         return Ok(Outcome::Success);
@@ -204,7 +144,7 @@ fn plan_and_apply(
         } else {
             outln!(
                 "\nThis was a preview; nothing changed. Run `swamp undo {} -y` to apply it.",
-                journal.id
+                subject.id()
             );
         }
         return Ok(if detailed_exitcode {
@@ -213,8 +153,7 @@ fn plan_and_apply(
             Outcome::Success
         });
     }
-    let report = crate::apply::undo::apply(layout, &plan, &crate::cli::command_line(), remote)
-        .map_err(|e| CliError::failure(e.to_string()))?;
+    let report = engine::undo::apply_undo(layout, subject, &plan, &crate::cli::command_line())?;
     if ctx.json {
         print_json(&json!({ "undo": plan, "applied": report }));
     } else {
@@ -230,7 +169,7 @@ fn plan_and_apply(
         }
         outln!(
             "\nUndid apply {}: {} restored, {} set aside{remote}. Recorded as apply {}; `swamp undo {}` reverses it.",
-            journal.id,
+            subject.id(),
             report.restored,
             report.set_aside,
             report.apply_id,
@@ -245,11 +184,7 @@ fn plan_and_apply(
 pub fn prune(ctx: &Ctx, yes: bool, detailed_exitcode: bool) -> Result<Outcome, CliError> {
     let repo = ctx.open_repo()?;
     let layout = &repo.layout;
-    let target = repo.config.target();
-    let held = crate::state::undo::held(layout, &target)
-        .map_err(|e| CliError::failure(format!("cannot read the undo trash: {e}")))?;
-    let policy = (&repo.config.undo).into();
-    let actions = crate::plan::retention::prunes(&held, policy, crate::clock::now_secs());
+    let actions = engine::undo::due_prunes(layout, &repo.config)?;
     if !ctx.json {
         out!(
             "{}",
@@ -279,30 +214,17 @@ pub fn prune(ctx: &Ctx, yes: bool, detailed_exitcode: bool) -> Result<Outcome, C
             Outcome::Success
         });
     }
-    let remote_needed = actions.iter().any(|a| {
-        matches!(a, crate::plan::Action::PruneTrash { remote_objects, .. } if *remote_objects > 0)
-    });
-    let remote = remote_needed
-        .then(|| RemoteTarget::open(&target))
-        .transpose()
-        .map_err(|e| CliError::failure(e.to_string()))?;
-    let locks = match &remote {
-        Some(_) => Some(Locks::take(ctx, layout, &repo.config, "undo --prune")?),
-        None => None,
+    let locks = match engine::undo::prunes_write_remote(&actions) {
+        true => Some(Locks::take(ctx, layout, &repo.config, "undo --prune")?),
+        false => None,
     };
     let result = (|| {
-        let mut done = Vec::new();
-        for a in &actions {
-            if let crate::plan::Action::PruneTrash { id, .. } = a {
-                let pruned = crate::apply::prune::prune(layout, id, &target, remote.as_ref())
-                    .map_err(|e| {
-                        CliError::failure(format!("cannot prune the trash of apply {id}: {e}"))
-                            .hint("run `swamp undo --prune` again: what was pruned stays pruned")
-                    })?;
-                done.push(json!({ "id": id, "pruned": pruned }));
-            }
-        }
+        let done = engine::undo::apply_prunes(layout, &repo.config, &actions)?;
         if ctx.json {
+            let done: Vec<_> = done
+                .iter()
+                .map(|(id, pruned)| json!({ "id": id, "pruned": pruned }))
+                .collect();
             print_json(&json!({ "prune": actions, "applied": done }));
         } else {
             outln!("\nPruned the trash of {} apply(s).", done.len());

@@ -1,0 +1,153 @@
+//! Undo and trash retention through the engine: which apply an undo
+//! reverses ([`subject`]), observing what its files are now and composing
+//! the reversal ([`plan_undo`]), applying it ([`apply_undo`]); and the
+//! trash `[undo]` says is due ([`due_prunes`], [`apply_prunes`]). A saved
+//! undo plan is re-derived by [`super::rederive`], like every saved plan.
+
+use crate::apply::prune::Pruned;
+use crate::apply::undo::UndoReport;
+use crate::config::Config;
+use crate::layout::Layout;
+use crate::plan::Action;
+use crate::plan::undo::UndoPlan;
+use crate::store::RemoteTarget;
+use crate::undo::{Journal, Op, UndoError};
+
+use super::EngineError;
+
+/// The apply an undo reverses, and the store its remote objects live in
+/// (when it changed any, and the configuration still names that store).
+pub struct UndoSubject {
+    journal: Journal,
+    remote: Option<RemoteTarget>,
+}
+
+impl UndoSubject {
+    /// The id of the apply this undo reverses.
+    pub fn id(&self) -> &str {
+        &self.journal.id
+    }
+
+    /// Whether undoing writes remote objects (and so needs the lock).
+    pub fn writes_remote(&self) -> bool {
+        self.remote.is_some()
+    }
+}
+
+/// The apply `id` names, or the last one; refused when it cannot be
+/// undone (cut short without a name, run with `--no-undo`, pruned).
+pub fn subject(
+    layout: &Layout,
+    config: &Config,
+    id: Option<&str>,
+) -> Result<UndoSubject, EngineError> {
+    let journal = match id {
+        Some(id) => Journal::load(layout, id)?,
+        None => {
+            let last = Journal::last(layout)?;
+            if !last.finished {
+                return Err(EngineError::LastCutShort {
+                    id: last.id,
+                    undoes: last.undoes,
+                });
+            }
+            last
+        }
+    };
+    if journal.no_undo {
+        return Err(UndoError::NotKept { id: journal.id }.into());
+    }
+    if let Some(at) = journal.pruned {
+        return Err(UndoError::Pruned { id: journal.id, at }.into());
+    }
+    // Remote objects are restored through the placement's own store.
+    let remote = journal
+        .entries
+        .iter()
+        .find(|e| matches!(e.op, Op::RemoteSetAside | Op::RemoteRestored))
+        .map(|e| &e.placement)
+        .filter(|p| **p == config.target())
+        .map(RemoteTarget::open)
+        .transpose()?;
+    Ok(UndoSubject { journal, remote })
+}
+
+/// Observes the files and objects of the subject's apply as they are now,
+/// and composes their reversal: changed ones are conflicts.
+pub fn plan_undo(layout: &Layout, subject: &UndoSubject) -> Result<UndoPlan, EngineError> {
+    let observed = crate::state::undo::observe(layout, &subject.journal, subject.remote.as_ref())
+        .map_err(|source| EngineError::UndoObserve {
+        id: subject.journal.id.clone(),
+        source,
+    })?;
+    Ok(crate::plan::undo::compose(&subject.journal, &observed))
+}
+
+/// Applies `plan` (journaled itself, so it can be undone in turn).
+/// `command` is the command line recorded in the history.
+pub fn apply_undo(
+    layout: &Layout,
+    subject: &UndoSubject,
+    plan: &UndoPlan,
+    command: &str,
+) -> Result<UndoReport, EngineError> {
+    Ok(crate::apply::undo::apply(
+        layout,
+        plan,
+        command,
+        subject.remote.as_ref(),
+    )?)
+}
+
+/// The trash of earlier applies that `[undo]` says is due now, as
+/// `prune-trash` actions.
+pub fn due_prunes(layout: &Layout, config: &Config) -> Result<Vec<Action>, EngineError> {
+    due_prunes_at(layout, config, &config.target())
+}
+
+/// [`due_prunes`], for the trash held for `placement`.
+pub(super) fn due_prunes_at(
+    layout: &Layout,
+    config: &Config,
+    placement: &crate::config::Placement,
+) -> Result<Vec<Action>, EngineError> {
+    let held = crate::state::undo::held(layout, placement)?;
+    Ok(crate::plan::retention::prunes(
+        &held,
+        (&config.undo).into(),
+        crate::clock::now_secs(),
+    ))
+}
+
+/// Whether pruning `actions` removes remote trash (and so needs the lock).
+pub fn prunes_write_remote(actions: &[Action]) -> bool {
+    actions
+        .iter()
+        .any(|a| matches!(a, Action::PruneTrash { remote_objects, .. } if *remote_objects > 0))
+}
+
+/// Prunes the trash `actions` name, in order; what was pruned stays
+/// pruned if a later one fails.
+pub fn apply_prunes(
+    layout: &Layout,
+    config: &Config,
+    actions: &[Action],
+) -> Result<Vec<(String, Pruned)>, EngineError> {
+    let target = config.target();
+    let remote = prunes_write_remote(actions)
+        .then(|| RemoteTarget::open(&target))
+        .transpose()?;
+    let mut done = Vec::new();
+    for a in actions {
+        if let Action::PruneTrash { id, .. } = a {
+            let pruned = crate::apply::prune::prune(layout, id, &target, remote.as_ref()).map_err(
+                |source| EngineError::Prune {
+                    id: id.clone(),
+                    source,
+                },
+            )?;
+            done.push((id.clone(), pruned));
+        }
+    }
+    Ok(done)
+}
