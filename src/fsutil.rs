@@ -60,9 +60,11 @@ pub fn temp_writer_gone(name: &str) -> bool {
 
 /// True when no process with `pid` exists on this machine.
 pub fn process_gone(pid: i32) -> bool {
-    // SAFETY: signal 0 only checks whether the process exists.
-    let r = unsafe { libc::kill(pid, 0) };
-    r != 0 && io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
+    // 0 and negative pids name process groups: never "gone".
+    let Some(pid) = rustix::process::Pid::from_raw(pid.max(0)) else {
+        return false;
+    };
+    rustix::process::test_kill_process(pid) == Err(rustix::io::Errno::SRCH)
 }
 
 /// Writes `bytes` to `path` atomically: a temp file in the same directory,
@@ -130,7 +132,6 @@ pub fn sync_dir(dir: &Path) -> io::Result<()> {
 pub fn sync_files(dirs: &[&Path], files: &[&Path]) -> io::Result<()> {
     #[cfg(target_os = "linux")]
     {
-        use std::os::fd::AsRawFd;
         use std::os::unix::fs::MetadataExt;
         let _ = files;
         let mut devices = Vec::new();
@@ -141,10 +142,7 @@ pub fn sync_files(dirs: &[&Path], files: &[&Path]) -> io::Result<()> {
                 continue;
             }
             devices.push(dev);
-            // SAFETY: `d` is an open descriptor for the duration of the call.
-            if unsafe { libc::syncfs(d.as_raw_fd()) } != 0 {
-                return Err(io::Error::last_os_error());
-            }
+            rustix::fs::syncfs(&d)?;
         }
         Ok(())
     }
@@ -165,29 +163,12 @@ pub fn sync_files(dirs: &[&Path], files: &[&Path]) -> io::Result<()> {
 pub fn rename_noreplace(from: &Path, to: &Path) -> io::Result<()> {
     #[cfg(target_os = "linux")]
     {
-        use std::ffi::CString;
-        use std::os::unix::ffi::OsStrExt;
-        let cstr = |p: &Path| {
-            CString::new(p.as_os_str().as_bytes())
-                .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path holds a NUL byte"))
-        };
-        let (f, t) = (cstr(from)?, cstr(to)?);
-        // SAFETY: both are NUL-terminated paths that outlive the call.
-        let rc = unsafe {
-            libc::renameat2(
-                libc::AT_FDCWD,
-                f.as_ptr(),
-                libc::AT_FDCWD,
-                t.as_ptr(),
-                libc::RENAME_NOREPLACE,
-            )
-        };
-        if rc == 0 {
-            return Ok(());
-        }
-        let e = io::Error::last_os_error();
-        if !matches!(e.raw_os_error(), Some(libc::EINVAL | libc::ENOSYS)) {
-            return Err(e);
+        use rustix::fs::{CWD, RenameFlags, renameat_with};
+        match renameat_with(CWD, from, CWD, to, RenameFlags::NOREPLACE) {
+            Ok(()) => return Ok(()),
+            // Not supported by this filesystem or kernel: link and unlink.
+            Err(rustix::io::Errno::INVAL | rustix::io::Errno::NOSYS) => {}
+            Err(e) => return Err(e.into()),
         }
     }
     match fs::hard_link(from, to) {
@@ -247,25 +228,15 @@ pub fn folds_case(dir: &Path) -> bool {
     #[cfg(target_os = "linux")]
     {
         /// `FS_CASEFOLD_FL` in linux/fs.h.
-        const CASEFOLD: libc::c_long = 0x4000_0000;
+        const CASEFOLD: u32 = 0x4000_0000;
         let Some(existing) = dir.ancestors().find(|d| d.is_dir()) else {
             return false;
         };
         let Ok(f) = File::open(existing) else {
             return false;
         };
-        let mut flags: libc::c_long = 0;
-        // SAFETY: FS_IOC_GETFLAGS writes the inode's flags into the long it
-        // is given; `f` is an open descriptor for the call's duration.
-        let r = unsafe {
-            libc::ioctl(
-                std::os::fd::AsRawFd::as_raw_fd(&f),
-                libc::FS_IOC_GETFLAGS,
-                &mut flags,
-            )
-        };
         // Filesystems without attributes (tmpfs, overlay…) say ENOTTY.
-        r == 0 && flags & CASEFOLD != 0
+        rustix::fs::ioctl_getflags(&f).is_ok_and(|flags| flags.bits() & CASEFOLD != 0)
     }
     #[cfg(not(any(target_os = "macos", target_os = "linux")))]
     {

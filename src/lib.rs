@@ -1,7 +1,7 @@
 //! `swamp` keeps a repository's runtime data in a datastore and moves it
 //! between layouts with a Terraform-style reconcile loop:
 //! desired state ([`state::desired`]) + observed state ([`state::observed`])
-//! → typed diff ([`plan::diff`]) → rendered plan ([`plan::render`]) →
+//! → typed diff ([`plan::diff`]) → rendered plan ([`cli::render`]) →
 //! idempotent apply ([`apply`]).
 //!
 //! [`layout`] is the one module that turns configuration into paths.

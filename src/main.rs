@@ -13,13 +13,13 @@ fn main() -> std::process::ExitCode {
     // `allow_thp` option before `main`, so the process turns THP off.
     // Peak RSS is a target, and none of these bought speed in the pull
     // benchmark.
-    // SAFETY: called before any other thread exists; prctl takes plain
-    // integers.
+    // SAFETY: mimalloc's C options API, which has no safe wrapper; called
+    // before any other thread exists, with options that exist.
     unsafe {
         libmimalloc_sys::mi_option_set(15, 0);
         libmimalloc_sys::mi_option_set(4, 0);
-        #[cfg(target_os = "linux")]
-        libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0);
     }
+    #[cfg(target_os = "linux")]
+    let _ = rustix::thread::disable_transparent_huge_pages(true);
     swamp::cli::main()
 }

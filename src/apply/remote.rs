@@ -247,184 +247,17 @@ pub async fn run(
     root: &Path,
     remotes: &Remotes<'_>,
 ) -> Result<BaseChange, SyncActionError> {
-    let store_err = |path: &TierPath| {
-        let path = path.clone();
-        move |source| SyncActionError::Store { path, source }
-    };
     match action {
-        Action::Upload {
-            path,
-            sha256,
-            remote: expect,
-            ..
-        } => {
-            let file = check_no_symlink(root, path)?;
-            match local_sha(&file, path, remotes.hashes)? {
-                None => return Err(SyncActionError::LocalGone { path: path.clone() }),
-                Some(found) if &found != sha256 => {
-                    return Err(SyncActionError::LocalChanged { path: path.clone() });
-                }
-                Some(_) => {}
-            }
-            let pre = match expect {
-                RemoteExpect::Absent => Precondition::CreateOnly,
-                RemoteExpect::Version { version } => Precondition::Matches(version.clone()),
-            };
-            let remote = remotes.target(path)?;
-            if let RemoteExpect::Version { version } = expect {
-                keep_in_remote_trash(remote, remotes, path, version).await?;
-            }
-            let meta = remote
-                .store
-                .put_file(&remote.key(path), &file, &sha256.hex(), &pre)
-                .await
-                .map_err(store_err(path))?;
-            Ok(BaseChange::Set(
-                path.clone(),
-                BaseEntry {
-                    sha256: *sha256,
-                    size: meta.size,
-                    version: meta.version,
-                },
-            ))
-        }
+        Action::Upload { .. } => upload(action, root, remotes).await,
         Action::Download { .. } => download(action, root, remotes, false)
             .await
             .map(|(change, _)| change),
-        Action::DeleteLocal { path, sha256 } => {
-            let file = check_no_symlink(root, path)?;
-            match local_sha(&file, path, remotes.hashes)? {
-                None => {}
-                Some(found) if &found != sha256 => {
-                    return Err(SyncActionError::LocalChanged { path: path.clone() });
-                }
-                Some(_) => match remotes.trash {
-                    Some(trash) => trash.set_aside(path).map_err(|e| SyncActionError::Io {
-                        path: path.clone(),
-                        source: std::io::Error::other(e.to_string()),
-                    })?,
-                    None => std::fs::remove_file(&file).map_err(|source| SyncActionError::Io {
-                        path: path.clone(),
-                        source,
-                    })?,
-                },
-            }
-            if let Some(parent) = file.parent() {
-                fsutil::remove_empty_dirs(parent, root);
-            }
-            Ok(BaseChange::Remove(path.clone()))
-        }
-        Action::DeleteRemote { path, version } => {
-            let remote = remotes.target(path)?;
-            keep_in_remote_trash(remote, remotes, path, version).await?;
-            remote
-                .store
-                .delete(&remote.key(path), &Precondition::Matches(version.clone()))
-                .await
-                .map_err(store_err(path))?;
-            Ok(BaseChange::Remove(path.clone()))
-        }
-        Action::RenameLocal { path, to, sha256 } => {
-            let from = check_no_symlink(root, path)?;
-            let dest = check_no_symlink(root, to)?;
-            match local_sha(&from, path, remotes.hashes)? {
-                Some(found) if &found == sha256 => {}
-                Some(_) => return Err(SyncActionError::LocalChanged { path: path.clone() }),
-                None => return Err(SyncActionError::LocalGone { path: path.clone() }),
-            }
-            if dest.exists() {
-                return Err(SyncActionError::LocalAppeared { path: to.clone() });
-            }
-            // A renumbered data version goes into a version directory of
-            // its own.
-            if let Some(parent) = dest.parent() {
-                std::fs::create_dir_all(parent).map_err(|source| SyncActionError::Io {
-                    path: to.clone(),
-                    source,
-                })?;
-            }
-            std::fs::rename(&from, &dest).map_err(|source| SyncActionError::Io {
-                path: path.clone(),
-                source,
-            })?;
-            Ok(BaseChange::Nothing)
-        }
-        Action::Fetch {
-            path,
-            source,
-            sha256,
-            ..
-        } => {
-            let file = check_no_symlink(root, path)?;
-            if local_sha(&file, path, remotes.hashes)?.is_some() {
-                return Err(SyncActionError::LocalAppeared { path: path.clone() });
-            }
-            let from = remotes.source(*source, path)?;
-            let meta = from
-                .store
-                .get_to_file(&from.key(path), &file)
-                .await
-                .map_err(store_err(path))
-                .inspect_err(|_| prune_after_failure(&file, root))?;
-            verify_landed(&file, path, meta.sha256, *sha256)
-                .inspect_err(|_| prune_after_failure(&file, root))?;
-            Ok(BaseChange::Nothing)
-        }
-        Action::CopyRemote {
-            path,
-            source,
-            sha256,
-            size,
-            in_cache,
-            ..
-        } => {
-            let from = remotes.source(*source, path)?;
-            let to = remotes.target(path)?;
-            let meta = to
-                .store
-                .copy(&from.key(path), &to.key(path), &Precondition::CreateOnly)
-                .await
-                .map_err(store_err(path))?;
-            // The cache copy moved earlier in this plan: both sides agree.
-            Ok(if *in_cache {
-                BaseChange::Set(
-                    path.clone(),
-                    BaseEntry {
-                        sha256: *sha256,
-                        size: *size,
-                        version: meta.version,
-                    },
-                )
-            } else {
-                BaseChange::Nothing
-            })
-        }
-        Action::DeleteSourceRemote { source, objects } => {
-            let from = remotes
-                .sources
-                .get(*source)
-                .and_then(Option::as_ref)
-                .ok_or(SyncActionError::NoSourceRemote)?;
-            let results = futures_util::stream::iter(objects.iter().map(|o| {
-                let store = from.store.clone();
-                async move {
-                    store
-                        .delete(&o.key, &Precondition::Matches(o.version.clone()))
-                        .await
-                        .map_err(|source| SyncActionError::Object {
-                            key: o.key.clone(),
-                            source,
-                        })
-                }
-            }))
-            .buffer_unordered(16)
-            .collect::<Vec<_>>()
-            .await;
-            for r in results {
-                r?;
-            }
-            Ok(BaseChange::Nothing)
-        }
+        Action::DeleteLocal { .. } => delete_local(action, root, remotes),
+        Action::DeleteRemote { .. } => delete_remote(action, remotes).await,
+        Action::RenameLocal { .. } => rename_local(action, root, remotes),
+        Action::Fetch { .. } => fetch(action, root, remotes).await,
+        Action::CopyRemote { .. } => copy_remote(action, remotes).await,
+        Action::DeleteSourceRemote { .. } => delete_source_remote(action, remotes).await,
         Action::RecordBase { .. }
         | Action::RecordDeletes { .. }
         | Action::NoteProgress { .. }
@@ -438,6 +271,245 @@ pub async fn run(
         | Action::InvalidateCatalog
         | Action::FinishMigration => Ok(BaseChange::Nothing),
     }
+}
+
+/// A store error on `path`'s object, as a sync action's error.
+fn store_err(path: &TierPath) -> impl FnOnce(StoreError) -> SyncActionError + use<> {
+    let path = path.clone();
+    move |source| SyncActionError::Store { path, source }
+}
+
+/// Uploads a cache file under the precondition the plan saw (keeping what it replaces in the remote trash).
+async fn upload(
+    action: &Action,
+    root: &Path,
+    remotes: &Remotes<'_>,
+) -> Result<BaseChange, SyncActionError> {
+    let Action::Upload {
+        path,
+        sha256,
+        remote: expect,
+        ..
+    } = action
+    else {
+        unreachable!("dispatched by run")
+    };
+    let file = check_no_symlink(root, path)?;
+    match local_sha(&file, path, remotes.hashes)? {
+        None => return Err(SyncActionError::LocalGone { path: path.clone() }),
+        Some(found) if &found != sha256 => {
+            return Err(SyncActionError::LocalChanged { path: path.clone() });
+        }
+        Some(_) => {}
+    }
+    let pre = match expect {
+        RemoteExpect::Absent => Precondition::CreateOnly,
+        RemoteExpect::Version { version } => Precondition::Matches(version.clone()),
+    };
+    let remote = remotes.target(path)?;
+    if let RemoteExpect::Version { version } = expect {
+        keep_in_remote_trash(remote, remotes, path, version).await?;
+    }
+    let meta = remote
+        .store
+        .put_file(&remote.key(path), &file, &sha256.hex(), &pre)
+        .await
+        .map_err(store_err(path))?;
+    Ok(BaseChange::Set(
+        path.clone(),
+        BaseEntry {
+            sha256: *sha256,
+            size: meta.size,
+            version: meta.version,
+        },
+    ))
+}
+
+/// Deletes (sets aside) a cache file, if it is still what the plan saw.
+fn delete_local(
+    action: &Action,
+    root: &Path,
+    remotes: &Remotes<'_>,
+) -> Result<BaseChange, SyncActionError> {
+    let Action::DeleteLocal { path, sha256 } = action else {
+        unreachable!("dispatched by run")
+    };
+    let file = check_no_symlink(root, path)?;
+    match local_sha(&file, path, remotes.hashes)? {
+        None => {}
+        Some(found) if &found != sha256 => {
+            return Err(SyncActionError::LocalChanged { path: path.clone() });
+        }
+        Some(_) => match remotes.trash {
+            Some(trash) => trash.set_aside(path).map_err(|e| SyncActionError::Io {
+                path: path.clone(),
+                source: std::io::Error::other(e.to_string()),
+            })?,
+            None => std::fs::remove_file(&file).map_err(|source| SyncActionError::Io {
+                path: path.clone(),
+                source,
+            })?,
+        },
+    }
+    if let Some(parent) = file.parent() {
+        fsutil::remove_empty_dirs(parent, root);
+    }
+    Ok(BaseChange::Remove(path.clone()))
+}
+
+/// Deletes an object at the version the plan saw, kept in the remote trash first.
+async fn delete_remote(
+    action: &Action,
+    remotes: &Remotes<'_>,
+) -> Result<BaseChange, SyncActionError> {
+    let Action::DeleteRemote { path, version } = action else {
+        unreachable!("dispatched by run")
+    };
+    let remote = remotes.target(path)?;
+    keep_in_remote_trash(remote, remotes, path, version).await?;
+    remote
+        .store
+        .delete(&remote.key(path), &Precondition::Matches(version.clone()))
+        .await
+        .map_err(store_err(path))?;
+    Ok(BaseChange::Remove(path.clone()))
+}
+
+/// Renames a cache file (a renumbered data version), never over another.
+fn rename_local(
+    action: &Action,
+    root: &Path,
+    remotes: &Remotes<'_>,
+) -> Result<BaseChange, SyncActionError> {
+    let Action::RenameLocal { path, to, sha256 } = action else {
+        unreachable!("dispatched by run")
+    };
+    let from = check_no_symlink(root, path)?;
+    let dest = check_no_symlink(root, to)?;
+    match local_sha(&from, path, remotes.hashes)? {
+        Some(found) if &found == sha256 => {}
+        Some(_) => return Err(SyncActionError::LocalChanged { path: path.clone() }),
+        None => return Err(SyncActionError::LocalGone { path: path.clone() }),
+    }
+    if dest.exists() {
+        return Err(SyncActionError::LocalAppeared { path: to.clone() });
+    }
+    // A renumbered data version goes into a version directory of
+    // its own.
+    if let Some(parent) = dest.parent() {
+        std::fs::create_dir_all(parent).map_err(|source| SyncActionError::Io {
+            path: to.clone(),
+            source,
+        })?;
+    }
+    std::fs::rename(&from, &dest).map_err(|source| SyncActionError::Io {
+        path: path.clone(),
+        source,
+    })?;
+    Ok(BaseChange::Nothing)
+}
+
+/// Fetches a source remote's object into a cache path that must still be free.
+async fn fetch(
+    action: &Action,
+    root: &Path,
+    remotes: &Remotes<'_>,
+) -> Result<BaseChange, SyncActionError> {
+    let Action::Fetch {
+        path,
+        source,
+        sha256,
+        ..
+    } = action
+    else {
+        unreachable!("dispatched by run")
+    };
+    let file = check_no_symlink(root, path)?;
+    if local_sha(&file, path, remotes.hashes)?.is_some() {
+        return Err(SyncActionError::LocalAppeared { path: path.clone() });
+    }
+    let from = remotes.source(*source, path)?;
+    let meta = from
+        .store
+        .get_to_file(&from.key(path), &file)
+        .await
+        .map_err(store_err(path))
+        .inspect_err(|_| prune_after_failure(&file, root))?;
+    verify_landed(&file, path, meta.sha256, *sha256)
+        .inspect_err(|_| prune_after_failure(&file, root))?;
+    Ok(BaseChange::Nothing)
+}
+
+/// Copies a source remote's object to the target, server-side, create-only.
+async fn copy_remote(
+    action: &Action,
+    remotes: &Remotes<'_>,
+) -> Result<BaseChange, SyncActionError> {
+    let Action::CopyRemote {
+        path,
+        source,
+        sha256,
+        size,
+        in_cache,
+        ..
+    } = action
+    else {
+        unreachable!("dispatched by run")
+    };
+    let from = remotes.source(*source, path)?;
+    let to = remotes.target(path)?;
+    let meta = to
+        .store
+        .copy(&from.key(path), &to.key(path), &Precondition::CreateOnly)
+        .await
+        .map_err(store_err(path))?;
+    // The cache copy moved earlier in this plan: both sides agree.
+    Ok(if *in_cache {
+        BaseChange::Set(
+            path.clone(),
+            BaseEntry {
+                sha256: *sha256,
+                size: *size,
+                version: meta.version,
+            },
+        )
+    } else {
+        BaseChange::Nothing
+    })
+}
+
+/// Deletes a drained source remote's objects at the versions the plan saw.
+async fn delete_source_remote(
+    action: &Action,
+    remotes: &Remotes<'_>,
+) -> Result<BaseChange, SyncActionError> {
+    let Action::DeleteSourceRemote { source, objects } = action else {
+        unreachable!("dispatched by run")
+    };
+    let from = remotes
+        .sources
+        .get(*source)
+        .and_then(Option::as_ref)
+        .ok_or(SyncActionError::NoSourceRemote)?;
+    let results = futures_util::stream::iter(objects.iter().map(|o| {
+        let store = from.store.clone();
+        async move {
+            store
+                .delete(&o.key, &Precondition::Matches(o.version.clone()))
+                .await
+                .map_err(|source| SyncActionError::Object {
+                    key: o.key.clone(),
+                    source,
+                })
+        }
+    }))
+    .buffer_unordered(16)
+    .collect::<Vec<_>>()
+    .await;
+    for r in results {
+        r?;
+    }
+    Ok(BaseChange::Nothing)
 }
 
 /// Writes a record of deliberate deletes (create-only, under a fresh

@@ -41,6 +41,13 @@ pub struct UndoReport {
     pub set_aside_remote: usize,
 }
 
+impl UndoReport {
+    /// Steps done, local and remote.
+    fn completed(&self) -> usize {
+        self.restored + self.set_aside + self.restored_remote + self.set_aside_remote
+    }
+}
+
 /// Applies `plan`; `remote` is the store of the placement whose remote
 /// objects it restores (when it restores any).
 pub fn apply(
@@ -52,67 +59,7 @@ pub fn apply(
     if !plan.conflicts.is_empty() {
         return Err(UndoApplyError::Conflicts(plan.conflicts.len()));
     }
-    let entries = plan
-        .actions
-        .iter()
-        .map(|a| match a {
-            UndoAction::Restore {
-                placement,
-                path,
-                sha256,
-                size,
-                ..
-            } => Entry {
-                op: Op::Restored,
-                placement: placement.clone(),
-                path: path.clone(),
-                sha256: sha256.clone(),
-                size: *size,
-                written: None,
-            },
-            UndoAction::SetAside {
-                placement,
-                path,
-                sha256,
-                size,
-            } => Entry {
-                op: Op::SetAside,
-                placement: placement.clone(),
-                path: path.clone(),
-                sha256: sha256.clone(),
-                size: *size,
-                written: None,
-            },
-            // Into an absent key: undone by taking it away again.
-            UndoAction::RestoreRemote {
-                placement,
-                path,
-                sha256,
-                expect: None,
-                ..
-            } => Entry {
-                op: Op::RemoteRestored,
-                placement: placement.clone(),
-                path: path.clone(),
-                sha256: sha256.clone(),
-                size: 0,
-                written: None,
-            },
-            // Over an object: what it replaces is kept in this undo's
-            // remote trash first, exactly as a sync's overwrite does.
-            UndoAction::RestoreRemote {
-                placement,
-                path,
-                sha256,
-                expect: Some(_),
-                ..
-            } => Entry::remote_set_aside(placement, path, Some(sha256.clone())),
-            // Kept in this undo's remote trash, then deleted.
-            UndoAction::SetAsideRemote {
-                placement, path, ..
-            } => Entry::remote_set_aside(placement, path, None),
-        })
-        .collect();
+    let entries = plan.actions.iter().map(journal_entry).collect();
     let summary = format!("undo of {}", plan.undoes);
     let mut journal = Journal::begin(layout, command, summary, entries);
     journal.undoes = Some(plan.undoes.clone());
@@ -122,34 +69,22 @@ pub fn apply(
         apply_id: journal.id.clone(),
         ..UndoReport::default()
     };
+    let stopped = |path: &str, reason: String, report: &UndoReport| UndoApplyError::Stopped {
+        path: path.to_string(),
+        reason,
+        completed: report.completed(),
+        undoes: plan.undoes.clone(),
+    };
     let mut data_touched = false;
-    let rt = plan
-        .actions
-        .iter()
-        .any(|a| {
-            matches!(
-                a,
-                UndoAction::RestoreRemote { .. } | UndoAction::SetAsideRemote { .. }
-            )
-        })
-        .then(crate::store::runtime);
     let mut i = 0;
     while i < plan.actions.len() {
         // Consecutive remote restores run side by side.
         let run: Vec<&UndoAction> = plan.actions[i..]
             .iter()
-            .take_while(|a| {
-                matches!(
-                    a,
-                    UndoAction::RestoreRemote { .. } | UndoAction::SetAsideRemote { .. }
-                )
-            })
+            .take_while(|a| is_remote(a))
             .collect();
         if !run.is_empty() {
-            let Some(rt) = rt.as_ref() else {
-                unreachable!("a runtime exists when the plan restores remote objects")
-            };
-            let done = rt.block_on(remote_many(&run, remote, &journal.id));
+            let done = crate::store::runtime().block_on(remote_many(&run, remote, &journal.id));
             for (a, r) in run.iter().zip(&done) {
                 match (a, r) {
                     (UndoAction::SetAsideRemote { .. }, Ok(())) => report.set_aside_remote += 1,
@@ -162,88 +97,25 @@ pub fn apply(
                 .enumerate()
                 .find_map(|(k, r)| r.err().map(|e| (k, e)))
             {
-                return Err(UndoApplyError::Stopped {
-                    path: run[k].path().to_string(),
-                    reason: e,
-                    completed: report.restored
-                        + report.set_aside
-                        + report.restored_remote
-                        + report.set_aside_remote,
-                    undoes: plan.undoes.clone(),
-                });
+                return Err(stopped(run[k].path().as_str(), e, &report));
             }
             i += run.len();
             continue;
         }
         let action = &plan.actions[i];
         i += 1;
-        let stopped = |reason: String, report: &UndoReport| UndoApplyError::Stopped {
-            path: action.path().to_string(),
-            reason,
-            completed: report.restored
-                + report.set_aside
-                + report.restored_remote
-                + report.set_aside_remote,
-            undoes: plan.undoes.clone(),
-        };
         match action {
-            UndoAction::Restore {
-                placement,
-                path,
-                from,
-                sha256,
-                ..
-            } => {
-                let dst = layout.file_path(placement, path);
-                let root = layout.link_check_root(placement, &dst);
-                if let Ok(Some(link)) = fsutil::symlink_below(&root, &dst) {
-                    return Err(stopped(
-                        format!(
-                            "{} is a symlink; nothing is restored through it",
-                            link.display()
-                        ),
-                        &report,
-                    ));
-                }
-                let src = layout.trash_path(placement, path, from);
-                let Some(sha256) = crate::digest::Sha256::parse(sha256) else {
-                    return Err(stopped(
-                        format!("the journal's sha256 for {path} is not a sha256 ({sha256})"),
-                        &report,
-                    ));
-                };
-                moves::move_file(&src, &dst, &sha256, &mut cache)
-                    .map_err(|e| stopped(e.to_string(), &report))?;
-                report.restored += 1;
+            UndoAction::Restore { .. } => {
+                restore(layout, action, &mut cache).map(|()| report.restored += 1)
             }
-            UndoAction::SetAside {
-                placement,
-                path,
-                sha256,
-                ..
-            } => {
-                let file = layout.file_path(placement, path);
-                match fsutil::sha256_file(&file) {
-                    Ok(found) if &found == sha256 => {}
-                    Ok(found) => {
-                        return Err(stopped(
-                            format!("it changed since the plan (sha256 {found}); plan again"),
-                            &report,
-                        ));
-                    }
-                    Err(e) => return Err(stopped(e.to_string(), &report)),
-                }
-                undo::set_aside(layout, &journal.id, placement, path)
-                    .map_err(|e| stopped(e.to_string(), &report))?;
-                if let Some(dir) = file.parent() {
-                    fsutil::remove_empty_dirs(dir, &layout.tier_dir(placement, path.tier()));
-                }
-                report.set_aside += 1;
+            UndoAction::SetAside { .. } => {
+                set_aside_local(layout, &journal.id, action).map(|()| report.set_aside += 1)
             }
             UndoAction::RestoreRemote { .. } | UndoAction::SetAsideRemote { .. } => {
                 unreachable!("run above, side by side")
             }
         }
+        .map_err(|reason| stopped(action.path().as_str(), reason, &report))?;
         data_touched |= action.path().tier() == Tier::Data;
         // Test-only: die between two steps (FAILPOINTS=undo-step-done=N*off->return).
         #[cfg(feature = "failpoints")]
@@ -254,19 +126,138 @@ pub fn apply(
     let _ = cache.save_keeping();
     // The catalog describes the data tier: it is rebuilt on its next open.
     if data_touched {
-        Catalog::invalidate(layout).map_err(|e| UndoApplyError::Stopped {
-            path: "the catalog".into(),
-            reason: e.to_string(),
-            completed: report.restored
-                + report.set_aside
-                + report.restored_remote
-                + report.set_aside_remote,
-            undoes: plan.undoes.clone(),
-        })?;
+        Catalog::invalidate(layout).map_err(|e| stopped("the catalog", e.to_string(), &report))?;
     }
     journal.finished = true;
     journal.save(layout)?;
     Ok(report)
+}
+
+fn is_remote(a: &UndoAction) -> bool {
+    matches!(
+        a,
+        UndoAction::RestoreRemote { .. } | UndoAction::SetAsideRemote { .. }
+    )
+}
+
+/// What the undo's own journal records of one of its actions, so the undo
+/// can be undone in turn.
+fn journal_entry(a: &UndoAction) -> Entry {
+    match a {
+        UndoAction::Restore {
+            placement,
+            path,
+            sha256,
+            size,
+            ..
+        } => Entry {
+            op: Op::Restored,
+            placement: placement.clone(),
+            path: path.clone(),
+            sha256: sha256.clone(),
+            size: *size,
+            written: None,
+        },
+        UndoAction::SetAside {
+            placement,
+            path,
+            sha256,
+            size,
+        } => Entry {
+            op: Op::SetAside,
+            placement: placement.clone(),
+            path: path.clone(),
+            sha256: sha256.clone(),
+            size: *size,
+            written: None,
+        },
+        // Into an absent key: undone by taking it away again.
+        UndoAction::RestoreRemote {
+            placement,
+            path,
+            sha256,
+            expect: None,
+            ..
+        } => Entry {
+            op: Op::RemoteRestored,
+            placement: placement.clone(),
+            path: path.clone(),
+            sha256: sha256.clone(),
+            size: 0,
+            written: None,
+        },
+        // Over an object: what it replaces is kept in this undo's
+        // remote trash first, exactly as a sync's overwrite does.
+        UndoAction::RestoreRemote {
+            placement,
+            path,
+            sha256,
+            expect: Some(_),
+            ..
+        } => Entry::remote_set_aside(placement, path, Some(sha256.clone())),
+        // Kept in this undo's remote trash, then deleted.
+        UndoAction::SetAsideRemote {
+            placement, path, ..
+        } => Entry::remote_set_aside(placement, path, None),
+    }
+}
+
+/// Moves a file back from its apply's trash, never through a symlink.
+fn restore(layout: &Layout, action: &UndoAction, cache: &mut HashCache) -> Result<(), String> {
+    let UndoAction::Restore {
+        placement,
+        path,
+        from,
+        sha256,
+        ..
+    } = action
+    else {
+        unreachable!("a restore")
+    };
+    let dst = layout.file_path(placement, path);
+    let root = layout.link_check_root(placement, &dst);
+    if let Ok(Some(link)) = fsutil::symlink_below(&root, &dst) {
+        return Err(format!(
+            "{} is a symlink; nothing is restored through it",
+            link.display()
+        ));
+    }
+    let src = layout.trash_path(placement, path, from);
+    let Some(sha256) = crate::digest::Sha256::parse(sha256) else {
+        return Err(format!(
+            "the journal's sha256 for {path} is not a sha256 ({sha256})"
+        ));
+    };
+    moves::move_file(&src, &dst, &sha256, cache).map_err(|e| e.to_string())
+}
+
+/// Sets a file aside into this undo's trash, if it is still what the plan
+/// saw.
+fn set_aside_local(layout: &Layout, id: &str, action: &UndoAction) -> Result<(), String> {
+    let UndoAction::SetAside {
+        placement,
+        path,
+        sha256,
+        ..
+    } = action
+    else {
+        unreachable!("a set-aside")
+    };
+    let file = layout.file_path(placement, path);
+    match fsutil::sha256_file(&file) {
+        Ok(found) if &found == sha256 => {}
+        Ok(found) => {
+            return Err(format!(
+                "it changed since the plan (sha256 {found}); plan again"
+            ));
+        }
+        Err(e) => return Err(e.to_string()),
+    }
+    undo::set_aside(layout, id, placement, path).map_err(|e| e.to_string())?;
+    if let Some(dir) = file.parent() {
+        fsutil::remove_empty_dirs(dir, &layout.tier_dir(placement, path.tier()));
+    }
+    Ok(())
 }
 
 /// Runs remote undo steps, up to [`crate::state::undo::HEAD_CONCURRENCY`]

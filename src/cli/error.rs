@@ -225,13 +225,13 @@ mod from {
                 EngineError::WrongRepo { .. } => {
                     Some("apply the plan in the repository it was made in".to_string())
                 }
-                EngineError::Registration(crate::engine::sync::RegistrationError::OwnedByAnother {
+                EngineError::Registration(crate::engine::registry::RegistrationError::OwnedByAnother {
                     owner,
                     ..
                 }) => Some(format!(
                     "if this repository is the one registered there (for upstream swamp, the `repoId` in its .swamp.yaml), create it with `swamp init --repo-id {owner}`; otherwise choose another namespace"
                 )),
-                EngineError::Registration(crate::engine::sync::RegistrationError::Unrecognised {
+                EngineError::Registration(crate::engine::registry::RegistrationError::Unrecognised {
                     ..
                 }) => Some(
                     "another tool may own this namespace: choose another one, or, once sure nothing uses it, move the manifest aside and retry".to_string(),

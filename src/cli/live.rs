@@ -106,7 +106,7 @@ fn tick(state: &mut State) {
     let now = meter().read();
     if state.verbose {
         for line in meter().take_finished() {
-            let line = crate::plan::render::escape_controls(&line).into_owned();
+            let line = crate::cli::render::escape_controls(&line).into_owned();
             match &state.bar {
                 Some(bar) => bar.println(format!("  {line}")),
                 None => eprintln_quiet(&format!("  {line}")),
@@ -168,7 +168,7 @@ fn update(bar: &ProgressBar, now: &Reading) {
         bar.set_message(format!(
             ": {} ({})",
             now.files_done,
-            crate::plan::render::human_bytes(now.bytes_done)
+            crate::cli::render::human_bytes(now.bytes_done)
         ));
     }
 }

@@ -9,6 +9,7 @@ mod error;
 mod live;
 mod locking;
 mod output;
+pub mod render;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -43,16 +44,16 @@ impl Ctx {
     /// A plan for people, grouped when long unless `--detail`.
     pub fn render_plan(&self, plan: &crate::plan::Plan, repo: &std::path::Path) -> String {
         if self.markdown {
-            crate::plan::render::render_markdown(plan, repo, self.detail)
+            crate::cli::render::render_markdown(plan, repo, self.detail)
         } else {
-            crate::plan::render::render_styled(plan, repo, self.detail, self.style())
+            crate::cli::render::render_styled(plan, repo, self.detail, self.style())
         }
     }
 
     /// How tables are drawn on stdout: fitted to a terminal's width, and
     /// coloured when colour is on.
-    pub fn style(&self) -> crate::plan::render::Style {
-        crate::plan::render::Style {
+    pub fn style(&self) -> crate::cli::render::Style {
+        crate::cli::render::Style {
             width: output::terminal_width(),
             color: self.color,
         }
@@ -198,7 +199,7 @@ pub fn main() -> ExitCode {
                 output::print_json(&err.to_json());
             } else {
                 // Messages echo keys and paths: never raw control characters.
-                errln!("{}", crate::plan::render::escape_controls(&err.to_string()));
+                errln!("{}", crate::cli::render::escape_controls(&err.to_string()));
             }
             ExitCode::from(err.kind.exit_code())
         }

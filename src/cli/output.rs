@@ -208,10 +208,8 @@ pub fn terminal_width() -> Option<u16> {
     if !std::io::stdout().is_terminal() {
         return None;
     }
-    let mut size: libc::winsize = unsafe { std::mem::zeroed() };
-    // SAFETY: TIOCGWINSZ writes a winsize into the struct it is given.
-    let ok = unsafe { libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut size) } == 0;
-    (ok && size.ws_col >= 40).then_some(size.ws_col)
+    let size = rustix::termios::tcgetwinsize(std::io::stdout()).ok()?;
+    (size.ws_col >= 40).then_some(size.ws_col)
 }
 
 /// True when a person can answer a prompt.

@@ -8,7 +8,7 @@ use crate::catalog::{Catalog, Freshness};
 use crate::config::{Config, Placement};
 use crate::engine::{self, Planned};
 use crate::layout::{Layout, Tier};
-use crate::plan::render::root_label;
+use crate::plan::root_label;
 use crate::plan::textdiff::attach_diffs;
 use crate::plan::{Action, diff};
 use crate::state::observed::first_datastore_file;

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 
 use crate::config::{Config, DatastoreConfig};
-use crate::engine::sync::{NamespaceManifest, register_namespace};
+use crate::engine::registry::{NamespaceManifest, register_namespace};
 use crate::engine::{self, SyncOptions};
 use crate::layout::{Layout, MANAGED_CONFIG_SENTINEL, Tier, TierPath};
 use crate::state::Scope;

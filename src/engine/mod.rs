@@ -5,16 +5,16 @@
 //! (converged). A saved plan is re-derived the same way ([`rederive`]).
 
 pub mod hydrate;
-pub mod sync;
+pub mod registry;
 pub mod undo;
 
 pub use crate::store::RemoteTarget;
-pub use sync::SyncOptions;
 
 use std::path::Path;
 
-use crate::apply::{self, ApplyError, ApplyReport};
-use crate::config::{Config, ConfigError};
+pub use crate::apply::ApplyReport;
+use crate::apply::{self, ApplyError};
+use crate::config::{Config, ConfigError, ConflictPolicy};
 use crate::layout::{Layout, LayoutError};
 use crate::plan::compose::{self, compose};
 use crate::plan::fingerprint::explain_changes;
@@ -22,6 +22,24 @@ use crate::plan::{Fingerprint, Plan, SavedPlan};
 use crate::state::managed::{self, config_only, sentinel_path};
 use crate::state::observed::ObserveError;
 use crate::state::{self, Desired, ObserveOptions, Observed, Scope};
+
+/// How a sync plan treats conflicts and guards.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SyncOptions {
+    /// Overrides `[sync] conflict` for this run.
+    pub conflict: Option<ConflictPolicy>,
+    /// Overrides the delete guards.
+    pub force: bool,
+    /// With `force`: also deletes cache files that are the only copy of
+    /// their content.
+    pub force_delete_local: bool,
+    /// Plans as a first sync: the last sync's record is set aside.
+    pub no_base: bool,
+    /// Deletes and replacements are final for this run (no trash).
+    pub no_undo: bool,
+    /// Downloads what lazy pulls recorded as in the remote only.
+    pub hydrate: bool,
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
@@ -40,7 +58,7 @@ pub enum EngineError {
     #[error(transparent)]
     Base(#[from] crate::state::base::BaseError),
     #[error(transparent)]
-    Registration(#[from] sync::RegistrationError),
+    Registration(#[from] registry::RegistrationError),
     #[error(transparent)]
     Managed(#[from] managed::ManagedError),
     #[error("cannot read the undo trash: {0}")]
@@ -105,6 +123,7 @@ impl EngineError {
             | EngineError::Remote(RemoteError::Store(e))
             | EngineError::Observe(ObserveError::Store(e))
             | EngineError::Observe(ObserveError::Remote(RemoteError::Store(e))) => Some(e),
+            EngineError::Apply(e) => e.store_error(),
             _ => None,
         }
     }

@@ -5,7 +5,7 @@
 //! undo plan is re-derived by [`super::rederive`], like every saved plan.
 
 use crate::apply::prune::Pruned;
-use crate::apply::undo::UndoReport;
+pub use crate::apply::undo::UndoReport;
 use crate::config::Config;
 use crate::layout::Layout;
 use crate::plan::Action;

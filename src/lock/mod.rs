@@ -766,26 +766,9 @@ fn rfc3339(t: SystemTime) -> String {
 /// The name the password database gives this process's user (containers
 /// and cron often set no `USER`).
 fn login_name() -> Option<String> {
-    let mut pwd: libc::passwd = unsafe { std::mem::zeroed() };
-    let mut buf = vec![0u8; 4096];
-    let mut found: *mut libc::passwd = std::ptr::null_mut();
-    // SAFETY: every pointer is to live, writable memory of the stated
-    // size; on success `pw_name` points into `buf`, NUL-terminated.
-    let rc = unsafe {
-        libc::getpwuid_r(
-            libc::getuid(),
-            &mut pwd,
-            buf.as_mut_ptr().cast(),
-            buf.len(),
-            &mut found,
-        )
-    };
-    if rc != 0 || found.is_null() || pwd.pw_name.is_null() {
-        return None;
-    }
-    // SAFETY: see above.
-    let name = unsafe { std::ffi::CStr::from_ptr(pwd.pw_name) };
-    Some(name.to_string_lossy().into_owned()).filter(|n| !n.is_empty())
+    let uid = nix::unistd::Uid::from_raw(rustix::process::getuid().as_raw());
+    let user = nix::unistd::User::from_uid(uid).ok()??;
+    Some(user.name).filter(|n| !n.is_empty())
 }
 
 /// `user@host` for the lock body.
@@ -795,15 +778,15 @@ pub fn who_am_i() -> String {
         .ok()
         .filter(|u| !u.is_empty())
         .or_else(login_name)
-        .unwrap_or_else(|| format!("uid{}", unsafe { libc::getuid() }));
-    let mut buf = [0u8; 256];
-    // SAFETY: the buffer is valid for its length; gethostname NUL-terminates
-    // within it on success.
-    let host = if unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) } == 0 {
-        let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
-        String::from_utf8_lossy(&buf[..end]).into_owned()
-    } else {
+        .unwrap_or_else(|| format!("uid{}", rustix::process::getuid().as_raw()));
+    let host = rustix::system::uname()
+        .nodename()
+        .to_string_lossy()
+        .into_owned();
+    let host = if host.is_empty() {
         "unknown-host".into()
+    } else {
+        host
     };
     format!("{user}@{host}")
 }

@@ -693,88 +693,17 @@ impl Plan {
     }
 
     pub fn summary(&self) -> Summary {
-        let mut s = Summary {
-            conflicts: self.conflicts.len(),
-            ..Summary::default()
+        let mut tally = Tally {
+            summary: Summary {
+                conflicts: self.conflicts.len(),
+                ..Summary::default()
+            },
+            ..Tally::default()
         };
-        let mut sentinel_heads = 0;
-        let mut pruned_objects = 0;
-        let mut records_pruned = 0u64;
         for a in &self.actions {
-            match a {
-                Action::Move { size, .. } => {
-                    s.moves += 1;
-                    s.bytes_to_move += size;
-                }
-                Action::DropDuplicate { .. } => {
-                    s.drop_duplicate += 1;
-                    s.set_aside += 1;
-                }
-                Action::InvalidateCatalog => s.invalidate_catalog += 1,
-                Action::FinishMigration => s.finish_migration += 1,
-                Action::Upload { size, remote, .. } => {
-                    s.upload += 1;
-                    s.bytes_to_upload += size;
-                    if matches!(remote, RemoteExpect::Version { .. }) {
-                        s.trash_copies += 1;
-                    }
-                }
-                Action::Download { size, local, .. } => {
-                    s.download += 1;
-                    s.bytes_to_download += size;
-                    if local.is_some() {
-                        s.set_aside += 1;
-                    }
-                }
-                Action::DeleteLocal { .. } => {
-                    s.delete_local += 1;
-                    s.set_aside += 1;
-                }
-                Action::DeleteRemote { .. } => {
-                    s.delete_remote += 1;
-                    s.trash_copies += 1;
-                }
-                Action::RenameLocal { .. } => s.rename_local += 1,
-                Action::RecordBase { .. } => s.record_base += 1,
-                Action::RecordDeletes { prune, .. } => {
-                    s.record_deletes += 1;
-                    records_pruned += prune.len() as u64;
-                }
-                Action::NoteProgress {
-                    replaces, prune, ..
-                } => {
-                    s.note_progress += 1;
-                    records_pruned += (replaces.len() + prune.len()) as u64;
-                }
-                Action::PruneRecords { prune } => {
-                    s.prune_records += 1;
-                    records_pruned += prune.len() as u64;
-                }
-                Action::Fetch { size, .. } => {
-                    s.fetch += 1;
-                    s.bytes_to_download += size;
-                }
-                Action::CopyRemote { .. } => s.copy_remote += 1,
-                Action::DeleteSourceRemote { objects, .. } => {
-                    s.delete_source_remote += objects.len();
-                }
-                Action::MirrorConfig { .. } => s.mirror_config += 1,
-                Action::RemoveTemp { .. } => s.remove_temp += 1,
-                Action::PublishSentinel { objects, .. } => {
-                    s.publish_sentinel += 1;
-                    sentinel_heads += objects.len() as u64;
-                }
-                Action::PruneTrash {
-                    bytes,
-                    remote_objects,
-                    ..
-                } => {
-                    s.prune_trash += 1;
-                    s.bytes_to_prune += bytes;
-                    pruned_objects += *remote_objects as u64;
-                }
-            }
+            tally.count(a);
         }
+        let mut s = std::mem::take(&mut tally.summary);
         if self.no_undo {
             s.set_aside = 0;
             s.trash_copies = 0;
@@ -782,6 +711,111 @@ impl Plan {
         if let Some(remote) = &self.remote {
             s.skipped =
                 remote.folder_markers + remote.unmanaged.iter().map(|u| u.objects).sum::<usize>();
+        }
+        s.requests = tally.requests(&s, self.remote.as_ref());
+        s
+    }
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+/// Counts a plan's actions into its [`Summary`], with what only the
+/// request estimate needs.
+#[derive(Default)]
+struct Tally {
+    summary: Summary,
+    /// HEADs of the objects a sentinel vouches for.
+    sentinel_heads: u64,
+    /// Remote trash objects pruned.
+    pruned_objects: u64,
+    /// Delete records and notes removed.
+    records_pruned: u64,
+}
+
+impl Tally {
+    fn count(&mut self, a: &Action) {
+        let s = &mut self.summary;
+        match a {
+            Action::Move { size, .. } => {
+                s.moves += 1;
+                s.bytes_to_move += size;
+            }
+            Action::DropDuplicate { .. } => {
+                s.drop_duplicate += 1;
+                s.set_aside += 1;
+            }
+            Action::InvalidateCatalog => s.invalidate_catalog += 1,
+            Action::FinishMigration => s.finish_migration += 1,
+            Action::Upload { size, remote, .. } => {
+                s.upload += 1;
+                s.bytes_to_upload += size;
+                if matches!(remote, RemoteExpect::Version { .. }) {
+                    s.trash_copies += 1;
+                }
+            }
+            Action::Download { size, local, .. } => {
+                s.download += 1;
+                s.bytes_to_download += size;
+                if local.is_some() {
+                    s.set_aside += 1;
+                }
+            }
+            Action::DeleteLocal { .. } => {
+                s.delete_local += 1;
+                s.set_aside += 1;
+            }
+            Action::DeleteRemote { .. } => {
+                s.delete_remote += 1;
+                s.trash_copies += 1;
+            }
+            Action::RenameLocal { .. } => s.rename_local += 1,
+            Action::RecordBase { .. } => s.record_base += 1,
+            Action::RecordDeletes { prune, .. } => {
+                s.record_deletes += 1;
+                self.records_pruned += prune.len() as u64;
+            }
+            Action::NoteProgress {
+                replaces, prune, ..
+            } => {
+                s.note_progress += 1;
+                self.records_pruned += (replaces.len() + prune.len()) as u64;
+            }
+            Action::PruneRecords { prune } => {
+                s.prune_records += 1;
+                self.records_pruned += prune.len() as u64;
+            }
+            Action::Fetch { size, .. } => {
+                s.fetch += 1;
+                s.bytes_to_download += size;
+            }
+            Action::CopyRemote { .. } => s.copy_remote += 1,
+            Action::DeleteSourceRemote { objects, .. } => {
+                s.delete_source_remote += objects.len();
+            }
+            Action::MirrorConfig { .. } => s.mirror_config += 1,
+            Action::RemoveTemp { .. } => s.remove_temp += 1,
+            Action::PublishSentinel { objects, .. } => {
+                s.publish_sentinel += 1;
+                self.sentinel_heads += objects.len() as u64;
+            }
+            Action::PruneTrash {
+                bytes,
+                remote_objects,
+                ..
+            } => {
+                s.prune_trash += 1;
+                s.bytes_to_prune += bytes;
+                self.pruned_objects += *remote_objects as u64;
+            }
+        }
+    }
+
+    /// The requests the plan costs against its remote: the estimate the
+    /// plan shows before anything is sent.
+    fn requests(&self, s: &Summary, remote: Option<&RemoteInfo>) -> RequestEstimate {
+        let mut requests = RequestEstimate::default();
+        if let Some(remote) = remote {
             let deletes = s.delete_remote as u64;
             let batched = |n: u64| {
                 if remote.batch_delete {
@@ -790,7 +824,7 @@ impl Plan {
                     n
                 }
             };
-            s.requests = RequestEstimate {
+            requests = RequestEstimate {
                 // The re-observation lists what the bucket will hold then.
                 list: (remote.objects + s.upload)
                     .saturating_sub(s.delete_remote)
@@ -800,26 +834,22 @@ impl Plan {
                 // remote trash: one server-side copy, counted as a PUT.
                 put: (s.upload + s.trash_copies) as u64,
                 get: s.download as u64,
-                delete: batched(deletes) + batched(pruned_objects),
+                delete: batched(deletes) + batched(self.pruned_objects),
             };
         }
         // Draining a remote source: a GET per fetch, a PUT (copy) per
         // re-keyed object, a DELETE per object left behind.
-        s.requests.get += s.fetch as u64;
-        s.requests.put += s.copy_remote as u64;
-        s.requests.delete += s.delete_source_remote as u64;
+        requests.get += s.fetch as u64;
+        requests.put += s.copy_remote as u64;
+        requests.delete += s.delete_source_remote as u64;
         // Publishing the sentinel: a HEAD per object it vouches for
         // (counted with the GETs), then one PUT.
-        s.requests.get += sentinel_heads;
-        s.requests.put += s.publish_sentinel as u64;
+        requests.get += self.sentinel_heads;
+        requests.put += s.publish_sentinel as u64;
         // A delete record or a note: one PUT each, and a DELETE per
         // record or note removed.
-        s.requests.put += (s.record_deletes + s.note_progress) as u64;
-        s.requests.delete += records_pruned;
-        s
+        requests.put += (s.record_deletes + s.note_progress) as u64;
+        requests.delete += self.records_pruned;
+        requests
     }
-}
-
-fn is_zero(n: &usize) -> bool {
-    *n == 0
 }

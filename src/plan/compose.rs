@@ -16,13 +16,13 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use crate::config::ConflictPolicy;
-use crate::layout::Tier;
+use crate::layout::{Tier, TierPath};
 use crate::state::deliberate::DeletedFile;
 use crate::state::managed::config_only;
-use crate::state::{Desired, Direction, FileState, Observed, Scope};
+use crate::state::{BaseEntry, Desired, Direction, FileState, Observed, RemoteSnapshot, Scope};
 
 use super::action::{Action, Conflict, Plan, RemoteInfo};
-use super::drain::drain;
+use super::drain::{Drain, drain};
 use super::managed::{mirror_actions, sentinel_step};
 use super::sync_diff::{Explained, SyncInput, sync_diff};
 use super::textdiff::attach_diffs;
@@ -68,9 +68,56 @@ pub fn compose(desired: &Desired, observed: &Observed, options: &Options) -> Pla
 /// they hold, delete them last) and the three-way sync with the target's
 /// bucket, against the cache as it will be once the plan's moves are done.
 fn add_remote(scope: Scope, observed: &Observed, options: &Options, plan: &mut Plan) {
-    // The cache as it will be after the plan's moves and mirror copies.
-    // Borrowed where nothing changes it: each of these maps is tens of
-    // megabytes at 100,000 files.
+    let mut local = cache_after_plan(scope, observed, plan);
+    let target = observed.remote.as_ref();
+    let drain = drain(observed, target);
+    let reserved = key_conflicts(observed);
+    let direction = scope.direction();
+    let mut sync = SyncStep::default();
+    if let (Some(direction), Some(snapshot)) = (direction, target) {
+        sync = sync_step(
+            scope, observed, options, plan, snapshot, direction, &drain, &mut local,
+        );
+    }
+    let mut blocked =
+        !drain.conflicts.is_empty() || !sync.conflicts.is_empty() || !reserved.is_empty();
+    add_in_order(plan, drain.transfers, sync.actions, drain.deletes);
+    plan.conflicts.extend(reserved);
+    plan.conflicts.extend(drain.conflicts);
+    plan.conflicts.extend(sync.conflicts);
+    if let (Some(_), Some(d)) = (target, direction)
+        && d != Direction::Pull
+    {
+        blocked |= add_sentinel(scope, observed, &local, plan);
+    }
+    if blocked {
+        // Nothing old is deleted and no migration is recorded finished
+        // while anything blocks.
+        plan.actions.retain(|a| {
+            !matches!(
+                a,
+                Action::FinishMigration | Action::DeleteSourceRemote { .. }
+            )
+        });
+    }
+    if !plan.conflicts.is_empty() {
+        // Nothing is vouched for while anything blocks.
+        plan.actions
+            .retain(|a| !matches!(a, Action::PublishSentinel { .. }));
+    }
+    if let Some(snapshot) = target {
+        plan.remote = Some(remote_info(snapshot, options, sync.resolved));
+    }
+}
+
+/// The cache as it will be after the plan's moves and mirror copies.
+/// Borrowed where nothing changes it: each of these maps is tens of
+/// megabytes at 100,000 files.
+fn cache_after_plan<'o>(
+    scope: Scope,
+    observed: &'o Observed,
+    plan: &Plan,
+) -> Cow<'o, BTreeMap<TierPath, FileState>> {
     let mut local: Cow<BTreeMap<_, FileState>> = Cow::Borrowed(&observed.placements[0].files);
     for a in &plan.actions {
         if let Action::Move {
@@ -92,10 +139,14 @@ fn add_remote(scope: Scope, observed: &Observed, options: &Options, plan: &mut P
     if scope == Scope::Config {
         local = Cow::Owned(config_only(&local));
     }
+    local
+}
+
+/// Objects at the catalog's path (repo-local in every clone), and keys
+/// this cache cannot hold.
+fn key_conflicts(observed: &Observed) -> Vec<Conflict> {
     let target = observed.remote.as_ref();
-    let drain = drain(observed, target);
-    // Objects at the catalog's path: repo-local in every clone.
-    let reserved: Vec<_> = observed.placements[1..]
+    observed.placements[1..]
         .iter()
         .filter_map(|p| p.remote.as_ref())
         .chain(target)
@@ -108,138 +159,181 @@ fn add_remote(scope: Scope, observed: &Observed, options: &Options, plan: &mut P
                 why: u.why.clone(),
             })
         }))
-        .collect();
-    let direction = scope.direction();
-    let mut sync_actions = Vec::new();
-    let mut sync_conflicts = Vec::new();
-    let mut resolved = Vec::new();
-    if let (Some(direction), Some(snapshot)) = (direction, target) {
-        // Re-keyed paths whose cache file moves too are settled by the copy.
-        let mut remote_files = Cow::Borrowed(&snapshot.files);
-        let mut base = Cow::Borrowed(&snapshot.base);
-        let mut unhydrated = Cow::Borrowed(&snapshot.unhydrated);
-        if options.no_base {
-            base = Cow::Owned(BTreeMap::new());
-            unhydrated = Cow::Owned(BTreeMap::new());
-        }
-        if scope == Scope::Config {
-            remote_files = Cow::Owned(config_only(&remote_files));
-            base = Cow::Owned(config_only(&base));
-            unhydrated = Cow::Owned(config_only(&unhydrated));
-        }
-        if !drain.settled.is_empty() {
-            remote_files
-                .to_mut()
-                .retain(|p, _| !drain.settled.contains(p));
-            local.to_mut().retain(|p, _| !drain.settled.contains(p));
-        }
-        if !drain.incoming.is_empty() {
-            remote_files.to_mut().extend(drain.incoming.clone());
-        }
-        // Modification times only matter to `--conflict newer`.
-        let no_times = BTreeMap::new();
-        let local_modified = if options.policy == ConflictPolicy::Newer {
-            &observed.modified
-        } else {
-            &no_times
-        };
-        // Deletes swamp made on purpose: the other clones' records, and
-        // this clone's own since its last sync.
-        // (An expired record explains nothing, pruned yet or not.)
-        let explained = Explained {
-            in_cache: snapshot
-                .deleted_here
-                .iter()
-                .map(|(p, s)| (p.clone(), *s))
-                .collect(),
-            in_remote: snapshot
-                .delete_records
-                .iter()
-                .filter(|r| !r.expired)
-                .flat_map(|r| &r.files)
-                .map(|f| (f.path.clone(), f.version.clone()))
-                .collect(),
-        };
-        let diff = sync_diff(&SyncInput {
-            local: &local,
-            local_other: &observed.placements[0].obstacles,
-            local_modified,
-            remote: &remote_files,
-            base: &base,
-            unhydrated: &unhydrated,
-            lazy: options.lazy && !options.hydrate,
-            direction,
-            policy: options.policy,
-            max_delete_percent: options.max_delete_percent,
-            force: options.force,
-            force_delete_local: options.force_delete_local,
-            explained: &explained,
-        });
-        sync_actions = diff.actions;
-        sync_conflicts = diff.conflicts;
-        // What the remote cannot hold is said now, not found out by a
-        // failed upload in the middle of the apply.
-        if let Some(limit) = plan.target.datastore.max_object_size() {
-            sync_actions.retain(|a| match a {
-                Action::Upload { path, size, .. } if *size > limit => {
-                    sync_conflicts.push(Conflict::TooLarge {
-                        path: path.clone(),
-                        size: *size,
-                        limit,
-                    });
-                    false
-                }
-                _ => true,
-            });
-        }
-        // This clone's own deletes that reach the bucket are recorded
-        // there, for the other clones' guards.
-        let files: Vec<DeletedFile> = sync_actions
-            .iter()
-            .filter_map(|a| match a {
-                Action::DeleteRemote { path, version } => {
-                    let sha = snapshot.deleted_here.get(path)?;
-                    base.get(path)
-                        .is_some_and(|b| b.sha256 == *sha && b.version == *version)
-                        .then(|| DeletedFile {
-                            path: path.clone(),
-                            sha256: *sha,
-                            version: version.clone(),
-                        })
-                }
-                _ => None,
-            })
-            .collect();
-        // How far this clone has passed the other clones' records, and
-        // what the last clone to pass them prunes.
-        // (Without the base, apply starts from none: so does this.)
-        let no_base = BTreeMap::new();
-        let progress = crate::plan::clones::progress(
-            &snapshot.delete_records,
-            &snapshot.clone_notes,
-            if options.no_base {
-                &no_base
-            } else {
-                &snapshot.base
-            },
-            &sync_actions,
-        );
-        let after =
-            crate::plan::clones::newest_stem(&snapshot.delete_records, &snapshot.clone_notes)
-                .map(str::to_string);
-        sync_actions.extend(progress.actions(files, after));
-        resolved = diff.resolved;
-    }
+        .collect()
+}
 
-    // Order: moves, fetches and copies, sync transfers, old objects
-    // deleted, then the catalog and the migration record.
+/// What the three-way sync adds to a plan.
+#[derive(Default)]
+struct SyncStep {
+    actions: Vec<Action>,
+    conflicts: Vec<Conflict>,
+    resolved: Vec<Conflict>,
+}
+
+/// The three-way sync of the cache (as the plan leaves it) with the
+/// remote, in `direction`, and the delete bookkeeping that rides on it.
+#[allow(clippy::too_many_arguments)]
+fn sync_step(
+    scope: Scope,
+    observed: &Observed,
+    options: &Options,
+    plan: &Plan,
+    snapshot: &RemoteSnapshot,
+    direction: Direction,
+    drain: &Drain,
+    local: &mut Cow<BTreeMap<TierPath, FileState>>,
+) -> SyncStep {
+    // Re-keyed paths whose cache file moves too are settled by the copy.
+    let mut remote_files = Cow::Borrowed(&snapshot.files);
+    let mut base = Cow::Borrowed(&snapshot.base);
+    let mut unhydrated = Cow::Borrowed(&snapshot.unhydrated);
+    if options.no_base {
+        base = Cow::Owned(BTreeMap::new());
+        unhydrated = Cow::Owned(BTreeMap::new());
+    }
+    if scope == Scope::Config {
+        remote_files = Cow::Owned(config_only(&remote_files));
+        base = Cow::Owned(config_only(&base));
+        unhydrated = Cow::Owned(config_only(&unhydrated));
+    }
+    if !drain.settled.is_empty() {
+        remote_files
+            .to_mut()
+            .retain(|p, _| !drain.settled.contains(p));
+        local.to_mut().retain(|p, _| !drain.settled.contains(p));
+    }
+    if !drain.incoming.is_empty() {
+        remote_files.to_mut().extend(drain.incoming.clone());
+    }
+    // Modification times only matter to `--conflict newer`.
+    let no_times = BTreeMap::new();
+    let local_modified = if options.policy == ConflictPolicy::Newer {
+        &observed.modified
+    } else {
+        &no_times
+    };
+    // Deletes swamp made on purpose: the other clones' records, and
+    // this clone's own since its last sync.
+    // (An expired record explains nothing, pruned yet or not.)
+    let explained = Explained {
+        in_cache: snapshot
+            .deleted_here
+            .iter()
+            .map(|(p, s)| (p.clone(), *s))
+            .collect(),
+        in_remote: snapshot
+            .delete_records
+            .iter()
+            .filter(|r| !r.expired)
+            .flat_map(|r| &r.files)
+            .map(|f| (f.path.clone(), f.version.clone()))
+            .collect(),
+    };
+    let diff = sync_diff(&SyncInput {
+        local,
+        local_other: &observed.placements[0].obstacles,
+        local_modified,
+        remote: &remote_files,
+        base: &base,
+        unhydrated: &unhydrated,
+        lazy: options.lazy && !options.hydrate,
+        direction,
+        policy: options.policy,
+        max_delete_percent: options.max_delete_percent,
+        force: options.force,
+        force_delete_local: options.force_delete_local,
+        explained: &explained,
+    });
+    let mut step = SyncStep {
+        actions: diff.actions,
+        conflicts: diff.conflicts,
+        resolved: diff.resolved,
+    };
+    too_large(plan, &mut step);
+    delete_bookkeeping(options, snapshot, &base, &mut step.actions);
+    step
+}
+
+/// What the remote cannot hold is said now, not found out by a failed
+/// upload in the middle of the apply.
+fn too_large(plan: &Plan, step: &mut SyncStep) {
+    if let Some(limit) = plan.target.datastore.max_object_size() {
+        step.actions.retain(|a| match a {
+            Action::Upload { path, size, .. } if *size > limit => {
+                step.conflicts.push(Conflict::TooLarge {
+                    path: path.clone(),
+                    size: *size,
+                    limit,
+                });
+                false
+            }
+            _ => true,
+        });
+    }
+}
+
+/// This clone's own deletes that reach the bucket are recorded there, for
+/// the other clones' guards; and how far this clone has passed the other
+/// clones' records (what the last clone to pass them prunes).
+fn delete_bookkeeping(
+    options: &Options,
+    snapshot: &RemoteSnapshot,
+    base: &BTreeMap<TierPath, BaseEntry>,
+    sync_actions: &mut Vec<Action>,
+) {
+    // This clone's own deletes that reach the bucket are recorded
+    // there, for the other clones' guards.
+    let files: Vec<DeletedFile> = sync_actions
+        .iter()
+        .filter_map(|a| match a {
+            Action::DeleteRemote { path, version } => {
+                let sha = snapshot.deleted_here.get(path)?;
+                base.get(path)
+                    .is_some_and(|b| b.sha256 == *sha && b.version == *version)
+                    .then(|| DeletedFile {
+                        path: path.clone(),
+                        sha256: *sha,
+                        version: version.clone(),
+                    })
+            }
+            _ => None,
+        })
+        .collect();
+    // How far this clone has passed the other clones' records, and
+    // what the last clone to pass them prunes.
+    // (Without the base, apply starts from none: so does this.)
+    let no_base = BTreeMap::new();
+    let progress = crate::plan::clones::progress(
+        &snapshot.delete_records,
+        &snapshot.clone_notes,
+        if options.no_base {
+            &no_base
+        } else {
+            &snapshot.base
+        },
+        sync_actions,
+    );
+    let after = crate::plan::clones::newest_stem(&snapshot.delete_records, &snapshot.clone_notes)
+        .map(str::to_string);
+    sync_actions.extend(progress.actions(files, after));
+}
+
+/// Adds a remote step's actions in order: moves, fetches and copies, sync
+/// transfers, old objects deleted, then the catalog and the migration
+/// record.
+fn add_in_order(
+    plan: &mut Plan,
+    transfers: Vec<Action>,
+    sync_actions: Vec<Action>,
+    deletes: Vec<Action>,
+) {
     let tail_at = plan
         .actions
         .iter()
         .position(|a| matches!(a, Action::InvalidateCatalog | Action::FinishMigration))
         .unwrap_or(plan.actions.len());
     let tail: Vec<_> = plan.actions.drain(tail_at..).collect();
-    let touches_data = drain.transfers.iter().chain(&sync_actions).any(|a| {
+    let touches_data = transfers.iter().chain(&sync_actions).any(|a| {
         matches!(
             a,
             Action::Download { .. }
@@ -253,102 +347,96 @@ fn add_remote(scope: Scope, observed: &Observed, options: &Options, plan: &mut P
     // would double its capacity: 12 MiB for nothing). With nothing before
     // them, the sync's actions are the list itself (sized by `sync_diff`
     // with room for these): not copied into a second one of 20 MB.
-    let after = drain.deletes.len() + 2 + tail.len();
-    if plan.actions.is_empty() && drain.transfers.is_empty() {
+    let after = deletes.len() + 2 + tail.len();
+    if plan.actions.is_empty() && transfers.is_empty() {
         plan.actions = sync_actions;
         plan.actions.reserve_exact(after);
     } else {
         plan.actions
-            .reserve_exact(drain.transfers.len() + sync_actions.len() + after);
-        plan.actions.extend(drain.transfers);
+            .reserve_exact(transfers.len() + sync_actions.len() + after);
+        plan.actions.extend(transfers);
         plan.actions.extend(sync_actions);
     }
-    plan.actions.extend(drain.deletes);
+    plan.actions.extend(deletes);
     if touches_data && !tail.iter().any(|a| matches!(a, Action::InvalidateCatalog)) {
         plan.actions.push(Action::InvalidateCatalog);
     }
     plan.actions.extend(tail);
-    let mut blocked =
-        !drain.conflicts.is_empty() || !sync_conflicts.is_empty() || !reserved.is_empty();
-    plan.conflicts.extend(reserved);
-    plan.conflicts.extend(drain.conflicts);
-    plan.conflicts.extend(sync_conflicts);
-    // The sentinel last, after every object it vouches for.
-    if let (Some(mirror), Some(_), Some(d), Some(sentinel)) = (
+}
+
+/// The sentinel last, after every object it vouches for (pushes only).
+/// Returns whether it conflicts.
+fn add_sentinel(
+    scope: Scope,
+    observed: &Observed,
+    local: &BTreeMap<TierPath, FileState>,
+    plan: &mut Plan,
+) -> bool {
+    let (Some(mirror), Some(snapshot), Some(sentinel)) = (
         observed.mirror.as_ref(),
-        target,
-        direction,
+        observed.remote.as_ref(),
         observed.sentinel.as_ref(),
-    ) && d != Direction::Pull
+    ) else {
+        return false;
+    };
+    let (action, conflict) = sentinel_step(
+        scope,
+        mirror,
+        local,
+        &observed.placements[0].files,
+        sentinel,
+    );
+    plan.actions.extend(action);
+    let blocks = conflict.is_some();
+    plan.conflicts.extend(conflict);
+    // A sentinel published by a run killed before it recorded it: the
+    // config scope leaves the sentinel out of its sync diff, so record
+    // it here (a plan of scope all would, and never converge with this
+    // one otherwise).
+    if scope == Scope::Config
+        && let Some(record) = unrecorded_sentinel(snapshot, &observed.placements[0].files)
+        && !plan
+            .actions
+            .iter()
+            .any(|a| matches!(a, Action::PublishSentinel { .. }))
     {
-        let (action, conflict) = sentinel_step(
-            scope,
-            mirror,
-            &local,
-            &observed.placements[0].files,
-            sentinel,
-        );
-        plan.actions.extend(action);
-        blocked |= conflict.is_some();
-        plan.conflicts.extend(conflict);
-        // A sentinel published by a run killed before it recorded it: the
-        // config scope leaves the sentinel out of its sync diff, so record
-        // it here (a plan of scope all would, and never converge with this
-        // one otherwise).
-        if scope == Scope::Config
-            && let Some(snapshot) = target
-            && let Some(record) = unrecorded_sentinel(snapshot, &observed.placements[0].files)
-            && !plan
-                .actions
-                .iter()
-                .any(|a| matches!(a, Action::PublishSentinel { .. }))
-        {
-            plan.actions.push(Action::RecordBase {
-                add: vec![record],
-                unhydrated: Vec::new(),
-                drop: Vec::new(),
-            });
-        }
-    }
-    if blocked {
-        // Nothing old is deleted and no migration is recorded finished
-        // while anything blocks.
-        plan.actions.retain(|a| {
-            !matches!(
-                a,
-                Action::FinishMigration | Action::DeleteSourceRemote { .. }
-            )
+        plan.actions.push(Action::RecordBase {
+            add: vec![record],
+            unhydrated: Vec::new(),
+            drop: Vec::new(),
         });
     }
-    if !plan.conflicts.is_empty() {
-        // Nothing is vouched for while anything blocks.
-        plan.actions
-            .retain(|a| !matches!(a, Action::PublishSentinel { .. }));
-    }
-    if let Some(snapshot) = target {
-        plan.remote = Some(RemoteInfo {
-            url: snapshot.url.clone(),
-            key_prefix: snapshot.key_prefix.clone(),
-            objects: snapshot.objects,
-            batch_delete: false,
-            conflict_policy: options.policy,
-            forced: options.force,
-            forced_delete_local: options.force && options.force_delete_local,
-            resolved,
-            remote_id: snapshot.identity.as_ref().map(|i| i.id.clone()),
-            base_reset: match (&snapshot.base_reset, options.no_base) {
-                (Some(why), _) => Some(why.clone()),
-                (None, true) if !snapshot.base.is_empty() => {
-                    Some("--no-base sets the record of the last sync aside".to_string())
-                }
-                (None, _) => None,
-            },
-            base_ignored: options.no_base,
-            hydrate: options.hydrate,
-            unhydrated: snapshot.unhydrated.len(),
-            folder_markers: snapshot.folder_markers,
-            unmanaged: snapshot.unmanaged.clone(),
-        });
+    blocks
+}
+
+/// What the plan says of its remote.
+fn remote_info(
+    snapshot: &RemoteSnapshot,
+    options: &Options,
+    resolved: Vec<Conflict>,
+) -> RemoteInfo {
+    RemoteInfo {
+        url: snapshot.url.clone(),
+        key_prefix: snapshot.key_prefix.clone(),
+        objects: snapshot.objects,
+        batch_delete: false,
+        conflict_policy: options.policy,
+        forced: options.force,
+        forced_delete_local: options.force && options.force_delete_local,
+        resolved,
+        remote_id: snapshot.identity.as_ref().map(|i| i.id.clone()),
+        base_reset: match (&snapshot.base_reset, options.no_base) {
+            (Some(why), _) => Some(why.clone()),
+            (None, true) if !snapshot.base.is_empty() => {
+                Some("--no-base sets the record of the last sync aside".to_string())
+            }
+            (None, _) => None,
+        },
+        base_ignored: options.no_base,
+        hydrate: options.hydrate,
+        unhydrated: snapshot.unhydrated.len(),
+        folder_markers: snapshot.folder_markers,
+        unmanaged: snapshot.unmanaged.clone(),
     }
 }
 

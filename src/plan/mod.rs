@@ -11,7 +11,6 @@ pub mod drain;
 pub mod file;
 pub mod fingerprint;
 pub mod managed;
-pub mod render;
 pub mod retention;
 pub mod sync_diff;
 pub mod textdiff;
@@ -28,3 +27,17 @@ pub use fingerprint::Fingerprint;
 /// Version of the plan JSON document (`--json` and saved plan files).
 /// Additive changes keep it; anything a reader must understand bumps it.
 pub const FORMAT_VERSION: u32 = 1;
+
+/// `root` relative to `repo` when inside it, with a trailing slash (an
+/// empty `repo`: no repository, the path as it is).
+pub fn root_label(root: &std::path::Path, repo: &std::path::Path) -> String {
+    if repo.as_os_str().is_empty() {
+        return format!("{}/", root.display());
+    }
+    let shown = match root.strip_prefix(repo) {
+        Ok(rel) if rel.as_os_str().is_empty() => ".".to_string(),
+        Ok(rel) => rel.display().to_string(),
+        Err(_) => root.display().to_string(),
+    };
+    format!("{shown}/")
+}

@@ -7,12 +7,14 @@
 //! leave it needs nothing, so an interrupted undo converges when planned
 //! again.
 
+use std::collections::BTreeSet;
+
 use serde::{Deserialize, Serialize};
 
 use crate::config::Placement;
 use crate::layout::TierPath;
-use crate::state::undo::{Found, UndoObserved};
-use crate::undo::{Journal, Op};
+use crate::state::undo::{EntryState, Found, UndoObserved};
+use crate::undo::{Entry, Journal, Op};
 
 /// One step of an undo.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -145,131 +147,167 @@ pub fn compose(journal: &Journal, observed: &UndoObserved) -> UndoPlan {
     let pairs: Vec<_> = journal.entries.iter().zip(&observed.entries).collect();
     let (first, rest): (Vec<_>, Vec<_>) =
         pairs.into_iter().partition(|(e, _)| e.op == Op::Restored);
-    let mut cleared = std::collections::BTreeSet::new();
+    let mut cleared = BTreeSet::new();
     for (entry, seen) in first.into_iter().chain(rest) {
-        let path = entry.path.clone();
-        let is_ours = matches!(&seen.file, Found::File { sha256 } if *sha256 == entry.sha256);
         match entry.op {
-            Op::SetAside => {
-                // Cleared first: the bytes the apply wrote over the file (a
-                // replaced download), or a restore this plan sets aside.
-                let replaced = matches!((&entry.written, &seen.file),
-                    (Some(w), Found::File { sha256 }) if sha256 == w);
-                let file = if replaced || cleared.contains(&path) {
-                    &Found::Absent
-                } else {
-                    &seen.file
-                };
-                match (file, &seen.trash) {
-                    // Already back (an interrupted undo, or put back by hand).
-                    _ if is_ours => {}
-                    (Found::Absent, Found::File { sha256 }) if *sha256 == entry.sha256 => {
-                        if let (true, Found::File { sha256: now }) = (replaced, &seen.file) {
-                            plan.actions.push(UndoAction::SetAside {
-                                placement: entry.placement.clone(),
-                                path: path.clone(),
-                                sha256: now.clone(),
-                                size: entry.size,
-                            });
-                        }
-                        plan.actions.push(UndoAction::Restore {
-                            placement: entry.placement.clone(),
-                            path,
-                            from: journal.id.clone(),
-                            sha256: entry.sha256.clone(),
-                            size: entry.size,
-                        })
-                    }
-                    (Found::Absent, Found::Absent) => {
-                        plan.conflicts.push(UndoConflict::TrashGone { path })
-                    }
-                    (Found::Absent, found) => plan.conflicts.push(UndoConflict::TrashChanged {
-                        path,
-                        found: describe(found),
-                    }),
-                    (found, _) => plan.conflicts.push(UndoConflict::Changed {
-                        path,
-                        expected: match &entry.written {
-                            None => "nothing (the file was removed)".into(),
-                            Some(w) => format!("what the apply wrote (sha256 {w})"),
-                        },
-                        found: describe(found),
-                    }),
-                }
-            }
-            Op::RemoteSetAside => {
-                let Found::Object { sha256: kept, .. } = &seen.trash else {
-                    plan.conflicts.push(UndoConflict::TrashGone { path });
-                    continue;
-                };
-                match (&entry.written, &seen.file) {
-                    // Already back.
-                    (_, Found::Object { sha256, .. }) if sha256 == kept => {}
-                    (None, Found::Absent) => plan.actions.push(UndoAction::RestoreRemote {
-                        placement: entry.placement.clone(),
-                        path,
-                        from: journal.id.clone(),
-                        sha256: kept.clone(),
-                        expect: None,
-                    }),
-                    (Some(written), Found::Object { sha256, version }) if sha256 == written => {
-                        plan.actions.push(UndoAction::RestoreRemote {
-                            placement: entry.placement.clone(),
-                            path,
-                            from: journal.id.clone(),
-                            sha256: kept.clone(),
-                            expect: Some(version.clone()),
-                        })
-                    }
-                    (written, found) => plan.conflicts.push(UndoConflict::Changed {
-                        path,
-                        expected: match written {
-                            None => "nothing (the apply deleted it)".into(),
-                            Some(w) => format!("what the apply wrote (sha256 {w})"),
-                        },
-                        found: describe(found),
-                    }),
-                }
-            }
-            // An undo restored the object into an absent key (a restore
-            // over an object is journaled as a set-aside of what it
-            // replaced): undone by taking it away again, kept in the trash.
-            Op::RemoteRestored => match &seen.file {
-                Found::Object { sha256, version } if *sha256 == entry.sha256 => {
-                    plan.actions.push(UndoAction::SetAsideRemote {
-                        placement: entry.placement.clone(),
-                        path,
-                        sha256: sha256.clone(),
-                        version: version.clone(),
-                    })
-                }
-                Found::Absent => {}
-                found => plan.conflicts.push(UndoConflict::Changed {
-                    path,
-                    expected: format!("the restored object (sha256 {})", entry.sha256),
-                    found: describe(found),
-                }),
-            },
-            Op::Restored => match &seen.file {
-                _ if is_ours => {
-                    cleared.insert(path.clone());
-                    plan.actions.push(UndoAction::SetAside {
-                        placement: entry.placement.clone(),
-                        path,
-                        sha256: entry.sha256.clone(),
-                        size: entry.size,
-                    })
-                }
-                Found::Absent => {}
-                found => plan.conflicts.push(UndoConflict::Changed {
-                    path,
-                    expected: format!("the restored file (sha256 {})", entry.sha256),
-                    found: describe(found),
-                }),
-            },
+            Op::SetAside => set_aside(&mut plan, &journal.id, entry, seen, &cleared),
+            Op::RemoteSetAside => remote_set_aside(&mut plan, &journal.id, entry, seen),
+            Op::RemoteRestored => remote_restored(&mut plan, entry, seen),
+            Op::Restored => restored(&mut plan, entry, seen, &mut cleared),
         }
     }
     plan
+}
+
+/// Whether the file is what the entry says the apply left there.
+fn is_ours(entry: &Entry, seen: &EntryState) -> bool {
+    matches!(&seen.file, Found::File { sha256 } if *sha256 == entry.sha256)
+}
+
+/// A file the apply set aside: restored from its trash, unless something
+/// else is there now.
+fn set_aside(
+    plan: &mut UndoPlan,
+    id: &str,
+    entry: &Entry,
+    seen: &EntryState,
+    cleared: &BTreeSet<TierPath>,
+) {
+    let path = entry.path.clone();
+    let is_ours = is_ours(entry, seen);
+    // Cleared first: the bytes the apply wrote over the file (a
+    // replaced download), or a restore this plan sets aside.
+    let replaced = matches!((&entry.written, &seen.file),
+        (Some(w), Found::File { sha256 }) if sha256 == w);
+    let file = if replaced || cleared.contains(&path) {
+        &Found::Absent
+    } else {
+        &seen.file
+    };
+    match (file, &seen.trash) {
+        // Already back (an interrupted undo, or put back by hand).
+        _ if is_ours => {}
+        (Found::Absent, Found::File { sha256 }) if *sha256 == entry.sha256 => {
+            if let (true, Found::File { sha256: now }) = (replaced, &seen.file) {
+                plan.actions.push(UndoAction::SetAside {
+                    placement: entry.placement.clone(),
+                    path: path.clone(),
+                    sha256: now.clone(),
+                    size: entry.size,
+                });
+            }
+            plan.actions.push(UndoAction::Restore {
+                placement: entry.placement.clone(),
+                path,
+                from: id.to_string(),
+                sha256: entry.sha256.clone(),
+                size: entry.size,
+            })
+        }
+        (Found::Absent, Found::Absent) => plan.conflicts.push(UndoConflict::TrashGone { path }),
+        (Found::Absent, found) => plan.conflicts.push(UndoConflict::TrashChanged {
+            path,
+            found: describe(found),
+        }),
+        (found, _) => plan.conflicts.push(UndoConflict::Changed {
+            path,
+            expected: match &entry.written {
+                None => "nothing (the file was removed)".into(),
+                Some(w) => format!("what the apply wrote (sha256 {w})"),
+            },
+            found: describe(found),
+        }),
+    }
+}
+
+/// An object the apply deleted or replaced: restored from the remote
+/// trash, at the key as the apply left it.
+fn remote_set_aside(plan: &mut UndoPlan, id: &str, entry: &Entry, seen: &EntryState) {
+    let path = entry.path.clone();
+    let Found::Object { sha256: kept, .. } = &seen.trash else {
+        plan.conflicts.push(UndoConflict::TrashGone { path });
+        return;
+    };
+    match (&entry.written, &seen.file) {
+        // Already back.
+        (_, Found::Object { sha256, .. }) if sha256 == kept => {}
+        (None, Found::Absent) => plan.actions.push(UndoAction::RestoreRemote {
+            placement: entry.placement.clone(),
+            path,
+            from: id.to_string(),
+            sha256: kept.clone(),
+            expect: None,
+        }),
+        (Some(written), Found::Object { sha256, version }) if sha256 == written => {
+            plan.actions.push(UndoAction::RestoreRemote {
+                placement: entry.placement.clone(),
+                path,
+                from: id.to_string(),
+                sha256: kept.clone(),
+                expect: Some(version.clone()),
+            })
+        }
+        (written, found) => plan.conflicts.push(UndoConflict::Changed {
+            path,
+            expected: match written {
+                None => "nothing (the apply deleted it)".into(),
+                Some(w) => format!("what the apply wrote (sha256 {w})"),
+            },
+            found: describe(found),
+        }),
+    }
+}
+
+/// An undo restored the object into an absent key (a restore over an
+/// object is journaled as a set-aside of what it replaced): undone by
+/// taking it away again, kept in the trash.
+fn remote_restored(plan: &mut UndoPlan, entry: &Entry, seen: &EntryState) {
+    let path = entry.path.clone();
+    match &seen.file {
+        Found::Object { sha256, version } if *sha256 == entry.sha256 => {
+            plan.actions.push(UndoAction::SetAsideRemote {
+                placement: entry.placement.clone(),
+                path,
+                sha256: sha256.clone(),
+                version: version.clone(),
+            })
+        }
+        Found::Absent => {}
+        found => plan.conflicts.push(UndoConflict::Changed {
+            path,
+            expected: format!("the restored object (sha256 {})", entry.sha256),
+            found: describe(found),
+        }),
+    }
+}
+
+/// A file an undo restored: set aside again (making room for what others
+/// restore at its path).
+fn restored(
+    plan: &mut UndoPlan,
+    entry: &Entry,
+    seen: &EntryState,
+    cleared: &mut BTreeSet<TierPath>,
+) {
+    let path = entry.path.clone();
+    let is_ours = is_ours(entry, seen);
+    match &seen.file {
+        _ if is_ours => {
+            cleared.insert(path.clone());
+            plan.actions.push(UndoAction::SetAside {
+                placement: entry.placement.clone(),
+                path,
+                sha256: entry.sha256.clone(),
+                size: entry.size,
+            })
+        }
+        Found::Absent => {}
+        found => plan.conflicts.push(UndoConflict::Changed {
+            path,
+            expected: format!("the restored file (sha256 {})", entry.sha256),
+            found: describe(found),
+        }),
+    }
 }
 
 #[cfg(test)]

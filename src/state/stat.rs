@@ -28,7 +28,7 @@ impl Stat {
         }
     }
 
-    pub(super) fn of_raw(st: &libc::stat) -> Stat {
+    pub(super) fn of_raw(st: &rustix::fs::Stat) -> Stat {
         // The field types differ between platforms; the casts only widen.
         #[allow(clippy::unnecessary_cast)]
         Stat {

@@ -9,7 +9,7 @@
 use std::ffi::{CString, OsStr};
 use std::fs;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
@@ -97,17 +97,11 @@ struct Anchor {
 impl Anchor {
     fn open(dir: &Path, rel: &[u8], stat: &Stat) -> Anchor {
         let skip = rel.len() + 1;
-        let Ok(c) = CString::new(dir.as_os_str().as_bytes()) else {
+        use rustix::fs::{Mode, OFlags};
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let Ok(fd) = rustix::fs::open(dir, flags, Mode::empty()) else {
             return Anchor { fd: None, skip };
         };
-        let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC;
-        // SAFETY: `c` is a NUL-terminated path; the fd returned is owned here.
-        let raw = unsafe { libc::open(c.as_ptr(), flags) };
-        if raw < 0 {
-            return Anchor { fd: None, skip };
-        }
-        // SAFETY: `raw` is a fresh fd nothing else owns.
-        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
         let same = fstat(&fd).is_ok_and(|s| s.dev == stat.dev && s.ino == stat.ino);
         Anchor {
             fd: same.then_some(fd),
@@ -129,34 +123,12 @@ impl Anchor {
 }
 
 fn fstat(fd: &OwnedFd) -> io::Result<Stat> {
-    let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
-    // SAFETY: `fd` is open and `st` is written before it is read.
-    let r = unsafe { libc::fstat(fd.as_raw_fd(), st.as_mut_ptr()) };
-    if r != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: fstat succeeded, so it filled `st`.
-    let st = unsafe { st.assume_init() };
-    Ok(Stat::of_raw(&st))
+    Ok(Stat::of_raw(&rustix::fs::fstat(fd)?))
 }
 
 /// The lstat of `path` relative to the directory `dir`.
 fn lstatat(dir: &OwnedFd, path: &std::ffi::CStr) -> io::Result<Stat> {
-    let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
-    // SAFETY: `path` is NUL-terminated and `st` is written before it is read.
-    let r = unsafe {
-        libc::fstatat(
-            dir.as_raw_fd(),
-            path.as_ptr(),
-            st.as_mut_ptr(),
-            libc::AT_SYMLINK_NOFOLLOW,
-        )
-    };
-    if r != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: fstatat succeeded, so it filled `st`.
-    let st = unsafe { st.assume_init() };
+    let st = rustix::fs::statat(dir, path, rustix::fs::AtFlags::SYMLINK_NOFOLLOW)?;
     Ok(Stat::of_raw(&st))
 }
 

@@ -527,51 +527,38 @@ fn xattrs_unsupported(e: &io::Error) -> bool {
 
 #[cfg(target_os = "linux")]
 fn get_sha_xattr(file: &File) -> io::Result<Option<String>> {
-    use std::os::fd::AsRawFd;
     let mut buf = [0u8; 128];
-    // SAFETY: the fd is open for the duration of the call, the name is a
-    // NUL-terminated C string and the buffer length is the buffer's size.
-    let n = unsafe {
-        libc::fgetxattr(
-            file.as_raw_fd(),
-            XATTR_NAME.as_ptr(),
-            buf.as_mut_ptr().cast(),
-            buf.len(),
-        )
-    };
-    if n < 0 {
-        let e = io::Error::last_os_error();
-        if e.raw_os_error() == Some(libc::ENODATA) || xattrs_unsupported(&e) {
-            return Ok(None);
+    let n = match rustix::fs::fgetxattr(file, XATTR_NAME, &mut buf[..]) {
+        Ok(n) => n,
+        Err(e) => {
+            let e = io::Error::from(e);
+            if e.raw_os_error() == Some(libc::ENODATA) || xattrs_unsupported(&e) {
+                return Ok(None);
+            }
+            return Err(e);
         }
-        return Err(e);
-    }
-    let value = String::from_utf8_lossy(&buf[..n as usize]).into_owned();
+    };
+    let value = String::from_utf8_lossy(&buf[..n]).into_owned();
     Ok(Some(value))
 }
 
 #[cfg(target_os = "linux")]
 fn set_sha_xattr(file: &File, sha: &str) -> io::Result<()> {
-    use std::os::fd::AsRawFd;
-    // SAFETY: as in `get_sha_xattr`; the value pointer and length describe
-    // `sha`'s bytes.
-    let rc = unsafe {
-        libc::fsetxattr(
-            file.as_raw_fd(),
-            XATTR_NAME.as_ptr(),
-            sha.as_ptr().cast(),
-            sha.len(),
-            0,
-        )
-    };
-    if rc < 0 {
-        let e = io::Error::last_os_error();
-        if xattrs_unsupported(&e) {
-            return Ok(());
+    match rustix::fs::fsetxattr(
+        file,
+        XATTR_NAME,
+        sha.as_bytes(),
+        rustix::fs::XattrFlags::empty(),
+    ) {
+        Ok(()) => Ok(()),
+        Err(e) => {
+            let e = io::Error::from(e);
+            if xattrs_unsupported(&e) {
+                return Ok(());
+            }
+            Err(e)
         }
-        return Err(e);
     }
-    Ok(())
 }
 
 #[cfg(not(target_os = "linux"))]

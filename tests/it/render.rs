@@ -5,9 +5,9 @@
 
 use std::path::{Path, PathBuf};
 
+use swamp::cli::render::render;
 use swamp::config::{ConflictPolicy, DatastoreConfig, Namespace};
 use swamp::plan::action::RemoteInfo;
-use swamp::plan::render::render;
 use swamp::plan::{Action, PlacementInfo, Plan, RemoteExpect};
 use swamp::state::Scope;
 
@@ -100,7 +100,7 @@ fn a_sync_plan_with_uploads_downloads_and_deletes_renders() {
 /// plan as the terminal's, as a list, tables and a code block.
 #[test]
 fn a_plan_renders_as_markdown_for_a_pull_request() {
-    let md = |p: &Plan, detail| swamp::plan::render::render_markdown(p, Path::new(REPO), detail);
+    let md = |p: &Plan, detail| swamp::cli::render::render_markdown(p, Path::new(REPO), detail);
     snapshot!("render_markdown_sync_plan", md(&sync_plan(), false));
     // Every conflict kind, in one fenced block; a key that would break a
     // table cell or a code span is escaped.
@@ -245,7 +245,7 @@ fn a_long_plan_is_grouped_by_kind_and_directory_and_detail_lists_every_row() {
     assert!(!grouped.contains("f000119.txt"), "{grouped}");
     assert!(grouped.contains("--detail"), "{grouped}");
     snapshot!("render_long_plan_grouped", grouped);
-    let detail = swamp::plan::render::render_detail(&p, Path::new(REPO), true);
+    let detail = swamp::cli::render::render_detail(&p, Path::new(REPO), true);
     for i in [0, 119] {
         assert!(detail.contains(&format!("f{i:06}.txt")), "row {i}");
     }
@@ -261,7 +261,7 @@ fn a_long_plan_is_grouped_by_kind_and_directory_and_detail_lists_every_row() {
 /// sequences are still shown escaped, colour or not.
 #[test]
 fn a_terminal_gets_tables_fitted_to_its_width_and_coloured_kinds() {
-    use swamp::plan::render::{Style, render_styled};
+    use swamp::cli::render::{Style, render_styled};
     let mut p = sync_plan();
     p.actions.push(Action::Upload {
         path: tp("outputs/evil\u{1b}[8mhidden.yaml"),

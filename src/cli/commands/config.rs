@@ -14,7 +14,7 @@ use crate::cli::locking::Locks;
 use crate::cli::output::interactive;
 use crate::cli::{CliError, Ctx, Outcome, Repo};
 use crate::config::Config;
-use crate::engine::sync::register_namespace;
+use crate::engine::registry::register_namespace;
 use crate::engine::{self, EngineError, SyncOptions};
 use crate::lock::LockError;
 use crate::state::Scope;

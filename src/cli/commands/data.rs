@@ -11,9 +11,9 @@ use serde_json::json;
 
 use crate::catalog::Catalog;
 use crate::cli::output::print_json;
+use crate::cli::render::{human_bytes, table};
 use crate::cli::{CliError, Ctx, Outcome, Repo};
 use crate::data::{DataError, DataStore, remote_only};
-use crate::plan::render::{human_bytes, table};
 
 fn open(ctx: &Ctx) -> Result<Repo, CliError> {
     ctx.open_repo()

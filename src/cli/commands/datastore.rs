@@ -10,7 +10,7 @@ use crate::cli::locking::Locks;
 use crate::cli::output::print_json;
 use crate::cli::{CliError, Ctx, Outcome, Repo};
 use crate::config::{Config, DatastoreConfig, Namespace, Placement, parse_datastore_spec};
-use crate::engine::sync::{ListedNamespace, list_namespaces, register_namespace};
+use crate::engine::registry::{ListedNamespace, list_namespaces, register_namespace};
 use crate::engine::{self, SyncOptions};
 use crate::state::Scope;
 use crate::state::observed::first_datastore_file;
@@ -173,7 +173,7 @@ fn retarget_locked(
         // base would be set aside by the next sync as one made with
         // another remote).
         register_namespace(&config.target(), config.repo_id)?;
-        crate::engine::sync::ensure_remote_id(&config.target())?;
+        crate::engine::registry::ensure_remote_id(&config.target())?;
     }
     let planned = engine::plan(&new_repo.layout, config, scope)?;
     let changed = *config != repo.config;
@@ -223,7 +223,7 @@ fn record_only(ctx: &Ctx, repo: &Repo, config: &Config) -> Result<Outcome, CliEr
 pub fn ensure_registered(repo: &Repo) -> Result<(), CliError> {
     if repo.config.datastore.is_remote() {
         register_namespace(&repo.config.target(), repo.config.repo_id)?;
-        crate::engine::sync::ensure_remote_id(&repo.config.target())?;
+        crate::engine::registry::ensure_remote_id(&repo.config.target())?;
     }
     Ok(())
 }
@@ -285,7 +285,7 @@ pub fn namespaces(ctx: &Ctx) -> Result<Outcome, CliError> {
         outln!("No namespaces are registered in this datastore.");
         return Ok(Outcome::Success);
     }
-    let mut t = crate::plan::render::table();
+    let mut t = crate::cli::render::table();
     ctx.style().apply(&mut t);
     t.set_header(["", "namespace", "repo_id", "registered_at"]);
     for n in &all {

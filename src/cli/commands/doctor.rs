@@ -10,12 +10,12 @@ use serde_json::{Value, json};
 
 use crate::cli::locking::Locks;
 use crate::cli::output::print_json;
+use crate::cli::render::{human_bytes, table};
 use crate::cli::{CliError, Ctx, Outcome};
 use crate::config;
 use crate::doctor::{self, Context, DoctorError, Finding, Fix, Status, local};
 use crate::engine::{self, SyncOptions};
 use crate::layout::Layout;
-use crate::plan::render::{human_bytes, table};
 
 fn doctor_err(e: DoctorError) -> CliError {
     match e {
@@ -100,16 +100,7 @@ pub fn datastores(ctx: &Ctx, repair: bool, yes: bool) -> Result<Outcome, CliErro
         return Ok(Outcome::Success);
     }
 
-    let mut items = Vec::new();
-    for (check, finding) in checks.iter().zip(&before) {
-        if finding.failed() {
-            let fix = check.fix(&cx, finding).map_err(doctor_err)?;
-            items.push(Item {
-                finding: finding.clone(),
-                fix,
-            });
-        }
-    }
+    let items = repair_items(&checks, &before, &cx)?;
     let plans: Vec<&engine::Planned> = items
         .iter()
         .filter_map(|i| match &i.fix {
@@ -158,6 +149,55 @@ pub fn datastores(ctx: &Ctx, repair: bool, yes: bool) -> Result<Outcome, CliErro
         return Ok(Outcome::Failed);
     }
 
+    let results = apply_repairs(ctx, &root, &mut cx, &items)?;
+    let after = doctor::run_checks(&mut cx, &checks);
+    let ok_after = doctor::all_ok(&after);
+    if ctx.json {
+        print_json(
+            &RepairDoc {
+                checks: &after,
+                before: &before,
+                preview: false,
+                fixes: &fixes_json,
+                plans: &plans_json,
+                results: &results,
+            }
+            .to_json(),
+        );
+    } else {
+        show_results(&results, &after, ctx.style().width);
+    }
+    Ok(outcome(ok_after))
+}
+
+/// The fix of each failed check.
+fn repair_items(
+    checks: &[Box<dyn doctor::Check>],
+    before: &[Finding],
+    cx: &Context,
+) -> Result<Vec<Item>, CliError> {
+    let mut items = Vec::new();
+    for (check, finding) in checks.iter().zip(before) {
+        if finding.failed() {
+            let fix = check.fix(cx, finding).map_err(doctor_err)?;
+            items.push(Item {
+                finding: finding.clone(),
+                fix,
+            });
+        }
+    }
+    Ok(items)
+}
+
+/// Applies the repairs: a stale lock broken first, then (holding the
+/// lock) the plans through the engine, then the steps, which look at the
+/// result. Returns what each did.
+fn apply_repairs(
+    ctx: &Ctx,
+    root: &std::path::Path,
+    cx: &mut Context,
+    items: &[Item],
+) -> Result<Vec<Value>, CliError> {
     // A stale lock is broken first; the repair then holds the lock itself
     // while it applies. Plans go first (through the ordinary apply path),
     // then the steps (which look at the result); the lock is released
@@ -165,7 +205,7 @@ pub fn datastores(ctx: &Ctx, repair: bool, yes: bool) -> Result<Outcome, CliErro
     let mut results: Vec<Value> = Vec::new();
     for item in items.iter().filter(|i| i.finding.name == "lock") {
         if let Fix::Step(step) = &item.fix {
-            results.push(run_step(item.finding.name, step, &cx));
+            results.push(run_step(item.finding.name, step, cx));
         }
     }
     let locks = {
@@ -176,7 +216,7 @@ pub fn datastores(ctx: &Ctx, repair: bool, yes: bool) -> Result<Outcome, CliErro
         Locks::take(ctx, layout, config, "doctor datastores --repair")?
     };
     let mut rebuild_after_plans = false;
-    for item in &items {
+    for item in items {
         let Fix::Plan(planned) = &item.fix else {
             continue;
         };
@@ -185,7 +225,7 @@ pub fn datastores(ctx: &Ctx, repair: bool, yes: bool) -> Result<Outcome, CliErro
             .as_ref()
             .map_err(|e| CliError::failure(e.clone()))?;
         let applied = engine::apply_and_verify(
-            &root,
+            root,
             layout,
             &planned.plan,
             SyncOptions::default(),
@@ -210,13 +250,13 @@ pub fn datastores(ctx: &Ctx, repair: bool, yes: bool) -> Result<Outcome, CliErro
     if rebuild_after_plans && !catalog_step_queued {
         // The moves changed data files; the index follows them.
         let step = local::rebuild_catalog_step();
-        results.push(run_step("catalog", &step, &cx));
+        results.push(run_step("catalog", &step, cx));
     }
-    for item in &items {
+    for item in items {
         match &item.fix {
             Fix::Plan(_) => {}
             Fix::Step(_) if item.finding.name == "lock" => {}
-            Fix::Step(step) => results.push(run_step(item.finding.name, step, &cx)),
+            Fix::Step(step) => results.push(run_step(item.finding.name, step, cx)),
             Fix::Manual => results.push(json!({
                 "check": item.finding.name,
                 "status": "manual",
@@ -226,39 +266,27 @@ pub fn datastores(ctx: &Ctx, repair: bool, yes: bool) -> Result<Outcome, CliErro
     }
     locks.finish(Ok(()))?;
     cx.reload();
-    let after = doctor::run_checks(&mut cx, &checks);
-    let ok_after = doctor::all_ok(&after);
-    if ctx.json {
-        print_json(
-            &RepairDoc {
-                checks: &after,
-                before: &before,
-                preview: false,
-                fixes: &fixes_json,
-                plans: &plans_json,
-                results: &results,
-            }
-            .to_json(),
+    Ok(results)
+}
+
+/// What each repair did, and the checks after.
+fn show_results(results: &[Value], after: &[Finding], width: Option<u16>) {
+    outln!();
+    for r in results {
+        let mark = match r["status"].as_str() {
+            Some("applied") => "done",
+            Some("failed") => "FAILED",
+            _ => "manual",
+        };
+        outln!(
+            "{mark}  {}: {}",
+            r["check"].as_str().unwrap_or(""),
+            r["message"].as_str().unwrap_or("")
         );
-    } else {
-        outln!();
-        for r in &results {
-            let mark = match r["status"].as_str() {
-                Some("applied") => "done",
-                Some("failed") => "FAILED",
-                _ => "manual",
-            };
-            outln!(
-                "{mark}  {}: {}",
-                r["check"].as_str().unwrap_or(""),
-                r["message"].as_str().unwrap_or("")
-            );
-        }
-        outln!("\nAfter repair:");
-        out!("{}", render_checks(&after, ctx.style().width));
-        outln!("\n{}", closing(&after));
     }
-    Ok(outcome(ok_after))
+    outln!("\nAfter repair:");
+    out!("{}", render_checks(after, width));
+    outln!("\n{}", closing(after));
 }
 
 /// The `--repair` document: `checks` and `ok` describe the state when the
@@ -333,13 +361,13 @@ fn outcome(ok: bool) -> Outcome {
 /// One row per check (name, status, message), then the fix of each
 /// failed check.
 fn render_checks(findings: &[Finding], width: Option<u16>) -> String {
-    crate::plan::render::escape_controls(&render_checks_raw(findings, width)).into_owned()
+    crate::cli::render::escape_controls(&render_checks_raw(findings, width)).into_owned()
 }
 
 fn render_checks_raw(findings: &[Finding], width: Option<u16>) -> String {
     let mut t = table();
     // Fitted to the terminal: a message of 600 characters wraps.
-    crate::plan::render::Style {
+    crate::cli::render::Style {
         width,
         color: false,
     }

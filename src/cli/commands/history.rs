@@ -7,8 +7,8 @@ use comfy_table::{Cell, CellAlignment};
 use serde_json::json;
 
 use crate::cli::output::print_json;
+use crate::cli::render::{escape_controls, human_bytes, table};
 use crate::cli::{CliError, Ctx, Outcome};
-use crate::plan::render::{escape_controls, human_bytes, table};
 use crate::undo::Journal;
 
 pub fn run(ctx: &Ctx) -> Result<Outcome, CliError> {

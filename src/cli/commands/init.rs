@@ -121,7 +121,7 @@ fn init_in(ctx: &Ctx, dir: &std::path::Path, config: &Config) -> Result<(), CliE
             .map_err(|e| CliError::failure(e.to_string()))?;
         let locks = Locks::take(ctx, &layout, config, "init")?;
         locks.finish(
-            crate::engine::sync::register_namespace(&config.target(), config.repo_id)
+            crate::engine::registry::register_namespace(&config.target(), config.repo_id)
                 .map(|_| ())
                 .map_err(CliError::from),
         )?;

@@ -8,11 +8,11 @@ use serde_json::json;
 
 use crate::cli::locking::Locks;
 use crate::cli::output::{ask, interactive, print_json, print_plan_json};
+use crate::cli::render::human_bytes;
 use crate::cli::{CliError, Ctx, Outcome, Repo};
 use crate::config::Config;
 use crate::engine::{self, Planned, SyncOptions};
 use crate::plan::SavedPlan;
-use crate::plan::render::human_bytes;
 use crate::state::Scope;
 
 pub fn plan(
@@ -87,10 +87,10 @@ pub fn show(ctx: &Ctx, file: &Path) -> Result<Outcome, CliError> {
             } else if ctx.markdown {
                 out!(
                     "```text\n{}```\n",
-                    crate::plan::render::render_undo(&undo.undo)
+                    crate::cli::render::render_undo(&undo.undo)
                 );
             } else {
-                out!("{}", crate::plan::render::render_undo(&undo.undo));
+                out!("{}", crate::cli::render::render_undo(&undo.undo));
             }
             return Ok(Outcome::Success);
         }
@@ -334,54 +334,7 @@ fn apply_confirmed(
             None => print_plan_json(saved, rest),
         }
     } else {
-        let transfers = if saved.plan.remote.is_some() {
-            format!(
-                ", {} uploaded, {} downloaded, {} deleted from the remote, {} deleted from the cache",
-                report.uploaded, report.downloaded, report.deleted_remote, report.deleted_local
-            )
-        } else {
-            String::new()
-        };
-        let mut managed = String::new();
-        if report.mirrored > 0 {
-            managed = format!(
-                ", {} definition file(s) copied into the cache",
-                report.mirrored
-            );
-        }
-        if report.sentinel_published {
-            managed.push_str(", managed-config sentinel published");
-        }
-        if report.recorded_remote_only > 0 {
-            managed.push_str(&format!(
-                ", {} remote file(s) recorded without downloading (hydration = lazy)",
-                report.recorded_remote_only
-            ));
-        }
-        if report.trash_pruned > 0 {
-            managed.push_str(&format!(
-                ", trash of {} earlier apply(s) pruned ({})",
-                report.trash_pruned,
-                human_bytes(report.bytes_pruned)
-            ));
-        }
-        outln!(
-            "\nApplied {} action(s): {} moved ({}), {} identical duplicate(s) dropped{managed}{transfers}{}{}.",
-            report.completed,
-            report.moved,
-            human_bytes(report.bytes_moved),
-            report.dropped,
-            if report.catalog_invalidated {
-                ", catalog marked for rebuild"
-            } else {
-                ""
-            },
-            if report.migration_finished {
-                ", migration record cleared"
-            } else {
-                ""
-            },
-        );
+        outln!("\n{}", applied_line(report, saved.plan.remote.is_some()));
         if converged {
             outln!("Converged: the datastore matches the configuration.");
         } else {
@@ -403,4 +356,56 @@ fn apply_confirmed(
     } else {
         Outcome::Failed
     })
+}
+
+/// The one line that says what an apply did.
+fn applied_line(report: &engine::ApplyReport, remote: bool) -> String {
+    let transfers = if remote {
+        format!(
+            ", {} uploaded, {} downloaded, {} deleted from the remote, {} deleted from the cache",
+            report.uploaded, report.downloaded, report.deleted_remote, report.deleted_local
+        )
+    } else {
+        String::new()
+    };
+    let mut managed = String::new();
+    if report.mirrored > 0 {
+        managed = format!(
+            ", {} definition file(s) copied into the cache",
+            report.mirrored
+        );
+    }
+    if report.sentinel_published {
+        managed.push_str(", managed-config sentinel published");
+    }
+    if report.recorded_remote_only > 0 {
+        managed.push_str(&format!(
+            ", {} remote file(s) recorded without downloading (hydration = lazy)",
+            report.recorded_remote_only
+        ));
+    }
+    if report.trash_pruned > 0 {
+        managed.push_str(&format!(
+            ", trash of {} earlier apply(s) pruned ({})",
+            report.trash_pruned,
+            human_bytes(report.bytes_pruned)
+        ));
+    }
+    format!(
+        "Applied {} action(s): {} moved ({}), {} identical duplicate(s) dropped{managed}{transfers}{}{}.",
+        report.completed,
+        report.moved,
+        human_bytes(report.bytes_moved),
+        report.dropped,
+        if report.catalog_invalidated {
+            ", catalog marked for rebuild"
+        } else {
+            ""
+        },
+        if report.migration_finished {
+            ", migration record cleared"
+        } else {
+            ""
+        },
+    )
 }

@@ -5,10 +5,11 @@ use crate::cli::output::outln;
 use serde_json::json;
 
 use crate::cli::output::print_json;
+use crate::cli::render::closing_line;
 use crate::cli::{CliError, Ctx, Outcome};
 use crate::engine;
 use crate::lock::LockState;
-use crate::plan::render::{closing_line, root_label};
+use crate::plan::root_label;
 use crate::state::Scope;
 
 pub fn run(ctx: &Ctx) -> Result<Outcome, CliError> {
@@ -23,31 +24,7 @@ pub fn run(ctx: &Ctx) -> Result<Outcome, CliError> {
         .map_err(|e| CliError::from(crate::lock::LockError::from(e)))?;
     let lock_state = crate::lock::read(&lock_target)
         .map_err(|e| CliError::from(crate::lock::LockError::from(e)));
-    let lock_line = match &lock_state {
-        Ok(LockState::Free) => "free".to_string(),
-        Ok(LockState::Held {
-            body, stale: false, ..
-        }) => format!("held by {} until {}", body.describe(), body.expires_at),
-        Ok(LockState::Held {
-            body, stale: true, ..
-        }) => format!(
-            "stale: {} let it expire at {} (the next command takes it over)",
-            body.describe(),
-            body.expires_at
-        ),
-        Ok(LockState::Unparseable { reason, .. }) => {
-            format!("held by an unknown owner ({reason}); see `swamp datastore lock status`")
-        }
-        Err(e)
-            if planned
-                .as_ref()
-                .err()
-                .is_some_and(|p| p.message == e.message) =>
-        {
-            "unknown: the datastore did not answer (see `pending`)".to_string()
-        }
-        Err(e) => format!("unknown: {}", e.message),
-    };
+    let lock_line = lock_line(&lock_state, &planned);
     let failed = planned.is_err() || lock_state.is_err();
     // Lazy hydration: how much of the remote this cache has not fetched.
     let unhydrated = crate::engine::hydrate::unhydrated(&repo.layout, config)?.len();
@@ -89,6 +66,56 @@ pub fn run(ctx: &Ctx) -> Result<Outcome, CliError> {
             Outcome::Success
         });
     }
+    show_text(&repo, &root, hydration, unhydrated, &lock_line, &planned);
+    Ok(if failed {
+        Outcome::Failed
+    } else {
+        Outcome::Success
+    })
+}
+
+/// The lock's state in words (or why it is unknown).
+fn lock_line(
+    lock_state: &Result<LockState, CliError>,
+    planned: &Result<engine::Planned, CliError>,
+) -> String {
+    match lock_state {
+        Ok(LockState::Free) => "free".to_string(),
+        Ok(LockState::Held {
+            body, stale: false, ..
+        }) => format!("held by {} until {}", body.describe(), body.expires_at),
+        Ok(LockState::Held {
+            body, stale: true, ..
+        }) => format!(
+            "stale: {} let it expire at {} (the next command takes it over)",
+            body.describe(),
+            body.expires_at
+        ),
+        Ok(LockState::Unparseable { reason, .. }) => {
+            format!("held by an unknown owner ({reason}); see `swamp datastore lock status`")
+        }
+        Err(e)
+            if planned
+                .as_ref()
+                .err()
+                .is_some_and(|p| p.message == e.message) =>
+        {
+            "unknown: the datastore did not answer (see `pending`)".to_string()
+        }
+        Err(e) => format!("unknown: {}", e.message),
+    }
+}
+
+/// `swamp status` for a person.
+fn show_text(
+    repo: &crate::cli::Repo,
+    root: &std::path::Path,
+    hydration: Option<&str>,
+    unhydrated: usize,
+    lock_line: &str,
+    planned: &Result<engine::Planned, CliError>,
+) {
+    let config = &repo.config;
     outln!("repository  {}", repo.root.display());
     outln!("repo id     {}", config.repo_id);
     outln!("datastore   {}", config.datastore);
@@ -99,7 +126,7 @@ pub fn run(ctx: &Ctx) -> Result<Outcome, CliError> {
             .as_ref()
             .map_or("(none: solo layout)".to_string(), ToString::to_string)
     );
-    outln!("data root   {}", root_label(&root, &repo.root));
+    outln!("data root   {}", root_label(root, &repo.root));
     for p in &config.migrating_from {
         outln!("moving from {p}");
     }
@@ -118,7 +145,7 @@ pub fn run(ctx: &Ctx) -> Result<Outcome, CliError> {
         }
     }
     outln!("lock        {lock_line}");
-    match &planned {
+    match planned {
         Ok(p) if p.plan.is_empty() => {
             outln!("pending     nothing: the datastore matches the configuration")
         }
@@ -133,9 +160,4 @@ pub fn run(ctx: &Ctx) -> Result<Outcome, CliError> {
             }
         }
     }
-    Ok(if failed {
-        Outcome::Failed
-    } else {
-        Outcome::Success
-    })
 }

@@ -8,10 +8,10 @@ use std::path::Path;
 
 use crate::cli::locking::Locks;
 use crate::cli::output::{ask, interactive, print_json};
+use crate::cli::render::render_undo;
 use crate::cli::{CliError, Ctx, Outcome};
 use crate::engine::{self, undo::UndoSubject};
 use crate::plan::file::SavedUndo;
-use crate::plan::render::render_undo;
 
 /// How the undo plan is taken forward once shown.
 enum Then<'a> {
@@ -91,25 +91,7 @@ fn plan_and_apply(
         out!("{}", render_undo(&plan));
     }
     let (yes, detailed_exitcode) = match then {
-        Then::Save(path) => {
-            SavedUndo::new(repo.config.repo_id, plan.clone())
-                .save(path)
-                .map_err(|e| CliError::failure(e.to_string()))?;
-            if ctx.json {
-                print_json(&json!({ "undo": plan, "saved": path }));
-            } else {
-                outln!(
-                    "\nSaved the undo plan to {}; `swamp apply {}` applies it if nothing changed.",
-                    path.display(),
-                    path.display()
-                );
-            }
-            return Ok(if !plan.conflicts.is_empty() {
-                Outcome::Conflicts
-            } else {
-                Outcome::Success
-            });
-        }
+        Then::Save(path) => return save(ctx, repo, &plan, path),
         Then::Apply {
             yes,
             detailed_exitcode,
@@ -154,6 +136,43 @@ fn plan_and_apply(
         });
     }
     let report = engine::undo::apply_undo(layout, subject, &plan, &crate::cli::command_line())?;
+    show_undone(ctx, subject, &plan, &report);
+    Ok(Outcome::Success)
+}
+
+/// `-o FILE`: the undo plan saved for `swamp apply FILE`.
+fn save(
+    ctx: &Ctx,
+    repo: &crate::cli::Repo,
+    plan: &crate::plan::undo::UndoPlan,
+    path: &Path,
+) -> Result<Outcome, CliError> {
+    SavedUndo::new(repo.config.repo_id, plan.clone())
+        .save(path)
+        .map_err(|e| CliError::failure(e.to_string()))?;
+    if ctx.json {
+        print_json(&json!({ "undo": plan, "saved": path }));
+    } else {
+        outln!(
+            "\nSaved the undo plan to {}; `swamp apply {}` applies it if nothing changed.",
+            path.display(),
+            path.display()
+        );
+    }
+    Ok(if !plan.conflicts.is_empty() {
+        Outcome::Conflicts
+    } else {
+        Outcome::Success
+    })
+}
+
+/// What an applied undo did.
+fn show_undone(
+    ctx: &Ctx,
+    subject: &UndoSubject,
+    plan: &crate::plan::undo::UndoPlan,
+    report: &engine::undo::UndoReport,
+) {
     if ctx.json {
         print_json(&json!({ "undo": plan, "applied": report }));
     } else {
@@ -176,7 +195,6 @@ fn plan_and_apply(
             report.apply_id
         );
     }
-    Ok(Outcome::Success)
 }
 
 /// `swamp undo --prune`: the retention `[undo]` asks for, planned like any
@@ -188,7 +206,7 @@ pub fn prune(ctx: &Ctx, yes: bool, detailed_exitcode: bool) -> Result<Outcome, C
     if !ctx.json {
         out!(
             "{}",
-            crate::plan::render::render_prunes(&actions, &repo.config.undo)
+            crate::cli::render::render_prunes(&actions, &repo.config.undo)
         );
     }
     if actions.is_empty() {

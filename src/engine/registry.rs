@@ -1,30 +1,14 @@
-//! The remote side of the loop that is not planning: the options a sync
-//! plan is made with, and namespace registration
-//! (`<prefix>/<ns>/.namespace.json`), which happens before planning.
+//! The namespace registry of a bucket: who owns each namespace
+//! (`<prefix>/<ns>/.namespace.json`, registered with a create-only write
+//! before `.swamp.toml` changes), the namespaces listed with their owners,
+//! and the remote's id (`<prefix>/<ns>/.swamp/remote-id.json`) that sync
+//! bases are bound to. All of it happens before planning.
 
-use crate::config::{ConflictPolicy, Placement};
+use crate::config::Placement;
 use crate::layout::Layout;
 use crate::store::{self, RemoteTarget, runtime};
 
 use super::EngineError;
-
-/// How a sync plan treats conflicts and guards.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct SyncOptions {
-    /// Overrides `[sync] conflict` for this run.
-    pub conflict: Option<ConflictPolicy>,
-    /// Overrides the delete guards.
-    pub force: bool,
-    /// With `force`: also deletes cache files that are the only copy of
-    /// their content.
-    pub force_delete_local: bool,
-    /// Plans as a first sync: the last sync's record is set aside.
-    pub no_base: bool,
-    /// Deletes and replacements are final for this run (no trash).
-    pub no_undo: bool,
-    /// Downloads what lazy pulls recorded as in the remote only.
-    pub hydrate: bool,
-}
 
 /// `<prefix>/<ns>/.namespace.json`: who owns a namespace in a bucket.
 /// Written with our field names; upstream swamp's (`repoId`,

@@ -7,21 +7,7 @@ use std::path::Path;
 
 use comfy_table::{Cell, CellAlignment, LineStyle, Table, TableStyle};
 
-use super::{Action, Conflict, PlacementInfo, Plan};
-
-/// `root` relative to `repo` when inside it, with a trailing slash (an
-/// empty `repo`: no repository, the path as it is).
-pub fn root_label(root: &Path, repo: &Path) -> String {
-    if repo.as_os_str().is_empty() {
-        return format!("{}/", root.display());
-    }
-    let shown = match root.strip_prefix(repo) {
-        Ok(rel) if rel.as_os_str().is_empty() => ".".to_string(),
-        Ok(rel) => rel.display().to_string(),
-        Err(_) => root.display().to_string(),
-    };
-    format!("{shown}/")
-}
+use crate::plan::{Action, Conflict, PlacementInfo, Plan, root_label};
 
 fn placement_label(p: &PlacementInfo) -> String {
     let ns = match &p.namespace {
@@ -388,6 +374,36 @@ fn group_rows<'a>(
 
 fn render_raw(plan: &Plan, repo: &Path, detail: bool, md: bool, style: Style) -> String {
     let mut out = String::new();
+    render_header(&mut out, plan, repo, md);
+    if plan.is_empty() {
+        out.push_str("No changes. The datastore matches the configuration.\n");
+        return out;
+    }
+    render_summary(&mut out, plan, md, style);
+    if !plan.actions.is_empty() {
+        render_actions(&mut out, plan, repo, detail, md, style);
+    }
+    if plan.has_conflicts() {
+        render_conflicts(&mut out, plan, repo, md);
+    }
+    let closing = closing_line(plan);
+    if md {
+        match closing.strip_prefix("Plan:") {
+            Some(rest) => {
+                let _ = write!(out, "**Plan:**{}", md_text(rest));
+            }
+            None => out.push_str(&md_text(&closing)),
+        }
+    } else {
+        out.push_str(&closing);
+    }
+    out.push('\n');
+    out
+}
+
+/// The header: scope, target and sources, and notes on what the remote
+/// holds that the plan leaves alone.
+fn render_header(out: &mut String, plan: &Plan, repo: &Path, md: bool) {
     let target = root_label(&plan.target.root, repo);
     // A header line: `  label     text` for a terminal, a list item in
     // Markdown. `code` is a path or key, set as code in Markdown.
@@ -415,14 +431,14 @@ fn render_raw(plan: &Plan, repo: &Path, detail: bool, md: bool, style: Style) ->
     }
     let sep = if md { "" } else { "  " };
     head(
-        &mut out,
+        out,
         "target",
         &target,
         &format!("{sep}({})", placement_label(&plan.target)),
     );
     for (i, s) in plan.sources.iter().enumerate() {
         head(
-            &mut out,
+            out,
             &format!("source {i}"),
             &root_label(&s.root, repo),
             &format!("{sep}({})", placement_label(s)),
@@ -430,7 +446,7 @@ fn render_raw(plan: &Plan, repo: &Path, detail: bool, md: bool, style: Style) ->
     }
     if let Some(why) = plan.remote.as_ref().and_then(|r| r.base_reset.as_deref()) {
         head(
-            &mut out,
+            out,
             "note",
             "",
             &format!("{why}; this sync is a first sync: nothing is deleted"),
@@ -443,7 +459,7 @@ fn render_raw(plan: &Plan, repo: &Path, detail: bool, md: bool, style: Style) ->
         .filter(|n| *n > 0)
     {
         head(
-            &mut out,
+            out,
             "note",
             "",
             &format!(
@@ -454,7 +470,7 @@ fn render_raw(plan: &Plan, repo: &Path, detail: bool, md: bool, style: Style) ->
     if let Some(remote) = &plan.remote {
         if remote.folder_markers > 0 {
             head(
-                &mut out,
+                out,
                 "skipped",
                 "",
                 &format!(
@@ -465,7 +481,7 @@ fn render_raw(plan: &Plan, repo: &Path, detail: bool, md: bool, style: Style) ->
         }
         for u in &remote.unmanaged {
             head(
-                &mut out,
+                out,
                 "skipped",
                 &format!("{}{}", remote.key_prefix, u.name),
                 &format!(
@@ -476,12 +492,10 @@ fn render_raw(plan: &Plan, repo: &Path, detail: bool, md: bool, style: Style) ->
         }
     }
     out.push('\n');
+}
 
-    if plan.is_empty() {
-        out.push_str("No changes. The datastore matches the configuration.\n");
-        return out;
-    }
-
+/// The summary table (actions by kind, with bytes) and the undo line.
+fn render_summary(out: &mut String, plan: &Plan, md: bool, style: Style) {
     let s = plan.summary();
     let mut summary = Grid::new(
         &["action", "count", "bytes"],
@@ -522,261 +536,304 @@ fn render_raw(plan: &Plan, repo: &Path, detail: bool, md: bool, style: Style) ->
     if let Some(line) = undo_line(plan, &s) {
         let _ = writeln!(out, "{line}\n");
     }
+}
 
-    if !plan.actions.is_empty() {
-        // In the rows a root is named by its path when that is short (in
-        // the repository), else by its name in the header ("target",
-        // "source 1"), not by an absolute path repeated in every row.
-        let target = row_label(&target, "target");
-        let source_label = |i: usize| {
-            row_label(
-                &root_label(&plan.sources[i].root, repo),
-                &format!("source {i}"),
-            )
-        };
-        // Made one at a time as they are shown or grouped: the rows of a
-        // 100,000-action plan are never held at once.
-        let row = |a: &Action| -> (String, String, String) {
-            match a {
-                Action::Move { path, source, .. } => {
-                    (path.to_string(), source_label(*source), target.clone())
-                }
-                Action::DropDuplicate { path, source, .. } => (
-                    path.to_string(),
-                    source_label(*source),
-                    "(removed)".to_string(),
-                ),
-                Action::InvalidateCatalog => (
-                    ".swamp/data/_catalog.db".to_string(),
-                    String::new(),
-                    String::new(),
-                ),
-                Action::FinishMigration => {
-                    (".swamp.toml".to_string(), String::new(), String::new())
-                }
-                Action::Upload { path, .. } => (path.to_string(), "cache".into(), "remote".into()),
-                Action::Download { path, .. } => {
-                    (path.to_string(), "remote".into(), "cache".into())
-                }
-                Action::DeleteLocal { path, .. } => {
-                    (path.to_string(), "cache".into(), "(removed)".into())
-                }
-                Action::DeleteRemote { path, .. } => {
-                    (path.to_string(), "remote".into(), "(removed)".into())
-                }
-                Action::RenameLocal { path, to, .. } => {
-                    (path.to_string(), "cache".into(), to.to_string())
-                }
-                Action::Fetch { path, source, .. } => (
-                    path.to_string(),
-                    plan.sources[*source]
-                        .remote_label()
-                        .unwrap_or_else(|| "remote".into()),
-                    target.clone(),
-                ),
-                Action::CopyRemote { path, source, .. } => (
-                    path.to_string(),
-                    plan.sources[*source]
-                        .remote_label()
-                        .unwrap_or_else(|| "remote".into()),
-                    plan.remote
-                        .as_ref()
-                        .map(|r| r.url.clone())
-                        .unwrap_or_else(|| "remote".into()),
-                ),
-                Action::DeleteSourceRemote { source, objects } => (
-                    format!("{} object(s)", objects.len()),
-                    plan.sources[*source]
-                        .remote_label()
-                        .unwrap_or_else(|| "remote".into()),
-                    "(removed)".into(),
-                ),
-                Action::RecordBase {
-                    add,
-                    unhydrated,
-                    drop,
-                } => (
-                    match unhydrated.len() {
-                        0 => format!("{} file(s) recorded, {} forgotten", add.len(), drop.len()),
-                        n => format!(
-                            "{} file(s) recorded, {n} remote-only, {} forgotten",
-                            add.len(),
-                            drop.len()
-                        ),
-                    },
-                    String::new(),
-                    "sync base".into(),
-                ),
-                Action::RecordDeletes { files, prune, .. } => (
-                    match prune.len() {
-                        0 => format!("{} file(s) deleted by swamp", files.len()),
-                        n => format!(
-                            "{} file(s) deleted by swamp; {n} old record(s) or note(s) removed",
-                            files.len()
-                        ),
-                    },
-                    "cache".into(),
-                    "remote record".into(),
-                ),
-                Action::NoteProgress {
-                    replaces, prune, ..
-                } => (
-                    match (replaces.is_empty(), prune.len()) {
-                        (true, 0) => "this clone, for other clones' delete records".to_string(),
-                        (false, 0) => "this clone's progress past delete records".to_string(),
-                        (true, n) => format!(
-                            "this clone, for other clones' delete records; {n} old record(s) or note(s) removed"
-                        ),
-                        (false, n) => format!(
-                            "this clone's progress past delete records; {n} old record(s) or note(s) removed"
-                        ),
-                    },
-                    "sync base".into(),
-                    "remote note".into(),
-                ),
-                Action::PruneRecords { prune } => (
-                    format!("{} old delete record(s) or note(s)", prune.len()),
-                    "remote".into(),
-                    "(removed)".into(),
-                ),
-                Action::MirrorConfig { path, .. } => (
-                    path.to_string(),
-                    path.as_str()
-                        .strip_prefix("config/")
-                        .unwrap_or(path.as_str())
-                        .to_string(),
-                    "cache".into(),
-                ),
-                Action::RemoveTemp { path, source, .. } => (
-                    path.to_string(),
-                    match source {
-                        None => target.clone(),
-                        Some(i) => source_label(*i),
-                    },
-                    "(removed)".into(),
-                ),
-                Action::PublishSentinel { path, objects, .. } => (
-                    path.to_string(),
-                    format!("vouches for {} object(s)", objects.len()),
-                    "remote".into(),
-                ),
-                Action::PruneTrash {
-                    id,
-                    at,
-                    files,
-                    remote_objects,
-                    ..
-                } => (
-                    prune_what(id, *files, *remote_objects),
-                    format!("trash of {at}"),
-                    "(removed)".into(),
-                ),
-            }
-        };
-        let n_actions = plan.actions.len();
-        let rows = plan.actions.iter().enumerate().map(|(i, a)| {
-            let (path, from, to) = row(a);
-            (i, a, path, from, to)
-        });
-        let (grid, note) = if detail || n_actions <= GROUP_ABOVE {
-            let mut actions = Grid::new(
-                &["#", "action", "path", "from", "to", "reason"],
-                &[true, false, false, false, false, false],
-                &[false, false, true, true, true, false],
-            );
-            for (i, a, path, from, to) in rows {
-                actions.rows.push(vec![
-                    (i + 1).to_string(),
-                    a.kind().to_string(),
-                    path,
-                    from,
-                    to,
-                    a.reason().to_string(),
-                ]);
-            }
-            (actions, None)
-        } else {
-            let groups = group_rows(rows);
-            let mut actions = Grid::new(
-                &["action", "under", "files", "bytes", "from", "to", "reason"],
-                &[false, false, true, true, false, false, false],
-                &[false, true, false, false, true, true, false],
-            );
-            let n = groups.len();
-            for g in groups {
-                actions.rows.push(vec![
-                    g.kind.to_string(),
-                    g.under,
-                    if g.files {
-                        g.count.to_string()
-                    } else {
-                        String::new()
-                    },
-                    g.bytes.map(human_bytes).unwrap_or_default(),
-                    g.from,
-                    g.to,
-                    g.reason.to_string(),
-                ]);
-            }
-            (
-                actions,
-                Some(format!(
-                    "{} actions in {n} group(s) by kind and directory; `--detail` lists every one (and `--json` always does).",
-                    plan.actions.len()
-                )),
-            )
-        };
-        let folded = md && grid.rows.len() > MD_FOLD_ABOVE;
-        if folded {
-            let _ = writeln!(out, "<details><summary>{n_actions} action(s)</summary>\n");
+/// The table of actions: one row each, or grouped by kind and directory
+/// when there are many (folded in Markdown).
+fn render_actions(
+    out: &mut String,
+    plan: &Plan,
+    repo: &Path,
+    detail: bool,
+    md: bool,
+    style: Style,
+) {
+    let target = root_label(&plan.target.root, repo);
+    // In the rows a root is named by its path when that is short (in
+    // the repository), else by its name in the header ("target",
+    // "source 1"), not by an absolute path repeated in every row.
+    let target = row_label(&target, "target");
+    let source_label = |i: usize| {
+        row_label(
+            &root_label(&plan.sources[i].root, repo),
+            &format!("source {i}"),
+        )
+    };
+    // Made one at a time as they are shown or grouped: the rows of a
+    // 100,000-action plan are never held at once.
+    let n_actions = plan.actions.len();
+    let rows = plan.actions.iter().enumerate().map(|(i, a)| {
+        let (path, from, to) = action_row(a, plan, &target, &source_label);
+        (i, a, path, from, to)
+    });
+    let (grid, note) = if detail || n_actions <= GROUP_ABOVE {
+        let mut actions = Grid::new(
+            &["#", "action", "path", "from", "to", "reason"],
+            &[true, false, false, false, false, false],
+            &[false, false, true, true, true, false],
+        );
+        for (i, a, path, from, to) in rows {
+            actions.rows.push(vec![
+                (i + 1).to_string(),
+                a.kind().to_string(),
+                path,
+                from,
+                to,
+                a.reason().to_string(),
+            ]);
         }
-        let _ = writeln!(out, "{}\n", grid.render(md, style));
-        if let Some(note) = note {
-            let _ = writeln!(out, "{note}\n");
-        }
-        if folded {
-            out.push_str("</details>\n\n");
-        }
-    }
-
-    if plan.has_conflicts() {
-        if md {
-            out.push_str("#### Conflicts (apply is blocked until each is resolved)\n\n");
-            let mut text = String::new();
-            for c in &plan.conflicts {
-                render_conflict(&mut text, c, plan, repo, &target);
-            }
-            // A fence longer than any run of backticks in the text.
-            let fence = "`".repeat(
-                md_code(&text)
-                    .chars()
-                    .take_while(|c| *c == '`')
-                    .count()
-                    .max(3),
-            );
-            let _ = writeln!(out, "{fence}text\n{text}{fence}\n");
-        } else {
-            out.push_str("Conflicts (apply is blocked until each is resolved):\n");
-            for c in &plan.conflicts {
-                render_conflict(&mut out, c, plan, repo, &target);
-            }
-            out.push('\n');
-        }
-    }
-
-    let closing = closing_line(plan);
-    if md {
-        match closing.strip_prefix("Plan:") {
-            Some(rest) => {
-                let _ = write!(out, "**Plan:**{}", md_text(rest));
-            }
-            None => out.push_str(&md_text(&closing)),
-        }
+        (actions, None)
     } else {
-        out.push_str(&closing);
+        let groups = group_rows(rows);
+        let mut actions = Grid::new(
+            &["action", "under", "files", "bytes", "from", "to", "reason"],
+            &[false, false, true, true, false, false, false],
+            &[false, true, false, false, true, true, false],
+        );
+        let n = groups.len();
+        for g in groups {
+            actions.rows.push(vec![
+                g.kind.to_string(),
+                g.under,
+                if g.files {
+                    g.count.to_string()
+                } else {
+                    String::new()
+                },
+                g.bytes.map(human_bytes).unwrap_or_default(),
+                g.from,
+                g.to,
+                g.reason.to_string(),
+            ]);
+        }
+        (
+            actions,
+            Some(format!(
+                "{} actions in {n} group(s) by kind and directory; `--detail` lists every one (and `--json` always does).",
+                plan.actions.len()
+            )),
+        )
+    };
+    let folded = md && grid.rows.len() > MD_FOLD_ABOVE;
+    if folded {
+        let _ = writeln!(out, "<details><summary>{n_actions} action(s)</summary>\n");
     }
-    out.push('\n');
-    out
+    let _ = writeln!(out, "{}\n", grid.render(md, style));
+    if let Some(note) = note {
+        let _ = writeln!(out, "{note}\n");
+    }
+    if folded {
+        out.push_str("</details>\n\n");
+    }
+}
+
+/// An action's row in the plan table: its path (or what it is about),
+/// where from and where to. `target` and `source_label` name the roots.
+fn action_row(
+    a: &Action,
+    plan: &Plan,
+    target: &str,
+    source_label: &dyn Fn(usize) -> String,
+) -> (String, String, String) {
+    match a {
+        Action::Move { .. }
+        | Action::DropDuplicate { .. }
+        | Action::InvalidateCatalog
+        | Action::FinishMigration
+        | Action::RemoveTemp { .. }
+        | Action::MirrorConfig { .. }
+        | Action::PruneTrash { .. } => local_row(a, target, source_label),
+        Action::Upload { .. }
+        | Action::Download { .. }
+        | Action::DeleteLocal { .. }
+        | Action::DeleteRemote { .. }
+        | Action::RenameLocal { .. }
+        | Action::Fetch { .. }
+        | Action::CopyRemote { .. }
+        | Action::DeleteSourceRemote { .. } => transfer_row(a, plan, target),
+        Action::RecordBase { .. }
+        | Action::RecordDeletes { .. }
+        | Action::NoteProgress { .. }
+        | Action::PruneRecords { .. }
+        | Action::PublishSentinel { .. } => record_row(a),
+    }
+}
+
+/// Rows of moves and local bookkeeping.
+fn local_row(
+    a: &Action,
+    target: &str,
+    source_label: &dyn Fn(usize) -> String,
+) -> (String, String, String) {
+    match a {
+        Action::Move { path, source, .. } => {
+            (path.to_string(), source_label(*source), target.to_string())
+        }
+        Action::DropDuplicate { path, source, .. } => (
+            path.to_string(),
+            source_label(*source),
+            "(removed)".to_string(),
+        ),
+        Action::InvalidateCatalog => (
+            ".swamp/data/_catalog.db".to_string(),
+            String::new(),
+            String::new(),
+        ),
+        Action::FinishMigration => (".swamp.toml".to_string(), String::new(), String::new()),
+        Action::RemoveTemp { path, source, .. } => (
+            path.to_string(),
+            match source {
+                None => target.to_string(),
+                Some(i) => source_label(*i),
+            },
+            "(removed)".into(),
+        ),
+        Action::MirrorConfig { path, .. } => (
+            path.to_string(),
+            path.as_str()
+                .strip_prefix("config/")
+                .unwrap_or(path.as_str())
+                .to_string(),
+            "cache".into(),
+        ),
+        Action::PruneTrash {
+            id,
+            at,
+            files,
+            remote_objects,
+            ..
+        } => (
+            prune_what(id, *files, *remote_objects),
+            format!("trash of {at}"),
+            "(removed)".into(),
+        ),
+        _ => unreachable!("dispatched above"),
+    }
+}
+
+/// Rows of transfers and deletes between cache and remotes.
+fn transfer_row(a: &Action, plan: &Plan, target: &str) -> (String, String, String) {
+    match a {
+        Action::Upload { path, .. } => (path.to_string(), "cache".into(), "remote".into()),
+        Action::Download { path, .. } => (path.to_string(), "remote".into(), "cache".into()),
+        Action::DeleteLocal { path, .. } => (path.to_string(), "cache".into(), "(removed)".into()),
+        Action::DeleteRemote { path, .. } => {
+            (path.to_string(), "remote".into(), "(removed)".into())
+        }
+        Action::RenameLocal { path, to, .. } => (path.to_string(), "cache".into(), to.to_string()),
+        Action::Fetch { path, source, .. } => (
+            path.to_string(),
+            plan.sources[*source]
+                .remote_label()
+                .unwrap_or_else(|| "remote".into()),
+            target.to_string(),
+        ),
+        Action::CopyRemote { path, source, .. } => (
+            path.to_string(),
+            plan.sources[*source]
+                .remote_label()
+                .unwrap_or_else(|| "remote".into()),
+            plan.remote
+                .as_ref()
+                .map(|r| r.url.clone())
+                .unwrap_or_else(|| "remote".into()),
+        ),
+        Action::DeleteSourceRemote { source, objects } => (
+            format!("{} object(s)", objects.len()),
+            plan.sources[*source]
+                .remote_label()
+                .unwrap_or_else(|| "remote".into()),
+            "(removed)".into(),
+        ),
+        _ => unreachable!("dispatched above"),
+    }
+}
+
+/// Rows of remote bookkeeping: the base, delete records, notes, the sentinel.
+fn record_row(a: &Action) -> (String, String, String) {
+    match a {
+        Action::RecordBase {
+            add,
+            unhydrated,
+            drop,
+        } => (
+            match unhydrated.len() {
+                0 => format!("{} file(s) recorded, {} forgotten", add.len(), drop.len()),
+                n => format!(
+                    "{} file(s) recorded, {n} remote-only, {} forgotten",
+                    add.len(),
+                    drop.len()
+                ),
+            },
+            String::new(),
+            "sync base".into(),
+        ),
+        Action::RecordDeletes { files, prune, .. } => (
+            match prune.len() {
+                0 => format!("{} file(s) deleted by swamp", files.len()),
+                n => format!(
+                    "{} file(s) deleted by swamp; {n} old record(s) or note(s) removed",
+                    files.len()
+                ),
+            },
+            "cache".into(),
+            "remote record".into(),
+        ),
+        Action::NoteProgress {
+            replaces, prune, ..
+        } => (
+            match (replaces.is_empty(), prune.len()) {
+                (true, 0) => "this clone, for other clones' delete records".to_string(),
+                (false, 0) => "this clone's progress past delete records".to_string(),
+                (true, n) => format!(
+                    "this clone, for other clones' delete records; {n} old record(s) or note(s) removed"
+                ),
+                (false, n) => format!(
+                    "this clone's progress past delete records; {n} old record(s) or note(s) removed"
+                ),
+            },
+            "sync base".into(),
+            "remote note".into(),
+        ),
+        Action::PruneRecords { prune } => (
+            format!("{} old delete record(s) or note(s)", prune.len()),
+            "remote".into(),
+            "(removed)".into(),
+        ),
+        Action::PublishSentinel { path, objects, .. } => (
+            path.to_string(),
+            format!("vouches for {} object(s)", objects.len()),
+            "remote".into(),
+        ),
+        _ => unreachable!("dispatched above"),
+    }
+}
+
+/// Each conflict in full (in Markdown, one fenced block).
+fn render_conflicts(out: &mut String, plan: &Plan, repo: &Path, md: bool) {
+    let target = root_label(&plan.target.root, repo);
+    if md {
+        out.push_str("#### Conflicts (apply is blocked until each is resolved)\n\n");
+        let mut text = String::new();
+        for c in &plan.conflicts {
+            render_conflict(&mut text, c, plan, repo, &target);
+        }
+        // A fence longer than any run of backticks in the text.
+        let fence = "`".repeat(
+            md_code(&text)
+                .chars()
+                .take_while(|c| *c == '`')
+                .count()
+                .max(3),
+        );
+        let _ = writeln!(out, "{fence}text\n{text}{fence}\n");
+    } else {
+        out.push_str("Conflicts (apply is blocked until each is resolved):\n");
+        for c in &plan.conflicts {
+            render_conflict(out, c, plan, repo, &target);
+        }
+        out.push('\n');
+    }
 }
 
 /// Markdown action tables longer than this are folded under `<details>`,
@@ -784,6 +841,25 @@ fn render_raw(plan: &Plan, repo: &Path, detail: bool, md: bool, style: Style) ->
 const MD_FOLD_ABOVE: usize = 20;
 
 fn render_conflict(out: &mut String, c: &Conflict, plan: &Plan, repo: &Path, target: &str) {
+    match c {
+        Conflict::DifferentAtTarget { .. }
+        | Conflict::Obstacle { .. }
+        | Conflict::Unsupported { .. } => local_conflict(out, c, plan, repo, target),
+        Conflict::NotAFile { .. } => not_a_file_conflict(out, c, plan),
+        Conflict::ReservedPath { .. } | Conflict::Unholdable { .. } | Conflict::TooLarge { .. } => {
+            key_conflict(out, c)
+        }
+        Conflict::BothChanged { .. }
+        | Conflict::DeletedAndChanged { .. }
+        | Conflict::SourceDiverged { .. } => sync_conflict(out, c, plan),
+        Conflict::DeleteGuard { .. } | Conflict::ConfigAlreadyMigrated { .. } => {
+            guard_conflict(out, c)
+        }
+    }
+}
+
+/// A file at the target or a source that blocks a move.
+fn local_conflict(out: &mut String, c: &Conflict, plan: &Plan, repo: &Path, target: &str) {
     match c {
         Conflict::DifferentAtTarget {
             path,
@@ -822,6 +898,21 @@ fn render_conflict(out: &mut String, c: &Conflict, plan: &Plan, repo: &Path, tar
                 "      fix: move {target}{obstacle} out of the way, then plan again"
             );
         }
+        Conflict::Unsupported { path, source, what } => {
+            let src = root_label(&plan.sources[*source].root, repo);
+            let _ = writeln!(out, "  ✗ {src}{path} is {}", what.describe());
+            let _ = writeln!(
+                out,
+                "      fix: replace it with a regular file or remove it, then plan again"
+            );
+        }
+        _ => unreachable!("dispatched by render_conflict"),
+    }
+}
+
+/// What stands in the cache where a synced file or directory is.
+fn not_a_file_conflict(out: &mut String, c: &Conflict, plan: &Plan) {
+    match c {
         Conflict::NotAFile {
             at,
             what,
@@ -865,6 +956,13 @@ fn render_conflict(out: &mut String, c: &Conflict, plan: &Plan, repo: &Path, tar
                 cache.display()
             );
         }
+        _ => unreachable!("dispatched by render_conflict"),
+    }
+}
+
+/// A remote object this cache cannot or must not hold.
+fn key_conflict(out: &mut String, c: &Conflict) {
+    match c {
         Conflict::ReservedPath { key } => {
             let _ = writeln!(
                 out,
@@ -908,6 +1006,13 @@ fn render_conflict(out: &mut String, c: &Conflict, plan: &Plan, repo: &Path, tar
                 "      fix: move it out of the datastore (or add it to `exclude` in .swamp.toml), or split it, then plan again"
             );
         }
+        _ => unreachable!("dispatched by render_conflict"),
+    }
+}
+
+/// Changes on both sides that the sync cannot settle by itself.
+fn sync_conflict(out: &mut String, c: &Conflict, plan: &Plan) {
+    match c {
         Conflict::BothChanged {
             path,
             local_sha256,
@@ -947,8 +1052,8 @@ fn render_conflict(out: &mut String, c: &Conflict, plan: &Plan, repo: &Path, tar
             changed_sha256,
         } => {
             let (gone, kept) = match deleted_in {
-                super::action::Side::Cache => ("cache", "remote"),
-                super::action::Side::Remote => ("remote", "cache"),
+                crate::plan::action::Side::Cache => ("cache", "remote"),
+                crate::plan::action::Side::Remote => ("remote", "cache"),
             };
             let _ = writeln!(
                 out,
@@ -984,6 +1089,13 @@ fn render_conflict(out: &mut String, c: &Conflict, plan: &Plan, repo: &Path, tar
                 "      fix: remove the copy you do not want (cache file or object), then plan again"
             );
         }
+        _ => unreachable!("dispatched by render_conflict"),
+    }
+}
+
+/// A delete guard tripped, or managed config published with other content.
+fn guard_conflict(out: &mut String, c: &Conflict) {
+    match c {
         Conflict::DeleteGuard { guard, message } => {
             let _ = writeln!(out, "  ✗ delete guard `{guard}`: {message}");
             for line in guard_fix(guard) {
@@ -1012,14 +1124,7 @@ fn render_conflict(out: &mut String, c: &Conflict, plan: &Plan, repo: &Path, tar
                 "      fix: take the datastore's config with `swamp datastore sync --pull`, or remove its sentinel and config/ objects if they are wrong; nothing was overwritten"
             );
         }
-        Conflict::Unsupported { path, source, what } => {
-            let src = root_label(&plan.sources[*source].root, repo);
-            let _ = writeln!(out, "  ✗ {src}{path} is {}", what.describe());
-            let _ = writeln!(
-                out,
-                "      fix: replace it with a regular file or remove it, then plan again"
-            );
-        }
+        _ => unreachable!("dispatched by render_conflict"),
     }
 }
 
@@ -1034,7 +1139,7 @@ pub fn prune_what(id: &str, files: usize, remote_objects: usize) -> String {
 }
 
 /// What this run keeps for `swamp undo`, or that it keeps nothing.
-fn undo_line(plan: &Plan, s: &super::Summary) -> Option<String> {
+fn undo_line(plan: &Plan, s: &crate::plan::Summary) -> Option<String> {
     let cache = plan.actions.iter().filter(|a| {
         matches!(
             a,
@@ -1048,7 +1153,7 @@ fn undo_line(plan: &Plan, s: &super::Summary) -> Option<String> {
             a,
             Action::DeleteRemote { .. }
                 | Action::Upload {
-                    remote: super::RemoteExpect::Version { .. },
+                    remote: crate::plan::RemoteExpect::Version { .. },
                     ..
                 }
         )
@@ -1292,8 +1397,8 @@ fn guard_fix(guard: &str) -> &'static [&'static str] {
 
 /// An undo plan for review: what comes back, what is set aside again, and
 /// what blocks.
-pub fn render_undo(plan: &super::undo::UndoPlan) -> String {
-    use super::undo::{UndoAction, UndoConflict};
+pub fn render_undo(plan: &crate::plan::undo::UndoPlan) -> String {
+    use crate::plan::undo::{UndoAction, UndoConflict};
     let mut out = String::new();
     let _ = writeln!(
         out,

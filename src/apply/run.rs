@@ -1,0 +1,311 @@
+//! The state one apply shares between its executors: the plan and where it
+//! acts, the report, the sync base it advances, the hash cache, the undo
+//! journal written before the first destructive step, the moves still to
+//! make durable, and progress. [`Run::start`] sets it up, [`Run::finish`]
+//! settles it once every action has run.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+use crate::digest::Sha256;
+use crate::layout::{Layout, TierPath};
+use crate::plan::{Action, Plan};
+use crate::state::{HashCache, SyncBase};
+use crate::store::RemoteTarget;
+use crate::undo as journal;
+
+use super::{ApplyError, ApplyReport, StopCause, carried_bytes, describe_done, remote};
+
+pub(super) struct Run<'a> {
+    pub(super) plan: &'a Plan,
+    pub(super) layout: &'a Layout,
+    pub(super) repo: &'a Path,
+    pub(super) remote: Option<&'a RemoteTarget>,
+    pub(super) sources: &'a [Option<RemoteTarget>],
+    pub(super) concurrency: u16,
+    /// The runtime remote work runs on, when the plan has a remote.
+    pub(super) rt: Option<&'static tokio::runtime::Runtime>,
+    pub(super) cache: HashCache,
+    pub(super) report: ApplyReport,
+    /// The sync base this apply advances, and where it is saved.
+    pub(super) base: Option<(SyncBase, PathBuf)>,
+    /// The locks this command holds, watched by the transfer tasks.
+    pub(super) watch: crate::lock::LossWatch,
+    /// The undo journal of a plan that deletes or replaces anything.
+    pub(super) journaled: Option<journal::Journal>,
+    /// Replaced cache files and the sha256 of what replaced them.
+    pub(super) replaced_by: Vec<(TierPath, String)>,
+    /// Moves done by renaming a whole directory, by action index.
+    pub(super) moved_whole: HashSet<usize>,
+    /// How far the runs of moves have been looked at for such directories.
+    pub(super) scanned_to: usize,
+    /// Per-file moves linked into place whose sources are still to go:
+    /// (source file, source root, destination file).
+    pub(super) linked: Vec<(PathBuf, PathBuf, PathBuf)>,
+}
+
+impl<'a> Run<'a> {
+    /// Loads the sync base (bound to the remote the plan saw) and writes
+    /// the undo journal, before any action runs.
+    pub(super) fn start(
+        plan: &'a Plan,
+        layout: &'a Layout,
+        repo: &'a Path,
+        remote: Option<&'a RemoteTarget>,
+        sources: &'a [Option<RemoteTarget>],
+        concurrency: u16,
+    ) -> Result<Run<'a>, ApplyError> {
+        let before = |kind, what: &str, source: StopCause| ApplyError::Stopped {
+            index: 0,
+            kind,
+            what: what.into(),
+            source: Box::new(source),
+            completed: 0,
+        };
+        crate::progress::meter().start(
+            "applying",
+            plan.actions.iter().filter(|a| a.path().is_some()).count() as u64,
+            plan.actions.iter().map(carried_bytes).sum(),
+        );
+        let base = match remote {
+            Some(r) => {
+                let base_path = layout.sync_base_path(&r.placement);
+                let mut base = SyncBase::load(&base_path, &r.url)
+                    .map_err(|e| before("sync", "the sync base", e.into()))?;
+                // Bound to the remote the plan saw: a base made with another
+                // is set aside, as the plan did.
+                let id = plan.remote.as_ref().and_then(|r| r.remote_id.clone());
+                let ignored = plan.remote.as_ref().is_some_and(|r| r.base_ignored);
+                if ignored || base.mismatch(id.as_deref()).is_some() {
+                    base.clear();
+                }
+                base.remote_id = id;
+                Some((base, base_path))
+            }
+            None => None,
+        };
+        let watch = crate::lock::watch();
+        let journaled = journal_deletes(plan, layout)
+            .map_err(|e| before("journal", "the undo journal", e.into()))?;
+        Ok(Run {
+            plan,
+            layout,
+            repo,
+            remote,
+            sources,
+            concurrency,
+            rt: (remote.is_some() || sources.iter().any(Option::is_some))
+                .then(crate::store::runtime),
+            cache: HashCache::load(&layout.hash_cache_path()),
+            report: ApplyReport::default(),
+            base,
+            watch,
+            journaled,
+            replaced_by: Vec::new(),
+            moved_whole: HashSet::new(),
+            scanned_to: 0,
+            linked: Vec::new(),
+        })
+    }
+
+    /// Action `i` stopped for `source`.
+    pub(super) fn stopped(&self, i: usize, source: StopCause) -> ApplyError {
+        let action = &self.plan.actions[i];
+        let what = match action.path() {
+            Some(path) => path.to_string(),
+            None => describe_global(action).to_string(),
+        };
+        self.stopped_on(i, &what, source)
+    }
+
+    /// Action `i` stopped for `source`, over `what` (not its own path).
+    pub(super) fn stopped_on(&self, i: usize, what: &str, source: StopCause) -> ApplyError {
+        ApplyError::Stopped {
+            index: i + 1,
+            kind: self.plan.actions[i].kind(),
+            what: what.to_string(),
+            source: Box::new(source),
+            completed: self.report.completed,
+        }
+    }
+
+    /// Counts `action` done and shows it.
+    pub(super) fn done(&mut self, action: &Action) {
+        self.report.completed += 1;
+        crate::progress::meter().finished(
+            u64::from(action.path().is_some()),
+            carried_bytes(action),
+            || describe_done(action),
+        );
+    }
+
+    /// Where this apply's cache deletes set files aside (`None`: removed
+    /// for good, under `--no-undo` or when the plan deletes nothing).
+    pub(super) fn trash(&self) -> Option<journal::Trash<'_>> {
+        self.journaled
+            .as_ref()
+            .filter(|j| !j.no_undo)
+            .map(|j| journal::Trash {
+                layout: self.layout,
+                id: &j.id,
+                placement: self.plan.target.placement(),
+            })
+    }
+
+    /// The remotes for one step. Transfers check their preconditions
+    /// against the hash cache the plan was observed with (a file whose
+    /// inode, size and mtime are unchanged is not read again); built per
+    /// step, as moves update the cache.
+    pub(super) fn remotes<'r>(
+        &'r self,
+        trash: Option<&'r journal::Trash<'r>>,
+    ) -> remote::Remotes<'r> {
+        remote::Remotes {
+            target: self.remote,
+            sources: self.sources,
+            hashes: Some(&self.cache),
+            trash,
+        }
+    }
+
+    /// The runtime and the target store, which remote bookkeeping needs.
+    pub(super) fn remote_parts(
+        &self,
+    ) -> Result<(&'static tokio::runtime::Runtime, &'a RemoteTarget), StopCause> {
+        match (self.rt, self.remote) {
+            (Some(rt), Some(target)) => Ok((rt, target)),
+            _ => Err(StopCause::NoRemote),
+        }
+    }
+
+    /// Settles the run once every action ran: keeps the hash cache, marks
+    /// the journal finished (with what replaced each replaced file), fails
+    /// if the lock was lost on the way, and notes that this clone's deletes
+    /// have reached the bucket.
+    pub(super) fn finish(mut self) -> Result<ApplyReport, ApplyError> {
+        // The cache only speeds up the next observation; failing to save it
+        // loses nothing. Apply sees only the files it acts on, so it keeps
+        // the entries it did not touch (saving only those it used would
+        // make the verifying plan read every other file again).
+        let _ = self.cache.save_keeping();
+        if let Some(j) = self.journaled.as_mut() {
+            for (path, sha) in std::mem::take(&mut self.replaced_by) {
+                if let Some(e) = j
+                    .entries
+                    .iter_mut()
+                    .find(|e| e.op == journal::Op::SetAside && e.path == path)
+                {
+                    e.written = Some(sha);
+                }
+            }
+            j.finished = true;
+            let _ = j.save(self.layout);
+        }
+        // A lock lost during the last step: what was done stays done, but
+        // the run did not hold the lock throughout, so it must not report
+        // success.
+        if let Some(reason) = self.watch.lost() {
+            return Err(ApplyError::Stopped {
+                index: self.plan.actions.len(),
+                kind: "lock",
+                what: "the datastore lock".into(),
+                source: Box::new(StopCause::LockLost(reason)),
+                completed: self.report.completed,
+            });
+        }
+        // Every delete of this clone's made before this push has reached
+        // the bucket: from now on they explain nothing (`state::deliberate`).
+        let plan = self.plan;
+        if plan.remote.is_some() && plan.scope.direction().is_some_and(|d| d.pushes()) {
+            let marker = self.layout.deletes_pushed_path(&plan.target.placement());
+            let _ = crate::fsutil::atomic_write(&marker, crate::clock::now_rfc3339().as_bytes());
+        }
+        Ok(self.report)
+    }
+}
+
+fn describe_global(action: &Action) -> &'static str {
+    match action {
+        Action::InvalidateCatalog => "the catalog",
+        Action::FinishMigration => "the migration record",
+        _ => "",
+    }
+}
+
+/// The journal of an apply whose plan deletes or replaces anything,
+/// written before anything runs: each cache delete sets the file aside
+/// into its trash, each remote delete or replacement first copies the
+/// object into its remote trash.
+fn journal_deletes(
+    plan: &Plan,
+    layout: &Layout,
+) -> Result<Option<journal::Journal>, journal::UndoError> {
+    let placement = plan.target.placement();
+    let remote_entry = |path: &TierPath, written: Option<&Sha256>| {
+        journal::Entry::remote_set_aside(&placement, path, written.map(Sha256::hex))
+    };
+    let entry_in =
+        |placement: crate::config::Placement, path: &TierPath, sha256: &Sha256| journal::Entry {
+            op: journal::Op::SetAside,
+            size: std::fs::symlink_metadata(layout.file_path(&placement, path))
+                .map(|m| m.len())
+                .unwrap_or(0),
+            placement,
+            path: path.clone(),
+            sha256: sha256.hex(),
+            written: None,
+        };
+    let local_entry = |path: &TierPath, sha256: &Sha256| entry_in(placement.clone(), path, sha256);
+    let entries: Vec<journal::Entry> = plan
+        .actions
+        .iter()
+        .filter_map(|a| match a {
+            Action::DeleteLocal { path, sha256 } => Some(local_entry(path, sha256)),
+            // A source's copy whose twin is at the target: set aside there.
+            Action::DropDuplicate {
+                path,
+                source,
+                sha256,
+                ..
+            } => Some(entry_in(plan.sources[*source].placement(), path, sha256)),
+            // A replaced cache file: what it held goes to the trash; what
+            // replaced it is recorded once it has landed.
+            Action::Download {
+                path,
+                local: Some(old),
+                ..
+            } => Some(local_entry(path, old)),
+            Action::DeleteRemote { path, .. } => Some(remote_entry(path, None)),
+            Action::Upload {
+                path,
+                sha256,
+                remote: crate::plan::RemoteExpect::Version { .. },
+                ..
+            } => Some(remote_entry(path, Some(sha256))),
+            _ => None,
+        })
+        .collect();
+    if entries.is_empty() {
+        return Ok(None);
+    }
+    let local = entries
+        .iter()
+        .filter(|e| e.op == journal::Op::SetAside)
+        .count();
+    let mut summary = format!(
+        "{}: {local} file(s) deleted or replaced, {} remote object(s) deleted or replaced",
+        plan.scope.as_str(),
+        entries.len() - local
+    );
+    // `--no-undo`: the history still shows the run, which kept nothing.
+    let entries = if plan.no_undo {
+        summary.push_str(" (--no-undo: not kept)");
+        Vec::new()
+    } else {
+        entries
+    };
+    let mut j = journal::Journal::begin(layout, &journal::command_line(), summary, entries);
+    j.no_undo = plan.no_undo;
+    j.save(layout)?;
+    Ok(Some(j))
+}
