@@ -79,8 +79,15 @@ pub fn progress(
     base: &BTreeMap<TierPath, BaseEntry>,
     actions: &[Action],
 ) -> Progress {
-    // Paths whose base entry this plan rewrites or drops: once it has run,
-    // the base holds no version another clone deleted there.
+    let touched = touched_paths(actions);
+    let (note, my_passed) = my_note(records, notes, base, &touched);
+    let prune = prunes(records, notes, my_passed);
+    Progress { note, prune }
+}
+
+/// Paths whose base entry this plan rewrites or drops: once it has run,
+/// the base holds no version another clone deleted there.
+fn touched_paths(actions: &[Action]) -> BTreeSet<&TierPath> {
     let mut touched: BTreeSet<&TierPath> = BTreeSet::new();
     for a in actions {
         match a {
@@ -102,6 +109,19 @@ pub fn progress(
             _ => {}
         }
     }
+    touched
+}
+
+/// This clone's note: the furthest stem up to which every other clone's
+/// record is passed (with the files that must still be as the base says
+/// when it is written), if that differs from what it noted; and how far
+/// this clone will have noted.
+fn my_note<'a>(
+    records: &'a [DeleteRecord],
+    notes: &'a [CloneNote],
+    base: &BTreeMap<TierPath, BaseEntry>,
+    touched: &BTreeSet<&TierPath>,
+) -> (Option<Note>, Option<&'a str>) {
     let held_now = |f: &DeletedFile| base.get(&f.path).is_some_and(|b| b.version == f.version);
 
     // The furthest stem up to which every other clone's record is passed.
@@ -146,7 +166,16 @@ pub fn progress(
             .collect(),
     });
     let my_passed = if note.is_some() { Some(passed) } else { noted };
+    (note, my_passed)
+}
 
+/// The records every other clone has passed (or that expired), and the
+/// notes of clones gone since.
+fn prunes(
+    records: &[DeleteRecord],
+    notes: &[CloneNote],
+    my_passed: Option<&str>,
+) -> Vec<RemoteObjectRef> {
     // How far each clone has noted (the lower of two notes of one); this
     // one (`ME`) as it will be.
     const ME: &str = "";
@@ -200,7 +229,7 @@ pub fn progress(
                 version: n.version.clone(),
             }),
     );
-    Progress { note, prune }
+    prune
 }
 
 #[cfg(test)]

@@ -13,7 +13,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::layout::TierPath;
-use crate::state::{Observed, RemoteSnapshot};
+use crate::state::{Observed, PlacementState, RemoteSnapshot};
 
 use super::action::{Action, Conflict, RemoteObjectRef};
 use super::sync_diff::RemoteFile;
@@ -56,118 +56,21 @@ pub fn drain(observed: &Observed, target_remote: Option<&RemoteSnapshot>) -> Dra
                 continue;
             }
             match target_remote {
-                None => {
-                    if cache.is_some() {
-                        continue; // the layout diff moves the cache copy
-                    }
-                    match target.files.get(path) {
-                        Some(t) if obj.sha256 == Some(t.sha256) => {}
-                        Some(t) => out.conflicts.push(Conflict::DifferentAtTarget {
-                            path: path.clone(),
-                            source: i,
-                            source_sha256: obj.sha256.map(|s| s.hex()).unwrap_or_default(),
-                            target_sha256: t.sha256.hex(),
-                            diff: None,
-                        }),
-                        None => match super::diff::obstacle_for(target, &target_files, path) {
-                            // Something at the target where the fetch must write.
-                            Some((at, kind)) => {
-                                blocked.add(at, kind, path);
-                            }
-                            None => out.transfers.push(Action::Fetch {
-                                path: path.clone(),
-                                source: i,
-                                size: obj.size,
-                                version: obj.version.clone(),
-                                sha256: obj.sha256,
-                            }),
-                        },
-                    }
-                }
-                Some(tr) => {
-                    let Some(sha256) = obj.sha256 else {
-                        out.conflicts.push(Conflict::SourceDiverged {
-                            path: path.clone(),
-                            source: i,
-                            cache_sha256: String::new(),
-                            remote_sha256: None,
-                        });
-                        continue;
-                    };
-                    match tr.files.get(path) {
-                        Some(t) if t.sha256 == Some(sha256) => continue,
-                        Some(t) => {
-                            out.conflicts.push(Conflict::DifferentAtTarget {
-                                path: path.clone(),
-                                source: i,
-                                source_sha256: sha256.hex(),
-                                target_sha256: t.sha256.map(|s| s.hex()).unwrap_or_default(),
-                                diff: None,
-                            });
-                            continue;
-                        }
-                        None => {}
-                    }
-                    if cache.is_some() {
-                        out.settled.insert(path.clone());
-                    } else {
-                        out.incoming.insert(
-                            path.clone(),
-                            RemoteFile {
-                                size: obj.size,
-                                version: String::new(),
-                                sha256: Some(sha256),
-                                modified: None,
-                            },
-                        );
-                    }
-                    out.transfers.push(Action::CopyRemote {
-                        path: path.clone(),
-                        source: i,
-                        size: obj.size,
-                        version: obj.version.clone(),
-                        sha256,
-                        in_cache: cache.is_some(),
-                    });
-                }
+                None => to_local(
+                    &mut out,
+                    &mut blocked,
+                    target,
+                    &target_files,
+                    i,
+                    path,
+                    obj,
+                    cache.is_some(),
+                ),
+                Some(tr) => to_remote(&mut out, tr, i, path, obj, cache.is_some()),
             }
         }
         if out.conflicts.len() == conflicts_before && blocked.is_empty() {
-            let mut objects: Vec<RemoteObjectRef> = remote
-                .files
-                .iter()
-                .map(|(path, obj)| RemoteObjectRef {
-                    key: format!("{}{path}", remote.key_prefix),
-                    version: obj.version.clone(),
-                })
-                .collect();
-            if let Some(version) = &remote.manifest {
-                objects.push(RemoteObjectRef {
-                    key: format!("{}.namespace.json", remote.key_prefix),
-                    version: version.clone(),
-                });
-            }
-            // A drained remote keeps no id: every clone's base made with it
-            // is then no base, so none of them deletes what it still holds.
-            if let Some(identity) = &remote.identity {
-                objects.push(RemoteObjectRef {
-                    key: format!("{}.swamp/remote-id.json", remote.key_prefix),
-                    version: identity.version.clone(),
-                });
-            }
-            // Nor its clones' delete records and notes: they speak of
-            // bases that are no bases any more.
-            objects.extend(
-                remote
-                    .delete_records
-                    .iter()
-                    .map(|r| (&r.key, &r.version))
-                    .chain(remote.clone_notes.iter().map(|n| (&n.key, &n.version)))
-                    .map(|(key, version)| RemoteObjectRef {
-                        key: key.clone(),
-                        version: version.clone(),
-                    }),
-            );
+            let objects = drained_objects(remote);
             if !objects.is_empty() {
                 out.deletes
                     .push(Action::DeleteSourceRemote { source: i, objects });
@@ -176,6 +79,144 @@ pub fn drain(observed: &Observed, target_remote: Option<&RemoteSnapshot>) -> Dra
     }
     out.conflicts.extend(blocked.into_conflicts());
     out
+}
+
+/// A source object drained into a local target: fetched, unless the
+/// cache copy moves (the layout diff's) or something is in the way.
+#[allow(clippy::too_many_arguments)]
+fn to_local(
+    out: &mut Drain,
+    blocked: &mut super::diff::Blocked,
+    target: &PlacementState,
+    target_files: &BTreeSet<&str>,
+    i: usize,
+    path: &TierPath,
+    obj: &RemoteFile,
+    in_cache: bool,
+) {
+    if in_cache {
+        return; // the layout diff moves the cache copy
+    }
+    match target.files.get(path) {
+        Some(t) if obj.sha256 == Some(t.sha256) => {}
+        Some(t) => out.conflicts.push(Conflict::DifferentAtTarget {
+            path: path.clone(),
+            source: i,
+            source_sha256: obj.sha256.map(|s| s.hex()).unwrap_or_default(),
+            target_sha256: t.sha256.hex(),
+            diff: None,
+        }),
+        None => match super::diff::obstacle_for(target, target_files, path) {
+            // Something at the target where the fetch must write.
+            Some((at, kind)) => {
+                blocked.add(at, kind, path);
+            }
+            None => out.transfers.push(Action::Fetch {
+                path: path.clone(),
+                source: i,
+                size: obj.size,
+                version: obj.version.clone(),
+                sha256: obj.sha256,
+            }),
+        },
+    }
+}
+
+/// A source object re-keyed into the target bucket: a server-side copy,
+/// unless the target already holds it (or other content there).
+fn to_remote(
+    out: &mut Drain,
+    tr: &RemoteSnapshot,
+    i: usize,
+    path: &TierPath,
+    obj: &RemoteFile,
+    in_cache: bool,
+) {
+    let Some(sha256) = obj.sha256 else {
+        out.conflicts.push(Conflict::SourceDiverged {
+            path: path.clone(),
+            source: i,
+            cache_sha256: String::new(),
+            remote_sha256: None,
+        });
+        return;
+    };
+    match tr.files.get(path) {
+        Some(t) if t.sha256 == Some(sha256) => return,
+        Some(t) => {
+            out.conflicts.push(Conflict::DifferentAtTarget {
+                path: path.clone(),
+                source: i,
+                source_sha256: sha256.hex(),
+                target_sha256: t.sha256.map(|s| s.hex()).unwrap_or_default(),
+                diff: None,
+            });
+            return;
+        }
+        None => {}
+    }
+    if in_cache {
+        out.settled.insert(path.clone());
+    } else {
+        out.incoming.insert(
+            path.clone(),
+            RemoteFile {
+                size: obj.size,
+                version: String::new(),
+                sha256: Some(sha256),
+                modified: None,
+            },
+        );
+    }
+    out.transfers.push(Action::CopyRemote {
+        path: path.clone(),
+        source: i,
+        size: obj.size,
+        version: obj.version.clone(),
+        sha256,
+        in_cache,
+    });
+}
+
+/// Every object a drained source remote holds that goes with it: its
+/// files, its manifest, its id, its clones' delete records and notes.
+fn drained_objects(remote: &RemoteSnapshot) -> Vec<RemoteObjectRef> {
+    let mut objects: Vec<RemoteObjectRef> = remote
+        .files
+        .iter()
+        .map(|(path, obj)| RemoteObjectRef {
+            key: format!("{}{path}", remote.key_prefix),
+            version: obj.version.clone(),
+        })
+        .collect();
+    if let Some(version) = &remote.manifest {
+        objects.push(RemoteObjectRef {
+            key: format!("{}.namespace.json", remote.key_prefix),
+            version: version.clone(),
+        });
+    }
+    // A drained remote keeps no id: every clone's base made with it
+    // is then no base, so none of them deletes what it still holds.
+    if let Some(identity) = &remote.identity {
+        objects.push(RemoteObjectRef {
+            key: format!("{}.swamp/remote-id.json", remote.key_prefix),
+            version: identity.version.clone(),
+        });
+    }
+    // Nor its clones' delete records and notes: they speak of
+    // bases that are no bases any more.
+    objects.extend(
+        remote
+            .delete_records
+            .iter()
+            .map(|r| (&r.key, &r.version))
+            .chain(remote.clone_notes.iter().map(|n| (&n.key, &n.version)))
+            .map(|(key, version)| RemoteObjectRef {
+                key: key.clone(),
+                version: version.clone(),
+            }),
+    );
+    objects
 }
 
 #[cfg(test)]

@@ -216,27 +216,51 @@ fn merge(input: &SyncInput<'_>) -> SyncDiff {
         .chain(input.unhydrated.keys())
         .collect();
     let mut out = SyncDiff::default();
-    let mut pushes = Vec::new();
-    let mut pulls = Vec::new();
-    let mut deletes_local: Vec<Action> = Vec::new();
-    let mut deletes_remote = Vec::new();
-    let mut keep_both = Vec::new();
-    let mut add = Vec::new();
-    let mut forget = Vec::new();
-    let mut lazy = Vec::new();
+    let mut g = Gathered::default();
     let mut renumber = Renumber::new(input);
     // A pull into an empty cache (or a push of a new tree) is nearly all
     // transfers one way: sized once, with room for what `compose` appends,
     // rather than doubled on the way (at 100,000 downloads the last
     // doubling held 38 MB at once).
     if input.direction.pulls() {
-        pulls.reserve(input.remote.len().saturating_sub(input.local.len()) + ROOM);
+        g.pulls
+            .reserve(input.remote.len().saturating_sub(input.local.len()) + ROOM);
     }
     if input.direction.pushes() {
-        pushes.reserve(input.local.len().saturating_sub(input.remote.len()) + ROOM);
+        g.pushes
+            .reserve(input.local.len().saturating_sub(input.remote.len()) + ROOM);
     }
 
     for path in paths {
+        g.take(input, path, &mut renumber, &mut out);
+    }
+    g.guard_deletes(input, &mut out);
+    g.into_actions(&mut out);
+    out
+}
+
+/// What a merge gathers, by where it goes in the plan.
+#[derive(Default)]
+struct Gathered {
+    pushes: Vec<Action>,
+    pulls: Vec<Action>,
+    deletes_local: Vec<Action>,
+    deletes_remote: Vec<Action>,
+    keep_both: Vec<Action>,
+    add: Vec<BaseRecord>,
+    forget: Vec<TierPath>,
+    lazy: Vec<UnhydratedRecord>,
+}
+
+impl Gathered {
+    /// What one path needs, in the directions this sync goes.
+    fn take(
+        &mut self,
+        input: &SyncInput<'_>,
+        path: &TierPath,
+        renumber: &mut Renumber<'_>,
+        out: &mut SyncDiff,
+    ) {
         let l = input.local.get(path);
         let r = input.remote.get(path);
         let b = input.base.get(path);
@@ -250,12 +274,16 @@ fn merge(input: &SyncInput<'_>) -> SyncDiff {
         }
         match st {
             Step::Nothing => {}
-            Step::Agree(rec) => add.push(rec),
-            Step::Forget => forget.push(path.clone()),
-            Step::Lazy(rec) if input.direction.pulls() => lazy.push(rec),
+            Step::Agree(rec) => self.add.push(rec),
+            Step::Forget => self.forget.push(path.clone()),
+            Step::Lazy(rec) if input.direction.pulls() => self.lazy.push(rec),
             Step::Lazy(_) => {}
-            Step::Push(a) if input.direction.pushes() => route(a, &mut pushes, &mut deletes_remote),
-            Step::Pull(a) if input.direction.pulls() => route(a, &mut pulls, &mut deletes_local),
+            Step::Push(a) if input.direction.pushes() => {
+                route(a, &mut self.pushes, &mut self.deletes_remote)
+            }
+            Step::Pull(a) if input.direction.pulls() => {
+                route(a, &mut self.pulls, &mut self.deletes_local)
+            }
             Step::Push(_) | Step::Pull(_) => {}
             // Two clones numbered a new version of a name alike: versions
             // are never edited, so both are kept, with no policy needed.
@@ -264,113 +292,149 @@ fn merge(input: &SyncInput<'_>) -> SyncDiff {
             Step::Conflict(Conflict::BothChanged {
                 base_sha256: None, ..
             }) if data_version(path).is_some() => {
-                let (l, r) = (l.expect("both changed"), r.expect("both changed"));
-                let to = renumber.next_for(path);
-                keep_both.push(Action::RenameLocal {
-                    path: path.clone(),
-                    to: to.clone(),
-                    sha256: l.sha256,
-                });
-                if input.direction.pulls() {
-                    keep_both.push(download(path, r, None));
-                }
-                if input.direction.pushes() {
-                    keep_both.push(Action::Upload {
-                        path: to,
-                        size: l.size,
-                        sha256: l.sha256,
-                        remote: RemoteExpect::Absent,
-                    });
-                }
+                self.keep_both_versions(input, path, l, r, renumber)
             }
-            Step::Conflict(c) => match settle(path, l, r, input, &mut renumber) {
-                Some(actions) if actions.len() > 1 => {
-                    // keep-both: rename, download, upload, in that order
-                    out.resolved.push(c);
-                    keep_both.extend(actions);
-                }
-                Some(actions) => {
-                    out.resolved.push(c);
-                    for a in actions {
-                        match a {
-                            Action::Upload { .. } | Action::DeleteRemote { .. }
-                                if !input.direction.pushes() => {}
-                            Action::Download { .. }
-                            | Action::DeleteLocal { .. }
-                            | Action::RenameLocal { .. }
-                                if !input.direction.pulls() => {}
-                            Action::DeleteRemote { .. } => deletes_remote.push(a),
-                            Action::DeleteLocal { .. } => deletes_local.push(a),
-                            Action::Upload { .. } => pushes.push(a),
-                            _ => pulls.push(a),
-                        }
+            Step::Conflict(c) => self.settle(input, path, l, r, c, renumber, out),
+        }
+    }
+
+    /// Two clones numbered a new version of a name alike: versions are
+    /// never edited, so both are kept, with no policy needed. The remote's
+    /// keeps its number; the cache's takes the next free one (and is
+    /// uploaded under it).
+    fn keep_both_versions(
+        &mut self,
+        input: &SyncInput<'_>,
+        path: &TierPath,
+        l: Option<&FileState>,
+        r: Option<&RemoteFile>,
+        renumber: &mut Renumber<'_>,
+    ) {
+        let (l, r) = (l.expect("both changed"), r.expect("both changed"));
+        let to = renumber.next_for(path);
+        self.keep_both.push(Action::RenameLocal {
+            path: path.clone(),
+            to: to.clone(),
+            sha256: l.sha256,
+        });
+        if input.direction.pulls() {
+            self.keep_both.push(download(path, r, None));
+        }
+        if input.direction.pushes() {
+            self.keep_both.push(Action::Upload {
+                path: to,
+                size: l.size,
+                sha256: l.sha256,
+                remote: RemoteExpect::Absent,
+            });
+        }
+    }
+
+    /// A conflict the policy may settle (then its actions go where their
+    /// direction allows), else kept as a conflict.
+    #[allow(clippy::too_many_arguments)]
+    fn settle(
+        &mut self,
+        input: &SyncInput<'_>,
+        path: &TierPath,
+        l: Option<&FileState>,
+        r: Option<&RemoteFile>,
+        c: Conflict,
+        renumber: &mut Renumber<'_>,
+        out: &mut SyncDiff,
+    ) {
+        match settle(path, l, r, input, renumber) {
+            Some(actions) if actions.len() > 1 => {
+                // keep-both: rename, download, upload, in that order
+                out.resolved.push(c);
+                self.keep_both.extend(actions);
+            }
+            Some(actions) => {
+                out.resolved.push(c);
+                for a in actions {
+                    match a {
+                        Action::Upload { .. } | Action::DeleteRemote { .. }
+                            if !input.direction.pushes() => {}
+                        Action::Download { .. }
+                        | Action::DeleteLocal { .. }
+                        | Action::RenameLocal { .. }
+                            if !input.direction.pulls() => {}
+                        Action::DeleteRemote { .. } => self.deletes_remote.push(a),
+                        Action::DeleteLocal { .. } => self.deletes_local.push(a),
+                        Action::Upload { .. } => self.pushes.push(a),
+                        _ => self.pulls.push(a),
                     }
                 }
-                None => out.conflicts.push(c),
-            },
-        }
-    }
-
-    // Only deletes swamp cannot explain count against the guards: a
-    // `data gc` here or in another clone is work, not a wiped tree. A
-    // cache delete follows an object gone from the bucket; a remote delete,
-    // a file gone from the cache (and only of the very object the base
-    // recorded: `--conflict local` deleting a newer one is not explained).
-    let unexplained_local = deletes_local
-        .iter()
-        .filter(
-            |a| match a.path().and_then(|p| input.base.get(p).map(|b| (p, b))) {
-                Some((path, b)) => !input.remote_gone_on_purpose(path, b),
-                None => true,
-            },
-        )
-        .count();
-    let unexplained_remote = deletes_remote
-        .iter()
-        .filter(|a| match (a, a.path().and_then(|p| input.base.get(p))) {
-            (Action::DeleteRemote { path, version }, Some(b)) => {
-                *version != b.version || !input.cache_gone_on_purpose(path, b)
             }
-            _ => true,
-        })
-        .count();
-    let tripped = guards(input, unexplained_local, unexplained_remote);
-    if !input.force {
-        out.conflicts.extend(tripped);
-    } else if !tripped.is_empty() && !input.force_delete_local {
-        // Forced past a guard: still never the only copy of anything.
-        let (only, kept) = only_copies(input, deletes_local);
-        deletes_local = kept;
-        if let Some(c) = only_copy_guard(&only) {
-            out.conflicts.push(c);
+            None => out.conflicts.push(c),
         }
     }
 
-    // Transfers first, deletes after, bookkeeping last. One direction's
-    // transfers are the list itself, not copied into another.
-    out.actions = match (pushes.is_empty(), pulls.is_empty()) {
-        (true, _) => pulls,
-        (false, true) => pushes,
-        (false, false) => {
-            pushes.extend(pulls);
-            pushes
+    /// Only deletes swamp cannot explain count against the guards: a
+    /// `data gc` here or in another clone is work, not a wiped tree. A
+    /// cache delete follows an object gone from the bucket; a remote delete,
+    /// a file gone from the cache (and only of the very object the base
+    /// recorded: `--conflict local` deleting a newer one is not explained).
+    fn guard_deletes(&mut self, input: &SyncInput<'_>, out: &mut SyncDiff) {
+        let unexplained_local = self
+            .deletes_local
+            .iter()
+            .filter(
+                |a| match a.path().and_then(|p| input.base.get(p).map(|b| (p, b))) {
+                    Some((path, b)) => !input.remote_gone_on_purpose(path, b),
+                    None => true,
+                },
+            )
+            .count();
+        let unexplained_remote = self
+            .deletes_remote
+            .iter()
+            .filter(|a| match (a, a.path().and_then(|p| input.base.get(p))) {
+                (Action::DeleteRemote { path, version }, Some(b)) => {
+                    *version != b.version || !input.cache_gone_on_purpose(path, b)
+                }
+                _ => true,
+            })
+            .count();
+        let tripped = guards(input, unexplained_local, unexplained_remote);
+        if !input.force {
+            out.conflicts.extend(tripped);
+        } else if !tripped.is_empty() && !input.force_delete_local {
+            // Forced past a guard: still never the only copy of anything.
+            let (only, kept) = only_copies(input, std::mem::take(&mut self.deletes_local));
+            self.deletes_local = kept;
+            if let Some(c) = only_copy_guard(&only) {
+                out.conflicts.push(c);
+            }
         }
-    };
-    // Sized for more than came (a lazy clone pulls nothing): give it back.
-    if out.actions.capacity() > 2 * (out.actions.len() + ROOM) {
-        out.actions.shrink_to(out.actions.len() + ROOM);
     }
-    out.actions.extend(keep_both);
-    out.actions.extend(deletes_remote);
-    out.actions.extend(deletes_local);
-    if !add.is_empty() || !forget.is_empty() || !lazy.is_empty() {
-        out.actions.push(Action::RecordBase {
-            add,
-            unhydrated: lazy,
-            drop: forget,
-        });
+
+    /// Transfers first, deletes after, bookkeeping last. One direction's
+    /// transfers are the list itself, not copied into another.
+    fn into_actions(mut self, out: &mut SyncDiff) {
+        out.actions = match (self.pushes.is_empty(), self.pulls.is_empty()) {
+            (true, _) => self.pulls,
+            (false, true) => self.pushes,
+            (false, false) => {
+                self.pushes.extend(self.pulls);
+                self.pushes
+            }
+        };
+        // Sized for more than came (a lazy clone pulls nothing): give it back.
+        if out.actions.capacity() > 2 * (out.actions.len() + ROOM) {
+            out.actions.shrink_to(out.actions.len() + ROOM);
+        }
+        out.actions.extend(self.keep_both);
+        out.actions.extend(self.deletes_remote);
+        out.actions.extend(self.deletes_local);
+        if !self.add.is_empty() || !self.forget.is_empty() || !self.lazy.is_empty() {
+            out.actions.push(Action::RecordBase {
+                add: self.add,
+                unhydrated: self.lazy,
+                drop: self.forget,
+            });
+        }
     }
-    out
 }
 
 /// What a path needs where lazy hydration decides it (`None`: the plain
