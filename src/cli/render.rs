@@ -444,6 +444,13 @@ fn render_header(out: &mut String, plan: &Plan, repo: &Path, md: bool) {
             &format!("{sep}({})", placement_label(s)),
         );
     }
+    remote_notes(out, plan, &head);
+    out.push('\n');
+}
+
+/// The header's notes on the remote: a base set aside, files in the
+/// remote only, what the sync skips.
+fn remote_notes(out: &mut String, plan: &Plan, head: &dyn Fn(&mut String, &str, &str, &str)) {
     if let Some(why) = plan.remote.as_ref().and_then(|r| r.base_reset.as_deref()) {
         head(
             out,
@@ -491,7 +498,6 @@ fn render_header(out: &mut String, plan: &Plan, repo: &Path, md: bool) {
             );
         }
     }
-    out.push('\n');
 }
 
 /// The summary table (actions by kind, with bytes) and the undo line.
@@ -584,35 +590,7 @@ fn render_actions(
         }
         (actions, None)
     } else {
-        let groups = group_rows(rows);
-        let mut actions = Grid::new(
-            &["action", "under", "files", "bytes", "from", "to", "reason"],
-            &[false, false, true, true, false, false, false],
-            &[false, true, false, false, true, true, false],
-        );
-        let n = groups.len();
-        for g in groups {
-            actions.rows.push(vec![
-                g.kind.to_string(),
-                g.under,
-                if g.files {
-                    g.count.to_string()
-                } else {
-                    String::new()
-                },
-                g.bytes.map(human_bytes).unwrap_or_default(),
-                g.from,
-                g.to,
-                g.reason.to_string(),
-            ]);
-        }
-        (
-            actions,
-            Some(format!(
-                "{} actions in {n} group(s) by kind and directory; `--detail` lists every one (and `--json` always does).",
-                plan.actions.len()
-            )),
-        )
+        grouped_grid(rows, n_actions)
     };
     let folded = md && grid.rows.len() > MD_FOLD_ABOVE;
     if folded {
@@ -625,6 +603,43 @@ fn render_actions(
     if folded {
         out.push_str("</details>\n\n");
     }
+}
+
+/// The actions grouped by kind and directory (a plan too long to list),
+/// and the note that says so.
+fn grouped_grid<'a>(
+    rows: impl Iterator<Item = (usize, &'a Action, String, String, String)>,
+    n_actions: usize,
+) -> (Grid, Option<String>) {
+    let groups = group_rows(rows);
+    let mut actions = Grid::new(
+        &["action", "under", "files", "bytes", "from", "to", "reason"],
+        &[false, false, true, true, false, false, false],
+        &[false, true, false, false, true, true, false],
+    );
+    let n = groups.len();
+    for g in groups {
+        actions.rows.push(vec![
+            g.kind.to_string(),
+            g.under,
+            if g.files {
+                g.count.to_string()
+            } else {
+                String::new()
+            },
+            g.bytes.map(human_bytes).unwrap_or_default(),
+            g.from,
+            g.to,
+            g.reason.to_string(),
+        ]);
+    }
+    (
+        actions,
+        Some(format!(
+            "{} actions in {n} group(s) by kind and directory; `--detail` lists every one (and `--json` always does).",
+            n_actions
+        )),
+    )
 }
 
 /// An action's row in the plan table: its path (or what it is about),
@@ -1192,6 +1207,25 @@ pub fn closing_line(plan: &Plan) -> String {
     if plan.is_empty() {
         return "No changes.".to_string();
     }
+    let mut parts = file_parts(&s);
+    parts.extend(bookkeeping_parts(plan, &s));
+    let mut line = if parts.is_empty() {
+        "Plan: nothing can be applied yet.".to_string()
+    } else {
+        format!("Plan: {}.", parts.join(", "))
+    };
+    if s.conflicts > 0 {
+        let _ = write!(
+            line,
+            " {} conflict(s) block apply; resolve them and run `swamp plan` again.",
+            s.conflicts
+        );
+    }
+    line
+}
+
+/// The closing line's parts about files: moved, transferred, deleted.
+fn file_parts(s: &crate::plan::Summary) -> Vec<String> {
     let mut parts = Vec::new();
     if s.remove_temp > 0 {
         parts.push(format!("{} leftover temp file(s) to remove", s.remove_temp));
@@ -1238,6 +1272,12 @@ pub fn closing_line(plan: &Plan) -> String {
     if s.rename_local > 0 {
         parts.push(format!("{} to set aside", s.rename_local));
     }
+    parts
+}
+
+/// The closing line's parts about bookkeeping, draining and retention.
+fn bookkeeping_parts(plan: &Plan, s: &crate::plan::Summary) -> Vec<String> {
+    let mut parts = Vec::new();
     let lazy: usize = plan
         .actions
         .iter()
@@ -1290,19 +1330,7 @@ pub fn closing_line(plan: &Plan) -> String {
             human_bytes(s.bytes_to_prune)
         ));
     }
-    let mut line = if parts.is_empty() {
-        "Plan: nothing can be applied yet.".to_string()
-    } else {
-        format!("Plan: {}.", parts.join(", "))
-    };
-    if s.conflicts > 0 {
-        let _ = write!(
-            line,
-            " {} conflict(s) block apply; resolve them and run `swamp plan` again.",
-            s.conflicts
-        );
-    }
-    line
+    parts
 }
 
 #[cfg(test)]
@@ -1398,7 +1426,7 @@ fn guard_fix(guard: &str) -> &'static [&'static str] {
 /// An undo plan for review: what comes back, what is set aside again, and
 /// what blocks.
 pub fn render_undo(plan: &crate::plan::undo::UndoPlan) -> String {
-    use crate::plan::undo::{UndoAction, UndoConflict};
+    use crate::plan::undo::UndoAction;
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -1434,44 +1462,7 @@ pub fn render_undo(plan: &crate::plan::undo::UndoPlan) -> String {
     if !plan.conflicts.is_empty() {
         let _ = writeln!(out, "\nConflicts (undo is blocked until each is resolved):");
         for c in &plan.conflicts {
-            let path = escape_controls(c.path().as_str());
-            match c {
-                UndoConflict::Changed {
-                    expected, found, ..
-                } => {
-                    let _ = writeln!(out, "  ✗ {path}: changed since the apply");
-                    let _ = writeln!(out, "      expected {expected}, found {found}");
-                    let _ = writeln!(
-                        out,
-                        "      fix: move it out of the way (it is kept as it is), then run `swamp undo {}` again",
-                        plan.undoes
-                    );
-                }
-                UndoConflict::TrashGone { .. } => {
-                    let _ = writeln!(
-                        out,
-                        "  ✗ {path}: its copy in the trash is gone (pruned or removed)"
-                    );
-                    let _ = writeln!(
-                        out,
-                        "      fix: nothing can bring it back from this apply; restore it from another copy"
-                    );
-                }
-                UndoConflict::NotUndoable { reason, .. } => {
-                    let _ = writeln!(out, "  ✗ {path}: {reason}");
-                }
-                UndoConflict::TrashChanged { found, .. } => {
-                    let _ = writeln!(
-                        out,
-                        "  ✗ {path}: its copy in the trash was changed (found {found})"
-                    );
-                    let _ = writeln!(
-                        out,
-                        "      fix: check the trash of apply {}; nothing was restored",
-                        plan.undoes
-                    );
-                }
-            }
+            undo_conflict(&mut out, c, &plan.undoes);
         }
     }
     let count = |kind: &str| plan.actions.iter().filter(|a| a.kind() == kind).count();
@@ -1487,6 +1478,49 @@ pub fn render_undo(plan: &crate::plan::undo::UndoPlan) -> String {
         plan.conflicts.len()
     );
     out
+}
+
+/// One conflict of an undo plan, with its fix.
+fn undo_conflict(out: &mut String, c: &crate::plan::undo::UndoConflict, undoes: &str) {
+    use crate::plan::undo::UndoConflict;
+    let path = escape_controls(c.path().as_str());
+    match c {
+        UndoConflict::Changed {
+            expected, found, ..
+        } => {
+            let _ = writeln!(out, "  ✗ {path}: changed since the apply");
+            let _ = writeln!(out, "      expected {expected}, found {found}");
+            let _ = writeln!(
+                out,
+                "      fix: move it out of the way (it is kept as it is), then run `swamp undo {}` again",
+                undoes
+            );
+        }
+        UndoConflict::TrashGone { .. } => {
+            let _ = writeln!(
+                out,
+                "  ✗ {path}: its copy in the trash is gone (pruned or removed)"
+            );
+            let _ = writeln!(
+                out,
+                "      fix: nothing can bring it back from this apply; restore it from another copy"
+            );
+        }
+        UndoConflict::NotUndoable { reason, .. } => {
+            let _ = writeln!(out, "  ✗ {path}: {reason}");
+        }
+        UndoConflict::TrashChanged { found, .. } => {
+            let _ = writeln!(
+                out,
+                "  ✗ {path}: its copy in the trash was changed (found {found})"
+            );
+            let _ = writeln!(
+                out,
+                "      fix: check the trash of apply {}; nothing was restored",
+                undoes
+            );
+        }
+    }
 }
 
 /// `swamp undo --prune`: the applies whose trash goes, and why.

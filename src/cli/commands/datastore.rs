@@ -217,17 +217,6 @@ fn record_only(ctx: &Ctx, repo: &Repo, config: &Config) -> Result<Outcome, CliEr
     Ok(Outcome::Success)
 }
 
-/// Claims the repository's namespace in its remote datastore, if it has one.
-/// Before a sync plans: the namespace is claimed, and the remote holds the
-/// id its sync base gets bound to.
-pub fn ensure_registered(repo: &Repo) -> Result<(), CliError> {
-    if repo.config.datastore.is_remote() {
-        register_namespace(&repo.config.target(), repo.config.repo_id)?;
-        crate::engine::registry::ensure_remote_id(&repo.config.target())?;
-    }
-    Ok(())
-}
-
 pub fn namespaces(ctx: &Ctx) -> Result<Outcome, CliError> {
     let repo = ctx.open_repo()?;
     if !repo.config.datastore.is_remote() {
@@ -247,38 +236,7 @@ pub fn namespaces(ctx: &Ctx) -> Result<Outcome, CliError> {
         .iter()
         .partition(|n| matches!(n, ListedNamespace::Registered(_)));
     if ctx.json {
-        let rows: Vec<_> = registered
-            .iter()
-            .filter_map(|n| match n {
-                ListedNamespace::Registered(m) => Some(json!({
-                    "namespace": m.namespace,
-                    "repo_id": m.repo_id,
-                    "registered_at": m.registered_at,
-                    "is_current": Some(&m.namespace) == current.as_ref(),
-                })),
-                ListedNamespace::Unrecognised { .. } => None,
-            })
-            .collect();
-        let unreadable: Vec<_> = unrecognised
-            .iter()
-            .filter_map(|n| match n {
-                ListedNamespace::Unrecognised {
-                    namespace,
-                    key,
-                    why,
-                } => Some(json!({
-                    "namespace": namespace,
-                    "key": key,
-                    "reason": why.to_string(),
-                })),
-                ListedNamespace::Registered(_) => None,
-            })
-            .collect();
-        print_json(&json!({
-            "namespaces": rows,
-            "unrecognised": unreadable,
-            "current": current,
-        }));
+        print_namespaces_json(&registered, &unrecognised, current.as_deref());
         return Ok(Outcome::Success);
     }
     if all.is_empty() {
@@ -314,4 +272,44 @@ pub fn namespaces(ctx: &Ctx) -> Result<Outcome, CliError> {
         }
     }
     Ok(Outcome::Success)
+}
+
+/// `datastore namespaces --json`.
+fn print_namespaces_json(
+    registered: &[&ListedNamespace],
+    unrecognised: &[&ListedNamespace],
+    current: Option<&str>,
+) {
+    let rows: Vec<_> = registered
+        .iter()
+        .filter_map(|n| match n {
+            ListedNamespace::Registered(m) => Some(json!({
+                "namespace": m.namespace,
+                "repo_id": m.repo_id,
+                "registered_at": m.registered_at,
+                "is_current": Some(m.namespace.as_str()) == current,
+            })),
+            ListedNamespace::Unrecognised { .. } => None,
+        })
+        .collect();
+    let unreadable: Vec<_> = unrecognised
+        .iter()
+        .filter_map(|n| match n {
+            ListedNamespace::Unrecognised {
+                namespace,
+                key,
+                why,
+            } => Some(json!({
+                "namespace": namespace,
+                "key": key,
+                "reason": why.to_string(),
+            })),
+            ListedNamespace::Registered(_) => None,
+        })
+        .collect();
+    print_json(&json!({
+        "namespaces": rows,
+        "unrecognised": unreadable,
+        "current": current,
+    }));
 }

@@ -79,15 +79,7 @@ pub fn datastores(ctx: &Ctx, repair: bool, yes: bool) -> Result<Outcome, CliErro
     let before = doctor::run_checks(&mut cx, &checks);
     let ok = doctor::all_ok(&before);
     if !repair {
-        if ctx.json {
-            print_json(&json!({"checks": before, "ok": ok}));
-        } else {
-            out!("{}", render_checks(&before, ctx.style().width));
-            outln!("\n{}", closing(&before));
-            if !ok {
-                outln!("Run `swamp doctor datastores --repair` to preview the automatic fixes.");
-            }
-        }
+        show_checks(ctx, &before, ok);
         return Ok(outcome(ok));
     }
     if ok {
@@ -168,6 +160,19 @@ pub fn datastores(ctx: &Ctx, repair: bool, yes: bool) -> Result<Outcome, CliErro
         show_results(&results, &after, ctx.style().width);
     }
     Ok(outcome(ok_after))
+}
+
+/// The checks, without `--repair`.
+fn show_checks(ctx: &Ctx, before: &[Finding], ok: bool) {
+    if ctx.json {
+        print_json(&json!({"checks": before, "ok": ok}));
+    } else {
+        out!("{}", render_checks(before, ctx.style().width));
+        outln!("\n{}", closing(before));
+        if !ok {
+            outln!("Run `swamp doctor datastores --repair` to preview the automatic fixes.");
+        }
+    }
 }
 
 /// The fix of each failed check.

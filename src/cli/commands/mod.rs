@@ -127,3 +127,9 @@ pub fn run(ctx: &Ctx, command: Command) -> Result<Outcome, CliError> {
         Command::Man { out_dir } => help::man(ctx, out_dir.as_deref()),
     }
 }
+
+/// The answer at the prompt was not `yes`: nothing was changed.
+pub fn cancelled() -> Outcome {
+    crate::cli::output::errln!("\nApply cancelled.");
+    Outcome::Failed
+}

@@ -121,7 +121,7 @@ pub fn apply(
     let locks = Locks::take(ctx, &repo.layout, &repo.config, operation)?;
     locks.finish((|| {
         if scope != Scope::Layout && repo.config.datastore.is_remote() {
-            super::datastore::ensure_registered(&repo)?;
+            ensure_registered(&repo)?;
         }
         let planned = engine::plan_with(&repo.layout, &repo.config, scope, options)?;
         run_flow(ctx, &repo, planned, None, options, yes, Unconfirmed::Refuse)
@@ -216,7 +216,7 @@ pub fn run_flow(
             "\nDo you want to apply these {} action(s)?",
             saved.plan.actions.len()
         )) {
-            return Ok(cancelled());
+            return Ok(super::cancelled());
         }
     } else if !yes {
         return match unconfirmed {
@@ -246,12 +246,6 @@ pub fn run_flow(
     // largest thing held) need not stay while the verifying plan observes.
     saved.observed = None;
     apply_confirmed(ctx, repo, saved, options)
-}
-
-/// The answer at the prompt was not `yes`: nothing was changed.
-pub fn cancelled() -> Outcome {
-    errln!("\nApply cancelled.");
-    Outcome::Failed
 }
 
 /// This very command line with `-y` added: what to run to apply without
@@ -408,4 +402,15 @@ fn applied_line(report: &engine::ApplyReport, remote: bool) -> String {
             ""
         },
     )
+}
+
+/// Claims the repository's namespace in its remote datastore, if it has one.
+/// Before a sync plans: the namespace is claimed, and the remote holds the
+/// id its sync base gets bound to.
+pub fn ensure_registered(repo: &Repo) -> Result<(), CliError> {
+    if repo.config.datastore.is_remote() {
+        crate::engine::registry::register_namespace(&repo.config.target(), repo.config.repo_id)?;
+        crate::engine::registry::ensure_remote_id(&repo.config.target())?;
+    }
+    Ok(())
 }

@@ -116,7 +116,7 @@ fn plan_and_apply(
         return Ok(Outcome::Conflicts);
     }
     if !yes && !ctx.json && interactive() && !ask("\nDo you want to apply this undo?") {
-        return Ok(super::reconcile::cancelled());
+        return Ok(super::cancelled());
     }
     // Past the prompt: asked and answered `yes`, or not asked.
     let confirmed = yes || (!ctx.json && interactive());
@@ -216,7 +216,7 @@ pub fn prune(ctx: &Ctx, yes: bool, detailed_exitcode: bool) -> Result<Outcome, C
         return Ok(Outcome::Success);
     }
     if !yes && !ctx.json && interactive() && !ask("\nDo you want to prune this trash?") {
-        return Ok(super::reconcile::cancelled());
+        return Ok(super::cancelled());
     }
     // Past the prompt: asked and answered `yes`, or not asked.
     let confirmed = yes || (!ctx.json && interactive());
