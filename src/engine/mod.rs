@@ -385,15 +385,8 @@ pub fn rederive(
         Saved::Undo(saved, subject) => {
             let now = undo::plan_undo(layout, subject)?;
             let saved = &saved.undo;
-            let difference = first_action_difference(&saved.actions, &now.actions).or_else(|| {
-                (saved.conflicts != now.conflicts).then(|| {
-                    format!(
-                        "the saved plan lists {} conflict(s), planning now finds {}",
-                        saved.conflicts.len(),
-                        now.conflicts.len()
-                    )
-                })
-            });
+            let difference = first_action_difference(&saved.actions, &now.actions)
+                .or_else(|| conflict_difference(&saved.conflicts, &now.conflicts));
             match difference.or_else(|| (*saved != now).then(|| "the plan differs".to_string())) {
                 Some(d) => Err(EngineError::Stale {
                     changes: vec![d],
@@ -478,12 +471,8 @@ pub fn first_difference(saved: &Plan, now: &Plan) -> Option<String> {
     if let Some(d) = first_action_difference(&saved.actions, &now.actions) {
         return Some(d);
     }
-    if saved.conflicts != now.conflicts {
-        return Some(format!(
-            "the saved plan lists {} conflict(s), planning now finds {}",
-            saved.conflicts.len(),
-            now.conflicts.len()
-        ));
+    if let Some(d) = conflict_difference(&saved.conflicts, &now.conflicts) {
+        return Some(d);
     }
     if saved.target != now.target || saved.sources != now.sources {
         return Some("the plan's target or sources differ from planning now".to_string());
@@ -495,6 +484,18 @@ pub fn first_difference(saved: &Plan, now: &Plan) -> Option<String> {
         );
     }
     (saved.scope != now.scope).then(|| "the plan's scope differs".to_string())
+}
+
+/// How the conflicts (of either kind of plan) differ, in words; `None`
+/// when equal.
+fn conflict_difference<C: PartialEq>(saved: &[C], now: &[C]) -> Option<String> {
+    (saved != now).then(|| {
+        format!(
+            "the saved plan lists {} conflict(s), planning now finds {}",
+            saved.len(),
+            now.len()
+        )
+    })
 }
 
 /// The first action (of either kind of plan) that differs, in words.
