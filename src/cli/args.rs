@@ -8,7 +8,7 @@ use std::ffi::OsString;
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 
 use crate::config::ConflictPolicy;
-use crate::state::Scope;
+use crate::engine::Scope;
 
 #[derive(Debug, Parser)]
 #[command(

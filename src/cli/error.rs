@@ -122,8 +122,8 @@ impl fmt::Display for CliError {
 
 /// The datastore setting a store error is about, and the hint that fixes
 /// it in `.swamp.toml`.
-fn store_setting(e: &crate::store::StoreError) -> Option<(Setting, &'static str)> {
-    use crate::store::StoreError;
+fn store_setting(e: &crate::engine::StoreError) -> Option<(Setting, &'static str)> {
+    use crate::engine::StoreError;
     Some(match e {
         StoreError::NoSuchBucket { .. } => (
             Setting::Bucket,
@@ -145,11 +145,10 @@ fn store_setting(e: &crate::store::StoreError) -> Option<(Setting, &'static str)
 mod from {
     use super::store_setting;
     use super::{CliError, ErrorKind};
-    use crate::apply::ApplyError;
     use crate::catalog::CatalogError;
     use crate::config::ConfigError;
     use crate::data::DataError;
-    use crate::engine::EngineError;
+    use crate::engine::{ApplyError, EngineError};
     use crate::plan::PlanFileError;
 
     impl From<ConfigError> for CliError {
@@ -211,7 +210,7 @@ mod from {
                     "{completed} action(s) completed and stay done; run `swamp plan` to see what is left, then `swamp apply`"
                 )),
                 EngineError::ScopeNeedsRemote {
-                    scope: crate::state::Scope::Config,
+                    scope: crate::engine::Scope::Config,
                     ..
                 } => Some(
                     "managed config is kept in a remote datastore; set one up with `swamp datastore setup s3://bucket/prefix` (or `gs://bucket/prefix`)".into(),
@@ -299,9 +298,9 @@ mod from {
         }
     }
 
-    impl From<crate::lock::LockError> for CliError {
-        fn from(e: crate::lock::LockError) -> CliError {
-            use crate::lock::LockError;
+    impl From<crate::engine::locks::LockError> for CliError {
+        fn from(e: crate::engine::locks::LockError) -> CliError {
+            use crate::engine::locks::LockError;
             match &e {
                 LockError::HeldUpstream { .. } => CliError::new(ErrorKind::LockHeld, e.to_string()).hint(
                     "upstream swamp is working on this namespace: wait for it to finish; if it died, its lock counts as stale once unrenewed for longer than its TTL (30 s by default), or break it with upstream's `swamp datastore lock release --force`",

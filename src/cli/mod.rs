@@ -164,7 +164,7 @@ pub fn main() -> ExitCode {
     // Ctrl-C (or SIGTERM) releases the locks this process holds; whatever
     // was half done is resumed by planning again.
     let _ = ctrlc::set_handler(|| {
-        crate::lock::release_all();
+        crate::engine::locks::release_all();
         // Straight to stderr: the main thread may hold the progress
         // display's lock, blocked on a full pipe.
         use std::io::Write;
@@ -189,7 +189,7 @@ pub fn main() -> ExitCode {
             }
             // A datastore that stopped answering: say what to run once it
             // is back, whatever the command was.
-            if let Some(target) = crate::store::outage() {
+            if let Some(target) = crate::engine::outage() {
                 err.hint = Some(format!(
                     "{target} did not answer; once it is up again, run `{}` again (what completed stays done)",
                     command_line(),

@@ -82,7 +82,7 @@ fn stdout_failed(e: std::io::Error) {
     if !FINISH_WHEN_CLOSED.load(Ordering::SeqCst) {
         // Only a reader: nothing is half done. The locks it took are
         // released as on Ctrl-C.
-        crate::lock::release_all();
+        crate::engine::locks::release_all();
         std::process::exit(if broken_pipe {
             i32::from(CLOSED_EXIT.load(Ordering::SeqCst))
         } else {

@@ -1354,8 +1354,8 @@ mod escape_tests {
 mod tests {
     use super::*;
     use crate::config::DatastoreConfig;
+    use crate::engine::Scope;
     use crate::layout::TierPath;
-    use crate::state::Scope;
 
     fn both_changed(path: &str) -> String {
         let plan = Plan {

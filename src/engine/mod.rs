@@ -5,23 +5,27 @@
 //! (converged). A saved plan is re-derived the same way ([`rederive`]).
 
 pub mod hydrate;
+pub mod locks;
+pub mod mirror;
 pub mod registry;
 pub mod undo;
 
 pub use crate::store::RemoteTarget;
+pub use crate::store::{StoreError, outage};
 
 use std::path::Path;
 
-pub use crate::apply::ApplyReport;
-use crate::apply::{self, ApplyError};
+use crate::apply;
+pub use crate::apply::{ApplyError, ApplyReport};
 use crate::config::{Config, ConfigError, ConflictPolicy};
 use crate::layout::{Layout, LayoutError};
 use crate::plan::compose::{self, compose};
 use crate::plan::fingerprint::explain_changes;
 use crate::plan::{Fingerprint, Plan, SavedPlan};
-use crate::state::managed::{self, config_only, sentinel_path};
+pub use crate::state::Scope;
+use crate::state::managed;
 use crate::state::observed::ObserveError;
-use crate::state::{self, Desired, ObserveOptions, Observed, Scope};
+use crate::state::{self, Desired, ObserveOptions, Observed};
 
 /// How a sync plan treats conflicts and guards.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -127,6 +131,16 @@ impl EngineError {
             _ => None,
         }
     }
+
+    /// The datastore did not answer while planning (a transient store
+    /// error from the plan's own reads), as opposed to refusing.
+    pub fn remote_unreachable(&self) -> bool {
+        use crate::state::remote::RemoteError;
+        match self {
+            EngineError::Store(s) | EngineError::Remote(RemoteError::Store(s)) => s.is_transient(),
+            _ => false,
+        }
+    }
 }
 
 /// A computed plan with the states it came from.
@@ -145,6 +159,26 @@ impl Planned {
     pub fn into_saved(self, config: &Config) -> SavedPlan {
         SavedPlan::new(config.repo_id, self.plan, &self.desired, self.observed)
     }
+}
+
+/// Whether `placement` holds any datastore file in this repository's
+/// layout (a solo layout with data has something to migrate).
+pub fn holds_data(layout: &Layout, placement: &crate::config::Placement) -> bool {
+    state::observed::first_datastore_file(layout, placement).is_some()
+}
+
+/// The data store `data` commands read and write: the target placement,
+/// reading through the placements still drained, knowing what a lazy pull
+/// left in the remote only.
+pub fn data_store<'a>(
+    layout: &'a Layout,
+    config: &Config,
+    remote_only: Vec<crate::data::remote_only::RemoteVersion>,
+) -> crate::data::DataStore<'a> {
+    let desired = Desired::from_config(config, Scope::All);
+    crate::data::DataStore::new(layout, desired.target)
+        .with_sources(desired.sources)
+        .with_remote_only(remote_only)
 }
 
 /// Refuses what this version cannot reconcile, naming why.
@@ -285,49 +319,6 @@ fn settle_prunes(saved: &Plan, now: &mut Plan) -> Plan {
         .actions
         .retain(|a| id(a).is_none_or(|i| due.contains(&i)));
     saved
-}
-
-/// What the managed-config mirror should hold for `scope` (see
-/// [`state::observe::mirror`]).
-pub fn managed_mirror(
-    layout: &Layout,
-    config: &Config,
-    scope: Scope,
-) -> Result<Option<managed::Mirror>, EngineError> {
-    Ok(state::observe::mirror(layout, config, scope)?)
-}
-
-/// `datastore config migrate` with the remote out of reach: the mirror
-/// copies into the cache only, so the migration is kept locally and the
-/// next run publishes it. Returns `None` (and changes nothing) when that
-/// cannot be done safely without the remote: a cache copy would be
-/// replaced, or the cache holds a sentinel pulled from the remote (then the
-/// remote must judge).
-pub fn mirror_offline(
-    repo: &Path,
-    layout: &Layout,
-    config: &Config,
-) -> Result<Option<ApplyReport>, EngineError> {
-    check_supported(config, Scope::Config)?;
-    let desired = Desired::from_config(config, Scope::Config);
-    let observed = observe(layout, &desired)?;
-    let cache = &observed.placements[0].files;
-    if cache.contains_key(&sentinel_path()) {
-        return Ok(None);
-    }
-    let mirror = managed_mirror(layout, config, Scope::Config)?.unwrap_or_default();
-    let actions = crate::plan::managed::mirror_actions(&mirror, &config_only(cache));
-    if actions
-        .iter()
-        .any(|a| matches!(a, crate::plan::Action::MirrorConfig { local: Some(_), .. }))
-    {
-        return Ok(None);
-    }
-    let mut plan = crate::plan::diff(&desired, &observed);
-    plan.actions = actions;
-    plan.conflicts.clear();
-    let report = apply::apply(&plan, layout, repo, None, &[], config.sync.concurrency)?;
-    Ok(Some(report))
 }
 
 /// The options a saved plan was composed with (its conflict policy and

@@ -14,11 +14,10 @@ use crate::cli::locking::Locks;
 use crate::cli::output::interactive;
 use crate::cli::{CliError, Ctx, Outcome, Repo};
 use crate::config::Config;
+use crate::engine::locks::LockError;
 use crate::engine::registry::register_namespace;
 use crate::engine::{self, EngineError, SyncOptions};
-use crate::lock::LockError;
-use crate::state::Scope;
-use crate::state::managed::config_only;
+use crate::engine::{Scope, mirror};
 
 pub fn migrate(ctx: &Ctx, yes: bool) -> Result<Outcome, CliError> {
     let repo = ctx.open_repo()?;
@@ -33,7 +32,7 @@ pub fn migrate(ctx: &Ctx, yes: bool) -> Result<Outcome, CliError> {
     config.config.managed = true;
     let changed = config != repo.config;
     let repo = Repo::new(repo.root.clone(), config.clone())?;
-    let mirror = engine::managed_mirror(&repo.layout, &config, Scope::Config)?;
+    let mirror = mirror::managed_mirror(&repo.layout, &config, Scope::Config)?;
     if mirror.is_none_or(|m| m.files.is_empty()) {
         return Err(CliError::failure(format!(
             "there are no definition files in models/, workflows/ or vaults/ of {}; nothing to migrate",
@@ -118,7 +117,7 @@ fn offline(
     if !yes {
         return Err(err);
     }
-    match engine::mirror_offline(&repo.root, &repo.layout, config)? {
+    match mirror::mirror_offline(&repo.root, &repo.layout, config)? {
         Some(report) => {
             config.save(&repo.root)?;
             if !ctx.json {
@@ -136,27 +135,12 @@ fn offline(
 }
 
 fn unreachable(e: &EngineError) -> bool {
-    match e {
-        EngineError::Store(s)
-        | EngineError::Remote(crate::state::remote::RemoteError::Store(s)) => s.is_transient(),
-        _ => false,
-    }
+    e.remote_unreachable()
 }
 
 /// Every definition file is in the cache as the repository has it.
 fn saved_locally(repo: &Repo) -> bool {
-    let Ok(Some(mirror)) = engine::managed_mirror(&repo.layout, &repo.config, Scope::Config) else {
-        return false;
-    };
-    let desired = crate::state::Desired::from_config(&repo.config, Scope::Config);
-    let Ok(observed) = engine::observe(&repo.layout, &desired) else {
-        return false;
-    };
-    let cache = config_only(&observed.placements[0].files);
-    mirror
-        .files
-        .iter()
-        .all(|(p, f)| cache.get(p).map(|c| &c.sha256) == Some(&f.sha256))
+    mirror::saved_locally(&repo.layout, &repo.config)
 }
 
 fn unpublished(reason: &str) -> CliError {

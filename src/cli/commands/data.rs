@@ -35,10 +35,7 @@ fn remote_versions(repo: &Repo) -> Result<Vec<remote_only::RemoteVersion>, CliEr
 }
 
 fn store_with(repo: &Repo, remote_only: Vec<remote_only::RemoteVersion>) -> DataStore<'_> {
-    let desired = crate::state::Desired::from_config(&repo.config, crate::state::Scope::All);
-    DataStore::new(&repo.layout, desired.target)
-        .with_sources(desired.sources)
-        .with_remote_only(remote_only)
+    crate::engine::data_store(&repo.layout, &repo.config, remote_only)
 }
 
 /// Says that `rm`/`gc` act on fetched versions only: what a lazy pull

@@ -10,10 +10,9 @@ use crate::cli::locking::Locks;
 use crate::cli::output::print_json;
 use crate::cli::{CliError, Ctx, Outcome, Repo};
 use crate::config::{Config, DatastoreConfig, Namespace, Placement, parse_datastore_spec};
+use crate::engine::Scope;
 use crate::engine::registry::{ListedNamespace, list_namespaces, register_namespace};
 use crate::engine::{self, SyncOptions};
-use crate::state::Scope;
-use crate::state::observed::first_datastore_file;
 
 pub fn setup(
     ctx: &Ctx,
@@ -100,7 +99,7 @@ pub fn namespace_migrate(ctx: &Ctx, reverse: bool, yes: bool) -> Result<Outcome,
         datastore: repo.config.datastore.clone(),
         namespace: None,
     };
-    let solo_has_data = first_datastore_file(&repo.layout, &solo).is_some();
+    let solo_has_data = crate::engine::holds_data(&repo.layout, &solo);
     let extra = solo_has_data.then_some(solo);
     retarget(ctx, &repo, repo.config.target(), extra, None, yes, true)
 }

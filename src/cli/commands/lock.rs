@@ -11,13 +11,11 @@ use crate::cli::args::LockWhere;
 use crate::cli::output::print_json;
 use crate::cli::{CliError, Ctx, ErrorKind, Outcome};
 use crate::config::{DatastoreConfig, Namespace, Placement, parse_datastore_spec};
-use crate::lock::{self, LockState, LockTarget};
-use crate::store::StoreError;
+use crate::engine::locks::{self, BreakError, LockState, LockTarget};
 
 /// The locks a command names: `--datastore` (+ `--namespace`), or the
 /// repository's target and every placement it still drains.
 fn targets(ctx: &Ctx, at: &LockWhere) -> Result<Vec<LockTarget>, CliError> {
-    let lock_err = |e: StoreError| CliError::from(lock::LockError::from(e));
     if let Some(spec) = &at.datastore {
         let datastore = parse_datastore_spec(spec).map_err(|e| CliError::usage(e.to_string()))?;
         if datastore == DatastoreConfig::Local {
@@ -38,7 +36,7 @@ fn targets(ctx: &Ctx, at: &LockWhere) -> Result<Vec<LockTarget>, CliError> {
             namespace,
         };
         // Only `local` needs a repository's layout; it was refused above.
-        return Ok(vec![LockTarget::shared(&placement).map_err(lock_err)?]);
+        return Ok(vec![locks::shared(&placement)?]);
     }
     let repo = ctx.open_repo().map_err(|e| {
         let hint = "run it inside a repository, or name the datastore: `swamp datastore lock status --datastore s3://bucket/prefix --namespace NS`";
@@ -47,11 +45,11 @@ fn targets(ctx: &Ctx, at: &LockWhere) -> Result<Vec<LockTarget>, CliError> {
             ..e
         }
     })?;
-    LockTarget::all_of(&repo.layout, &repo.config).map_err(lock_err)
+    Ok(locks::targets(&repo.layout, &repo.config)?)
 }
 
 fn inspect(t: &LockTarget) -> Result<LockState, CliError> {
-    lock::read(t).map_err(|e| CliError::from(lock::LockError::from(e)))
+    Ok(locks::read(t)?)
 }
 
 fn state_json(url: &str, state: &LockState) -> Value {
@@ -139,14 +137,6 @@ pub fn status(ctx: &Ctx, at: &LockWhere) -> Result<Outcome, CliError> {
     Ok(Outcome::Success)
 }
 
-/// A holder on this machine whose process no longer runs.
-fn holder_is_gone(body: &lock::LockBody) -> bool {
-    if body.holder != lock::who_am_i() {
-        return false;
-    }
-    libc::pid_t::try_from(body.pid).is_ok_and(crate::fsutil::process_gone)
-}
-
 pub fn release(ctx: &Ctx, at: &LockWhere, force: bool) -> Result<Outcome, CliError> {
     let targets = targets(ctx, at)?;
     let mut rows = Vec::new();
@@ -155,7 +145,9 @@ pub fn release(ctx: &Ctx, at: &LockWhere, force: bool) -> Result<Outcome, CliErr
         let why = match &state {
             LockState::Free => None,
             LockState::Held { stale: true, .. } => Some("it had expired"),
-            LockState::Held { body, .. } if holder_is_gone(body) => Some("its process is gone"),
+            LockState::Held { body, .. } if locks::holder_is_gone(body) => {
+                Some("its process is gone")
+            }
             LockState::Held { body, .. } => {
                 if !force {
                     return Err(CliError::new(
@@ -186,13 +178,10 @@ pub fn release(ctx: &Ctx, at: &LockWhere, force: bool) -> Result<Outcome, CliErr
             }
         };
         if let Some(why) = why {
-            lock::break_lock(t, &state).map_err(|e| match e {
-                StoreError::PreconditionFailed { .. } => CliError::failure(format!(
-                    "the lock {} changed while it was being released (renewed or taken by someone else); it was left alone",
-                    t.url
-                ))
-                .hint("look again with `swamp datastore lock status`"),
-                other => CliError::from(lock::LockError::from(other)),
+            locks::break_lock(t, &state).map_err(|e| match e {
+                BreakError::Changed { .. } => CliError::failure(e.to_string())
+                    .hint("look again with `swamp datastore lock status`"),
+                BreakError::Lock(e) => CliError::from(e),
             })?;
             if !ctx.json {
                 outln!("Released the lock {} ({why}).", t.url);

@@ -82,9 +82,9 @@ pub fn run(ctx: &Ctx, command: Command) -> Result<Outcome, CliError> {
                 confirm,
             } => {
                 let scope = match (push, pull) {
-                    (true, _) => crate::state::Scope::Push,
-                    (_, true) => crate::state::Scope::Pull,
-                    _ => crate::state::Scope::Sync,
+                    (true, _) => crate::engine::Scope::Push,
+                    (_, true) => crate::engine::Scope::Pull,
+                    _ => crate::engine::Scope::Sync,
                 };
                 reconcile::apply(ctx, scope, sync.options(), confirm.yes)
             }

@@ -11,9 +11,9 @@ use crate::cli::output::{ask, interactive, print_json, print_plan_json};
 use crate::cli::render::human_bytes;
 use crate::cli::{CliError, Ctx, Outcome, Repo};
 use crate::config::Config;
+use crate::engine::Scope;
 use crate::engine::{self, Planned, SyncOptions};
 use crate::plan::SavedPlan;
-use crate::state::Scope;
 
 pub fn plan(
     ctx: &Ctx,

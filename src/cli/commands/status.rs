@@ -8,9 +8,9 @@ use crate::cli::output::print_json;
 use crate::cli::render::closing_line;
 use crate::cli::{CliError, Ctx, Outcome};
 use crate::engine;
-use crate::lock::LockState;
+use crate::engine::Scope;
+use crate::engine::locks::{self, LockState};
 use crate::plan::root_label;
-use crate::state::Scope;
 
 pub fn run(ctx: &Ctx) -> Result<Outcome, CliError> {
     let repo = ctx.open_repo()?;
@@ -20,10 +20,8 @@ pub fn run(ctx: &Ctx) -> Result<Outcome, CliError> {
     // with the failure in its place, and the command exits 1.
     let planned = engine::plan(&repo.layout, config, Scope::All).map_err(CliError::from);
     let root = repo.layout.placement_root(&config.target());
-    let lock_target = crate::lock::LockTarget::of(&repo.layout, &config.target())
-        .map_err(|e| CliError::from(crate::lock::LockError::from(e)))?;
-    let lock_state = crate::lock::read(&lock_target)
-        .map_err(|e| CliError::from(crate::lock::LockError::from(e)));
+    let lock_target = locks::target(&repo.layout, config)?;
+    let lock_state = locks::read(&lock_target).map_err(CliError::from);
     let lock_line = lock_line(&lock_state, &planned);
     let failed = planned.is_err() || lock_state.is_err();
     // Lazy hydration: how much of the remote this cache has not fetched.

@@ -1,0 +1,178 @@
+//! The distributed locks a run holds, and the lock's inspection and breaking
+//! for `datastore lock`: every command that writes the datastore or migrates
+//! a layout holds the locks of the target placement and of every placement
+//! it still drains, for its whole run (planning included). What the lock
+//! reports while it waits goes to the caller's sink as [`LockEvent`]s; the
+//! engine prints nothing.
+
+use std::time::Duration;
+
+use crate::config::{Config, Placement};
+use crate::layout::Layout;
+use crate::lock::{self, LockGuard, LockOptions};
+use crate::plan::LockInfo;
+use crate::store::StoreError;
+
+pub use crate::lock::{Event as LockEvent, LockBody, LockError, LockState, LockTarget};
+
+/// The locks one run holds, released (conditionally) by [`Locks::release`].
+#[derive(Debug)]
+pub struct Locks {
+    guards: Vec<LockGuard>,
+}
+
+/// How [`Locks::take`] takes them.
+#[derive(Debug, Clone, Copy)]
+pub struct TakeOptions<'a> {
+    /// Recorded in the lock body, for whoever waits on it.
+    pub operation: &'a str,
+    /// Overrides `[lock] timeout_secs` (the command line's `--lock-timeout`).
+    pub timeout: Option<Duration>,
+}
+
+/// What releasing the locks found.
+#[derive(Debug, Default)]
+pub struct Released {
+    /// A lock lost while the run worked (taken over after it expired): the
+    /// run's success turns into this error; what was done is kept.
+    pub lost: Option<LockError>,
+    /// Locks the datastore did not let go of (unreachable); each expires by
+    /// itself within its time to live.
+    pub unreleased: Vec<Unreleased>,
+}
+
+/// One lock that could not be released.
+#[derive(Debug)]
+pub struct Unreleased {
+    pub url: String,
+    pub ttl_secs: u64,
+    pub error: StoreError,
+}
+
+impl Locks {
+    /// Takes the locks for `config`'s target and sources
+    /// ([`LockTarget::all_of`], in a fixed order), then waits out upstream
+    /// swamp's lock of the same namespaces (upstream never looks at ours).
+    pub fn take(
+        layout: &Layout,
+        config: &Config,
+        how: TakeOptions<'_>,
+        on_event: &mut dyn FnMut(LockEvent<'_>),
+    ) -> Result<Locks, LockError> {
+        let targets = LockTarget::all_of(layout, config)?;
+        let options = LockOptions {
+            operation: how.operation.to_string(),
+            ttl: Duration::from_secs(config.lock.ttl_secs),
+            timeout: how
+                .timeout
+                .unwrap_or(Duration::from_secs(config.lock.timeout_secs)),
+        };
+        let mut guards = Vec::new();
+        for t in &targets {
+            guards.push(lock::acquire(t, &options, on_event)?);
+        }
+        // With ours held (so no other swamp starts meanwhile), wait out
+        // upstream's.
+        let mut seen = Vec::new();
+        for p in std::iter::once(config.target()).chain(config.migrating_from.iter().cloned()) {
+            let url = lock::upstream::url(&p);
+            if url.is_none() || seen.contains(&url) {
+                continue;
+            }
+            seen.push(url);
+            lock::await_upstream(&p, options.timeout, on_event)?;
+        }
+        // Test-only: hold the lock for a while (FAILPOINTS=lock-acquired=sleep(MS)).
+        fail::fail_point!("lock-acquired");
+        Ok(Locks { guards })
+    }
+
+    /// The version of the first (target) lock, recorded in saved plans as
+    /// information.
+    pub fn info(&self) -> Option<LockInfo> {
+        self.guards.first().map(|g| LockInfo {
+            url: g.url().to_string(),
+            version: g.version(),
+            id: g.body().id,
+        })
+    }
+
+    /// Releases every lock, last taken first. Never deletes a successor's
+    /// lock: a lock lost meanwhile is reported, not removed.
+    pub fn release(self) -> Released {
+        let mut released = Released::default();
+        for g in self.guards.into_iter().rev() {
+            let (url, ttl_secs) = (g.url().to_string(), g.body().ttl_secs);
+            match g.release() {
+                Ok(()) => {}
+                Err(LockError::Store(error)) => released.unreleased.push(Unreleased {
+                    url,
+                    ttl_secs,
+                    error,
+                }),
+                Err(e) => {
+                    released.lost.get_or_insert(e);
+                }
+            }
+        }
+        released
+    }
+}
+
+/// The locks a run in this repository takes: its target's, then every
+/// placement it still drains.
+pub fn targets(layout: &Layout, config: &Config) -> Result<Vec<LockTarget>, LockError> {
+    Ok(LockTarget::all_of(layout, config)?)
+}
+
+/// The lock of the repository's target placement.
+pub fn target(layout: &Layout, config: &Config) -> Result<LockTarget, LockError> {
+    Ok(LockTarget::of(layout, &config.target())?)
+}
+
+/// The lock of a shared (not `local`) placement, no repository needed.
+pub fn shared(placement: &Placement) -> Result<LockTarget, LockError> {
+    Ok(LockTarget::shared(placement)?)
+}
+
+/// What the lock object says now.
+pub fn read(target: &LockTarget) -> Result<LockState, LockError> {
+    Ok(lock::read(target)?)
+}
+
+/// Why breaking a lock did nothing.
+#[derive(Debug, thiserror::Error)]
+pub enum BreakError {
+    /// The lock changed since it was read (renewed or taken by someone
+    /// else); it was left alone.
+    #[error(
+        "the lock {url} changed while it was being released (renewed or taken by someone else); it was left alone"
+    )]
+    Changed { url: String },
+    #[error(transparent)]
+    Lock(#[from] LockError),
+}
+
+/// Deletes the lock version `seen` (and only that version).
+pub fn break_lock(target: &LockTarget, seen: &LockState) -> Result<(), BreakError> {
+    lock::break_lock(target, seen).map_err(|e| match e {
+        StoreError::PreconditionFailed { .. } => BreakError::Changed {
+            url: target.url.clone(),
+        },
+        other => BreakError::Lock(other.into()),
+    })
+}
+
+/// A holder on this machine whose process no longer runs.
+pub fn holder_is_gone(body: &LockBody) -> bool {
+    if body.holder != lock::who_am_i() {
+        return false;
+    }
+    libc::pid_t::try_from(body.pid).is_ok_and(crate::fsutil::process_gone)
+}
+
+/// Releases every lock this process holds, for an interrupt handler; the
+/// guards dropped later do nothing.
+pub fn release_all() {
+    lock::release_all();
+}
