@@ -923,63 +923,22 @@ pub async fn run_many(
     concurrency: usize,
     watch: &crate::lock::LossWatch,
 ) -> Ran {
-    use std::sync::Mutex;
-    let halted: Mutex<Option<String>> = Mutex::new(None);
+    let halted: Halted = std::sync::Mutex::new(None);
     let halted = &halted;
     // Unordered: a finished transfer makes room for the next at once, not
     // once every transfer started before it has finished too (a slow one
     // would hold up the rest). Outcomes are put back in action order.
     let mut outcomes: Vec<Option<Result<BaseChange, SyncActionError>>> =
         (0..actions.len()).map(|_| None).collect();
-    let mut stream =
-        futures_util::stream::iter(actions.iter().enumerate().map(|(i, a)| async move {
-            let reason = halted.lock().unwrap().clone().or_else(|| watch.lost());
-            if let Some(reason) = reason {
-                return (i, Err(SyncActionError::NotStarted { reason }), None);
-            }
-            let work = async {
-                match a {
-                    Action::Download { .. } => download(a, root, remotes, true).await,
-                    _ => run(a, root, remotes).await.map(|change| (change, None)),
-                }
-            };
-            let outcome = tokio::select! {
-                outcome = work => outcome,
-                reason = lock_lost(watch) => Err(SyncActionError::Cancelled {
-                    what: a.path().map(ToString::to_string).unwrap_or_else(|| a.kind().to_string()),
-                    reason,
-                }),
-            };
-            if let Err(e) = &outcome
-                && e.is_systemic()
-            {
-                halted.lock().unwrap().get_or_insert_with(|| e.to_string());
-            }
-            // Test-only: die at an action boundary, others still in flight
-            // (FAILPOINTS=sync-action-done=N*off->return). A staged
-            // download reaches its boundary when its batch is committed.
-            #[cfg(feature = "failpoints")]
-            if matches!(&outcome, Ok((_, None))) {
-                action_done_for_tests();
-            }
-            match outcome {
-                Ok((change, staged)) => (i, Ok(change), staged),
-                Err(e) => (i, Err(e), None),
-            }
-        }))
-        .buffer_unordered(concurrency.max(1));
-    // Staged downloads are committed a batch at a time on a blocking
-    // thread while the transfers go on (one commit in flight at a time);
-    // until its batch is committed a download is not complete.
-    let mut batch: Vec<(usize, TierPath, Staged)> = Vec::new();
-    let mut batch_bytes = 0u64;
-    let mut batch_since: Option<std::time::Instant> = None;
-    let mut committing: Option<tokio::task::JoinHandle<_>> = None;
+    let mut stream = futures_util::stream::iter(
+        actions
+            .iter()
+            .enumerate()
+            .map(|(i, a)| run_one(i, a, root, remotes, watch, halted)),
+    )
+    .buffer_unordered(concurrency.max(1));
+    let mut commits = Commits::default();
     let mut learnt = Learnt::default();
-    let finish = |h: tokio::task::JoinHandle<Vec<(usize, Committed)>>| async {
-        h.await
-            .unwrap_or_else(|e| panic!("a commit of downloads failed to run: {e}"))
-    };
     let meter = crate::progress::meter();
     while let Some((i, outcome, staged)) = stream.next().await {
         if outcome.is_ok() {
@@ -993,7 +952,7 @@ pub async fn run_many(
         }
         outcomes[i] = Some(outcome);
         if let (Some(staged), Some(path)) = (staged, actions[i].path()) {
-            if learnt.is_empty() && batch.is_empty() {
+            if learnt.is_empty() && commits.batch.is_empty() {
                 // Sized once: at 100,000 downloads, doubling on the way
                 // would hold 8 MB more at the apply's peak.
                 let downloads = actions
@@ -1002,31 +961,14 @@ pub async fn run_many(
                     .count();
                 learnt.reserve_exact(downloads);
             }
-            batch_since.get_or_insert_with(std::time::Instant::now);
-            batch_bytes += staged.size;
-            batch.push((i, path.clone(), staged));
+            commits.add(i, path.clone(), staged);
         }
-        if batch.len() >= COMMIT_FILES
-            || batch_bytes >= COMMIT_BYTES
-            || batch_since.is_some_and(|t| t.elapsed() >= COMMIT_AFTER)
-        {
-            if let Some(h) = committing.take() {
-                settle(&mut outcomes, &mut learnt, finish(h).await);
-            }
-            let b = std::mem::take(&mut batch);
-            batch_bytes = 0;
-            batch_since = None;
-            committing = Some(tokio::task::spawn_blocking(move || commit_staged(b)));
+        if commits.due() {
+            commits.start(&mut outcomes, &mut learnt).await;
         }
     }
     drop(stream);
-    if let Some(h) = committing.take() {
-        settle(&mut outcomes, &mut learnt, finish(h).await);
-    }
-    if !batch.is_empty() {
-        let h = tokio::task::spawn_blocking(move || commit_staged(batch));
-        settle(&mut outcomes, &mut learnt, finish(h).await);
-    }
+    commits.finish(&mut outcomes, &mut learnt).await;
     let mut outcomes: Vec<_> = outcomes
         .into_iter()
         .map(|o| o.expect("every action yields an outcome"))
@@ -1035,6 +977,121 @@ pub async fn run_many(
     // what was learnt of their bytes stays true of the files.
     sync_landed_dirs(actions, root, &mut outcomes).await;
     Ran { outcomes, learnt }
+}
+
+/// Why the rest of a run is not started (an action failed for the whole
+/// remote), once known.
+type Halted = std::sync::Mutex<Option<String>>;
+
+/// One action of [`run_many`]: its index, outcome and, for a download, the
+/// staged file its batch commit will rename into place.
+async fn run_one(
+    i: usize,
+    a: &Action,
+    root: &Path,
+    remotes: &Remotes<'_>,
+    watch: &crate::lock::LossWatch,
+    halted: &Halted,
+) -> (usize, Result<BaseChange, SyncActionError>, Option<Staged>) {
+    let reason = halted.lock().unwrap().clone().or_else(|| watch.lost());
+    if let Some(reason) = reason {
+        return (i, Err(SyncActionError::NotStarted { reason }), None);
+    }
+    let work = async {
+        match a {
+            Action::Download { .. } => download(a, root, remotes, true).await,
+            _ => run(a, root, remotes).await.map(|change| (change, None)),
+        }
+    };
+    let outcome = tokio::select! {
+        outcome = work => outcome,
+        reason = lock_lost(watch) => Err(SyncActionError::Cancelled {
+            what: a.path().map(ToString::to_string).unwrap_or_else(|| a.kind().to_string()),
+            reason,
+        }),
+    };
+    if let Err(e) = &outcome
+        && e.is_systemic()
+    {
+        halted.lock().unwrap().get_or_insert_with(|| e.to_string());
+    }
+    // Test-only: die at an action boundary, others still in flight
+    // (FAILPOINTS=sync-action-done=N*off->return). A staged download
+    // reaches its boundary when its batch is committed.
+    #[cfg(feature = "failpoints")]
+    if matches!(&outcome, Ok((_, None))) {
+        action_done_for_tests();
+    }
+    match outcome {
+        Ok((change, staged)) => (i, Ok(change), staged),
+        Err(e) => (i, Err(e), None),
+    }
+}
+
+/// Staged downloads are committed a batch at a time on a blocking thread
+/// while the transfers go on (one commit in flight at a time); until its
+/// batch is committed a download is not complete.
+#[derive(Default)]
+struct Commits {
+    batch: Vec<(usize, TierPath, Staged)>,
+    bytes: u64,
+    since: Option<std::time::Instant>,
+    committing: Option<tokio::task::JoinHandle<Vec<(usize, Committed)>>>,
+}
+
+impl Commits {
+    fn add(&mut self, i: usize, path: TierPath, staged: Staged) {
+        self.since.get_or_insert_with(std::time::Instant::now);
+        self.bytes += staged.size;
+        self.batch.push((i, path, staged));
+    }
+
+    /// The batch is full (files or bytes) or old enough to commit.
+    fn due(&self) -> bool {
+        self.batch.len() >= COMMIT_FILES
+            || self.bytes >= COMMIT_BYTES
+            || self.since.is_some_and(|t| t.elapsed() >= COMMIT_AFTER)
+    }
+
+    /// Settles the commit in flight, if any, and starts committing the
+    /// batch.
+    async fn start(
+        &mut self,
+        outcomes: &mut [Option<Result<BaseChange, SyncActionError>>],
+        learnt: &mut Learnt,
+    ) {
+        self.settle_in_flight(outcomes, learnt).await;
+        let b = std::mem::take(&mut self.batch);
+        self.bytes = 0;
+        self.since = None;
+        self.committing = Some(tokio::task::spawn_blocking(move || commit_staged(b)));
+    }
+
+    /// Settles the commit in flight, then commits what is left.
+    async fn finish(
+        mut self,
+        outcomes: &mut [Option<Result<BaseChange, SyncActionError>>],
+        learnt: &mut Learnt,
+    ) {
+        self.settle_in_flight(outcomes, learnt).await;
+        if !self.batch.is_empty() {
+            self.start(outcomes, learnt).await;
+            self.settle_in_flight(outcomes, learnt).await;
+        }
+    }
+
+    async fn settle_in_flight(
+        &mut self,
+        outcomes: &mut [Option<Result<BaseChange, SyncActionError>>],
+        learnt: &mut Learnt,
+    ) {
+        if let Some(h) = self.committing.take() {
+            let done = h
+                .await
+                .unwrap_or_else(|e| panic!("a commit of downloads failed to run: {e}"));
+            settle(outcomes, learnt, done);
+        }
+    }
 }
 
 /// Staged downloads committed together: at most this many files, this

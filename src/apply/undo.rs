@@ -14,11 +14,9 @@ use super::remote::keep_in_trash;
 
 #[derive(Debug, thiserror::Error)]
 pub enum UndoApplyError {
-    #[error("undo refused: the plan has {0} conflict(s); resolve them and run `swamp undo` again")]
+    #[error("undo refused: the plan has {0} conflict(s)")]
     Conflicts(usize),
-    #[error(
-        "{path}: {reason}; {completed} step(s) completed and stay done, `swamp undo {undoes}` plans the rest"
-    )]
+    #[error("{path}: {reason}; {completed} step(s) completed and stay done")]
     Stopped {
         path: String,
         reason: String,

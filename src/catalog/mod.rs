@@ -27,17 +27,15 @@ use crate::config::Placement;
 use crate::layout::{Layout, Tier};
 
 /// Appended to errors the user fixes by rebuilding.
-const REBUILD_HINT: &str = "`swamp catalog rebuild` recreates it from the data files";
-
 #[derive(Debug, thiserror::Error)]
 pub enum CatalogError {
-    #[error("catalog {}: {source}; {REBUILD_HINT}", .path.display())]
+    #[error("catalog {}: {source}", .path.display())]
     Sqlite {
         path: PathBuf,
         source: rusqlite::Error,
     },
     #[error(
-        "catalog {} is busy (another swamp is writing it): {source}; retry when it finishes",
+        "catalog {} is busy (another swamp is writing it): {source}",
         .path.display()
     )]
     Busy {
@@ -45,7 +43,7 @@ pub enum CatalogError {
         source: rusqlite::Error,
     },
     #[error(
-        "cannot {action} {} for the catalog: {source}; fix its permissions, then run `swamp catalog rebuild`",
+        "cannot {action} {} for the catalog: {source}",
         .path.display()
     )]
     Io {
@@ -54,12 +52,12 @@ pub enum CatalogError {
         source: io::Error,
     },
     #[error(
-        "cannot remove the corrupt catalog file {}: {source}; delete it by hand, then run `swamp catalog rebuild`",
+        "cannot remove the corrupt catalog file {}: {source}",
         .path.display()
     )]
     RemoveCorrupt { path: PathBuf, source: io::Error },
     #[error(
-        "{} is a symlink; swamp never writes its catalog through a link (it could be someone else's file). Remove the link, then run `swamp catalog rebuild`",
+        "{} is a symlink; swamp never writes its catalog through a link (it could be someone else's file)",
         .path.display()
     )]
     Symlink { path: PathBuf },

@@ -60,67 +60,80 @@ pub(crate) fn scan(
                 });
             }
         };
-        // The catalog sits in the solo data dir, and temp files are
-        // interrupted writes: neither is ever data.
-        if !item.file_type().is_file()
-            || item
-                .file_name()
-                .to_str()
-                .is_none_or(|n| is_catalog_name(n) || is_swamp_temp(n))
-        {
-            continue;
+        if let Some(scanned) = scan_one(&item, data_dir, reuse)? {
+            found.insert(scanned.entry.path.clone(), scanned);
         }
-        let Ok(rel) = item.path().strip_prefix(data_dir) else {
-            continue;
-        };
-        let Some((name, version)) = version_of(rel) else {
-            continue;
-        };
-        let tier_path = format!("data/{name}/{version}/{RAW_FILE}");
-        let meta = match item.metadata() {
-            Ok(m) => m,
-            Err(e)
-                if e.io_error()
-                    .is_some_and(|io| io.kind() == io::ErrorKind::NotFound) =>
-            {
-                continue;
-            }
-            Err(e) => {
-                return Err(CatalogError::Io {
-                    action: "read",
-                    path: item.path().to_path_buf(),
-                    source: e.into(),
-                });
-            }
-        };
-        let size = meta.len();
-        let mtime = meta.modified().ok();
-        let sha256 = match reuse.get(&tier_path) {
-            Some(prev) if prev.entry.size == size && mtime.is_some() && prev.mtime == mtime => {
-                prev.entry.sha256.clone()
-            }
-            _ => match fsutil::sha256_file(item.path()) {
-                Ok(h) => h,
-                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
-                Err(source) => {
-                    return Err(CatalogError::Io {
-                        action: "hash",
-                        path: item.path().to_path_buf(),
-                        source,
-                    });
-                }
-            },
-        };
-        let entry = Entry {
-            name,
-            version,
-            size,
-            sha256,
-            path: tier_path.clone(),
-        };
-        found.insert(tier_path, Scanned { entry, mtime });
     }
     Ok(found)
+}
+
+/// The version a walked file is, if any (the catalog, temp files and what
+/// the data workload could not have written are none; a file removed
+/// meanwhile is none either).
+fn scan_one(
+    item: &walkdir::DirEntry,
+    data_dir: &Path,
+    reuse: &HashMap<String, Scanned>,
+) -> Result<Option<Scanned>, CatalogError> {
+    // The catalog sits in the solo data dir, and temp files are
+    // interrupted writes: neither is ever data.
+    if !item.file_type().is_file()
+        || item
+            .file_name()
+            .to_str()
+            .is_none_or(|n| is_catalog_name(n) || is_swamp_temp(n))
+    {
+        return Ok(None);
+    }
+    let Ok(rel) = item.path().strip_prefix(data_dir) else {
+        return Ok(None);
+    };
+    let Some((name, version)) = version_of(rel) else {
+        return Ok(None);
+    };
+    let tier_path = format!("data/{name}/{version}/{RAW_FILE}");
+    let meta = match item.metadata() {
+        Ok(m) => m,
+        Err(e)
+            if e.io_error()
+                .is_some_and(|io| io.kind() == io::ErrorKind::NotFound) =>
+        {
+            return Ok(None);
+        }
+        Err(e) => {
+            return Err(CatalogError::Io {
+                action: "read",
+                path: item.path().to_path_buf(),
+                source: e.into(),
+            });
+        }
+    };
+    let size = meta.len();
+    let mtime = meta.modified().ok();
+    let sha256 = match reuse.get(&tier_path) {
+        Some(prev) if prev.entry.size == size && mtime.is_some() && prev.mtime == mtime => {
+            prev.entry.sha256.clone()
+        }
+        _ => match fsutil::sha256_file(item.path()) {
+            Ok(h) => h,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(source) => {
+                return Err(CatalogError::Io {
+                    action: "hash",
+                    path: item.path().to_path_buf(),
+                    source,
+                });
+            }
+        },
+    };
+    let entry = Entry {
+        name,
+        version,
+        size,
+        sha256,
+        path: tier_path,
+    };
+    Ok(Some(Scanned { entry, mtime }))
 }
 
 /// `model/output/3/raw` → (`model/output`, 3); `None` for anything the data

@@ -120,62 +120,38 @@ impl fmt::Display for CliError {
     }
 }
 
-/// The datastore setting a store error is about, and the hint that fixes
-/// it in `.swamp.toml`.
-fn store_setting(e: &crate::engine::StoreError) -> Option<(Setting, &'static str)> {
-    use crate::engine::StoreError;
-    Some(match e {
-        StoreError::NoSuchBucket { .. } => (
-            Setting::Bucket,
-            "create it, or fix `bucket` in the [datastore] table of .swamp.toml",
-        ),
-        StoreError::InvalidBucketName { .. } => (
-            Setting::BucketName,
-            "fix `bucket` in the [datastore] table of .swamp.toml",
-        ),
-        StoreError::NoRegion { .. } => (
-            Setting::Region,
-            "set `region` in the [datastore] table of .swamp.toml, or AWS_REGION",
-        ),
-        _ => return None,
-    })
-}
-
-/// Library errors become CLI errors with the hint that fixes them.
+/// Library errors become CLI errors: the message states what happened,
+/// the hint comes from the one table in [`super::hints`].
 mod from {
-    use super::store_setting;
+    use super::super::hints;
     use super::{CliError, ErrorKind};
     use crate::catalog::CatalogError;
     use crate::config::ConfigError;
     use crate::data::DataError;
+    use crate::engine::locks::LockError;
     use crate::engine::{ApplyError, EngineError};
+    use crate::layout::LayoutError;
     use crate::plan::PlanFileError;
+    use crate::undo::UndoError;
+
+    /// A CLI error of `kind` with `e`'s message and `hint`.
+    fn with(kind: ErrorKind, e: &dyn std::error::Error, hint: Option<String>) -> CliError {
+        CliError {
+            kind,
+            message: e.to_string(),
+            hint,
+            setting: None,
+        }
+    }
 
     impl From<ConfigError> for CliError {
         fn from(e: ConfigError) -> CliError {
-            let hint = match &e {
-                ConfigError::NotFound(_) => {
-                    Some("run `swamp init` to create one, or pass --repo DIR".to_string())
-                }
-                ConfigError::NotARepo { .. } => Some(
-                    "pass the repository's own directory (the one holding .swamp.toml), or `swamp --repo DIR init` to create one".to_string(),
-                ),
-                ConfigError::Invalid { .. } => {
-                    Some("fix the key named above in .swamp.toml; nothing was changed".to_string())
-                }
-                _ => None,
+            // A wrong `--repo` is a wrong command line.
+            let kind = match e {
+                ConfigError::NotARepo { .. } => ErrorKind::Usage,
+                _ => ErrorKind::Failure,
             };
-            CliError {
-                setting: None,
-                // A wrong `--repo` is a wrong command line.
-                kind: if matches!(e, ConfigError::NotARepo { .. }) {
-                    ErrorKind::Usage
-                } else {
-                    ErrorKind::Failure
-                },
-                message: e.to_string(),
-                hint,
-            }
+            with(kind, &e, hints::config(&e))
         }
     }
 
@@ -186,57 +162,6 @@ mod from {
                 EngineError::Undo(u) => return u.into(),
                 other => other,
             };
-            let hint = match &e {
-                EngineError::Stale { undoes: None, .. } => Some(
-                    "run `swamp plan -o FILE` again, review it, and apply the new plan".to_string(),
-                ),
-                EngineError::Stale {
-                    undoes: Some(id), ..
-                } => Some(format!("`swamp undo {id}` shows the undo as it is now")),
-                EngineError::LastCutShort {
-                    undoes: Some(undone),
-                    ..
-                } => Some(format!("`swamp undo {undone}` finishes the undo it began")),
-                EngineError::LastCutShort { id, undoes: None } => {
-                    Some(format!("`swamp undo {id}` reverses what it did"))
-                }
-                EngineError::Prune { .. } => Some(
-                    "run `swamp undo --prune` again: what was pruned stays pruned".to_string(),
-                ),
-                EngineError::Apply(ApplyError::Conflicts(_)) => {
-                    Some("run `swamp plan` to see the conflicts".to_string())
-                }
-                EngineError::Apply(ApplyError::Stopped { completed, .. }) => Some(format!(
-                    "{completed} action(s) completed and stay done; run `swamp plan` to see what is left, then `swamp apply`"
-                )),
-                EngineError::ScopeNeedsRemote {
-                    scope: crate::engine::Scope::Config,
-                    ..
-                } => Some(
-                    "managed config is kept in a remote datastore; set one up with `swamp datastore setup s3://bucket/prefix` (or `gs://bucket/prefix`)".into(),
-                ),
-                EngineError::ConfigTierExcluded => Some(
-                    "add `config` to `directories` in .swamp.toml (or remove the key), then run `swamp datastore config migrate`".into(),
-                ),
-                EngineError::ScopeNeedsRemote { .. } => Some(
-                    "local and filesystem datastores need no sync; to use a bucket, run `swamp datastore setup s3://bucket/prefix` (or `gs://bucket/prefix`)".into(),
-                ),
-                EngineError::WrongRepo { .. } => {
-                    Some("apply the plan in the repository it was made in".to_string())
-                }
-                EngineError::Registration(crate::engine::registry::RegistrationError::OwnedByAnother {
-                    owner,
-                    ..
-                }) => Some(format!(
-                    "if this repository is the one registered there (for upstream swamp, the `repoId` in its .swamp.yaml), create it with `swamp init --repo-id {owner}`; otherwise choose another namespace"
-                )),
-                EngineError::Registration(crate::engine::registry::RegistrationError::Unrecognised {
-                    ..
-                }) => Some(
-                    "another tool may own this namespace: choose another one, or, once sure nothing uses it, move the manifest aside and retry".to_string(),
-                ),
-                _ => None,
-            };
             let kind = match &e {
                 EngineError::Apply(ApplyError::Conflicts(_)) => ErrorKind::Conflicts,
                 EngineError::ScopeNeedsRemote { .. } => ErrorKind::Usage,
@@ -244,45 +169,37 @@ mod from {
             };
             // The datastore settings come from .swamp.toml unless `main`
             // knows the command named them (`datastore setup SPEC`).
-            let (setting, hint) = match e.store_error().and_then(store_setting) {
-                Some((setting, config_hint)) => (Some(setting), Some(config_hint.to_string())),
-                None => (None, hint),
-            };
-            CliError {
-                kind,
-                message: e.to_string(),
-                hint,
-                setting,
+            match e.store_error().and_then(hints::store_setting) {
+                Some((setting, hint)) => CliError {
+                    setting: Some(setting),
+                    ..with(kind, &e, Some(hint.to_string()))
+                },
+                None => with(kind, &e, hints::engine(&e)),
             }
+        }
+    }
+
+    impl From<LayoutError> for CliError {
+        fn from(e: LayoutError) -> CliError {
+            with(ErrorKind::Failure, &e, hints::layout(&e))
         }
     }
 
     impl From<PlanFileError> for CliError {
         fn from(e: PlanFileError) -> CliError {
-            CliError::failure(e.to_string())
-                .hint("make a plan file with `swamp plan -o FILE`; nothing was changed")
+            with(ErrorKind::Failure, &e, Some(hints::plan_file()))
         }
     }
 
     impl From<CatalogError> for CliError {
         fn from(e: CatalogError) -> CliError {
-            CliError::failure(e.to_string()).hint("run `swamp catalog rebuild`")
+            with(ErrorKind::Failure, &e, Some(hints::catalog(&e)))
         }
     }
 
-    impl From<crate::undo::UndoError> for CliError {
-        fn from(e: crate::undo::UndoError) -> CliError {
-            use crate::undo::UndoError;
-            let err = CliError::failure(e.to_string());
-            match e {
-                UndoError::NoSuchApply { .. } | UndoError::NoHistory => err,
-                UndoError::NotKept { .. } => err.hint("`swamp history` lists the applies that can be undone"),
-                UndoError::Pruned { .. } => err.hint("raise `[undo] keep_days` (or `max_bytes`) in .swamp.toml to keep trash longer"),
-                UndoError::Malformed { .. } => err.hint(
-                    "move the journal out of .swamp/state/trash/ to set that apply aside for good; the others are unaffected",
-                ),
-                UndoError::Io { .. } => err.hint("check the permissions and free space, then retry"),
-            }
+    impl From<UndoError> for CliError {
+        fn from(e: UndoError) -> CliError {
+            with(ErrorKind::Failure, &e, hints::undo(&e))
         }
     }
 
@@ -294,37 +211,25 @@ mod from {
                 DataError::InvalidName { .. } | DataError::InvalidKeep => ErrorKind::Usage,
                 _ => ErrorKind::Failure,
             };
-            CliError::new(kind, e.to_string())
+            with(kind, &e, hints::data(&e))
         }
     }
 
-    impl From<crate::engine::locks::LockError> for CliError {
-        fn from(e: crate::engine::locks::LockError) -> CliError {
-            use crate::engine::locks::LockError;
-            match &e {
-                LockError::HeldUpstream { .. } => CliError::new(ErrorKind::LockHeld, e.to_string()).hint(
-                    "upstream swamp is working on this namespace: wait for it to finish; if it died, its lock counts as stale once unrenewed for longer than its TTL (30 s by default), or break it with upstream's `swamp datastore lock release --force`",
-                ),
-                LockError::Held { .. } => CliError::new(ErrorKind::LockHeld, e.to_string()).hint(
-                    "see the holder with `swamp datastore lock status`; if that process is gone, \
-                     its lock expires by itself, or break it now with `swamp datastore lock release --force`",
-                ),
-                LockError::Unparseable { .. } => {
-                    CliError::new(ErrorKind::LockHeld, e.to_string()).hint(
-                        "inspect it with `swamp datastore lock status`; once sure nobody is working, \
-                         break it with `swamp datastore lock release --force`",
-                    )
-                }
-                LockError::Lost { .. } => CliError::failure(e.to_string()).hint(
-                    "another process holds the lock now; when it is done, run `swamp plan` to see what is left",
-                ),
-                LockError::Store(se) => match store_setting(se) {
-                    Some((setting, hint)) => CliError {
-                        setting: Some(setting),
-                        ..CliError::failure(e.to_string()).hint(hint)
-                    },
-                    None => CliError::failure(e.to_string()),
-                },
+    impl From<LockError> for CliError {
+        fn from(e: LockError) -> CliError {
+            let kind = match &e {
+                LockError::HeldUpstream { .. }
+                | LockError::Held { .. }
+                | LockError::Unparseable { .. } => ErrorKind::LockHeld,
+                LockError::Lost { .. } | LockError::Store(_) => ErrorKind::Failure,
+            };
+            let setting = match &e {
+                LockError::Store(se) => hints::store_setting(se).map(|(setting, _)| setting),
+                _ => None,
+            };
+            CliError {
+                setting,
+                ..with(kind, &e, hints::lock(&e))
             }
         }
     }

@@ -6,6 +6,7 @@ use crate::cli::output::errln;
 mod args;
 mod commands;
 mod error;
+mod hints;
 mod live;
 mod locking;
 mod output;
@@ -103,9 +104,8 @@ impl Ctx {
 
 impl Repo {
     pub fn new(root: PathBuf, config: Config) -> Result<Repo, CliError> {
-        let home = Layout::default_swamp_home().map_err(|e| CliError::failure(e.to_string()))?;
-        let layout =
-            Layout::new(&root, &config, &home).map_err(|e| CliError::failure(e.to_string()))?;
+        let home = Layout::default_swamp_home()?;
+        let layout = Layout::new(&root, &config, &home)?;
         Ok(Repo {
             root,
             config,

@@ -31,53 +31,41 @@ use crate::undo;
 
 #[derive(Debug, thiserror::Error)]
 pub enum DataError {
-    #[error(
-        "invalid data name `{name}`: {reason}; use `/`-separated segments of letters, digits, `.`, `_` and `-`, like `model/output`"
-    )]
+    #[error("invalid data name `{name}`: {reason}")]
     InvalidName { name: String, reason: NameError },
-    #[error("no data named `{name}`; `swamp data list` shows what exists")]
+    #[error("no data named `{name}`")]
     NotFound { name: String },
-    #[error(
-        "`{name}` has no version {version} (latest is {latest}); `swamp data get {name}` prints the latest"
-    )]
+    #[error("`{name}` has no version {version} (latest is {latest})")]
     VersionNotFound {
         name: String,
         version: u64,
         latest: u64,
     },
-    #[error(
-        "keeping 0 versions would delete every version; use `swamp data gc --keep 1` or more, or `swamp data rm NAME` to delete a name"
-    )]
+    #[error("keeping 0 versions would delete every version")]
     InvalidKeep,
-    #[error(
-        "`{name}` has used up its version numbers; store the data under a new name with `swamp data put`"
-    )]
+    #[error("`{name}` has used up its version numbers")]
     VersionsExhausted { name: String },
-    #[error(
-        "cannot read the content for `{name}`: {source}; nothing was stored, retry the `swamp data put`"
-    )]
+    #[error("cannot read the content for `{name}`: {source}; nothing was stored")]
     Input { name: String, source: io::Error },
-    #[error("cannot {action} {}: {source}; check its permissions and free space, then retry", .path.display())]
+    #[error("cannot {action} {}: {source}", .path.display())]
     Io {
         action: &'static str,
         path: PathBuf,
         source: io::Error,
     },
     #[error(
-        "{} is a symlink; swamp never follows symlinks in the datastore. Replace it with a directory (or remove it), then retry",
+        "{} is a symlink; swamp never follows symlinks in the datastore",
         .path.display()
     )]
     Symlink { path: PathBuf },
     #[error(
-        "{} is not a regular file; move it out of the way, then retry",
+        "{} is not a regular file",
         .path.display()
     )]
     NotAFile { path: PathBuf },
     /// The version is in the remote only (lazy hydration): fetch it, then
     /// read again.
-    #[error(
-        "`{name}` version {version} is in the remote only and was not fetched; run `swamp datastore sync --pull --hydrate` to fetch it"
-    )]
+    #[error("`{name}` version {version} is in the remote only and was not fetched")]
     NotHydrated {
         name: String,
         version: u64,

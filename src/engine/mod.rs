@@ -16,6 +16,7 @@ pub use crate::store::{StoreError, outage};
 use std::path::Path;
 
 use crate::apply;
+pub use crate::apply::undo::UndoApplyError;
 pub use crate::apply::{ApplyError, ApplyReport};
 use crate::config::{Config, ConfigError, ConflictPolicy};
 use crate::layout::{Layout, LayoutError};
@@ -23,6 +24,7 @@ use crate::plan::compose::{self, compose};
 use crate::plan::fingerprint::explain_changes;
 use crate::plan::{Fingerprint, Plan, SavedPlan};
 pub use crate::state::Scope;
+pub use crate::state::base::BaseError;
 use crate::state::managed;
 use crate::state::observed::ObserveError;
 use crate::state::{self, Desired, ObserveOptions, Observed};
@@ -132,6 +134,35 @@ impl EngineError {
         }
     }
 
+    /// What, under the layers that carry it, this error is about: the
+    /// kinds the CLI's hint table tells remedies for.
+    pub fn cause(&self) -> Cause<'_> {
+        use crate::state::undo::UndoObserveError;
+        match self {
+            EngineError::Base(b) | EngineError::Observe(ObserveError::Base(b)) => Cause::Base(b),
+            EngineError::Undo(u)
+            | EngineError::Trash(UndoObserveError::Journal(u))
+            | EngineError::UndoObserve {
+                source: UndoObserveError::Journal(u),
+                ..
+            } => Cause::Journal(u),
+            EngineError::Trash(UndoObserveError::NoRemote { .. })
+            | EngineError::UndoObserve {
+                source: UndoObserveError::NoRemote { .. },
+                ..
+            } => Cause::UndoRemoteGone,
+            EngineError::UndoApply(u) => Cause::UndoApply(u),
+            EngineError::Layout(LayoutError::NoHome) => Cause::NoHome,
+            EngineError::Registration(registry::RegistrationError::ForeignRemoteId { .. }) => {
+                Cause::ForeignRemoteId
+            }
+            _ => match self.store_error() {
+                Some(s) => Cause::Store(s),
+                None => Cause::Other,
+            },
+        }
+    }
+
     /// The datastore did not answer while planning (a transient store
     /// error from the plan's own reads), as opposed to refusing.
     pub fn remote_unreachable(&self) -> bool {
@@ -141,6 +172,22 @@ impl EngineError {
             _ => false,
         }
     }
+}
+
+/// What an [`EngineError`] is about, under the layers that carry it.
+#[derive(Debug)]
+pub enum Cause<'a> {
+    Store(&'a StoreError),
+    Base(&'a crate::state::base::BaseError),
+    Journal(&'a crate::undo::UndoError),
+    UndoApply(&'a crate::apply::undo::UndoApplyError),
+    /// An apply to undo changed a remote the configuration no longer names.
+    UndoRemoteGone,
+    /// No home directory to put SWAMP_HOME in.
+    NoHome,
+    /// The namespace's manifest is not swamp's.
+    ForeignRemoteId,
+    Other,
 }
 
 /// A computed plan with the states it came from.

@@ -78,7 +78,7 @@ pub enum RegistrationError {
     /// create-only write.
     #[error("could not create or read {key}")]
     Unsettled { key: String },
-    #[error("{key} exists but does not hold a swamp remote id; move it aside, then retry")]
+    #[error("{key} exists but does not hold a swamp remote id")]
     ForeignRemoteId { key: String },
 }
 

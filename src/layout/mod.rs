@@ -60,7 +60,7 @@ pub use crate::fsutil::{TEMP_PREFIX, is_swamp_temp};
 
 #[derive(Debug, thiserror::Error)]
 pub enum LayoutError {
-    #[error("cannot find the home directory for SWAMP_HOME; set SWAMP_HOME to a directory")]
+    #[error("cannot find the home directory for SWAMP_HOME")]
     NoHome,
     #[error("invalid exclude glob {glob:?}: {source}")]
     Exclude {

@@ -27,21 +27,7 @@ pub fn diff(desired: &Desired, observed: &Observed) -> Plan {
     let mut incoming: HashMap<&TierPath, &FileState> = HashMap::new();
 
     // Leftovers of interrupted writes go first: never data, never moved.
-    for (source, state) in std::iter::once((None, target)).chain(
-        sources
-            .iter()
-            .enumerate()
-            .filter(|(_, s)| s.root != target.root)
-            .map(|(i, s)| (Some(i), s)),
-    ) {
-        for t in state.temps.iter().filter(|t| t.stale) {
-            actions.push(Action::RemoveTemp {
-                path: t.path.clone(),
-                source,
-                size: t.size,
-            });
-        }
-    }
+    stale_temps(target, sources, &mut actions);
 
     for (i, source) in sources.iter().enumerate() {
         if source.root == target.root {
@@ -60,38 +46,16 @@ pub fn diff(desired: &Desired, observed: &Observed) -> Plan {
                 what: o.kind,
             });
         }
+        let mut into = Into {
+            target,
+            target_files: &target_files,
+            incoming: &mut incoming,
+            actions: &mut actions,
+            conflicts: &mut conflicts,
+            blocked: &mut blocked,
+        };
         for (path, file) in &source.files {
-            let at_target = target
-                .files
-                .get(path)
-                .or_else(|| incoming.get(path).copied());
-            match at_target {
-                Some(t) if t.sha256 == file.sha256 => actions.push(Action::DropDuplicate {
-                    path: path.clone(),
-                    source: i,
-                    size: file.size,
-                    sha256: file.sha256,
-                }),
-                Some(t) => conflicts.push(Conflict::DifferentAtTarget {
-                    path: path.clone(),
-                    source: i,
-                    source_sha256: file.sha256.hex(),
-                    target_sha256: t.sha256.hex(),
-                    diff: None,
-                }),
-                None => match obstacle_for(target, &target_files, path) {
-                    Some((at, kind)) => blocked.add(at, kind, path),
-                    None => {
-                        incoming.insert(path, file);
-                        actions.push(Action::Move {
-                            path: path.clone(),
-                            source: i,
-                            size: file.size,
-                            sha256: file.sha256,
-                        });
-                    }
-                },
-            }
+            into.one(i, path, file);
         }
     }
     conflicts.extend(blocked.into_conflicts());
@@ -114,6 +78,76 @@ pub fn diff(desired: &Desired, observed: &Observed) -> Plan {
         actions,
         conflicts,
         no_undo: false,
+    }
+}
+
+/// Removes the leftovers of interrupted writes, at the target and at every
+/// source that is another directory.
+fn stale_temps(target: &PlacementState, sources: &[PlacementState], actions: &mut Vec<Action>) {
+    for (source, state) in std::iter::once((None, target)).chain(
+        sources
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.root != target.root)
+            .map(|(i, s)| (Some(i), s)),
+    ) {
+        for t in state.temps.iter().filter(|t| t.stale) {
+            actions.push(Action::RemoveTemp {
+                path: t.path.clone(),
+                source,
+                size: t.size,
+            });
+        }
+    }
+}
+
+/// Where a source's files go: the target as observed, what earlier sources
+/// will have put there, and the plan being built.
+struct Into<'a, 's> {
+    target: &'s PlacementState,
+    target_files: &'a BTreeSet<&'s str>,
+    incoming: &'a mut HashMap<&'s TierPath, &'s FileState>,
+    actions: &'a mut Vec<Action>,
+    conflicts: &'a mut Vec<Conflict>,
+    blocked: &'a mut Blocked,
+}
+
+impl<'s> Into<'_, 's> {
+    /// Source `i`'s file at `path`: dropped as a duplicate, a conflict with
+    /// what differs at the target, blocked by an obstacle, or moved.
+    fn one(&mut self, i: usize, path: &'s TierPath, file: &'s FileState) {
+        let at_target = self
+            .target
+            .files
+            .get(path)
+            .or_else(|| self.incoming.get(path).copied());
+        match at_target {
+            Some(t) if t.sha256 == file.sha256 => self.actions.push(Action::DropDuplicate {
+                path: path.clone(),
+                source: i,
+                size: file.size,
+                sha256: file.sha256,
+            }),
+            Some(t) => self.conflicts.push(Conflict::DifferentAtTarget {
+                path: path.clone(),
+                source: i,
+                source_sha256: file.sha256.hex(),
+                target_sha256: t.sha256.hex(),
+                diff: None,
+            }),
+            None => match obstacle_for(self.target, self.target_files, path) {
+                Some((at, kind)) => self.blocked.add(at, kind, path),
+                None => {
+                    self.incoming.insert(path, file);
+                    self.actions.push(Action::Move {
+                        path: path.clone(),
+                        source: i,
+                        size: file.size,
+                        sha256: file.sha256,
+                    });
+                }
+            },
+        }
     }
 }
 

@@ -90,7 +90,7 @@ pub enum BaseError {
     #[error("cannot read the sync base {}: {source}", .path.display())]
     Read { path: PathBuf, source: io::Error },
     #[error(
-        "the sync base {} is corrupt ({message}); move it aside and sync again: with no base nothing is deleted",
+        "the sync base {} is corrupt ({message})",
         .path.display()
     )]
     Corrupt { path: PathBuf, message: String },

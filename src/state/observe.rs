@@ -69,30 +69,7 @@ pub fn observe(
     let rt = runtime();
     let mut digests = LocalDigests::new(layout);
     // Remote sources: what their buckets still hold.
-    for i in 1..observed.placements.len() {
-        let placement = observed.placements[i].placement.clone();
-        if !placement.datastore.is_remote() {
-            continue;
-        }
-        let source = RemoteTarget::open(&placement)?;
-        crate::progress::meter().phase(&format!("listing {}", source.url));
-        let (base, identity, reset) = bound_base(layout, &source, rt)?;
-        let here = &observed.placements[i];
-        let mut snapshot = rt.block_on(observe_remote(
-            source.store.as_ref(),
-            source.url.clone(),
-            &source.key_prefix,
-            placement.namespace.is_some(),
-            base.files,
-            &here.files,
-            desired.target.datastore.is_remote(),
-            &mut |p, f, d| digests.matches(&here.root, &here.files, p, f, d),
-        ))?;
-        snapshot.unhydrated = base.unhydrated;
-        snapshot.identity = identity;
-        snapshot.base_reset = reset;
-        observed.placements[i].remote = Some(snapshot);
-    }
+    observe_remote_sources(layout, desired, &mut observed, &mut digests, rt)?;
     if !target_remote {
         digests.save();
         return Ok(observed);
@@ -131,6 +108,55 @@ pub fn observe(
     }
     // Deletes swamp can explain, for the delete guards, and how far this
     // clone has passed the other clones' (see `deliberate`).
+    deliberate_deletes(layout, desired, &target, &mut snapshot, rt)?;
+    observed.remote = Some(snapshot);
+    Ok(observed)
+}
+
+/// Each remote source's snapshot: what its bucket still holds.
+fn observe_remote_sources(
+    layout: &Layout,
+    desired: &Desired,
+    observed: &mut Observed,
+    digests: &mut LocalDigests<'_>,
+    rt: &tokio::runtime::Runtime,
+) -> Result<(), ObserveError> {
+    for i in 1..observed.placements.len() {
+        let placement = observed.placements[i].placement.clone();
+        if !placement.datastore.is_remote() {
+            continue;
+        }
+        let source = RemoteTarget::open(&placement)?;
+        crate::progress::meter().phase(&format!("listing {}", source.url));
+        let (base, identity, reset) = bound_base(layout, &source, rt)?;
+        let here = &observed.placements[i];
+        let mut snapshot = rt.block_on(observe_remote(
+            source.store.as_ref(),
+            source.url.clone(),
+            &source.key_prefix,
+            placement.namespace.is_some(),
+            base.files,
+            &here.files,
+            desired.target.datastore.is_remote(),
+            &mut |p, f, d| digests.matches(&here.root, &here.files, p, f, d),
+        ))?;
+        snapshot.unhydrated = base.unhydrated;
+        snapshot.identity = identity;
+        snapshot.base_reset = reset;
+        observed.placements[i].remote = Some(snapshot);
+    }
+    Ok(())
+}
+
+/// The other clones' delete records and this clone's progress past them,
+/// and what this clone deleted itself, for the delete guards.
+fn deliberate_deletes(
+    layout: &Layout,
+    desired: &Desired,
+    target: &RemoteTarget,
+    snapshot: &mut RemoteSnapshot,
+    rt: &tokio::runtime::Runtime,
+) -> Result<(), ObserveError> {
     let me = super::deliberate::clone_id(layout).map_err(|source| ObserveError::Io {
         path: layout.clone_id_path(),
         source,
@@ -150,8 +176,7 @@ pub fn observe(
     if !snapshot.base.is_empty() {
         snapshot.deleted_here = super::deliberate::deleted_here(layout, &desired.target);
     }
-    observed.remote = Some(snapshot);
-    Ok(observed)
+    Ok(())
 }
 
 /// MD5s of cache files, for recognising remote objects another tool wrote

@@ -114,32 +114,8 @@ pub fn unholdable<'a>(
     local: impl IntoIterator<Item = &'a TierPath>,
 ) -> Vec<Unholdable> {
     let key = |p: &str| format!("{key_prefix}{p}");
-    let mut dirs: std::collections::HashSet<&str> = std::collections::HashSet::new();
-    for p in files.keys() {
-        let s = p.as_str();
-        for (i, b) in s.bytes().enumerate() {
-            if b == b'/' {
-                dirs.insert(&s[..i]);
-            }
-        }
-    }
-    // Where case folds: each directory and name, by its folded spelling,
-    // with the spelling met first and a path that has it (the cache's
-    // first: what is there already is what a download would land on).
-    type Spelled = std::collections::HashMap<String, (String, String)>;
-    fn spell(spelled: &mut Spelled, s: &str, example: &dyn Fn() -> String) {
-        for q in prefixes_and_self(s) {
-            spelled
-                .entry(q.to_lowercase())
-                .or_insert_with(|| (q.to_string(), example()));
-        }
-    }
-    let mut spelled = Spelled::new();
-    if case_insensitive {
-        for p in local {
-            spell(&mut spelled, p.as_str(), &|| format!("the cache's {p}"));
-        }
-    }
+    let dirs = directories_of(files);
+    let mut folds = case_insensitive.then(|| CaseFolds::of_cache(local));
     let root_len = root.as_os_str().len();
     let mut out = Vec::new();
     for p in files.keys() {
@@ -154,41 +130,16 @@ pub fn unholdable<'a>(
                 Some(key(below)),
                 "it is a file, and a directory holding other keys".to_string(),
             ))
-        } else if let Some(seg) = s.split('/').find(|seg| seg.len() > NAME_MAX) {
-            Some((
-                None,
-                format!(
-                    "a name in it is {} bytes long; the filesystem holds at most {NAME_MAX}",
-                    seg.len()
-                ),
-            ))
-        } else if root_len + 1 + s.len() > PATH_MAX {
-            Some((
-                None,
-                format!(
-                    "its path in the cache would be {} bytes long; the filesystem holds at most {PATH_MAX}",
-                    root_len + 1 + s.len()
-                ),
-            ))
-        } else if case_insensitive {
-            let clash = prefixes_and_self(s).find_map(|q| {
-                spelled
-                    .get(&q.to_lowercase())
-                    .filter(|(spelling, _)| spelling != q)
-                    .map(|(_, example)| example.clone())
-            });
-            match clash {
-                Some(other) => Some((
+        } else if let Some(why) = too_long(s, root_len) {
+            Some((None, why))
+        } else if let Some(folds) = &mut folds {
+            folds.clash(s, &key(s)).map(|other| {
+                (
                     Some(other),
                     "this filesystem ignores case, so both would be one file or directory"
                         .to_string(),
-                )),
-                None => {
-                    let k = key(s);
-                    spell(&mut spelled, s, &|| k.clone());
-                    None
-                }
-            }
+                )
+            })
         } else {
             None
         };
@@ -201,6 +152,79 @@ pub fn unholdable<'a>(
         }
     }
     out
+}
+
+/// Every directory the keys of `files` imply.
+fn directories_of(files: &BTreeMap<TierPath, RemoteObject>) -> std::collections::HashSet<&str> {
+    let mut dirs = std::collections::HashSet::new();
+    for p in files.keys() {
+        let s = p.as_str();
+        for (i, b) in s.bytes().enumerate() {
+            if b == b'/' {
+                dirs.insert(&s[..i]);
+            }
+        }
+    }
+    dirs
+}
+
+/// Why `path` cannot be a file in a cache whose root is `root_len` bytes
+/// long: a name or the whole path longer than the filesystem allows.
+fn too_long(path: &str, root_len: usize) -> Option<String> {
+    if let Some(seg) = path.split('/').find(|seg| seg.len() > NAME_MAX) {
+        return Some(format!(
+            "a name in it is {} bytes long; the filesystem holds at most {NAME_MAX}",
+            seg.len()
+        ));
+    }
+    let len = root_len + 1 + path.len();
+    (len > PATH_MAX).then(|| {
+        format!(
+            "its path in the cache would be {len} bytes long; the filesystem holds at most {PATH_MAX}"
+        )
+    })
+}
+
+/// Where case folds: each directory and name, by its folded spelling, with
+/// the spelling met first and a path that has it (the cache's first: what
+/// is there already is what a download would land on).
+struct CaseFolds {
+    spelled: std::collections::HashMap<String, (String, String)>,
+}
+
+impl CaseFolds {
+    fn of_cache<'a>(local: impl IntoIterator<Item = &'a TierPath>) -> CaseFolds {
+        let mut folds = CaseFolds {
+            spelled: std::collections::HashMap::new(),
+        };
+        for p in local {
+            folds.spell(p.as_str(), &|| format!("the cache's {p}"));
+        }
+        folds
+    }
+
+    fn spell(&mut self, s: &str, example: &dyn Fn() -> String) {
+        for q in prefixes_and_self(s) {
+            self.spelled
+                .entry(q.to_lowercase())
+                .or_insert_with(|| (q.to_string(), example()));
+        }
+    }
+
+    /// What `s` (the object `key`) would be one file with; otherwise `s`
+    /// is spelled for the keys after it.
+    fn clash(&mut self, s: &str, key: &str) -> Option<String> {
+        let clash = prefixes_and_self(s).find_map(|q| {
+            self.spelled
+                .get(&q.to_lowercase())
+                .filter(|(spelling, _)| spelling != q)
+                .map(|(_, example)| example.clone())
+        });
+        if clash.is_none() {
+            self.spell(s, &|| key.to_string());
+        }
+        clash
+    }
 }
 
 /// Objects under one top-level name of the namespace that is no tier.
@@ -404,38 +428,16 @@ pub async fn observe_remote(
     // The pages' findings together, their files as runs for one map.
     let mut listed = Page::default();
     let mut runs = Vec::with_capacity(pages.len());
-    for mut page in pages {
-        listed.objects += page.objects;
-        listed.manifest = listed.manifest.or(page.manifest);
-        listed.reserved.append(&mut page.reserved);
-        listed.folder_markers += page.folder_markers;
-        for (name, n) in page.unmanaged {
-            *listed.unmanaged.entry(name).or_default() += n;
-        }
-        listed.delete_records.append(&mut page.delete_records);
-        listed.clone_notes.append(&mut page.clone_notes);
-        listed.pending.append(&mut page.pending);
-        runs.push(page.files);
+    for page in pages {
+        runs.push(listed.absorb(page));
     }
     let mut files = super::merged_map(runs);
-    let mut unknown = Vec::new();
-    for Pending { path, key, digest } in listed.pending {
-        let Some(object) = files.get_mut(&path) else {
-            continue;
-        };
-        // An object another tool wrote: identical to the cache's file
-        // when the server's digest of it is the file's.
-        if let Some(digest) = digest
-            && let Some(file) = local.get(&path)
-            && local_match(&path, file, digest)
-        {
-            object.sha256 = Some(file.sha256);
-        } else {
-            unknown.push((path, key));
-        }
-    }
-    // Listed in key order before: the HEADs go out in that order still.
-    unknown.sort();
+    let unknown = resolve_pending(
+        std::mem::take(&mut listed.pending),
+        &mut files,
+        local,
+        local_match,
+    );
     let Page {
         objects,
         manifest,
@@ -447,23 +449,7 @@ pub async fn observe_remote(
         ..
     } = listed;
     reserved.sort();
-    // Only the ambiguous ones get a HEAD, a few at a time.
-    let heads = futures_util::future::join_all(unknown.chunks(32).map(|chunk| async move {
-        let mut out = Vec::new();
-        for (path, key) in chunk {
-            out.push((path.clone(), store.head(key).await));
-        }
-        out
-    }))
-    .await;
-    for (path, head) in heads.into_iter().flatten() {
-        if let Some(meta) = head?
-            && let Some(obj) = files.get_mut(&path)
-            && meta.version == obj.version
-        {
-            obj.sha256 = meta.sha256.as_deref().and_then(Sha256::parse);
-        }
-    }
+    head_unknown(store, &unknown, &mut files).await?;
     Ok(RemoteSnapshot {
         url,
         key_prefix: key_prefix.to_string(),
@@ -485,6 +471,62 @@ pub async fn observe_remote(
         clone_notes,
         deleted_here: BTreeMap::new(),
     })
+}
+
+/// The pending files' sha256s that the cache's files vouch for (an object
+/// another tool wrote is identical to the cache's file when the server's
+/// digest of it is the file's); the rest, as (path, key) in key order, need
+/// a HEAD.
+fn resolve_pending(
+    pending: Vec<Pending>,
+    files: &mut BTreeMap<TierPath, RemoteObject>,
+    local: &BTreeMap<TierPath, FileState>,
+    local_match: &mut LocalMatch<'_>,
+) -> Vec<(TierPath, String)> {
+    let mut unknown = Vec::new();
+    for Pending { path, key, digest } in pending {
+        let Some(object) = files.get_mut(&path) else {
+            continue;
+        };
+        if let Some(digest) = digest
+            && let Some(file) = local.get(&path)
+            && local_match(&path, file, digest)
+        {
+            object.sha256 = Some(file.sha256);
+        } else {
+            unknown.push((path, key));
+        }
+    }
+    // Listed in key order before: the HEADs go out in that order still.
+    unknown.sort();
+    unknown
+}
+
+/// Asks the server for the sha256 of each unknown object, a few at a time
+/// (only the ambiguous ones get a HEAD); an object replaced meanwhile keeps
+/// its sha256 unknown.
+async fn head_unknown(
+    store: &dyn Store,
+    unknown: &[(TierPath, String)],
+    files: &mut BTreeMap<TierPath, RemoteObject>,
+) -> Result<(), RemoteError> {
+    let heads = futures_util::future::join_all(unknown.chunks(32).map(|chunk| async move {
+        let mut out = Vec::new();
+        for (path, key) in chunk {
+            out.push((path.clone(), store.head(key).await));
+        }
+        out
+    }))
+    .await;
+    for (path, head) in heads.into_iter().flatten() {
+        if let Some(meta) = head?
+            && let Some(obj) = files.get_mut(&path)
+            && meta.version == obj.version
+        {
+            obj.sha256 = meta.sha256.as_deref().and_then(Sha256::parse);
+        }
+    }
+    Ok(())
 }
 
 /// The names a listing's keys are told apart by.
@@ -539,6 +581,98 @@ struct Pending {
 }
 
 impl Page {
+    /// Adds `page`'s findings to these, returning its files (a run for one
+    /// merged map).
+    fn absorb(&mut self, mut page: Page) -> Vec<(TierPath, RemoteObject)> {
+        self.objects += page.objects;
+        self.manifest = self.manifest.take().or(page.manifest);
+        self.reserved.append(&mut page.reserved);
+        self.folder_markers += page.folder_markers;
+        for (name, n) in page.unmanaged {
+            *self.unmanaged.entry(name).or_default() += n;
+        }
+        self.delete_records.append(&mut page.delete_records);
+        self.clone_notes.append(&mut page.clone_notes);
+        self.pending.append(&mut page.pending);
+        page.files
+    }
+
+    /// Keeps a clone's delete record or progress note; any other object
+    /// is given back.
+    fn take_bookkeeping(&mut self, meta: ObjectMeta, names: &Names<'_>) -> Option<ObjectMeta> {
+        if meta
+            .key
+            .strip_prefix(&names.records)
+            .is_some_and(|name| !name.contains('/'))
+            && super::deliberate::record_stem(&meta.key).is_some()
+        {
+            self.delete_records.push(super::deliberate::DeleteRecord {
+                key: meta.key,
+                version: meta.version,
+                files: Vec::new(),
+                expired: false,
+                young: false,
+                clone: None,
+                mine: false,
+            });
+            return None;
+        }
+        if let Some(note) = super::deliberate::parse_note(&names.notes, &meta.key, &meta.version) {
+            self.clone_notes.push(note);
+            return None;
+        }
+        Some(meta)
+    }
+
+    /// Keeps a file at `path`, its sha256 from its metadata or the base,
+    /// else pending a HEAD when it is to be known.
+    fn take_file(
+        &mut self,
+        path: TierPath,
+        meta: ObjectMeta,
+        local: &BTreeMap<TierPath, FileState>,
+        base: &BTreeMap<TierPath, BaseEntry>,
+        head_all: bool,
+    ) {
+        let (path, file) = match local.get_key_value(&path) {
+            Some((shared, file)) => (shared.clone(), Some(file)),
+            None => (path.share(base), None),
+        };
+        // Metadata that is not a sha256 (another tool's) says nothing.
+        let sha256 = meta.sha256.as_deref().and_then(Sha256::parse).or_else(|| {
+            base.get(&path)
+                .filter(|b| b.version == meta.version)
+                .map(|b| b.sha256)
+        });
+        // Only the ambiguous ones get a HEAD (see `observe_remote`).
+        if sha256.is_none() && (head_all || file.is_some()) {
+            // (Only S3 versions are ETags of the `<hex>-<parts>` form: a
+            // GCS generation and a directory store's version never parse.)
+            let digest = meta
+                .md5
+                .map(ServerDigest::Md5)
+                .or_else(|| {
+                    crate::digest::MultipartEtag::from_etag(&meta.version)
+                        .map(ServerDigest::Multipart)
+                })
+                .filter(|_| !meta.content_encoded && file.is_some_and(|f| f.size == meta.size));
+            self.pending.push(Pending {
+                path: path.clone(),
+                key: meta.key,
+                digest,
+            });
+        }
+        self.files.push((
+            path,
+            RemoteObject {
+                size: meta.size,
+                version: meta.version,
+                sha256,
+                modified: meta.modified,
+            },
+        ));
+    }
+
     fn of(
         listing: Vec<ObjectMeta>,
         names: &Names<'_>,
@@ -561,29 +695,9 @@ impl Page {
             if meta.key == names.manifest {
                 page.manifest = Some(meta.version.clone());
             }
-            if meta
-                .key
-                .strip_prefix(&names.records)
-                .is_some_and(|name| !name.contains('/'))
-                && super::deliberate::record_stem(&meta.key).is_some()
-            {
-                page.delete_records.push(super::deliberate::DeleteRecord {
-                    key: meta.key,
-                    version: meta.version,
-                    files: Vec::new(),
-                    expired: false,
-                    young: false,
-                    clone: None,
-                    mine: false,
-                });
+            let Some(meta) = page.take_bookkeeping(meta, names) else {
                 continue;
-            }
-            if let Some(note) =
-                super::deliberate::parse_note(&names.notes, &meta.key, &meta.version)
-            {
-                page.clone_notes.push(note);
-                continue;
-            }
+            };
             let path = match classify(&meta.key, meta.size, names.key_prefix, names.namespaced)? {
                 Listed::File(path) => path,
                 Listed::FolderMarker => {
@@ -600,44 +714,7 @@ impl Page {
                 page.reserved.push(meta.key);
                 continue;
             }
-            let (path, file) = match local.get_key_value(&path) {
-                Some((shared, file)) => (shared.clone(), Some(file)),
-                None => (path.share(base), None),
-            };
-            // Metadata that is not a sha256 (another tool's) says nothing.
-            let sha256 = meta.sha256.as_deref().and_then(Sha256::parse).or_else(|| {
-                base.get(&path)
-                    .filter(|b| b.version == meta.version)
-                    .map(|b| b.sha256)
-            });
-            // Only the ambiguous ones get a HEAD (see `observe_remote`).
-            if sha256.is_none() && (head_all || file.is_some()) {
-                // (Only S3 versions are ETags of the `<hex>-<parts>` form: a
-                // GCS generation and a directory store's version never
-                // parse.)
-                let digest = meta
-                    .md5
-                    .map(ServerDigest::Md5)
-                    .or_else(|| {
-                        crate::digest::MultipartEtag::from_etag(&meta.version)
-                            .map(ServerDigest::Multipart)
-                    })
-                    .filter(|_| !meta.content_encoded && file.is_some_and(|f| f.size == meta.size));
-                page.pending.push(Pending {
-                    path: path.clone(),
-                    key: meta.key,
-                    digest,
-                });
-            }
-            page.files.push((
-                path,
-                RemoteObject {
-                    size: meta.size,
-                    version: meta.version,
-                    sha256,
-                    modified: meta.modified,
-                },
-            ));
+            page.take_file(path, meta, local, base, head_all);
         }
         Ok(page)
     }

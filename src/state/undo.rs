@@ -66,7 +66,7 @@ pub enum UndoObserveError {
     #[error(transparent)]
     Journal(#[from] crate::undo::UndoError),
     #[error(
-        "apply {id} changed remote objects of {url}, which this repository's configuration no longer names; set that datastore up again to undo it"
+        "apply {id} changed remote objects of {url}, which this repository's configuration no longer names"
     )]
     NoRemote { id: String, url: String },
 }

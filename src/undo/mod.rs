@@ -112,7 +112,7 @@ pub enum UndoError {
     },
     #[error("the journal {} is unreadable ({message}); nothing was changed", .path.display())]
     Malformed { path: PathBuf, message: String },
-    #[error("no apply `{id}` in this repository's history; `swamp history` lists them")]
+    #[error("no apply `{id}` in this repository's history")]
     NoSuchApply { id: String },
     #[error("nothing to undo: this repository has no apply in its history yet")]
     NoHistory,

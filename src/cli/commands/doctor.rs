@@ -73,7 +73,7 @@ pub fn datastores(ctx: &Ctx, repair: bool, yes: bool) -> Result<Outcome, CliErro
         .hint("run `swamp doctor datastores --repair -y`"));
     }
     let root = ctx.repo_root()?;
-    let home = Layout::default_swamp_home().map_err(|e| CliError::failure(e.to_string()))?;
+    let home = Layout::default_swamp_home()?;
     let mut cx = Context::new(&root, &home);
     let checks = doctor::checks();
     let before = doctor::run_checks(&mut cx, &checks);
@@ -106,39 +106,15 @@ pub fn datastores(ctx: &Ctx, repair: bool, yes: bool) -> Result<Outcome, CliErro
         .map(|p| (*p).clone().into_saved(&cx_config(&cx)).to_json())
         .collect();
     let fixes_json: Vec<Value> = items.iter().map(Item::to_json).collect();
-    if !ctx.json {
-        out!("{}", render_checks(&before, ctx.style().width));
-        outln!("\nRepairs:");
-        for item in &items {
-            outln!("  {}: {}", item.finding.name, item.describe());
-        }
-        for p in &plans {
-            outln!();
-            out!("{}", ctx.render_plan(&p.plan, &root));
-        }
-    }
-    if conflicts > 0 {
-        if ctx.json {
-            print_json(&RepairDoc::unapplied(&before, !yes, &fixes_json, &plans_json).to_json());
-        } else {
-            errln!(
-                "error: the repair plan has {conflicts} conflict(s); nothing was changed\n  hint: decide each conflict above (keep the right copy in the namespace, delete the other), then run `swamp doctor datastores --repair -y` again"
-            );
-        }
-        return Ok(Outcome::Conflicts);
-    }
-    if !yes {
-        if ctx.json {
-            print_json(&RepairDoc::unapplied(&before, true, &fixes_json, &plans_json).to_json());
-        } else if items.iter().any(Item::automatic) {
-            outln!("\nThis was a preview; nothing changed. Add --confirm (or -y) to apply it.");
-        } else {
-            outln!(
-                "\nNothing here can be repaired automatically in this version; run the command(s) named above. Nothing was changed."
-            );
-        }
-        // The checks still fail: nothing was repaired.
-        return Ok(Outcome::Failed);
+    let repairs = Repairs {
+        before: &before,
+        items: &items,
+        plans: &plans,
+        fixes_json: &fixes_json,
+        plans_json: &plans_json,
+    };
+    if let Some(outcome) = repairs.unapplied(ctx, &root, conflicts, yes) {
+        return Ok(outcome);
     }
 
     let results = apply_repairs(ctx, &root, &mut cx, &items)?;
@@ -160,6 +136,70 @@ pub fn datastores(ctx: &Ctx, repair: bool, yes: bool) -> Result<Outcome, CliErro
         show_results(&results, &after, ctx.style().width);
     }
     Ok(outcome(ok_after))
+}
+
+/// A repair's findings and what would fix them, for showing.
+struct Repairs<'a> {
+    before: &'a [Finding],
+    items: &'a [Item],
+    plans: &'a [&'a engine::Planned],
+    fixes_json: &'a [Value],
+    plans_json: &'a [Value],
+}
+
+impl Repairs<'_> {
+    /// Shows the repairs; returns the outcome when they are not to be
+    /// applied (a plan with conflicts, or no confirmation).
+    fn unapplied(
+        &self,
+        ctx: &Ctx,
+        root: &std::path::Path,
+        conflicts: usize,
+        yes: bool,
+    ) -> Option<Outcome> {
+        if !ctx.json {
+            out!("{}", render_checks(self.before, ctx.style().width));
+            outln!("\nRepairs:");
+            for item in self.items {
+                outln!("  {}: {}", item.finding.name, item.describe());
+            }
+            for p in self.plans {
+                outln!();
+                out!("{}", ctx.render_plan(&p.plan, root));
+            }
+        }
+        if conflicts > 0 {
+            if ctx.json {
+                print_json(
+                    &RepairDoc::unapplied(self.before, !yes, self.fixes_json, self.plans_json)
+                        .to_json(),
+                );
+            } else {
+                errln!(
+                    "error: the repair plan has {conflicts} conflict(s); nothing was changed\n  hint: decide each conflict above (keep the right copy in the namespace, delete the other), then run `swamp doctor datastores --repair -y` again"
+                );
+            }
+            return Some(Outcome::Conflicts);
+        }
+        if !yes {
+            if ctx.json {
+                print_json(
+                    &RepairDoc::unapplied(self.before, true, self.fixes_json, self.plans_json)
+                        .to_json(),
+                );
+            } else if self.items.iter().any(Item::automatic) {
+                outln!("\nThis was a preview; nothing changed. Add --confirm (or -y) to apply it.");
+            } else {
+                outln!(
+                    "\nNothing here can be repaired automatically in this version; run the command(s) named above. Nothing was changed."
+                );
+            }
+            // The checks still fail: nothing was repaired.
+            return Some(Outcome::Failed);
+        }
+
+        None
+    }
 }
 
 /// The checks, without `--repair`.

@@ -115,10 +115,8 @@ fn init_in(ctx: &Ctx, dir: &std::path::Path, config: &Config) -> Result<(), CliE
     if config.datastore.is_remote() {
         // Claim the namespace in the bucket before anything is written
         // here, under its lock like every write to a datastore.
-        let home = crate::layout::Layout::default_swamp_home()
-            .map_err(|e| CliError::failure(e.to_string()))?;
-        let layout = crate::layout::Layout::new(dir, config, &home)
-            .map_err(|e| CliError::failure(e.to_string()))?;
+        let home = crate::layout::Layout::default_swamp_home()?;
+        let layout = crate::layout::Layout::new(dir, config, &home)?;
         let locks = Locks::take(ctx, &layout, config, "init")?;
         locks.finish(
             crate::engine::registry::register_namespace(&config.target(), config.repo_id)

@@ -69,47 +69,7 @@ pub fn run(ctx: &Ctx, command: Command) -> Result<Outcome, CliError> {
             detailed_exitcode,
             out.as_deref(),
         ),
-        Command::Datastore { command } => match command {
-            DatastoreCommand::Setup {
-                spec,
-                hydration,
-                confirm,
-            } => datastore::setup(ctx, &spec, hydration, confirm.yes),
-            DatastoreCommand::Sync {
-                push,
-                pull,
-                sync,
-                confirm,
-            } => {
-                let scope = match (push, pull) {
-                    (true, _) => crate::engine::Scope::Push,
-                    (_, true) => crate::engine::Scope::Pull,
-                    _ => crate::engine::Scope::Sync,
-                };
-                reconcile::apply(ctx, scope, sync.options(), confirm.yes)
-            }
-            DatastoreCommand::Namespaces => datastore::namespaces(ctx),
-            DatastoreCommand::Lock { command } => match command {
-                LockCommand::Status { at } => lock::status(ctx, &at),
-                LockCommand::Release { at, force } => lock::release(ctx, &at, force),
-            },
-            DatastoreCommand::Config {
-                command: ConfigCommand::Migrate { confirm },
-            } => config::migrate(ctx, confirm.yes),
-            DatastoreCommand::Namespace { command } => match command {
-                NamespaceCommand::Set {
-                    namespace,
-                    migrate,
-                    confirm,
-                } => datastore::namespace_set(ctx, &namespace, migrate, confirm.yes),
-                NamespaceCommand::Unset { migrate, confirm } => {
-                    datastore::namespace_unset(ctx, migrate, confirm.yes)
-                }
-                NamespaceCommand::Migrate { reverse, confirm } => {
-                    datastore::namespace_migrate(ctx, reverse, confirm.yes)
-                }
-            },
-        },
+        Command::Datastore { command } => datastore_command(ctx, command),
         Command::Data { command } => match command {
             DataCommand::Put { name, file } => data::put(ctx, &name, file.as_deref()),
             DataCommand::Get { name, version } => data::get(ctx, &name, version),
@@ -125,6 +85,51 @@ pub fn run(ctx: &Ctx, command: Command) -> Result<Outcome, CliError> {
         } => doctor::datastores(ctx, repair, confirm.yes),
         Command::Completions { shell } => help::completions(shell),
         Command::Man { out_dir } => help::man(ctx, out_dir.as_deref()),
+    }
+}
+
+/// `swamp datastore …`.
+fn datastore_command(ctx: &Ctx, command: DatastoreCommand) -> Result<Outcome, CliError> {
+    match command {
+        DatastoreCommand::Setup {
+            spec,
+            hydration,
+            confirm,
+        } => datastore::setup(ctx, &spec, hydration, confirm.yes),
+        DatastoreCommand::Sync {
+            push,
+            pull,
+            sync,
+            confirm,
+        } => {
+            let scope = match (push, pull) {
+                (true, _) => crate::engine::Scope::Push,
+                (_, true) => crate::engine::Scope::Pull,
+                _ => crate::engine::Scope::Sync,
+            };
+            reconcile::apply(ctx, scope, sync.options(), confirm.yes)
+        }
+        DatastoreCommand::Namespaces => datastore::namespaces(ctx),
+        DatastoreCommand::Lock { command } => match command {
+            LockCommand::Status { at } => lock::status(ctx, &at),
+            LockCommand::Release { at, force } => lock::release(ctx, &at, force),
+        },
+        DatastoreCommand::Config {
+            command: ConfigCommand::Migrate { confirm },
+        } => config::migrate(ctx, confirm.yes),
+        DatastoreCommand::Namespace { command } => match command {
+            NamespaceCommand::Set {
+                namespace,
+                migrate,
+                confirm,
+            } => datastore::namespace_set(ctx, &namespace, migrate, confirm.yes),
+            NamespaceCommand::Unset { migrate, confirm } => {
+                datastore::namespace_unset(ctx, migrate, confirm.yes)
+            }
+            NamespaceCommand::Migrate { reverse, confirm } => {
+                datastore::namespace_migrate(ctx, reverse, confirm.yes)
+            }
+        },
     }
 }
 

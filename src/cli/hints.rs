@@ -1,0 +1,208 @@
+//! The one hint table: what to do about each kind of error. Library errors
+//! state what happened; the remedy is chosen here, at the CLI edge, from the
+//! error's kind and, for an engine error, from the kind of its cause
+//! ([`EngineError::cause`]).
+
+use super::error::Setting;
+use crate::catalog::CatalogError;
+use crate::config::ConfigError;
+use crate::data::DataError;
+use crate::engine::locks::LockError;
+use crate::engine::registry::RegistrationError;
+use crate::engine::{ApplyError, BaseError, Cause, EngineError, Scope, StoreError, UndoApplyError};
+use crate::layout::LayoutError;
+use crate::undo::UndoError;
+
+pub fn config(e: &ConfigError) -> Option<String> {
+    match e {
+        ConfigError::NotFound(_) => Some("run `swamp init` to create one, or pass --repo DIR".into()),
+        ConfigError::NotARepo { .. } => Some(
+            "pass the repository's own directory (the one holding .swamp.toml), or `swamp --repo DIR init` to create one".into(),
+        ),
+        ConfigError::Invalid { .. } => {
+            Some("fix the key named above in .swamp.toml; nothing was changed".into())
+        }
+        _ => None,
+    }
+}
+
+/// An engine error's own hint, else its cause's.
+pub fn engine(e: &EngineError) -> Option<String> {
+    let own = match e {
+        EngineError::Stale { undoes: None, .. } => {
+            "run `swamp plan -o FILE` again, review it, and apply the new plan".to_string()
+        }
+        EngineError::Stale {
+            undoes: Some(id), ..
+        } => format!("`swamp undo {id}` shows the undo as it is now"),
+        EngineError::LastCutShort {
+            undoes: Some(undone),
+            ..
+        } => format!("`swamp undo {undone}` finishes the undo it began"),
+        EngineError::LastCutShort { id, undoes: None } => {
+            format!("`swamp undo {id}` reverses what it did")
+        }
+        EngineError::Prune { .. } => {
+            "run `swamp undo --prune` again: what was pruned stays pruned".to_string()
+        }
+        EngineError::Apply(ApplyError::Conflicts(_)) => {
+            "run `swamp plan` to see the conflicts".to_string()
+        }
+        EngineError::Apply(ApplyError::Stopped { completed, .. }) => format!(
+            "{completed} action(s) completed and stay done; run `swamp plan` to see what is left, then `swamp apply`"
+        ),
+        EngineError::ScopeNeedsRemote {
+            scope: Scope::Config,
+            ..
+        } => "managed config is kept in a remote datastore; set one up with `swamp datastore setup s3://bucket/prefix` (or `gs://bucket/prefix`)".into(),
+        EngineError::ConfigTierExcluded => "add `config` to `directories` in .swamp.toml (or remove the key), then run `swamp datastore config migrate`".into(),
+        EngineError::ScopeNeedsRemote { .. } => "local and filesystem datastores need no sync; to use a bucket, run `swamp datastore setup s3://bucket/prefix` (or `gs://bucket/prefix`)".into(),
+        EngineError::WrongRepo { .. } => {
+            "apply the plan in the repository it was made in".to_string()
+        }
+        EngineError::Registration(RegistrationError::OwnedByAnother { owner, .. }) => format!(
+            "if this repository is the one registered there (for upstream swamp, the `repoId` in its .swamp.yaml), create it with `swamp init --repo-id {owner}`; otherwise choose another namespace"
+        ),
+        EngineError::Registration(RegistrationError::Unrecognised { .. }) => {
+            "another tool may own this namespace: choose another one, or, once sure nothing uses it, move the manifest aside and retry".to_string()
+        }
+        _ => return cause(e.cause()),
+    };
+    Some(own)
+}
+
+fn cause(cause: Cause<'_>) -> Option<String> {
+    match cause {
+        Cause::Base(b) => base(b),
+        Cause::Journal(u) => undo(u),
+        Cause::UndoApply(u) => undo_apply(u),
+        Cause::UndoRemoteGone => Some(
+            "set that datastore up again (`swamp datastore setup`), then undo the apply".into(),
+        ),
+        Cause::NoHome => layout(&LayoutError::NoHome),
+        Cause::ForeignRemoteId => Some("move it aside, then retry".into()),
+        Cause::Store(_) | Cause::Other => None,
+    }
+}
+
+pub fn base(e: &BaseError) -> Option<String> {
+    match e {
+        BaseError::Corrupt { .. } => {
+            Some("move it aside and sync again: with no base nothing is deleted".into())
+        }
+        _ => None,
+    }
+}
+
+pub fn plan_file() -> String {
+    "make a plan file with `swamp plan -o FILE`; nothing was changed".into()
+}
+
+pub fn catalog(e: &CatalogError) -> String {
+    match e {
+        CatalogError::Sqlite { .. } => "`swamp catalog rebuild` recreates it from the data files",
+        CatalogError::Busy { .. } => "retry when the other swamp is done",
+        CatalogError::Io { .. } => "fix its permissions, then run `swamp catalog rebuild`",
+        CatalogError::RemoveCorrupt { .. } => "delete it by hand, then run `swamp catalog rebuild`",
+        CatalogError::Symlink { .. } => "remove the link, then run `swamp catalog rebuild`",
+    }
+    .into()
+}
+
+pub fn undo(e: &UndoError) -> Option<String> {
+    Some(match e {
+        UndoError::NoHistory => return None,
+        UndoError::NoSuchApply { .. } | UndoError::NotKept { .. } => {
+            "`swamp history` lists the applies that can be undone"
+        }
+        UndoError::Pruned { .. } => {
+            "raise `[undo] keep_days` (or `max_bytes`) in .swamp.toml to keep trash longer"
+        }
+        UndoError::Malformed { .. } => {
+            "move the journal out of .swamp/state/trash/ to set that apply aside for good; the others are unaffected"
+        }
+        UndoError::Io { .. } => "check the permissions and free space, then retry",
+    }
+    .into())
+}
+
+pub fn undo_apply(e: &UndoApplyError) -> Option<String> {
+    match e {
+        UndoApplyError::Conflicts(_) => Some("resolve them, then run `swamp undo` again".into()),
+        UndoApplyError::Stopped { undoes, .. } => {
+            Some(format!("`swamp undo {undoes}` plans the rest"))
+        }
+        UndoApplyError::Journal(u) => undo(u),
+    }
+}
+
+pub fn data(e: &DataError) -> Option<String> {
+    Some(match e {
+        DataError::InvalidName { .. } => {
+            "use `/`-separated segments of letters, digits, `.`, `_` and `-`, like `model/output`"
+                .to_string()
+        }
+        DataError::NotFound { .. } => "`swamp data list` shows what exists".into(),
+        DataError::VersionNotFound { name, .. } => {
+            format!("`swamp data get {name}` prints the latest")
+        }
+        DataError::InvalidKeep => {
+            "use `swamp data gc --keep 1` or more, or `swamp data rm NAME` to delete a name".into()
+        }
+        DataError::VersionsExhausted { .. } => {
+            "store the data under a new name with `swamp data put`".into()
+        }
+        DataError::Input { .. } => "retry the `swamp data put`".into(),
+        DataError::Io { .. } => "check its permissions and free space, then retry".into(),
+        DataError::Symlink { .. } => {
+            "replace it with a directory (or remove it), then retry".into()
+        }
+        DataError::NotAFile { .. } => "move it out of the way, then retry".into(),
+        DataError::NotHydrated { .. } => {
+            "run `swamp datastore sync --pull --hydrate` to fetch it".into()
+        }
+        DataError::Catalog(c) => catalog(c),
+        DataError::Undo(u) => return undo(u),
+        DataError::Path(_) => return None,
+    })
+}
+
+pub fn lock(e: &LockError) -> Option<String> {
+    Some(match e {
+        LockError::HeldUpstream { .. } => "upstream swamp is working on this namespace: wait for it to finish; if it died, its lock counts as stale once unrenewed for longer than its TTL (30 s by default), or break it with upstream's `swamp datastore lock release --force`",
+        LockError::Held { .. } => "see the holder with `swamp datastore lock status`; if that process is gone, \
+                     its lock expires by itself, or break it now with `swamp datastore lock release --force`",
+        LockError::Unparseable { .. } => "inspect it with `swamp datastore lock status`; once sure nobody is working, \
+                         break it with `swamp datastore lock release --force`",
+        LockError::Lost { .. } => "another process holds the lock now; when it is done, run `swamp plan` to see what is left",
+        LockError::Store(se) => return store_setting(se).map(|(_, hint)| hint.to_string()),
+    }
+    .into())
+}
+
+/// The datastore setting a store error is about, and the hint that fixes
+/// it in `.swamp.toml`.
+pub fn store_setting(e: &StoreError) -> Option<(Setting, &'static str)> {
+    Some(match e {
+        StoreError::NoSuchBucket { .. } => (
+            Setting::Bucket,
+            "create it, or fix `bucket` in the [datastore] table of .swamp.toml",
+        ),
+        StoreError::InvalidBucketName { .. } => (
+            Setting::BucketName,
+            "fix `bucket` in the [datastore] table of .swamp.toml",
+        ),
+        StoreError::NoRegion { .. } => (
+            Setting::Region,
+            "set `region` in the [datastore] table of .swamp.toml, or AWS_REGION",
+        ),
+        _ => return None,
+    })
+}
+
+pub fn layout(e: &LayoutError) -> Option<String> {
+    match e {
+        LayoutError::NoHome => Some("set SWAMP_HOME to a directory".into()),
+        _ => None,
+    }
+}
