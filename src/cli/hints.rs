@@ -206,3 +206,69 @@ pub fn layout(e: &LayoutError) -> Option<String> {
         _ => None,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    #[test]
+    fn a_corrupt_catalog_is_rebuilt_and_a_busy_one_waited_for() {
+        let sqlite = CatalogError::Sqlite {
+            path: PathBuf::from("/r/.swamp/data/_catalog.db"),
+            source: rusqlite::Error::QueryReturnedNoRows,
+        };
+        assert!(catalog(&sqlite).contains("swamp catalog rebuild"));
+        let busy = CatalogError::Busy {
+            path: PathBuf::from("/r/.swamp/data/_catalog.db"),
+            source: rusqlite::Error::QueryReturnedNoRows,
+        };
+        assert!(!catalog(&busy).contains("rebuild"), "{}", catalog(&busy));
+        // Through a data command, the catalog's own hint.
+        assert_eq!(
+            data(&DataError::Catalog(busy)),
+            Some(catalog(&CatalogError::Busy {
+                path: PathBuf::new(),
+                source: rusqlite::Error::QueryReturnedNoRows,
+            }))
+        );
+    }
+
+    #[test]
+    fn data_hints_name_the_command_that_helps() {
+        let missing = DataError::NotFound {
+            name: "nope".into(),
+        };
+        assert_eq!(
+            data(&missing).as_deref(),
+            Some("`swamp data list` shows what exists")
+        );
+        let old = DataError::VersionNotFound {
+            name: "m/x".into(),
+            version: 7,
+            latest: 2,
+        };
+        assert_eq!(
+            data(&old).as_deref(),
+            Some("`swamp data get m/x` prints the latest")
+        );
+    }
+
+    #[test]
+    fn an_undo_cut_short_names_the_undo_that_plans_the_rest() {
+        let e = UndoApplyError::Stopped {
+            path: "outputs/a".into(),
+            reason: "gone".into(),
+            completed: 2,
+            undoes: "01J".into(),
+        };
+        assert!(
+            e.to_string().ends_with("2 step(s) completed and stay done"),
+            "{e}"
+        );
+        assert_eq!(
+            undo_apply(&e).as_deref(),
+            Some("`swamp undo 01J` plans the rest")
+        );
+    }
+}
