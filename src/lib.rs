@@ -1,3 +1,4 @@
+#![warn(unreachable_pub)]
 //! `swamp` keeps a repository's runtime data in a datastore and moves it
 //! between layouts with a Terraform-style reconcile loop:
 //! desired state ([`state::desired`]) + observed state ([`state::observed`])
@@ -6,20 +7,20 @@
 //!
 //! [`layout`] is the one module that turns configuration into paths.
 
-pub mod apply;
-pub mod catalog;
+pub(crate) mod apply;
+pub(crate) mod catalog;
 pub mod cli;
-pub mod clock;
+pub(crate) mod clock;
 pub mod config;
-pub mod data;
+pub(crate) mod data;
 pub mod digest;
 pub mod doctor;
-pub mod engine;
+pub(crate) mod engine;
 pub mod fsutil;
 pub mod layout;
-pub mod lock;
+pub(crate) mod lock;
 pub mod plan;
-pub mod progress;
+pub(crate) mod progress;
 pub mod state;
 pub mod store;
-pub mod undo;
+pub(crate) mod undo;

@@ -7,7 +7,7 @@
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-pub struct Meter {
+pub(crate) struct Meter {
     phase: Mutex<String>,
     files_done: AtomicU64,
     files_total: AtomicU64,
@@ -22,7 +22,7 @@ pub struct Meter {
 
 /// A reading of the meter.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Reading {
+pub(crate) struct Reading {
     pub phase: String,
     pub files_done: u64,
     pub files_total: u64,
@@ -43,13 +43,13 @@ static METER: Meter = Meter {
 };
 
 /// The process's meter.
-pub fn meter() -> &'static Meter {
+pub(crate) fn meter() -> &'static Meter {
     &METER
 }
 
 impl Meter {
     /// Work of known size begins: `files` items of `bytes` in all.
-    pub fn start(&self, phase: &str, files: u64, bytes: u64) {
+    pub(crate) fn start(&self, phase: &str, files: u64, bytes: u64) {
         self.files_done.store(0, Ordering::Relaxed);
         self.bytes_done.store(0, Ordering::Relaxed);
         self.files_total.store(files, Ordering::Relaxed);
@@ -60,19 +60,19 @@ impl Meter {
 
     /// Work of unknown size begins (a spinner with `phase`); what it
     /// counts with [`Meter::add`] is shown as it goes.
-    pub fn phase(&self, phase: &str) {
+    pub(crate) fn phase(&self, phase: &str) {
         self.start(phase, 0, 0);
     }
 
     /// `files` items of `bytes` finished.
-    pub fn add(&self, files: u64, bytes: u64) {
+    pub(crate) fn add(&self, files: u64, bytes: u64) {
         self.files_done.fetch_add(files, Ordering::Relaxed);
         self.bytes_done.fetch_add(bytes, Ordering::Relaxed);
     }
 
     /// A step finished: `files` (0 or 1) and `bytes` of the totals,
     /// described for `-v` when asked for.
-    pub fn finished(&self, files: u64, bytes: u64, what: impl FnOnce() -> String) {
+    pub(crate) fn finished(&self, files: u64, bytes: u64, what: impl FnOnce() -> String) {
         self.add(files, bytes);
         if self.log_finished.load(Ordering::Relaxed) {
             self.finished.lock().unwrap().push(what());
@@ -80,20 +80,20 @@ impl Meter {
     }
 
     /// Keep what [`Meter::finished`] describes, for [`Meter::take_finished`].
-    pub fn keep_finished(&self) {
+    pub(crate) fn keep_finished(&self) {
         self.log_finished.store(true, Ordering::Relaxed);
     }
 
-    pub fn take_finished(&self) -> Vec<String> {
+    pub(crate) fn take_finished(&self) -> Vec<String> {
         std::mem::take(&mut *self.finished.lock().unwrap())
     }
 
     /// Nothing is going on any more.
-    pub fn idle(&self) {
+    pub(crate) fn idle(&self) {
         self.start("", 0, 0);
     }
 
-    pub fn read(&self) -> Reading {
+    pub(crate) fn read(&self) -> Reading {
         Reading {
             generation: self.generation.load(Ordering::Acquire),
             phase: self.phase.lock().unwrap().clone(),

@@ -26,12 +26,12 @@
 mod local;
 mod migration;
 mod moves;
-pub mod prune;
+pub(crate) mod prune;
 mod records;
-pub mod remote;
+pub(crate) mod remote;
 mod run;
 mod transfers;
-pub mod undo;
+pub(crate) mod undo;
 
 use std::path::{Path, PathBuf};
 
@@ -43,7 +43,7 @@ use crate::state::base::BaseError;
 use crate::store::{RemoteTarget, StoreError};
 use crate::undo::UndoError;
 
-pub use moves::MoveError;
+pub(crate) use moves::MoveError;
 use run::Run;
 
 #[derive(Debug, thiserror::Error)]
@@ -131,7 +131,7 @@ pub enum StopCause {
 
 /// What apply did.
 #[derive(Debug, Default, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct ApplyReport {
+pub(crate) struct ApplyReport {
     pub completed: usize,
     pub moved: usize,
     pub dropped: usize,
@@ -204,7 +204,7 @@ fn concurrent_class(action: &Action) -> Option<u8> {
 /// action on its own, each by the executor of its family. Stops at the
 /// first action that fails (what is done stays done), and when the lock
 /// this command holds is lost.
-pub fn apply(
+pub(crate) fn apply(
     plan: &Plan,
     layout: &Layout,
     repo: &Path,

@@ -67,7 +67,7 @@ fn check_source(src: &Path, sha256: &Sha256, cache: &mut HashCache) -> Result<()
 
 /// Moves `src` (which must still hash to `sha256`) to `dst` (which must be
 /// absent, or already hold the identical bytes from an interrupted run).
-pub fn move_file(
+pub(super) fn move_file(
     src: &Path,
     dst: &Path,
     sha256: &Sha256,
@@ -84,7 +84,7 @@ pub fn move_file(
 /// interrupted run is accepted), with `src` left in place. The caller makes
 /// `dst`'s directory durable before it removes `src`, so that a run of
 /// moves fsyncs each directory once instead of once per file.
-pub fn link_file(
+pub(super) fn link_file(
     src: &Path,
     dst: &Path,
     sha256: &Sha256,
@@ -151,7 +151,7 @@ fn copy_no_clobber(
 /// checked right before the removal.
 /// `remove` takes the source copy away once both are checked: a plain
 /// delete, or setting it aside for `swamp undo`.
-pub fn drop_duplicate(
+pub(super) fn drop_duplicate(
     src: &Path,
     dst: &Path,
     sha256: &Sha256,
@@ -170,7 +170,7 @@ pub fn drop_duplicate(
 /// A directory a run of moves renames whole, tier-relative, with the number
 /// of planned files it carries.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WholeDir {
+pub(super) struct WholeDir {
     pub rel: String,
     pub files: usize,
 }
@@ -186,7 +186,7 @@ pub struct WholeDir {
 /// file, an unreadable entry, a file the cache does not vouch for) keeps
 /// that directory out; its clean subdirectories may still qualify, and the
 /// rest moves file by file with the full checks.
-pub fn whole_dirs(
+pub(super) fn whole_dirs(
     src_root: &Path,
     dst_root: &Path,
     planned: &std::collections::HashMap<&str, &Sha256>,
@@ -272,7 +272,7 @@ fn scan_clean(
 
 /// Renames `src_root/rel` to `dst_root/rel` (absent: a rename either
 /// happened or did not), then fsyncs both parents.
-pub fn rename_dir(src_root: &Path, dst_root: &Path, rel: &str) -> Result<(), MoveError> {
+pub(super) fn rename_dir(src_root: &Path, dst_root: &Path, rel: &str) -> Result<(), MoveError> {
     let (src, dst) = (src_root.join(rel), dst_root.join(rel));
     let dst_parent = dst.parent().expect("a tier directory has a parent");
     fs::create_dir_all(dst_parent).map_err(|source| MoveError::Blocked {
@@ -294,7 +294,7 @@ pub fn rename_dir(src_root: &Path, dst_root: &Path, rel: &str) -> Result<(), Mov
 
 /// Removes an orphaned swamp temp file at `root/path`: only a regular file
 /// with a temp name, reached without following a symlink.
-pub fn remove_temp(root: &Path, path: &crate::layout::TierPath) -> Result<(), MoveError> {
+pub(super) fn remove_temp(root: &Path, path: &crate::layout::TierPath) -> Result<(), MoveError> {
     let file = root.join(path.as_str());
     if !crate::layout::is_swamp_temp(path.file_name()) {
         return Err(MoveError::NotAFile(file));

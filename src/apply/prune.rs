@@ -29,7 +29,7 @@ pub enum PruneError {
 
 /// What one prune removed.
 #[derive(Debug, Default, Clone, Copy, serde::Serialize)]
-pub struct Pruned {
+pub(crate) struct Pruned {
     pub files: usize,
     pub bytes: u64,
     pub remote_objects: usize,
@@ -38,7 +38,7 @@ pub struct Pruned {
 /// Prunes apply `id`'s trash: its copies in `target`'s remote trash
 /// (through `remote`), then its files on this machine. Remote trash of
 /// other placements is left, and stays in the journal.
-pub fn prune(
+pub(crate) fn prune(
     layout: &Layout,
     id: &str,
     target: &Placement,

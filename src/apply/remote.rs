@@ -90,7 +90,7 @@ impl SyncActionError {
 }
 
 /// What a completed sync action means for the base.
-pub enum BaseChange {
+pub(crate) enum BaseChange {
     Set(TierPath, BaseEntry),
     Remove(TierPath),
     Nothing,
@@ -175,7 +175,7 @@ fn verify_landed(
 
 /// The remotes an apply talks to: the target's (if remote) and each
 /// source's (if remote), by source index.
-pub struct Remotes<'a> {
+pub(crate) struct Remotes<'a> {
     pub target: Option<&'a RemoteTarget>,
     pub sources: &'a [Option<RemoteTarget>],
     /// Hashes already known by (device, inode, size, mtime), so a file the
@@ -242,7 +242,7 @@ pub(super) async fn keep_in_trash(
 
 /// Runs one sync action. `root` is the target's directory (the cache, for
 /// a remote target).
-pub async fn run(
+pub(crate) async fn run(
     action: &Action,
     root: &Path,
     remotes: &Remotes<'_>,
@@ -516,7 +516,7 @@ async fn delete_source_remote(
 /// time-ordered key after `after`, naming this `clone`) for the other
 /// clones' guards, then
 /// removes what `prune` names.
-pub async fn record_deletes(
+pub(crate) async fn record_deletes(
     target: &RemoteTarget,
     clone: &str,
     files: &[crate::state::deliberate::DeletedFile],
@@ -543,7 +543,7 @@ pub async fn record_deletes(
 /// Writes this clone's note that its base has passed every other clone's
 /// record up to `passed` (create-only; already there is as good), then
 /// removes its older notes (`replaces`) and what `prune` names.
-pub async fn note_progress(
+pub(crate) async fn note_progress(
     target: &RemoteTarget,
     clone: &str,
     passed: &str,
@@ -571,7 +571,7 @@ pub async fn note_progress(
 
 /// Removes each object only at the version observed: one replaced or gone
 /// since is left alone.
-pub async fn remove_at_versions(
+pub(crate) async fn remove_at_versions(
     target: &RemoteTarget,
     objects: &[crate::plan::RemoteObjectRef],
 ) -> Result<(), StoreError> {
@@ -591,7 +591,7 @@ pub async fn remove_at_versions(
 /// Copies a definition file from the repository into the cache (`root`):
 /// the repository file must still have `sha256`, the cache file must be as
 /// `local` says; written atomically.
-pub fn mirror_config(
+pub(crate) fn mirror_config(
     repo: &Path,
     root: &Path,
     path: &TierPath,
@@ -639,7 +639,7 @@ pub fn mirror_config(
 /// in the sync base, so cache and remote agree and the next sync has
 /// nothing to fetch. Sync never uploads it, so this copy vouches for
 /// nothing by itself.
-pub async fn publish_sentinel(
+pub(crate) async fn publish_sentinel(
     target: &RemoteTarget,
     cache_root: &Path,
     path: &TierPath,
@@ -904,7 +904,7 @@ type Committed = Result<Option<Stamp>, SyncActionError>;
 
 /// What [`run_many`] did: each action's outcome in plan order, and what
 /// is known of the files its downloads landed (for the verifying plan).
-pub struct Ran {
+pub(crate) struct Ran {
     pub outcomes: Vec<Result<BaseChange, SyncActionError>>,
     pub learnt: Learnt,
 }
@@ -916,7 +916,7 @@ pub struct Ran {
 /// cancelled: an upload cut off is never completed, a download's temp
 /// file is removed) or when an action fails for the whole remote (the
 /// rest is not started). Either way the outcomes say what completed.
-pub async fn run_many(
+pub(crate) async fn run_many(
     actions: &[&Action],
     root: &Path,
     remotes: &Remotes<'_>,
@@ -1190,7 +1190,7 @@ async fn lock_lost(watch: &crate::lock::LossWatch) -> String {
 }
 
 /// Applies a base change.
-pub fn record(base: &mut SyncBase, change: BaseChange) {
+pub(crate) fn record(base: &mut SyncBase, change: BaseChange) {
     match change {
         BaseChange::Set(path, entry) => base.set(path, entry),
         BaseChange::Remove(path) => base.forget(&path),

@@ -29,7 +29,7 @@ pub enum UndoApplyError {
 
 /// What an undo did, and the id it is recorded under.
 #[derive(Debug, Default, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct UndoReport {
+pub(crate) struct UndoReport {
     pub apply_id: String,
     pub restored: usize,
     pub set_aside: usize,
@@ -48,7 +48,7 @@ impl UndoReport {
 
 /// Applies `plan`; `remote` is the store of the placement whose remote
 /// objects it restores (when it restores any).
-pub fn apply(
+pub(crate) fn apply(
     layout: &Layout,
     plan: &UndoPlan,
     command: &str,

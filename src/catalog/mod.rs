@@ -11,7 +11,7 @@
 //! (walking the data dir), `db` (SQLite).
 
 mod db;
-pub mod name;
+pub(crate) mod name;
 mod scan;
 pub(crate) use scan::version_of;
 
@@ -117,7 +117,7 @@ impl CatalogError {
 
 /// One version of one data name.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Entry {
+pub(crate) struct Entry {
     pub name: String,
     pub version: u64,
     pub size: u64,
@@ -128,7 +128,7 @@ pub struct Entry {
 
 /// One data name: its latest version and totals over all versions.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct NameSummary {
+pub(crate) struct NameSummary {
     pub name: String,
     pub latest_version: u64,
     pub latest_size: u64,
@@ -138,7 +138,7 @@ pub struct NameSummary {
 
 /// What a rebuild indexed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct RebuildStats {
+pub(crate) struct RebuildStats {
     pub names: u64,
     pub versions: u64,
     pub bytes: u64,
@@ -147,7 +147,7 @@ pub struct RebuildStats {
 /// The state a catalog was found in, before any rebuild.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "state", rename_all = "kebab-case")]
-pub enum Freshness {
+pub(crate) enum Freshness {
     Fresh,
     /// No file, or no tables in it.
     Missing,
@@ -187,7 +187,7 @@ impl fmt::Display for Freshness {
 
 /// How the catalog compares with the data files on disk (for `swamp doctor`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Completeness {
+pub(crate) struct Completeness {
     pub freshness: Freshness,
     /// Version files on disk.
     pub on_disk: u64,
@@ -199,14 +199,14 @@ pub struct Completeness {
 
 impl Completeness {
     /// The catalog answers queries exactly as the files would.
-    pub fn is_complete(&self) -> bool {
+    pub(crate) fn is_complete(&self) -> bool {
         self.freshness == Freshness::Fresh && self.missing == 0 && self.extra == 0
     }
 }
 
 /// Every version file under `data_dir`, read from the files (no catalog):
 /// for data a pending layout change has not moved yet.
-pub fn scan_entries(data_dir: &Path) -> Result<Vec<Entry>, CatalogError> {
+pub(crate) fn scan_entries(data_dir: &Path) -> Result<Vec<Entry>, CatalogError> {
     let mut entries: Vec<Entry> = scan::scan(data_dir, &HashMap::new())?
         .into_values()
         .map(|s| s.entry)
@@ -216,17 +216,20 @@ pub fn scan_entries(data_dir: &Path) -> Result<Vec<Entry>, CatalogError> {
 }
 
 /// An open, fresh catalog.
-pub struct Catalog {
+pub(crate) struct Catalog {
     conn: Connection,
     path: PathBuf,
+    // What opening found and did: read by the tests of freshness.
+    #[cfg_attr(not(test), allow(dead_code))]
     opened_as: Freshness,
+    #[cfg_attr(not(test), allow(dead_code))]
     rebuilt: Option<RebuildStats>,
 }
 
 impl Catalog {
     /// Opens (creating if needed) and makes it fresh for `placement`'s data
     /// dir, rebuilding if needed.
-    pub fn open(layout: &Layout, placement: &Placement) -> Result<Catalog, CatalogError> {
+    pub(crate) fn open(layout: &Layout, placement: &Placement) -> Result<Catalog, CatalogError> {
         let path = layout.catalog_path();
         let data_dir = data_dir(layout, placement)?;
         refuse_symlinks(layout, Some((placement, &data_dir)))?;
@@ -240,7 +243,10 @@ impl Catalog {
     }
 
     /// Full rebuild from the files (`swamp catalog rebuild`).
-    pub fn rebuild(layout: &Layout, placement: &Placement) -> Result<RebuildStats, CatalogError> {
+    pub(crate) fn rebuild(
+        layout: &Layout,
+        placement: &Placement,
+    ) -> Result<RebuildStats, CatalogError> {
         let path = layout.catalog_path();
         let data_dir = data_dir(layout, placement)?;
         refuse_symlinks(layout, Some((placement, &data_dir)))?;
@@ -255,7 +261,7 @@ impl Catalog {
     /// Marks it stale (clears `populated`) so the next open rebuilds; does
     /// nothing if there is no catalog file. Used by apply after moving data
     /// files.
-    pub fn invalidate(layout: &Layout) -> Result<(), CatalogError> {
+    pub(crate) fn invalidate(layout: &Layout) -> Result<(), CatalogError> {
         let path = layout.catalog_path();
         refuse_symlinks(layout, None)?;
         if !exists(&path)? {
@@ -271,7 +277,7 @@ impl Catalog {
 
     /// How the catalog stands for `placement`, without creating, changing
     /// or rebuilding it (for `swamp doctor`).
-    pub fn check(layout: &Layout, placement: &Placement) -> Result<Freshness, CatalogError> {
+    pub(crate) fn check(layout: &Layout, placement: &Placement) -> Result<Freshness, CatalogError> {
         let path = layout.catalog_path();
         refuse_symlinks(layout, None)?;
         if !exists(&path)? {
@@ -289,7 +295,7 @@ impl Catalog {
     /// Compares the catalog's rows with a scan of the data files, without
     /// creating, changing or rebuilding it (for `swamp doctor`). A catalog
     /// that is not fresh counts every file as missing.
-    pub fn completeness(
+    pub(crate) fn completeness(
         layout: &Layout,
         placement: &Placement,
     ) -> Result<Completeness, CatalogError> {
@@ -324,49 +330,46 @@ impl Catalog {
         })
     }
 
-    /// The database file.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
     /// The state it was found in when opened.
-    pub fn opened_as(&self) -> &Freshness {
+    #[cfg(test)]
+    pub(crate) fn opened_as(&self) -> &Freshness {
         &self.opened_as
     }
 
     /// What it holds after the rebuild `open` did, if it had to.
-    pub fn rebuilt(&self) -> Option<RebuildStats> {
+    #[cfg(test)]
+    pub(crate) fn rebuilt(&self) -> Option<RebuildStats> {
         self.rebuilt
     }
 
     /// Every name, sorted by name.
-    pub fn list(&self) -> Result<Vec<NameSummary>, CatalogError> {
+    pub(crate) fn list(&self) -> Result<Vec<NameSummary>, CatalogError> {
         db::list(&self.conn).map_err(|e| self.err(e))
     }
 
     /// The versions of exactly `name`, ascending.
-    pub fn versions(&self, name: &str) -> Result<Vec<Entry>, CatalogError> {
+    pub(crate) fn versions(&self, name: &str) -> Result<Vec<Entry>, CatalogError> {
         db::versions(&self.conn, name).map_err(|e| self.err(e))
     }
 
     /// Every version of every name, by name then version.
-    pub fn entries(&self) -> Result<Vec<Entry>, CatalogError> {
+    pub(crate) fn entries(&self) -> Result<Vec<Entry>, CatalogError> {
         db::all(&self.conn).map_err(|e| self.err(e))
     }
 
-    pub fn entry(&self, name: &str, version: u64) -> Result<Option<Entry>, CatalogError> {
+    pub(crate) fn entry(&self, name: &str, version: u64) -> Result<Option<Entry>, CatalogError> {
         db::one(&self.conn, name, version).map_err(|e| self.err(e))
     }
 
-    pub fn latest(&self, name: &str) -> Result<Option<Entry>, CatalogError> {
+    pub(crate) fn latest(&self, name: &str) -> Result<Option<Entry>, CatalogError> {
         db::latest(&self.conn, name).map_err(|e| self.err(e))
     }
 
-    pub fn upsert(&mut self, entry: &Entry) -> Result<(), CatalogError> {
+    pub(crate) fn upsert(&mut self, entry: &Entry) -> Result<(), CatalogError> {
         db::upsert(&self.conn, entry).map_err(|e| self.err(e))
     }
 
-    pub fn remove_version(&mut self, name: &str, version: u64) -> Result<(), CatalogError> {
+    pub(crate) fn remove_version(&mut self, name: &str, version: u64) -> Result<(), CatalogError> {
         db::remove(&self.conn, name, version).map_err(|e| self.err(e))
     }
 
@@ -792,8 +795,8 @@ mod tests {
             fs::write(r.file(&format!("data/{junk}")), b"junk").unwrap();
         }
         let c = r.open();
-        assert_eq!(c.path(), r.layout.repo().join(".swamp/data/_catalog.db"));
-        assert!(c.path().exists());
+        assert_eq!(c.path, r.layout.repo().join(".swamp/data/_catalog.db"));
+        assert!(c.path.exists());
         assert!(r.layout.repo().join(".swamp/homelab/data/a/1/raw").exists());
         assert_eq!(names(&c), vec![("a".to_string(), 1)]);
     }

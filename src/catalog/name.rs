@@ -5,10 +5,10 @@
 //! else). Living here keeps the dependency one-way: data → catalog.
 
 /// Longest accepted data name, in bytes.
-pub const MAX_NAME_LEN: usize = 255;
+pub(crate) const MAX_NAME_LEN: usize = 255;
 
 /// The file every version directory holds.
-pub const RAW_FILE: &str = "raw";
+pub(crate) const RAW_FILE: &str = "raw";
 
 /// Why a data name was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -31,7 +31,7 @@ pub enum NameError {
 
 /// Checks a data name: `/`-separated segments of `[A-Za-z0-9._-]`, none
 /// empty, `.`/`..`, starting with `_`/`.`, or all digits; at most 255 bytes.
-pub fn check_name(name: &str) -> Result<(), NameError> {
+pub(crate) fn check_name(name: &str) -> Result<(), NameError> {
     if name.is_empty() {
         return Err(NameError::Empty);
     }
@@ -71,7 +71,7 @@ fn check_segment(segment: &str) -> Result<(), NameError> {
 }
 
 /// A data version's path (`data/NAME/V/raw`): its name and number.
-pub fn data_version(path: &str) -> Option<(&str, u64)> {
+pub(crate) fn data_version(path: &str) -> Option<(&str, u64)> {
     let rest = path.strip_prefix("data/")?.strip_suffix("/raw")?;
     let (name, version) = rest.rsplit_once('/')?;
     Some((name, parse_version(version)?))
@@ -81,7 +81,7 @@ pub fn data_version(path: &str) -> Option<(&str, u64)> {
 /// zero), at least 1, and small enough for SQLite's signed 64-bit integers.
 /// Non-canonical spellings are refused so `01` and `1` can never both map
 /// to version 1.
-pub fn parse_version(segment: &str) -> Option<u64> {
+pub(crate) fn parse_version(segment: &str) -> Option<u64> {
     if segment.is_empty()
         || segment.starts_with('0')
         || !segment.bytes().all(|b| b.is_ascii_digit())

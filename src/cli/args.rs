@@ -94,7 +94,7 @@ impl ColorWhen {
 /// The colour choice, read before clap parses (clap colours its own help
 /// and errors, so it must be told first): `--no-color`, `--color WHEN`,
 /// then `NO_COLOR` (<https://no-color.org>: set and not empty).
-pub fn color_choice(args: &[OsString]) -> ColorWhen {
+pub(super) fn color_choice(args: &[OsString]) -> ColorWhen {
     let mut choice = None;
     let mut it = args.iter().skip(1).map(|a| a.to_string_lossy());
     while let Some(arg) = it.next() {
@@ -120,7 +120,7 @@ pub fn color_choice(args: &[OsString]) -> ColorWhen {
 
 /// Whether `--json` was asked for, read before clap parses, so that a
 /// command line clap refuses is reported as JSON too.
-pub fn wants_json(args: &[OsString]) -> bool {
+pub(super) fn wants_json(args: &[OsString]) -> bool {
     args.iter()
         .skip(1)
         .take_while(|a| *a != "--")
@@ -128,7 +128,7 @@ pub fn wants_json(args: &[OsString]) -> bool {
 }
 
 /// Parses the command line with clap told the colour choice.
-pub fn parse(args: &[OsString], color: ColorWhen) -> Result<Cli, clap::Error> {
+pub(super) fn parse(args: &[OsString], color: ColorWhen) -> Result<Cli, clap::Error> {
     let choice = match color {
         ColorWhen::Always => clap::ColorChoice::Always,
         ColorWhen::Never => clap::ColorChoice::Never,

@@ -13,7 +13,7 @@ use crate::engine::{ApplyError, BaseError, Cause, EngineError, Scope, StoreError
 use crate::layout::LayoutError;
 use crate::undo::UndoError;
 
-pub fn config(e: &ConfigError) -> Option<String> {
+pub(super) fn config(e: &ConfigError) -> Option<String> {
     match e {
         ConfigError::NotFound(_) => Some("run `swamp init` to create one, or pass --repo DIR".into()),
         ConfigError::NotARepo { .. } => Some(
@@ -27,7 +27,7 @@ pub fn config(e: &ConfigError) -> Option<String> {
 }
 
 /// An engine error's own hint, else its cause's.
-pub fn engine(e: &EngineError) -> Option<String> {
+pub(super) fn engine(e: &EngineError) -> Option<String> {
     let own = match e {
         EngineError::Stale { undoes: None, .. } => {
             "run `swamp plan -o FILE` again, review it, and apply the new plan".to_string()
@@ -85,7 +85,7 @@ fn cause(cause: Cause<'_>) -> Option<String> {
     }
 }
 
-pub fn base(e: &BaseError) -> Option<String> {
+pub(super) fn base(e: &BaseError) -> Option<String> {
     match e {
         BaseError::Corrupt { .. } => {
             Some("move it aside and sync again: with no base nothing is deleted".into())
@@ -94,11 +94,11 @@ pub fn base(e: &BaseError) -> Option<String> {
     }
 }
 
-pub fn plan_file() -> String {
+pub(super) fn plan_file() -> String {
     "make a plan file with `swamp plan -o FILE`; nothing was changed".into()
 }
 
-pub fn catalog(e: &CatalogError) -> String {
+pub(super) fn catalog(e: &CatalogError) -> String {
     match e {
         CatalogError::Sqlite { .. } => "`swamp catalog rebuild` recreates it from the data files",
         CatalogError::Busy { .. } => "retry when the other swamp is done",
@@ -109,7 +109,7 @@ pub fn catalog(e: &CatalogError) -> String {
     .into()
 }
 
-pub fn undo(e: &UndoError) -> Option<String> {
+pub(super) fn undo(e: &UndoError) -> Option<String> {
     Some(match e {
         UndoError::NoHistory => return None,
         UndoError::NoSuchApply { .. } | UndoError::NotKept { .. } => {
@@ -126,7 +126,7 @@ pub fn undo(e: &UndoError) -> Option<String> {
     .into())
 }
 
-pub fn undo_apply(e: &UndoApplyError) -> Option<String> {
+pub(super) fn undo_apply(e: &UndoApplyError) -> Option<String> {
     match e {
         UndoApplyError::Conflicts(_) => Some("resolve them, then run `swamp undo` again".into()),
         UndoApplyError::Stopped { undoes, .. } => {
@@ -136,7 +136,7 @@ pub fn undo_apply(e: &UndoApplyError) -> Option<String> {
     }
 }
 
-pub fn data(e: &DataError) -> Option<String> {
+pub(super) fn data(e: &DataError) -> Option<String> {
     Some(match e {
         DataError::InvalidName { .. } => {
             "use `/`-separated segments of letters, digits, `.`, `_` and `-`, like `model/output`"
@@ -167,7 +167,7 @@ pub fn data(e: &DataError) -> Option<String> {
     })
 }
 
-pub fn lock(e: &LockError) -> Option<String> {
+pub(super) fn lock(e: &LockError) -> Option<String> {
     Some(match e {
         LockError::HeldUpstream { .. } => "upstream swamp is working on this namespace: wait for it to finish; if it died, its lock counts as stale once unrenewed for longer than its TTL (30 s by default), or break it with upstream's `swamp datastore lock release --force`",
         LockError::Held { .. } => "see the holder with `swamp datastore lock status`; if that process is gone, \
@@ -182,7 +182,7 @@ pub fn lock(e: &LockError) -> Option<String> {
 
 /// The datastore setting a store error is about, and the hint that fixes
 /// it in `.swamp.toml`.
-pub fn store_setting(e: &StoreError) -> Option<(Setting, &'static str)> {
+pub(super) fn store_setting(e: &StoreError) -> Option<(Setting, &'static str)> {
     Some(match e {
         StoreError::NoSuchBucket { .. } => (
             Setting::Bucket,
@@ -200,7 +200,7 @@ pub fn store_setting(e: &StoreError) -> Option<(Setting, &'static str)> {
     })
 }
 
-pub fn layout(e: &LayoutError) -> Option<String> {
+pub(super) fn layout(e: &LayoutError) -> Option<String> {
     match e {
         LayoutError::NoHome => Some("set SWAMP_HOME to a directory".into()),
         _ => None,

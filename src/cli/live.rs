@@ -29,12 +29,12 @@ static STATE: Mutex<Option<State>> = Mutex::new(None);
 static STOP: AtomicBool = AtomicBool::new(false);
 
 /// Started by `main`; stops (clearing the bar) when dropped.
-pub struct Live {
+pub(super) struct Live {
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Live {
-    pub fn start(json: bool, quiet: bool, verbose: bool) -> Live {
+    pub(super) fn start(json: bool, quiet: bool, verbose: bool) -> Live {
         let draw = !json && !quiet && std::io::stderr().is_terminal();
         let verbose = verbose && !json;
         if !draw && !verbose {
@@ -81,7 +81,7 @@ impl Drop for Live {
 
 /// Runs `write` with the bar off the screen (and brought up to date
 /// first: a phase that ended takes its bar with it).
-pub fn with_bar_hidden<R>(write: impl FnOnce() -> R) -> R {
+pub(super) fn with_bar_hidden<R>(write: impl FnOnce() -> R) -> R {
     let mut guard = match STATE.try_lock() {
         Ok(g) => g,
         // Only the progress thread holds it, briefly; a poisoned lock

@@ -10,11 +10,11 @@ use crate::layout::Layout;
 
 /// The locks one command holds, released (conditionally) when it ends.
 #[derive(Debug)]
-pub struct Locks(locks::Locks);
+pub(super) struct Locks(locks::Locks);
 
 impl Locks {
     /// Takes the locks for `config`'s target and sources.
-    pub fn take(
+    pub(super) fn take(
         ctx: &Ctx,
         layout: &Layout,
         config: &Config,
@@ -25,7 +25,7 @@ impl Locks {
 
     /// [`Locks::take`], with the typed error (so a caller can tell an
     /// unreachable datastore from a held lock).
-    pub fn try_take(
+    pub(super) fn try_take(
         ctx: &Ctx,
         layout: &Layout,
         config: &Config,
@@ -47,14 +47,14 @@ impl Locks {
 
     /// The version of the first (target) lock, recorded in saved plans as
     /// information.
-    pub fn info(&self) -> Option<crate::plan::LockInfo> {
+    pub(super) fn info(&self) -> Option<crate::plan::LockInfo> {
         self.0.info()
     }
 
     /// Releases every lock and settles the command's result: a lock lost
     /// while working turns success into an error (what was done is kept;
     /// preconditions made every write safe).
-    pub fn finish<T>(self, result: Result<T, CliError>) -> Result<T, CliError> {
+    pub(super) fn finish<T>(self, result: Result<T, CliError>) -> Result<T, CliError> {
         let released = self.0.release();
         // Could not reach the datastore to release it: say how it ends,
         // rather than leave the next run to wonder.

@@ -41,7 +41,7 @@ pub(crate) use {errln, out, outln};
 
 /// From now on a closed stdout does not end the process: this command
 /// changes things, and finishes (or stops at an action boundary) on its own.
-pub fn finish_when_closed() {
+pub(super) fn finish_when_closed() {
     FINISH_WHEN_CLOSED.store(true, Ordering::SeqCst);
 }
 
@@ -49,12 +49,12 @@ pub fn finish_when_closed() {
 /// --detailed-exitcode`: changes, 2; conflicts, 3) ends with that code if
 /// its reader goes away, not 0: a script piping it through `head` under
 /// `pipefail` still learns the outcome.
-pub fn exit_when_closed(code: u8) {
+pub(super) fn exit_when_closed(code: u8) {
     CLOSED_EXIT.store(code, Ordering::SeqCst);
 }
 
 #[doc(hidden)]
-pub fn write_stdout(args: std::fmt::Arguments<'_>) {
+pub(super) fn write_stdout(args: std::fmt::Arguments<'_>) {
     if STDOUT_CLOSED.load(Ordering::Relaxed) {
         return;
     }
@@ -65,7 +65,7 @@ pub fn write_stdout(args: std::fmt::Arguments<'_>) {
 }
 
 #[doc(hidden)]
-pub fn write_stderr(args: std::fmt::Arguments<'_>) {
+pub(super) fn write_stderr(args: std::fmt::Arguments<'_>) {
     super::live::with_bar_hidden(|| {
         let _ = std::io::stderr().lock().write_fmt(args);
     });
@@ -93,7 +93,7 @@ fn stdout_failed(e: std::io::Error) {
 
 /// Prints a JSON document, streamed (not built as a string first). A
 /// closed stdout is handled as for [`out!`].
-pub fn print_json<T: serde::Serialize + ?Sized>(value: &T) {
+pub(super) fn print_json<T: serde::Serialize + ?Sized>(value: &T) {
     if STDOUT_CLOSED.load(Ordering::Relaxed) {
         return;
     }
@@ -111,7 +111,7 @@ pub fn print_json<T: serde::Serialize + ?Sized>(value: &T) {
 
 /// A `--json` document: the plan under `plan` (streamed, see
 /// [`crate::plan::file::SavedPlan::doc`]), then the fields of `rest`.
-pub fn print_plan_json(plan: &crate::plan::file::SavedPlan, rest: serde_json::Value) {
+pub(super) fn print_plan_json(plan: &crate::plan::file::SavedPlan, rest: serde_json::Value) {
     struct WithPlan<'a>(crate::plan::file::PlanDoc<'a>, serde_json::Value);
     impl serde::Serialize for WithPlan<'_> {
         fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -131,10 +131,10 @@ pub fn print_plan_json(plan: &crate::plan::file::SavedPlan, rest: serde_json::Va
 /// A plan's `--json` form written aside (an unnamed temp file), so that the
 /// plan itself can be let go before the verifying plan observes: at
 /// 100,000 actions it is the largest thing an apply holds.
-pub struct SpilledPlan(std::fs::File);
+pub(super) struct SpilledPlan(std::fs::File);
 
 impl SpilledPlan {
-    pub fn new(plan: &crate::plan::file::SavedPlan) -> std::io::Result<SpilledPlan> {
+    pub(super) fn new(plan: &crate::plan::file::SavedPlan) -> std::io::Result<SpilledPlan> {
         SpilledPlan::of(&plan.doc())
     }
 
@@ -151,7 +151,7 @@ impl SpilledPlan {
 
 /// [`print_plan_json`] with the plan read back from where it was spilled:
 /// the same bytes, as one document.
-pub fn print_spilled_plan_json(plan: SpilledPlan, rest: serde_json::Value) {
+pub(super) fn print_spilled_plan_json(plan: SpilledPlan, rest: serde_json::Value) {
     if STDOUT_CLOSED.load(Ordering::Relaxed) {
         return;
     }
@@ -204,7 +204,7 @@ fn write_with_spilled_plan(
 }
 
 /// The width of the terminal stdout is, if it is one.
-pub fn terminal_width() -> Option<u16> {
+pub(super) fn terminal_width() -> Option<u16> {
     if !std::io::stdout().is_terminal() {
         return None;
     }
@@ -213,12 +213,12 @@ pub fn terminal_width() -> Option<u16> {
 }
 
 /// True when a person can answer a prompt.
-pub fn interactive() -> bool {
+pub(super) fn interactive() -> bool {
     std::io::stdin().is_terminal() && std::io::stderr().is_terminal()
 }
 
 /// Asks on the terminal, as Terraform does: only the word `yes` is a yes.
-pub fn ask(question: &str) -> bool {
+pub(super) fn ask(question: &str) -> bool {
     // Nothing is in progress while a person reads and answers.
     crate::progress::meter().idle();
     write_stderr(format_args!(

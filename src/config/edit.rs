@@ -8,7 +8,7 @@ use toml_edit::{DocumentMut, Item, TableLike, Value};
 /// `existing` (the file as it is) updated to say what `new` (a fresh
 /// serialisation of the config) says. `None` when `existing` is not TOML
 /// `toml_edit` reads, in which case the caller writes `new` as it is.
-pub fn merged(existing: &str, new: &str) -> Option<String> {
+pub(super) fn merged(existing: &str, new: &str) -> Option<String> {
     let mut doc: DocumentMut = existing.parse().ok()?;
     let new: DocumentMut = new.parse().ok()?;
     merge_tables(doc.as_table_mut(), new.as_table());

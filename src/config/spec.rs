@@ -14,7 +14,7 @@ pub struct DatastoreSpecError {
 /// Refuses an endpoint that carries credentials (`http://KEY:SECRET@host`):
 /// they would be written to `.swamp.toml` and shown in every message.
 /// Credentials come from the provider's standard chain.
-pub fn check_endpoint(endpoint: &str) -> Result<(), String> {
+pub(super) fn check_endpoint(endpoint: &str) -> Result<(), String> {
     let after_scheme = endpoint
         .split_once("://")
         .map_or(endpoint, |(_, rest)| rest);

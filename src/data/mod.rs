@@ -17,7 +17,7 @@
 
 mod pending;
 mod put;
-pub mod remote_only;
+pub(crate) mod remote_only;
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -92,7 +92,7 @@ impl DataError {
 
 /// The data of one placement (and, while a layout change is pending, of
 /// the placements it moves data from).
-pub struct DataStore<'a> {
+pub(crate) struct DataStore<'a> {
     layout: &'a Layout,
     placement: Placement,
     /// Where a pending layout change still has data (`migrating_from`).
@@ -102,7 +102,7 @@ pub struct DataStore<'a> {
 }
 
 impl<'a> DataStore<'a> {
-    pub fn new(layout: &'a Layout, placement: Placement) -> Self {
+    pub(crate) fn new(layout: &'a Layout, placement: Placement) -> Self {
         DataStore {
             layout,
             placement,
@@ -114,14 +114,14 @@ impl<'a> DataStore<'a> {
     /// Versions the remote holds that the cache has not fetched (see
     /// [`remote_only::versions`]): listed, numbered after, and answered by
     /// `get` as [`DataError::NotHydrated`].
-    pub fn with_remote_only(mut self, versions: Vec<remote_only::RemoteVersion>) -> Self {
+    pub(crate) fn with_remote_only(mut self, versions: Vec<remote_only::RemoteVersion>) -> Self {
         self.remote_only = versions;
         self
     }
 
     /// Reads also look at these placements (a pending layout change's
     /// sources); the target always wins for the same version.
-    pub fn with_sources(mut self, sources: Vec<Placement>) -> Self {
+    pub(crate) fn with_sources(mut self, sources: Vec<Placement>) -> Self {
         let target_dir = self.data_dir();
         self.sources = sources
             .into_iter()
@@ -131,7 +131,11 @@ impl<'a> DataStore<'a> {
     }
 
     /// A version (the latest when `version` is `None`) and its `raw` file.
-    pub fn get(&self, name: &str, version: Option<u64>) -> Result<(Entry, PathBuf), DataError> {
+    pub(crate) fn get(
+        &self,
+        name: &str,
+        version: Option<u64>,
+    ) -> Result<(Entry, PathBuf), DataError> {
         check(name)?;
         let local = self.get_local(name, version);
         if self.remote_only.is_empty() {
@@ -215,7 +219,7 @@ impl<'a> DataStore<'a> {
     }
 
     /// Every name with its latest version, sorted by name.
-    pub fn list(&self) -> Result<Vec<NameSummary>, DataError> {
+    pub(crate) fn list(&self) -> Result<Vec<NameSummary>, DataError> {
         let catalog = Catalog::open(self.layout, &self.placement)?;
         if self.sources.is_empty() && self.remote_only.is_empty() {
             return Ok(catalog.list()?);
@@ -245,7 +249,7 @@ impl<'a> DataStore<'a> {
     /// `name/sub`) into the trash of a new apply journaled as `command`,
     /// then removes the directories that emptied, up to the data dir.
     /// Returns the versions and the apply id (`swamp undo ID` restores them).
-    pub fn rm(&self, name: &str, command: &str) -> Result<(Vec<Entry>, String), DataError> {
+    pub(crate) fn rm(&self, name: &str, command: &str) -> Result<(Vec<Entry>, String), DataError> {
         check(name)?;
         let mut catalog = Catalog::open(self.layout, &self.placement)?;
         let versions = catalog.versions(name)?;
@@ -294,7 +298,7 @@ impl<'a> DataStore<'a> {
     /// Keeps the newest `keep` versions of each name and sets the rest
     /// aside (or, with `dry_run`, only reports them). Returns what was (or
     /// would be) removed, by name then version, and the apply id.
-    pub fn gc(
+    pub(crate) fn gc(
         &self,
         keep: usize,
         dry_run: bool,

@@ -17,7 +17,7 @@ const NAME_DIR_RETRIES: u32 = 3;
 
 impl DataStore<'_> {
     /// Stores `content` as the next version of `name`.
-    pub fn put(&self, name: &str, content: &mut dyn Read) -> Result<Entry, DataError> {
+    pub(crate) fn put(&self, name: &str, content: &mut dyn Read) -> Result<Entry, DataError> {
         super::check(name)?;
         let name_dir = self.name_dir(name)?;
         self.guard(&name_dir)?;

@@ -12,7 +12,7 @@ use crate::layout::{Tier, TierPath};
 
 /// One version only the remote holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RemoteVersion {
+pub(crate) struct RemoteVersion {
     pub name: String,
     pub version: u64,
     pub size: u64,
@@ -21,7 +21,9 @@ pub struct RemoteVersion {
 
 /// The data versions among `paths` (tier paths with sizes); anything that
 /// is not `data/NAME/VERSION/raw` is not a version.
-pub fn versions<'p>(paths: impl IntoIterator<Item = (&'p TierPath, u64)>) -> Vec<RemoteVersion> {
+pub(crate) fn versions<'p>(
+    paths: impl IntoIterator<Item = (&'p TierPath, u64)>,
+) -> Vec<RemoteVersion> {
     let mut out: Vec<RemoteVersion> = paths
         .into_iter()
         .filter(|(p, _)| p.tier() == Tier::Data)

@@ -16,7 +16,7 @@ use crate::state::{Desired, Scope};
 
 use super::{Check, Context, DoctorError, Finding, Fix, Step, could_not};
 
-pub struct ConfigCheck;
+pub(crate) struct ConfigCheck;
 
 impl Check for ConfigCheck {
     fn name(&self) -> &'static str {
@@ -45,7 +45,7 @@ impl Check for ConfigCheck {
     }
 }
 
-pub struct LayoutCheck;
+pub(crate) struct LayoutCheck;
 
 /// The placement whose tier dirs sit directly at the datastore root.
 fn solo(config: &Config) -> Placement {
@@ -62,7 +62,7 @@ fn solo(config: &Config) -> Placement {
 /// byte-identical copies are dropped, the rest moves, and different
 /// copies are conflicts. Only the local side is planned: the bucket is
 /// never read or written for this.
-pub fn stray_plan(config: &Config, layout: &Layout) -> Result<Option<Planned>, DoctorError> {
+pub(crate) fn stray_plan(config: &Config, layout: &Layout) -> Result<Option<Planned>, DoctorError> {
     if config.namespace.is_none() {
         return Ok(None);
     }
@@ -91,7 +91,10 @@ pub fn stray_plan(config: &Config, layout: &Layout) -> Result<Option<Planned>, D
 
 /// Directories in a remote datastore's cache root that are neither a tier
 /// nor our namespace: another namespace's data pulled by an older tool.
-pub fn foreign_dirs(config: &Config, layout: &Layout) -> Result<Vec<String>, std::io::Error> {
+pub(crate) fn foreign_dirs(
+    config: &Config,
+    layout: &Layout,
+) -> Result<Vec<String>, std::io::Error> {
     if !config.datastore.is_remote() {
         return Ok(Vec::new());
     }
@@ -214,7 +217,7 @@ impl Check for LayoutCheck {
     }
 }
 
-pub struct CatalogCheck;
+pub(crate) struct CatalogCheck;
 
 impl Check for CatalogCheck {
     fn name(&self) -> &'static str {
@@ -279,7 +282,7 @@ impl Check for CatalogCheck {
 }
 
 /// Rebuilds the catalog from the files of the configured placement.
-pub fn rebuild_catalog_step() -> Step {
+pub(crate) fn rebuild_catalog_step() -> Step {
     Step {
         what: "rebuild the catalog from the data files".to_string(),
         run: Box::new(|cx: &Context| {

@@ -9,7 +9,7 @@ use std::time::SystemTime;
 use super::{Check, Context, DoctorError, Finding, Fix, Step, could_not};
 use crate::lock::{self, LockState, LockTarget};
 
-pub struct LockCheck;
+pub(crate) struct LockCheck;
 
 /// Adds what upstream swamp's lock of the same namespace says (see
 /// [`lock::upstream`]): commands wait while it is held; a stale one is

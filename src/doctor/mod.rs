@@ -13,9 +13,9 @@
 //! Adding a check is a struct implementing [`Check`] and one line in
 //! [`checks`]; its fix, if it has one, is its [`Check::fix`].
 
-pub mod local;
-pub mod lock;
-pub mod remote;
+pub(crate) mod local;
+pub(crate) mod lock;
+pub(crate) mod remote;
 
 use std::path::{Path, PathBuf};
 

@@ -19,7 +19,7 @@ use crate::store::{RemoteTarget, runtime};
 
 use super::{Check, Context, DoctorError, Finding, Fix, Step, could_not};
 
-pub struct Reachable;
+pub(crate) struct Reachable;
 
 impl Check for Reachable {
     fn name(&self) -> &'static str {
@@ -143,7 +143,7 @@ async fn probe(store: &dyn Store, key: &str) -> Result<(), String> {
     checks.and(removed)
 }
 
-pub struct Drift;
+pub(crate) struct Drift;
 
 impl Check for Drift {
     fn name(&self) -> &'static str {
@@ -195,7 +195,7 @@ struct SentinelBody {
     objects: BTreeMap<String, String>,
 }
 
-pub struct Sentinel;
+pub(crate) struct Sentinel;
 
 const SENTINEL_FIX: &str = "run `swamp datastore config migrate`";
 
@@ -340,7 +340,7 @@ async fn sentinel_state(target: &RemoteTarget) -> Result<Finding, DoctorError> {
     ))
 }
 
-pub struct Registration;
+pub(crate) struct Registration;
 
 /// What `<prefix>/<ns>/.namespace.json` says.
 enum Manifest {

@@ -18,7 +18,7 @@ use super::EngineError;
 
 /// The files the target's sync base records as in the remote only (empty
 /// for a datastore that is not remote).
-pub fn unhydrated(
+pub(crate) fn unhydrated(
     layout: &Layout,
     config: &Config,
 ) -> Result<std::collections::BTreeMap<TierPath, Unhydrated>, EngineError> {
@@ -32,7 +32,7 @@ pub fn unhydrated(
 
 /// Fetches `paths` (those of them still recorded as in the remote only)
 /// into the cache, as a pull of exactly those files would.
-pub fn fetch(
+pub(crate) fn fetch(
     repo: &Path,
     layout: &Layout,
     config: &Config,

@@ -13,17 +13,17 @@ use crate::lock::{self, LockGuard, LockOptions};
 use crate::plan::LockInfo;
 use crate::store::StoreError;
 
-pub use crate::lock::{Event as LockEvent, LockBody, LockError, LockState, LockTarget};
+pub(crate) use crate::lock::{Event as LockEvent, LockBody, LockError, LockState, LockTarget};
 
 /// The locks one run holds, released (conditionally) by [`Locks::release`].
 #[derive(Debug)]
-pub struct Locks {
+pub(crate) struct Locks {
     guards: Vec<LockGuard>,
 }
 
 /// How [`Locks::take`] takes them.
 #[derive(Debug, Clone, Copy)]
-pub struct TakeOptions<'a> {
+pub(crate) struct TakeOptions<'a> {
     /// Recorded in the lock body, for whoever waits on it.
     pub operation: &'a str,
     /// Overrides `[lock] timeout_secs` (the command line's `--lock-timeout`).
@@ -32,7 +32,7 @@ pub struct TakeOptions<'a> {
 
 /// What releasing the locks found.
 #[derive(Debug, Default)]
-pub struct Released {
+pub(crate) struct Released {
     /// A lock lost while the run worked (taken over after it expired): the
     /// run's success turns into this error; what was done is kept.
     pub lost: Option<LockError>,
@@ -43,7 +43,7 @@ pub struct Released {
 
 /// One lock that could not be released.
 #[derive(Debug)]
-pub struct Unreleased {
+pub(crate) struct Unreleased {
     pub url: String,
     pub ttl_secs: u64,
     pub error: StoreError,
@@ -53,7 +53,7 @@ impl Locks {
     /// Takes the locks for `config`'s target and sources
     /// ([`LockTarget::all_of`], in a fixed order), then waits out upstream
     /// swamp's lock of the same namespaces (upstream never looks at ours).
-    pub fn take(
+    pub(crate) fn take(
         layout: &Layout,
         config: &Config,
         how: TakeOptions<'_>,
@@ -89,7 +89,7 @@ impl Locks {
 
     /// The version of the first (target) lock, recorded in saved plans as
     /// information.
-    pub fn info(&self) -> Option<LockInfo> {
+    pub(crate) fn info(&self) -> Option<LockInfo> {
         self.guards.first().map(|g| LockInfo {
             url: g.url().to_string(),
             version: g.version(),
@@ -99,7 +99,7 @@ impl Locks {
 
     /// Releases every lock, last taken first. Never deletes a successor's
     /// lock: a lock lost meanwhile is reported, not removed.
-    pub fn release(self) -> Released {
+    pub(crate) fn release(self) -> Released {
         let mut released = Released::default();
         for g in self.guards.into_iter().rev() {
             let (url, ttl_secs) = (g.url().to_string(), g.body().ttl_secs);
@@ -121,28 +121,28 @@ impl Locks {
 
 /// The locks a run in this repository takes: its target's, then every
 /// placement it still drains.
-pub fn targets(layout: &Layout, config: &Config) -> Result<Vec<LockTarget>, LockError> {
+pub(crate) fn targets(layout: &Layout, config: &Config) -> Result<Vec<LockTarget>, LockError> {
     Ok(LockTarget::all_of(layout, config)?)
 }
 
 /// The lock of the repository's target placement.
-pub fn target(layout: &Layout, config: &Config) -> Result<LockTarget, LockError> {
+pub(crate) fn target(layout: &Layout, config: &Config) -> Result<LockTarget, LockError> {
     Ok(LockTarget::of(layout, &config.target())?)
 }
 
 /// The lock of a shared (not `local`) placement, no repository needed.
-pub fn shared(placement: &Placement) -> Result<LockTarget, LockError> {
+pub(crate) fn shared(placement: &Placement) -> Result<LockTarget, LockError> {
     Ok(LockTarget::shared(placement)?)
 }
 
 /// What the lock object says now.
-pub fn read(target: &LockTarget) -> Result<LockState, LockError> {
+pub(crate) fn read(target: &LockTarget) -> Result<LockState, LockError> {
     Ok(lock::read(target)?)
 }
 
 /// Why breaking a lock did nothing.
 #[derive(Debug, thiserror::Error)]
-pub enum BreakError {
+pub(crate) enum BreakError {
     /// The lock changed since it was read (renewed or taken by someone
     /// else); it was left alone.
     #[error(
@@ -154,7 +154,7 @@ pub enum BreakError {
 }
 
 /// Deletes the lock version `seen` (and only that version).
-pub fn break_lock(target: &LockTarget, seen: &LockState) -> Result<(), BreakError> {
+pub(crate) fn break_lock(target: &LockTarget, seen: &LockState) -> Result<(), BreakError> {
     lock::break_lock(target, seen).map_err(|e| match e {
         StoreError::PreconditionFailed { .. } => BreakError::Changed {
             url: target.url.clone(),
@@ -164,7 +164,7 @@ pub fn break_lock(target: &LockTarget, seen: &LockState) -> Result<(), BreakErro
 }
 
 /// A holder on this machine whose process no longer runs.
-pub fn holder_is_gone(body: &LockBody) -> bool {
+pub(crate) fn holder_is_gone(body: &LockBody) -> bool {
     if body.holder != lock::who_am_i() {
         return false;
     }
@@ -173,6 +173,6 @@ pub fn holder_is_gone(body: &LockBody) -> bool {
 
 /// Releases every lock this process holds, for an interrupt handler; the
 /// guards dropped later do nothing.
-pub fn release_all() {
+pub(crate) fn release_all() {
     lock::release_all();
 }

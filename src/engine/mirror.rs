@@ -13,7 +13,7 @@ use crate::state::{self, Desired, Scope};
 
 /// What the managed-config mirror should hold for `scope` (see
 /// [`state::observe::mirror`]).
-pub fn managed_mirror(
+pub(crate) fn managed_mirror(
     layout: &Layout,
     config: &Config,
     scope: Scope,
@@ -27,7 +27,7 @@ pub fn managed_mirror(
 /// cannot be done safely without the remote: a cache copy would be
 /// replaced, or the cache holds a sentinel pulled from the remote (then the
 /// remote must judge).
-pub fn mirror_offline(
+pub(crate) fn mirror_offline(
     repo: &Path,
     layout: &Layout,
     config: &Config,
@@ -56,7 +56,7 @@ pub fn mirror_offline(
 
 /// Every definition file is in the cache as the repository has it (the
 /// migration was saved locally); `false` when that cannot be told.
-pub fn saved_locally(layout: &Layout, config: &Config) -> bool {
+pub(crate) fn saved_locally(layout: &Layout, config: &Config) -> bool {
     let Ok(Some(mirror)) = managed_mirror(layout, config, Scope::Config) else {
         return false;
     };

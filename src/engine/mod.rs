@@ -4,27 +4,27 @@
 //! observe again, compose again, and confirm the new plan is empty
 //! (converged). A saved plan is re-derived the same way ([`rederive`]).
 
-pub mod hydrate;
-pub mod locks;
-pub mod mirror;
-pub mod registry;
-pub mod undo;
+pub(crate) mod hydrate;
+pub(crate) mod locks;
+pub(crate) mod mirror;
+pub(crate) mod registry;
+pub(crate) mod undo;
 
-pub use crate::store::RemoteTarget;
-pub use crate::store::{StoreError, outage};
+pub(crate) use crate::store::RemoteTarget;
+pub(crate) use crate::store::{StoreError, outage};
 
 use std::path::Path;
 
 use crate::apply;
-pub use crate::apply::undo::UndoApplyError;
-pub use crate::apply::{ApplyError, ApplyReport};
+pub(crate) use crate::apply::undo::UndoApplyError;
+pub(crate) use crate::apply::{ApplyError, ApplyReport};
 use crate::config::{Config, ConfigError, ConflictPolicy};
 use crate::layout::{Layout, LayoutError};
 use crate::plan::compose::{self, compose};
 use crate::plan::fingerprint::explain_changes;
 use crate::plan::{Fingerprint, Plan, SavedPlan};
-pub use crate::state::Scope;
-pub use crate::state::base::BaseError;
+pub(crate) use crate::state::Scope;
+pub(crate) use crate::state::base::BaseError;
 use crate::state::managed;
 use crate::state::observed::ObserveError;
 use crate::state::{self, Desired, ObserveOptions, Observed};
@@ -210,14 +210,14 @@ impl Planned {
 
 /// Whether `placement` holds any datastore file in this repository's
 /// layout (a solo layout with data has something to migrate).
-pub fn holds_data(layout: &Layout, placement: &crate::config::Placement) -> bool {
+pub(crate) fn holds_data(layout: &Layout, placement: &crate::config::Placement) -> bool {
     state::observed::first_datastore_file(layout, placement).is_some()
 }
 
 /// The data store `data` commands read and write: the target placement,
 /// reading through the placements still drained, knowing what a lazy pull
 /// left in the remote only.
-pub fn data_store<'a>(
+pub(crate) fn data_store<'a>(
     layout: &'a Layout,
     config: &Config,
     remote_only: Vec<crate::data::remote_only::RemoteVersion>,
@@ -264,7 +264,7 @@ fn check_supported(config: &Config, scope: Scope) -> Result<(), EngineError> {
 
 /// Observes what `desired` names locally (no remote, no mirror), with the
 /// persistent hash cache.
-pub fn observe(layout: &Layout, desired: &Desired) -> Result<Observed, EngineError> {
+pub(crate) fn observe(layout: &Layout, desired: &Desired) -> Result<Observed, EngineError> {
     Ok(state::observe_local(
         layout,
         desired,
@@ -273,7 +273,7 @@ pub fn observe(layout: &Layout, desired: &Desired) -> Result<Observed, EngineErr
 }
 
 /// Builds the plan for `config` and `scope`.
-pub fn plan(layout: &Layout, config: &Config, scope: Scope) -> Result<Planned, EngineError> {
+pub(crate) fn plan(layout: &Layout, config: &Config, scope: Scope) -> Result<Planned, EngineError> {
     plan_with(layout, config, scope, SyncOptions::default())
 }
 
@@ -293,7 +293,7 @@ fn compose_options(config: &Config, options: SyncOptions) -> compose::Options {
 }
 
 /// Builds the plan: one observation, then the pure composition.
-pub fn plan_with(
+pub(crate) fn plan_with(
     layout: &Layout,
     config: &Config,
     scope: Scope,
@@ -370,7 +370,7 @@ fn settle_prunes(saved: &Plan, now: &mut Plan) -> Plan {
 
 /// The options a saved plan was composed with (its conflict policy and
 /// whether the guards were forced), so re-deriving it composes the same way.
-pub fn saved_options(saved: &SavedPlan) -> SyncOptions {
+pub(crate) fn saved_options(saved: &SavedPlan) -> SyncOptions {
     SyncOptions {
         conflict: saved.plan.remote.as_ref().map(|r| r.conflict_policy),
         force: saved.plan.remote.as_ref().is_some_and(|r| r.forced),
@@ -386,7 +386,7 @@ pub fn saved_options(saved: &SavedPlan) -> SyncOptions {
 }
 
 /// A saved plan of either kind, to be re-derived.
-pub enum Saved<'a> {
+pub(crate) enum Saved<'a> {
     /// A plan of changes (`swamp plan -o FILE`).
     Plan(&'a SavedPlan),
     /// An undo plan (`swamp undo -o FILE`), with the apply it reverses.
@@ -394,7 +394,7 @@ pub enum Saved<'a> {
 }
 
 /// A saved plan re-derived: the fresh plan, which is what gets applied.
-pub enum Rederived {
+pub(crate) enum Rederived {
     Plan(Box<Planned>),
     Undo(crate::plan::undo::UndoPlan),
 }
@@ -404,7 +404,7 @@ pub enum Rederived {
 /// the saved plan's own options) that equals the saved one exactly.
 /// Returns the fresh plan, which is what gets applied. A stale, tampered or
 /// foreign plan all end here, naming the first difference.
-pub fn rederive(
+pub(crate) fn rederive(
     saved: Saved<'_>,
     layout: &Layout,
     config: &Config,
@@ -437,7 +437,7 @@ pub fn rederive(
 }
 
 /// Refuses a saved plan made in another repository.
-pub fn same_repo(planned: uuid::Uuid, config: &Config) -> Result<(), EngineError> {
+pub(crate) fn same_repo(planned: uuid::Uuid, config: &Config) -> Result<(), EngineError> {
     if planned == config.repo_id {
         return Ok(());
     }
@@ -505,7 +505,7 @@ fn rederive_plan(
 }
 
 /// The first way `now` differs from `saved`, in words; `None` when equal.
-pub fn first_difference(saved: &Plan, now: &Plan) -> Option<String> {
+pub(crate) fn first_difference(saved: &Plan, now: &Plan) -> Option<String> {
     if let Some(d) = first_action_difference(&saved.actions, &now.actions) {
         return Some(d);
     }
@@ -576,7 +576,7 @@ fn first_action_difference<A: PartialEq + serde::Serialize>(
 
 /// The outcome of an apply followed by a fresh plan.
 #[derive(Debug)]
-pub struct Applied {
+pub(crate) struct Applied {
     pub report: ApplyReport,
     /// The plan computed after applying; empty means converged.
     pub after: Planned,
@@ -585,14 +585,14 @@ pub struct Applied {
 impl Applied {
     /// Trash that came due while applying is pruned by the next plan; it
     /// does not make this one unconverged.
-    pub fn converged(&self) -> bool {
+    pub(crate) fn converged(&self) -> bool {
         self.after.plan.in_sync()
     }
 }
 
 /// Applies `plan`, then observes again and plans with the (possibly
 /// updated) configuration.
-pub fn apply_and_verify(
+pub(crate) fn apply_and_verify(
     repo: &Path,
     layout: &Layout,
     plan: &Plan,
@@ -609,7 +609,7 @@ pub fn apply_and_verify(
 /// no longer needs the plan lets it go before [`verify`] observes again
 /// (at 100,000 actions, the plan is a tenth of the peak). `transfers`
 /// overrides `[sync] concurrency` for this run (`--transfers N`).
-pub fn apply_only(
+pub(crate) fn apply_only(
     repo: &Path,
     layout: &Layout,
     plan: &Plan,
@@ -645,7 +645,7 @@ pub fn apply_only(
 /// `scope` with the (possibly updated) configuration. `learnt` is what the
 /// apply knows of the files it landed ([`ApplyReport::landed`]), so they
 /// are not read back.
-pub fn verify(
+pub(crate) fn verify(
     repo: &Path,
     layout: &Layout,
     scope: Scope,

@@ -14,7 +14,7 @@ use super::EngineError;
 /// Written with our field names; upstream swamp's (`repoId`,
 /// `registeredAt`) are read too, and its file is never rewritten.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct NamespaceManifest {
+pub(crate) struct NamespaceManifest {
     pub namespace: String,
     #[serde(alias = "repoId")]
     pub repo_id: uuid::Uuid,
@@ -31,7 +31,7 @@ pub struct UnrecognisedManifest {
 
 impl NamespaceManifest {
     /// Reads a manifest in swamp's or upstream swamp's spelling.
-    pub fn parse(bytes: &[u8]) -> Result<NamespaceManifest, UnrecognisedManifest> {
+    pub(crate) fn parse(bytes: &[u8]) -> Result<NamespaceManifest, UnrecognisedManifest> {
         serde_json::from_slice(bytes).map_err(|e| UnrecognisedManifest {
             reason: e.to_string(),
         })
@@ -40,7 +40,7 @@ impl NamespaceManifest {
 
 /// One namespace directory of a bucket, as `datastore namespaces` lists it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ListedNamespace {
+pub(crate) enum ListedNamespace {
     Registered(NamespaceManifest),
     /// Its manifest is there but unreadable: named, never skipped.
     Unrecognised {
@@ -51,7 +51,7 @@ pub enum ListedNamespace {
 }
 
 impl ListedNamespace {
-    pub fn namespace(&self) -> &str {
+    pub(crate) fn namespace(&self) -> &str {
         match self {
             ListedNamespace::Registered(m) => &m.namespace,
             ListedNamespace::Unrecognised { namespace, .. } => namespace,
@@ -85,7 +85,10 @@ pub enum RegistrationError {
 /// Makes sure `<prefix>/<ns>/.namespace.json` names this repository,
 /// creating it with a create-only write if it is missing. Returns whether
 /// it was created. Solo placements have nothing to register.
-pub fn register_namespace(placement: &Placement, repo_id: uuid::Uuid) -> Result<bool, EngineError> {
+pub(crate) fn register_namespace(
+    placement: &Placement,
+    repo_id: uuid::Uuid,
+) -> Result<bool, EngineError> {
     let Some(ns) = &placement.namespace else {
         return Ok(false);
     };
@@ -140,7 +143,7 @@ pub fn register_namespace(placement: &Placement, repo_id: uuid::Uuid) -> Result<
 /// Makes sure the remote holds an id (`<prefix>/<ns>/.swamp/remote-id.json`,
 /// written once with a create-only write) and returns it. Sync bases are
 /// bound to it, so a base cannot outlive the remote it was made with.
-pub fn ensure_remote_id(placement: &Placement) -> Result<String, EngineError> {
+pub(crate) fn ensure_remote_id(placement: &Placement) -> Result<String, EngineError> {
     let target = RemoteTarget::open(placement)?;
     let key = Layout::remote_id_key(placement);
     runtime().block_on(async {
@@ -173,7 +176,7 @@ pub fn ensure_remote_id(placement: &Placement) -> Result<String, EngineError> {
 
 /// Every namespace registered under the placement's `<prefix>/`, those
 /// whose manifest cannot be read included (named, not failing the rest).
-pub fn list_namespaces(placement: &Placement) -> Result<Vec<ListedNamespace>, EngineError> {
+pub(crate) fn list_namespaces(placement: &Placement) -> Result<Vec<ListedNamespace>, EngineError> {
     let solo = Placement {
         datastore: placement.datastore.clone(),
         namespace: None,
@@ -207,7 +210,7 @@ pub fn list_namespaces(placement: &Placement) -> Result<Vec<ListedNamespace>, En
     })
 }
 
-pub use crate::clock::now_rfc3339;
+pub(crate) use crate::clock::now_rfc3339;
 
 #[cfg(test)]
 mod tests {

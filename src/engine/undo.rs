@@ -5,7 +5,7 @@
 //! undo plan is re-derived by [`super::rederive`], like every saved plan.
 
 use crate::apply::prune::Pruned;
-pub use crate::apply::undo::UndoReport;
+pub(crate) use crate::apply::undo::UndoReport;
 use crate::config::Config;
 use crate::layout::Layout;
 use crate::plan::Action;
@@ -17,26 +17,26 @@ use super::EngineError;
 
 /// The apply an undo reverses, and the store its remote objects live in
 /// (when it changed any, and the configuration still names that store).
-pub struct UndoSubject {
+pub(crate) struct UndoSubject {
     journal: Journal,
     remote: Option<RemoteTarget>,
 }
 
 impl UndoSubject {
     /// The id of the apply this undo reverses.
-    pub fn id(&self) -> &str {
+    pub(crate) fn id(&self) -> &str {
         &self.journal.id
     }
 
     /// Whether undoing writes remote objects (and so needs the lock).
-    pub fn writes_remote(&self) -> bool {
+    pub(crate) fn writes_remote(&self) -> bool {
         self.remote.is_some()
     }
 }
 
 /// The apply `id` names, or the last one; refused when it cannot be
 /// undone (cut short without a name, run with `--no-undo`, pruned).
-pub fn subject(
+pub(crate) fn subject(
     layout: &Layout,
     config: &Config,
     id: Option<&str>,
@@ -74,7 +74,7 @@ pub fn subject(
 
 /// Observes the files and objects of the subject's apply as they are now,
 /// and composes their reversal: changed ones are conflicts.
-pub fn plan_undo(layout: &Layout, subject: &UndoSubject) -> Result<UndoPlan, EngineError> {
+pub(crate) fn plan_undo(layout: &Layout, subject: &UndoSubject) -> Result<UndoPlan, EngineError> {
     let observed = crate::state::undo::observe(layout, &subject.journal, subject.remote.as_ref())
         .map_err(|source| EngineError::UndoObserve {
         id: subject.journal.id.clone(),
@@ -85,7 +85,7 @@ pub fn plan_undo(layout: &Layout, subject: &UndoSubject) -> Result<UndoPlan, Eng
 
 /// Applies `plan` (journaled itself, so it can be undone in turn).
 /// `command` is the command line recorded in the history.
-pub fn apply_undo(
+pub(crate) fn apply_undo(
     layout: &Layout,
     subject: &UndoSubject,
     plan: &UndoPlan,
@@ -101,7 +101,7 @@ pub fn apply_undo(
 
 /// The trash of earlier applies that `[undo]` says is due now, as
 /// `prune-trash` actions.
-pub fn due_prunes(layout: &Layout, config: &Config) -> Result<Vec<Action>, EngineError> {
+pub(crate) fn due_prunes(layout: &Layout, config: &Config) -> Result<Vec<Action>, EngineError> {
     due_prunes_at(layout, config, &config.target())
 }
 
@@ -120,7 +120,7 @@ pub(super) fn due_prunes_at(
 }
 
 /// Whether pruning `actions` removes remote trash (and so needs the lock).
-pub fn prunes_write_remote(actions: &[Action]) -> bool {
+pub(crate) fn prunes_write_remote(actions: &[Action]) -> bool {
     actions
         .iter()
         .any(|a| matches!(a, Action::PruneTrash { remote_objects, .. } if *remote_objects > 0))
@@ -128,7 +128,7 @@ pub fn prunes_write_remote(actions: &[Action]) -> bool {
 
 /// Prunes the trash `actions` name, in order; what was pruned stays
 /// pruned if a later one fails.
-pub fn apply_prunes(
+pub(crate) fn apply_prunes(
     layout: &Layout,
     config: &Config,
     actions: &[Action],

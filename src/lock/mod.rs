@@ -103,7 +103,7 @@ impl LockBody {
 
 /// What sits at a lock key.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum LockState {
+pub(crate) enum LockState {
     Free,
     Held {
         body: LockBody,
@@ -123,7 +123,7 @@ pub enum LockState {
 impl LockState {
     /// `free`, `held`, `stale` or `unparseable`: the `state` of `--json`
     /// outputs.
-    pub fn label(&self) -> &'static str {
+    pub(crate) fn label(&self) -> &'static str {
         match self {
             LockState::Free => "free",
             LockState::Held { stale: false, .. } => "held",
@@ -135,7 +135,7 @@ impl LockState {
 
 /// Where one lock lives: a store and a key in it.
 #[derive(Clone)]
-pub struct LockTarget {
+pub(crate) struct LockTarget {
     pub store: Arc<dyn Store>,
     pub key: String,
     /// `s3://bucket/prefix/ns/.swamp/lock.json`: names it in messages.
@@ -151,7 +151,7 @@ impl std::fmt::Debug for LockTarget {
 impl LockTarget {
     /// The lock of a placement. A `local` datastore is the repository's own
     /// `.swamp/`, so its lock is repo-local state.
-    pub fn of(layout: &Layout, placement: &Placement) -> Result<LockTarget, StoreError> {
+    pub(crate) fn of(layout: &Layout, placement: &Placement) -> Result<LockTarget, StoreError> {
         match &placement.datastore {
             DatastoreConfig::Local => {
                 let dir = layout.state_dir();
@@ -167,7 +167,7 @@ impl LockTarget {
 
     /// The lock of a placement in a shared datastore (filesystem, S3, GCS):
     /// needs no repository.
-    pub fn shared(placement: &Placement) -> Result<LockTarget, StoreError> {
+    pub(crate) fn shared(placement: &Placement) -> Result<LockTarget, StoreError> {
         Ok(LockTarget {
             store: store::open(&placement.datastore)?,
             key: Layout::lock_key(placement),
@@ -178,7 +178,7 @@ impl LockTarget {
     /// The locks a repository's commands hold: its target placement's and
     /// those of every placement it still drains, each once, ordered by URL
     /// (so two commands never each hold one the other waits for).
-    pub fn all_of(layout: &Layout, config: &Config) -> Result<Vec<LockTarget>, StoreError> {
+    pub(crate) fn all_of(layout: &Layout, config: &Config) -> Result<Vec<LockTarget>, StoreError> {
         let mut targets: Vec<LockTarget> = Vec::new();
         for p in std::iter::once(config.target()).chain(config.migrating_from.iter().cloned()) {
             let t = LockTarget::of(layout, &p)?;
@@ -221,7 +221,7 @@ pub enum LockError {
 }
 
 /// Reads the lock at `target`.
-pub async fn inspect(target: &LockTarget) -> Result<LockState, StoreError> {
+pub(crate) async fn inspect(target: &LockTarget) -> Result<LockState, StoreError> {
     let (meta, bytes) = match target.store.get_bytes(&target.key).await {
         Ok(x) => x,
         Err(StoreError::NotFound { .. }) => return Ok(LockState::Free),
@@ -254,13 +254,13 @@ pub async fn inspect(target: &LockTarget) -> Result<LockState, StoreError> {
 }
 
 /// [`inspect`] for callers outside an async runtime.
-pub fn read(target: &LockTarget) -> Result<LockState, StoreError> {
+pub(crate) fn read(target: &LockTarget) -> Result<LockState, StoreError> {
     small_runtime().block_on(inspect(target))
 }
 
 /// What [`acquire`] tells its caller while it works.
 #[derive(Debug, Clone)]
-pub enum Event<'a> {
+pub(crate) enum Event<'a> {
     /// Held by someone else; waiting (sent once per holder).
     Waiting { url: &'a str, body: &'a LockBody },
     /// A lock past its expiry was taken over.
@@ -280,7 +280,7 @@ pub enum Event<'a> {
 
 /// Waits, up to `timeout`, while upstream swamp holds its lock of
 /// `placement` (see [`upstream`]); a stale one does not count.
-pub fn await_upstream(
+pub(crate) fn await_upstream(
     placement: &Placement,
     timeout: Duration,
     on_event: &mut dyn FnMut(Event<'_>),
@@ -332,7 +332,7 @@ pub fn await_upstream(
 
 /// How to take a lock.
 #[derive(Debug, Clone)]
-pub struct LockOptions {
+pub(crate) struct LockOptions {
     pub operation: String,
     pub ttl: Duration,
     /// How long to wait for a lock someone else holds.
@@ -342,7 +342,7 @@ pub struct LockOptions {
 /// Takes the lock at `target`, waiting up to `options.timeout` for a holder
 /// to release it or for its lock to expire. On success a heartbeat keeps it
 /// until the returned guard is released or dropped.
-pub fn acquire(
+pub(crate) fn acquire(
     target: &LockTarget,
     options: &LockOptions,
     on_event: &mut dyn FnMut(Event<'_>),
@@ -438,7 +438,7 @@ pub fn acquire(
 /// Breaks the lock at `target`: a delete conditional on the version seen,
 /// so a lock that changed since it was read (renewed, or taken by someone
 /// else) is left alone. Returns what was removed.
-pub fn break_lock(target: &LockTarget, seen: &LockState) -> Result<(), StoreError> {
+pub(crate) fn break_lock(target: &LockTarget, seen: &LockState) -> Result<(), StoreError> {
     let version = match seen {
         LockState::Free => return Ok(()),
         LockState::Held { version, .. } | LockState::Unparseable { version, .. } => version,
@@ -452,7 +452,7 @@ pub fn break_lock(target: &LockTarget, seen: &LockState) -> Result<(), StoreErro
 
 /// A held lock. Renewed by a heartbeat thread until [`LockGuard::release`]
 /// (or drop).
-pub struct LockGuard {
+pub(crate) struct LockGuard {
     inner: Arc<Held>,
     stop: Option<mpsc::Sender<()>>,
     heartbeat: Option<JoinHandle<()>>,
@@ -499,21 +499,21 @@ impl LockGuard {
         }
     }
 
-    pub fn url(&self) -> &str {
+    pub(crate) fn url(&self) -> &str {
         &self.inner.target.url
     }
 
     /// The version (etag, generation) of our lock object right now.
-    pub fn version(&self) -> String {
+    pub(crate) fn version(&self) -> String {
         self.inner.version.lock().unwrap().clone()
     }
 
-    pub fn body(&self) -> LockBody {
+    pub(crate) fn body(&self) -> LockBody {
         self.inner.body.lock().unwrap().clone()
     }
 
     /// Errors when the lock was lost (a renewal found someone else's lock).
-    pub fn check(&self) -> Result<(), LockError> {
+    pub(crate) fn check(&self) -> Result<(), LockError> {
         match self.inner.lost.lock().unwrap().clone() {
             None => Ok(()),
             Some(reason) => Err(LockError::Lost {
@@ -525,7 +525,7 @@ impl LockGuard {
 
     /// Stops the heartbeat and deletes our lock object, on condition that
     /// it is still ours. A lost lock is left to its new holder.
-    pub fn release(mut self) -> Result<(), LockError> {
+    pub(crate) fn release(mut self) -> Result<(), LockError> {
         self.stop_heartbeat();
         let lost = self.check();
         self.inner.release()?;
@@ -679,7 +679,7 @@ fn unregister(held: &Held) {
 /// The locks taken on one thread, watched from anywhere: apply hands it
 /// to its transfer tasks so a loss stops them at the next safe point.
 #[derive(Debug, Clone, Default)]
-pub struct LossWatch(Vec<std::sync::Weak<Held>>);
+pub(crate) struct LossWatch(Vec<std::sync::Weak<Held>>);
 
 impl std::fmt::Debug for Held {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -690,7 +690,7 @@ impl std::fmt::Debug for Held {
 }
 
 /// The locks taken on this thread and not yet released.
-pub fn watch() -> LossWatch {
+pub(crate) fn watch() -> LossWatch {
     MINE.with(|m| {
         let mut m = m.borrow_mut();
         m.retain(|w| w.strong_count() > 0);
@@ -700,7 +700,7 @@ pub fn watch() -> LossWatch {
 
 impl LossWatch {
     /// Why a watched lock was lost, if one was.
-    pub fn lost(&self) -> Option<String> {
+    pub(crate) fn lost(&self) -> Option<String> {
         for h in self.0.iter().filter_map(std::sync::Weak::upgrade) {
             if h.released.load(Ordering::SeqCst) {
                 continue;
@@ -721,7 +721,7 @@ impl LossWatch {
 /// Errors when a lock taken on this thread and still held was lost. Apply
 /// calls this before each step, so a holder that stalled past its TTL stops
 /// instead of working alongside its successor.
-pub fn ensure_held() -> Result<(), String> {
+pub(crate) fn ensure_held() -> Result<(), String> {
     match watch().lost() {
         Some(reason) => Err(reason),
         None => Ok(()),
@@ -730,7 +730,7 @@ pub fn ensure_held() -> Result<(), String> {
 
 /// Releases every lock this process holds (conditional deletes of our own
 /// versions). For the Ctrl-C handler; guards dropped later do nothing.
-pub fn release_all() {
+pub(crate) fn release_all() {
     let held: Vec<_> = HELD
         .lock()
         .unwrap()
@@ -750,7 +750,7 @@ fn secs_between(a: SystemTime, b: SystemTime) -> i64 {
     }
 }
 
-pub mod upstream;
+pub(crate) mod upstream;
 
 fn small_runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
@@ -772,7 +772,7 @@ fn login_name() -> Option<String> {
 }
 
 /// `user@host` for the lock body.
-pub fn who_am_i() -> String {
+pub(crate) fn who_am_i() -> String {
     let user = std::env::var("USER")
         .or_else(|_| std::env::var("LOGNAME"))
         .ok()

@@ -21,7 +21,7 @@ use crate::layout::Layout;
 use crate::store::{Store, StoreError};
 
 /// Upstream's TTL when its lock does not say.
-pub const DEFAULT_TTL: Duration = Duration::from_millis(30_000);
+pub(crate) const DEFAULT_TTL: Duration = Duration::from_millis(30_000);
 
 /// What upstream's lock says (`LockInfo`); every field optional, so a
 /// lock from any upstream version is understood.
@@ -57,7 +57,7 @@ impl UpstreamBody {
 
 /// Upstream's lock as found.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum UpstreamLock {
+pub(crate) enum UpstreamLock {
     Free,
     Held {
         /// Unreadable as upstream's lock: held by an unknown holder, with
@@ -72,7 +72,7 @@ pub enum UpstreamLock {
 
 /// Where upstream keeps the lock of `placement`: the key in the store of
 /// its datastore, `None` for a datastore upstream has no lock in.
-pub fn key(placement: &Placement) -> Option<String> {
+pub(crate) fn key(placement: &Placement) -> Option<String> {
     if matches!(placement.datastore, DatastoreConfig::Local) {
         return None;
     }
@@ -88,7 +88,7 @@ pub fn key(placement: &Placement) -> Option<String> {
 }
 
 /// `s3://bucket/prefix/.locks/ns.lock`, for messages.
-pub fn url(placement: &Placement) -> Option<String> {
+pub(crate) fn url(placement: &Placement) -> Option<String> {
     let key = key(placement)?;
     Some(match &placement.datastore {
         DatastoreConfig::Filesystem { path } => path.as_path().join(&key).display().to_string(),
@@ -105,7 +105,7 @@ pub fn url(placement: &Placement) -> Option<String> {
 }
 
 /// Reads upstream's lock at `key`.
-pub async fn inspect(store: &dyn Store, key: &str) -> Result<UpstreamLock, StoreError> {
+pub(crate) async fn inspect(store: &dyn Store, key: &str) -> Result<UpstreamLock, StoreError> {
     let Some(meta) = store.head(key).await? else {
         return Ok(UpstreamLock::Free);
     };
@@ -121,7 +121,7 @@ pub async fn inspect(store: &dyn Store, key: &str) -> Result<UpstreamLock, Store
 }
 
 /// Upstream's rule: stale once not written for longer than its TTL.
-pub fn judge(body: UpstreamBody, modified: Option<i64>, now: SystemTime) -> UpstreamLock {
+pub(crate) fn judge(body: UpstreamBody, modified: Option<i64>, now: SystemTime) -> UpstreamLock {
     let now_secs = now
         .duration_since(SystemTime::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs() as i64);

@@ -12,7 +12,7 @@ use super::{Action, RemoteObjectRef};
 
 /// What a plan notes and prunes.
 #[derive(Debug, Default, PartialEq, Eq)]
-pub struct Progress {
+pub(crate) struct Progress {
     /// The note to write, when it is not the one in the bucket.
     pub note: Option<Note>,
     /// Records every other clone has passed or that are too old, and the
@@ -22,7 +22,7 @@ pub struct Progress {
 
 /// This clone's new note (see `Action::NoteProgress`).
 #[derive(Debug, PartialEq, Eq)]
-pub struct Note {
+pub(crate) struct Note {
     pub passed: String,
     pub check: Vec<DeletedFile>,
     pub replaces: Vec<RemoteObjectRef>,
@@ -32,7 +32,7 @@ impl Progress {
     /// The actions: a record of this plan's own deletes (`files`, if any)
     /// and the note, with the prune list on the last of them (or on an
     /// action of its own).
-    pub fn actions(self, files: Vec<DeletedFile>, after: Option<String>) -> Vec<Action> {
+    pub(crate) fn actions(self, files: Vec<DeletedFile>, after: Option<String>) -> Vec<Action> {
         let mut out = Vec::new();
         if !files.is_empty() {
             out.push(Action::RecordDeletes {
@@ -63,7 +63,10 @@ impl Progress {
 
 /// The stem a new record must sort after: the newest any record or note
 /// names, so that no note already covers it, whatever the clocks say.
-pub fn newest_stem<'a>(records: &'a [DeleteRecord], notes: &'a [CloneNote]) -> Option<&'a str> {
+pub(crate) fn newest_stem<'a>(
+    records: &'a [DeleteRecord],
+    notes: &'a [CloneNote],
+) -> Option<&'a str> {
     records
         .iter()
         .map(DeleteRecord::stem)
@@ -73,7 +76,7 @@ pub fn newest_stem<'a>(records: &'a [DeleteRecord], notes: &'a [CloneNote]) -> O
 
 /// `records` sorted by stem (as read), `notes` as listed, `base`
 /// as observed, `actions` this plan's sync actions.
-pub fn progress(
+pub(crate) fn progress(
     records: &[DeleteRecord],
     notes: &[CloneNote],
     base: &BTreeMap<TierPath, BaseEntry>,

@@ -29,7 +29,7 @@ use super::textdiff::attach_diffs;
 
 /// How a plan settles conflicts and guards.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Options {
+pub(crate) struct Options {
     pub policy: ConflictPolicy,
     /// Override the delete guards.
     pub force: bool,
@@ -48,7 +48,7 @@ pub struct Options {
 }
 
 /// The plan that takes `observed` to `desired`.
-pub fn compose(desired: &Desired, observed: &Observed, options: &Options) -> Plan {
+pub(crate) fn compose(desired: &Desired, observed: &Observed, options: &Options) -> Plan {
     let scope = desired.scope;
     let mut plan = super::diff(desired, observed);
     if let Some(mirror) = observed.mirror.as_ref().filter(|_| scope == Scope::Config) {

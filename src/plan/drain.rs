@@ -19,7 +19,7 @@ use super::action::{Action, Conflict, RemoteObjectRef};
 use super::sync_diff::RemoteFile;
 
 #[derive(Debug, Default, PartialEq, Eq)]
-pub struct Drain {
+pub(crate) struct Drain {
     /// Fetches and copies, in source then path order.
     pub transfers: Vec<Action>,
     /// One delete-source-remote per drained source.
@@ -32,7 +32,7 @@ pub struct Drain {
 }
 
 /// `target_remote`: the target's own remote snapshot when it is remote.
-pub fn drain(observed: &Observed, target_remote: Option<&RemoteSnapshot>) -> Drain {
+pub(crate) fn drain(observed: &Observed, target_remote: Option<&RemoteSnapshot>) -> Drain {
     let mut out = Drain::default();
     let target = &observed.placements[0];
     let target_files: BTreeSet<&str> = target.files.keys().map(TierPath::as_str).collect();

@@ -37,7 +37,7 @@ pub enum PlanFileError {
 /// plans the same undo again and applies it only if the plans are equal.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct SavedUndo {
+pub(crate) struct SavedUndo {
     pub format_version: u32,
     /// Always `undo`: what tells the two kinds of plan file apart.
     pub kind: String,
@@ -46,7 +46,7 @@ pub struct SavedUndo {
 }
 
 impl SavedUndo {
-    pub fn new(repo_id: Uuid, undo: super::undo::UndoPlan) -> SavedUndo {
+    pub(crate) fn new(repo_id: Uuid, undo: super::undo::UndoPlan) -> SavedUndo {
         SavedUndo {
             format_version: FORMAT_VERSION,
             kind: "undo".into(),
@@ -55,7 +55,7 @@ impl SavedUndo {
         }
     }
 
-    pub fn save(&self, path: &Path) -> Result<(), PlanFileError> {
+    pub(crate) fn save(&self, path: &Path) -> Result<(), PlanFileError> {
         let mut bytes = serde_json::to_vec_pretty(self).expect("an undo plan serialises");
         bytes.push(b'\n');
         fsutil::atomic_write(path, &bytes).map_err(|source| PlanFileError::Write {
@@ -67,13 +67,13 @@ impl SavedUndo {
 
 /// What a plan file holds.
 #[derive(Debug)]
-pub enum Loaded {
+pub(crate) enum Loaded {
     Plan(Box<SavedPlan>),
     Undo(SavedUndo),
 }
 
 /// Reads a plan file of either kind, checking its format version first.
-pub fn load_any(path: &Path) -> Result<Loaded, PlanFileError> {
+pub(crate) fn load_any(path: &Path) -> Result<Loaded, PlanFileError> {
     let bytes = read_capped(path)?;
     let malformed = |message: String| PlanFileError::Malformed {
         path: path.to_path_buf(),
@@ -110,7 +110,7 @@ pub fn load_any(path: &Path) -> Result<Loaded, PlanFileError> {
 
 /// The largest plan file read (a plan of a million actions is a few
 /// hundred MiB); anything larger is refused, not read without limit.
-pub const MAX_PLAN_FILE_BYTES: u64 = 1 << 30;
+pub(crate) const MAX_PLAN_FILE_BYTES: u64 = 1 << 30;
 
 /// A plan file's bytes: only a regular file (never a FIFO, which would hang
 /// the read, or a device such as `/dev/zero`), at most

@@ -49,7 +49,7 @@ impl fmt::Display for Fingerprint {
 }
 
 /// Says, in at most `limit` lines, how `now` differs from `then`.
-pub fn explain_changes(then: &Observed, now: &Observed, limit: usize) -> Vec<String> {
+pub(crate) fn explain_changes(then: &Observed, now: &Observed, limit: usize) -> Vec<String> {
     let mut out = Vec::new();
     for (a, b) in then.placements.iter().zip(&now.placements) {
         let root = b.root.display();

@@ -11,7 +11,10 @@ use crate::state::{FileState, Scope};
 
 /// The local mirror copies a `config` plan starts with: every definition
 /// file whose cache copy is missing or different.
-pub fn mirror_actions(mirror: &Mirror, cache: &BTreeMap<TierPath, FileState>) -> Vec<Action> {
+pub(crate) fn mirror_actions(
+    mirror: &Mirror,
+    cache: &BTreeMap<TierPath, FileState>,
+) -> Vec<Action> {
     mirror
         .files
         .iter()
@@ -37,7 +40,7 @@ pub fn mirror_actions(mirror: &Mirror, cache: &BTreeMap<TierPath, FileState>) ->
 /// sentinel vouching for its content but missing from the cache (a run
 /// killed between publishing it and landing it) lands it, as a publish
 /// that finds its own sentinel there does.
-pub fn sentinel_step(
+pub(crate) fn sentinel_step(
     scope: Scope,
     mirror: &Mirror,
     cache_after: &BTreeMap<TierPath, FileState>,

@@ -4,17 +4,17 @@
 //! and machines ([`render`]), and saving/loading ([`file`]).
 
 pub mod action;
-pub mod clones;
-pub mod compose;
-pub mod diff;
-pub mod drain;
-pub mod file;
-pub mod fingerprint;
-pub mod managed;
-pub mod retention;
-pub mod sync_diff;
-pub mod textdiff;
-pub mod undo;
+pub(crate) mod clones;
+pub(crate) mod compose;
+pub(crate) mod diff;
+pub(crate) mod drain;
+pub(crate) mod file;
+pub(crate) mod fingerprint;
+pub(crate) mod managed;
+pub(crate) mod retention;
+pub(crate) mod sync_diff;
+pub(crate) mod textdiff;
+pub(crate) mod undo;
 
 pub use action::{
     Action, BaseRecord, Conflict, PlacementInfo, Plan, RemoteExpect, RemoteInfo, RemoteObjectRef,

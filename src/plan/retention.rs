@@ -11,7 +11,7 @@ use super::action::{Action, PruneReason};
 
 /// How long trash is kept, and how much of it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Policy {
+pub(crate) struct Policy {
     pub keep_days: u32,
     pub max_bytes: Option<u64>,
 }
@@ -28,7 +28,7 @@ impl From<&crate::config::UndoConfig> for Policy {
 /// The prune actions due at `now` (seconds since the epoch): every apply
 /// older than `keep_days`, then, while what is left on this machine
 /// exceeds `max_bytes`, the oldest of the rest. `held` is oldest first.
-pub fn prunes(held: &[Held], policy: Policy, now: u64) -> Vec<Action> {
+pub(crate) fn prunes(held: &[Held], policy: Policy, now: u64) -> Vec<Action> {
     let keep = u64::from(policy.keep_days) * 86_400;
     let expired = |h: &Held| h.at_secs.is_some_and(|at| now.saturating_sub(at) > keep);
     let mut out = Vec::new();

@@ -17,11 +17,11 @@ use crate::state::{BaseEntry, FileState, Obstacle, ObstacleKind, Unhydrated};
 
 use super::action::{Action, BaseRecord, Conflict, RemoteExpect, Side, UnhydratedRecord};
 
-pub use crate::state::Direction;
-pub use crate::state::remote::RemoteFile;
+pub(crate) use crate::state::Direction;
+pub(crate) use crate::state::remote::RemoteFile;
 
 #[derive(Clone, Copy)]
-pub struct SyncInput<'a> {
+pub(crate) struct SyncInput<'a> {
     pub local: &'a BTreeMap<TierPath, FileState>,
     /// What in the cache is not a regular file (symlinks, special files,
     /// directories without data, plain files where a directory must be),
@@ -51,7 +51,7 @@ pub struct SyncInput<'a> {
 
 /// Deletes swamp can explain, one set per side.
 #[derive(Debug, Default)]
-pub struct Explained {
+pub(crate) struct Explained {
     /// Cache files this clone's commands deleted since its last sync, by
     /// path and the content deleted.
     pub in_cache: BTreeSet<(TierPath, Sha256)>,
@@ -61,7 +61,7 @@ pub struct Explained {
 }
 
 #[derive(Debug, Default, PartialEq, Eq)]
-pub struct SyncDiff {
+pub(crate) struct SyncDiff {
     pub actions: Vec<Action>,
     pub conflicts: Vec<Conflict>,
     /// Conflicts the policy settled (shown for review).
@@ -185,7 +185,7 @@ const ROOM: usize = 16;
 /// The three-way merge. Paths something in the cache stands in for are
 /// left out of it entirely (on both sides, guards included) and reported
 /// as conflicts.
-pub fn sync_diff(input: &SyncInput<'_>) -> SyncDiff {
+pub(crate) fn sync_diff(input: &SyncInput<'_>) -> SyncDiff {
     let in_the_way = InTheWay::find(input);
     if in_the_way.at.is_empty() {
         return merge(input);

@@ -5,11 +5,9 @@ use super::{Conflict, Plan};
 use crate::layout::TierPath;
 use crate::state::TextPair;
 
-pub use crate::state::observe::DIFF_SIZE_CAP;
-
 /// Fills `diff` on each different-at-target conflict whose two files the
 /// observation read as small UTF-8 text.
-pub fn attach_diffs(plan: &mut Plan, texts: &[TextPair]) {
+pub(crate) fn attach_diffs(plan: &mut Plan, texts: &[TextPair]) {
     for c in &mut plan.conflicts {
         if let Conflict::DifferentAtTarget {
             path, source, diff, ..

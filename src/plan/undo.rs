@@ -135,7 +135,7 @@ fn describe(found: &Found) -> String {
 }
 
 /// The plan that reverses `journal`, given what is there now.
-pub fn compose(journal: &Journal, observed: &UndoObserved) -> UndoPlan {
+pub(crate) fn compose(journal: &Journal, observed: &UndoObserved) -> UndoPlan {
     let mut plan = UndoPlan {
         undoes: journal.id.clone(),
         command: journal.command.clone(),

@@ -28,7 +28,7 @@ use crate::fsutil;
 /// How recent a change is too recent to trust a stamp. Covers filesystems
 /// whose timestamps tick in whole seconds (or two, FAT) as well as the
 /// kernel's coarse clock.
-pub const RACY_MARGIN: Duration = Duration::from_secs(2);
+pub(crate) const RACY_MARGIN: Duration = Duration::from_secs(2);
 
 const MAGIC: &[u8] = b"swamp dir listings 2\n";
 
@@ -378,12 +378,12 @@ fn decode(mut bytes: Vec<u8>) -> Option<(Vec<u8>, Vec<(DirKey, u32, u32)>)> {
 
 /// The time before which a change is old enough to trust its stamp, for a
 /// walk starting now, in nanoseconds since the epoch.
-pub fn trust_before_ns(now: SystemTime) -> i64 {
+pub(crate) fn trust_before_ns(now: SystemTime) -> i64 {
     now.checked_sub(RACY_MARGIN).map_or(0, epoch_ns)
 }
 
 /// Nanoseconds since the epoch (0 before it), as stamps are compared.
-pub fn epoch_ns(t: SystemTime) -> i64 {
+pub(crate) fn epoch_ns(t: SystemTime) -> i64 {
     t.duration_since(SystemTime::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as i64)
 }

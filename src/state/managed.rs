@@ -20,16 +20,16 @@ use crate::state::FileState;
 
 /// The repository directories a managed-config migration mirrors, in the
 /// order the sentinel lists them.
-pub const DEFINITION_DIRS: [&str; 3] = ["models", "workflows", "vaults"];
+pub(crate) const DEFINITION_DIRS: [&str; 3] = ["models", "workflows", "vaults"];
 
 /// The sentinel's tier path.
-pub fn sentinel_path() -> TierPath {
+pub(crate) fn sentinel_path() -> TierPath {
     TierPath::parse(MANAGED_CONFIG_SENTINEL).expect("the sentinel path is a tier path")
 }
 
 /// The repository file a `config/` tier path mirrors (`config/models/a.yaml`
 /// → `<repo>/models/a.yaml`), if it is one of the definition directories.
-pub fn repo_file(repo: &Path, path: &TierPath) -> Option<PathBuf> {
+pub(crate) fn repo_file(repo: &Path, path: &TierPath) -> Option<PathBuf> {
     if path.tier() != Tier::Config {
         return None;
     }
@@ -211,7 +211,7 @@ pub enum RemoteSentinel {
 
 /// The `config/` part of the cache as the scope sees it (the sentinel is
 /// remote-owned and never part of what a cache offers).
-pub fn config_only<V: Clone>(files: &BTreeMap<TierPath, V>) -> BTreeMap<TierPath, V> {
+pub(crate) fn config_only<V: Clone>(files: &BTreeMap<TierPath, V>) -> BTreeMap<TierPath, V> {
     let sentinel = sentinel_path();
     files
         .iter()

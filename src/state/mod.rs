@@ -5,18 +5,18 @@
 //! parallel [`walk`]. Nothing else that planning uses touches the disk or
 //! the network.
 
-pub mod base;
+pub(crate) mod base;
 pub mod deliberate;
-pub mod desired;
-pub mod dir_listings;
-pub mod hash_cache;
-pub mod managed;
-pub mod observe;
-pub mod observed;
+pub(crate) mod desired;
+pub(crate) mod dir_listings;
+pub(crate) mod hash_cache;
+pub(crate) mod managed;
+pub(crate) mod observe;
+pub(crate) mod observed;
 pub mod remote;
 mod stat;
-pub mod undo;
-pub mod walk;
+pub(crate) mod undo;
+pub(crate) mod walk;
 
 pub use base::{BaseEntry, SyncBase, Unhydrated};
 pub use desired::{Desired, Direction, Scope};

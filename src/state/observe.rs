@@ -19,7 +19,7 @@ use super::remote::{RemoteIdentity, ServerDigest, observe_remote, read_identity}
 use super::{Desired, FileState, HashCache, Learnt, Observed, RemoteSnapshot, Scope, SyncBase};
 
 /// Files larger than this are not read for a diff.
-pub const DIFF_SIZE_CAP: u64 = 64 * 1024;
+pub(crate) const DIFF_SIZE_CAP: u64 = 64 * 1024;
 
 /// What the observation must include beyond the trees.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -356,7 +356,7 @@ fn cache_after_moves(observed: &Observed, scope: Scope) -> Cow<'_, BTreeMap<Tier
 /// it: always for `config`; for the other pushing scopes of a remote
 /// datastore with `[config] managed = true` (to publish a missing sentinel),
 /// where an unreadable definition directory just means "not now".
-pub fn mirror(
+pub(crate) fn mirror(
     layout: &Layout,
     config: &Config,
     scope: Scope,

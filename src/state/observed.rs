@@ -470,7 +470,7 @@ fn obstacle(path: &Path, rel: String, kind: ObstacleKind) -> Obstacle {
 
 /// A datastore file (not repo-local, not excluded) under a placement's tier
 /// directories, if there is one. Cheaper than observing: nothing is hashed.
-pub fn first_datastore_file(layout: &Layout, placement: &Placement) -> Option<PathBuf> {
+pub(crate) fn first_datastore_file(layout: &Layout, placement: &Placement) -> Option<PathBuf> {
     let root = layout.placement_root(placement);
     for &tier in layout.tiers() {
         let dir = layout.tier_dir(placement, tier);

@@ -11,7 +11,7 @@ use crate::undo::Journal;
 
 /// What is at a path.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Found {
+pub(crate) enum Found {
     Absent,
     File {
         sha256: String,
@@ -26,14 +26,14 @@ pub enum Found {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EntryState {
+pub(crate) struct EntryState {
     pub file: Found,
     pub trash: Found,
 }
 
 /// One [`EntryState`] per journal entry, in order.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct UndoObserved {
+pub(crate) struct UndoObserved {
     pub entries: Vec<EntryState>,
 }
 
@@ -84,7 +84,7 @@ fn object(meta: Option<crate::store::ObjectMeta>) -> Found {
 /// Observes every entry of `journal`: local files on disk; remote objects
 /// (and their trash copies) through `remote`, the store of the entries'
 /// placement.
-pub fn observe(
+pub(crate) fn observe(
     layout: &Layout,
     journal: &Journal,
     remote: Option<&crate::store::RemoteTarget>,
@@ -151,11 +151,11 @@ pub fn observe(
 }
 
 /// Remote requests an undo keeps in flight (observing, and restoring).
-pub const HEAD_CONCURRENCY: usize = 32;
+pub(crate) const HEAD_CONCURRENCY: usize = 32;
 
 /// What one apply still holds in trash: the input of retention.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Held {
+pub(crate) struct Held {
     pub id: String,
     /// When the apply ran (RFC 3339), as its journal says.
     pub at: String,
@@ -173,7 +173,7 @@ pub struct Held {
 /// oldest first: set-aside files on this machine (stat only, never read),
 /// and remote trash copies in `target` (counted from the journal; a copy
 /// an interrupted apply never made is deleted as absent).
-pub fn held(
+pub(crate) fn held(
     layout: &Layout,
     target: &crate::config::Placement,
 ) -> Result<Vec<Held>, UndoObserveError> {

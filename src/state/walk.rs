@@ -16,11 +16,11 @@ use std::path::{Path, PathBuf};
 use rayon::prelude::*;
 
 use super::dir_listings::{DirKey, DirListings, Listing};
-pub use super::stat::Stat;
+pub(crate) use super::stat::Stat;
 
 /// How a directory's listing was come by.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Seen {
+pub(crate) enum Seen {
     /// The remembered listing for its stamp (and where the listings hold
     /// it: [`DirListings::find`]).
     Remembered(DirKey, Option<u32>),
@@ -32,7 +32,7 @@ pub enum Seen {
 
 /// One entry beneath the walked directory.
 #[derive(Debug)]
-pub struct WalkEntry {
+pub(crate) struct WalkEntry {
     /// The root's name (as the caller gave it), then each name below it,
     /// joined by `/`.
     pub rel: Box<[u8]>,
@@ -44,7 +44,7 @@ pub struct WalkEntry {
 /// What a walk found: every entry beneath the walked directory in walk
 /// order, and how each directory's listing (its own included) was come by.
 #[derive(Debug, Default)]
-pub struct Walked {
+pub(crate) struct Walked {
     pub entries: Vec<WalkEntry>,
     /// The walked directory's own first, the rest in no particular order.
     pub seen: Vec<Seen>,
@@ -54,16 +54,6 @@ impl Walked {
     fn append(&mut self, other: Walked) {
         self.entries.extend(other.entries);
         self.seen.extend(other.seen);
-    }
-}
-
-impl WalkEntry {
-    /// The entry's own name.
-    pub fn name(&self) -> &[u8] {
-        match self.rel.iter().rposition(|&b| b == b'/') {
-            Some(i) => &self.rel[i + 1..],
-            None => &self.rel,
-        }
     }
 }
 
@@ -132,15 +122,26 @@ fn lstatat(dir: &OwnedFd, path: &std::ffi::CStr) -> io::Result<Stat> {
     Ok(Stat::of_raw(&st))
 }
 
-pub struct Walker<'a> {
+pub(crate) struct Walker<'a> {
     listings: &'a DirListings,
     /// A directory changed at or after this is racy (nanoseconds since the
     /// epoch).
     trust_before_ns: i64,
 }
 
+impl WalkEntry {
+    /// The entry's own name.
+    #[cfg(test)]
+    pub(crate) fn name(&self) -> &[u8] {
+        match self.rel.iter().rposition(|&b| b == b'/') {
+            Some(i) => &self.rel[i + 1..],
+            None => &self.rel,
+        }
+    }
+}
+
 impl<'a> Walker<'a> {
-    pub fn new(listings: &'a DirListings, trust_before_ns: i64) -> Walker<'a> {
+    pub(crate) fn new(listings: &'a DirListings, trust_before_ns: i64) -> Walker<'a> {
         Walker {
             listings,
             trust_before_ns,
@@ -149,7 +150,8 @@ impl<'a> Walker<'a> {
 
     /// Walks the directory `dir` (whose lstat is `stat`), naming entries
     /// from `rel`.
-    pub fn walk(&self, dir: &Path, rel: &[u8], stat: &Stat) -> Result<Walked, WalkError> {
+    #[cfg(test)]
+    pub(crate) fn walk(&self, dir: &Path, rel: &[u8], stat: &Stat) -> Result<Walked, WalkError> {
         let mut out = Walked::default();
         let anchor = Anchor::open(dir, rel, stat);
         self.walk_dir(&anchor, dir, rel, 0, stat, false, &mut out)?;
@@ -160,7 +162,7 @@ impl<'a> Walker<'a> {
     /// `dir` at a time (the child's entry, then everything beneath it), in
     /// walk order, and `dir`'s own listing record last: a big tree is never
     /// held whole. Each child's subtree is still walked in parallel.
-    pub fn walk_in_parts<E: From<WalkError>>(
+    pub(crate) fn walk_in_parts<E: From<WalkError>>(
         &self,
         dir: &Path,
         rel: &[u8],

@@ -38,12 +38,12 @@ use crate::fsutil::{TEMP_PREFIX as TMP_PREFIX, is_swamp_temp};
 /// directory keeps being removed under us (see [`FsStore::lock_dir`]).
 const LOCK_ATTEMPTS: usize = 20;
 
-pub struct FsStore {
+pub(crate) struct FsStore {
     root: PathBuf,
 }
 
 impl FsStore {
-    pub fn new(root: &Path) -> FsStore {
+    pub(crate) fn new(root: &Path) -> FsStore {
         FsStore {
             root: root.to_path_buf(),
         }

@@ -50,7 +50,7 @@ const DELETE_CONCURRENCY: usize = 16;
 /// metadata and its body.
 const READ_RACE_ATTEMPTS: usize = 3;
 
-pub struct GcsStore {
+pub(crate) struct GcsStore {
     bucket: String,
     endpoint: Option<String>,
     options: StoreOptions,
@@ -66,7 +66,7 @@ enum Scope<'a> {
 }
 
 impl GcsStore {
-    pub fn new(
+    pub(crate) fn new(
         bucket: &str,
         endpoint: Option<&str>,
         options: StoreOptions,

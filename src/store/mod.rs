@@ -20,12 +20,12 @@
 //! extended attribute `user.swamp.sha256` on a filesystem), and downloads
 //! are checked against it before they land at their destination.
 
-pub mod fs;
-pub mod gcs;
-pub mod retry;
-pub mod s3;
+pub(crate) mod fs;
+pub(crate) mod gcs;
+pub(crate) mod retry;
+pub(crate) mod s3;
 pub mod scoped;
-pub mod target;
+pub(crate) mod target;
 
 pub use target::{RemoteTarget, runtime};
 

@@ -4,7 +4,7 @@
 //! throttling, connection refused / reset / timed out) and which are not
 //! (every other 4xx, including 404 and 412: repeating a request the server
 //! judged wrong cannot make it right). Backends map their raw errors to
-//! [`StoreError`] with [`classify_status`] and [`classify_io`]; the loop here
+//! [`StoreError`] with [`classify_status`]; the loop here
 //! only looks at [`StoreError::is_transient`].
 //!
 //! Retries are per request, but whether the server is there at all is a
@@ -16,7 +16,6 @@
 //! endpoint ends in seconds instead of retrying each file five times.
 
 use std::future::Future;
-use std::io;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -181,7 +180,7 @@ impl RetryPolicy {
 
 /// What to do with a failed request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Class {
+pub(crate) enum Class {
     /// The same request may succeed later.
     Transient,
     /// It will fail the same way again.
@@ -192,7 +191,7 @@ pub enum Class {
 /// one (S3 answers throttling as `503 SlowDown`, sometimes as `400
 /// Throttling`/`RequestLimitExceeded`, and concurrent conditional writes as
 /// `409 ConditionalRequestConflict`, which AWS documents as "retry").
-pub fn classify_status(status: u16, code: Option<&str>) -> Class {
+pub(crate) fn classify_status(status: u16, code: Option<&str>) -> Class {
     const THROTTLING_CODES: &[&str] = &[
         "SlowDown",
         "Throttling",
@@ -215,17 +214,6 @@ pub fn classify_status(status: u16, code: Option<&str>) -> Class {
     }
 }
 
-/// Classifies an I/O error met while talking to a server.
-pub fn classify_io(kind: io::ErrorKind) -> Class {
-    use io::ErrorKind::*;
-    match kind {
-        ConnectionRefused | ConnectionReset | ConnectionAborted | NotConnected | BrokenPipe
-        | TimedOut | UnexpectedEof | Interrupted | HostUnreachable | NetworkUnreachable
-        | NetworkDown => Class::Transient,
-        _ => Class::Permanent,
-    }
-}
-
 /// Runs `op` until it succeeds, fails permanently, or `policy.max_attempts`
 /// are spent; returns the last error. `op` gets the attempt number (1-based)
 /// so a backend can tell a first try from a repeat (a repeated conditional
@@ -236,7 +224,7 @@ pub fn classify_io(kind: io::ErrorKind) -> Class {
 /// too (a flipped bit in transit); one that keeps disagreeing is reported
 /// as corrupt. Once the store's [`Breaker`] has judged the server down, no
 /// request is sent: it fails at once with [`StoreError::Down`].
-pub async fn with_retry<T, F, Fut>(policy: &RetryPolicy, mut op: F) -> Result<T, StoreError>
+pub(crate) async fn with_retry<T, F, Fut>(policy: &RetryPolicy, mut op: F) -> Result<T, StoreError>
 where
     F: FnMut(u32) -> Fut,
     Fut: Future<Output = Result<T, StoreError>>,
@@ -314,25 +302,6 @@ mod tests {
         );
         assert_eq!(classify_status(404, Some("NoSuchKey")), Class::Permanent);
         assert_eq!(classify_status(403, Some("AccessDenied")), Class::Permanent);
-    }
-
-    #[test]
-    fn network_failures_are_transient_and_local_ones_are_not() {
-        for kind in [
-            io::ErrorKind::ConnectionRefused,
-            io::ErrorKind::ConnectionReset,
-            io::ErrorKind::TimedOut,
-            io::ErrorKind::UnexpectedEof,
-        ] {
-            assert_eq!(classify_io(kind), Class::Transient, "{kind:?}");
-        }
-        for kind in [
-            io::ErrorKind::NotFound,
-            io::ErrorKind::PermissionDenied,
-            io::ErrorKind::InvalidData,
-        ] {
-            assert_eq!(classify_io(kind), Class::Permanent, "{kind:?}");
-        }
     }
 
     #[test]

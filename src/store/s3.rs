@@ -47,7 +47,7 @@ mod multipart;
 
 /// The part size swamp's own multipart uploads use for a file of `size`
 /// bytes (to recognise them by their ETag).
-pub fn multipart_part_size(size: u64) -> u64 {
+pub(crate) fn multipart_part_size(size: u64) -> u64 {
     multipart::part_size(size)
 }
 
@@ -87,7 +87,7 @@ const DENIED_HINT: &str = "check the AWS credentials: AWS_ACCESS_KEY_ID/AWS_SECR
      and check that the bucket exists: some S3-compatible servers (SeaweedFS) answer 403, not 404, \
      for a missing bucket";
 
-pub struct S3Store {
+pub(crate) struct S3Store {
     bucket: String,
     region: Option<String>,
     endpoint: Option<String>,
@@ -159,7 +159,7 @@ impl S3Store {
         }
     }
 
-    pub fn new(
+    pub(crate) fn new(
         bucket: &str,
         region: Option<&str>,
         endpoint: Option<&str>,

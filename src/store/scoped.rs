@@ -31,7 +31,7 @@ impl Scoped {
     }
 
     /// Whether `key` lies in the scope.
-    pub fn contains(&self, key: &str) -> bool {
+    pub(crate) fn contains(&self, key: &str) -> bool {
         let Some(rel) = key.strip_prefix(&self.prefix) else {
             return false;
         };

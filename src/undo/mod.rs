@@ -22,7 +22,7 @@ use crate::layout::{Layout, TierPath};
 /// What one journal entry records.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Op {
+pub(crate) enum Op {
     /// The file was moved into this apply's trash (a delete, a `data rm`
     /// or `data gc`): undo restores it.
     SetAside,
@@ -39,7 +39,7 @@ pub enum Op {
 
 /// One file an apply set aside or restored.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Entry {
+pub(crate) struct Entry {
     pub op: Op,
     pub placement: Placement,
     pub path: TierPath,
@@ -56,7 +56,7 @@ impl Entry {
     /// deleted (`written: None`) or replaced by bytes with sha256 `written`.
     /// What the trash copy holds is read back from it by `undo`, so no
     /// sha256 or size is recorded.
-    pub fn remote_set_aside(
+    pub(crate) fn remote_set_aside(
         placement: &Placement,
         path: &TierPath,
         written: Option<String>,
@@ -75,7 +75,7 @@ impl Entry {
 /// The record of one apply, written before its first destructive action
 /// and again (with `finished`) when it ends.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Journal {
+pub(crate) struct Journal {
     pub id: String,
     /// Order among this repository's applies (ids made within the same
     /// second do not sort by time).
@@ -136,7 +136,7 @@ fn io_err<'a>(action: &'static str, path: &'a Path) -> impl FnOnce(io::Error) ->
 
 /// A new apply id: the time to the second, then six random hex digits
 /// (`20261201T123000Z-3fa29c`), safe as a file and key name.
-pub fn new_id() -> String {
+pub(crate) fn new_id() -> String {
     let now: String = crate::clock::now_rfc3339()
         .chars()
         .filter(|c| !matches!(c, '-' | ':'))
@@ -145,7 +145,7 @@ pub fn new_id() -> String {
 }
 
 /// Whether `id` looks like an apply id (never a path).
-pub fn is_id(id: &str) -> bool {
+pub(crate) fn is_id(id: &str) -> bool {
     !id.is_empty()
         && id.len() <= 64
         && id
@@ -156,7 +156,12 @@ pub fn is_id(id: &str) -> bool {
 
 impl Journal {
     /// A journal for a new apply of `command`, numbered after every other.
-    pub fn begin(layout: &Layout, command: &str, summary: String, entries: Vec<Entry>) -> Journal {
+    pub(crate) fn begin(
+        layout: &Layout,
+        command: &str,
+        summary: String,
+        entries: Vec<Entry>,
+    ) -> Journal {
         let seq = Journal::all(layout)
             .map(|all| all.iter().map(|j| j.seq).max().unwrap_or(0))
             .unwrap_or(0)
@@ -177,7 +182,7 @@ impl Journal {
     }
 
     /// Writes the journal atomically.
-    pub fn save(&self, layout: &Layout) -> Result<(), UndoError> {
+    pub(crate) fn save(&self, layout: &Layout) -> Result<(), UndoError> {
         let path = layout.journal_path(&self.id);
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).map_err(io_err("create", dir))?;
@@ -187,7 +192,7 @@ impl Journal {
         fsutil::atomic_write(&path, &bytes).map_err(io_err("write", &path))
     }
 
-    pub fn load(layout: &Layout, id: &str) -> Result<Journal, UndoError> {
+    pub(crate) fn load(layout: &Layout, id: &str) -> Result<Journal, UndoError> {
         if !is_id(id) {
             return Err(UndoError::NoSuchApply { id: id.to_string() });
         }
@@ -206,7 +211,7 @@ impl Journal {
     }
 
     /// Every journal of this repository, oldest first.
-    pub fn all(layout: &Layout) -> Result<Vec<Journal>, UndoError> {
+    pub(crate) fn all(layout: &Layout) -> Result<Vec<Journal>, UndoError> {
         let dir = layout.trash_dir();
         let entries = match std::fs::read_dir(&dir) {
             Ok(e) => e,
@@ -229,12 +234,12 @@ impl Journal {
     }
 
     /// The newest journal.
-    pub fn last(layout: &Layout) -> Result<Journal, UndoError> {
+    pub(crate) fn last(layout: &Layout) -> Result<Journal, UndoError> {
         Journal::all(layout)?.pop().ok_or(UndoError::NoHistory)
     }
 
     /// Bytes this apply set aside.
-    pub fn set_aside_bytes(&self) -> u64 {
+    pub(crate) fn set_aside_bytes(&self) -> u64 {
         self.entries
             .iter()
             .filter(|e| e.op == Op::SetAside)
@@ -246,7 +251,7 @@ impl Journal {
 /// This process's command line, quoted for a shell where needed: what a
 /// journal records as the apply's command (and what an error's hint says
 /// to run again).
-pub fn command_line() -> String {
+pub(crate) fn command_line() -> String {
     let mut out = String::from("swamp");
     for arg in std::env::args().skip(1) {
         out.push(' ');
@@ -268,14 +273,14 @@ pub fn command_line() -> String {
 /// The trash of one running apply, for one placement: what its deletes
 /// set aside into.
 #[derive(Debug, Clone)]
-pub struct Trash<'a> {
+pub(crate) struct Trash<'a> {
     pub layout: &'a Layout,
     pub id: &'a str,
     pub placement: Placement,
 }
 
 impl Trash<'_> {
-    pub fn set_aside(&self, path: &TierPath) -> Result<(), UndoError> {
+    pub(crate) fn set_aside(&self, path: &TierPath) -> Result<(), UndoError> {
         set_aside(self.layout, self.id, &self.placement, path)
     }
 }
@@ -283,7 +288,7 @@ impl Trash<'_> {
 /// Moves `path` of `placement` into apply `id`'s trash: one rename on the
 /// same filesystem, both directories synced so the move survives a crash.
 /// A file already gone (an interrupted run set it aside) is not an error.
-pub fn set_aside(
+pub(crate) fn set_aside(
     layout: &Layout,
     id: &str,
     placement: &Placement,

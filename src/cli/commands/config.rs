@@ -19,7 +19,7 @@ use crate::engine::registry::register_namespace;
 use crate::engine::{self, EngineError, SyncOptions};
 use crate::engine::{Scope, mirror};
 
-pub fn migrate(ctx: &Ctx, yes: bool) -> Result<Outcome, CliError> {
+pub(super) fn migrate(ctx: &Ctx, yes: bool) -> Result<Outcome, CliError> {
     let repo = ctx.open_repo()?;
     if !repo.config.datastore.is_remote() {
         return Err(CliError::usage(format!(

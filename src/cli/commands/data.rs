@@ -64,7 +64,7 @@ fn warn_pending(repo: &Repo) {
     }
 }
 
-pub fn put(ctx: &Ctx, name: &str, file: Option<&Path>) -> Result<Outcome, CliError> {
+pub(super) fn put(ctx: &Ctx, name: &str, file: Option<&Path>) -> Result<Outcome, CliError> {
     let repo = open(ctx)?;
     let store = store(&repo)?;
     let entry = match file {
@@ -97,7 +97,7 @@ pub fn put(ctx: &Ctx, name: &str, file: Option<&Path>) -> Result<Outcome, CliErr
     Ok(Outcome::Success)
 }
 
-pub fn get(ctx: &Ctx, name: &str, version: Option<u64>) -> Result<Outcome, CliError> {
+pub(super) fn get(ctx: &Ctx, name: &str, version: Option<u64>) -> Result<Outcome, CliError> {
     let repo = open(ctx)?;
     let mut remote_only = remote_versions(&repo)?;
     let (entry, path) = match store_with(&repo, remote_only.clone()).get(name, version) {
@@ -135,7 +135,7 @@ pub fn get(ctx: &Ctx, name: &str, version: Option<u64>) -> Result<Outcome, CliEr
     Ok(Outcome::Success)
 }
 
-pub fn list(ctx: &Ctx) -> Result<Outcome, CliError> {
+pub(super) fn list(ctx: &Ctx) -> Result<Outcome, CliError> {
     let repo = open(ctx)?;
     let names = store(&repo)?.list()?;
     if ctx.json {
@@ -173,7 +173,7 @@ pub fn list(ctx: &Ctx) -> Result<Outcome, CliError> {
     Ok(Outcome::Success)
 }
 
-pub fn rm(ctx: &Ctx, name: &str) -> Result<Outcome, CliError> {
+pub(super) fn rm(ctx: &Ctx, name: &str) -> Result<Outcome, CliError> {
     let repo = open(ctx)?;
     warn_pending(&repo);
     warn_remote_only(&repo, Some(name))?;
@@ -190,7 +190,7 @@ pub fn rm(ctx: &Ctx, name: &str) -> Result<Outcome, CliError> {
     Ok(Outcome::Success)
 }
 
-pub fn gc(ctx: &Ctx, keep: usize, dry_run: bool) -> Result<Outcome, CliError> {
+pub(super) fn gc(ctx: &Ctx, keep: usize, dry_run: bool) -> Result<Outcome, CliError> {
     let repo = open(ctx)?;
     warn_pending(&repo);
     warn_remote_only(&repo, None)?;
@@ -218,7 +218,7 @@ pub fn gc(ctx: &Ctx, keep: usize, dry_run: bool) -> Result<Outcome, CliError> {
     Ok(Outcome::Success)
 }
 
-pub fn catalog_rebuild(ctx: &Ctx) -> Result<Outcome, CliError> {
+pub(super) fn catalog_rebuild(ctx: &Ctx) -> Result<Outcome, CliError> {
     let repo = ctx.open_repo()?;
     let stats = Catalog::rebuild(&repo.layout, &repo.config.target())?;
     if ctx.json {

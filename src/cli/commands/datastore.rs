@@ -14,7 +14,7 @@ use crate::engine::Scope;
 use crate::engine::registry::{ListedNamespace, list_namespaces, register_namespace};
 use crate::engine::{self, SyncOptions};
 
-pub fn setup(
+pub(super) fn setup(
     ctx: &Ctx,
     spec: &str,
     hydration: Option<crate::config::Hydration>,
@@ -47,7 +47,12 @@ pub fn setup(
     retarget(ctx, &repo, target, None, hydration, yes, true)
 }
 
-pub fn namespace_set(ctx: &Ctx, ns: &str, migrate: bool, yes: bool) -> Result<Outcome, CliError> {
+pub(super) fn namespace_set(
+    ctx: &Ctx,
+    ns: &str,
+    migrate: bool,
+    yes: bool,
+) -> Result<Outcome, CliError> {
     let repo = ctx.open_repo()?;
     let ns = Namespace::parse(ns).map_err(|e| CliError::usage(e.to_string()))?;
     if repo.config.namespace.as_ref() == Some(&ns) {
@@ -65,7 +70,7 @@ pub fn namespace_set(ctx: &Ctx, ns: &str, migrate: bool, yes: bool) -> Result<Ou
     retarget(ctx, &repo, target, None, None, yes, migrate)
 }
 
-pub fn namespace_unset(ctx: &Ctx, migrate: bool, yes: bool) -> Result<Outcome, CliError> {
+pub(super) fn namespace_unset(ctx: &Ctx, migrate: bool, yes: bool) -> Result<Outcome, CliError> {
     let repo = ctx.open_repo()?;
     if repo.config.namespace.is_none() && repo.config.migrating_from.is_empty() {
         if ctx.json {
@@ -82,7 +87,7 @@ pub fn namespace_unset(ctx: &Ctx, migrate: bool, yes: bool) -> Result<Outcome, C
     retarget(ctx, &repo, target, None, None, yes, migrate)
 }
 
-pub fn namespace_migrate(ctx: &Ctx, reverse: bool, yes: bool) -> Result<Outcome, CliError> {
+pub(super) fn namespace_migrate(ctx: &Ctx, reverse: bool, yes: bool) -> Result<Outcome, CliError> {
     if reverse {
         return namespace_unset(ctx, true, yes);
     }
@@ -216,7 +221,7 @@ fn record_only(ctx: &Ctx, repo: &Repo, config: &Config) -> Result<Outcome, CliEr
     Ok(Outcome::Success)
 }
 
-pub fn namespaces(ctx: &Ctx) -> Result<Outcome, CliError> {
+pub(super) fn namespaces(ctx: &Ctx) -> Result<Outcome, CliError> {
     let repo = ctx.open_repo()?;
     if !repo.config.datastore.is_remote() {
         return Err(CliError::usage(format!(

@@ -65,7 +65,7 @@ impl Item {
     }
 }
 
-pub fn datastores(ctx: &Ctx, repair: bool, yes: bool) -> Result<Outcome, CliError> {
+pub(super) fn datastores(ctx: &Ctx, repair: bool, yes: bool) -> Result<Outcome, CliError> {
     if yes && !repair {
         return Err(CliError::usage(
             "`-y` applies repairs, so it needs `--repair`; nothing was changed",

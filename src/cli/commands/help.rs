@@ -9,7 +9,7 @@ use crate::cli::args::{Cli, Shell};
 use crate::cli::output::outln;
 use crate::cli::{CliError, Ctx, Outcome};
 
-pub fn completions(shell: Shell) -> Result<Outcome, CliError> {
+pub(super) fn completions(shell: Shell) -> Result<Outcome, CliError> {
     use clap_complete::Shell as S;
     let shell = match shell {
         Shell::Bash => S::Bash,
@@ -25,7 +25,7 @@ pub fn completions(shell: Shell) -> Result<Outcome, CliError> {
     Ok(Outcome::Success)
 }
 
-pub fn man(ctx: &Ctx, out_dir: Option<&Path>) -> Result<Outcome, CliError> {
+pub(super) fn man(ctx: &Ctx, out_dir: Option<&Path>) -> Result<Outcome, CliError> {
     let command = Cli::command();
     let Some(dir) = out_dir else {
         let mut page = Vec::new();

@@ -11,7 +11,7 @@ use crate::cli::render::{escape_controls, human_bytes, table};
 use crate::cli::{CliError, Ctx, Outcome};
 use crate::undo::Journal;
 
-pub fn run(ctx: &Ctx) -> Result<Outcome, CliError> {
+pub(super) fn run(ctx: &Ctx) -> Result<Outcome, CliError> {
     let repo = ctx.open_repo()?;
     let journals = Journal::all(&repo.layout)?;
     if ctx.json {

@@ -9,7 +9,7 @@ use crate::cli::output::print_json;
 use crate::cli::{CliError, Ctx, Outcome};
 use crate::config::{CONFIG_FILE, Config, Namespace, parse_datastore_spec};
 
-pub fn run(
+pub(super) fn run(
     ctx: &Ctx,
     namespace: Option<&str>,
     datastore: &str,

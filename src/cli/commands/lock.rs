@@ -117,7 +117,7 @@ fn print_state(url: &str, state: &LockState) {
     }
 }
 
-pub fn status(ctx: &Ctx, at: &LockWhere) -> Result<Outcome, CliError> {
+pub(super) fn status(ctx: &Ctx, at: &LockWhere) -> Result<Outcome, CliError> {
     let targets = targets(ctx, at)?;
     let mut rows = Vec::new();
     for (i, t) in targets.iter().enumerate() {
@@ -137,7 +137,7 @@ pub fn status(ctx: &Ctx, at: &LockWhere) -> Result<Outcome, CliError> {
     Ok(Outcome::Success)
 }
 
-pub fn release(ctx: &Ctx, at: &LockWhere, force: bool) -> Result<Outcome, CliError> {
+pub(super) fn release(ctx: &Ctx, at: &LockWhere, force: bool) -> Result<Outcome, CliError> {
     let targets = targets(ctx, at)?;
     let mut rows = Vec::new();
     for t in &targets {

@@ -18,7 +18,7 @@ use super::args::{
 };
 use super::{CliError, Ctx, Outcome};
 
-pub fn run(ctx: &Ctx, command: Command) -> Result<Outcome, CliError> {
+pub(super) fn run(ctx: &Ctx, command: Command) -> Result<Outcome, CliError> {
     match command {
         Command::Init {
             namespace,
@@ -134,7 +134,7 @@ fn datastore_command(ctx: &Ctx, command: DatastoreCommand) -> Result<Outcome, Cl
 }
 
 /// The answer at the prompt was not `yes`: nothing was changed.
-pub fn cancelled() -> Outcome {
+pub(super) fn cancelled() -> Outcome {
     crate::cli::output::errln!("\nApply cancelled.");
     Outcome::Failed
 }

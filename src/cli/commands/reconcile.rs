@@ -15,7 +15,7 @@ use crate::engine::Scope;
 use crate::engine::{self, Planned, SyncOptions};
 use crate::plan::SavedPlan;
 
-pub fn plan(
+pub(super) fn plan(
     ctx: &Ctx,
     scope: Scope,
     options: SyncOptions,
@@ -78,7 +78,7 @@ fn plan_outcome(plan: &crate::plan::Plan, detailed_exitcode: bool) -> Outcome {
     }
 }
 
-pub fn show(ctx: &Ctx, file: &Path) -> Result<Outcome, CliError> {
+pub(super) fn show(ctx: &Ctx, file: &Path) -> Result<Outcome, CliError> {
     let saved = match crate::plan::file::load_any(file)? {
         crate::plan::file::Loaded::Plan(saved) => *saved,
         crate::plan::file::Loaded::Undo(undo) => {
@@ -105,7 +105,7 @@ pub fn show(ctx: &Ctx, file: &Path) -> Result<Outcome, CliError> {
     Ok(Outcome::Success)
 }
 
-pub fn apply(
+pub(super) fn apply(
     ctx: &Ctx,
     scope: Scope,
     options: SyncOptions,
@@ -130,7 +130,7 @@ pub fn apply(
 
 /// A saved plan is its own review (as `terraform apply FILE`): applied
 /// without asking, once planned again and found unchanged.
-pub fn apply_saved(ctx: &Ctx, file: &Path) -> Result<Outcome, CliError> {
+pub(super) fn apply_saved(ctx: &Ctx, file: &Path) -> Result<Outcome, CliError> {
     let saved = match crate::plan::file::load_any(file)? {
         crate::plan::file::Loaded::Plan(saved) => *saved,
         crate::plan::file::Loaded::Undo(undo) => return super::undo::apply_saved(ctx, &undo),
@@ -170,7 +170,7 @@ fn apply_saved_locked(ctx: &Ctx, repo: &Repo, saved: SavedPlan) -> Result<Outcom
 
 /// What to do when the user did not confirm.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Unconfirmed {
+pub(super) enum Unconfirmed {
     /// `apply`: refuse, naming `-y` (there is nobody to ask).
     Refuse,
     /// Layout commands: the plan was a preview; change nothing, exit 0.
@@ -179,7 +179,7 @@ pub enum Unconfirmed {
 
 /// Shows `planned`, asks for (or takes) confirmation, records `new_config`
 /// in `.swamp.toml` when given, applies, and verifies convergence.
-pub fn run_flow(
+pub(super) fn run_flow(
     ctx: &Ctx,
     repo: &Repo,
     planned: Planned,
@@ -250,7 +250,7 @@ pub fn run_flow(
 
 /// This very command line with `-y` added: what to run to apply without
 /// being asked.
-pub fn with_yes() -> String {
+pub(super) fn with_yes() -> String {
     let line = crate::cli::command_line();
     match line.find(" -- ") {
         Some(at) => format!("{} -y{}", &line[..at], &line[at..]),
@@ -407,7 +407,7 @@ fn applied_line(report: &engine::ApplyReport, remote: bool) -> String {
 /// Claims the repository's namespace in its remote datastore, if it has one.
 /// Before a sync plans: the namespace is claimed, and the remote holds the
 /// id its sync base gets bound to.
-pub fn ensure_registered(repo: &Repo) -> Result<(), CliError> {
+pub(super) fn ensure_registered(repo: &Repo) -> Result<(), CliError> {
     if repo.config.datastore.is_remote() {
         crate::engine::registry::register_namespace(&repo.config.target(), repo.config.repo_id)?;
         crate::engine::registry::ensure_remote_id(&repo.config.target())?;

@@ -12,7 +12,7 @@ use crate::engine::Scope;
 use crate::engine::locks::{self, LockState};
 use crate::plan::root_label;
 
-pub fn run(ctx: &Ctx) -> Result<Outcome, CliError> {
+pub(super) fn run(ctx: &Ctx) -> Result<Outcome, CliError> {
     let repo = ctx.open_repo()?;
     let config = &repo.config;
     // What needs the datastore (the plan, the lock) may fail (a bucket

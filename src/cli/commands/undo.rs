@@ -23,7 +23,7 @@ enum Then<'a> {
     Expect { saved: &'a SavedUndo, yes: bool },
 }
 
-pub fn run(
+pub(super) fn run(
     ctx: &Ctx,
     id: Option<&str>,
     yes: bool,
@@ -42,7 +42,7 @@ pub fn run(
 
 /// `swamp apply FILE` of a saved undo plan: planned again, applied only if
 /// unchanged.
-pub fn apply_saved(ctx: &Ctx, saved: &SavedUndo) -> Result<Outcome, CliError> {
+pub(super) fn apply_saved(ctx: &Ctx, saved: &SavedUndo) -> Result<Outcome, CliError> {
     undo_with(
         ctx,
         Some(&saved.undo.undoes),
@@ -199,7 +199,7 @@ fn show_undone(
 
 /// `swamp undo --prune`: the retention `[undo]` asks for, planned like any
 /// other change (the applies whose trash goes, and why), then confirmed.
-pub fn prune(ctx: &Ctx, yes: bool, detailed_exitcode: bool) -> Result<Outcome, CliError> {
+pub(super) fn prune(ctx: &Ctx, yes: bool, detailed_exitcode: bool) -> Result<Outcome, CliError> {
     let repo = ctx.open_repo()?;
     let layout = &repo.layout;
     let actions = engine::undo::due_prunes(layout, &repo.config)?;
