@@ -221,7 +221,9 @@ mod from {
                 LockError::HeldUpstream { .. }
                 | LockError::Held { .. }
                 | LockError::Unparseable { .. } => ErrorKind::LockHeld,
-                LockError::Lost { .. } | LockError::Store(_) => ErrorKind::Failure,
+                LockError::Lost { .. } | LockError::ReadOnly { .. } | LockError::Store(_) => {
+                    ErrorKind::Failure
+                }
             };
             let setting = match &e {
                 LockError::Store(se) => hints::store_setting(se).map(|(setting, _)| setting),

@@ -175,9 +175,23 @@ pub(super) fn lock(e: &LockError) -> Option<String> {
         LockError::Unparseable { .. } => "inspect it with `swamp datastore lock status`; once sure nobody is working, \
                          break it with `swamp datastore lock release --force`",
         LockError::Lost { .. } => "another process holds the lock now; when it is done, run `swamp plan` to see what is left",
+        LockError::ReadOnly { url, op, .. } => return Some(read_only(url, op)),
         LockError::Store(se) => return store_setting(se).map(|(_, hint)| hint.to_string()),
     }
     .into())
+}
+
+/// What a writer needs, and what works without it.
+fn read_only(url: &str, op: &str) -> String {
+    let needs = if op.starts_with("storage.") {
+        "storage.objects.create and storage.objects.delete on the bucket (roles/storage.objectUser)"
+            .to_string()
+    } else {
+        format!("s3:PutObject and s3:DeleteObject on {url}* (README: least privilege)")
+    };
+    format!(
+        "a writer needs {needs}; with these credentials, `swamp datastore sync --pull` (and `plan`, `data get`, `status`) work read-only"
+    )
 }
 
 /// The datastore setting a store error is about, and the hint that fixes

@@ -31,15 +31,31 @@ impl Locks {
         config: &Config,
         operation: &str,
     ) -> Result<Locks, LockError> {
-        let timeout = ctx
-            .lock_timeout
-            .unwrap_or(std::time::Duration::from_secs(config.lock.timeout_secs))
-            .as_secs();
+        let timeout = timeout_secs(ctx, config);
         let how = TakeOptions {
             operation,
             timeout: ctx.lock_timeout,
         };
         let held = locks::Locks::take(layout, config, how, &mut |event| {
+            say(ctx.quiet, timeout, event)
+        })?;
+        Ok(Locks(held))
+    }
+
+    /// Takes this clone's own lock only, for a run that writes nothing to
+    /// the datastore.
+    pub(super) fn take_local(
+        ctx: &Ctx,
+        layout: &Layout,
+        config: &Config,
+        operation: &str,
+    ) -> Result<Locks, CliError> {
+        let timeout = timeout_secs(ctx, config);
+        let how = TakeOptions {
+            operation,
+            timeout: ctx.lock_timeout,
+        };
+        let held = locks::Locks::take_local(layout, config, how, &mut |event| {
             say(ctx.quiet, timeout, event)
         })?;
         Ok(Locks(held))
@@ -73,6 +89,22 @@ impl Locks {
             (Ok(v), None) => Ok(v),
         }
     }
+}
+
+/// Waits, taking no lock, while someone else holds a fresh lock of this
+/// repository's placements (a run that only reads the datastore).
+pub(super) fn await_writers(ctx: &Ctx, layout: &Layout, config: &Config) -> Result<(), CliError> {
+    let timeout = timeout_secs(ctx, config);
+    locks::await_writers(layout, config, ctx.lock_timeout, &mut |event| {
+        say(ctx.quiet, timeout, event)
+    })?;
+    Ok(())
+}
+
+fn timeout_secs(ctx: &Ctx, config: &Config) -> u64 {
+    ctx.lock_timeout
+        .unwrap_or(std::time::Duration::from_secs(config.lock.timeout_secs))
+        .as_secs()
 }
 
 /// Says on stderr what the lock is waiting for (unless `--quiet`).

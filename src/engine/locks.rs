@@ -60,16 +60,21 @@ impl Locks {
         on_event: &mut dyn FnMut(LockEvent<'_>),
     ) -> Result<Locks, LockError> {
         let targets = LockTarget::all_of(layout, config)?;
-        let options = LockOptions {
-            operation: how.operation.to_string(),
-            ttl: Duration::from_secs(config.lock.ttl_secs),
-            timeout: how
-                .timeout
-                .unwrap_or(Duration::from_secs(config.lock.timeout_secs)),
-        };
+        let options = lock_options(config, how, false);
         let mut guards = Vec::new();
         for t in &targets {
             guards.push(lock::acquire(t, &options, on_event)?);
+        }
+        // This clone's own lock too, when the datastore is remote: a run
+        // that changes only the cache takes only that one (`take_local`),
+        // and must not interleave with a run that writes the bucket from
+        // this same clone. Taken last, so the first lock is the target's.
+        if config.target().datastore.is_remote() {
+            let own = own_lock(layout)?;
+            if !targets.iter().any(|t| t.url == own.url) {
+                let options = lock_options(config, how, true);
+                guards.push(lock::acquire(&own, &options, on_event)?);
+            }
         }
         // With ours held (so no other swamp starts meanwhile), wait out
         // upstream's.
@@ -85,6 +90,23 @@ impl Locks {
         // Test-only: hold the lock for a while (FAILPOINTS=lock-acquired=sleep(MS)).
         fail::fail_point!("lock-acquired");
         Ok(Locks { guards })
+    }
+
+    /// Takes this clone's own lock (in its `.swamp/state/`), not the
+    /// datastore's: for a run that changes this clone only, so that two
+    /// runs in one clone do not interleave while credentials that may only
+    /// read the bucket still serve.
+    pub(crate) fn take_local(
+        layout: &Layout,
+        config: &Config,
+        how: TakeOptions<'_>,
+        on_event: &mut dyn FnMut(LockEvent<'_>),
+    ) -> Result<Locks, LockError> {
+        let target = own_lock(layout)?;
+        let options = lock_options(config, how, true);
+        Ok(Locks {
+            guards: vec![lock::acquire(&target, &options, on_event)?],
+        })
     }
 
     /// The version of the first (target) lock, recorded in saved plans as
@@ -117,6 +139,46 @@ impl Locks {
         }
         released
     }
+}
+
+fn lock_options(config: &Config, how: TakeOptions<'_>, own: bool) -> LockOptions {
+    LockOptions {
+        operation: how.operation.to_string(),
+        ttl: Duration::from_secs(config.lock.ttl_secs),
+        timeout: how
+            .timeout
+            .unwrap_or(Duration::from_secs(config.lock.timeout_secs)),
+        dead_holder_is_stale: own,
+    }
+}
+
+/// This clone's own lock, in its `.swamp/state/` (where a `local`
+/// datastore keeps its only lock).
+fn own_lock(layout: &Layout) -> Result<LockTarget, LockError> {
+    let here = Placement {
+        datastore: crate::config::DatastoreConfig::Local,
+        namespace: None,
+    };
+    Ok(LockTarget::of(layout, &here)?)
+}
+
+/// Waits until nobody holds a fresh lock of this run's placements, taking
+/// none (a run that writes nothing to the datastore needs only to read
+/// it), and likewise upstream swamp's.
+pub(crate) fn await_writers(
+    layout: &Layout,
+    config: &Config,
+    timeout: Option<Duration>,
+    on_event: &mut dyn FnMut(LockEvent<'_>),
+) -> Result<(), LockError> {
+    let timeout = timeout.unwrap_or(Duration::from_secs(config.lock.timeout_secs));
+    for t in LockTarget::all_of(layout, config)? {
+        lock::await_free(&t, timeout, on_event)?;
+    }
+    for p in std::iter::once(config.target()).chain(config.migrating_from.iter().cloned()) {
+        lock::await_upstream(&p, timeout, on_event)?;
+    }
+    Ok(())
 }
 
 /// The locks a run in this repository takes: its target's, then every
@@ -165,10 +227,7 @@ pub(crate) fn break_lock(target: &LockTarget, seen: &LockState) -> Result<(), Br
 
 /// A holder on this machine whose process no longer runs.
 pub(crate) fn holder_is_gone(body: &LockBody) -> bool {
-    if body.holder != lock::who_am_i() {
-        return false;
-    }
-    libc::pid_t::try_from(body.pid).is_ok_and(crate::fsutil::process_gone)
+    lock::holder_is_gone(body)
 }
 
 /// Releases every lock this process holds, for an interrupt handler; the

@@ -140,6 +140,43 @@ pub(crate) fn register_namespace(
     })
 }
 
+/// Whether the namespace is registered to `repo_id` and the remote has its
+/// id, so that a run needs to write neither (read only); an error when
+/// another repository owns the namespace.
+pub(crate) fn is_registered(
+    placement: &Placement,
+    repo_id: uuid::Uuid,
+) -> Result<bool, EngineError> {
+    let target = RemoteTarget::open(placement)?;
+    runtime().block_on(async {
+        if let Some(ns) = &placement.namespace {
+            let key = Layout::namespace_manifest_key(placement);
+            match target.store.get_bytes(&key).await {
+                Ok((_, bytes)) => {
+                    let m = NamespaceManifest::parse(&bytes)
+                        .map_err(|why| RegistrationError::Unrecognised { key, why })?;
+                    if m.repo_id != repo_id {
+                        return Err(RegistrationError::OwnedByAnother {
+                            namespace: ns.to_string(),
+                            url: target.url.clone(),
+                            owner: m.repo_id.to_string(),
+                        }
+                        .into());
+                    }
+                }
+                Err(crate::store::StoreError::NotFound { .. }) => return Ok(false),
+                Err(e) => return Err(e.into()),
+            }
+        }
+        let id_key = Layout::remote_id_key(placement);
+        Ok(
+            crate::state::remote::read_identity(target.store.as_ref(), &id_key)
+                .await?
+                .is_some(),
+        )
+    })
+}
+
 /// Makes sure the remote holds an id (`<prefix>/<ns>/.swamp/remote-id.json`,
 /// written once with a create-only write) and returns it. Sync bases are
 /// bound to it, so a base cannot outlive the remote it was made with.

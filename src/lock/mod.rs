@@ -216,6 +216,16 @@ pub enum LockError {
     Unparseable { url: String, reason: String },
     #[error("lost the lock {url}: {reason}; stopped before doing more")]
     Lost { url: String, reason: String },
+    /// The lock could be read but not written: read-only credentials.
+    #[error("these credentials can read {url} but not write it ({op} denied)")]
+    ReadOnly {
+        /// The namespace (or datastore) the lock guards.
+        url: String,
+        /// The refused request, as the provider's policies name it.
+        op: &'static str,
+        /// What the server said.
+        message: String,
+    },
     #[error("{0}")]
     Store(#[from] StoreError),
 }
@@ -337,6 +347,11 @@ pub(crate) struct LockOptions {
     pub ttl: Duration,
     /// How long to wait for a lock someone else holds.
     pub timeout: Duration,
+    /// A holder on this machine whose process is gone has let go: for the
+    /// clone's own lock, which only this machine's runs take (a kill
+    /// leaves nobody waiting out its TTL). The datastore's lock is shared,
+    /// and waits for the TTL whoever held it.
+    pub dead_holder_is_stale: bool,
 }
 
 /// Takes the lock at `target`, waiting up to `options.timeout` for a holder
@@ -369,6 +384,9 @@ pub(crate) fn acquire(
                 ));
             }
             Err(StoreError::PreconditionFailed { .. }) => {}
+            Err(StoreError::Denied { message, .. }) if rt.block_on(inspect(target)).is_ok() => {
+                return Err(read_only(target, message));
+            }
             Err(e) => return Err(e.into()),
         }
         match rt.block_on(inspect(target))? {
@@ -376,8 +394,8 @@ pub(crate) fn acquire(
             LockState::Held {
                 body: old,
                 version,
-                stale: true,
-            } => {
+                stale,
+            } if stale || (options.dead_holder_is_stale && holder_is_gone(&old)) => {
                 // Compare-and-swap on the stale version: of several waiters
                 // exactly one wins, and a holder that renewed in the
                 // meantime keeps its lock.
@@ -432,6 +450,68 @@ pub(crate) fn acquire(
                 std::thread::sleep(poll);
             }
         }
+    }
+}
+
+/// A refused lock write whose read went through: the credentials can read
+/// the namespace but not write it.
+fn read_only(target: &LockTarget, message: String) -> LockError {
+    let described = target.store.describe();
+    let op = if described.starts_with("gs://") {
+        "storage.objects.create"
+    } else {
+        "PutObject"
+    };
+    let url = target
+        .url
+        .strip_suffix(".swamp/lock.json")
+        .unwrap_or(&target.url)
+        .to_string();
+    LockError::ReadOnly { url, op, message }
+}
+
+/// Waits, up to `timeout`, while someone else holds a fresh lock at
+/// `target`, without taking it: for a run that writes nothing there. A
+/// stale lock does not count (its holder is gone).
+pub(crate) fn await_free(
+    target: &LockTarget,
+    timeout: Duration,
+    on_event: &mut dyn FnMut(Event<'_>),
+) -> Result<(), LockError> {
+    let rt = small_runtime();
+    let started = std::time::Instant::now();
+    let mut announced: Option<String> = None;
+    let poll = Duration::from_millis(250);
+    loop {
+        let waited = started.elapsed();
+        match rt.block_on(inspect(target))? {
+            LockState::Free | LockState::Held { stale: true, .. } => return Ok(()),
+            LockState::Held { body, .. } => {
+                if waited >= timeout {
+                    return Err(LockError::Held {
+                        url: target.url.clone(),
+                        body: Box::new(body),
+                        waited: waited.as_secs(),
+                    });
+                }
+                if announced.as_deref() != Some(body.id.as_str()) {
+                    on_event(Event::Waiting {
+                        url: &target.url,
+                        body: &body,
+                    });
+                    announced = Some(body.id.clone());
+                }
+            }
+            LockState::Unparseable { reason, .. } => {
+                if waited >= timeout {
+                    return Err(LockError::Unparseable {
+                        url: target.url.clone(),
+                        reason,
+                    });
+                }
+            }
+        }
+        std::thread::sleep(poll.min(timeout.saturating_sub(waited)));
     }
 }
 
@@ -726,6 +806,14 @@ pub(crate) fn ensure_held() -> Result<(), String> {
         Some(reason) => Err(reason),
         None => Ok(()),
     }
+}
+
+/// A holder on this machine whose process no longer runs.
+pub(crate) fn holder_is_gone(body: &LockBody) -> bool {
+    if body.holder != who_am_i() {
+        return false;
+    }
+    libc::pid_t::try_from(body.pid).is_ok_and(crate::fsutil::process_gone)
 }
 
 /// Releases every lock this process holds (conditional deletes of our own

@@ -16,6 +16,7 @@ fn opts(ttl_ms: u64, timeout_ms: u64) -> LockOptions {
         operation: "test".into(),
         ttl: Duration::from_millis(ttl_ms),
         timeout: Duration::from_millis(timeout_ms),
+        dead_holder_is_stale: false,
     }
 }
 

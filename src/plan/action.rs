@@ -284,6 +284,33 @@ impl Action {
         "prune-trash",
     ];
 
+    /// Whether this action writes to a remote datastore's bucket; the rest
+    /// change this clone's cache (see [`Plan::writes_remote`]).
+    pub fn writes_remote(&self) -> bool {
+        match self {
+            Action::Upload { .. }
+            | Action::DeleteRemote { .. }
+            | Action::CopyRemote { .. }
+            | Action::DeleteSourceRemote { .. }
+            | Action::RecordDeletes { .. }
+            | Action::NoteProgress { .. }
+            | Action::PruneRecords { .. }
+            | Action::PublishSentinel { .. } => true,
+            Action::PruneTrash { remote_objects, .. } => *remote_objects > 0,
+            Action::RemoveTemp { .. }
+            | Action::MirrorConfig { .. }
+            | Action::Move { .. }
+            | Action::DropDuplicate { .. }
+            | Action::Fetch { .. }
+            | Action::Download { .. }
+            | Action::DeleteLocal { .. }
+            | Action::RenameLocal { .. }
+            | Action::RecordBase { .. }
+            | Action::InvalidateCatalog
+            | Action::FinishMigration => false,
+        }
+    }
+
     pub fn kind(&self) -> &'static str {
         match self {
             Action::Move { .. } => "move",
@@ -690,6 +717,14 @@ impl Plan {
 
     pub fn has_conflicts(&self) -> bool {
         !self.conflicts.is_empty()
+    }
+
+    /// Whether applying it writes to the bucket of a remote (S3 or GCS)
+    /// datastore: only such a run needs the datastore's lock and
+    /// credentials that may write. (A filesystem datastore's moves write
+    /// its shared directory; its runs always take its lock.)
+    pub fn writes_remote(&self) -> bool {
+        self.actions.iter().any(Action::writes_remote)
     }
 
     pub fn summary(&self) -> Summary {

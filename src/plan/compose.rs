@@ -250,7 +250,12 @@ fn sync_step(
         resolved: diff.resolved,
     };
     too_large(plan, &mut step);
-    delete_bookkeeping(options, snapshot, &base, &mut step.actions);
+    let drain_writes = drain
+        .transfers
+        .iter()
+        .chain(&drain.deletes)
+        .any(Action::writes_remote);
+    delete_bookkeeping(options, snapshot, &base, drain_writes, &mut step.actions);
     step
 }
 
@@ -279,6 +284,7 @@ fn delete_bookkeeping(
     options: &Options,
     snapshot: &RemoteSnapshot,
     base: &BTreeMap<TierPath, BaseEntry>,
+    drain_writes: bool,
     sync_actions: &mut Vec<Action>,
 ) {
     // This clone's own deletes that reach the bucket are recorded
@@ -315,6 +321,13 @@ fn delete_bookkeeping(
     );
     let after = crate::plan::clones::newest_stem(&snapshot.delete_records, &snapshot.clone_notes)
         .map(str::to_string);
+    // The note and the prunes ride along with a run that writes the bucket
+    // anyway: a run that would write only them is no run at all (and a
+    // clone with read-only credentials could not), so a clone that only
+    // pulls is silent; records wait for it up to their age bound.
+    if files.is_empty() && !drain_writes && !sync_actions.iter().any(Action::writes_remote) {
+        return;
+    }
     sync_actions.extend(progress.actions(files, after));
 }
 

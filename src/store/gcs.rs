@@ -460,6 +460,10 @@ impl Store for GcsStore {
         self.list_one_level(prefix).await
     }
 
+    async fn list_if_one_page(&self, prefix: &str) -> Result<Option<Vec<ObjectMeta>>, StoreError> {
+        self.list_first_page(prefix).await
+    }
+
     async fn head(&self, key: &str) -> Result<Option<ObjectMeta>, StoreError> {
         check_key(key)?;
         with_retry(&self.options.retry, |_| self.head_once(key)).await

@@ -207,6 +207,11 @@ pub async fn list_split_parts<T: Send>(
     if levels == 0 || !store.capabilities().delimited_listing {
         return Ok(vec![vec![take(store.list(prefix).await?)]]);
     }
+    // A listing that fits one page costs one request: splitting it (a
+    // level listing per prefix) pays off only for a large one.
+    if let Some(page) = store.list_if_one_page(prefix).await? {
+        return Ok(vec![vec![take(page)]]);
+    }
     match split_listing(store, prefix, levels, concurrency.max(1), &take).await? {
         Some(parts) => Ok(parts),
         None => Ok(vec![vec![take(store.list(prefix).await?)]]),
@@ -443,6 +448,17 @@ pub(crate) trait Pager: Sync {
         })
         .await?;
         Ok(())
+    }
+
+    /// [`Store::list_if_one_page`].
+    async fn list_first_page(&self, prefix: &str) -> Result<Option<Vec<ObjectMeta>>, StoreError> {
+        let page = self.list_page(prefix, false, None).await?;
+        if page.next.is_some() {
+            return Ok(None);
+        }
+        let mut objects = page.objects;
+        Level::sort_page(&mut objects);
+        Ok(Some(objects))
     }
 
     /// [`Store::list_level`].
@@ -709,6 +725,13 @@ pub trait Store: Send + Sync {
     ) -> Result<(), StoreError> {
         take(self.list(prefix).await?);
         Ok(())
+    }
+
+    /// The whole listing of `prefix`, sorted by key, when it fits in one
+    /// page (one request); `None` when there is more. The default lists
+    /// whole.
+    async fn list_if_one_page(&self, prefix: &str) -> Result<Option<Vec<ObjectMeta>>, StoreError> {
+        Ok(Some(self.list(prefix).await?))
     }
 
     /// One level of the keys under `prefix` (see [`Level`]). The default

@@ -610,6 +610,10 @@ impl Store for S3Store {
         self.list_one_level(prefix).await
     }
 
+    async fn list_if_one_page(&self, prefix: &str) -> Result<Option<Vec<ObjectMeta>>, StoreError> {
+        self.list_first_page(prefix).await
+    }
+
     async fn head(&self, key: &str) -> Result<Option<ObjectMeta>, StoreError> {
         check_key(key)?;
         let client = self.client().await?;

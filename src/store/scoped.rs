@@ -97,6 +97,11 @@ impl Store for Scoped {
         self.inner.list_paged(prefix, take).await
     }
 
+    async fn list_if_one_page(&self, prefix: &str) -> Result<Option<Vec<ObjectMeta>>, StoreError> {
+        self.check_prefix(prefix)?;
+        self.inner.list_if_one_page(prefix).await
+    }
+
     async fn list_level(&self, prefix: &str) -> Result<super::Level, StoreError> {
         self.check_prefix(prefix)?;
         self.inner.list_level(prefix).await

@@ -14,6 +14,7 @@ mod doctor;
 mod e2e;
 mod faults;
 mod interop;
+mod least_privilege;
 mod lock;
 mod remote_sync;
 mod render;

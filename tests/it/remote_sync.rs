@@ -802,8 +802,6 @@ fn a_peers_gc_reaches_other_clones_but_a_bucket_emptied_behind_swamps_back_still
 fn a_delete_record_stays_until_every_other_clone_has_passed_it(backend: Backend) {
     let bucket = Bucket::new(backend);
     let a = four_versions_of_x_and_one_of_y(&bucket);
-    let b = synced_clone(&a);
-    let c = synced_clone(&a);
     let keys = |under: &str| -> Vec<String> {
         bucket
             .contents()
@@ -816,13 +814,25 @@ fn a_delete_record_stays_until_every_other_clone_has_passed_it(backend: Backend)
             .map(|k| k.split('/').nth(4).unwrap().to_string())
             .collect()
     };
+    // A clone that only pulls writes nothing to the bucket, not even its
+    // progress note (credentials that may only read must do).
+    let b = synced_clone(&a);
+    let c = synced_clone(&a);
+    assert_eq!(clones(keys("clones")).len(), 1, "{:?}", keys("clones"));
+    // Each notes its progress once it writes the bucket anyway.
+    b.put("m/b", "b1\n");
+    b.run(&["datastore", "sync", "-y"]).expect(0);
+    c.put("m/c", "c1\n");
+    c.run(&["datastore", "sync", "-y"]).expect(0);
     assert_eq!(clones(keys("clones")).len(), 3, "{:?}", keys("clones"));
 
     a.run(&["data", "gc", "--keep", "1"]).expect(0);
     a.run(&["datastore", "sync", "-y"]).expect(0);
     assert_eq!(keys("deletes").len(), 1, "recorded");
 
-    // B has passed it, C has not yet: it stays.
+    // B has passed it (noting so with a push of its own), C has not yet:
+    // it stays.
+    b.put("m/b", "b2\n");
     b.run(&["datastore", "sync", "-y"]).expect(0);
     assert_eq!(keys("deletes").len(), 1, "C still needs it");
     let quiet = b.run(&["plan", "--detailed-exitcode"]);
@@ -830,17 +840,36 @@ fn a_delete_record_stays_until_every_other_clone_has_passed_it(backend: Backend)
 
     // C passes it last, without --force, and notes so. A record is kept a
     // week at least (a clone that never noted may still need it), then the
-    // next sync anywhere removes it.
+    // next sync that writes the bucket anywhere removes it.
+    c.put("m/c", "c2\n");
     let run = c.run(&["datastore", "sync", "-y"]);
     run.expect(0);
     assert!(run.stdout.contains("note-progress"), "{}", run.stdout);
     let c_data: Vec<String> = files(&c.cache().join("ns/data")).into_keys().collect();
-    assert_eq!(c_data, ["m/x/4/raw", "m/y/1/raw"], "{}", run.stdout);
+    assert_eq!(
+        c_data,
+        [
+            "m/b/1/raw",
+            "m/b/2/raw",
+            "m/c/1/raw",
+            "m/c/2/raw",
+            "m/x/4/raw",
+            "m/y/1/raw"
+        ],
+        "{}",
+        run.stdout
+    );
     assert_eq!(keys("deletes").len(), 1, "kept for a week");
     let week_later = humantime::format_rfc3339_seconds(
         std::time::SystemTime::now() + std::time::Duration::from_secs(8 * 86_400),
     )
     .to_string();
+    // A pull alone would prune nothing: the prune rides along with a push.
+    let run = b.run_with(&["datastore", "sync", "-y"], &[("SWAMP_NOW", &week_later)]);
+    run.expect(0);
+    assert!(!run.stdout.contains("prune-records"), "{}", run.stdout);
+    assert_eq!(keys("deletes").len(), 1);
+    b.put("m/b", "b3\n");
     let run = b.run_with(&["datastore", "sync", "-y"], &[("SWAMP_NOW", &week_later)]);
     run.expect(0);
     assert!(run.stdout.contains("prune-records"), "{}", run.stdout);
@@ -849,6 +878,9 @@ fn a_delete_record_stays_until_every_other_clone_has_passed_it(backend: Backend)
     let notes = keys("clones");
     assert_eq!(notes.len(), 3, "{notes:?}");
     assert_eq!(clones(notes).len(), 3);
+    for clone in [&a, &c] {
+        clone.run(&["datastore", "sync", "-y"]).expect(0);
+    }
     for clone in [&a, &b, &c] {
         clone.run(&["plan", "--detailed-exitcode"]).expect(0);
     }

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use serde_json::json;
 
-use crate::cli::locking::Locks;
+use crate::cli::locking::{Locks, await_writers};
 use crate::cli::output::{ask, interactive, print_json, print_plan_json};
 use crate::cli::render::human_bytes;
 use crate::cli::{CliError, Ctx, Outcome, Repo};
@@ -23,10 +23,17 @@ pub(super) fn plan(
     detailed_exitcode: bool,
 ) -> Result<Outcome, CliError> {
     let repo = ctx.open_repo()?;
-    // A plan saved for a later apply is made under the lock, so it never
-    // sees a half-applied run of someone else's; a plan only shown is a
-    // read and takes no lock.
+    // A plan saved for a later apply is made once nobody is writing, so it
+    // does not catch someone else's run half-applied: under the lock where
+    // the lock is this machine's or a shared directory's, after waiting
+    // out the writers of a bucket (credentials that may only read can
+    // plan; `apply FILE` plans again under the lock anyway). A plan only
+    // shown is a read and waits for nobody.
     let locks = match out {
+        Some(_) if reads_first(&repo, scope) => {
+            await_writers(ctx, &repo.layout, &repo.config)?;
+            None
+        }
         Some(_) => Some(Locks::take(ctx, &repo.layout, &repo.config, "plan")?),
         None => None,
     };
@@ -118,6 +125,27 @@ pub(super) fn apply(
         Scope::Pull => "datastore sync --pull",
         _ => "apply",
     };
+    if reads_first(&repo, scope) {
+        let locks = Locks::take_local(ctx, &repo.layout, &repo.config, operation)?;
+        let read_only = (|| {
+            // A run that writes nothing to the bucket takes no lock object
+            // there (credentials that may only read serve): it waits out
+            // whoever writes, plans, and applies under this clone's lock.
+            await_writers(ctx, &repo.layout, &repo.config)?;
+            if !engine::registry::is_registered(&repo.config.target(), repo.config.repo_id)? {
+                return Ok(None);
+            }
+            let planned = engine::plan_with(&repo.layout, &repo.config, scope, options)?;
+            if planned.plan.writes_remote() {
+                return Ok(None);
+            }
+            run_flow(ctx, &repo, planned, None, options, yes, Unconfirmed::Refuse).map(Some)
+        })();
+        if let Some(outcome) = locks.finish(read_only)? {
+            return Ok(outcome);
+        }
+        // It writes the bucket: under the datastore's lock, planned again.
+    }
     let locks = Locks::take(ctx, &repo.layout, &repo.config, operation)?;
     locks.finish((|| {
         if scope != Scope::Layout && repo.config.datastore.is_remote() {
@@ -126,6 +154,15 @@ pub(super) fn apply(
         let planned = engine::plan_with(&repo.layout, &repo.config, scope, options)?;
         run_flow(ctx, &repo, planned, None, options, yes, Unconfirmed::Refuse)
     })())
+}
+
+/// A sync of a remote datastore that drains nothing is planned before any
+/// datastore lock is taken: only if it writes the bucket is it planned
+/// again under the lock.
+fn reads_first(repo: &Repo, scope: Scope) -> bool {
+    matches!(scope, Scope::Pull | Scope::Push | Scope::Sync | Scope::All)
+        && repo.config.datastore.is_remote()
+        && repo.config.migrating_from.is_empty()
 }
 
 /// A saved plan is its own review (as `terraform apply FILE`): applied

@@ -69,15 +69,82 @@ pub fn s3_checking_signatures() -> &'static S3Server {
     SERVER.get_or_init(|| start_weed(true))
 }
 
-/// `weed mini`'s `-s3.config` for [`s3_checking_signatures`].
+/// The read-only identity of [`s3_checking_signatures`]: `Read` and
+/// `List`, so GET, HEAD and LIST work and every write answers 403
+/// AccessDenied.
+pub const S3_READER_KEY: &str = "reader";
+pub const S3_READER_SECRET: &str = "readersecret";
+
+/// `weed mini`'s `-s3.config` for [`s3_checking_signatures`]: an identity
+/// that may do everything, and a reader.
 fn identities() -> String {
     let all = r#"["Admin", "Read", "Write", "List", "Tagging"]"#;
+    let read = r#"["Read", "List"]"#;
     format!(
-        r#"{{"identities": [{{"name": "swamp-test", "credentials": [{{"accessKey": "{S3_ACCESS_KEY}", "secretKey": "{S3_SECRET_KEY}"}}], "actions": {all}}}]}}"#
+        r#"{{"identities": [{{"name": "swamp-test", "credentials": [{{"accessKey": "{S3_ACCESS_KEY}", "secretKey": "{S3_SECRET_KEY}"}}], "actions": {all}}}, {{"name": "reader", "credentials": [{{"accessKey": "{S3_READER_KEY}", "secretKey": "{S3_READER_SECRET}"}}], "actions": {read}}}]}}"#
     )
 }
 
+/// [`s3_child_env`] with the read-only identity's keys.
+pub fn s3_reader_env() -> Vec<(&'static str, String)> {
+    let mut env = s3_child_env();
+    for (k, v) in &mut env {
+        match *k {
+            "AWS_ACCESS_KEY_ID" => *v = S3_READER_KEY.to_string(),
+            "AWS_SECRET_ACCESS_KEY" => *v = S3_READER_SECRET.to_string(),
+            _ => {}
+        }
+    }
+    env
+}
+
 impl S3Server {
+    /// A new, empty bucket made with a signed request (the only kind
+    /// [`s3_checking_signatures`] serves), retried while its filer comes up.
+    pub fn signed_fresh_bucket(&self) -> String {
+        let name = unique_bucket_name();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let config = aws_sdk_s3::config::Builder::new()
+                .behavior_version(aws_sdk_s3::config::BehaviorVersion::latest())
+                .region(aws_sdk_s3::config::Region::new(S3_REGION))
+                .endpoint_url(&self.endpoint)
+                .force_path_style(true)
+                .credentials_provider(aws_sdk_s3::config::Credentials::new(
+                    S3_ACCESS_KEY,
+                    S3_SECRET_KEY,
+                    None,
+                    None,
+                    "test",
+                ))
+                .build();
+            let client = aws_sdk_s3::Client::from_conf(config);
+            for attempt in 0.. {
+                match client.create_bucket().bucket(&name).send().await {
+                    Ok(_) => break,
+                    Err(_) if attempt < 50 => {
+                        tokio::time::sleep(Duration::from_millis(200)).await;
+                    }
+                    Err(e) => panic!("cannot create bucket {name}: {e:?}"),
+                }
+            }
+        });
+        name
+    }
+
+    /// A store of `bucket` on this server, signing as the identity that
+    /// may do everything.
+    pub fn signed_store(&self, bucket: &str) -> std::sync::Arc<dyn swamp::store::Store> {
+        let options = swamp::store::StoreOptions {
+            s3_credentials: Some(s3_credentials()),
+            ..swamp::store::StoreOptions::default()
+        };
+        swamp::store::open_with(&self.datastore(bucket, None), options).unwrap()
+    }
+
     /// A new, empty bucket.
     pub fn fresh_bucket(&self) -> String {
         let name = unique_bucket_name();
