@@ -350,6 +350,10 @@ pub enum DoctorCommand {
         /// Preview the automatic fixes of the failed checks (apply them with -y)
         #[arg(long)]
         repair: bool,
+        /// Also probe whether the credentials may write the datastore (one
+        /// canary object written and removed; without it only reads are sent)
+        #[arg(long)]
+        check_write: bool,
         #[command(flatten)]
         confirm: Confirm,
     },
@@ -600,7 +604,10 @@ impl Command {
                 DataCommand::Get { .. } | DataCommand::List | DataCommand::Gc { dry_run: true, .. }
             ),
             Command::Doctor {
-                command: DoctorCommand::Datastores { repair, confirm },
+                command:
+                    DoctorCommand::Datastores {
+                        repair, confirm, ..
+                    },
             } => !repair && !confirm.yes,
             Command::Completions { .. } => true,
             Command::Man { out_dir } => out_dir.is_none(),

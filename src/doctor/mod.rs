@@ -133,6 +133,10 @@ pub struct Context {
     pub swamp_home: PathBuf,
     /// The configuration and its layout, or why they could not be loaded.
     pub loaded: Result<(Config, Layout), String>,
+    /// Probe whether the credentials may write the datastore (a canary
+    /// object written and removed): `--check-write`. Without it the remote
+    /// is only read.
+    pub check_write: bool,
     earlier: Vec<Finding>,
 }
 
@@ -145,6 +149,7 @@ impl Context {
             repo: repo.to_path_buf(),
             swamp_home: swamp_home.to_path_buf(),
             loaded,
+            check_write: false,
             earlier: Vec::new(),
         }
     }

@@ -62,17 +62,44 @@ impl Check for Reachable {
                     Ok(t) => t,
                     Err(e) => return could_not(name, "open the remote datastore", e),
                 };
+                // Reading first: one listing of the namespace's own
+                // bookkeeping, which read-only credentials may do.
+                let own = format!("{}.swamp/", target.key_prefix);
+                if let Err(e) = runtime().block_on(target.store.list(&own)) {
+                    return Finding::fail(
+                        name,
+                        format!("{}: cannot list `{own}`: {e}", target.url),
+                        "fix what the message names (the endpoint, the credentials, or `bucket` in the [datastore] table of .swamp.toml), then run `swamp doctor datastores` again",
+                    );
+                }
+                if !cx.check_write {
+                    return Finding::pass(
+                        name,
+                        format!(
+                            "{} answered: these credentials can read it (writes not probed: `--check-write` probes them with a canary object)",
+                            target.url
+                        ),
+                    );
+                }
                 let token = uuid::Uuid::new_v4().simple().to_string();
                 let key = Layout::doctor_canary_key(&config.target(), &token);
                 match runtime().block_on(probe(target.store.as_ref(), &key)) {
                     Ok(()) => Finding::pass(
                         name,
                         format!(
-                            "{} answered: listing, create-only writes and version-matched writes work (probed with a canary object under {}.swamp/, then removed)",
+                            "{} answered: these credentials can read and write it; listing, create-only writes and version-matched writes work (probed with a canary object under {}.swamp/, then removed)",
                             target.url, target.key_prefix
                         ),
                     ),
-                    Err(problem) => Finding::fail(
+                    Err(Probe::Denied(e)) => Finding::fail(
+                        name,
+                        format!(
+                            "{}: these credentials can read it but not write it ({e})",
+                            target.url
+                        ),
+                        "a writer needs to put and delete objects under the namespace (README: least privilege); read-only credentials serve `plan`, `datastore sync --pull`, `data get` and `status`",
+                    ),
+                    Err(Probe::Failed(problem)) => Finding::fail(
                         name,
                         format!("{}: {problem}", target.url),
                         "fix what the message names (the endpoint, the credentials, or `bucket` in the [datastore] table of .swamp.toml), then run `swamp doctor datastores` again",
@@ -86,15 +113,23 @@ impl Check for Reachable {
 /// A create-only put, a second create-only put that must be refused, a
 /// listing that must show it, a put matching its version, then delete.
 /// The canary is removed whatever happens after it was created.
-async fn probe(store: &dyn Store, key: &str) -> Result<(), String> {
-    let created = store
+async fn probe(store: &dyn Store, key: &str) -> Result<(), Probe> {
+    let created = match store
         .put_bytes(
             key,
             b"swamp doctor canary 1\n".to_vec(),
             &Precondition::CreateOnly,
         )
         .await
-        .map_err(|e| format!("cannot write the canary object `{key}`: {e}"))?;
+    {
+        Ok(created) => created,
+        Err(e @ StoreError::Denied { .. }) => return Err(Probe::Denied(e)),
+        Err(e) => {
+            return Err(Probe::Failed(format!(
+                "cannot write the canary object `{key}`: {e}"
+            )));
+        }
+    };
     let checks = async {
         match store
             .put_bytes(key, b"swamp doctor canary 2\n".to_vec(), &Precondition::CreateOnly)
@@ -140,7 +175,15 @@ async fn probe(store: &dyn Store, key: &str) -> Result<(), String> {
         .delete(key, &Precondition::None)
         .await
         .map_err(|e| format!("cannot delete the canary `{key}`: {e}; delete it by hand"));
-    checks.and(removed)
+    checks.and(removed).map_err(Probe::Failed)
+}
+
+/// Why the write probe failed.
+#[derive(Debug)]
+enum Probe {
+    /// The credentials may not write (they could list).
+    Denied(StoreError),
+    Failed(String),
 }
 
 pub(crate) struct Drift;
@@ -532,7 +575,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Careless(crate::store::open_fs(dir.path()));
         let rt = runtime();
-        let err = rt.block_on(probe(&store, KEY)).unwrap_err();
+        let Err(Probe::Failed(err)) = rt.block_on(probe(&store, KEY)) else {
+            panic!("a store that ignores create-only must fail the probe");
+        };
         assert!(
             err.contains("a second create-only write") && err.contains("was accepted"),
             "{err}"

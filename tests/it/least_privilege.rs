@@ -142,3 +142,100 @@ fn a_push_with_read_only_credentials_says_they_cannot_write_and_changes_nothing(
         "{doc}"
     );
 }
+
+#[test]
+fn doctor_says_whether_the_credentials_can_read_and_probes_writes_only_when_asked() {
+    let s = Setup::new();
+    s.writer.put("m/a", "a1\n");
+    s.writer
+        .run(&["datastore", "sync", "--push", "-y"])
+        .expect(0);
+    let r = s.reader();
+    r.run(&["datastore", "sync", "--pull", "-y"]).expect(0);
+    let before = s.objects();
+    let reachable = |repo: &Repo, args: &[&str]| -> (String, String) {
+        let mut all = vec!["--json", "doctor", "datastores"];
+        all.extend(args);
+        let doc = repo.run(&all).json();
+        let check = doc["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == "reachable")
+            .unwrap()
+            .clone();
+        (
+            check["status"].as_str().unwrap().to_string(),
+            check["message"].as_str().unwrap().to_string(),
+        )
+    };
+    let (status, message) = reachable(&r, &[]);
+    assert_eq!(status, "pass", "{message}");
+    assert!(
+        message.contains("can read it (writes not probed"),
+        "{message}"
+    );
+    assert_eq!(s.objects(), before, "a read-only doctor writes nothing");
+
+    let (status, message) = reachable(&r, &["--check-write"]);
+    assert_eq!(status, "fail", "{message}");
+    assert!(
+        message.contains("can read it but not write it"),
+        "{message}"
+    );
+    assert_eq!(s.objects(), before);
+
+    let (status, message) = reachable(&s.writer, &["--check-write"]);
+    assert_eq!(status, "pass", "{message}");
+    assert!(message.contains("can read and write it"), "{message}");
+    assert_eq!(s.objects(), before, "the canary is removed");
+}
+
+/// What a converged run sends, request by request, through a counting
+/// proxy: a namespace of a dozen files that fits one listing page.
+fn converged_requests(backend: crate::support::bucket::Backend, args: &[&str]) -> Vec<String> {
+    use crate::support::bucket::Bucket;
+    let (bucket, proxy) = Bucket::behind_proxy(backend);
+    let a = Repo::init(&bucket, Some("lab"));
+    for i in 0..12 {
+        a.put(&format!("m/f{i}"), &format!("{i}\n"));
+    }
+    a.run(&["datastore", "sync", "-y"]).expect(0);
+    let b = a.clone_elsewhere();
+    b.run(&["datastore", "sync", "-y"]).expect(0);
+    b.run(&["plan", "--detailed-exitcode"]).expect(0);
+    let from = proxy.seen().len();
+    b.run(args).expect(0);
+    proxy.seen()[from..]
+        .iter()
+        .map(|s| format!("{} {}", s.method, s.target))
+        .collect()
+}
+
+/// Measured on a dozen files (figures in the issue 27 note): S3 plan 2
+/// requests (the remote id, one LIST), sync 5 (the lock and upstream's
+/// read, the manifest, the remote id, one LIST); GCS reads a small object
+/// with two requests (metadata, then media), so 3 and 7.
+#[test]
+fn a_converged_plan_lists_once_and_a_converged_sync_writes_nothing() {
+    use crate::support::bucket::Backend;
+    for (backend, plan_max, sync_max) in [(Backend::S3, 2, 5), (Backend::Gcs, 3, 7)] {
+        let lists = |seen: &[String]| {
+            seen.iter()
+                .filter(|s| s.contains("list-type=2") || s.contains("/o?"))
+                .count()
+        };
+        let writes = |seen: &[String]| {
+            seen.iter()
+                .filter(|s| !s.starts_with("GET ") && !s.starts_with("HEAD "))
+                .count()
+        };
+        let plan = converged_requests(backend, &["plan", "--detailed-exitcode"]);
+        assert_eq!(lists(&plan), 1, "{backend:?} plan: {plan:#?}");
+        assert!(plan.len() <= plan_max, "{backend:?} plan: {plan:#?}");
+        let sync = converged_requests(backend, &["datastore", "sync", "-y"]);
+        assert_eq!(lists(&sync), 1, "{backend:?} sync: {sync:#?}");
+        assert_eq!(writes(&sync), 0, "no lock taken, nothing written: {sync:#?}");
+        assert!(sync.len() <= sync_max, "{backend:?} sync: {sync:#?}");
+    }
+}

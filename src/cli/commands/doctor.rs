@@ -65,7 +65,12 @@ impl Item {
     }
 }
 
-pub(super) fn datastores(ctx: &Ctx, repair: bool, yes: bool) -> Result<Outcome, CliError> {
+pub(super) fn datastores(
+    ctx: &Ctx,
+    repair: bool,
+    check_write: bool,
+    yes: bool,
+) -> Result<Outcome, CliError> {
     if yes && !repair {
         return Err(CliError::usage(
             "`-y` applies repairs, so it needs `--repair`; nothing was changed",
@@ -75,6 +80,7 @@ pub(super) fn datastores(ctx: &Ctx, repair: bool, yes: bool) -> Result<Outcome, 
     let root = ctx.repo_root()?;
     let home = Layout::default_swamp_home()?;
     let mut cx = Context::new(&root, &home);
+    cx.check_write = check_write;
     let checks = doctor::checks();
     let before = doctor::run_checks(&mut cx, &checks);
     let ok = doctor::all_ok(&before);

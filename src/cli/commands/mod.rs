@@ -81,8 +81,13 @@ pub(super) fn run(ctx: &Ctx, command: Command) -> Result<Outcome, CliError> {
             command: CatalogCommand::Rebuild,
         } => data::catalog_rebuild(ctx),
         Command::Doctor {
-            command: DoctorCommand::Datastores { repair, confirm },
-        } => doctor::datastores(ctx, repair, confirm.yes),
+            command:
+                DoctorCommand::Datastores {
+                    repair,
+                    check_write,
+                    confirm,
+                },
+        } => doctor::datastores(ctx, repair, check_write, confirm.yes),
         Command::Completions { shell } => help::completions(shell),
         Command::Man { out_dir } => help::man(ctx, out_dir.as_deref()),
     }
