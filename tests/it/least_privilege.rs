@@ -235,7 +235,11 @@ fn a_converged_plan_lists_once_and_a_converged_sync_writes_nothing() {
         assert!(plan.len() <= plan_max, "{backend:?} plan: {plan:#?}");
         let sync = converged_requests(backend, &["datastore", "sync", "-y"]);
         assert_eq!(lists(&sync), 1, "{backend:?} sync: {sync:#?}");
-        assert_eq!(writes(&sync), 0, "no lock taken, nothing written: {sync:#?}");
+        assert_eq!(
+            writes(&sync),
+            0,
+            "no lock taken, nothing written: {sync:#?}"
+        );
         assert!(sync.len() <= sync_max, "{backend:?} sync: {sync:#?}");
     }
 }

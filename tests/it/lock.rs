@@ -193,6 +193,9 @@ fn a_stalled_holder_cannot_renew_or_delete_its_successors_lock(backend: Backend)
         s["state"] == "stale"
     });
 
+    // The successor has something to push (a run with nothing to write
+    // takes no lock object in the bucket).
+    b.put("beta/state", "beta: 1\n");
     let successor = b.spawn(
         &["datastore", "sync", "-y"],
         &[("FAILPOINTS", "lock-acquired=sleep(4000)")],
