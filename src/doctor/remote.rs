@@ -58,55 +58,62 @@ impl Check for Reachable {
                 }
             }
             DatastoreConfig::S3 { .. } | DatastoreConfig::Gcs { .. } => {
-                let target = match RemoteTarget::open(&config.target()) {
-                    Ok(t) => t,
-                    Err(e) => return could_not(name, "open the remote datastore", e),
-                };
-                // Reading first: one listing of the namespace's own
-                // bookkeeping, which read-only credentials may do.
-                let own = format!("{}.swamp/", target.key_prefix);
-                if let Err(e) = runtime().block_on(target.store.list(&own)) {
-                    return Finding::fail(
-                        name,
-                        format!("{}: cannot list `{own}`: {e}", target.url),
-                        "fix what the message names (the endpoint, the credentials, or `bucket` in the [datastore] table of .swamp.toml), then run `swamp doctor datastores` again",
-                    );
-                }
-                if !cx.check_write {
-                    return Finding::pass(
-                        name,
-                        format!(
-                            "{} answered: these credentials can read it (writes not probed: `--check-write` probes them with a canary object)",
-                            target.url
-                        ),
-                    );
-                }
-                let token = uuid::Uuid::new_v4().simple().to_string();
-                let key = Layout::doctor_canary_key(&config.target(), &token);
-                match runtime().block_on(probe(target.store.as_ref(), &key)) {
-                    Ok(()) => Finding::pass(
-                        name,
-                        format!(
-                            "{} answered: these credentials can read and write it; listing, create-only writes and version-matched writes work (probed with a canary object under {}.swamp/, then removed)",
-                            target.url, target.key_prefix
-                        ),
-                    ),
-                    Err(Probe::Denied(e)) => Finding::fail(
-                        name,
-                        format!(
-                            "{}: these credentials can read it but not write it ({e})",
-                            target.url
-                        ),
-                        "a writer needs to put and delete objects under the namespace (README: least privilege); read-only credentials serve `plan`, `datastore sync --pull`, `data get` and `status`",
-                    ),
-                    Err(Probe::Failed(problem)) => Finding::fail(
-                        name,
-                        format!("{}: {problem}", target.url),
-                        "fix what the message names (the endpoint, the credentials, or `bucket` in the [datastore] table of .swamp.toml), then run `swamp doctor datastores` again",
-                    ),
-                }
+                reach_bucket(name, config, cx.check_write)
             }
         }
+    }
+}
+
+/// `reachable` for a bucket: a listing of the namespace's own `.swamp/`
+/// (what read-only credentials may do), then, with `--check-write`, the
+/// canary probe.
+fn reach_bucket(name: &'static str, config: &Config, check_write: bool) -> Finding {
+    let target = match RemoteTarget::open(&config.target()) {
+        Ok(t) => t,
+        Err(e) => return could_not(name, "open the remote datastore", e),
+    };
+    // Reading first: one listing of the namespace's own
+    // bookkeeping, which read-only credentials may do.
+    let own = format!("{}.swamp/", target.key_prefix);
+    if let Err(e) = runtime().block_on(target.store.list(&own)) {
+        return Finding::fail(
+            name,
+            format!("{}: cannot list `{own}`: {e}", target.url),
+            "fix what the message names (the endpoint, the credentials, or `bucket` in the [datastore] table of .swamp.toml), then run `swamp doctor datastores` again",
+        );
+    }
+    if !check_write {
+        return Finding::pass(
+            name,
+            format!(
+                "{} answered: these credentials can read it (writes not probed: `--check-write` probes them with a canary object)",
+                target.url
+            ),
+        );
+    }
+    let token = uuid::Uuid::new_v4().simple().to_string();
+    let key = Layout::doctor_canary_key(&config.target(), &token);
+    match runtime().block_on(probe(target.store.as_ref(), &key)) {
+        Ok(()) => Finding::pass(
+            name,
+            format!(
+                "{} answered: these credentials can read and write it; listing, create-only writes and version-matched writes work (probed with a canary object under {}.swamp/, then removed)",
+                target.url, target.key_prefix
+            ),
+        ),
+        Err(Probe::Denied(e)) => Finding::fail(
+            name,
+            format!(
+                "{}: these credentials can read it but not write it ({e})",
+                target.url
+            ),
+            "a writer needs to put and delete objects under the namespace (README: least privilege); read-only credentials serve `plan`, `datastore sync --pull`, `data get` and `status`",
+        ),
+        Err(Probe::Failed(problem)) => Finding::fail(
+            name,
+            format!("{}: {problem}", target.url),
+            "fix what the message names (the endpoint, the credentials, or `bucket` in the [datastore] table of .swamp.toml), then run `swamp doctor datastores` again",
+        ),
     }
 }
 

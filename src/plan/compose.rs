@@ -212,23 +212,7 @@ fn sync_step(
     } else {
         &no_times
     };
-    // Deletes swamp made on purpose: the other clones' records, and
-    // this clone's own since its last sync.
-    // (An expired record explains nothing, pruned yet or not.)
-    let explained = Explained {
-        in_cache: snapshot
-            .deleted_here
-            .iter()
-            .map(|(p, s)| (p.clone(), *s))
-            .collect(),
-        in_remote: snapshot
-            .delete_records
-            .iter()
-            .filter(|r| !r.expired)
-            .flat_map(|r| &r.files)
-            .map(|f| (f.path.clone(), f.version.clone()))
-            .collect(),
-    };
+    let explained = explained(snapshot);
     let diff = sync_diff(&SyncInput {
         local,
         local_other: &observed.placements[0].obstacles,
@@ -257,6 +241,26 @@ fn sync_step(
         .any(Action::writes_remote);
     delete_bookkeeping(options, snapshot, &base, drain_writes, &mut step.actions);
     step
+}
+
+/// Deletes swamp made on purpose: the other clones' records, and this
+/// clone's own since its last sync. (An expired record explains nothing,
+/// pruned yet or not.)
+fn explained(snapshot: &RemoteSnapshot) -> Explained {
+    Explained {
+        in_cache: snapshot
+            .deleted_here
+            .iter()
+            .map(|(p, s)| (p.clone(), *s))
+            .collect(),
+        in_remote: snapshot
+            .delete_records
+            .iter()
+            .filter(|r| !r.expired)
+            .flat_map(|r| &r.files)
+            .map(|f| (f.path.clone(), f.version.clone()))
+            .collect(),
+    }
 }
 
 /// What the remote cannot hold is said now, not found out by a failed
