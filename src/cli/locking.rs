@@ -119,7 +119,15 @@ fn say(quiet: bool, timeout_secs: u64, event: LockEvent<'_>) {
             body.describe(),
             body.expires_at,
         ),
-        LockEvent::TookOver { url, previous } => errln!(
+        LockEvent::TookOver {
+            url,
+            previous,
+            holder_gone: true,
+        } => errln!(
+            "Took over the lock {url}: the process that held it ({}) is gone.",
+            previous.describe()
+        ),
+        LockEvent::TookOver { url, previous, .. } => errln!(
             "Took over the lock {url}: {} let it expire at {} without releasing it.",
             previous.describe(),
             previous.expires_at

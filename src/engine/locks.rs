@@ -19,6 +19,8 @@ pub(crate) use crate::lock::{Event as LockEvent, LockBody, LockError, LockState,
 #[derive(Debug)]
 pub(crate) struct Locks {
     guards: Vec<LockGuard>,
+    /// Where the datastore's own locks start (after this clone's, if taken).
+    shared_from: usize,
 }
 
 /// How [`Locks::take`] takes them.
@@ -60,21 +62,24 @@ impl Locks {
         on_event: &mut dyn FnMut(LockEvent<'_>),
     ) -> Result<Locks, LockError> {
         let targets = LockTarget::all_of(layout, config)?;
-        let options = lock_options(config, how, false);
         let mut guards = Vec::new();
-        for t in &targets {
-            guards.push(lock::acquire(t, &options, on_event)?);
-        }
         // This clone's own lock too, when the datastore is remote: a run
         // that changes only the cache takes only that one (`take_local`),
         // and must not interleave with a run that writes the bucket from
-        // this same clone. Taken last, so the first lock is the target's.
+        // this same clone. Taken first, as `take_local` holds it while it
+        // waits out the bucket's writers: taken after the bucket's, each
+        // run could wait on the other.
         if config.target().datastore.is_remote() {
             let own = own_lock(layout)?;
             if !targets.iter().any(|t| t.url == own.url) {
                 let options = lock_options(config, how, true);
                 guards.push(lock::acquire(&own, &options, on_event)?);
             }
+        }
+        let shared_from = guards.len();
+        let options = lock_options(config, how, false);
+        for t in &targets {
+            guards.push(lock::acquire(t, &options, on_event)?);
         }
         // With ours held (so no other swamp starts meanwhile), wait out
         // upstream's.
@@ -89,7 +94,10 @@ impl Locks {
         }
         // Test-only: hold the lock for a while (FAILPOINTS=lock-acquired=sleep(MS)).
         fail::fail_point!("lock-acquired");
-        Ok(Locks { guards })
+        Ok(Locks {
+            guards,
+            shared_from,
+        })
     }
 
     /// Takes this clone's own lock (in its `.swamp/state/`), not the
@@ -106,13 +114,14 @@ impl Locks {
         let options = lock_options(config, how, true);
         Ok(Locks {
             guards: vec![lock::acquire(&target, &options, on_event)?],
+            shared_from: 1,
         })
     }
 
-    /// The version of the first (target) lock, recorded in saved plans as
-    /// information.
+    /// The version of the first (target) lock of the datastore, recorded
+    /// in saved plans as information.
     pub(crate) fn info(&self) -> Option<LockInfo> {
-        self.guards.first().map(|g| LockInfo {
+        self.guards.get(self.shared_from).map(|g| LockInfo {
             url: g.url().to_string(),
             version: g.version(),
             id: g.body().id,

@@ -277,6 +277,9 @@ pub(crate) enum Event<'a> {
     TookOver {
         url: &'a str,
         previous: &'a LockBody,
+        /// Taken over before its expiry: its holder, on this machine, is
+        /// gone (the clone's own lock only).
+        holder_gone: bool,
     },
     /// Upstream swamp holds its lock of the same namespace; waiting.
     WaitingUpstream {
@@ -408,6 +411,7 @@ pub(crate) fn acquire(
                         on_event(Event::TookOver {
                             url: &target.url,
                             previous: &old,
+                            holder_gone: !stale,
                         });
                         return Ok(LockGuard::start(
                             target.clone(),
@@ -472,7 +476,7 @@ fn read_only(target: &LockTarget, message: String) -> LockError {
 
 /// Waits, up to `timeout`, while someone else holds a fresh lock at
 /// `target`, without taking it: for a run that writes nothing there. A
-/// stale lock does not count (its holder is gone).
+/// stale lock does not count, nor one whose holder on this machine is gone.
 pub(crate) fn await_free(
     target: &LockTarget,
     timeout: Duration,
@@ -486,6 +490,10 @@ pub(crate) fn await_free(
         let waited = started.elapsed();
         match rt.block_on(inspect(target))? {
             LockState::Free | LockState::Held { stale: true, .. } => return Ok(()),
+            // A writer on this machine whose process is gone writes no
+            // more: a reader need not wait out its TTL (a writer still
+            // does, to take the lock over).
+            LockState::Held { body, .. } if holder_is_gone(&body) => return Ok(()),
             LockState::Held { body, .. } => {
                 if waited >= timeout {
                     return Err(LockError::Held {

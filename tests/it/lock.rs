@@ -343,8 +343,55 @@ fn ctrl_c_releases_the_lock(backend: Backend) {
         .expect(0);
 }
 
+/// Two runs in one clone do not interleave: a pull, which takes no lock
+/// object in the bucket, waits on the clone's own lock while a push from
+/// the same clone holds it, then finds nothing left to do. A holder of
+/// the clone's lock that was killed is no reason to wait.
+fn a_pull_waits_for_a_push_from_the_same_clone(backend: Backend) {
+    let bucket = Bucket::new(backend);
+    let a = repo_with_ttl(&bucket, 60);
+    a.put("alpha/state", "alpha: 1\n");
+    let pusher = a.spawn(
+        &["datastore", "sync", "--push", "-y"],
+        &[("FAILPOINTS", "lock-acquired=sleep(3000)")],
+    );
+    let pid = pusher.id();
+    wait_for(&a, 30, "the push to take the lock", |s| held_by(s, pid));
+    let started = Instant::now();
+    let pull = a.run(&["datastore", "sync", "--pull", "-y"]);
+    pull.expect(0);
+    assert!(
+        pull.stderr.contains("Waiting for the lock") && pull.stderr.contains("state/lock.json"),
+        "waits on the clone's own lock, naming it: {}",
+        pull.stderr
+    );
+    let push = finish(pusher);
+    push.expect(0);
+    assert!(
+        started.elapsed() >= Duration::from_secs(1),
+        "the pull waited for the push"
+    );
+
+    // A holder of the clone's lock killed mid-run: the next run takes it
+    // over at once, with no TTL (60 s here) to wait out.
+    a.put("alpha/state", "alpha: 2\n");
+    let mut killed = a.spawn(
+        &["datastore", "sync", "--push", "-y"],
+        &[("FAILPOINTS", "lock-acquired=sleep(60000)")],
+    );
+    let pid = killed.id();
+    wait_for(&a, 30, "the second push to take the lock", |s| {
+        held_by(s, pid)
+    });
+    signal(&killed, libc::SIGKILL);
+    killed.wait().unwrap();
+    let run = a.run(&["--lock-timeout", "5", "datastore", "sync", "--pull", "-y"]);
+    run.expect(0);
+}
+
 on_every_backend!(
     two_syncs_at_once_one_waits_for_the_other_and_nothing_is_lost,
+    a_pull_waits_for_a_push_from_the_same_clone,
     a_holder_killed_with_sigkill_is_taken_over_after_the_ttl_not_before,
     a_stalled_holder_cannot_renew_or_delete_its_successors_lock,
     lock_status_and_release_work_without_a_repository,
