@@ -31,15 +31,13 @@ impl Locks {
         config: &Config,
         operation: &str,
     ) -> Result<Locks, LockError> {
-        let timeout = timeout_secs(ctx, config);
-        let how = TakeOptions {
-            operation,
-            timeout: ctx.lock_timeout,
-        };
-        let held = locks::Locks::take(layout, config, how, &mut |event| {
-            say(ctx.quiet, timeout, event)
-        })?;
-        Ok(Locks(held))
+        let how = how(ctx, operation);
+        Ok(Locks(locks::Locks::take(
+            layout,
+            config,
+            how,
+            &mut sink(ctx, config),
+        )?))
     }
 
     /// Takes this clone's own lock only, for a run that writes nothing to
@@ -50,15 +48,13 @@ impl Locks {
         config: &Config,
         operation: &str,
     ) -> Result<Locks, CliError> {
-        let timeout = timeout_secs(ctx, config);
-        let how = TakeOptions {
-            operation,
-            timeout: ctx.lock_timeout,
-        };
-        let held = locks::Locks::take_local(layout, config, how, &mut |event| {
-            say(ctx.quiet, timeout, event)
-        })?;
-        Ok(Locks(held))
+        let how = how(ctx, operation);
+        Ok(Locks(locks::Locks::take_local(
+            layout,
+            config,
+            how,
+            &mut sink(ctx, config),
+        )?))
     }
 
     /// The version of the first (target) lock, recorded in saved plans as
@@ -94,17 +90,25 @@ impl Locks {
 /// Waits, taking no lock, while someone else holds a fresh lock of this
 /// repository's placements (a run that only reads the datastore).
 pub(super) fn await_writers(ctx: &Ctx, layout: &Layout, config: &Config) -> Result<(), CliError> {
-    let timeout = timeout_secs(ctx, config);
-    locks::await_writers(layout, config, ctx.lock_timeout, &mut |event| {
-        say(ctx.quiet, timeout, event)
-    })?;
+    locks::await_writers(layout, config, ctx.lock_timeout, &mut sink(ctx, config))?;
     Ok(())
 }
 
-fn timeout_secs(ctx: &Ctx, config: &Config) -> u64 {
-    ctx.lock_timeout
-        .unwrap_or(std::time::Duration::from_secs(config.lock.timeout_secs))
-        .as_secs()
+/// How a command takes its locks: `--lock-timeout` over the configured one.
+fn how<'a>(ctx: &Ctx, operation: &'a str) -> TakeOptions<'a> {
+    TakeOptions {
+        operation,
+        timeout: ctx.lock_timeout,
+    }
+}
+
+/// Where a command's lock events go: [`say`], with the timeout it names.
+fn sink(ctx: &Ctx, config: &Config) -> impl FnMut(LockEvent<'_>) + use<> {
+    let (quiet, timeout) = (
+        ctx.quiet,
+        locks::timeout_of(config, ctx.lock_timeout).as_secs(),
+    );
+    move |event| say(quiet, timeout, event)
 }
 
 /// Says on stderr what the lock is waiting for (unless `--quiet`).

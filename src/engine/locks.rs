@@ -13,7 +13,9 @@ use crate::lock::{self, LockGuard, LockOptions};
 use crate::plan::LockInfo;
 use crate::store::StoreError;
 
-pub(crate) use crate::lock::{Event as LockEvent, LockBody, LockError, LockState, LockTarget};
+pub(crate) use crate::lock::{
+    Event as LockEvent, LockError, LockState, LockTarget, holder_is_gone,
+};
 
 /// The locks one run holds, released (conditionally) by [`Locks::release`].
 #[derive(Debug)]
@@ -83,15 +85,7 @@ impl Locks {
         }
         // With ours held (so no other swamp starts meanwhile), wait out
         // upstream's.
-        let mut seen = Vec::new();
-        for p in std::iter::once(config.target()).chain(config.migrating_from.iter().cloned()) {
-            let url = lock::upstream::url(&p);
-            if url.is_none() || seen.contains(&url) {
-                continue;
-            }
-            seen.push(url);
-            lock::await_upstream(&p, options.timeout, on_event)?;
-        }
+        await_upstreams(config, options.timeout, on_event)?;
         // Test-only: hold the lock for a while (FAILPOINTS=lock-acquired=sleep(MS)).
         fail::fail_point!("lock-acquired");
         Ok(Locks {
@@ -154,9 +148,7 @@ fn lock_options(config: &Config, how: TakeOptions<'_>, own: bool) -> LockOptions
     LockOptions {
         operation: how.operation.to_string(),
         ttl: Duration::from_secs(config.lock.ttl_secs),
-        timeout: how
-            .timeout
-            .unwrap_or(Duration::from_secs(config.lock.timeout_secs)),
+        timeout: timeout_of(config, how.timeout),
         dead_holder_is_stale: own,
     }
 }
@@ -180,14 +172,36 @@ pub(crate) fn await_writers(
     timeout: Option<Duration>,
     on_event: &mut dyn FnMut(LockEvent<'_>),
 ) -> Result<(), LockError> {
-    let timeout = timeout.unwrap_or(Duration::from_secs(config.lock.timeout_secs));
+    let timeout = timeout_of(config, timeout);
     for t in LockTarget::all_of(layout, config)? {
         lock::await_free(&t, timeout, on_event)?;
     }
+    await_upstreams(config, timeout, on_event)
+}
+
+/// Waits out upstream swamp's lock of each namespace this run touches
+/// (upstream never looks at ours), each once.
+fn await_upstreams(
+    config: &Config,
+    timeout: Duration,
+    on_event: &mut dyn FnMut(LockEvent<'_>),
+) -> Result<(), LockError> {
+    let mut seen = Vec::new();
     for p in std::iter::once(config.target()).chain(config.migrating_from.iter().cloned()) {
+        let url = lock::upstream::url(&p);
+        if url.is_none() || seen.contains(&url) {
+            continue;
+        }
+        seen.push(url);
         lock::await_upstream(&p, timeout, on_event)?;
     }
     Ok(())
+}
+
+/// How long a run waits for a lock: `given` (`--lock-timeout`), else
+/// `[lock] timeout_secs`.
+pub(crate) fn timeout_of(config: &Config, given: Option<Duration>) -> Duration {
+    given.unwrap_or(Duration::from_secs(config.lock.timeout_secs))
 }
 
 /// The locks a run in this repository takes: its target's, then every
@@ -232,11 +246,6 @@ pub(crate) fn break_lock(target: &LockTarget, seen: &LockState) -> Result<(), Br
         },
         other => BreakError::Lock(other.into()),
     })
-}
-
-/// A holder on this machine whose process no longer runs.
-pub(crate) fn holder_is_gone(body: &LockBody) -> bool {
-    lock::holder_is_gone(body)
 }
 
 /// Releases every lock this process holds, for an interrupt handler; the

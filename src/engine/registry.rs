@@ -97,27 +97,8 @@ pub(crate) fn register_namespace(
     runtime().block_on(async {
         // Two tries: a create that loses a race reads the winner's manifest.
         for _ in 0..2 {
-            match target.store.get_bytes(&key).await {
-                Ok((_, bytes)) => {
-                    let m = NamespaceManifest::parse(&bytes).map_err(|why| {
-                        RegistrationError::Unrecognised {
-                            key: key.clone(),
-                            why,
-                        }
-                    })?;
-                    return if m.repo_id == repo_id {
-                        Ok(false)
-                    } else {
-                        Err(RegistrationError::OwnedByAnother {
-                            namespace: ns.to_string(),
-                            url: target.url.clone(),
-                            owner: m.repo_id.to_string(),
-                        }
-                        .into())
-                    };
-                }
-                Err(crate::store::StoreError::NotFound { .. }) => {}
-                Err(e) => return Err(e.into()),
+            if registered_to(&target, &key, ns, repo_id).await? {
+                return Ok(false);
             }
             let manifest = NamespaceManifest {
                 namespace: ns.to_string(),
@@ -150,29 +131,41 @@ pub(crate) fn is_registered(
     placement: &Placement,
     repo_id: uuid::Uuid,
 ) -> Result<bool, EngineError> {
+    let Some(ns) = &placement.namespace else {
+        return Ok(true);
+    };
     let target = RemoteTarget::open(placement)?;
-    runtime().block_on(async {
-        if let Some(ns) = &placement.namespace {
-            let key = Layout::namespace_manifest_key(placement);
-            match target.store.get_bytes(&key).await {
-                Ok((_, bytes)) => {
-                    let m = NamespaceManifest::parse(&bytes)
-                        .map_err(|why| RegistrationError::Unrecognised { key, why })?;
-                    if m.repo_id != repo_id {
-                        return Err(RegistrationError::OwnedByAnother {
-                            namespace: ns.to_string(),
-                            url: target.url.clone(),
-                            owner: m.repo_id.to_string(),
-                        }
-                        .into());
-                    }
-                }
-                Err(crate::store::StoreError::NotFound { .. }) => return Ok(false),
-                Err(e) => return Err(e.into()),
-            }
+    let key = Layout::namespace_manifest_key(placement);
+    runtime().block_on(registered_to(&target, &key, ns, repo_id))
+}
+
+/// Reads the manifest at `key`: `true` when it names `repo_id`, `false`
+/// when there is none; an error when it names another repository or is not
+/// a manifest.
+async fn registered_to(
+    target: &RemoteTarget,
+    key: &str,
+    ns: &crate::config::Namespace,
+    repo_id: uuid::Uuid,
+) -> Result<bool, EngineError> {
+    let bytes = match target.store.get_bytes(key).await {
+        Ok((_, bytes)) => bytes,
+        Err(crate::store::StoreError::NotFound { .. }) => return Ok(false),
+        Err(e) => return Err(e.into()),
+    };
+    let m = NamespaceManifest::parse(&bytes).map_err(|why| RegistrationError::Unrecognised {
+        key: key.to_string(),
+        why,
+    })?;
+    if m.repo_id != repo_id {
+        return Err(RegistrationError::OwnedByAnother {
+            namespace: ns.to_string(),
+            url: target.url.clone(),
+            owner: m.repo_id.to_string(),
         }
-        Ok(true)
-    })
+        .into());
+    }
+    Ok(true)
 }
 
 /// Makes sure the remote holds an id (`<prefix>/<ns>/.swamp/remote-id.json`,

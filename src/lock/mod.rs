@@ -366,11 +366,10 @@ pub(crate) fn acquire(
     on_event: &mut dyn FnMut(Event<'_>),
 ) -> Result<LockGuard, LockError> {
     let rt = small_runtime();
-    let started = std::time::Instant::now();
-    let mut announced: Option<String> = None;
     let poll = Duration::from_millis(250)
         .min(options.ttl / 4)
         .max(Duration::from_millis(50));
+    let mut wait = Wait::new(target, options.timeout, poll);
     loop {
         let body = LockBody::new(&options.operation, options.ttl);
         match rt.block_on(target.store.put_bytes(
@@ -426,33 +425,7 @@ pub(crate) fn acquire(
                     Err(e) => return Err(e.into()),
                 }
             }
-            LockState::Held { body: held, .. } => {
-                let waited = started.elapsed();
-                if waited >= options.timeout {
-                    return Err(LockError::Held {
-                        url: target.url.clone(),
-                        body: Box::new(held),
-                        waited: waited.as_secs(),
-                    });
-                }
-                if announced.as_deref() != Some(held.id.as_str()) {
-                    on_event(Event::Waiting {
-                        url: &target.url,
-                        body: &held,
-                    });
-                    announced = Some(held.id.clone());
-                }
-                std::thread::sleep(poll.min(options.timeout - waited));
-            }
-            LockState::Unparseable { reason, .. } => {
-                if started.elapsed() >= options.timeout {
-                    return Err(LockError::Unparseable {
-                        url: target.url.clone(),
-                        reason,
-                    });
-                }
-                std::thread::sleep(poll);
-            }
+            state => wait.on(state, on_event)?,
         }
     }
 }
@@ -483,43 +456,76 @@ pub(crate) fn await_free(
     on_event: &mut dyn FnMut(Event<'_>),
 ) -> Result<(), LockError> {
     let rt = small_runtime();
-    let started = std::time::Instant::now();
-    let mut announced: Option<String> = None;
-    let poll = Duration::from_millis(250);
+    let mut wait = Wait::new(target, timeout, Duration::from_millis(250));
     loop {
-        let waited = started.elapsed();
         match rt.block_on(inspect(target))? {
             LockState::Free | LockState::Held { stale: true, .. } => return Ok(()),
             // A writer on this machine whose process is gone writes no
             // more: a reader need not wait out its TTL (a writer still
             // does, to take the lock over).
             LockState::Held { body, .. } if holder_is_gone(&body) => return Ok(()),
+            state => wait.on(state, on_event)?,
+        }
+    }
+}
+
+/// Waiting on a lock someone else holds (for [`acquire`] and
+/// [`await_free`]): says once per holder that it waits, and gives up after
+/// `timeout` naming the holder.
+struct Wait<'t> {
+    target: &'t LockTarget,
+    timeout: Duration,
+    poll: Duration,
+    started: std::time::Instant,
+    announced: Option<String>,
+}
+
+impl<'t> Wait<'t> {
+    fn new(target: &'t LockTarget, timeout: Duration, poll: Duration) -> Wait<'t> {
+        Wait {
+            target,
+            timeout,
+            poll,
+            started: std::time::Instant::now(),
+            announced: None,
+        }
+    }
+
+    /// The lock is `state` (held, or unreadable): an error once the time
+    /// is up, else one poll's sleep.
+    fn on(
+        &mut self,
+        state: LockState,
+        on_event: &mut dyn FnMut(Event<'_>),
+    ) -> Result<(), LockError> {
+        let waited = self.started.elapsed();
+        let url = &self.target.url;
+        match state {
+            LockState::Free => return Ok(()),
             LockState::Held { body, .. } => {
-                if waited >= timeout {
+                if waited >= self.timeout {
                     return Err(LockError::Held {
-                        url: target.url.clone(),
+                        url: url.clone(),
                         body: Box::new(body),
                         waited: waited.as_secs(),
                     });
                 }
-                if announced.as_deref() != Some(body.id.as_str()) {
-                    on_event(Event::Waiting {
-                        url: &target.url,
-                        body: &body,
-                    });
-                    announced = Some(body.id.clone());
+                if self.announced.as_deref() != Some(body.id.as_str()) {
+                    on_event(Event::Waiting { url, body: &body });
+                    self.announced = Some(body.id.clone());
                 }
             }
             LockState::Unparseable { reason, .. } => {
-                if waited >= timeout {
+                if waited >= self.timeout {
                     return Err(LockError::Unparseable {
-                        url: target.url.clone(),
+                        url: url.clone(),
                         reason,
                     });
                 }
             }
         }
-        std::thread::sleep(poll.min(timeout.saturating_sub(waited)));
+        std::thread::sleep(self.poll.min(self.timeout.saturating_sub(waited)));
+        Ok(())
     }
 }
 

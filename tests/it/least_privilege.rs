@@ -32,6 +32,16 @@ impl Setup {
         Setup { bucket, writer }
     }
 
+    /// The writer stores `files` (name, content) and pushes them.
+    fn push(&self, files: &[(&str, &str)]) {
+        for (name, content) in files {
+            self.writer.put(name, content);
+        }
+        self.writer
+            .run(&["datastore", "sync", "--push", "-y"])
+            .expect(0);
+    }
+
     /// A clone of the writer's repository with the reader's credentials.
     fn reader(&self) -> Repo {
         let mut r = self.writer.clone_elsewhere();
@@ -57,10 +67,8 @@ impl Setup {
 #[test]
 fn a_read_only_clone_pulls_follows_deletes_and_plans_without_writing_the_bucket() {
     let s = Setup::new();
+    s.push(&[("m/a", "a1\n"), ("m/b", "b1\n")]);
     let w = &s.writer;
-    w.put("m/a", "a1\n");
-    w.put("m/b", "b1\n");
-    w.run(&["datastore", "sync", "--push", "-y"]).expect(0);
     let before = s.objects();
 
     let r = s.reader();
@@ -89,10 +97,7 @@ fn a_read_only_clone_pulls_follows_deletes_and_plans_without_writing_the_bucket(
 #[test]
 fn a_lazy_read_only_clone_fetches_on_first_read() {
     let s = Setup::new();
-    s.writer.put("m/big", "payload\n");
-    s.writer
-        .run(&["datastore", "sync", "--push", "-y"])
-        .expect(0);
+    s.push(&[("m/big", "payload\n")]);
     let before = s.objects();
     let r = s.reader();
     r.append_config("\n[sync]\nhydration = \"lazy\"\n");
@@ -104,10 +109,7 @@ fn a_lazy_read_only_clone_fetches_on_first_read() {
 #[test]
 fn a_push_with_read_only_credentials_says_they_cannot_write_and_changes_nothing() {
     let s = Setup::new();
-    s.writer.put("m/a", "a1\n");
-    s.writer
-        .run(&["datastore", "sync", "--push", "-y"])
-        .expect(0);
+    s.push(&[("m/a", "a1\n")]);
     let r = s.reader();
     r.run(&["datastore", "sync", "--pull", "-y"]).expect(0);
     r.put("m/a", "a2\n");
@@ -146,10 +148,7 @@ fn a_push_with_read_only_credentials_says_they_cannot_write_and_changes_nothing(
 #[test]
 fn doctor_says_whether_the_credentials_can_read_and_probes_writes_only_when_asked() {
     let s = Setup::new();
-    s.writer.put("m/a", "a1\n");
-    s.writer
-        .run(&["datastore", "sync", "--push", "-y"])
-        .expect(0);
+    s.push(&[("m/a", "a1\n")]);
     let r = s.reader();
     r.run(&["datastore", "sync", "--pull", "-y"]).expect(0);
     let before = s.objects();

@@ -1280,42 +1280,6 @@ fn gets_of(proxy: &crate::support::faults::FaultProxy, path: &str) -> Vec<String
         .collect()
 }
 
-/// An SDK client for the signature-checking server (which refuses the
-/// unsigned helpers).
-async fn signing_client(endpoint: &str) -> aws_sdk_s3::Client {
-    let config = aws_sdk_s3::config::Builder::new()
-        .behavior_version(aws_sdk_s3::config::BehaviorVersion::latest())
-        .region(aws_sdk_s3::config::Region::new(servers::S3_REGION))
-        .endpoint_url(endpoint)
-        .force_path_style(true)
-        .credentials_provider(aws_sdk_s3::config::Credentials::new(
-            servers::S3_ACCESS_KEY,
-            servers::S3_SECRET_KEY,
-            None,
-            None,
-            "test",
-        ))
-        .build();
-    aws_sdk_s3::Client::from_conf(config)
-}
-
-/// A new bucket on the signature-checking server (retried: its filer
-/// may still be coming up).
-async fn signed_bucket(client: &aws_sdk_s3::Client) -> String {
-    let name = format!("signed-{}", uuid::Uuid::new_v4().simple());
-    for attempt in 0.. {
-        match client.create_bucket().bucket(&name).send().await {
-            Ok(_) => return name,
-            Err(e) if attempt < 50 => {
-                let _ = e;
-                tokio::time::sleep(Duration::from_millis(200)).await;
-            }
-            Err(e) => panic!("cannot create bucket {name}: {e:?}"),
-        }
-    }
-    unreachable!()
-}
-
 /// `body` stored at `key` in parts of `part` bytes, as `aws s3 cp` does a
 /// large file: no sha256 metadata, a multipart ETag.
 async fn signed_multipart_put(
@@ -1372,8 +1336,8 @@ async fn signed_multipart_put(
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn downloads_are_signed_right_for_keys_s3_escapes_and_take_one_request_each() {
     let server = servers::s3_checking_signatures();
-    let client = signing_client(&server.endpoint).await;
-    let bucket = signed_bucket(&client).await;
+    let client = servers::signing_client(&server.endpoint).await;
+    let bucket = servers::signed_bucket(&client).await;
     let proxy =
         crate::support::faults::FaultProxy::start(server.endpoint.trim_start_matches("http://"));
     let s = signed_store(&bucket, &proxy, servers::S3_SECRET_KEY);

@@ -16,7 +16,7 @@ use crate::cli::{CliError, Ctx, Outcome, Repo};
 use crate::config::Config;
 use crate::engine::locks::LockError;
 use crate::engine::registry::register_namespace;
-use crate::engine::{self, EngineError, SyncOptions};
+use crate::engine::{self, SyncOptions};
 use crate::engine::{Scope, mirror};
 
 pub(super) fn migrate(ctx: &Ctx, yes: bool) -> Result<Outcome, CliError> {
@@ -71,13 +71,13 @@ fn migrate_locked(
     let planned =
         match engine::plan_with(&repo.layout, config, Scope::Config, SyncOptions::default()) {
             Ok(p) => p,
-            Err(e) if unreachable(&e) => return offline(ctx, repo, config, yes, e.into()),
+            Err(e) if e.remote_unreachable() => return offline(ctx, repo, config, yes, e.into()),
             Err(e) => return Err(e.into()),
         };
     if yes && !planned.plan.is_empty() && !planned.plan.has_conflicts() {
         match register_namespace(&config.target(), config.repo_id) {
             Ok(_) => {}
-            Err(e) if unreachable(&e) => return offline(ctx, repo, config, yes, e.into()),
+            Err(e) if e.remote_unreachable() => return offline(ctx, repo, config, yes, e.into()),
             Err(e) => return Err(e.into()),
         }
     }
@@ -96,7 +96,11 @@ fn migrate_locked(
     .map_err(|e| {
         // Confirmed and failed while applying: if the local copy is there,
         // say so and how to publish it.
-        if yes && publishes && e.kind == crate::cli::ErrorKind::Failure && saved_locally(repo) {
+        if yes
+            && publishes
+            && e.kind == crate::cli::ErrorKind::Failure
+            && mirror::saved_locally(&repo.layout, &repo.config)
+        {
             unpublished(&e.message)
         } else {
             e
@@ -132,15 +136,6 @@ fn offline(
             "the cache already holds config from the datastore, so only the remote can tell what to publish; run `swamp datastore config migrate` again once it is reachable",
         )),
     }
-}
-
-fn unreachable(e: &EngineError) -> bool {
-    e.remote_unreachable()
-}
-
-/// Every definition file is in the cache as the repository has it.
-fn saved_locally(repo: &Repo) -> bool {
-    mirror::saved_locally(&repo.layout, &repo.config)
 }
 
 fn unpublished(reason: &str) -> CliError {

@@ -85,6 +85,40 @@ fn identities() -> String {
     )
 }
 
+/// An SDK client signing as the identity that may do everything.
+pub async fn signing_client(endpoint: &str) -> aws_sdk_s3::Client {
+    let config = aws_sdk_s3::config::Builder::new()
+        .behavior_version(aws_sdk_s3::config::BehaviorVersion::latest())
+        .region(aws_sdk_s3::config::Region::new(S3_REGION))
+        .endpoint_url(endpoint)
+        .force_path_style(true)
+        .credentials_provider(aws_sdk_s3::config::Credentials::new(
+            S3_ACCESS_KEY,
+            S3_SECRET_KEY,
+            None,
+            None,
+            "test",
+        ))
+        .build();
+    aws_sdk_s3::Client::from_conf(config)
+}
+
+/// A new bucket on the signature-checking server (retried: its filer
+/// may still be coming up).
+pub async fn signed_bucket(client: &aws_sdk_s3::Client) -> String {
+    let name = format!("signed-{}", uuid::Uuid::new_v4().simple());
+    for attempt in 0.. {
+        match client.create_bucket().bucket(&name).send().await {
+            Ok(_) => return name,
+            Err(_) if attempt < 50 => {
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            Err(e) => panic!("cannot create bucket {name}: {e:?}"),
+        }
+    }
+    unreachable!()
+}
+
 /// [`s3_child_env`] with the read-only identity's keys.
 pub fn s3_reader_env() -> Vec<(&'static str, String)> {
     let mut env = s3_child_env();
@@ -102,37 +136,11 @@ impl S3Server {
     /// A new, empty bucket made with a signed request (the only kind
     /// [`s3_checking_signatures`] serves), retried while its filer comes up.
     pub fn signed_fresh_bucket(&self) -> String {
-        let name = unique_bucket_name();
-        let rt = tokio::runtime::Builder::new_current_thread()
+        tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
-            .unwrap();
-        rt.block_on(async {
-            let config = aws_sdk_s3::config::Builder::new()
-                .behavior_version(aws_sdk_s3::config::BehaviorVersion::latest())
-                .region(aws_sdk_s3::config::Region::new(S3_REGION))
-                .endpoint_url(&self.endpoint)
-                .force_path_style(true)
-                .credentials_provider(aws_sdk_s3::config::Credentials::new(
-                    S3_ACCESS_KEY,
-                    S3_SECRET_KEY,
-                    None,
-                    None,
-                    "test",
-                ))
-                .build();
-            let client = aws_sdk_s3::Client::from_conf(config);
-            for attempt in 0.. {
-                match client.create_bucket().bucket(&name).send().await {
-                    Ok(_) => break,
-                    Err(_) if attempt < 50 => {
-                        tokio::time::sleep(Duration::from_millis(200)).await;
-                    }
-                    Err(e) => panic!("cannot create bucket {name}: {e:?}"),
-                }
-            }
-        });
-        name
+            .unwrap()
+            .block_on(async { signed_bucket(&signing_client(&self.endpoint).await).await })
     }
 
     /// A store of `bucket` on this server, signing as the identity that
