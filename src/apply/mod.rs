@@ -149,6 +149,10 @@ pub(crate) struct ApplyReport {
     pub sentinel_published: bool,
     /// Orphaned swamp temp files removed.
     pub temps_removed: usize,
+    /// Earlier applies whose set-aside files moved out of the cache's tier
+    /// tree into its own trash.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub trash_relocated: usize,
     /// Earlier applies whose trash was pruned, and the bytes freed here.
     #[serde(skip_serializing_if = "is_zero")]
     pub trash_pruned: usize,
@@ -238,6 +242,7 @@ pub(crate) fn apply(
             Action::Move { .. } => run.move_file(i),
             Action::DropDuplicate { .. } => run.drop_duplicate(action),
             Action::RemoveTemp { .. } => run.remove_temp(action),
+            Action::RelocateTrash { .. } => run.relocate_trash(action),
             Action::RenameLocal { .. } | Action::DeleteSourceRemote { .. } => {
                 run.remote_step(action)
             }

@@ -292,6 +292,82 @@ pub(super) fn rename_dir(src_root: &Path, dst_root: &Path, rel: &str) -> Result<
     fsutil::sync_dir(src_parent).map_err(io_at(src_parent))
 }
 
+/// Moves each apply's directory `from/<id>` (trash swamp before 0.2 left
+/// inside a remote's cache tier tree) to `to/<id>/<ns>`: one rename each,
+/// within `root` (the cache), never through a symlink. Where some of it is
+/// at the new place already (a run cut short), the rest is merged in and a
+/// file already there is never replaced. An apply's directory already gone
+/// was moved before.
+pub(super) fn relocate_trash(
+    root: &Path,
+    from: &Path,
+    to: &Path,
+    applies: &[String],
+    ns: &str,
+) -> Result<(), MoveError> {
+    for dir in [from, to] {
+        if let Some(link) = fsutil::symlink_below(root, dir).map_err(io_at(dir))? {
+            return Err(MoveError::NotAFile(link));
+        }
+    }
+    for id in applies {
+        // The plan file names them: one plain name each, never a path.
+        if !crate::undo::is_id(id) {
+            return Err(MoveError::NotAFile(from.join(id)));
+        }
+        let src = from.join(id);
+        match fs::symlink_metadata(&src) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(io_at(&src)(e)),
+            Ok(m) if !m.is_dir() => return Err(MoveError::NotAFile(src)),
+            Ok(_) => {}
+        }
+        merge_dir(&src, &to.join(id).join(ns))?;
+    }
+    let _ = fs::remove_dir(from);
+    Ok(())
+}
+
+/// Renames `src` (a directory) to `dst`, or, when `dst` exists, each entry
+/// of `src` into it (directories merged likewise); an entry whose name is
+/// taken at `dst` by a file stays where it is.
+fn merge_dir(src: &Path, dst: &Path) -> Result<(), MoveError> {
+    let parent = dst.parent().expect("under the trash directory");
+    fs::create_dir_all(parent).map_err(|source| MoveError::Blocked {
+        path: parent.to_path_buf(),
+        source,
+    })?;
+    match fsutil::rename_noreplace(src, dst) {
+        Ok(()) => {
+            fsutil::sync_dir(parent).map_err(io_at(parent))?;
+            let src_parent = src.parent().expect("under the old trash directory");
+            return fsutil::sync_dir(src_parent).map_err(io_at(src_parent));
+        }
+        Err(e) if e.kind() != io::ErrorKind::AlreadyExists => return Err(io_at(dst)(e)),
+        Err(_) => {}
+    }
+    if !fs::symlink_metadata(dst).map_err(io_at(dst))?.is_dir() {
+        return Ok(());
+    }
+    for entry in fs::read_dir(src).map_err(io_at(src))? {
+        let entry = entry.map_err(io_at(src))?;
+        let kind = entry.file_type().map_err(io_at(&entry.path()))?;
+        let target = dst.join(entry.file_name());
+        if kind.is_dir() {
+            merge_dir(&entry.path(), &target)?;
+        } else {
+            match fsutil::rename_noreplace(&entry.path(), &target) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(io_at(&target)(e)),
+            }
+        }
+    }
+    fsutil::sync_dir(dst).map_err(io_at(dst))?;
+    let _ = fs::remove_dir(src);
+    Ok(())
+}
+
 /// Removes an orphaned swamp temp file at `root/path`: only a regular file
 /// with a temp name, reached without following a symlink.
 pub(super) fn remove_temp(root: &Path, path: &crate::layout::TierPath) -> Result<(), MoveError> {

@@ -66,7 +66,7 @@ pub(crate) fn prune(
         done.remote_objects = keys.len();
     }
     for e in journal.entries.iter().filter(|e| e.op == Op::SetAside) {
-        let path = layout.trash_path(&e.placement, &e.path, id);
+        let path = layout.set_aside_path(&e.placement, &e.path, id);
         match std::fs::symlink_metadata(&path) {
             Ok(m) if m.is_file() => {
                 std::fs::remove_file(&path).map_err(|source| PruneError::Io {
@@ -87,7 +87,12 @@ pub(crate) fn prune(
             Err(err) if err.kind() == io::ErrorKind::NotFound => {}
             Err(source) => return Err(PruneError::Io { path, source }),
         }
-        let (id_root, stop) = layout.trash_root(&e.placement, &e.path, id);
+        let (mut id_root, mut stop) = layout.trash_root(&e.placement, &e.path, id);
+        if !path.starts_with(&id_root) {
+            // Where swamp before 0.2 set it aside in a remote's cache.
+            stop = layout.placement_root(&e.placement);
+            id_root = layout.legacy_trash_dir(&e.placement).join(id);
+        }
         if let Some(parent) = path.parent() {
             crate::fsutil::remove_empty_dirs(parent, &stop);
         }

@@ -121,13 +121,19 @@ impl Run<'_> {
         };
         let (rt, target) = self.remote_parts()?;
         let me = crate::state::deliberate::clone_id(self.layout)?;
-        rt.block_on(remote::record_deletes(
+        let (key, version, body) = rt.block_on(remote::record_deletes(
             target,
             &me,
             files,
             after.as_deref(),
             prune,
         ))?;
+        crate::state::deliberate::remember_record(
+            &self.layout.delete_records_cache_path(&target.placement),
+            key,
+            version,
+            body,
+        );
         Ok(())
     }
 

@@ -265,6 +265,7 @@ pub(crate) async fn run(
         | Action::MirrorConfig { .. }
         | Action::PublishSentinel { .. }
         | Action::RemoveTemp { .. }
+        | Action::RelocateTrash { .. }
         | Action::PruneTrash { .. }
         | Action::Move { .. }
         | Action::DropDuplicate { .. }
@@ -516,13 +517,15 @@ async fn delete_source_remote(
 /// time-ordered key after `after`, naming this `clone`) for the other
 /// clones' guards, then
 /// removes what `prune` names.
+/// Returns the record's key, version and body (for the records cache: the
+/// next plan need not read back what this run wrote).
 pub(crate) async fn record_deletes(
     target: &RemoteTarget,
     clone: &str,
     files: &[crate::state::deliberate::DeletedFile],
     after: Option<&str>,
     prune: &[crate::plan::RemoteObjectRef],
-) -> Result<(), StoreError> {
+) -> Result<(String, String, crate::state::deliberate::RecordBody), StoreError> {
     let now = std::time::UNIX_EPOCH + std::time::Duration::from_secs(crate::clock::now_secs());
     let body = crate::state::deliberate::RecordBody {
         at: crate::clock::now_rfc3339(),
@@ -533,11 +536,12 @@ pub(crate) async fn record_deletes(
     let mut bytes = serde_json::to_vec_pretty(&body).expect("a record serialises");
     bytes.push(b'\n');
     let key = crate::state::deliberate::new_record_key(&target.placement, now, after);
-    target
+    let written = target
         .store
         .put_bytes(&key, bytes, &Precondition::CreateOnly)
         .await?;
-    remove_at_versions(target, prune).await
+    remove_at_versions(target, prune).await?;
+    Ok((key, written.version, body))
 }
 
 /// Writes this clone's note that its base has passed every other clone's

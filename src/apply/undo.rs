@@ -220,7 +220,7 @@ fn restore(layout: &Layout, action: &UndoAction, cache: &mut HashCache) -> Resul
             link.display()
         ));
     }
-    let src = layout.trash_path(placement, path, from);
+    let src = layout.set_aside_path(placement, path, from);
     let Some(sha256) = crate::digest::Sha256::parse(sha256) else {
         return Err(format!(
             "the journal's sha256 for {path} is not a sha256 ({sha256})"

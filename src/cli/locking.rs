@@ -89,9 +89,17 @@ impl Locks {
 
 /// Waits, taking no lock, while someone else holds a fresh lock of this
 /// repository's placements (a run that only reads the datastore).
-pub(super) fn await_writers(ctx: &Ctx, layout: &Layout, config: &Config) -> Result<(), CliError> {
-    locks::await_writers(layout, config, ctx.lock_timeout, &mut sink(ctx, config))?;
-    Ok(())
+pub(super) fn await_writers(
+    ctx: &Ctx,
+    layout: &Layout,
+    config: &Config,
+) -> Result<locks::Writers, CliError> {
+    Ok(locks::await_writers(
+        layout,
+        config,
+        ctx.lock_timeout,
+        &mut sink(ctx, config),
+    )?)
 }
 
 /// How a command takes its locks: `--lock-timeout` over the configured one.

@@ -508,7 +508,8 @@ fn render_summary(out: &mut String, plan: &Plan, md: bool, style: Style) {
         &[false, true, true],
         &[false, false, false],
     );
-    let rows: [(&str, usize, Option<u64>); 21] = [
+    let rows: [(&str, usize, Option<u64>); 22] = [
+        ("relocate-trash", s.relocate_trash, None),
         ("remove-temp", s.remove_temp, None),
         ("mirror-config", s.mirror_config, None),
         ("move", s.moves, Some(s.bytes_to_move)),
@@ -657,7 +658,8 @@ fn action_row(
         | Action::FinishMigration
         | Action::RemoveTemp { .. }
         | Action::MirrorConfig { .. }
-        | Action::PruneTrash { .. } => local_row(a, target, source_label),
+        | Action::PruneTrash { .. }
+        | Action::RelocateTrash { .. } => local_row(a, target, source_label),
         Action::Upload { .. }
         | Action::Download { .. }
         | Action::DeleteLocal { .. }
@@ -721,6 +723,22 @@ fn local_row(
             prune_what(id, *files, *remote_objects),
             format!("trash of {at}"),
             "(removed)".into(),
+        ),
+        Action::RelocateTrash {
+            source,
+            applies,
+            files,
+            ..
+        } => (
+            format!(
+                ".swamp-trash/ ({files} file(s) of {} apply(s))",
+                applies.len()
+            ),
+            match source {
+                None => target.to_string(),
+                Some(i) => source_label(*i),
+            },
+            "cache trash".into(),
         ),
         _ => unreachable!("dispatched above"),
     }
@@ -1227,6 +1245,12 @@ pub fn closing_line(plan: &Plan) -> String {
 /// The closing line's parts about files: moved, transferred, deleted.
 fn file_parts(s: &crate::plan::Summary) -> Vec<String> {
     let mut parts = Vec::new();
+    if s.relocate_trash > 0 {
+        parts.push(format!(
+            "set-aside files of {} earlier apply(s) to move into the cache's trash",
+            s.relocate_trash
+        ));
+    }
     if s.remove_temp > 0 {
         parts.push(format!("{} leftover temp file(s) to remove", s.remove_temp));
     }

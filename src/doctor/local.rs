@@ -115,6 +115,7 @@ pub(crate) fn foreign_dirs(
         if Tier::parse(&name).is_some()
             || Some(name.as_str()) == ours
             || name == crate::layout::TRASH_DIR
+            || name == crate::layout::CACHE_STATE_DIR
         {
             continue;
         }

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use crate::config::{Config, Placement};
 use crate::layout::Layout;
-use crate::lock::{self, LockGuard, LockOptions};
+use crate::lock::{self, Awaited, LockGuard, LockOptions};
 use crate::plan::LockInfo;
 use crate::store::StoreError;
 
@@ -171,31 +171,48 @@ pub(crate) fn await_writers(
     config: &Config,
     timeout: Option<Duration>,
     on_event: &mut dyn FnMut(LockEvent<'_>),
-) -> Result<(), LockError> {
+) -> Result<Writers, LockError> {
     let timeout = timeout_of(config, timeout);
+    let mut found = Writers {
+        waited: false,
+        ours_free: true,
+    };
     for t in LockTarget::all_of(layout, config)? {
-        lock::await_free(&t, timeout, on_event)?;
+        let awaited = lock::await_free(&t, timeout, on_event)?;
+        found.waited |= awaited == Awaited::Waited;
+        found.ours_free &= awaited == Awaited::Free;
     }
-    await_upstreams(config, timeout, on_event)
+    found.waited |= await_upstreams(config, timeout, on_event)?;
+    Ok(found)
+}
+
+/// What [`await_writers`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Writers {
+    /// A live writer held a lock (ours or upstream's), and was waited out.
+    pub waited: bool,
+    /// No lock object of ours was there at the end.
+    pub ours_free: bool,
 }
 
 /// Waits out upstream swamp's lock of each namespace this run touches
-/// (upstream never looks at ours), each once.
+/// (upstream never looks at ours), each once; whether any was held.
 fn await_upstreams(
     config: &Config,
     timeout: Duration,
     on_event: &mut dyn FnMut(LockEvent<'_>),
-) -> Result<(), LockError> {
+) -> Result<bool, LockError> {
     let mut seen = Vec::new();
+    let mut waited = false;
     for p in std::iter::once(config.target()).chain(config.migrating_from.iter().cloned()) {
         let url = lock::upstream::url(&p);
         if url.is_none() || seen.contains(&url) {
             continue;
         }
         seen.push(url);
-        lock::await_upstream(&p, timeout, on_event)?;
+        waited |= lock::await_upstream(&p, timeout, on_event)? == Awaited::Waited;
     }
-    Ok(())
+    Ok(waited)
 }
 
 /// How long a run waits for a lock: `given` (`--lock-timeout`), else

@@ -302,6 +302,83 @@ pub(crate) fn plan_with(
     plan_learnt(layout, config, scope, options, state::Learnt::default())
 }
 
+/// A plan made before any lock of the bucket is taken (see
+/// [`plan_reading`]).
+pub(crate) struct ReadFirst {
+    pub planned: Planned,
+    /// It writes the bucket, or the namespace is not registered to this
+    /// repository yet: the run takes the datastore's lock and plans again.
+    pub writes: bool,
+    /// The listing showed the namespace manifest and the remote id at
+    /// versions this clone read before (naming this repository): a writer's
+    /// run need not read them again to register.
+    pub vouched: bool,
+}
+
+/// Plans a sync of a remote datastore that may only read it, taking no
+/// lock there: converged, it costs its LIST. Writers are waited out
+/// (`await_writers`) only when there is something to apply or the listing
+/// showed a lock: planned again when a live writer was waited out, or when
+/// the listed lock has gone since (the listing may have caught its holder
+/// half-way).
+pub(crate) fn plan_reading<E: From<EngineError>>(
+    layout: &Layout,
+    config: &Config,
+    scope: Scope,
+    options: SyncOptions,
+    mut await_writers: impl FnMut() -> Result<locks::Writers, E>,
+) -> Result<ReadFirst, E> {
+    let mut planned = plan_with(layout, config, scope, options)?;
+    let lock_listed = planned
+        .observed
+        .remote
+        .as_ref()
+        .is_some_and(|r| r.listed.lock.is_some());
+    if !lock_listed && planned.plan.writes_remote() {
+        // Planned again under the lock, after waiting for it.
+        let vouched = vouched(layout, config, &planned);
+        return Ok(ReadFirst {
+            planned,
+            writes: true,
+            vouched,
+        });
+    }
+    if lock_listed || !planned.plan.is_empty() {
+        let writers = await_writers()?;
+        if writers.waited || (lock_listed && writers.ours_free) {
+            planned = plan_with(layout, config, scope, options)?;
+        }
+    }
+    let manifest = planned
+        .observed
+        .remote
+        .as_ref()
+        .and_then(|r| r.manifest.as_deref());
+    let registered = registry::is_registered(layout, &config.target(), config.repo_id, manifest)?;
+    let writes = !registered || planned.plan.writes_remote();
+    let vouched = vouched(layout, config, &planned);
+    Ok(ReadFirst {
+        planned,
+        writes,
+        vouched,
+    })
+}
+
+/// Whether `planned`'s listing showed the namespace's manifest and the
+/// remote's id at versions this clone read and checked before.
+fn vouched(layout: &Layout, config: &Config, planned: &Planned) -> bool {
+    let Some(remote) = &planned.observed.remote else {
+        return false;
+    };
+    registry::vouched(
+        layout,
+        &config.target(),
+        config.repo_id,
+        remote.manifest.as_deref(),
+        remote.listed.remote_id.as_deref(),
+    )
+}
+
 /// [`plan_with`], trusting what this run `learnt` of files it wrote.
 fn plan_learnt(
     layout: &Layout,

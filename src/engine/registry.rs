@@ -6,6 +6,8 @@
 
 use crate::config::Placement;
 use crate::layout::Layout;
+use crate::state::remote::RemoteIdentity;
+use crate::state::seen::{Seen, SeenManifest};
 use crate::store::{self, RemoteTarget, runtime};
 
 use super::EngineError;
@@ -89,16 +91,25 @@ pub(crate) fn register_namespace(
     placement: &Placement,
     repo_id: uuid::Uuid,
 ) -> Result<bool, EngineError> {
+    Ok(registered(placement, repo_id)?.is_some_and(|(created, _)| created))
+}
+
+/// [`register_namespace`]: whether it was created, and the manifest's
+/// version (`None` for a solo placement).
+fn registered(
+    placement: &Placement,
+    repo_id: uuid::Uuid,
+) -> Result<Option<(bool, String)>, EngineError> {
     let Some(ns) = &placement.namespace else {
-        return Ok(false);
+        return Ok(None);
     };
     let target = RemoteTarget::open(placement)?;
     let key = Layout::namespace_manifest_key(placement);
     runtime().block_on(async {
         // Two tries: a create that loses a race reads the winner's manifest.
         for _ in 0..2 {
-            if registered_to(&target, &key, ns, repo_id).await? {
-                return Ok(false);
+            if let Some(version) = registered_to(&target, &key, ns, repo_id).await? {
+                return Ok(Some((false, version)));
             }
             let manifest = NamespaceManifest {
                 namespace: ns.to_string(),
@@ -112,7 +123,7 @@ pub(crate) fn register_namespace(
                 .put_bytes(&key, body, &crate::store::Precondition::CreateOnly)
                 .await
             {
-                Ok(_) => return Ok(true),
+                Ok(meta) => return Ok(Some((true, meta.version))),
                 Err(crate::store::StoreError::PreconditionFailed { .. }) => continue,
                 Err(e) => return Err(e.into()),
             }
@@ -123,34 +134,75 @@ pub(crate) fn register_namespace(
 
 /// Whether the namespace is registered to `repo_id` (always, for a solo
 /// placement), so that a run that writes nothing else needs not register
-/// it; an error when another repository owns the namespace. (The remote's
-/// id is the plan's to read: a base bound to none is set aside once a
-/// writer gives the remote one, and a writer's run creates it before it
-/// plans under the lock.)
+/// it; an error when another repository owns the namespace. `listed` is
+/// the manifest's version as the plan's listing showed it (`None`: not
+/// there, so not registered); a version this clone read before and found
+/// naming `repo_id` needs no GET (`state::seen`). (The remote's id is the
+/// plan's to read: a base bound to none is set aside once a writer gives
+/// the remote one, and a writer's run creates it before it plans under
+/// the lock.)
 pub(crate) fn is_registered(
+    layout: &Layout,
     placement: &Placement,
     repo_id: uuid::Uuid,
+    listed: Option<&str>,
 ) -> Result<bool, EngineError> {
     let Some(ns) = &placement.namespace else {
         return Ok(true);
     };
+    let Some(listed) = listed else {
+        return Ok(false);
+    };
+    let path = layout.remote_seen_path(placement);
+    let mut seen = Seen::load(&path, &Layout::remote_url(placement));
+    if seen.names_repo(listed, repo_id) {
+        return Ok(true);
+    }
     let target = RemoteTarget::open(placement)?;
     let key = Layout::namespace_manifest_key(placement);
-    runtime().block_on(registered_to(&target, &key, ns, repo_id))
+    let Some(version) = runtime().block_on(registered_to(&target, &key, ns, repo_id))? else {
+        return Ok(false);
+    };
+    seen.manifest = Some(SeenManifest { version, repo_id });
+    seen.save(&path);
+    Ok(true)
 }
 
-/// Reads the manifest at `key`: `true` when it names `repo_id`, `false`
-/// when there is none; an error when it names another repository or is not
-/// a manifest.
+/// Whether a listing that showed the namespace manifest at `manifest` and
+/// the remote id at `remote_id` vouches for both without a request: this
+/// clone read them at those versions before (the manifest naming
+/// `repo_id`; a solo placement has none to check).
+pub(crate) fn vouched(
+    layout: &Layout,
+    placement: &Placement,
+    repo_id: uuid::Uuid,
+    manifest: Option<&str>,
+    remote_id: Option<&str>,
+) -> bool {
+    let seen = Seen::load(
+        &layout.remote_seen_path(placement),
+        &Layout::remote_url(placement),
+    );
+    let manifest_ok = match (&placement.namespace, manifest) {
+        (None, _) => true,
+        (Some(_), Some(v)) => seen.names_repo(v, repo_id),
+        (Some(_), None) => false,
+    };
+    manifest_ok && remote_id.is_some_and(|v| seen.identity_at(v).is_some())
+}
+
+/// Reads the manifest at `key`: its version when it names `repo_id`,
+/// `None` when there is none; an error when it names another repository
+/// or is not a manifest.
 async fn registered_to(
     target: &RemoteTarget,
     key: &str,
     ns: &crate::config::Namespace,
     repo_id: uuid::Uuid,
-) -> Result<bool, EngineError> {
-    let bytes = match target.store.get_bytes(key).await {
-        Ok((_, bytes)) => bytes,
-        Err(crate::store::StoreError::NotFound { .. }) => return Ok(false),
+) -> Result<Option<String>, EngineError> {
+    let (meta, bytes) = match target.store.get_bytes(key).await {
+        Ok(read) => read,
+        Err(crate::store::StoreError::NotFound { .. }) => return Ok(None),
         Err(e) => return Err(e.into()),
     };
     let m = NamespaceManifest::parse(&bytes).map_err(|why| RegistrationError::Unrecognised {
@@ -165,13 +217,38 @@ async fn registered_to(
         }
         .into());
     }
-    Ok(true)
+    Ok(Some(meta.version))
 }
 
 /// Makes sure the remote holds an id (`<prefix>/<ns>/.swamp/remote-id.json`,
 /// written once with a create-only write) and returns it. Sync bases are
 /// bound to it, so a base cannot outlive the remote it was made with.
 pub(crate) fn ensure_remote_id(placement: &Placement) -> Result<String, EngineError> {
+    Ok(remote_identity(placement)?.id)
+}
+
+/// Before a writer's sync plans: the namespace claimed for `repo_id` and
+/// the remote holding an id, both kept in this clone's record of what it
+/// read (`state::seen`), so the next listing vouches for them.
+pub(crate) fn ensure_registered(
+    layout: &Layout,
+    placement: &Placement,
+    repo_id: uuid::Uuid,
+) -> Result<(), EngineError> {
+    let manifest = registered(placement, repo_id)?;
+    let identity = remote_identity(placement)?;
+    let path = layout.remote_seen_path(placement);
+    let mut seen = Seen::load(&path, &Layout::remote_url(placement));
+    if let Some((_, version)) = manifest {
+        seen.manifest = Some(SeenManifest { version, repo_id });
+    }
+    seen.remote_id = Some(identity);
+    seen.save(&path);
+    Ok(())
+}
+
+/// [`ensure_remote_id`], with the version of the object holding it.
+fn remote_identity(placement: &Placement) -> Result<RemoteIdentity, EngineError> {
     let target = RemoteTarget::open(placement)?;
     let key = Layout::remote_id_key(placement);
     runtime().block_on(async {
@@ -180,7 +257,7 @@ pub(crate) fn ensure_remote_id(placement: &Placement) -> Result<String, EngineEr
             if let Some(identity) =
                 crate::state::remote::read_identity(target.store.as_ref(), &key).await?
             {
-                return Ok(identity.id);
+                return Ok(identity);
             }
             let body = crate::state::remote::RemoteIdBody {
                 id: uuid::Uuid::new_v4().to_string(),
@@ -192,7 +269,12 @@ pub(crate) fn ensure_remote_id(placement: &Placement) -> Result<String, EngineEr
                 .put_bytes(&key, bytes, &crate::store::Precondition::CreateOnly)
                 .await
             {
-                Ok(_) => return Ok(body.id),
+                Ok(meta) => {
+                    return Ok(RemoteIdentity {
+                        id: body.id,
+                        version: meta.version,
+                    });
+                }
                 // Someone else's object there (unreadable as an id): leave it.
                 Err(crate::store::StoreError::PreconditionFailed { .. }) => continue,
                 Err(e) => return Err(e.into()),

@@ -51,10 +51,26 @@ pub fn is_repo_local_path(path: &TierPath) -> bool {
     }
 }
 
+/// Which kind of trash a set-aside file goes into (see
+/// [`Layout::trash_path`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TrashHome {
+    /// `.swamp/state/trash/`.
+    State,
+    /// A remote's cache: `<cache>/.swamp/trash/`.
+    Cache,
+    /// A shared path: `<placement root>/.swamp-trash/`.
+    Shared,
+}
+
 /// Temp files: one constant and one predicate, owned by the writers.
 /// The trash directory in a shared-path datastore or a remote's cache
 /// (never a tier or a namespace name).
 pub const TRASH_DIR: &str = ".swamp-trash";
+
+/// A remote's cache's own state directory (`<cache>/.swamp/`), beside the
+/// namespaces' tier trees: never a tier or a namespace name.
+pub const CACHE_STATE_DIR: &str = ".swamp";
 
 pub use crate::fsutil::{TEMP_PREFIX, is_swamp_temp};
 
@@ -231,20 +247,24 @@ impl Layout {
     }
 
     /// Where apply `id` sets aside `path` of `placement`: on the same
-    /// filesystem as the file, so that setting aside is a rename.
-    /// `.swamp/state/trash/<id>/<ns or _>/…` for the local datastore and
-    /// repo-local tiers; `<placement root>/.swamp-trash/<id>/…` for a shared
-    /// path or a remote's cache (inside the namespace's own directory, which
-    /// is all a namespaced command may touch); then the tier path.
+    /// filesystem as the file, so that setting aside is a rename, and never
+    /// in a tree that mirrors a bucket.
+    /// - `.swamp/state/trash/<id>/<ns or _>/…` for the local datastore and
+    ///   repo-local tiers;
+    /// - `<cache>/.swamp/trash/<id>/<ns or _>/…` in a remote's cache: its
+    ///   own state directory, beside (not inside) the namespace's tier
+    ///   tree, so the tree compares equal with the bucket
+    ///   (`rclone check`, `aws s3 sync --dryrun`);
+    /// - `<placement root>/.swamp-trash/<id>/…` in a shared path (inside
+    ///   the namespace's own directory, which is all a namespaced command
+    ///   may touch there);
+    ///
+    /// then the tier path.
     pub fn trash_path(&self, placement: &Placement, path: &TierPath, id: &str) -> PathBuf {
-        let in_swamp_dir = !self.is_datastore_tier(path.tier())
-            || self.datastore_root(&placement.datastore) == self.swamp_dir();
-        let mut p = if in_swamp_dir {
-            let ns = placement.namespace.as_ref().map_or("_", |n| n.as_str());
-            self.trash_dir().join(id).join(ns)
-        } else {
-            self.placement_root(placement).join(TRASH_DIR).join(id)
-        };
+        let (mut p, _) = self.trash_root(placement, path, id);
+        if self.trash_home(placement, path) != TrashHome::Shared {
+            p.push(placement.namespace.as_ref().map_or("_", |n| n.as_str()));
+        }
         p.push(path.tier().as_str());
         for seg in path.rest_segments() {
             p.push(seg);
@@ -252,23 +272,67 @@ impl Layout {
         p
     }
 
-    /// The directory [`Layout::trash_path`] puts `path` under for apply
-    /// `id`, and the directory above it that stays when the trash empties
-    /// (`.swamp/state/trash/`, which holds the journals; or the placement
-    /// root, so an empty `.swamp-trash/` goes too).
+    /// Where a file set aside by apply `id` is now: [`Layout::trash_path`],
+    /// or, in a remote's cache, where swamp before 0.2 put it
+    /// (`<cache>/<ns>/.swamp-trash/<id>/…`) until a plan's
+    /// `relocate-trash` moves it.
+    pub fn set_aside_path(&self, placement: &Placement, path: &TierPath, id: &str) -> PathBuf {
+        let now = self.trash_path(placement, path, id);
+        if self.trash_home(placement, path) == TrashHome::Cache
+            && std::fs::symlink_metadata(&now).is_err()
+        {
+            let mut old = self.legacy_trash_dir(placement).join(id);
+            old.push(path.tier().as_str());
+            for seg in path.rest_segments() {
+                old.push(seg);
+            }
+            if std::fs::symlink_metadata(&old).is_ok() {
+                return old;
+            }
+        }
+        now
+    }
+
+    /// `<cache>/<ns>/.swamp-trash/`: where swamp before 0.2 set aside the
+    /// files of a remote's cache, inside the namespace's tier tree.
+    pub fn legacy_trash_dir(&self, placement: &Placement) -> PathBuf {
+        self.placement_root(placement).join(TRASH_DIR)
+    }
+
+    /// `<cache>/.swamp/trash/`: a remote's cache's own trash.
+    pub fn cache_trash_dir(&self) -> PathBuf {
+        self.cache_root().join(CACHE_STATE_DIR).join("trash")
+    }
+
+    /// Which kind of trash `path` of `placement` is set aside into.
+    fn trash_home(&self, placement: &Placement, path: &TierPath) -> TrashHome {
+        if !self.is_datastore_tier(path.tier()) {
+            return TrashHome::State;
+        }
+        match &placement.datastore {
+            DatastoreConfig::Local => TrashHome::State,
+            DatastoreConfig::S3 { .. } | DatastoreConfig::Gcs { .. } => TrashHome::Cache,
+            DatastoreConfig::Filesystem { .. } => TrashHome::Shared,
+        }
+    }
+
+    /// The directory apply `id`'s set-aside files of `placement` go under,
+    /// and the directory above it that stays when the trash empties
+    /// (`.swamp/state/trash/`, which holds the journals; or the cache root
+    /// or placement root, so an empty trash directory goes too).
     pub fn trash_root(
         &self,
         placement: &Placement,
         path: &TierPath,
         id: &str,
     ) -> (PathBuf, PathBuf) {
-        let in_swamp_dir = !self.is_datastore_tier(path.tier())
-            || self.datastore_root(&placement.datastore) == self.swamp_dir();
-        if in_swamp_dir {
-            (self.trash_dir().join(id), self.trash_dir())
-        } else {
-            let root = self.placement_root(placement);
-            (root.join(TRASH_DIR).join(id), root)
+        match self.trash_home(placement, path) {
+            TrashHome::State => (self.trash_dir().join(id), self.trash_dir()),
+            TrashHome::Cache => (self.cache_trash_dir().join(id), self.cache_root()),
+            TrashHome::Shared => {
+                let root = self.placement_root(placement);
+                (root.join(TRASH_DIR).join(id), root)
+            }
         }
     }
 
@@ -332,6 +396,14 @@ impl Layout {
         let id = crate::fsutil::sha256_bytes(Layout::remote_url(placement).as_bytes());
         self.state_dir()
             .join(format!("delete-records-{}.json", &id[..16]))
+    }
+
+    /// What this clone read and checked of `placement`'s own objects (its
+    /// remote id, the namespace manifest), by version: see `state::seen`.
+    pub fn remote_seen_path(&self, placement: &Placement) -> PathBuf {
+        let id = crate::fsutil::sha256_bytes(Layout::remote_url(placement).as_bytes());
+        self.state_dir()
+            .join(format!("remote-seen-{}.json", &id[..16]))
     }
 
     /// Cache contents known not to be the multipart objects they were

@@ -297,9 +297,9 @@ pub(crate) fn await_upstream(
     placement: &Placement,
     timeout: Duration,
     on_event: &mut dyn FnMut(Event<'_>),
-) -> Result<(), LockError> {
+) -> Result<Awaited, LockError> {
     let (Some(key), Some(url)) = (upstream::key(placement), upstream::url(placement)) else {
-        return Ok(());
+        return Ok(Awaited::Free);
     };
     let store = store::open(&placement.datastore)?;
     let rt = small_runtime();
@@ -312,13 +312,14 @@ pub(crate) fn await_upstream(
                     url: &url,
                     reason: e.to_string(),
                 });
-                return Ok(());
+                return Ok(Awaited::Passed);
             }
             other => other?,
         };
         match seen {
-            upstream::UpstreamLock::Free | upstream::UpstreamLock::Held { stale: true, .. } => {
-                return Ok(());
+            upstream::UpstreamLock::Free => return Ok(Awaited::of(announced, false)),
+            upstream::UpstreamLock::Held { stale: true, .. } => {
+                return Ok(Awaited::of(announced, true));
             }
             upstream::UpstreamLock::Held { body, age_secs, .. } => {
                 let waited = started.elapsed();
@@ -454,17 +455,45 @@ pub(crate) fn await_free(
     target: &LockTarget,
     timeout: Duration,
     on_event: &mut dyn FnMut(Event<'_>),
-) -> Result<(), LockError> {
+) -> Result<Awaited, LockError> {
     let rt = small_runtime();
     let mut wait = Wait::new(target, timeout, Duration::from_millis(250));
+    let mut waited = false;
     loop {
-        match rt.block_on(inspect(target))? {
-            LockState::Free | LockState::Held { stale: true, .. } => return Ok(()),
+        let passed = match rt.block_on(inspect(target))? {
+            LockState::Free => false,
+            LockState::Held { stale: true, .. } => true,
             // A writer on this machine whose process is gone writes no
             // more: a reader need not wait out its TTL (a writer still
             // does, to take the lock over).
-            LockState::Held { body, .. } if holder_is_gone(&body) => return Ok(()),
-            state => wait.on(state, on_event)?,
+            LockState::Held { body, .. } if holder_is_gone(&body) => true,
+            state => {
+                wait.on(state, on_event)?;
+                waited = true;
+                continue;
+            }
+        };
+        return Ok(Awaited::of(waited, passed));
+    }
+}
+
+/// What waiting on a lock found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Awaited {
+    /// No lock there.
+    Free,
+    /// A lock whose holder is gone (stale, or a dead process here): no wait.
+    Passed,
+    /// Held by a live writer: waited until it was not.
+    Waited,
+}
+
+impl Awaited {
+    fn of(waited: bool, passed: bool) -> Awaited {
+        match (waited, passed) {
+            (true, _) => Awaited::Waited,
+            (false, true) => Awaited::Passed,
+            (false, false) => Awaited::Free,
         }
     }
 }

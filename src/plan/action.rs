@@ -185,6 +185,21 @@ pub enum Action {
         bytes: u64,
         remote_objects: usize,
     },
+    /// Move what earlier applies set aside in a remote's cache out of the
+    /// namespace's tier tree (`<cache>/<ns>/.swamp-trash/<id>/`, where
+    /// swamp before 0.2 put it) into the cache's own trash
+    /// (`<cache>/.swamp/trash/<id>/<ns>/`): renames on one filesystem, so
+    /// the tree mirrors the bucket and undo still finds every file.
+    /// `source`: `None` for the target, else the source placement.
+    /// Precondition: each apply's directory is still a directory there; a
+    /// file already at the new place is never replaced.
+    RelocateTrash {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        source: Option<usize>,
+        applies: Vec<String>,
+        files: usize,
+        bytes: u64,
+    },
 }
 
 /// Why an apply's trash is pruned.
@@ -255,13 +270,14 @@ impl Action {
             | Action::CopyRemote { size, .. }
             | Action::MirrorConfig { size, .. }
             | Action::RemoveTemp { size, .. } => Some(*size),
-            Action::PruneTrash { bytes, .. } => Some(*bytes),
+            Action::PruneTrash { bytes, .. } | Action::RelocateTrash { bytes, .. } => Some(*bytes),
             _ => None,
         }
     }
 
     /// Stable names, in the order the summary lists them.
-    pub const KINDS: [&'static str; 20] = [
+    pub const KINDS: [&'static str; 21] = [
+        "relocate-trash",
         "remove-temp",
         "mirror-config",
         "move",
@@ -298,6 +314,7 @@ impl Action {
             | Action::PublishSentinel { .. } => true,
             Action::PruneTrash { remote_objects, .. } => *remote_objects > 0,
             Action::RemoveTemp { .. }
+            | Action::RelocateTrash { .. }
             | Action::MirrorConfig { .. }
             | Action::Move { .. }
             | Action::DropDuplicate { .. }
@@ -333,6 +350,7 @@ impl Action {
             Action::PublishSentinel { .. } => "publish-sentinel",
             Action::RemoveTemp { .. } => "remove-temp",
             Action::PruneTrash { .. } => "prune-trash",
+            Action::RelocateTrash { .. } => "relocate-trash",
         }
     }
 
@@ -357,6 +375,7 @@ impl Action {
             | Action::NoteProgress { .. }
             | Action::PruneRecords { .. }
             | Action::PruneTrash { .. }
+            | Action::RelocateTrash { .. }
             | Action::DeleteSourceRemote { .. } => None,
         }
     }
@@ -405,6 +424,9 @@ impl Action {
                 ..
             } => "older than [undo] keep_days",
             Action::PruneTrash { .. } => "trash over [undo] max_bytes",
+            Action::RelocateTrash { .. } => {
+                "set-aside files inside the cache's mirror of the bucket"
+            }
         }
     }
 }
@@ -601,6 +623,9 @@ pub struct Summary {
     pub mirror_config: usize,
     pub publish_sentinel: usize,
     pub remove_temp: usize,
+    /// Applies whose set-aside files move out of the cache's tier tree.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub relocate_trash: usize,
     /// Applies whose trash this plan prunes, and the bytes freed here.
     #[serde(default)]
     pub prune_trash: usize,
@@ -705,14 +730,15 @@ impl Plan {
     }
 
     /// The datastore matches the configuration: no conflict, and nothing
-    /// to do but housekeeping (pruning trash that came due, which is not
+    /// to do but housekeeping (pruning trash that came due, or moving an
+    /// older swamp's trash out of the cache's tier tree, which is not
     /// drift).
     pub fn in_sync(&self) -> bool {
         self.conflicts.is_empty()
             && self
                 .actions
                 .iter()
-                .all(|a| matches!(a, Action::PruneTrash { .. }))
+                .all(|a| matches!(a, Action::PruneTrash { .. } | Action::RelocateTrash { .. }))
     }
 
     pub fn has_conflicts(&self) -> bool {
@@ -747,7 +773,7 @@ impl Plan {
             s.skipped =
                 remote.folder_markers + remote.unmanaged.iter().map(|u| u.objects).sum::<usize>();
         }
-        s.requests = tally.requests(&s, self.remote.as_ref());
+        s.requests = tally.requests(&s, self.remote.as_ref(), self.writes_remote());
         s
     }
 }
@@ -830,6 +856,7 @@ impl Tally {
             }
             Action::MirrorConfig { .. } => s.mirror_config += 1,
             Action::RemoveTemp { .. } => s.remove_temp += 1,
+            Action::RelocateTrash { applies, .. } => s.relocate_trash += applies.len(),
             Action::PublishSentinel { objects, .. } => {
                 s.publish_sentinel += 1;
                 self.sentinel_heads += objects.len() as u64;
@@ -848,7 +875,19 @@ impl Tally {
 
     /// The requests the plan costs against its remote: the estimate the
     /// plan shows before anything is sent.
-    fn requests(&self, s: &Summary, remote: Option<&RemoteInfo>) -> RequestEstimate {
+    ///
+    /// Counted from the moment the plan is shown under the lock: its
+    /// actions, the listing that verifies them, and giving back the
+    /// datastore's lock a run that writes the bucket holds (a DELETE).
+    /// Not counted: the listings planning itself costs (one per page, each
+    /// time a run plans), and renewing a lock held longer than a third of
+    /// its TTL (a PUT each time).
+    fn requests(
+        &self,
+        s: &Summary,
+        remote: Option<&RemoteInfo>,
+        writes_remote: bool,
+    ) -> RequestEstimate {
         let mut requests = RequestEstimate::default();
         if let Some(remote) = remote {
             let deletes = s.delete_remote as u64;
@@ -869,7 +908,7 @@ impl Tally {
                 // remote trash: one server-side copy, counted as a PUT.
                 put: (s.upload + s.trash_copies) as u64,
                 get: s.download as u64,
-                delete: batched(deletes) + batched(self.pruned_objects),
+                delete: batched(deletes) + batched(self.pruned_objects) + u64::from(writes_remote),
             };
         }
         // Draining a remote source: a GET per fetch, a PUT (copy) per
@@ -885,6 +924,14 @@ impl Tally {
         // record or note removed.
         requests.put += (s.record_deletes + s.note_progress) as u64;
         requests.delete += self.records_pruned;
+        // GCS: a conditional delete or copy reads the object's metadata
+        // first (the precondition checked before the request, as
+        // fake-gcs-server does not enforce it on either).
+        if remote.is_some_and(|r| r.url.starts_with("gs://")) {
+            requests.get += (s.delete_remote + s.trash_copies) as u64
+                + self.records_pruned
+                + u64::from(writes_remote);
+        }
         requests
     }
 }

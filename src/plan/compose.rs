@@ -564,6 +564,7 @@ mod tests {
                 mine: true,
             }],
             deleted_here: BTreeMap::new(),
+            listed: Default::default(),
         }
     }
 

@@ -81,8 +81,9 @@ pub fn diff(desired: &Desired, observed: &Observed) -> Plan {
     }
 }
 
-/// Removes the leftovers of interrupted writes, at the target and at every
-/// source that is another directory.
+/// Removes the leftovers of interrupted writes, and moves trash an older
+/// swamp left in a remote's cache out of its tier tree, at the target and
+/// at every source that is another directory.
 fn stale_temps(target: &PlacementState, sources: &[PlacementState], actions: &mut Vec<Action>) {
     for (source, state) in std::iter::once((None, target)).chain(
         sources
@@ -91,6 +92,14 @@ fn stale_temps(target: &PlacementState, sources: &[PlacementState], actions: &mu
             .filter(|(_, s)| s.root != target.root)
             .map(|(i, s)| (Some(i), s)),
     ) {
+        if !state.legacy_trash.is_empty() {
+            actions.push(Action::RelocateTrash {
+                source,
+                applies: state.legacy_trash.iter().map(|t| t.id.clone()).collect(),
+                files: state.legacy_trash.iter().map(|t| t.files).sum(),
+                bytes: state.legacy_trash.iter().map(|t| t.bytes).sum(),
+            });
+        }
         for t in state.temps.iter().filter(|t| t.stale) {
             actions.push(Action::RemoveTemp {
                 path: t.path.clone(),
@@ -264,6 +273,7 @@ mod tests {
             obstacles: vec![],
             temps: vec![],
             remote: None,
+            legacy_trash: Vec::new(),
         }
     }
 

@@ -274,6 +274,7 @@ mod tests {
             delete_records: Vec::new(),
             clone_notes: Vec::new(),
             deleted_here: BTreeMap::new(),
+            listed: Default::default(),
         }
     }
 
@@ -300,6 +301,7 @@ mod tests {
             obstacles: vec![],
             temps: vec![],
             remote,
+            legacy_trash: Vec::new(),
         }
     }
 

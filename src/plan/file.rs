@@ -284,6 +284,10 @@ impl SavedPlan {
                 | Action::RemoveTemp {
                     source: Some(source),
                     ..
+                }
+                | Action::RelocateTrash {
+                    source: Some(source),
+                    ..
                 } => Some(*source),
                 _ => None,
             };

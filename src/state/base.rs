@@ -145,8 +145,16 @@ impl SyncBase {
     /// not trusted either once the remote holds an id: nothing proves it
     /// was made with this remote rather than with an earlier life of it.
     pub fn mismatch(&self, identity: Option<&str>) -> Option<String> {
+        self.mismatch_listing(
+            identity,
+            !self.files.is_empty() || !self.unhydrated.is_empty(),
+        )
+    }
+
+    /// [`SyncBase::mismatch`] of a base whose files were taken out
+    /// (`listed`: whether it listed any).
+    pub fn mismatch_listing(&self, identity: Option<&str>, listed: bool) -> Option<String> {
         let Some(made_with) = self.remote_id.as_deref() else {
-            let listed = !self.files.is_empty() || !self.unhydrated.is_empty();
             return (identity.is_some() && listed).then(|| {
                 format!(
                     "the last sync's record predates remote ids, so nothing proves it was made with {} as it is now",

@@ -232,7 +232,9 @@ pub fn deleted_here(layout: &Layout, placement: &Placement) -> BTreeMap<TierPath
                 crate::undo::Op::SetAside
                     if e.written.is_none()
                         && (journal.finished
-                            || layout.trash_path(placement, &e.path, &journal.id).exists()) =>
+                            || layout
+                                .set_aside_path(placement, &e.path, &journal.id)
+                                .exists()) =>
                 {
                     if let Some(sha) = Sha256::parse(&e.sha256) {
                         out.insert(e.path, sha);
@@ -326,6 +328,25 @@ pub async fn read_records(
     read.sort_by(|a, b| a.stem().cmp(b.stem()));
     *records = read;
     Ok(())
+}
+
+/// Keeps a record this clone just wrote in the records cache at `cache`,
+/// so the next plan need not read it back (derived state: a failure costs
+/// that read).
+pub(crate) fn remember_record(
+    cache: &std::path::Path,
+    key: String,
+    version: String,
+    body: RecordBody,
+) {
+    let mut known: BTreeMap<String, CachedRecord> = std::fs::read(cache)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or_default();
+    known.insert(key, CachedRecord { version, body });
+    if let Ok(bytes) = serde_json::to_vec(&known) {
+        let _ = crate::fsutil::atomic_write(cache, &bytes);
+    }
 }
 
 /// A record as read before, in the cache [`read_records`] keeps.

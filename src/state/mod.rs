@@ -14,6 +14,7 @@ pub(crate) mod managed;
 pub(crate) mod observe;
 pub(crate) mod observed;
 pub mod remote;
+pub(crate) mod seen;
 mod stat;
 pub(crate) mod undo;
 pub(crate) mod walk;

@@ -16,7 +16,9 @@ use crate::store::{RemoteTarget, StoreError, runtime};
 use super::managed::{self, Mirror, RemoteSentinel, Sentinel, sentinel_path};
 use super::observed::ObserveError;
 use super::remote::{RemoteIdentity, ServerDigest, observe_remote, read_identity};
-use super::{Desired, FileState, HashCache, Learnt, Observed, RemoteSnapshot, Scope, SyncBase};
+use super::{
+    BaseEntry, Desired, FileState, HashCache, Learnt, Observed, RemoteSnapshot, Scope, SyncBase,
+};
 
 /// Files larger than this are not read for a diff.
 pub(crate) const DIFF_SIZE_CAP: u64 = 64 * 1024;
@@ -76,22 +78,22 @@ pub fn observe(
     }
     let target = RemoteTarget::open(&desired.target)?;
     crate::progress::meter().phase(&format!("listing {}", target.url));
-    let (base, identity, reset) = bound_base(layout, &target, rt)?;
     let here = &observed.placements[0];
-    let mut snapshot = rt.block_on(observe_remote(
-        target.store.as_ref(),
-        target.url.clone(),
-        &target.key_prefix,
-        desired.target.namespace.is_some(),
-        base.files,
-        &cache_after_moves(&observed, desired.scope),
-        false,
-        &mut |p, f, d| digests.matches(&here.root, &here.files, p, f, d),
-    ))?;
+    let cache = cache_after_moves(&observed, desired.scope);
+    let mut snapshot = listed_with_base(layout, &target, rt, |base| {
+        Ok(rt.block_on(observe_remote(
+            target.store.as_ref(),
+            target.url.clone(),
+            &target.key_prefix,
+            desired.target.namespace.is_some(),
+            base,
+            &cache,
+            false,
+            &mut |p, f, d| digests.matches(&here.root, &here.files, p, f, d),
+        ))?)
+    })?;
+    drop(cache);
     digests.save();
-    snapshot.unhydrated = base.unhydrated;
-    snapshot.identity = identity;
-    snapshot.base_reset = reset;
     let root = &observed.placements[0].root;
     snapshot.unholdable = super::remote::unholdable(
         &snapshot.files,
@@ -128,21 +130,19 @@ fn observe_remote_sources(
         }
         let source = RemoteTarget::open(&placement)?;
         crate::progress::meter().phase(&format!("listing {}", source.url));
-        let (base, identity, reset) = bound_base(layout, &source, rt)?;
         let here = &observed.placements[i];
-        let mut snapshot = rt.block_on(observe_remote(
-            source.store.as_ref(),
-            source.url.clone(),
-            &source.key_prefix,
-            placement.namespace.is_some(),
-            base.files,
-            &here.files,
-            desired.target.datastore.is_remote(),
-            &mut |p, f, d| digests.matches(&here.root, &here.files, p, f, d),
-        ))?;
-        snapshot.unhydrated = base.unhydrated;
-        snapshot.identity = identity;
-        snapshot.base_reset = reset;
+        let snapshot = listed_with_base(layout, &source, rt, |base| {
+            Ok(rt.block_on(observe_remote(
+                source.store.as_ref(),
+                source.url.clone(),
+                &source.key_prefix,
+                placement.namespace.is_some(),
+                base,
+                &here.files,
+                desired.target.datastore.is_remote(),
+                &mut |p, f, d| digests.matches(&here.root, &here.files, p, f, d),
+            ))?)
+        })?;
         observed.placements[i].remote = Some(snapshot);
     }
     Ok(())
@@ -300,21 +300,58 @@ impl<'a> LocalDigests<'a> {
     }
 }
 
-/// The sync base for `remote`, bound to the id the remote holds: a base
-/// made with another id is set aside (returned empty, with why).
-fn bound_base(
+/// The remote as `list` observes it against this clone's sync base, the
+/// base bound to the id the remote holds: a base made with another id is
+/// set aside (and the remote observed again without it), with why.
+///
+/// The id is read after the listing, which shows its version: a version
+/// this clone read before vouches for it with no GET (`state::seen`).
+fn listed_with_base(
     layout: &Layout,
     remote: &RemoteTarget,
     rt: &tokio::runtime::Runtime,
-) -> Result<(SyncBase, Option<RemoteIdentity>, Option<String>), ObserveError> {
+    mut list: impl FnMut(BTreeMap<TierPath, BaseEntry>) -> Result<RemoteSnapshot, ObserveError>,
+) -> Result<RemoteSnapshot, ObserveError> {
     let mut base = SyncBase::load(&layout.sync_base_path(&remote.placement), &remote.url)?;
-    let key = Layout::remote_id_key(&remote.placement);
-    let identity = rt.block_on(read_identity(remote.store.as_ref(), &key))?;
-    let reset = base.mismatch(identity.as_ref().map(|i| i.id.as_str()));
+    let listed = !base.files.is_empty() || !base.unhydrated.is_empty();
+    let mut snapshot = list(std::mem::take(&mut base.files))?;
+    let identity = identify(layout, remote, snapshot.listed.remote_id.as_deref(), rt)?;
+    let reset = base.mismatch_listing(identity.as_ref().map(|i| i.id.as_str()), listed);
     if reset.is_some() {
+        // Versions the base vouched for were another remote's.
+        snapshot = list(BTreeMap::new())?;
         base.clear();
     }
-    Ok((base, identity, reset))
+    snapshot.unhydrated = base.unhydrated;
+    snapshot.identity = identity;
+    snapshot.base_reset = reset;
+    Ok(snapshot)
+}
+
+/// The id the remote holds, its object listed at `listed` (`None`: not
+/// listed, so it has none): as this clone read it before at that version,
+/// else read now and kept.
+fn identify(
+    layout: &Layout,
+    remote: &RemoteTarget,
+    listed: Option<&str>,
+    rt: &tokio::runtime::Runtime,
+) -> Result<Option<RemoteIdentity>, ObserveError> {
+    let Some(listed) = listed else {
+        return Ok(None);
+    };
+    let path = layout.remote_seen_path(&remote.placement);
+    let mut seen = super::seen::Seen::load(&path, &remote.url);
+    if let Some(identity) = seen.identity_at(listed) {
+        return Ok(Some(identity));
+    }
+    let key = Layout::remote_id_key(&remote.placement);
+    let identity = rt.block_on(read_identity(remote.store.as_ref(), &key))?;
+    if let Some(identity) = &identity {
+        seen.remote_id = Some(identity.clone());
+        seen.save(&path);
+    }
+    Ok(identity)
 }
 
 /// Which cache paths the remote's objects are compared with, for deciding

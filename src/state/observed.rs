@@ -100,6 +100,16 @@ pub struct TempFile {
     pub stale: bool,
 }
 
+/// One earlier apply's set-aside files where swamp before 0.2 kept them
+/// in a remote's cache: `<cache>/<ns>/.swamp-trash/<id>/`, inside the tier
+/// tree that should mirror the bucket.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LegacyTrash {
+    pub id: String,
+    pub files: usize,
+    pub bytes: u64,
+}
+
 /// What one placement holds.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PlacementState {
@@ -114,6 +124,9 @@ pub struct PlacementState {
     /// For a remote source placement: what its bucket still holds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub remote: Option<super::RemoteSnapshot>,
+    /// A remote's cache: trash to move out of the tier tree, per apply.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub legacy_trash: Vec<LegacyTrash>,
 }
 
 impl PlacementState {
@@ -126,6 +139,7 @@ impl PlacementState {
             obstacles: Vec::new(),
             temps: Vec::new(),
             remote: None,
+            legacy_trash: Vec::new(),
         }
     }
 
@@ -363,6 +377,55 @@ impl TierState<'_> {
     }
 }
 
+/// What swamp before 0.2 set aside in a remote's cache, per apply (see
+/// [`LegacyTrash`]). Only real directories count: a symlink there, or
+/// anything that is not an apply's directory, is left alone and not
+/// followed.
+fn legacy_trash(layout: &Layout, placement: &Placement) -> Result<Vec<LegacyTrash>, ObserveError> {
+    use crate::config::DatastoreConfig;
+    if !matches!(
+        placement.datastore,
+        DatastoreConfig::S3 { .. } | DatastoreConfig::Gcs { .. }
+    ) {
+        return Ok(Vec::new());
+    }
+    let dir = layout.legacy_trash_dir(placement);
+    match fs::symlink_metadata(&dir) {
+        Ok(m) if m.is_dir() => {}
+        Ok(_) => return Ok(Vec::new()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(io_err(&dir)(e)),
+    }
+    let mut out = Vec::new();
+    for entry in fs::read_dir(&dir).map_err(io_err(&dir))? {
+        let entry = entry.map_err(io_err(&dir))?;
+        let (Ok(id), Ok(kind)) = (entry.file_name().into_string(), entry.file_type()) else {
+            continue;
+        };
+        if !kind.is_dir() || !crate::undo::is_id(&id) {
+            continue;
+        }
+        let mut trash = LegacyTrash {
+            id,
+            files: 0,
+            bytes: 0,
+        };
+        for f in walkdir::WalkDir::new(entry.path()).follow_links(false) {
+            let f = f.map_err(|e| {
+                let path = e.path().unwrap_or(&dir).to_path_buf();
+                io_err(&path)(e.into())
+            })?;
+            if f.file_type().is_file() {
+                trash.files += 1;
+                trash.bytes += f.metadata().map_or(0, |m| m.len());
+            }
+        }
+        out.push(trash);
+    }
+    out.sort_by(|a, b| a.id.cmp(&b.id));
+    Ok(out)
+}
+
 fn observe_placement(
     layout: &Layout,
     placement: &Placement,
@@ -381,6 +444,7 @@ fn observe_placement(
         }
         Ok(_) => {}
     }
+    state.legacy_trash = legacy_trash(layout, placement)?;
     let stale_before_ns = epoch_ns(
         SystemTime::now()
             .checked_sub(layout.temp_grace())

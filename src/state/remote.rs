@@ -84,6 +84,20 @@ pub struct RemoteSnapshot {
     /// What this clone's own commands deleted since the last sync.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub deleted_here: BTreeMap<TierPath, crate::digest::Sha256>,
+    /// Swamp's own objects as the listing showed them (not fingerprinted:
+    /// a lock comes and goes with whoever works).
+    #[serde(skip)]
+    pub listed: ListedOwn,
+}
+
+/// The versions of swamp's own objects a listing showed, each `None` when
+/// not listed: what vouches for them without a GET (see `state::seen`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ListedOwn {
+    /// `.swamp/remote-id.json`.
+    pub remote_id: Option<String>,
+    /// `.swamp/lock.json`: a writer is, or was, at work.
+    pub lock: Option<String>,
 }
 
 /// A remote object the cache cannot hold as a file.
@@ -441,6 +455,7 @@ pub async fn observe_remote(
     let Page {
         objects,
         manifest,
+        own,
         mut reserved,
         folder_markers,
         unmanaged,
@@ -470,6 +485,7 @@ pub async fn observe_remote(
         delete_records,
         clone_notes,
         deleted_here: BTreeMap::new(),
+        listed: own,
     })
 }
 
@@ -534,6 +550,8 @@ struct Names<'a> {
     key_prefix: &'a str,
     namespaced: bool,
     manifest: String,
+    remote_id: String,
+    lock: String,
     /// Other clones' delete records: listed with the rest, read later (see
     /// `deliberate::read_records`).
     records: String,
@@ -548,6 +566,8 @@ impl Names<'_> {
             key_prefix,
             namespaced,
             manifest: format!("{key_prefix}.namespace.json"),
+            remote_id: format!("{key_prefix}.swamp/remote-id.json"),
+            lock: format!("{key_prefix}.swamp/lock.json"),
             records: format!("{key_prefix}.swamp/deletes/"),
             notes: format!("{key_prefix}.swamp/clones/"),
         }
@@ -564,6 +584,7 @@ struct Page {
     /// Files whose sha256 neither the listing nor the base says.
     pending: Vec<Pending>,
     manifest: Option<String>,
+    own: ListedOwn,
     reserved: Vec<String>,
     folder_markers: usize,
     unmanaged: BTreeMap<String, usize>,
@@ -586,6 +607,8 @@ impl Page {
     fn absorb(&mut self, mut page: Page) -> Vec<(TierPath, RemoteObject)> {
         self.objects += page.objects;
         self.manifest = self.manifest.take().or(page.manifest);
+        self.own.remote_id = self.own.remote_id.take().or(page.own.remote_id);
+        self.own.lock = self.own.lock.take().or(page.own.lock);
         self.reserved.append(&mut page.reserved);
         self.folder_markers += page.folder_markers;
         for (name, n) in page.unmanaged {
@@ -694,6 +717,10 @@ impl Page {
             }
             if meta.key == names.manifest {
                 page.manifest = Some(meta.version.clone());
+            } else if meta.key == names.remote_id {
+                page.own.remote_id = Some(meta.version.clone());
+            } else if meta.key == names.lock {
+                page.own.lock = Some(meta.version.clone());
             }
             let Some(meta) = page.take_bookkeeping(meta, names) else {
                 continue;

@@ -141,7 +141,7 @@ pub(crate) fn observe(
                 Some(_) => Found::Other("path through a symlink"),
                 None => found(&file)?,
             };
-        let trash = found(&layout.trash_path(&e.placement, &e.path, &journal.id))?;
+        let trash = found(&layout.set_aside_path(&e.placement, &e.path, &journal.id))?;
         out.entries.push(EntryState {
             file: file_state,
             trash,
@@ -195,7 +195,7 @@ pub(crate) fn held(
         for e in &j.entries {
             match e.op {
                 Op::SetAside => {
-                    let path = layout.trash_path(&e.placement, &e.path, &j.id);
+                    let path = layout.set_aside_path(&e.placement, &e.path, &j.id);
                     match std::fs::symlink_metadata(&path) {
                         Ok(m) if m.is_file() => {
                             h.files += 1;

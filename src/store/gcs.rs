@@ -220,6 +220,9 @@ impl GcsStore {
     /// Checks `pre` against the object's current state, for operations the
     /// emulator does not enforce preconditions on (delete, copy).
     async fn precheck(&self, key: &str, pre: &Precondition) -> Result<(), StoreError> {
+        if *pre == Precondition::None {
+            return Ok(());
+        }
         let ok = match (pre, self.head(key).await?) {
             (Precondition::None, _) => true,
             (Precondition::CreateOnly, cur) => cur.is_none(),

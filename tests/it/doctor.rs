@@ -48,10 +48,12 @@ fn copy_tree(from: &Path, to: &Path) {
 /// The cache files outside the namespace, minus the catalog.
 /// Datastore files at the cache's root (the solo placement), outside the
 /// namespace; what a repair drops waits in the trash, which is not data.
+/// Files at the cache's root level: not the namespace's tree, and not the
+/// cache's own trash (`.swamp/trash/`), where a repair sets copies aside.
 fn root_level(repo: &Repo) -> BTreeMap<String, Vec<u8>> {
     tree(&repo.cache())
         .into_iter()
-        .filter(|(k, _)| !k.starts_with("homelab/") && !k.starts_with(".swamp-trash/"))
+        .filter(|(k, _)| !k.starts_with("homelab/") && !k.starts_with(".swamp/trash/"))
         .collect()
 }
 

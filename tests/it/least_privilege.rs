@@ -211,14 +211,13 @@ fn converged_requests(backend: crate::support::bucket::Backend, args: &[&str]) -
         .collect()
 }
 
-/// Measured on a dozen files (figures in the issue 27 note): S3 plan 2
-/// requests (the remote id, one LIST), sync 5 (the lock and upstream's
-/// read, the manifest, the remote id, one LIST); GCS reads a small object
-/// with two requests (metadata, then media), so 3 and 7.
+/// A dozen files, converged: `plan` and `datastore sync -y` each send one
+/// request, the LIST, on S3 and on GCS (no lock is listed, and the remote
+/// id and namespace manifest are listed at versions read before).
 #[test]
 fn a_converged_plan_lists_once_and_a_converged_sync_writes_nothing() {
     use crate::support::bucket::Backend;
-    for (backend, plan_max, sync_max) in [(Backend::S3, 2, 5), (Backend::Gcs, 3, 7)] {
+    for (backend, plan_max, sync_max) in [(Backend::S3, 1, 1), (Backend::Gcs, 1, 1)] {
         let lists = |seen: &[String]| {
             seen.iter()
                 .filter(|s| s.contains("list-type=2") || s.contains("/o?"))
@@ -240,5 +239,139 @@ fn a_converged_plan_lists_once_and_a_converged_sync_writes_nothing() {
             "no lock taken, nothing written: {sync:#?}"
         );
         assert!(sync.len() <= sync_max, "{backend:?} sync: {sync:#?}");
+    }
+}
+
+/// A request as the counting proxy saw it, by the estimate's classes.
+fn class(request: &str) -> &'static str {
+    if request.contains("list-type=2") || (request.starts_with("GET ") && request.contains("/o?")) {
+        "list"
+    } else if request.starts_with("GET ") || request.starts_with("HEAD ") {
+        "get"
+    } else if request.starts_with("DELETE ") {
+        "delete"
+    } else {
+        "put"
+    }
+}
+
+/// A sync with something of every kind to do, through a counting proxy:
+/// the plan's request estimate, and what the run sent once it had planned
+/// under the lock (after its second listing: the first is the plan made
+/// before any lock), by class.
+fn estimated_and_sent(
+    backend: crate::support::bucket::Backend,
+) -> (serde_json::Value, serde_json::Value, Vec<String>) {
+    use crate::support::bucket::Bucket;
+    let (bucket, proxy) = Bucket::behind_proxy(backend);
+    let a = Repo::init(&bucket, Some("lab"));
+    for i in 0..4 {
+        a.put(&format!("m/f{i}"), &format!("{i}\n"));
+    }
+    a.run(&["datastore", "sync", "-y"]).expect(0);
+    let b = a.clone_elsewhere();
+    b.run(&["datastore", "sync", "-y"]).expect(0);
+    // A new file from a (a download for b), one b adds (an upload) and one
+    // b removes (a remote delete, its object copied to the trash first,
+    // and a record of the delete).
+    a.put("m/from-a", "a\n");
+    a.run(&["datastore", "sync", "-y"]).expect(0);
+    b.put("m/from-b", "b\n");
+    b.run(&["data", "rm", "m/f0"]).expect(0);
+    let plan = b.run(&["--json", "plan", "--scope", "sync"]).json();
+    let from = proxy.seen().len();
+    b.run(&["datastore", "sync", "-y"]).expect(0);
+    let seen: Vec<String> = proxy.seen()[from..]
+        .iter()
+        .map(|s| format!("{} {}", s.method, s.target))
+        .collect();
+    let second_listing = seen
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| class(s) == "list")
+        .nth(1)
+        .map(|(i, _)| i)
+        .expect("planned twice");
+    let mut sent = serde_json::json!({"list": 0, "put": 0, "get": 0, "delete": 0});
+    for s in &seen[second_listing + 1..] {
+        let n = &mut sent[class(s)];
+        *n = (n.as_u64().unwrap() + 1).into();
+    }
+    (plan["summary"]["requests"].clone(), sent, seen)
+}
+
+/// Estimated: the upload, the download, the trash copy, the delete, its
+/// record and this clone's note, the verifying listing and giving back the
+/// lock (on GCS also the metadata read before each conditional copy and
+/// delete); sent, on S3 and on GCS, exactly that.
+#[test]
+fn a_sync_sends_the_requests_its_plan_estimated() {
+    use crate::support::bucket::Backend;
+    for (backend, gets) in [(Backend::S3, 1), (Backend::Gcs, 4)] {
+        let (estimate, sent, seen) = estimated_and_sent(backend);
+        assert_eq!(
+            estimate,
+            serde_json::json!({"list": 1, "put": 4, "get": gets, "delete": 2}),
+            "{backend:?}"
+        );
+        assert_eq!(sent, estimate, "{backend:?}: {seen:#?}");
+    }
+}
+
+/// What a converged plan of a namespace of `n` objects (under
+/// `outputs/g0..g7/`) lists, through a counting proxy.
+fn converged_listing(backend: crate::support::bucket::Backend, n: usize) -> Vec<String> {
+    use crate::support::bucket::Bucket;
+    let (bucket, proxy) = Bucket::behind_proxy(backend);
+    let a = Repo::init(&bucket, Some("lab"));
+    let root = a.cache().join("lab/outputs");
+    for i in 0..n {
+        let dir = root.join(format!("g{}", i % 8));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join(format!("r{i}.txt")), format!("{i}\n")).unwrap();
+    }
+    a.run(&["datastore", "sync", "--push", "-y"]).expect(0);
+    a.run(&["plan", "--detailed-exitcode"]).expect(0);
+    let from = proxy.seen().len();
+    a.run(&["plan", "--detailed-exitcode"]).expect(0);
+    proxy.seen()[from..]
+        .iter()
+        .map(|s| format!("{} {}", s.method, s.target))
+        .collect()
+}
+
+/// A namespace that fits one page is one plain LIST; one of 2,000 objects
+/// is a full first page, then the split listing (a delimited listing per
+/// level and per prefix found, each `outputs/gN/` once), side by side.
+#[test]
+fn a_namespace_past_one_listing_page_splits_its_listing_and_a_small_one_never_does() {
+    use crate::support::bucket::Backend;
+    for backend in [Backend::S3, Backend::Gcs] {
+        let small = converged_listing(backend, 12);
+        assert_eq!(small.len(), 1, "{backend:?}: {small:#?}");
+        assert!(!small[0].contains("delimiter"), "{small:#?}");
+
+        let seen = converged_listing(backend, 2_000);
+        assert!(
+            seen.iter().all(|s| class(s) == "list"),
+            "a converged plan only lists: {seen:#?}"
+        );
+        assert!(
+            !seen[0].contains("delimiter"),
+            "the first page first: {seen:#?}"
+        );
+        assert!(
+            seen[1..].iter().all(|s| s.contains("delimiter")),
+            "then only the split listing: {seen:#?}"
+        );
+        for g in 0..8 {
+            let prefix = format!("outputs%2Fg{g}%2F");
+            assert_eq!(
+                seen.iter().filter(|s| s.contains(&prefix)).count(),
+                1,
+                "{backend:?} {prefix}: {seen:#?}"
+            );
+        }
+        assert!(seen.len() <= 16, "{backend:?}: {seen:#?}");
     }
 }

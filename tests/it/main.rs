@@ -16,6 +16,7 @@ mod faults;
 mod interop;
 mod least_privilege;
 mod lock;
+mod mirror;
 mod remote_sync;
 mod render;
 mod schemas;

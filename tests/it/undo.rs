@@ -84,11 +84,12 @@ fn local_gc_and_rm_set_every_removed_version_aside_byte_for_byte() {
 fn remote_gc_and_rm_set_every_removed_version_aside_byte_for_byte(backend: Backend) {
     let bucket = Bucket::new(backend);
     let repo = Repo::init(&bucket, Some("alpha"));
-    // Inside the namespace's directory: a namespaced repo touches nothing
-    // else of the cache.
-    let trash_root = repo.cache().join("alpha/.swamp-trash");
+    // In the cache's own trash, beside the namespace's tier tree (which
+    // stays a mirror of the bucket), under the namespace's name.
+    let trash_root = repo.cache().join(".swamp/trash");
     let data = repo.cache().join("alpha/data");
-    gc_and_rm_set_every_removed_version_aside_byte_for_byte(&repo, &trash_root, &data, "");
+    gc_and_rm_set_every_removed_version_aside_byte_for_byte(&repo, &trash_root, &data, "alpha/");
+    assert!(!repo.cache().join("alpha/.swamp-trash").exists());
     // The journal is repo-local, the bytes stay beside the cache.
     assert!(repo.root.join(".swamp/state/trash").is_dir());
 }
@@ -670,7 +671,7 @@ fn local_retention_prunes_only_expired_trash_through_a_plan() {
 fn remote_retention_prunes_only_expired_trash_through_a_plan(backend: Backend) {
     let bucket = Bucket::new(backend);
     let repo = Repo::init(&bucket, Some("alpha"));
-    let trash_root = repo.cache().join("alpha/.swamp-trash");
+    let trash_root = repo.cache().join(".swamp/trash");
     retention_prunes_only_expired_trash_through_a_plan(&repo, &trash_root, Some(&bucket));
 }
 

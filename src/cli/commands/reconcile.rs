@@ -30,18 +30,23 @@ pub(super) fn plan(
     // plan; `apply FILE` plans again under the lock anyway). A plan only
     // shown is a read and waits for nobody.
     let locks = match out {
-        Some(_) if reads_first(&repo, scope) => {
-            await_writers(ctx, &repo.layout, &repo.config)?;
-            None
+        Some(_) if !reads_first(&repo, scope) => {
+            Some(Locks::take(ctx, &repo.layout, &repo.config, "plan")?)
         }
-        Some(_) => Some(Locks::take(ctx, &repo.layout, &repo.config, "plan")?),
-        None => None,
+        _ => None,
     };
     let info = locks.as_ref().and_then(Locks::info);
-    let planned = engine::plan_with(&repo.layout, &repo.config, scope, options);
     let planned = match locks {
-        Some(l) => l.finish(planned.map_err(CliError::from))?,
-        None => planned?,
+        Some(l) => l.finish(
+            engine::plan_with(&repo.layout, &repo.config, scope, options).map_err(CliError::from),
+        )?,
+        None if out.is_some() => {
+            engine::plan_reading(&repo.layout, &repo.config, scope, options, || {
+                await_writers(ctx, &repo.layout, &repo.config)
+            })?
+            .planned
+        }
+        None => engine::plan_with(&repo.layout, &repo.config, scope, options)?,
     };
     let outcome = plan_outcome(&planned.plan, detailed_exitcode);
     crate::cli::output::exit_when_closed(outcome.exit_code());
@@ -125,30 +130,43 @@ pub(super) fn apply(
         Scope::Pull => "datastore sync --pull",
         _ => "apply",
     };
+    let mut vouched = false;
     if reads_first(&repo, scope) {
         let locks = Locks::take_local(ctx, &repo.layout, &repo.config, operation)?;
         let read_only = (|| {
             // A run that writes nothing to the bucket takes no lock object
-            // there (credentials that may only read serve): it waits out
-            // whoever writes, plans, and applies under this clone's lock.
-            await_writers(ctx, &repo.layout, &repo.config)?;
-            if !engine::registry::is_registered(&repo.config.target(), repo.config.repo_id)? {
-                return Ok(None);
+            // there (credentials that may only read serve): it plans, waits
+            // out whoever writes when it has something to apply, and
+            // applies under this clone's lock.
+            let read = engine::plan_reading(&repo.layout, &repo.config, scope, options, || {
+                await_writers(ctx, &repo.layout, &repo.config)
+            })?;
+            if read.writes {
+                return Ok(Err(read.vouched));
             }
-            let planned = engine::plan_with(&repo.layout, &repo.config, scope, options)?;
-            if planned.plan.writes_remote() {
-                return Ok(None);
-            }
-            run_flow(ctx, &repo, planned, None, options, yes, Unconfirmed::Refuse).map(Some)
+            run_flow(
+                ctx,
+                &repo,
+                read.planned,
+                None,
+                options,
+                yes,
+                Unconfirmed::Refuse,
+            )
+            .map(Ok)
         })();
-        if let Some(outcome) = locks.finish(read_only)? {
-            return Ok(outcome);
+        match locks.finish(read_only)? {
+            Ok(outcome) => return Ok(outcome),
+            // It writes the bucket: under the datastore's lock, planned
+            // again.
+            Err(seen) => vouched = seen,
         }
-        // It writes the bucket: under the datastore's lock, planned again.
     }
     let locks = Locks::take(ctx, &repo.layout, &repo.config, operation)?;
     locks.finish((|| {
-        if scope != Scope::Layout && repo.config.datastore.is_remote() {
+        // Registered and given an id already, as the listing just showed:
+        // nothing to read again.
+        if scope != Scope::Layout && repo.config.datastore.is_remote() && !vouched {
             ensure_registered(&repo)?;
         }
         let planned = engine::plan_with(&repo.layout, &repo.config, scope, options)?;
@@ -415,6 +433,12 @@ fn applied_line(report: &engine::ApplyReport, remote: bool) -> String {
             report.recorded_remote_only
         ));
     }
+    if report.trash_relocated > 0 {
+        managed.push_str(&format!(
+            ", set-aside files of {} earlier apply(s) moved into the cache's trash",
+            report.trash_relocated
+        ));
+    }
     if report.trash_pruned > 0 {
         managed.push_str(&format!(
             ", trash of {} earlier apply(s) pruned ({})",
@@ -446,8 +470,11 @@ fn applied_line(report: &engine::ApplyReport, remote: bool) -> String {
 /// id its sync base gets bound to.
 pub(super) fn ensure_registered(repo: &Repo) -> Result<(), CliError> {
     if repo.config.datastore.is_remote() {
-        crate::engine::registry::register_namespace(&repo.config.target(), repo.config.repo_id)?;
-        crate::engine::registry::ensure_remote_id(&repo.config.target())?;
+        crate::engine::registry::ensure_registered(
+            &repo.layout,
+            &repo.config.target(),
+            repo.config.repo_id,
+        )?;
     }
     Ok(())
 }

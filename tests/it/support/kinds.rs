@@ -160,6 +160,15 @@ pub fn every_action() -> Vec<swamp::plan::Action> {
             bytes: 4096,
             remote_objects: 0,
         },
+        Action::RelocateTrash {
+            source: None,
+            applies: vec![
+                "20261124T090000Z-3fa29c".into(),
+                "20261130T090000Z-0b1c2d".into(),
+            ],
+            files: 5,
+            bytes: 4108,
+        },
         Action::RemoveTemp {
             path: tp("data/a/1/.swamp-tmp-x1"),
             source: None,

