@@ -135,8 +135,58 @@ pub(super) fn parse(args: &[OsString], color: ColorWhen) -> Result<Cli, clap::Er
         ColorWhen::Auto => clap::ColorChoice::Auto,
     };
     let mut command = Cli::command().color(choice);
-    let matches = command.try_get_matches_from_mut(args)?;
+    let matches = command
+        .try_get_matches_from_mut(args)
+        .map_err(|e| with_habit_tip(e, args))?;
     Cli::from_arg_matches(&matches).map_err(|e| e.format(&mut command))
+}
+
+/// Other tools' words for what a top-level command does here.
+const HABITS: [(&str, &str); 8] = [
+    ("fetch", "pull"),
+    ("download", "pull"),
+    ("upload", "push"),
+    ("log", "history"),
+    ("revert", "undo"),
+    ("rollback", "undo"),
+    ("diff", "plan"),
+    ("check", "doctor"),
+];
+
+/// An unknown top-level command that is another tool's word for one of
+/// ours gets that one as its tip (clap suggests only look-alikes).
+fn with_habit_tip(mut e: clap::Error, args: &[OsString]) -> clap::Error {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if e.kind() != ErrorKind::InvalidSubcommand || e.get(ContextKind::SuggestedSubcommand).is_some()
+    {
+        return e;
+    }
+    let Some(ContextValue::String(word)) = e.get(ContextKind::InvalidSubcommand) else {
+        return e;
+    };
+    // Only the command word itself (the first argument that is no option
+    // or option value): a subcommand's unknown word is not ours to map.
+    let mut rest = args.iter().skip(1).map(|a| a.to_string_lossy());
+    let mut first = None;
+    while let Some(a) = rest.next() {
+        if !a.starts_with('-') {
+            first = Some(a);
+            break;
+        }
+        if ["--repo", "--lock-timeout", "--color", "--transfers"].contains(&a.as_ref()) {
+            rest.next();
+        }
+    }
+    if first.as_deref() != Some(word.as_str()) {
+        return e;
+    }
+    if let Some((_, ours)) = HABITS.iter().find(|(theirs, _)| *theirs == word.as_str()) {
+        e.insert(
+            ContextKind::SuggestedSubcommand,
+            ContextValue::Strings(vec![(*ours).to_string()]),
+        );
+    }
+    e
 }
 
 /// How a sync plan settles conflicts and guards.
@@ -277,6 +327,35 @@ pub enum Command {
         /// Exit 2 when the undo plan has changes (0 when there are none)
         #[arg(long)]
         detailed_exitcode: bool,
+        #[command(flatten)]
+        confirm: Confirm,
+    },
+    /// Sync the cache with the remote datastore both ways (`datastore sync`)
+    #[command(after_help = "Examples:
+  swamp sync             # both ways, asks first
+  swamp sync -y")]
+    Sync {
+        #[command(flatten)]
+        sync: SyncArgs,
+        #[command(flatten)]
+        confirm: Confirm,
+    },
+    /// Upload the cache's changes to the remote datastore (`datastore sync --push`)
+    #[command(after_help = "Examples:
+  swamp push -y")]
+    Push {
+        #[command(flatten)]
+        sync: SyncArgs,
+        #[command(flatten)]
+        confirm: Confirm,
+    },
+    /// Download the remote datastore's changes into the cache (`datastore sync --pull`)
+    #[command(after_help = "Examples:
+  swamp pull -y
+  swamp pull --hydrate -y   # fetch what a lazy pull only recorded")]
+    Pull {
+        #[command(flatten)]
+        sync: SyncArgs,
         #[command(flatten)]
         confirm: Confirm,
     },

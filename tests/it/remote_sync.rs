@@ -107,6 +107,41 @@ fn a_peer_deletion_propagates_and_is_not_resurrected(backend: Backend) {
     );
 }
 
+/// Git's habits: `swamp push`, `swamp pull` and `swamp sync` do what
+/// `datastore sync --push`, `--pull` and both ways do.
+#[test]
+fn push_pull_and_sync_at_the_top_are_datastore_syncs() {
+    let bucket = Bucket::new(Backend::Fs);
+    let a = Repo::init(&bucket, Some("team"));
+    a.put("model/out", "v1\n");
+    a.run(&["push", "-y"]).expect(0);
+    assert!(
+        bucket
+            .contents()
+            .contains_key("swamp/team/data/model/out/1/raw")
+    );
+    let b = a.clone_elsewhere();
+    b.run(&["pull", "-y"]).expect(0);
+    assert!(b.cache().join("team/data/model/out/1/raw").is_file());
+    b.put("model/out", "v2\n");
+    let run = b.run(&["sync", "-y"]);
+    run.expect(0);
+    assert!(
+        bucket
+            .contents()
+            .contains_key("swamp/team/data/model/out/2/raw")
+    );
+    // A pull alone never uploads.
+    a.put("other/x", "x\n");
+    a.run(&["pull", "-y"]).expect(0);
+    assert!(
+        !bucket
+            .contents()
+            .contains_key("swamp/team/data/other/x/1/raw")
+    );
+    assert!(a.cache().join("team/data/model/out/2/raw").is_file());
+}
+
 /// Changes on both sides: a conflict (exit 3), nothing overwritten; each
 /// policy settles it as named.
 fn both_sides_changed_is_a_conflict_until_a_policy_settles_it(backend: Backend) {

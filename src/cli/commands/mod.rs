@@ -69,6 +69,16 @@ pub(super) fn run(ctx: &Ctx, command: Command) -> Result<Outcome, CliError> {
             detailed_exitcode,
             out.as_deref(),
         ),
+        // Git's habits: `datastore sync`, `--push`, `--pull` at the top.
+        Command::Sync { sync, confirm } => {
+            reconcile::apply(ctx, crate::engine::Scope::Sync, sync.options(), confirm.yes)
+        }
+        Command::Push { sync, confirm } => {
+            reconcile::apply(ctx, crate::engine::Scope::Push, sync.options(), confirm.yes)
+        }
+        Command::Pull { sync, confirm } => {
+            reconcile::apply(ctx, crate::engine::Scope::Pull, sync.options(), confirm.yes)
+        }
         Command::Datastore { command } => datastore_command(ctx, command),
         Command::Data { command } => match command {
             DataCommand::Put { name, file } => data::put(ctx, &name, file.as_deref()),

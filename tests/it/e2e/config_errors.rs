@@ -199,3 +199,25 @@ fn init_validates_everything_before_creating_anything() {
     assert!(run.stderr.contains("datastore.endpoint"), "{}", run.stderr);
     assert!(run.stderr.contains("credentials"), "{}", run.stderr);
 }
+
+#[test]
+fn another_tools_word_for_a_command_gets_ours_as_a_tip_and_a_subcommands_does_not() {
+    let repo = TestRepo::init(&[]);
+    for (theirs, ours) in [("fetch", "pull"), ("log", "history"), ("revert", "undo")] {
+        let run = repo.run(&[theirs]);
+        run.expect(64);
+        assert!(
+            run.stderr
+                .contains(&format!("tip: a similar subcommand exists: '{ours}'")),
+            "{theirs}: {}",
+            run.stderr
+        );
+    }
+    let run = repo.run(&["--lock-timeout", "5s", "fetch"]);
+    run.expect(64);
+    assert!(run.stderr.contains("'pull'"), "{}", run.stderr);
+    // `datastore` has no `pull`: no tip pointing at one.
+    let run = repo.run(&["datastore", "fetch"]);
+    run.expect(64);
+    assert!(!run.stderr.contains("'pull'"), "{}", run.stderr);
+}
