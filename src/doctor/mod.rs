@@ -30,6 +30,9 @@ use crate::layout::Layout;
 #[serde(rename_all = "kebab-case")]
 pub enum Status {
     Pass,
+    /// Work in progress, not a fault (changes not synced yet): the fix
+    /// names the command that settles it; the exit code stays 0.
+    Warn,
     Fail,
     /// The check does not apply here; the message says why.
     Skip,
@@ -39,6 +42,7 @@ impl Status {
     pub fn as_str(self) -> &'static str {
         match self {
             Status::Pass => "pass",
+            Status::Warn => "warn",
             Status::Fail => "fail",
             Status::Skip => "skip",
         }
@@ -70,6 +74,15 @@ impl Finding {
         Finding {
             name,
             status: Status::Fail,
+            message: message.into(),
+            fix: Some(fix.into()),
+        }
+    }
+
+    pub fn warn(name: &'static str, message: impl Into<String>, fix: impl Into<String>) -> Finding {
+        Finding {
+            name,
+            status: Status::Warn,
             message: message.into(),
             fix: Some(fix.into()),
         }

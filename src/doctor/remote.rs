@@ -215,19 +215,24 @@ impl Check for Drift {
             return Finding::pass(name, format!("the cache and {url} agree"));
         }
         let s = planned.plan.summary();
-        let mut fix =
-            "`swamp datastore sync` (review it first with `swamp plan --scope sync`)".to_string();
+        let message = format!(
+            "the cache and {url} differ: {} to upload, {} to download, {} to delete in the cache, {} to delete in the remote, {} conflict(s)",
+            s.upload, s.download, s.delete_local, s.delete_remote, s.conflicts
+        );
+        let fix = "`swamp datastore sync` (review it first with `swamp plan --scope sync`)";
+        // Changes not synced yet are work in progress; a conflict blocks
+        // every sync until someone decides.
         if s.conflicts > 0 {
-            fix.push_str("; conflicts need a decision: `swamp datastore sync --conflict POLICY`");
+            Finding::fail(
+                name,
+                message,
+                format!(
+                    "{fix}; conflicts need a decision: `swamp datastore sync --conflict POLICY`"
+                ),
+            )
+        } else {
+            Finding::warn(name, message, fix)
         }
-        Finding::fail(
-            name,
-            format!(
-                "the cache and {url} differ: {} to upload, {} to download, {} to delete in the cache, {} to delete in the remote, {} conflict(s)",
-                s.upload, s.download, s.delete_local, s.delete_remote, s.conflicts
-            ),
-            fix,
-        )
     }
 }
 

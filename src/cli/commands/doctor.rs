@@ -427,6 +427,7 @@ fn render_checks_raw(findings: &[Finding], width: Option<u16>) -> String {
     for f in findings {
         let status = match f.status {
             Status::Pass => "pass",
+            Status::Warn => "! warn",
             Status::Fail => "✗ fail",
             Status::Skip => "skip",
         };
@@ -437,7 +438,10 @@ fn render_checks_raw(findings: &[Finding], width: Option<u16>) -> String {
         ]);
     }
     let mut out = format!("{t}\n");
-    for f in findings.iter().filter(|f| f.failed()) {
+    for f in findings
+        .iter()
+        .filter(|f| matches!(f.status, Status::Fail | Status::Warn))
+    {
         if let Some(fix) = &f.fix {
             out.push_str(&format!("  fix {}: {fix}\n", f.name));
         }
@@ -447,8 +451,12 @@ fn render_checks_raw(findings: &[Finding], width: Option<u16>) -> String {
 
 fn closing(findings: &[Finding]) -> String {
     let count = |s: Status| findings.iter().filter(|f| f.status == s).count();
+    let warned = match count(Status::Warn) {
+        0 => String::new(),
+        n => format!(", {n} warned"),
+    };
     format!(
-        "{} check(s) failed, {} passed, {} skipped.",
+        "{} check(s) failed, {} passed{warned}, {} skipped.",
         count(Status::Fail),
         count(Status::Pass),
         count(Status::Skip)
