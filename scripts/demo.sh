@@ -23,7 +23,7 @@ run() { printf '\n$ swamp %s\n' "$*"; "$swamp" "$@"; }
 
 run status
 run data list
-run datastore namespace set homelab --migrate
+run datastore namespace set homelab --migrate --dry-run
 run datastore namespace set homelab --migrate --confirm
 run plan --detailed-exitcode
 run data get ec2-instance/web-1/state

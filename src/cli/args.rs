@@ -218,6 +218,9 @@ pub struct Confirm {
     /// Apply without asking (synonyms: -y, --yes, --confirm)
     #[arg(short = 'y', long = "yes", visible_alias = "confirm", id = "yes")]
     pub yes: bool,
+    /// Show the plan and change nothing, without asking (exit 0)
+    #[arg(long, conflicts_with = "yes")]
+    pub dry_run: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -310,9 +313,9 @@ pub enum Command {
   swamp history
   swamp undo <ID>   # reverse one of them")]
     History,
-    /// Reverse an apply (default: the last one): plan, review, confirm
+    /// Reverse an apply (default: the newest not undone yet, so each undo walks one further back): plan, review, confirm
     #[command(after_help = "Examples:
-  swamp undo                  # the last apply
+  swamp undo                  # the newest apply not undone yet; again for the one before
   swamp undo 20261202-104500-3f2a -o undo.plan && swamp apply undo.plan
   swamp undo --prune -y       # drop trash past [undo] keep_days / max_bytes")]
     Undo {
@@ -325,6 +328,20 @@ pub enum Command {
         #[arg(short = 'o', long = "out", value_name = "FILE", conflicts_with_all = ["prune", "yes"])]
         out: Option<PathBuf>,
         /// Exit 2 when the undo plan has changes (0 when there are none)
+        #[arg(long)]
+        detailed_exitcode: bool,
+        #[command(flatten)]
+        confirm: Confirm,
+    },
+    /// Re-apply what the last undo reversed (undo that undo): plan, review, confirm
+    #[command(after_help = "Examples:
+  swamp undo -y && swamp undo -y   # walk back two applies
+  swamp redo -y                    # and forward again, one step")]
+    Redo {
+        /// Save the redo plan to FILE for `swamp apply FILE`
+        #[arg(short = 'o', long = "out", value_name = "FILE", conflicts_with = "yes")]
+        out: Option<PathBuf>,
+        /// Exit 2 when the redo plan has changes (0 when there are none)
         #[arg(long)]
         detailed_exitcode: bool,
         #[command(flatten)]

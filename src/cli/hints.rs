@@ -112,6 +112,8 @@ pub(super) fn catalog(e: &CatalogError) -> String {
 pub(super) fn undo(e: &UndoError) -> Option<String> {
     Some(match e {
         UndoError::NoHistory => return None,
+        UndoError::AllUndone => "`swamp redo` re-applies what the last undo reversed; `swamp history` lists the applies",
+        UndoError::NothingToRedo => "`swamp undo` walks back one apply at a time; `swamp redo` then walks forward",
         UndoError::NoSuchApply { .. } | UndoError::NotKept { .. } => {
             "`swamp history` lists the applies that can be undone"
         }

@@ -5,6 +5,7 @@ use crate::cli::output::errln;
 
 mod args;
 mod commands;
+mod confirm;
 mod error;
 mod hints;
 mod live;
@@ -124,6 +125,9 @@ pub enum Outcome {
     Conflicts,
     /// The command printed its own failure report.
     Failed,
+    /// A plan with changes was shown and not applied: no `-y`, and no
+    /// terminal to ask on (see `confirm`).
+    Unconfirmed,
 }
 
 impl Outcome {
@@ -133,6 +137,7 @@ impl Outcome {
             Outcome::Changes => 2,
             Outcome::Conflicts => ErrorKind::Conflicts.exit_code(),
             Outcome::Failed => ErrorKind::Failure.exit_code(),
+            Outcome::Unconfirmed => confirm::UNCONFIRMED_EXIT,
         }
     }
 }

@@ -44,16 +44,46 @@ pub(crate) fn subject(
     let journal = match id {
         Some(id) => Journal::load(layout, id)?,
         None => {
-            let last = Journal::last(layout)?;
+            let mut all = Journal::all(layout)?;
+            let last = all.last().ok_or(UndoError::NoHistory)?;
             if !last.finished {
                 return Err(EngineError::LastCutShort {
-                    id: last.id,
-                    undoes: last.undoes,
+                    id: last.id.clone(),
+                    undoes: last.undoes.clone(),
                 });
             }
-            last
+            // Walked back: the newest apply not undone yet.
+            let at = crate::undo::Walk::of(&all)
+                .next_undo()
+                .map(String::from)
+                .ok_or(UndoError::AllUndone)?;
+            let i = all.iter().position(|j| j.id == at).expect("found in it");
+            all.swap_remove(i)
         }
     };
+    subject_of(journal, config)
+}
+
+/// What `swamp redo` reverses: the newest undo not redone yet (since the
+/// last new apply).
+pub(crate) fn redo_subject(layout: &Layout, config: &Config) -> Result<UndoSubject, EngineError> {
+    let all = Journal::all(layout)?;
+    let last = all.last().ok_or(UndoError::NothingToRedo)?;
+    if !last.finished {
+        return Err(EngineError::LastCutShort {
+            id: last.id.clone(),
+            undoes: last.undoes.clone(),
+        });
+    }
+    let undo = crate::undo::Walk::of(&all)
+        .next_redo()
+        .ok_or(UndoError::NothingToRedo)?
+        .to_string();
+    subject_of(Journal::load(layout, &undo)?, config)
+}
+
+/// The undo of `journal`, once it is known to be undoable.
+fn subject_of(journal: Journal, config: &Config) -> Result<UndoSubject, EngineError> {
     if journal.no_undo {
         return Err(UndoError::NotKept { id: journal.id }.into());
     }

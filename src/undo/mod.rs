@@ -116,6 +116,10 @@ pub enum UndoError {
     NoSuchApply { id: String },
     #[error("nothing to undo: this repository has no apply in its history yet")]
     NoHistory,
+    #[error("nothing left to undo: every apply in the history is undone already")]
+    AllUndone,
+    #[error("nothing to redo: no undo since the last apply")]
+    NothingToRedo,
     #[error(
         "apply {id} ran with --no-undo: what it deleted or replaced was not kept, so it cannot be undone"
     )]
@@ -233,11 +237,6 @@ impl Journal {
         Ok(out)
     }
 
-    /// The newest journal.
-    pub(crate) fn last(layout: &Layout) -> Result<Journal, UndoError> {
-        Journal::all(layout)?.pop().ok_or(UndoError::NoHistory)
-    }
-
     /// Bytes this apply set aside.
     pub(crate) fn set_aside_bytes(&self) -> u64 {
         self.entries
@@ -310,6 +309,73 @@ pub(crate) fn set_aside(
     Ok(())
 }
 
+/// Where a history (journals in order) stands for `undo` and `redo`, as
+/// jj walks its operation log: each bare `undo` reverses the newest
+/// journal still in force (an apply, or a redo that re-applied one), so a
+/// second undo walks one apply further back; `redo` reverses the newest
+/// undo not redone yet, until a new apply starts a new line. A journal cut
+/// short is no step of the walk.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub(crate) struct Walk {
+    /// Undone applies: the apply's id → the undo that reversed it.
+    pub undone: std::collections::BTreeMap<String, String>,
+    /// Journals in force (applies, and redos standing for the apply they
+    /// re-applied), oldest first.
+    done: Vec<String>,
+    /// Undos a `redo` can reverse, oldest first.
+    redoable: Vec<String>,
+}
+
+/// What a journal was, in the walk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Step {
+    Apply,
+    Undo,
+    Redo,
+}
+
+impl Walk {
+    pub(crate) fn of(journals: &[Journal]) -> Walk {
+        use std::collections::HashMap;
+        // Each journal's kind, and the apply it is (or acts on).
+        let mut seen: HashMap<&str, (Step, &str)> = HashMap::new();
+        let mut walk = Walk::default();
+        for j in journals.iter().filter(|j| j.finished) {
+            let id = j.id.as_str();
+            let Some(target) = j.undoes.as_deref() else {
+                seen.insert(id, (Step::Apply, id));
+                walk.done.push(j.id.clone());
+                // New work: what was undone before it stays undone.
+                walk.redoable.clear();
+                continue;
+            };
+            let (target_step, apply) = seen.get(target).copied().unwrap_or((Step::Apply, target));
+            if target_step == Step::Undo {
+                seen.insert(id, (Step::Redo, apply));
+                walk.redoable.retain(|u| u != target);
+                walk.undone.remove(apply);
+                walk.done.push(j.id.clone());
+            } else {
+                seen.insert(id, (Step::Undo, apply));
+                walk.done.retain(|d| d != target);
+                walk.undone.insert(apply.to_string(), j.id.clone());
+                walk.redoable.push(j.id.clone());
+            }
+        }
+        walk
+    }
+
+    /// What a bare `undo` reverses: the newest journal still in force.
+    pub(crate) fn next_undo(&self) -> Option<&str> {
+        self.done.last().map(String::as_str)
+    }
+
+    /// What `redo` reverses: the newest undo not redone yet.
+    pub(crate) fn next_redo(&self) -> Option<&str> {
+        self.redoable.last().map(String::as_str)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -322,5 +388,59 @@ mod tests {
         for bad in ["", "../x", "a/b", ".hidden", "x y", &"a".repeat(65)] {
             assert!(!is_id(bad), "{bad:?}");
         }
+    }
+
+    fn journal(id: &str, undoes: Option<&str>) -> Journal {
+        Journal {
+            id: id.into(),
+            seq: 0,
+            at: String::new(),
+            holder: String::new(),
+            command: String::new(),
+            summary: String::new(),
+            finished: true,
+            undoes: undoes.map(Into::into),
+            no_undo: false,
+            pruned: None,
+            entries: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn undo_walks_back_apply_by_apply_and_redo_walks_forward_until_new_work() {
+        let mut h = vec![journal("a1", None), journal("a2", None)];
+        let next = |h: &[Journal]| Walk::of(h).next_undo().map(String::from);
+        let redo = |h: &[Journal]| Walk::of(h).next_redo().map(String::from);
+        assert_eq!(next(&h).as_deref(), Some("a2"));
+        h.push(journal("u1", Some("a2")));
+        assert_eq!(next(&h).as_deref(), Some("a1"), "the undo is no subject");
+        assert_eq!(redo(&h).as_deref(), Some("u1"));
+        h.push(journal("u2", Some("a1")));
+        assert_eq!(next(&h), None, "everything undone");
+        assert_eq!(redo(&h).as_deref(), Some("u2"), "the newest undo first");
+        h.push(journal("r1", Some("u2")));
+        assert_eq!(
+            next(&h).as_deref(),
+            Some("r1"),
+            "a1 is in force again through the redo, whose trash holds what it set aside"
+        );
+        assert_eq!(redo(&h).as_deref(), Some("u1"));
+        h.push(journal("u3", Some("r1")));
+        assert_eq!(
+            redo(&h).as_deref(),
+            Some("u3"),
+            "an undo of a redo is an undo"
+        );
+        let walk = Walk::of(&h);
+        assert_eq!(walk.undone.get("a1").map(String::as_str), Some("u3"));
+        assert_eq!(walk.undone.get("a2").map(String::as_str), Some("u1"));
+        h.push(journal("a3", None));
+        assert_eq!(redo(&h), None, "new work ends the redo line");
+        assert_eq!(next(&h).as_deref(), Some("a3"));
+        // An undo cut short undid nothing for certain: no step of the walk.
+        let mut cut = journal("u4", Some("a3"));
+        cut.finished = false;
+        h.push(cut);
+        assert_eq!(next(&h).as_deref(), Some("a3"));
     }
 }

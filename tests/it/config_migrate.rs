@@ -486,10 +486,11 @@ fn a_first_migrate_previews_content_first_sentinel_last(backend: Backend) {
     let a = with_definitions(&bucket, &spec(&bucket, &endpoint));
     let toml_before = std::fs::read_to_string(a.root.join(".swamp.toml")).unwrap();
 
+    // No -y and no terminal: the plan, nothing changed, exit 2.
     let human = a.run(&["datastore", "config", "migrate"]);
-    human.expect(0);
+    human.expect(2);
     let json = a.run(&["datastore", "config", "migrate", "--json"]);
-    json.expect(0);
+    json.expect(2);
     let plan = a.run(&["plan", "--scope", "config", "--json"]);
     plan.expect(0);
     let mut doc = json.json();

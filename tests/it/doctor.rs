@@ -124,11 +124,11 @@ fn byte_identical_root_copies_in_the_cache_fail_layout_and_repair_drops_them(bac
     assert!(human.stdout.contains("layout"), "{}", human.stdout);
 
     let preview = a.run(&["doctor", "datastores", "--repair"]);
-    preview.expect(1);
+    preview.expect(2);
     assert!(
         preview
             .stdout
-            .contains("This was a preview; nothing changed"),
+            .contains("Nothing changed: applying needs confirmation"),
         "{}",
         preview.stdout
     );
@@ -248,7 +248,7 @@ fn a_missing_namespace_manifest_fails_and_repair_registers_it(backend: Backend) 
     bucket.delete("swamp/homelab/.namespace.json");
     let doc = doctor(&a, &[], 1);
     assert_eq!(status(&doc, "registration"), "fail", "{doc}");
-    doctor(&a, &["--repair"], 1);
+    doctor(&a, &["--repair"], 2);
     assert!(
         !bucket
             .contents()

@@ -107,7 +107,7 @@ fn trash_an_older_swamp_left_in_the_cache_tree_moves_out_through_a_planned_actio
     std::fs::remove_dir_all(cache.join(".swamp")).unwrap();
 
     // Undo still finds every file where it is.
-    let preview = repo.json(&["--json", "undo", &id], 0);
+    let preview = repo.json(&["--json", "undo", &id, "--dry-run"], 0);
     assert_eq!(
         preview["undo"]["conflicts"].as_array().map(Vec::len),
         Some(0),

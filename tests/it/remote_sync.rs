@@ -124,6 +124,17 @@ fn push_pull_and_sync_at_the_top_are_datastore_syncs() {
     b.run(&["pull", "-y"]).expect(0);
     assert!(b.cache().join("team/data/model/out/1/raw").is_file());
     b.put("model/out", "v2\n");
+    // Without -y and no terminal: the plan, nothing uploaded, exit 2.
+    for args in [&["sync"][..], &["push"], &["datastore", "sync"]] {
+        let run = b.run(args);
+        run.expect(2);
+        assert!(run.stdout.contains("Nothing changed"), "{}", run.stdout);
+        assert!(
+            !bucket
+                .contents()
+                .contains_key("swamp/team/data/model/out/2/raw")
+        );
+    }
     let run = b.run(&["sync", "-y"]);
     run.expect(0);
     assert!(
@@ -321,7 +332,7 @@ fn setup_moves_local_data_into_the_bucket(backend: Backend) {
     std::fs::write(repo.root.join(".swamp/lab/outputs/o.yaml"), "o\n").unwrap();
     let spec = bucket.spec();
     let preview = repo.run(&["datastore", "setup", &spec]);
-    preview.expect(0);
+    preview.expect(2);
     assert!(bucket.contents().is_empty(), "a preview uploads nothing");
     repo.run(&["datastore", "setup", &spec, "-y"]).expect(0);
     let contents = bucket.contents();
@@ -399,7 +410,7 @@ fn setting_a_namespace_re_keys_remote_objects(backend: Backend) {
     b.run(&["datastore", "sync", "-y"]).expect(0);
 
     let preview = a.run(&["datastore", "namespace", "set", "homelab", "--migrate"]);
-    preview.expect(0);
+    preview.expect(2);
     assert!(preview.stdout.contains("copy-remote"), "{}", preview.stdout);
     a.run(&[
         "datastore",

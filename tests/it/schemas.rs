@@ -1168,7 +1168,7 @@ fn doctor_json_matches_the_schema_through_a_repair() {
     assert_eq!(doc["repair"]["results"], Value::Array(vec![]));
 
     fs::remove_file(root.join("workflow-runs/nightly/workflow-run-0001.yaml")).unwrap();
-    let doc = sb.json(&["--json", "doctor", "datastores", "--repair"], 1);
+    let doc = sb.json(&["--json", "doctor", "datastores", "--repair"], 2);
     assert_doctor_valid(&doc, "`doctor --repair` preview");
     assert_eq!(doc["repair"]["preview"], true);
     let doc = sb.json(&["--json", "doctor", "datastores", "--repair", "-y"], 0);

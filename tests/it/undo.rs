@@ -146,7 +146,9 @@ fn undo_brings_back_what_gc_removed_and_undo_of_undo_removes_it_again(
     let preview = repo.run(&["undo", "--detailed-exitcode"]);
     preview.expect(2);
     assert!(
-        preview.stdout.contains("This was a preview"),
+        preview
+            .stdout
+            .contains("Nothing changed: applying needs confirmation"),
         "{}",
         preview.stdout
     );
@@ -173,8 +175,16 @@ fn undo_brings_back_what_gc_removed_and_undo_of_undo_removes_it_again(
         repo.run_ok(&["datastore", "sync", "-y"]);
         repo.run(&["plan", "--detailed-exitcode"]).expect(0);
     }
-    // The undo is an apply too: undoing it sets the two aside again.
-    let undo_of_undo = repo.run(&["undo", "-y"]);
+    // Every apply is undone now: a bare undo has nothing left to walk
+    // back, and `redo` (the undo of that undo) sets the two aside again.
+    let nothing = repo.run(&["undo", "-y"]);
+    nothing.expect(1);
+    assert!(
+        nothing.stderr.contains("nothing left to undo") && nothing.stderr.contains("swamp redo"),
+        "{}",
+        nothing.stderr
+    );
+    let undo_of_undo = repo.run(&["redo", "-y"]);
     undo_of_undo.expect(0);
     assert!(
         undo_of_undo.stdout.contains("0 restored, 2 set aside"),
@@ -474,8 +484,8 @@ fn a_conflict_remote_overwrite_of_the_cache_is_undone(backend: Backend) {
         undo.stdout
     );
     assert_eq!(std::fs::read(&file).unwrap(), b"a's unpushed edits\n");
-    // And back.
-    a.run_ok(&["undo", "-y"]);
+    // And forward again.
+    a.run_ok(&["redo", "-y"]);
     assert_eq!(std::fs::read(&file).unwrap(), b"b's version\n");
     a.run(&["plan", "--detailed-exitcode"]).expect(0);
     assert!(
@@ -726,7 +736,7 @@ fn undo_prune_keeps_trash_under_max_bytes_oldest_first() {
         ids.push(doc["apply_id"].as_str().unwrap().to_string());
     }
     let preview = repo.run(&["undo", "--prune"]);
-    preview.expect(0);
+    preview.expect(2);
     assert!(
         preview.stdout.contains(&ids[0]) && preview.stdout.contains(&ids[1]),
         "{}",
@@ -890,7 +900,7 @@ fn a_remote_delete_undone_then_redone_then_undone_again(backend: Backend) {
     assert!(bucket.contents_under("swamp/alpha/outputs/").is_empty());
     a.run_ok(&["undo", "-y"]);
     assert_eq!(bucket.contents_under("swamp/alpha/outputs/"), before);
-    let redo = a.run(&["undo", "-y"]);
+    let redo = a.run(&["redo", "-y"]);
     redo.expect(0);
     assert!(redo.stdout.contains("set-aside-remote"), "{}", redo.stdout);
     assert!(
@@ -903,7 +913,86 @@ fn a_remote_delete_undone_then_redone_then_undone_again(backend: Backend) {
     assert_eq!(bucket.contents_under("swamp/alpha/outputs/"), before);
 }
 
+/// `data gc`, the sync that pushed it, then `undo` twice walks back both
+/// applies (the sync, then the gc): every version is back byte for byte,
+/// in the cache and in the bucket; `redo` walks forward one step (the gc
+/// again). The history marks what is undone.
+fn two_undos_walk_back_a_gc_and_its_sync_and_redo_walks_forward(backend: Backend) {
+    let bucket = Bucket::new(backend);
+    let a = Repo::init(&bucket, Some("alpha"));
+    for body in ["one\n", "two\n", "three\n"] {
+        a.put("m/x", body);
+    }
+    a.put("m/y", "why\n");
+    a.run_ok(&["datastore", "sync", "-y"]);
+    let data = a.cache().join("alpha/data");
+    let (local, remote) = (versions(&data), bucket.contents_under("swamp/alpha/data/"));
+    assert_eq!(local.len(), 4);
+
+    let gc = a.json(&["--json", "data", "gc", "--keep", "1"], 0)["apply_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    a.run_ok(&["datastore", "sync", "-y"]);
+    assert_eq!(bucket.contents_under("swamp/alpha/data/").len(), 2);
+
+    let first = a.run(&["undo", "-y"]);
+    first.expect(0);
+    assert_eq!(
+        bucket.contents_under("swamp/alpha/data/"),
+        remote,
+        "the sync undone: every object back"
+    );
+    assert_eq!(versions(&data).len(), 2, "the gc still in force");
+    let second = a.run(&["undo", "-y"]);
+    second.expect(0);
+    assert!(
+        second.stdout.contains(&format!("Undid apply {gc}")),
+        "{}",
+        second.stdout
+    );
+    assert_eq!(versions(&data), local, "every version back, byte for byte");
+    assert_eq!(bucket.contents_under("swamp/alpha/data/"), remote);
+    let history = a.json(&["--json", "history"], 0);
+    let undone: Vec<bool> = history["applies"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| !j["undone_by"].is_null())
+        .collect();
+    assert_eq!(undone, [true, true, false, false], "{history}");
+
+    let redo = a.run(&["redo", "-y"]);
+    redo.expect(0);
+    assert_eq!(versions(&data).len(), 2, "the gc again: {}", redo.stdout);
+    assert!(!data.join("m/x/1/raw").exists());
+    // Nothing changed since: a redo of the sync's undo is next.
+    a.run(&["redo", "--detailed-exitcode", "--dry-run"])
+        .expect(2);
+}
+
+/// An undo over a file changed since it ran is a conflict (exit 3) that
+/// overwrites nothing.
+fn an_undo_over_a_file_changed_since_is_exit_3(backend: Backend) {
+    let bucket = Bucket::new(backend);
+    let a = Repo::init(&bucket, Some("alpha"));
+    for body in ["one\n", "two\n"] {
+        a.put("m/x", body);
+    }
+    a.run_ok(&["datastore", "sync", "-y"]);
+    a.run_ok(&["data", "gc", "--keep", "1"]);
+    let file = a.cache().join("alpha/data/m/x/1/raw");
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    std::fs::write(&file, "written since\n").unwrap();
+    let run = a.run(&["undo", "-y"]);
+    run.expect(3);
+    assert!(run.stdout.contains("data/m/x/1/raw"), "{}", run.stdout);
+    assert_eq!(std::fs::read(&file).unwrap(), b"written since\n");
+}
+
 on_every_backend!(
+    two_undos_walk_back_a_gc_and_its_sync_and_redo_walks_forward,
+    an_undo_over_a_file_changed_since_is_exit_3,
     a_remote_delete_undone_then_redone_then_undone_again,
     a_remote_undo_whose_object_changed_since_is_a_conflict,
     a_remote_undo_killed_mid_way_converges_when_run_again,

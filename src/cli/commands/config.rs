@@ -9,9 +9,9 @@
 //! replaces nothing.
 use crate::cli::output::outln;
 
-use super::reconcile::{Unconfirmed, run_flow};
+use super::reconcile::run_flow;
+use crate::cli::args::Confirm;
 use crate::cli::locking::Locks;
-use crate::cli::output::interactive;
 use crate::cli::{CliError, Ctx, Outcome, Repo};
 use crate::config::Config;
 use crate::engine::locks::LockError;
@@ -19,7 +19,8 @@ use crate::engine::registry::register_namespace;
 use crate::engine::{self, SyncOptions};
 use crate::engine::{Scope, mirror};
 
-pub(super) fn migrate(ctx: &Ctx, yes: bool) -> Result<Outcome, CliError> {
+pub(super) fn migrate(ctx: &Ctx, confirm: Confirm) -> Result<Outcome, CliError> {
+    let yes = confirm.yes;
     let repo = ctx.open_repo()?;
     if !repo.config.datastore.is_remote() {
         return Err(CliError::usage(format!(
@@ -43,7 +44,7 @@ pub(super) fn migrate(ctx: &Ctx, yes: bool) -> Result<Outcome, CliError> {
 
     // Held from planning to the end, as every command that writes the
     // remote; a preview that cannot turn into an apply takes none.
-    let locks = if yes || (!ctx.json && interactive()) {
+    let locks = if confirm.may_apply(ctx) {
         match Locks::try_take(ctx, &repo.layout, &config, "datastore config migrate") {
             Ok(l) => Some(l),
             Err(LockError::Store(e)) if e.is_transient() => {
@@ -54,7 +55,7 @@ pub(super) fn migrate(ctx: &Ctx, yes: bool) -> Result<Outcome, CliError> {
     } else {
         None
     };
-    let result = migrate_locked(ctx, &repo, &config, changed, yes);
+    let result = migrate_locked(ctx, &repo, &config, changed, confirm);
     match locks {
         Some(l) => l.finish(result),
         None => result,
@@ -66,8 +67,9 @@ fn migrate_locked(
     repo: &Repo,
     config: &Config,
     changed: bool,
-    yes: bool,
+    confirm: Confirm,
 ) -> Result<Outcome, CliError> {
+    let yes = confirm.yes;
     let planned =
         match engine::plan_with(&repo.layout, config, Scope::Config, SyncOptions::default()) {
             Ok(p) => p,
@@ -90,8 +92,7 @@ fn migrate_locked(
         planned,
         record.then_some(config),
         SyncOptions::default(),
-        yes,
-        Unconfirmed::Preview,
+        confirm,
     )
     .map_err(|e| {
         // Confirmed and failed while applying: if the local copy is there,

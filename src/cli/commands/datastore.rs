@@ -5,7 +5,8 @@ use crate::cli::output::outln;
 
 use serde_json::json;
 
-use super::reconcile::{Unconfirmed, run_flow};
+use super::reconcile::run_flow;
+use crate::cli::args::Confirm;
 use crate::cli::locking::Locks;
 use crate::cli::output::print_json;
 use crate::cli::{CliError, Ctx, Outcome, Repo};
@@ -18,7 +19,7 @@ pub(super) fn setup(
     ctx: &Ctx,
     spec: &str,
     hydration: Option<crate::config::Hydration>,
-    yes: bool,
+    confirm: Confirm,
 ) -> Result<Outcome, CliError> {
     let repo = ctx.open_repo()?;
     let datastore = parse_datastore_spec(spec).map_err(|e| {
@@ -44,14 +45,14 @@ pub(super) fn setup(
             "--hydration lazy needs an s3:// or gs:// datastore: a local or filesystem datastore holds every file already",
         ));
     }
-    retarget(ctx, &repo, target, None, hydration, yes, true)
+    retarget(ctx, &repo, target, None, hydration, confirm, true)
 }
 
 pub(super) fn namespace_set(
     ctx: &Ctx,
     ns: &str,
     migrate: bool,
-    yes: bool,
+    confirm: Confirm,
 ) -> Result<Outcome, CliError> {
     let repo = ctx.open_repo()?;
     let ns = Namespace::parse(ns).map_err(|e| CliError::usage(e.to_string()))?;
@@ -67,10 +68,14 @@ pub(super) fn namespace_set(
         datastore: repo.config.datastore.clone(),
         namespace: Some(ns),
     };
-    retarget(ctx, &repo, target, None, None, yes, migrate)
+    retarget(ctx, &repo, target, None, None, confirm, migrate)
 }
 
-pub(super) fn namespace_unset(ctx: &Ctx, migrate: bool, yes: bool) -> Result<Outcome, CliError> {
+pub(super) fn namespace_unset(
+    ctx: &Ctx,
+    migrate: bool,
+    confirm: Confirm,
+) -> Result<Outcome, CliError> {
     let repo = ctx.open_repo()?;
     if repo.config.namespace.is_none() && repo.config.migrating_from.is_empty() {
         if ctx.json {
@@ -84,12 +89,16 @@ pub(super) fn namespace_unset(ctx: &Ctx, migrate: bool, yes: bool) -> Result<Out
         datastore: repo.config.datastore.clone(),
         namespace: None,
     };
-    retarget(ctx, &repo, target, None, None, yes, migrate)
+    retarget(ctx, &repo, target, None, None, confirm, migrate)
 }
 
-pub(super) fn namespace_migrate(ctx: &Ctx, reverse: bool, yes: bool) -> Result<Outcome, CliError> {
+pub(super) fn namespace_migrate(
+    ctx: &Ctx,
+    reverse: bool,
+    confirm: Confirm,
+) -> Result<Outcome, CliError> {
     if reverse {
-        return namespace_unset(ctx, true, yes);
+        return namespace_unset(ctx, true, confirm);
     }
     let repo = ctx.open_repo()?;
     if repo.config.namespace.is_none() {
@@ -106,7 +115,7 @@ pub(super) fn namespace_migrate(ctx: &Ctx, reverse: bool, yes: bool) -> Result<O
     };
     let solo_has_data = crate::engine::holds_data(&repo.layout, &solo);
     let extra = solo_has_data.then_some(solo);
-    retarget(ctx, &repo, repo.config.target(), extra, None, yes, true)
+    retarget(ctx, &repo, repo.config.target(), extra, None, confirm, true)
 }
 
 /// Changes the desired placement to `target` (also draining `extra_source`)
@@ -117,7 +126,7 @@ fn retarget(
     target: Placement,
     extra_source: Option<Placement>,
     hydration: Option<crate::config::Hydration>,
-    yes: bool,
+    confirm: Confirm,
     migrate: bool,
 ) -> Result<Outcome, CliError> {
     let mut config = repo.config.clone();
@@ -143,11 +152,13 @@ fn retarget(
     // A preview writes nothing and holds nothing (it must not even create
     // a filesystem datastore's directory for the lock). On a terminal the
     // preview may turn into an apply, so the lock is taken.
-    if migrate && !yes && (ctx.json || !crate::cli::output::interactive()) {
-        return retarget_locked(ctx, repo, &new_repo, &config, yes, migrate);
+    if migrate && !confirm.may_apply(ctx) {
+        return retarget_locked(ctx, repo, &new_repo, &config, confirm, migrate);
     }
     let locks = Locks::take(ctx, &new_repo.layout, &config, operation)?;
-    locks.finish(retarget_locked(ctx, repo, &new_repo, &config, yes, migrate))
+    locks.finish(retarget_locked(
+        ctx, repo, &new_repo, &config, confirm, migrate,
+    ))
 }
 
 fn retarget_locked(
@@ -155,7 +166,7 @@ fn retarget_locked(
     repo: &Repo,
     new_repo: &Repo,
     config: &Config,
-    yes: bool,
+    confirm: Confirm,
     migrate: bool,
 ) -> Result<Outcome, CliError> {
     if !migrate {
@@ -169,8 +180,7 @@ fn retarget_locked(
     } else {
         Scope::Layout
     };
-    let may_apply = yes || (!ctx.json && crate::cli::output::interactive());
-    if may_apply && config.datastore.is_remote() {
+    if confirm.may_apply(ctx) && config.datastore.is_remote() {
         // As before any sync: the namespace is claimed in the bucket
         // before .swamp.toml changes, and the bucket holds the id the sync
         // base this apply records is bound to (planned without it, the
@@ -187,8 +197,7 @@ fn retarget_locked(
         planned,
         changed.then_some(config),
         SyncOptions::default(),
-        yes,
-        Unconfirmed::Preview,
+        confirm,
     )
 }
 

@@ -8,6 +8,8 @@ use crate::cli::output::{errln, out, outln};
 
 use serde_json::{Value, json};
 
+use crate::cli::args::Confirm;
+use crate::cli::confirm::{Go, decide};
 use crate::cli::locking::Locks;
 use crate::cli::output::print_json;
 use crate::cli::render::{human_bytes, table};
@@ -69,11 +71,12 @@ pub(super) fn datastores(
     ctx: &Ctx,
     repair: bool,
     check_write: bool,
-    yes: bool,
+    confirm: Confirm,
 ) -> Result<Outcome, CliError> {
-    if yes && !repair {
+    let yes = confirm.yes;
+    if (yes || confirm.dry_run) && !repair {
         return Err(CliError::usage(
-            "`-y` applies repairs, so it needs `--repair`; nothing was changed",
+            "`-y` and `--dry-run` are about repairs, so they need `--repair`; nothing was changed",
         )
         .hint("run `swamp doctor datastores --repair -y`"));
     }
@@ -119,7 +122,7 @@ pub(super) fn datastores(
         fixes_json: &fixes_json,
         plans_json: &plans_json,
     };
-    if let Some(outcome) = repairs.unapplied(ctx, &root, conflicts, yes) {
+    if let Some(outcome) = repairs.unapplied(ctx, &root, conflicts, confirm) {
         return Ok(outcome);
     }
 
@@ -161,8 +164,9 @@ impl Repairs<'_> {
         ctx: &Ctx,
         root: &std::path::Path,
         conflicts: usize,
-        yes: bool,
+        confirm: Confirm,
     ) -> Option<Outcome> {
+        let yes = confirm.yes;
         if !ctx.json {
             out!("{}", render_checks(self.before, ctx.style().width));
             outln!("\nRepairs:");
@@ -187,14 +191,12 @@ impl Repairs<'_> {
             }
             return Some(Outcome::Conflicts);
         }
-        if !yes {
+        if !yes && !self.items.iter().any(Item::automatic) {
             if ctx.json {
                 print_json(
                     &RepairDoc::unapplied(self.before, true, self.fixes_json, self.plans_json)
                         .to_json(),
                 );
-            } else if self.items.iter().any(Item::automatic) {
-                outln!("\nThis was a preview; nothing changed. Add --confirm (or -y) to apply it.");
             } else {
                 outln!(
                     "\nNothing here can be repaired automatically in this version; run the command(s) named above. Nothing was changed."
@@ -202,6 +204,19 @@ impl Repairs<'_> {
             }
             // The checks still fail: nothing was repaired.
             return Some(Outcome::Failed);
+        }
+        if let Go::Stop(outcome) = decide(
+            ctx,
+            confirm,
+            "\nDo you want to apply these repairs?",
+            || {
+                print_json(
+                    &RepairDoc::unapplied(self.before, true, self.fixes_json, self.plans_json)
+                        .to_json(),
+                );
+            },
+        ) {
+            return Some(outcome);
         }
 
         None

@@ -14,6 +14,7 @@ use crate::undo::Journal;
 pub(super) fn run(ctx: &Ctx) -> Result<Outcome, CliError> {
     let repo = ctx.open_repo()?;
     let journals = Journal::all(&repo.layout)?;
+    let walk = crate::undo::Walk::of(&journals);
     if ctx.json {
         let applies: Vec<_> = journals
             .iter()
@@ -30,6 +31,7 @@ pub(super) fn run(ctx: &Ctx) -> Result<Outcome, CliError> {
                     "bytes_set_aside": j.set_aside_bytes(),
                     "undoable": j.pruned.is_none() && !j.no_undo,
                     "pruned": j.pruned,
+                    "undone_by": walk.undone.get(&j.id),
                 })
             })
             .collect();
@@ -51,6 +53,9 @@ pub(super) fn run(ctx: &Ctx) -> Result<Outcome, CliError> {
         } else {
             format!("{} (cut short)", j.summary)
         };
+        if let Some(undo) = walk.undone.get(&j.id) {
+            summary.push_str(&format!(" (undone by {undo})"));
+        }
         let kept = match &j.pruned {
             Some(at) => {
                 summary.push_str(&format!(" (trash pruned {at})"));

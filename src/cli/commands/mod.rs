@@ -46,7 +46,7 @@ pub(super) fn run(ctx: &Ctx, command: Command) -> Result<Outcome, CliError> {
             scope,
             sync,
             confirm,
-        } => reconcile::apply(ctx, scope, sync.options(), confirm.yes),
+        } => reconcile::apply(ctx, scope, sync.options(), confirm),
         Command::Show { file, format } => reconcile::show(&ctx.with_format(format), &file),
         Command::Status => status::run(ctx),
         Command::History => history::run(ctx),
@@ -55,7 +55,7 @@ pub(super) fn run(ctx: &Ctx, command: Command) -> Result<Outcome, CliError> {
             detailed_exitcode,
             confirm,
             ..
-        } => undo::prune(ctx, confirm.yes, detailed_exitcode),
+        } => undo::prune(ctx, confirm, detailed_exitcode),
         Command::Undo {
             id,
             detailed_exitcode,
@@ -65,19 +65,24 @@ pub(super) fn run(ctx: &Ctx, command: Command) -> Result<Outcome, CliError> {
         } => undo::run(
             ctx,
             id.as_deref(),
-            confirm.yes,
+            confirm,
             detailed_exitcode,
             out.as_deref(),
         ),
+        Command::Redo {
+            detailed_exitcode,
+            confirm,
+            out,
+        } => undo::redo(ctx, confirm, detailed_exitcode, out.as_deref()),
         // Git's habits: `datastore sync`, `--push`, `--pull` at the top.
         Command::Sync { sync, confirm } => {
-            reconcile::apply(ctx, crate::engine::Scope::Sync, sync.options(), confirm.yes)
+            reconcile::apply(ctx, crate::engine::Scope::Sync, sync.options(), confirm)
         }
         Command::Push { sync, confirm } => {
-            reconcile::apply(ctx, crate::engine::Scope::Push, sync.options(), confirm.yes)
+            reconcile::apply(ctx, crate::engine::Scope::Push, sync.options(), confirm)
         }
         Command::Pull { sync, confirm } => {
-            reconcile::apply(ctx, crate::engine::Scope::Pull, sync.options(), confirm.yes)
+            reconcile::apply(ctx, crate::engine::Scope::Pull, sync.options(), confirm)
         }
         Command::Datastore { command } => datastore_command(ctx, command),
         Command::Data { command } => match command {
@@ -97,7 +102,7 @@ pub(super) fn run(ctx: &Ctx, command: Command) -> Result<Outcome, CliError> {
                     check_write,
                     confirm,
                 },
-        } => doctor::datastores(ctx, repair, check_write, confirm.yes),
+        } => doctor::datastores(ctx, repair, check_write, confirm),
         Command::Completions { shell } => help::completions(shell),
         Command::Man { out_dir } => help::man(ctx, out_dir.as_deref()),
     }
@@ -110,7 +115,7 @@ fn datastore_command(ctx: &Ctx, command: DatastoreCommand) -> Result<Outcome, Cl
             spec,
             hydration,
             confirm,
-        } => datastore::setup(ctx, &spec, hydration, confirm.yes),
+        } => datastore::setup(ctx, &spec, hydration, confirm),
         DatastoreCommand::Sync {
             push,
             pull,
@@ -122,7 +127,7 @@ fn datastore_command(ctx: &Ctx, command: DatastoreCommand) -> Result<Outcome, Cl
                 (_, true) => crate::engine::Scope::Pull,
                 _ => crate::engine::Scope::Sync,
             };
-            reconcile::apply(ctx, scope, sync.options(), confirm.yes)
+            reconcile::apply(ctx, scope, sync.options(), confirm)
         }
         DatastoreCommand::Namespaces => datastore::namespaces(ctx),
         DatastoreCommand::Lock { command } => match command {
@@ -131,18 +136,18 @@ fn datastore_command(ctx: &Ctx, command: DatastoreCommand) -> Result<Outcome, Cl
         },
         DatastoreCommand::Config {
             command: ConfigCommand::Migrate { confirm },
-        } => config::migrate(ctx, confirm.yes),
+        } => config::migrate(ctx, confirm),
         DatastoreCommand::Namespace { command } => match command {
             NamespaceCommand::Set {
                 namespace,
                 migrate,
                 confirm,
-            } => datastore::namespace_set(ctx, &namespace, migrate, confirm.yes),
+            } => datastore::namespace_set(ctx, &namespace, migrate, confirm),
             NamespaceCommand::Unset { migrate, confirm } => {
-                datastore::namespace_unset(ctx, migrate, confirm.yes)
+                datastore::namespace_unset(ctx, migrate, confirm)
             }
             NamespaceCommand::Migrate { reverse, confirm } => {
-                datastore::namespace_migrate(ctx, reverse, confirm.yes)
+                datastore::namespace_migrate(ctx, reverse, confirm)
             }
         },
     }

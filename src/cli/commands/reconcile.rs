@@ -6,8 +6,10 @@ use std::path::Path;
 
 use serde_json::json;
 
+use crate::cli::args::Confirm;
+use crate::cli::confirm::{Go, decide};
 use crate::cli::locking::{Locks, await_writers};
-use crate::cli::output::{ask, interactive, print_json, print_plan_json};
+use crate::cli::output::{print_json, print_plan_json};
 use crate::cli::render::human_bytes;
 use crate::cli::{CliError, Ctx, Outcome, Repo};
 use crate::config::Config;
@@ -121,7 +123,7 @@ pub(super) fn apply(
     ctx: &Ctx,
     scope: Scope,
     options: SyncOptions,
-    yes: bool,
+    confirm: Confirm,
 ) -> Result<Outcome, CliError> {
     let repo = ctx.open_repo()?;
     let operation = match scope {
@@ -144,16 +146,7 @@ pub(super) fn apply(
             if read.writes {
                 return Ok(Err(read.vouched));
             }
-            run_flow(
-                ctx,
-                &repo,
-                read.planned,
-                None,
-                options,
-                yes,
-                Unconfirmed::Refuse,
-            )
-            .map(Ok)
+            run_flow(ctx, &repo, read.planned, None, options, confirm).map(Ok)
         })();
         match locks.finish(read_only)? {
             Ok(outcome) => return Ok(outcome),
@@ -170,7 +163,7 @@ pub(super) fn apply(
             ensure_registered(&repo)?;
         }
         let planned = engine::plan_with(&repo.layout, &repo.config, scope, options)?;
-        run_flow(ctx, &repo, planned, None, options, yes, Unconfirmed::Refuse)
+        run_flow(ctx, &repo, planned, None, options, confirm)
     })())
 }
 
@@ -223,15 +216,6 @@ fn apply_saved_locked(ctx: &Ctx, repo: &Repo, saved: SavedPlan) -> Result<Outcom
     apply_confirmed(ctx, repo, saved, options)
 }
 
-/// What to do when the user did not confirm.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Unconfirmed {
-    /// `apply`: refuse, naming `-y` (there is nobody to ask).
-    Refuse,
-    /// Layout commands: the plan was a preview; change nothing, exit 0.
-    Preview,
-}
-
 /// Shows `planned`, asks for (or takes) confirmation, records `new_config`
 /// in `.swamp.toml` when given, applies, and verifies convergence.
 pub(super) fn run_flow(
@@ -240,9 +224,9 @@ pub(super) fn run_flow(
     planned: Planned,
     new_config: Option<&Config>,
     options: SyncOptions,
-    yes: bool,
-    unconfirmed: Unconfirmed,
+    confirm: Confirm,
 ) -> Result<Outcome, CliError> {
+    let yes = confirm.yes;
     let config = new_config.unwrap_or(&repo.config);
     let mut saved = planned.into_saved(config);
     if !ctx.json {
@@ -266,31 +250,14 @@ pub(super) fn run_flow(
         };
         return conflicts(ctx, &saved, recorded);
     }
-    if !yes && !ctx.json && interactive() {
-        if !ask(&format!(
-            "\nDo you want to apply these {} action(s)?",
-            saved.plan.actions.len()
-        )) {
-            return Ok(super::cancelled());
-        }
-    } else if !yes {
-        return match unconfirmed {
-            Unconfirmed::Refuse => Err(CliError::failure(
-                "apply needs confirmation, and there is no terminal to ask on; nothing was changed",
-            )
-            .hint(format!(
-                "review the plan above, then run `{}` (or save it with `swamp plan -o FILE` and run `swamp apply FILE`)",
-                with_yes()
-            ))),
-            Unconfirmed::Preview => {
-                if ctx.json {
-                    print_plan_json(&saved, json!({"preview": true, "applied": null}));
-                } else {
-                    outln!("\nThis was a preview; nothing changed. Add --confirm (or -y) to apply it.");
-                }
-                Ok(Outcome::Success)
-            }
-        };
+    let question = format!(
+        "\nDo you want to apply these {} action(s)?",
+        saved.plan.actions.len()
+    );
+    if let Go::Stop(outcome) = decide(ctx, confirm, &question, || {
+        print_plan_json(&saved, json!({"preview": true, "applied": null}));
+    }) {
+        return Ok(outcome);
     }
     if let Some(c) = new_config {
         // The desired state is recorded before anything moves, so any later
@@ -301,16 +268,6 @@ pub(super) fn run_flow(
     // largest thing held) need not stay while the verifying plan observes.
     saved.observed = None;
     apply_confirmed(ctx, repo, saved, options)
-}
-
-/// This very command line with `-y` added: what to run to apply without
-/// being asked.
-pub(super) fn with_yes() -> String {
-    let line = crate::cli::command_line();
-    match line.find(" -- ") {
-        Some(at) => format!("{} -y{}", &line[..at], &line[at..]),
-        None => format!("{line} -y"),
-    }
 }
 
 fn finish_empty(ctx: &Ctx, saved: &SavedPlan) -> Result<Outcome, CliError> {

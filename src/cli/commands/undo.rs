@@ -6,8 +6,10 @@ use serde_json::json;
 
 use std::path::Path;
 
+use crate::cli::args::Confirm;
+use crate::cli::confirm::{Go, decide};
 use crate::cli::locking::Locks;
-use crate::cli::output::{ask, interactive, print_json};
+use crate::cli::output::print_json;
 use crate::cli::render::render_undo;
 use crate::cli::{CliError, Ctx, Outcome};
 use crate::engine::{self, undo::UndoSubject};
@@ -16,28 +18,57 @@ use crate::plan::file::SavedUndo;
 /// How the undo plan is taken forward once shown.
 enum Then<'a> {
     /// Confirm (or `-y`) and apply.
-    Apply { yes: bool, detailed_exitcode: bool },
+    Apply {
+        confirm: Confirm,
+        detailed_exitcode: bool,
+    },
     /// `-o FILE`: save it for `swamp apply FILE`.
     Save(&'a Path),
     /// `swamp apply FILE`: apply only if it equals the saved plan.
-    Expect { saved: &'a SavedUndo, yes: bool },
+    Expect { saved: &'a SavedUndo },
 }
 
 pub(super) fn run(
     ctx: &Ctx,
     id: Option<&str>,
-    yes: bool,
+    confirm: Confirm,
     detailed_exitcode: bool,
     out: Option<&Path>,
 ) -> Result<Outcome, CliError> {
     let then = match out {
         Some(path) => Then::Save(path),
         None => Then::Apply {
-            yes,
+            confirm,
             detailed_exitcode,
         },
     };
-    undo_with(ctx, id, then)
+    undo_with(ctx, Which::Undo(id), then)
+}
+
+/// `swamp redo`: the undo of the newest undo not redone yet, planned,
+/// reviewed and confirmed as every undo.
+pub(super) fn redo(
+    ctx: &Ctx,
+    confirm: Confirm,
+    detailed_exitcode: bool,
+    out: Option<&Path>,
+) -> Result<Outcome, CliError> {
+    let then = match out {
+        Some(path) => Then::Save(path),
+        None => Then::Apply {
+            confirm,
+            detailed_exitcode,
+        },
+    };
+    undo_with(ctx, Which::Redo, then)
+}
+
+/// Which apply an undo reverses.
+enum Which<'a> {
+    /// That one, or (`None`) the newest not undone yet.
+    Undo(Option<&'a str>),
+    /// The newest undo not redone yet.
+    Redo,
 }
 
 /// `swamp apply FILE` of a saved undo plan: planned again, applied only if
@@ -45,24 +76,30 @@ pub(super) fn run(
 pub(super) fn apply_saved(ctx: &Ctx, saved: &SavedUndo) -> Result<Outcome, CliError> {
     undo_with(
         ctx,
-        Some(&saved.undo.undoes),
-        Then::Expect { saved, yes: true },
+        Which::Undo(Some(&saved.undo.undoes)),
+        Then::Expect { saved },
     )
 }
 
-fn undo_with(ctx: &Ctx, id: Option<&str>, then: Then<'_>) -> Result<Outcome, CliError> {
+fn undo_with(ctx: &Ctx, which: Which<'_>, then: Then<'_>) -> Result<Outcome, CliError> {
     let repo = ctx.open_repo()?;
     if let Then::Expect { saved, .. } = &then {
         // Before the journal is looked for: another repository's history.
         engine::same_repo(saved.repo_id, &repo.config)?;
     }
-    let subject = engine::undo::subject(&repo.layout, &repo.config, id)?;
-    // Saving a plan changes nothing: no lock.
-    let locks = match &then {
-        Then::Apply { .. } | Then::Expect { .. } if subject.writes_remote() => {
-            Some(Locks::take(ctx, &repo.layout, &repo.config, "undo")?)
-        }
-        _ => None,
+    let subject = match which {
+        Which::Undo(id) => engine::undo::subject(&repo.layout, &repo.config, id)?,
+        Which::Redo => engine::undo::redo_subject(&repo.layout, &repo.config)?,
+    };
+    // Saving a plan, or a preview, changes nothing: no lock.
+    let applies = match &then {
+        Then::Apply { confirm, .. } => confirm.may_apply(ctx),
+        Then::Expect { .. } => true,
+        Then::Save(_) => false,
+    };
+    let locks = match applies && subject.writes_remote() {
+        true => Some(Locks::take(ctx, &repo.layout, &repo.config, "undo")?),
+        false => None,
     };
     let result = plan_and_apply(ctx, &repo, &subject, then);
     match locks {
@@ -90,13 +127,20 @@ fn plan_and_apply(
     if !ctx.json {
         out!("{}", render_undo(&plan));
     }
-    let (yes, detailed_exitcode) = match then {
+    let (confirm, detailed_exitcode) = match then {
         Then::Save(path) => return save(ctx, repo, &plan, path),
         Then::Apply {
-            yes,
+            confirm,
             detailed_exitcode,
-        } => (yes, detailed_exitcode),
-        Then::Expect { yes, .. } => (yes, false),
+        } => (confirm, detailed_exitcode),
+        // A saved plan is its own review.
+        Then::Expect { .. } => (
+            Confirm {
+                yes: true,
+                dry_run: false,
+            },
+            false,
+        ),
     };
     if plan.is_empty() {
         if ctx.json {
@@ -115,25 +159,10 @@ fn plan_and_apply(
         }
         return Ok(Outcome::Conflicts);
     }
-    if !yes && !ctx.json && interactive() && !ask("\nDo you want to apply this undo?") {
-        return Ok(super::cancelled());
-    }
-    // Past the prompt: asked and answered `yes`, or not asked.
-    let confirmed = yes || (!ctx.json && interactive());
-    if !confirmed {
-        if ctx.json {
-            print_json(&json!({ "undo": plan, "applied": null, "preview": true }));
-        } else {
-            outln!(
-                "\nThis was a preview; nothing changed. Run `swamp undo {} -y` to apply it.",
-                subject.id()
-            );
-        }
-        return Ok(if detailed_exitcode {
-            Outcome::Changes
-        } else {
-            Outcome::Success
-        });
+    if let Go::Stop(outcome) = decide(ctx, confirm, "\nDo you want to apply this undo?", || {
+        print_json(&json!({ "undo": plan, "applied": null, "preview": true }));
+    }) {
+        return Ok(detailed(outcome, detailed_exitcode));
     }
     let report = engine::undo::apply_undo(layout, subject, &plan, &crate::cli::command_line())?;
     show_undone(ctx, subject, &plan, &report);
@@ -199,7 +228,19 @@ fn show_undone(
 
 /// `swamp undo --prune`: the retention `[undo]` asks for, planned like any
 /// other change (the applies whose trash goes, and why), then confirmed.
-pub(super) fn prune(ctx: &Ctx, yes: bool, detailed_exitcode: bool) -> Result<Outcome, CliError> {
+/// A dry run that was asked for `--detailed-exitcode` exits 2 with changes.
+fn detailed(outcome: Outcome, detailed_exitcode: bool) -> Outcome {
+    match outcome {
+        Outcome::Success if detailed_exitcode => Outcome::Changes,
+        o => o,
+    }
+}
+
+pub(super) fn prune(
+    ctx: &Ctx,
+    confirm: Confirm,
+    detailed_exitcode: bool,
+) -> Result<Outcome, CliError> {
     let repo = ctx.open_repo()?;
     let layout = &repo.layout;
     let actions = engine::undo::due_prunes(layout, &repo.config)?;
@@ -215,22 +256,10 @@ pub(super) fn prune(ctx: &Ctx, yes: bool, detailed_exitcode: bool) -> Result<Out
         }
         return Ok(Outcome::Success);
     }
-    if !yes && !ctx.json && interactive() && !ask("\nDo you want to prune this trash?") {
-        return Ok(super::cancelled());
-    }
-    // Past the prompt: asked and answered `yes`, or not asked.
-    let confirmed = yes || (!ctx.json && interactive());
-    if !confirmed {
-        if ctx.json {
-            print_json(&json!({ "prune": actions, "applied": null, "preview": true }));
-        } else {
-            outln!("\nThis was a preview; nothing changed. Run `swamp undo --prune -y` to prune.");
-        }
-        return Ok(if detailed_exitcode {
-            Outcome::Changes
-        } else {
-            Outcome::Success
-        });
+    if let Go::Stop(outcome) = decide(ctx, confirm, "\nDo you want to prune this trash?", || {
+        print_json(&json!({ "prune": actions, "applied": null, "preview": true }));
+    }) {
+        return Ok(detailed(outcome, detailed_exitcode));
     }
     let locks = match engine::undo::prunes_write_remote(&actions) {
         true => Some(Locks::take(ctx, layout, &repo.config, "undo --prune")?),

@@ -43,6 +43,7 @@ fn a_migration_renames_whole_directories_and_moves_the_rest_file_by_file() {
         "set",
         "homelab",
         "--migrate",
+        "--dry-run",
     ]);
     plan.expect(0);
     let moves = plan.json()["plan"]["actions"]
@@ -91,12 +92,12 @@ fn migrate_preview_changes_nothing_and_confirm_moves_everything() {
     let config_before = repo.config();
 
     let preview = repo.run(&["datastore", "namespace", "set", "homelab", "--migrate"]);
-    preview.expect(0);
+    preview.expect(2);
     snapshot!("migrate_preview_human", repo.filter(&preview.stdout));
     assert!(
         preview
             .stdout
-            .contains("This was a preview; nothing changed")
+            .contains("Nothing changed: applying needs confirmation")
     );
     assert_eq!(repo.config(), config_before, "a preview writes nothing");
     assert_eq!(solo_files(&repo), before);
@@ -109,7 +110,7 @@ fn migrate_preview_changes_nothing_and_confirm_moves_everything() {
         "homelab",
         "--migrate",
     ]);
-    json.expect(0);
+    json.expect(2);
     snapshot!("migrate_preview_json", repo.filter(&json.stdout));
 
     repo.run(&[
@@ -425,8 +426,18 @@ fn apply_without_a_terminal_or_yes_refuses_and_changes_nothing() {
         .expect(0);
     let before = repo.tree(".swamp");
     let run = repo.run(&["apply"]);
-    run.expect(1);
-    assert!(run.stderr.contains("swamp apply -y"), "{}", run.stderr);
+    run.expect(2);
+    assert!(run.stdout.contains("swamp apply -y"), "{}", run.stdout);
+    assert_eq!(data_files(&repo.tree(".swamp")), data_files(&before));
+    // --dry-run: the same plan, nothing changed, exit 0.
+    let dry = repo.run(&["apply", "--dry-run"]);
+    dry.expect(0);
+    assert!(
+        dry.stdout
+            .contains("This was a dry run; nothing changed. Run `swamp apply -y`"),
+        "{}",
+        dry.stdout
+    );
     assert_eq!(data_files(&repo.tree(".swamp")), data_files(&before));
 }
 

@@ -5,7 +5,7 @@
 use std::io::Write;
 use std::process::Stdio;
 
-use crate::e2e::common::TestRepo;
+use crate::e2e::common::{TestRepo, data_files};
 use crate::support::{pinned, swamp_bin};
 
 /// A repo whose namespace was just set: `plan` shows the moves, `apply`
@@ -121,11 +121,12 @@ fn without_a_terminal_the_refusal_names_this_very_command_with_y() {
     repo.run(&["datastore", "namespace", "set", "infra"])
         .expect(0);
     let run = repo.run(&["apply", "--scope", "layout"]);
-    run.expect(1);
+    run.expect(2);
     assert!(
-        run.stderr.contains("run `swamp apply --scope layout -y`"),
+        run.stdout
+            .contains("Run `swamp apply --scope layout -y` to apply it"),
         "{}",
-        run.stderr
+        run.stdout
     );
 }
 
@@ -266,5 +267,87 @@ fn plan_and_show_speak_markdown_for_pull_requests_and_json_for_machines() {
         shown.stdout.starts_with("### swamp plan"),
         "{}",
         shown.stdout
+    );
+}
+
+/// The one confirmation rule, over every command that applies changes:
+/// without `-y` and without a terminal it shows the plan, changes nothing
+/// and exits 2 naming this very command with `-y`; `--dry-run` does the
+/// same with exit 0; on a terminal it asks, and an answer but `yes`
+/// changes nothing (exit 1).
+#[test]
+fn every_applying_command_follows_one_confirmation_rule() {
+    let repo = TestRepo::with_solo_data();
+    // Something to undo (a version set aside) and moves pending (a
+    // namespace recorded, its data not moved yet).
+    repo.run(&["data", "gc", "--keep", "1"]).expect(0);
+    repo.run(&["datastore", "namespace", "set", "infra"])
+        .expect(0);
+    let shared = tempfile::tempdir().unwrap();
+    let store = shared.path().join("store");
+    let setup = format!("datastore setup file://{}", store.display());
+    let commands = [
+        "apply",
+        "datastore namespace migrate",
+        "datastore namespace set other --migrate",
+        setup.as_str(),
+        "undo",
+    ];
+    let state = || (data_files(&repo.tree(".swamp")), repo.config());
+    let before = state();
+    for command in commands {
+        let args: Vec<&str> = command.split(' ').collect();
+        let run = repo.run(&args);
+        run.expect(2);
+        assert!(
+            run.stdout.contains(&format!(
+                "Nothing changed: applying needs confirmation, and there is no terminal to ask on. Run `swamp {command} -y` to apply it"
+            )),
+            "{command}: {}",
+            run.stdout
+        );
+        assert_eq!(state(), before, "{command}");
+
+        let mut dry = args.clone();
+        dry.push("--dry-run");
+        let run = repo.run(&dry);
+        run.expect(0);
+        assert!(
+            run.stdout.contains(&format!(
+                "This was a dry run; nothing changed. Run `swamp {command} -y` to apply it."
+            )),
+            "{command}: {}",
+            run.stdout
+        );
+        assert_eq!(state(), before, "{command} --dry-run");
+        // (Asking on a terminal holds the lock, which makes its directory.)
+        if command == setup {
+            assert!(!store.exists(), "no preview made the shared directory");
+        }
+
+        let (code, screen) = on_a_terminal(&repo, command, "no\n");
+        assert!(
+            screen.contains("Only 'yes' will be accepted") && screen.contains("Apply cancelled."),
+            "{command}: {screen}"
+        );
+        assert_eq!(code, Some(1), "{command}: {screen}");
+        assert_eq!(state(), before, "{command} on a terminal, answered no");
+    }
+
+    // `doctor --repair` too, once a check fails with an automatic fix.
+    repo.write(".swamp/data/_catalog.db", "not a database");
+    let run = repo.run(&["doctor", "datastores", "--repair"]);
+    run.expect(2);
+    assert!(
+        run.stdout
+            .contains("Run `swamp doctor datastores --repair -y` to apply it"),
+        "{}",
+        run.stdout
+    );
+    let (code, screen) = on_a_terminal(&repo, "doctor datastores --repair", "no\n");
+    assert_eq!(code, Some(1), "{screen}");
+    assert_eq!(
+        std::fs::read_to_string(repo.path(".swamp/data/_catalog.db")).unwrap(),
+        "not a database"
     );
 }

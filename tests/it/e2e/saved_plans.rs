@@ -48,6 +48,15 @@ fn a_stale_saved_plan_is_refused_naming_what_changed() {
         "{}",
         run.stderr
     );
+    // As plan rows and what differs in them, never raw JSON.
+    assert!(
+        run.stderr
+            .contains("(move outputs/deploy/web-1.yaml) differs: size 23 B in the saved plan, 31 B now; sha256 ")
+            && run.stderr.contains(" in the saved plan, "),
+        "{}",
+        run.stderr
+    );
+    assert!(!run.stderr.contains("{\""), "{}", run.stderr);
     assert_eq!(
         data_files(&repo.tree(".swamp")),
         data_files(&before),

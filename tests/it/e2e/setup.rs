@@ -19,9 +19,9 @@ fn local_to_filesystem_and_back_keeps_every_file_byte_identical() {
     let shared_path = shared.path().join("store");
     let spec = format!("file://{}", shared_path.display());
 
-    let preview = repo.run(&["datastore", "setup", &spec]);
+    let preview = repo.run(&["datastore", "setup", &spec, "--dry-run"]);
     preview.expect(0);
-    assert!(preview.stdout.contains("preview"), "{}", preview.stdout);
+    assert!(preview.stdout.contains("dry run"), "{}", preview.stdout);
     assert!(!shared_path.exists(), "a preview creates nothing");
 
     repo.run(&["datastore", "setup", &spec, "-y"]).expect(0);
