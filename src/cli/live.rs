@@ -139,21 +139,43 @@ fn new_bar(now: &Reading) -> ProgressBar {
     let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr_with_hz(10));
     let template = if now.bytes_total > 0 {
         bar.set_length(now.bytes_total);
-        "{spinner} {prefix} [{bar:25}] {binary_bytes}/{binary_total_bytes}, {binary_bytes_per_sec}, ETA {eta} · {msg}"
+        "{spinner} {prefix} [{bar:25}] {binary_bytes}/{binary_total_bytes}{rate_eta} · {msg}"
     } else if now.files_total > 0 {
         bar.set_length(now.files_total);
-        "{spinner} {prefix} [{bar:25}] {pos}/{len} actions, ETA {eta}{msg}"
+        "{spinner} {prefix} [{bar:25}] {pos}/{len} actions{eta_known}{msg}"
     } else {
         "{spinner} {prefix}{msg}"
     };
     bar.set_style(
         ProgressStyle::with_template(template)
             .expect("valid template")
+            .with_key("rate_eta", rate_eta)
+            .with_key("eta_known", eta_known)
             .progress_chars("=> "),
     );
     bar.set_prefix(now.phase.clone());
     bar.enable_steady_tick(Duration::from_millis(120));
     bar
+}
+
+/// `, 12 MiB/s, ETA 3s`, once something has moved: before that neither is
+/// known, and `0 B/s, ETA 0s` would be a guess shown as a fact.
+fn rate_eta(state: &indicatif::ProgressState, w: &mut dyn std::fmt::Write) {
+    if state.pos() > 0 {
+        let _ = write!(
+            w,
+            ", {}/s, ETA {:#}",
+            indicatif::BinaryBytes(state.per_sec() as u64),
+            indicatif::HumanDuration(state.eta())
+        );
+    }
+}
+
+/// `, ETA 3s`, once an action has finished.
+fn eta_known(state: &indicatif::ProgressState, w: &mut dyn std::fmt::Write) {
+    if state.pos() > 0 {
+        let _ = write!(w, ", ETA {:#}", indicatif::HumanDuration(state.eta()));
+    }
 }
 
 fn update(bar: &ProgressBar, now: &Reading) {
@@ -162,8 +184,11 @@ fn update(bar: &ProgressBar, now: &Reading) {
         bar.set_message(format!("{}/{} files", now.files_done, now.files_total));
     } else if now.files_total > 0 {
         bar.set_position(now.files_done.min(now.files_total));
-        // indicatif's own `{per_sec}` prints four decimals.
-        bar.set_message(format!(", {:.0}/s", bar.per_sec()));
+        // indicatif's own `{per_sec}` prints four decimals; none until an
+        // action has finished.
+        if now.files_done > 0 {
+            bar.set_message(format!(", {:.0}/s", bar.per_sec()));
+        }
     } else if now.files_done > 0 {
         bar.set_message(format!(
             ": {} ({})",

@@ -172,10 +172,17 @@ pub fn main() -> ExitCode {
         crate::engine::locks::release_all();
         // Straight to stderr: the main thread may hold the progress
         // display's lock, blocked on a full pipe.
-        use std::io::Write;
+        use std::io::{IsTerminal, Write};
+        let mut stderr = std::io::stderr();
+        // The progress line goes: the message starts a clean line.
+        let clear = if stderr.is_terminal() {
+            "\r\x1b[2K"
+        } else {
+            "\n"
+        };
         let _ = writeln!(
-            std::io::stderr(),
-            "\nInterrupted; released the datastore lock. Run `swamp plan` to see what is left."
+            stderr,
+            "{clear}Interrupted; released the datastore lock. Run `swamp plan` to see what is left."
         );
         std::process::exit(130);
     });
