@@ -732,6 +732,9 @@ fn a_push_on_a_terminal_shows_bytes_rate_and_files_as_it_goes() {
     assert!(mid.contains("/40 files"), "files done of the total: {mid}");
     // Before a byte has moved, neither is known: no `0 B/s, ETA 0s`.
     assert!(!screen.contains(", 0 B/s"), "{screen}");
+    // The close says how long it took and how fast, as rclone's does.
+    assert!(screen.contains("Transferred 2.5 MiB in "), "{screen}");
+    assert!(screen.contains("iB/s)."), "{screen}");
     assert!(screen.contains("Converged"), "{screen}");
     // Piped, the same push draws nothing.
     for i in 0..40 {

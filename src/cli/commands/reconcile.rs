@@ -303,7 +303,11 @@ fn apply_confirmed(
     mut saved: SavedPlan,
     options: SyncOptions,
 ) -> Result<Outcome, CliError> {
+    let started = std::time::Instant::now();
+    let summary = saved.plan.summary();
+    let carried = summary.bytes_to_upload + summary.bytes_to_download;
     let report = engine::apply_only(&repo.root, &repo.layout, &saved.plan, ctx.transfers);
+    let elapsed = started.elapsed();
     crate::progress::meter().idle();
     let mut report = report?;
     let learnt = std::mem::take(&mut report.landed);
@@ -341,6 +345,9 @@ fn apply_confirmed(
         }
     } else {
         outln!("\n{}", applied_line(report, saved.plan.remote.is_some()));
+        if let Some(line) = transferred_line(carried, elapsed) {
+            outln!("{line}");
+        }
         if converged {
             outln!("Converged: the datastore matches the configuration.");
         } else {
@@ -362,6 +369,24 @@ fn apply_confirmed(
     } else {
         Outcome::Failed
     })
+}
+
+/// As rclone closes a transfer: how much, how long, and how fast on
+/// average (`None` when nothing was carried).
+fn transferred_line(carried: u64, elapsed: std::time::Duration) -> Option<String> {
+    if carried == 0 {
+        return None;
+    }
+    let secs = elapsed.as_secs_f64().max(0.001);
+    let took = match elapsed.as_millis() {
+        ms if ms < 1000 => format!("{ms} ms"),
+        _ => format!("{secs:.1} s"),
+    };
+    Some(format!(
+        "Transferred {} in {took} ({}/s).",
+        human_bytes(carried),
+        human_bytes((carried as f64 / secs) as u64)
+    ))
 }
 
 /// The one line that says what an apply did.
