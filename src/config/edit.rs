@@ -6,18 +6,30 @@
 use toml_edit::{DocumentMut, Item, TableLike, Value};
 
 /// `existing` (the file as it is) updated to say what `new` (a fresh
-/// serialisation of the config) says. `None` when `existing` is not TOML
-/// `toml_edit` reads, in which case the caller writes `new` as it is.
-pub(super) fn merged(existing: &str, new: &str) -> Option<String> {
+/// serialisation of the config) says. `before`, a fresh serialisation of
+/// the config as `existing` read: a key the file leaves out (a default)
+/// and that `new` gives as `before` did is not the user's change, and
+/// stays out. `None` when `existing` is not TOML `toml_edit` reads, in
+/// which case the caller writes `new` as it is.
+pub(super) fn merged(existing: &str, before: Option<&str>, new: &str) -> Option<String> {
     let mut doc: DocumentMut = existing.parse().ok()?;
     let new: DocumentMut = new.parse().ok()?;
-    merge_tables(doc.as_table_mut(), new.as_table());
+    let before: Option<DocumentMut> = before.and_then(|b| b.parse().ok());
+    merge_tables(
+        doc.as_table_mut(),
+        before.as_ref().map(|b| b.as_table() as &dyn TableLike),
+        new.as_table(),
+    );
     Some(doc.to_string())
 }
 
 /// Returns whether keys were added (an inline table then needs its
 /// spacing made even again).
-fn merge_tables(old: &mut dyn TableLike, new: &dyn TableLike) -> bool {
+fn merge_tables(
+    old: &mut dyn TableLike,
+    before: Option<&dyn TableLike>,
+    new: &dyn TableLike,
+) -> bool {
     let mut added = false;
     let gone: Vec<String> = old
         .iter()
@@ -28,20 +40,33 @@ fn merge_tables(old: &mut dyn TableLike, new: &dyn TableLike) -> bool {
         old.remove(&key);
     }
     for (key, item) in new.iter() {
+        let was = before.and_then(|b| b.get(key));
         match old.get_mut(key) {
-            Some(existing) => merge_item(existing, item),
-            None => {
-                old.insert(key, item.clone());
-                added = true;
-            }
+            Some(existing) => merge_item(existing, was, item),
+            // Left out of the file and unchanged: a default, not written.
+            None if was.is_some_and(|w| w.to_string() == item.to_string()) => {}
+            None => match (was.and_then(Item::as_table_like), item.as_table_like()) {
+                // A table the file leaves out: only the keys that changed.
+                (Some(b), Some(n)) => {
+                    let mut table = toml_edit::Table::new();
+                    if merge_tables(&mut table, Some(b), n) || !table.is_empty() {
+                        old.insert(key, Item::Table(table));
+                        added = true;
+                    }
+                }
+                _ => {
+                    old.insert(key, item.clone());
+                    added = true;
+                }
+            },
         }
     }
     added
 }
 
-fn merge_item(old: &mut Item, new: &Item) {
+fn merge_item(old: &mut Item, before: Option<&Item>, new: &Item) {
     if let (Some(o), Some(n)) = (old.as_table_like_mut(), new.as_table_like()) {
-        if merge_tables(o, n)
+        if merge_tables(o, before.and_then(Item::as_table_like), n)
             && let Some(inline) = old.as_inline_table_mut()
         {
             inline.fmt();
@@ -80,7 +105,11 @@ fn same(a: &Value, b: &Value) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::merged;
+    use super::merged as merged3;
+
+    fn merged(existing: &str, new: &str) -> Option<String> {
+        merged3(existing, None, new)
+    }
 
     #[test]
     fn comments_order_and_quoting_survive_a_change_elsewhere() {
@@ -132,6 +161,20 @@ path = "/mnt/swamp"
             out,
             "repo_id = \"x\"\ndatastore = { type = \"s3\", bucket = \"c\", region = \"eu\" }\n"
         );
+    }
+
+    #[test]
+    fn a_default_the_file_leaves_out_stays_out_and_only_the_key_set_is_written() {
+        let existing = "repo_id = \"x\" # ours\n\n[datastore]\ntype = \"s3\"\nbucket = \"b\"\n";
+        let before = "repo_id = \"x\"\n\n[datastore]\ntype = \"s3\"\nbucket = \"b\"\n\n[sync]\nconflict = \"fail\"\nmax_delete_percent = 50\nhydration = \"full\"\n";
+        let new = "repo_id = \"x\"\n\n[datastore]\ntype = \"s3\"\nbucket = \"b\"\n\n[sync]\nconflict = \"fail\"\nmax_delete_percent = 50\nhydration = \"lazy\"\n";
+        let out = merged3(existing, Some(before), new).unwrap();
+        assert_eq!(
+            out,
+            "repo_id = \"x\" # ours\n\n[datastore]\ntype = \"s3\"\nbucket = \"b\"\n\n[sync]\nhydration = \"lazy\"\n"
+        );
+        // Nothing changed: the file as it was.
+        assert_eq!(merged3(existing, Some(before), before).unwrap(), existing);
     }
 
     #[test]

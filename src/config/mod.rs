@@ -526,16 +526,49 @@ impl Config {
         toml::to_string(self).expect("config serialises")
     }
 
+    /// [`Config::to_toml`] with the sections it leaves out as defaults
+    /// (`[sync]`, `[config]`, `[lock]`, `[undo]`) written out, so a save can
+    /// tell a default from a value the user set.
+    fn to_full_toml(&self) -> String {
+        let mut doc: toml_edit::DocumentMut = match self.to_toml().parse() {
+            Ok(d) => d,
+            Err(_) => return self.to_toml(),
+        };
+        let sections = [
+            ("sync", toml::to_string(&self.sync)),
+            ("config", toml::to_string(&self.config)),
+            ("lock", toml::to_string(&self.lock)),
+            ("undo", toml::to_string(&self.undo)),
+        ];
+        for (name, text) in sections {
+            let Ok(table) = text.map(|t| t.parse::<toml_edit::DocumentMut>()) else {
+                continue;
+            };
+            if let (false, Ok(table)) = (doc.contains_key(name), table) {
+                doc.insert(name, toml_edit::Item::Table(table.as_table().clone()));
+            }
+        }
+        doc.to_string()
+    }
+
     /// Atomically writes `.swamp.toml` in `repo`. Over an existing file
     /// only what changed is rewritten: its comments and formatting stay.
     pub fn save(&self, repo: &Path) -> Result<(), ConfigError> {
         let path = repo.join(CONFIG_FILE);
         let fresh = self.to_toml();
         let text = match std::fs::read_to_string(&path) {
-            Ok(existing) => edit::merged(&existing, &fresh)
-                // Never write what would not read back as this config.
-                .filter(|m| Config::parse(m, &path).is_ok_and(|c| c == *self))
-                .unwrap_or(fresh),
+            Ok(existing) => {
+                // The config as the file reads now, serialised the same way:
+                // what `fresh` repeats of it that the file leaves out is a
+                // default, not written.
+                let before = Config::parse(&existing, &path)
+                    .ok()
+                    .map(|c| c.to_full_toml());
+                edit::merged(&existing, before.as_deref(), &fresh)
+                    // Never write what would not read back as this config.
+                    .filter(|m| Config::parse(m, &path).is_ok_and(|c| c == *self))
+                    .unwrap_or(fresh)
+            }
             Err(_) => fresh,
         };
         fsutil::atomic_write(&path, text.as_bytes())

@@ -107,6 +107,46 @@ fn a_peer_deletion_propagates_and_is_not_resurrected(backend: Backend) {
     );
 }
 
+/// `datastore setup --hydration lazy` writes the keys asked for (the
+/// datastore, `[sync] hydration`) and nothing else: no defaults appear,
+/// and the file's comments stay.
+#[test]
+fn a_lazy_setup_writes_only_the_keys_asked_for() {
+    let bucket = Bucket::new(Backend::Fs);
+    let repo = Repo::empty(bucket.env());
+    repo.run(&["init", "--namespace", "lab"]).expect(0);
+    let path = repo.root.join(".swamp.toml");
+    let before = format!(
+        "# the team's store\n{}",
+        std::fs::read_to_string(&path).unwrap()
+    );
+    std::fs::write(&path, &before).unwrap();
+    repo.run(&[
+        "datastore",
+        "setup",
+        &bucket.spec(),
+        "--hydration",
+        "lazy",
+        "-y",
+    ])
+    .expect(0);
+    let after = std::fs::read_to_string(&path).unwrap();
+    assert!(after.starts_with("# the team's store\n"), "{after}");
+    assert!(
+        after.ends_with("\n[sync]\nhydration = \"lazy\"\n"),
+        "{after}"
+    );
+    for default in [
+        "max_delete_percent",
+        "conflict",
+        "concurrency",
+        "[lock]",
+        "[undo]",
+    ] {
+        assert!(!after.contains(default), "{default}: {after}");
+    }
+}
+
 /// Git's habits: `swamp push`, `swamp pull` and `swamp sync` do what
 /// `datastore sync --push`, `--pull` and both ways do.
 #[test]
