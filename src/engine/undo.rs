@@ -43,23 +43,10 @@ pub(crate) fn subject(
 ) -> Result<UndoSubject, EngineError> {
     let journal = match id {
         Some(id) => Journal::load(layout, id)?,
-        None => {
-            let mut all = Journal::all(layout)?;
-            let last = all.last().ok_or(UndoError::NoHistory)?;
-            if !last.finished {
-                return Err(EngineError::LastCutShort {
-                    id: last.id.clone(),
-                    undoes: last.undoes.clone(),
-                });
-            }
-            // Walked back: the newest apply not undone yet.
-            let at = crate::undo::Walk::of(&all)
-                .next_undo()
-                .map(String::from)
-                .ok_or(UndoError::AllUndone)?;
-            let i = all.iter().position(|j| j.id == at).expect("found in it");
-            all.swap_remove(i)
-        }
+        // Walked back: the newest journal still in force.
+        None => walked(layout, UndoError::NoHistory, UndoError::AllUndone, |w| {
+            w.next_undo()
+        })?,
     };
     subject_of(journal, config)
 }
@@ -67,19 +54,39 @@ pub(crate) fn subject(
 /// What `swamp redo` reverses: the newest undo not redone yet (since the
 /// last new apply).
 pub(crate) fn redo_subject(layout: &Layout, config: &Config) -> Result<UndoSubject, EngineError> {
-    let all = Journal::all(layout)?;
-    let last = all.last().ok_or(UndoError::NothingToRedo)?;
+    let journal = walked(
+        layout,
+        UndoError::NothingToRedo,
+        UndoError::NothingToRedo,
+        |w| w.next_redo(),
+    )?;
+    subject_of(journal, config)
+}
+
+/// The journal `pick` chooses from where the history stands (`empty`: no
+/// history; `none`: nothing to pick), once the newest journal is known to
+/// have finished (one cut short is resumed by planning it again, first).
+fn walked(
+    layout: &Layout,
+    empty: UndoError,
+    none: UndoError,
+    pick: impl Fn(&crate::undo::Walk) -> Option<&str>,
+) -> Result<Journal, EngineError> {
+    let mut all = Journal::all(layout)?;
+    let last = all.last().ok_or(empty)?;
     if !last.finished {
         return Err(EngineError::LastCutShort {
             id: last.id.clone(),
             undoes: last.undoes.clone(),
         });
     }
-    let undo = crate::undo::Walk::of(&all)
-        .next_redo()
-        .ok_or(UndoError::NothingToRedo)?
-        .to_string();
-    subject_of(Journal::load(layout, &undo)?, config)
+    let walk = crate::undo::Walk::of(&all);
+    let id = pick(&walk).ok_or(none)?;
+    let i = all
+        .iter()
+        .position(|j| j.id == id)
+        .expect("the walk names a journal");
+    Ok(all.swap_remove(i))
 }
 
 /// The undo of `journal`, once it is known to be undoable.

@@ -28,6 +28,19 @@ enum Then<'a> {
     Expect { saved: &'a SavedUndo },
 }
 
+impl<'a> Then<'a> {
+    /// From the command line: saved with `-o FILE`, else confirmed.
+    fn of(out: Option<&'a Path>, confirm: Confirm, detailed_exitcode: bool) -> Then<'a> {
+        match out {
+            Some(path) => Then::Save(path),
+            None => Then::Apply {
+                confirm,
+                detailed_exitcode,
+            },
+        }
+    }
+}
+
 pub(super) fn run(
     ctx: &Ctx,
     id: Option<&str>,
@@ -35,14 +48,11 @@ pub(super) fn run(
     detailed_exitcode: bool,
     out: Option<&Path>,
 ) -> Result<Outcome, CliError> {
-    let then = match out {
-        Some(path) => Then::Save(path),
-        None => Then::Apply {
-            confirm,
-            detailed_exitcode,
-        },
-    };
-    undo_with(ctx, Which::Undo(id), then)
+    undo_with(
+        ctx,
+        Which::Undo(id),
+        Then::of(out, confirm, detailed_exitcode),
+    )
 }
 
 /// `swamp redo`: the undo of the newest undo not redone yet, planned,
@@ -53,14 +63,7 @@ pub(super) fn redo(
     detailed_exitcode: bool,
     out: Option<&Path>,
 ) -> Result<Outcome, CliError> {
-    let then = match out {
-        Some(path) => Then::Save(path),
-        None => Then::Apply {
-            confirm,
-            detailed_exitcode,
-        },
-    };
-    undo_with(ctx, Which::Redo, then)
+    undo_with(ctx, Which::Redo, Then::of(out, confirm, detailed_exitcode))
 }
 
 /// Which apply an undo reverses.
