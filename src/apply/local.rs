@@ -67,9 +67,9 @@ impl Run<'_> {
         else {
             unreachable!("a move")
         };
-        let src_root = &plan.sources[*source].root;
+        let src_root = &plan.sources[*source].dir;
         let src = src_root.join(path.as_str());
-        let dst = plan.target.root.join(path.as_str());
+        let dst = plan.target.dir.join(path.as_str());
         moves::link_file(&src, &dst, sha256, &mut self.cache)?;
         self.linked.push((src, src_root.clone(), dst));
         self.report.moved += 1;
@@ -96,9 +96,9 @@ impl Run<'_> {
             unreachable!("a drop-duplicate")
         };
         let plan = self.plan;
-        let src_root = &plan.sources[*source].root;
+        let src_root = &plan.sources[*source].dir;
         let src = src_root.join(path.as_str());
-        let dst = plan.target.root.join(path.as_str());
+        let dst = plan.target.dir.join(path.as_str());
         let placement = plan.sources[*source].placement();
         let trash_id = self.trash().map(|t| t.id.to_string());
         let layout = self.layout;
@@ -119,8 +119,8 @@ impl Run<'_> {
             unreachable!("a remove-temp")
         };
         let root = match source {
-            None => &self.plan.target.root,
-            Some(i) => &self.plan.sources[*i].root,
+            None => &self.plan.target.dir,
+            Some(i) => &self.plan.sources[*i].dir,
         };
         moves::remove_temp(root, path)?;
         self.report.temps_removed += 1;
@@ -178,9 +178,9 @@ fn rename_whole_dirs(
     }
     let mut done = Vec::new();
     for (source, moves_of) in by_source {
-        let src_root = &plan.sources[source].root;
+        let src_root = &plan.sources[source].dir;
         let planned: HashMap<&str, &Sha256> = moves_of.iter().map(|(p, (s, _))| (*p, *s)).collect();
-        for dir in moves::whole_dirs(src_root, &plan.target.root, &planned, cache) {
+        for dir in moves::whole_dirs(src_root, &plan.target.dir, &planned, cache) {
             let prefix = format!("{}/", dir.rel);
             let inside: Vec<usize> = moves_of
                 .range(prefix.as_str()..)
@@ -192,7 +192,7 @@ fn rename_whole_dirs(
                 .copied()
                 .min()
                 .expect("a whole dir holds files");
-            if let Err(e) = moves::rename_dir(src_root, &plan.target.root, &dir.rel) {
+            if let Err(e) = moves::rename_dir(src_root, &plan.target.dir, &dir.rel) {
                 return (done, Some((first, e)));
             }
             prune_parents(&src_root.join(&dir.rel), src_root);

@@ -19,7 +19,7 @@ impl Run<'_> {
         for source in &plan.sources {
             if let Some(left) = first_datastore_file(layout, &source.placement()) {
                 return Err(StopCause::SourceNotEmpty {
-                    root: source.root.clone(),
+                    root: source.dir.clone(),
                     left,
                 });
             }
@@ -37,7 +37,7 @@ impl Run<'_> {
             }
             if placement.namespace.is_some() {
                 // Only removes it when empty: never another repo's data.
-                let _ = std::fs::remove_dir(&source.root);
+                let _ = std::fs::remove_dir(&source.dir);
             }
         }
         self.report.migration_finished = true;

@@ -271,6 +271,7 @@ pub(crate) fn apply(
 
 /// Test-only: SIGKILL ourselves, as `kill -9` would: no destructor, no
 /// lock release, temp files left where they are.
+#[cfg(feature = "failpoints")]
 pub(crate) fn die_for_tests() -> ! {
     let _ = rustix::process::kill_process(rustix::process::getpid(), rustix::process::Signal::KILL);
     unreachable!("SIGKILL does not return")

@@ -71,7 +71,7 @@ impl Run<'_> {
         else {
             unreachable!("a mirror-config")
         };
-        remote::mirror_config(self.repo, &self.plan.target.root, path, sha256, *local)?;
+        remote::mirror_config(self.repo, &self.plan.target.dir, path, sha256, *local)?;
         self.report.mirrored += 1;
         Ok(())
     }
@@ -94,7 +94,7 @@ impl Run<'_> {
         let (rt, target) = self.remote_parts()?;
         let change = rt.block_on(remote::publish_sentinel(
             target,
-            &plan.target.root,
+            &plan.target.dir,
             path,
             sources,
             objects,

@@ -29,7 +29,7 @@ impl Run<'_> {
             let trash = self.trash();
             rt.block_on(remote::run_many(
                 &run,
-                &plan.target.root,
+                &plan.target.dir,
                 &self.remotes(trash.as_ref()),
                 usize::from(self.concurrency),
                 &self.watch,
@@ -114,7 +114,7 @@ impl Run<'_> {
             let trash = self.trash();
             rt.block_on(remote::run(
                 action,
-                &self.plan.target.root,
+                &self.plan.target.dir,
                 &self.remotes(trash.as_ref()),
             ))?;
         }

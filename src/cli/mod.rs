@@ -44,11 +44,11 @@ pub struct Ctx {
 
 impl Ctx {
     /// A plan for people, grouped when long unless `--detail`.
-    pub fn render_plan(&self, plan: &crate::plan::Plan, repo: &std::path::Path) -> String {
+    pub fn render_plan(&self, plan: &crate::plan::Plan) -> String {
         if self.markdown {
-            crate::cli::render::render_markdown(plan, repo, self.detail)
+            crate::cli::render::render_markdown(plan, self.detail)
         } else {
-            crate::cli::render::render_styled(plan, repo, self.detail, self.style())
+            crate::cli::render::render_styled(plan, self.detail, self.style())
         }
     }
 

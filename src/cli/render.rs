@@ -3,11 +3,10 @@
 //! closing line. Deterministic: no clock, no terminal width, no colour.
 
 use std::fmt::Write as _;
-use std::path::Path;
 
 use comfy_table::{Cell, CellAlignment, LineStyle, Table, TableStyle};
 
-use crate::plan::{Action, Conflict, PlacementInfo, Plan, root_label};
+use crate::plan::{Action, Conflict, PlacementInfo, Plan};
 
 fn placement_label(p: &PlacementInfo) -> String {
     let ns = match &p.namespace {
@@ -20,7 +19,7 @@ fn placement_label(p: &PlacementInfo) -> String {
 /// A root's name in an action row: its path when relative to the
 /// repository, else `name` (the header gives the path once).
 fn row_label(label: &str, name: &str) -> String {
-    if label.starts_with('/') {
+    if label.starts_with('/') || label.starts_with("$SWAMP_HOME") {
         name.to_string()
     } else {
         label.to_string()
@@ -124,22 +123,22 @@ pub fn escape_controls(text: &str) -> std::borrow::Cow<'_, str> {
 pub const GROUP_ABOVE: usize = 50;
 
 /// The plan for people; long plans grouped (see [`GROUP_ABOVE`]).
-pub fn render(plan: &Plan, repo: &Path) -> String {
-    render_detail(plan, repo, false)
+pub fn render(plan: &Plan) -> String {
+    render_detail(plan, false)
 }
 
 /// The plan for people; `detail`: one row per action, however many.
-pub fn render_detail(plan: &Plan, repo: &Path, detail: bool) -> String {
-    render_styled(plan, repo, detail, Style::default())
+pub fn render_detail(plan: &Plan, detail: bool) -> String {
+    render_styled(plan, detail, Style::default())
 }
 
 /// The plan for a terminal of `style`.
-pub fn render_styled(plan: &Plan, repo: &Path, detail: bool, style: Style) -> String {
+pub fn render_styled(plan: &Plan, detail: bool, style: Style) -> String {
     let plain = Style {
         color: false,
         ..style
     };
-    let text = escape_controls(&render_raw(plan, repo, detail, false, plain)).into_owned();
+    let text = escape_controls(&render_raw(plan, detail, false, plain)).into_owned();
     if style.color {
         color_kinds(&text)
     } else {
@@ -189,8 +188,8 @@ fn color_kinds(text: &str) -> String {
 /// The plan as Markdown, for a CI job to post on a pull request: the
 /// header as a list, the summary and the actions as tables (long ones
 /// folded), conflicts in a code block, the closing line.
-pub fn render_markdown(plan: &Plan, repo: &Path, detail: bool) -> String {
-    escape_controls(&render_raw(plan, repo, detail, true, Style::default())).into_owned()
+pub fn render_markdown(plan: &Plan, detail: bool) -> String {
+    escape_controls(&render_raw(plan, detail, true, Style::default())).into_owned()
 }
 
 /// A table's cells, rendered as text (comfy-table, in the plan style) or
@@ -372,19 +371,19 @@ fn group_rows<'a>(
     groups
 }
 
-fn render_raw(plan: &Plan, repo: &Path, detail: bool, md: bool, style: Style) -> String {
+fn render_raw(plan: &Plan, detail: bool, md: bool, style: Style) -> String {
     let mut out = String::new();
-    render_header(&mut out, plan, repo, md);
+    render_header(&mut out, plan, md);
     if plan.is_empty() {
         out.push_str("No changes. The datastore matches the configuration.\n");
         return out;
     }
     render_summary(&mut out, plan, md, style);
     if !plan.actions.is_empty() {
-        render_actions(&mut out, plan, repo, detail, md, style);
+        render_actions(&mut out, plan, detail, md, style);
     }
     if plan.has_conflicts() {
-        render_conflicts(&mut out, plan, repo, md);
+        render_conflicts(&mut out, plan, md);
     }
     let closing = closing_line(plan);
     if md {
@@ -403,8 +402,8 @@ fn render_raw(plan: &Plan, repo: &Path, detail: bool, md: bool, style: Style) ->
 
 /// The header: scope, target and sources, and notes on what the remote
 /// holds that the plan leaves alone.
-fn render_header(out: &mut String, plan: &Plan, repo: &Path, md: bool) {
-    let target = root_label(&plan.target.root, repo);
+fn render_header(out: &mut String, plan: &Plan, md: bool) {
+    let target = plan.target.shown();
     // A header line: `  label     text` for a terminal, a list item in
     // Markdown. `code` is a path or key, set as code in Markdown.
     let head = |out: &mut String, label: &str, code: &str, text: &str| {
@@ -440,7 +439,7 @@ fn render_header(out: &mut String, plan: &Plan, repo: &Path, md: bool) {
         head(
             out,
             &format!("source {i}"),
-            &root_label(&s.root, repo),
+            &s.shown(),
             &format!("{sep}({})", placement_label(s)),
         );
     }
@@ -547,25 +546,13 @@ fn render_summary(out: &mut String, plan: &Plan, md: bool, style: Style) {
 
 /// The table of actions: one row each, or grouped by kind and directory
 /// when there are many (folded in Markdown).
-fn render_actions(
-    out: &mut String,
-    plan: &Plan,
-    repo: &Path,
-    detail: bool,
-    md: bool,
-    style: Style,
-) {
-    let target = root_label(&plan.target.root, repo);
+fn render_actions(out: &mut String, plan: &Plan, detail: bool, md: bool, style: Style) {
+    let target = plan.target.shown();
     // In the rows a root is named by its path when that is short (in
     // the repository), else by its name in the header ("target",
     // "source 1"), not by an absolute path repeated in every row.
     let target = row_label(&target, "target");
-    let source_label = |i: usize| {
-        row_label(
-            &root_label(&plan.sources[i].root, repo),
-            &format!("source {i}"),
-        )
-    };
+    let source_label = |i: usize| row_label(&plan.sources[i].shown(), &format!("source {i}"));
     // Made one at a time as they are shown or grouped: the rows of a
     // 100,000-action plan are never held at once.
     let n_actions = plan.actions.len();
@@ -843,13 +830,13 @@ fn record_row(a: &Action) -> (String, String, String) {
 }
 
 /// Each conflict in full (in Markdown, one fenced block).
-fn render_conflicts(out: &mut String, plan: &Plan, repo: &Path, md: bool) {
-    let target = root_label(&plan.target.root, repo);
+fn render_conflicts(out: &mut String, plan: &Plan, md: bool) {
+    let target = plan.target.shown();
     if md {
         out.push_str("#### Conflicts (apply is blocked until each is resolved)\n\n");
         let mut text = String::new();
         for c in &plan.conflicts {
-            render_conflict(&mut text, c, plan, repo, &target);
+            render_conflict(&mut text, c, plan, &target);
         }
         // A fence longer than any run of backticks in the text.
         let fence = "`".repeat(
@@ -863,7 +850,7 @@ fn render_conflicts(out: &mut String, plan: &Plan, repo: &Path, md: bool) {
     } else {
         out.push_str("Conflicts (apply is blocked until each is resolved):\n");
         for c in &plan.conflicts {
-            render_conflict(out, c, plan, repo, &target);
+            render_conflict(out, c, plan, &target);
         }
         out.push('\n');
     }
@@ -873,11 +860,11 @@ fn render_conflicts(out: &mut String, plan: &Plan, repo: &Path, md: bool) {
 /// so a pull-request comment shows the summary first.
 const MD_FOLD_ABOVE: usize = 20;
 
-fn render_conflict(out: &mut String, c: &Conflict, plan: &Plan, repo: &Path, target: &str) {
+fn render_conflict(out: &mut String, c: &Conflict, plan: &Plan, target: &str) {
     match c {
         Conflict::DifferentAtTarget { .. }
         | Conflict::Obstacle { .. }
-        | Conflict::Unsupported { .. } => local_conflict(out, c, plan, repo, target),
+        | Conflict::Unsupported { .. } => local_conflict(out, c, plan, target),
         Conflict::NotAFile { .. } => not_a_file_conflict(out, c, plan),
         Conflict::ReservedPath { .. } | Conflict::Unholdable { .. } | Conflict::TooLarge { .. } => {
             key_conflict(out, c)
@@ -892,7 +879,7 @@ fn render_conflict(out: &mut String, c: &Conflict, plan: &Plan, repo: &Path, tar
 }
 
 /// A file at the target or a source that blocks a move.
-fn local_conflict(out: &mut String, c: &Conflict, plan: &Plan, repo: &Path, target: &str) {
+fn local_conflict(out: &mut String, c: &Conflict, plan: &Plan, target: &str) {
     match c {
         Conflict::DifferentAtTarget {
             path,
@@ -901,7 +888,7 @@ fn local_conflict(out: &mut String, c: &Conflict, plan: &Plan, repo: &Path, targ
             target_sha256,
             diff,
         } => {
-            let src = root_label(&plan.sources[*source].root, repo);
+            let src = plan.sources[*source].shown();
             let _ = writeln!(out, "  ✗ {path}: a different file is already at the target");
             let _ = writeln!(out, "      source {src}{path}  sha256 {source_sha256}");
             let _ = writeln!(out, "      target {target}{path}  sha256 {target_sha256}");
@@ -932,7 +919,7 @@ fn local_conflict(out: &mut String, c: &Conflict, plan: &Plan, repo: &Path, targ
             );
         }
         Conflict::Unsupported { path, source, what } => {
-            let src = root_label(&plan.sources[*source].root, repo);
+            let src = plan.sources[*source].shown();
             let _ = writeln!(out, "  ✗ {src}{path} is {}", what.describe());
             let _ = writeln!(
                 out,
@@ -953,7 +940,7 @@ fn not_a_file_conflict(out: &mut String, c: &Conflict, plan: &Plan) {
             files,
             example,
         } => {
-            let cache = plan.target.root.join(at);
+            let cache = format!("{}{at}", plan.target.shown());
             let pointing = link
                 .as_deref()
                 .map(|l| format!(" to {l}"))
@@ -986,7 +973,7 @@ fn not_a_file_conflict(out: &mut String, c: &Conflict, plan: &Plan) {
                 } else {
                     "directory"
                 },
-                cache.display()
+                cache
             );
         }
         _ => unreachable!("dispatched by render_conflict"),
@@ -1387,7 +1374,8 @@ mod tests {
             target: PlacementInfo {
                 datastore: DatastoreConfig::Local,
                 namespace: None,
-                root: "/r/.swamp".into(),
+                root: ".swamp".into(),
+                dir: "/r/.swamp".into(),
             },
             sources: Vec::new(),
             remote: None,
@@ -1401,7 +1389,7 @@ mod tests {
                 base_sha256: Some("c".repeat(64).as_str().into()),
             }],
         };
-        render(&plan, Path::new("/r"))
+        render(&plan)
     }
 
     #[test]

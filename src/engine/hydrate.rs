@@ -65,7 +65,8 @@ pub(crate) fn fetch(
         target: PlacementInfo {
             datastore: placement.datastore.clone(),
             namespace: placement.namespace.clone(),
-            root: layout.placement_root(&placement),
+            root: layout.root_label(&layout.placement_root(&placement)),
+            dir: layout.placement_root(&placement),
         },
         sources: Vec::new(),
         remote: Some(RemoteInfo {

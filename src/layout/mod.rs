@@ -192,6 +192,25 @@ impl Layout {
         }
     }
 
+    /// How a plan names `dir` so that the same repository plans the same
+    /// text on any machine: relative to the repository when inside it
+    /// (`.swamp/homelab`, `.` for the repository itself), as
+    /// `$SWAMP_HOME/...` inside the swamp home (a remote's cache), else the
+    /// absolute path (a shared directory, as `.swamp.toml` names it).
+    pub fn root_label(&self, dir: &Path) -> String {
+        if let Ok(rel) = dir.strip_prefix(&self.repo) {
+            return match rel.as_os_str().is_empty() {
+                true => ".".to_string(),
+                false => rel.display().to_string(),
+            };
+        }
+        match dir.strip_prefix(&self.swamp_home) {
+            Ok(rel) if rel.as_os_str().is_empty() => "$SWAMP_HOME".to_string(),
+            Ok(rel) => format!("$SWAMP_HOME/{}", rel.display()),
+            Err(_) => dir.display().to_string(),
+        }
+    }
+
     /// The cache of a remote datastore.
     pub fn cache_root(&self) -> PathBuf {
         self.swamp_home.join("repos").join(self.repo_id.to_string())
@@ -572,6 +591,24 @@ mod tests {
 
     fn tp(s: &str) -> TierPath {
         TierPath::parse(s).unwrap()
+    }
+
+    #[test]
+    fn plans_name_roots_the_same_on_every_machine() {
+        let c = config(DatastoreConfig::Local, None);
+        let l = layout(&c);
+        let label = |p: &str| l.root_label(Path::new(p));
+        assert_eq!(label("/repo"), ".");
+        assert_eq!(label("/repo/.swamp/homelab"), ".swamp/homelab");
+        assert_eq!(
+            label("/home/u/.swamp/repos/x/alpha"),
+            "$SWAMP_HOME/repos/x/alpha"
+        );
+        assert_eq!(label("/home/u/.swamp"), "$SWAMP_HOME");
+        // A shared directory: as .swamp.toml names it (absolute).
+        assert_eq!(label("/mnt/shared/ns"), "/mnt/shared/ns");
+        // Components, not characters: `/repository` is not inside `/repo`.
+        assert_eq!(label("/repository/x"), "/repository/x");
     }
 
     #[test]

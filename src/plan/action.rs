@@ -569,15 +569,41 @@ pub enum Side {
 }
 
 /// A placement as the plan shows it: the configuration plus its directory.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct PlacementInfo {
     pub datastore: DatastoreConfig,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub namespace: Option<Namespace>,
-    pub root: PathBuf,
+    /// The directory as the plan document names it on any machine:
+    /// `.swamp/homelab`, `$SWAMP_HOME/repos/<id>`, or a shared directory's
+    /// absolute path ([`crate::layout::Layout::root_label`]).
+    pub root: String,
+    /// The directory on this machine, which apply acts on. Not in the
+    /// document: it follows from the other fields and the machine's
+    /// layout, so a plan read from a file has none (`apply FILE` runs the
+    /// plan it makes again, never the file's).
+    #[serde(skip)]
+    pub dir: PathBuf,
 }
 
+/// Equal when the document says the same: `dir` follows from the rest.
+impl PartialEq for PlacementInfo {
+    fn eq(&self, other: &Self) -> bool {
+        self.datastore == other.datastore
+            && self.namespace == other.namespace
+            && self.root == other.root
+    }
+}
+
+impl Eq for PlacementInfo {}
+
 impl PlacementInfo {
+    /// The directory as plans show it, with a trailing slash: `./`,
+    /// `.swamp/homelab/`, `$SWAMP_HOME/repos/<id>/`.
+    pub fn shown(&self) -> String {
+        format!("{}/", self.root)
+    }
+
     /// `s3://bucket/prefix/ns/` for a remote placement.
     pub fn remote_label(&self) -> Option<String> {
         self.datastore

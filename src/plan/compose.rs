@@ -507,7 +507,8 @@ mod tests {
 
     fn placement(p: Placement, files: &[(&str, &str)]) -> PlacementState {
         let root = PathBuf::from("/cache").join(p.namespace.as_ref().map_or("", |n| n.as_str()));
-        let mut state = PlacementState::empty(p, root);
+        let label = root.display().to_string();
+        let mut state = PlacementState::empty(p, root, label);
         for (path, sha) in files {
             state.files.insert(tp(path), file(sha));
         }

@@ -164,7 +164,8 @@ fn info(state: &PlacementState) -> PlacementInfo {
     PlacementInfo {
         datastore: state.placement.datastore.clone(),
         namespace: state.placement.namespace.clone(),
-        root: state.root.clone(),
+        root: state.label.clone(),
+        dir: state.root.clone(),
     }
 }
 
@@ -257,6 +258,7 @@ mod tests {
         };
         PlacementState {
             placement: p,
+            label: root.display().to_string(),
             root,
             files: files
                 .iter()

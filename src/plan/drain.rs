@@ -286,6 +286,7 @@ mod tests {
         PlacementState {
             placement: p,
             root: PathBuf::from("/cache"),
+            label: "/cache".into(),
             files: files
                 .iter()
                 .map(|(path, sha)| {

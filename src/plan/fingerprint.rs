@@ -52,7 +52,7 @@ impl fmt::Display for Fingerprint {
 pub(crate) fn explain_changes(then: &Observed, now: &Observed, limit: usize) -> Vec<String> {
     let mut out = Vec::new();
     for (a, b) in then.placements.iter().zip(&now.placements) {
-        let root = b.root.display();
+        let root = &b.label;
         for (path, f) in &a.files {
             match b.files.get(path) {
                 None => out.push(format!("{root}/{path} was removed")),

@@ -114,8 +114,16 @@ pub struct LegacyTrash {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PlacementState {
     pub placement: Placement,
-    /// `<root>/<ns>` or `<root>`.
+    /// `<root>/<ns>` or `<root>`, on this machine. Not serialised: a plan's
+    /// fingerprint (and a saved plan's snapshot) name it by `label`, the
+    /// same on every machine.
+    #[serde(skip)]
     pub root: PathBuf,
+    /// `root` as plans name it on any machine ([`Layout::root_label`]).
+    ///
+    /// [`Layout::root_label`]: crate::layout::Layout::root_label
+    #[serde(default)]
+    pub label: String,
     pub files: BTreeMap<TierPath, FileState>,
     pub obstacles: Vec<Obstacle>,
     /// Swamp temp files found in the tier directories.
@@ -131,10 +139,11 @@ pub struct PlacementState {
 
 impl PlacementState {
     /// An empty placement (nothing observed yet).
-    pub fn empty(placement: Placement, root: PathBuf) -> PlacementState {
+    pub fn empty(placement: Placement, root: PathBuf, label: String) -> PlacementState {
         PlacementState {
             placement,
             root,
+            label,
             files: BTreeMap::new(),
             obstacles: Vec::new(),
             temps: Vec::new(),
@@ -432,7 +441,8 @@ fn observe_placement(
     cache: &mut HashCache,
 ) -> Result<PlacementState, ObserveError> {
     let root = layout.placement_root(placement);
-    let mut state = PlacementState::empty(placement.clone(), root.clone());
+    let label = layout.root_label(&root);
+    let mut state = PlacementState::empty(placement.clone(), root.clone(), label);
     match fs::symlink_metadata(&root) {
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(state),
         Err(e) => return Err(io_err(&root)(e)),

@@ -3,7 +3,7 @@
 //! uploads, downloads and deletes. Review every change here as you would
 //! review the code that caused it.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use swamp::cli::render::render;
 use swamp::config::{ConflictPolicy, DatastoreConfig, Namespace};
@@ -12,8 +12,6 @@ use swamp::plan::{Action, PlacementInfo, Plan, RemoteExpect};
 use swamp::state::Scope;
 
 use crate::support::kinds::{every_action, every_conflict, sha, tp};
-
-const REPO: &str = "/home/u/work/infra";
 
 /// A namespaced S3 repository draining the solo layout and an old
 /// namespace of the same bucket.
@@ -25,23 +23,27 @@ fn plan(actions: Vec<Action>, conflicts: Vec<swamp::plan::Conflict>) -> Plan {
         endpoint: None,
     };
     let cache = PathBuf::from("/home/u/.swamp/repos/7d0c6f1e-2b1a-4c3e-9f6a-5e4d3c2b1a09");
+    let shown = "$SWAMP_HOME/repos/7d0c6f1e-2b1a-4c3e-9f6a-5e4d3c2b1a09";
     Plan {
         scope: Scope::All,
         target: PlacementInfo {
             datastore: datastore.clone(),
             namespace: Some(Namespace::parse("homelab").unwrap()),
-            root: cache.join("homelab"),
+            root: format!("{shown}/homelab"),
+            dir: cache.join("homelab"),
         },
         sources: vec![
             PlacementInfo {
                 datastore: datastore.clone(),
                 namespace: None,
-                root: cache.clone(),
+                root: shown.to_string(),
+                dir: cache.clone(),
             },
             PlacementInfo {
                 datastore,
                 namespace: Some(Namespace::parse("old").unwrap()),
-                root: cache.join("old"),
+                root: format!("{shown}/old"),
+                dir: cache.join("old"),
             },
         ],
         remote: Some(RemoteInfo {
@@ -75,7 +77,7 @@ fn every_action_kind_renders() {
         let i = n.entry(kind).or_default();
         *i += 1;
         let name = format!("render_action_{}_{}", kind.replace('-', "_"), i);
-        snapshot!(name, render(&plan(vec![a], vec![]), Path::new(REPO)));
+        snapshot!(name, render(&plan(vec![a], vec![])));
     }
 }
 
@@ -87,20 +89,20 @@ fn every_conflict_kind_renders() {
         let i = n.entry(kind).or_default();
         *i += 1;
         let name = format!("render_conflict_{}_{}", kind.replace('-', "_"), i);
-        snapshot!(name, render(&plan(vec![], vec![c]), Path::new(REPO)));
+        snapshot!(name, render(&plan(vec![], vec![c])));
     }
 }
 
 #[test]
 fn a_sync_plan_with_uploads_downloads_and_deletes_renders() {
-    snapshot!("render_sync_plan", render(&sync_plan(), Path::new(REPO)));
+    snapshot!("render_sync_plan", render(&sync_plan()));
 }
 
 /// The Markdown a CI job posts on a pull request (issue 13): the same
 /// plan as the terminal's, as a list, tables and a code block.
 #[test]
 fn a_plan_renders_as_markdown_for_a_pull_request() {
-    let md = |p: &Plan, detail| swamp::cli::render::render_markdown(p, Path::new(REPO), detail);
+    let md = |p: &Plan, detail| swamp::cli::render::render_markdown(p, detail);
     snapshot!("render_markdown_sync_plan", md(&sync_plan(), false));
     // Every conflict kind, in one fenced block; a key that would break a
     // table cell or a code span is escaped.
@@ -241,11 +243,11 @@ fn a_long_plan_is_grouped_by_kind_and_directory_and_detail_lists_every_row() {
     let mut p = plan(actions, conflicts);
     p.scope = Scope::Sync;
     p.sources.clear();
-    let grouped = render(&p, Path::new(REPO));
+    let grouped = render(&p);
     assert!(!grouped.contains("f000119.txt"), "{grouped}");
     assert!(grouped.contains("--detail"), "{grouped}");
     snapshot!("render_long_plan_grouped", grouped);
-    let detail = swamp::cli::render::render_detail(&p, Path::new(REPO), true);
+    let detail = swamp::cli::render::render_detail(&p, true);
     for i in [0, 119] {
         assert!(detail.contains(&format!("f{i:06}.txt")), "row {i}");
     }
@@ -276,11 +278,10 @@ fn a_terminal_gets_tables_fitted_to_its_width_and_coloured_kinds() {
         sha256: sha('a'),
         remote: RemoteExpect::Absent,
     });
-    let plain = render_styled(&p, Path::new(REPO), false, Style::default());
+    let plain = render_styled(&p, false, Style::default());
     assert!(plain.lines().any(|l| l.chars().count() > 100), "{plain}");
     let fitted = render_styled(
         &p,
-        Path::new(REPO),
         false,
         Style {
             width: Some(80),
@@ -299,7 +300,6 @@ fn a_terminal_gets_tables_fitted_to_its_width_and_coloured_kinds() {
     assert!(!fitted.contains('\u{1b}'), "{fitted}");
     let colored = render_styled(
         &p,
-        Path::new(REPO),
         false,
         Style {
             width: None,

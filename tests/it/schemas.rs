@@ -917,7 +917,8 @@ fn a_sync_plan_document_matches_the_schema() {
         target: PlacementInfo {
             datastore: datastore.clone(),
             namespace: namespace.clone(),
-            root: PathBuf::from(
+            root: "$SWAMP_HOME/repos/7d0c6f1e-2b1a-4c3e-9f6a-5e4d3c2b1a09/homelab".into(),
+            dir: PathBuf::from(
                 "/home/u/.swamp/repos/7d0c6f1e-2b1a-4c3e-9f6a-5e4d3c2b1a09/homelab",
             ),
         },

@@ -122,7 +122,7 @@ pub(super) fn datastores(
         fixes_json: &fixes_json,
         plans_json: &plans_json,
     };
-    if let Some(outcome) = repairs.unapplied(ctx, &root, conflicts, confirm) {
+    if let Some(outcome) = repairs.unapplied(ctx, conflicts, confirm) {
         return Ok(outcome);
     }
 
@@ -159,13 +159,7 @@ struct Repairs<'a> {
 impl Repairs<'_> {
     /// Shows the repairs; returns the outcome when they are not to be
     /// applied (a plan with conflicts, or no confirmation).
-    fn unapplied(
-        &self,
-        ctx: &Ctx,
-        root: &std::path::Path,
-        conflicts: usize,
-        confirm: Confirm,
-    ) -> Option<Outcome> {
+    fn unapplied(&self, ctx: &Ctx, conflicts: usize, confirm: Confirm) -> Option<Outcome> {
         let yes = confirm.yes;
         if !ctx.json {
             out!("{}", render_checks(self.before, ctx.style().width));
@@ -175,7 +169,7 @@ impl Repairs<'_> {
             }
             for p in self.plans {
                 outln!();
-                out!("{}", ctx.render_plan(&p.plan, root));
+                out!("{}", ctx.render_plan(&p.plan));
             }
         }
         if conflicts > 0 {

@@ -55,7 +55,7 @@ pub(super) fn plan(
     if out.is_none() && !ctx.json {
         // Only shown: no fingerprint (a hash of the whole observation,
         // tens of megabytes of JSON at 100,000 files) is needed.
-        out!("{}", ctx.render_plan(&planned.plan, &repo.root));
+        out!("{}", ctx.render_plan(&planned.plan));
         return Ok(outcome);
     }
     let mut saved = planned.into_saved(&repo.config);
@@ -69,7 +69,7 @@ pub(super) fn plan(
     if ctx.json {
         print_json(&saved.doc());
     } else {
-        out!("{}", ctx.render_plan(&saved.plan, &repo.root));
+        out!("{}", ctx.render_plan(&saved.plan));
         if let Some(out) = out {
             outln!(
                 "\nSaved this plan to {}. Apply exactly it with `swamp apply {}`.",
@@ -112,9 +112,7 @@ pub(super) fn show(ctx: &Ctx, file: &Path) -> Result<Outcome, CliError> {
     if ctx.json {
         print_json(&saved.doc());
     } else {
-        // Outside a repository no path is shown relative to one.
-        let repo_root = ctx.open_repo().map(|r| r.root).unwrap_or_default();
-        out!("{}", ctx.render_plan(&saved.plan, &repo_root));
+        out!("{}", ctx.render_plan(&saved.plan));
     }
     Ok(Outcome::Success)
 }
@@ -202,7 +200,7 @@ fn apply_saved_locked(ctx: &Ctx, repo: &Repo, saved: SavedPlan) -> Result<Outcom
     drop(saved);
     let mut saved = planned.into_saved(&repo.config);
     if !ctx.json {
-        out!("{}", ctx.render_plan(&saved.plan, &repo.root));
+        out!("{}", ctx.render_plan(&saved.plan));
     }
     if saved.plan.is_empty() {
         return finish_empty(ctx, &saved);
@@ -230,7 +228,7 @@ pub(super) fn run_flow(
     let config = new_config.unwrap_or(&repo.config);
     let mut saved = planned.into_saved(config);
     if !ctx.json {
-        out!("{}", ctx.render_plan(&saved.plan, &repo.root));
+        out!("{}", ctx.render_plan(&saved.plan));
     }
     if saved.plan.is_empty() {
         if let Some(c) = new_config
@@ -352,7 +350,7 @@ fn apply_confirmed(
             outln!("Converged: the datastore matches the configuration.");
         } else {
             outln!("Not converged: the state changed while applying. What is left:\n");
-            out!("{}", ctx.render_plan(&applied.after.plan, &repo.root));
+            out!("{}", ctx.render_plan(&applied.after.plan));
             // Exit 1 says it failed; stderr says why, as for any failure.
             errln!(
                 "error: not converged: {} action(s) and {} conflict(s) are left (the state changed while applying)\n  hint: what was applied stays applied; run `{}` again",

@@ -9,5 +9,6 @@ mod data;
 mod doctor;
 mod layout_migration;
 mod operator;
+mod portable;
 mod saved_plans;
 mod setup;
