@@ -373,7 +373,7 @@ fn group_rows<'a>(
 
 fn render_raw(plan: &Plan, detail: bool, md: bool, style: Style) -> String {
     let mut out = String::new();
-    render_header(&mut out, plan, md);
+    render_header(&mut out, plan, detail, md);
     if plan.is_empty() {
         out.push_str("No changes. The datastore matches the configuration.\n");
         return out;
@@ -402,7 +402,7 @@ fn render_raw(plan: &Plan, detail: bool, md: bool, style: Style) -> String {
 
 /// The header: scope, target and sources, and notes on what the remote
 /// holds that the plan leaves alone.
-fn render_header(out: &mut String, plan: &Plan, md: bool) {
+fn render_header(out: &mut String, plan: &Plan, detail: bool, md: bool) {
     let target = plan.target.shown();
     // A header line: `  label     text` for a terminal, a list item in
     // Markdown. `code` is a path or key, set as code in Markdown.
@@ -443,13 +443,18 @@ fn render_header(out: &mut String, plan: &Plan, md: bool) {
             &format!("{sep}({})", placement_label(s)),
         );
     }
-    remote_notes(out, plan, &head);
+    remote_notes(out, plan, detail, &head);
     out.push('\n');
 }
 
 /// The header's notes on the remote: a base set aside, files in the
 /// remote only, what the sync skips.
-fn remote_notes(out: &mut String, plan: &Plan, head: &dyn Fn(&mut String, &str, &str, &str)) {
+fn remote_notes(
+    out: &mut String,
+    plan: &Plan,
+    detail: bool,
+    head: &dyn Fn(&mut String, &str, &str, &str),
+) {
     if let Some(why) = plan.remote.as_ref().and_then(|r| r.base_reset.as_deref()) {
         head(
             out,
@@ -496,7 +501,61 @@ fn remote_notes(out: &mut String, plan: &Plan, head: &dyn Fn(&mut String, &str, 
                 ),
             );
         }
+        skipped_local_notes(out, &remote.skipped_local, detail, head);
     }
+}
+
+/// What in the cache the sync leaves alone: one line with the count (and
+/// an example), or with `--detail` one line each, as rclone notes each
+/// link it skips.
+fn skipped_local_notes(
+    out: &mut String,
+    skipped: &[crate::state::Obstacle],
+    detail: bool,
+    head: &dyn Fn(&mut String, &str, &str, &str),
+) {
+    use crate::state::ObstacleKind;
+    let what = |o: &crate::state::Obstacle| match &o.link {
+        Some(link) => format!("{} to {link}", o.kind.noun()),
+        None => o.kind.noun().to_string(),
+    };
+    if detail {
+        for o in skipped {
+            head(
+                out,
+                "skipped",
+                &o.path,
+                &format!(" ({}): in the cache; never synced, never deleted", what(o)),
+            );
+        }
+        return;
+    }
+    let Some(first) = skipped.first() else {
+        return;
+    };
+    let count = |kind| skipped.iter().filter(|o| o.kind == kind).count();
+    let kinds: Vec<String> = [
+        (ObstacleKind::Symlink, "symlink(s)"),
+        (ObstacleKind::SpecialFile, "special file(s)"),
+        (ObstacleKind::BadName, "name(s) no key can hold"),
+    ]
+    .into_iter()
+    .map(|(kind, noun)| (count(kind), noun))
+    .filter(|(n, _)| *n > 0)
+    .map(|(n, noun)| format!("{n} {noun}"))
+    .collect();
+    head(
+        out,
+        "skipped",
+        "",
+        &format!(
+            "{} path(s) in the cache ({}), e.g. {} ({}): never synced, never deleted; --detail lists each",
+            skipped.len(),
+            kinds.join(", "),
+            first.path,
+            what(first)
+        ),
+    );
 }
 
 /// The summary table (actions by kind, with bytes) and the undo line.
@@ -507,7 +566,7 @@ fn render_summary(out: &mut String, plan: &Plan, md: bool, style: Style) {
         &[false, true, true],
         &[false, false, false],
     );
-    let rows: [(&str, usize, Option<u64>); 22] = [
+    let rows: [(&str, usize, Option<u64>); 23] = [
         ("relocate-trash", s.relocate_trash, None),
         ("remove-temp", s.remove_temp, None),
         ("mirror-config", s.mirror_config, None),
@@ -529,6 +588,7 @@ fn render_summary(out: &mut String, plan: &Plan, md: bool, style: Style) {
         ("finish-migration", s.finish_migration, None),
         ("publish-sentinel", s.publish_sentinel, None),
         ("prune-trash", s.prune_trash, Some(s.bytes_to_prune)),
+        ("skipped", s.skipped + s.skipped_local, None),
         ("conflict", s.conflicts, None),
     ];
     for (name, count, bytes) in rows.into_iter().filter(|r| r.1 > 0) {

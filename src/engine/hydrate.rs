@@ -82,6 +82,7 @@ pub(crate) fn fetch(
             unhydrated: 0,
             folder_markers: 0,
             unmanaged: Vec::new(),
+            skipped_local: Vec::new(),
             resolved: Vec::new(),
             // The base stays bound to the remote it was made with: a
             // remote re-created since answers "not found" for the object.

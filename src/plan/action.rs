@@ -668,6 +668,10 @@ pub struct Summary {
     /// Remote keys skipped: folder markers, and keys in no tier.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub skipped: usize,
+    /// Cache paths skipped: symlinks, special files and names no key can
+    /// hold that stand in no synced file's way.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub skipped_local: usize,
     pub conflicts: usize,
     pub bytes_to_move: u64,
     pub bytes_to_upload: u64,
@@ -721,6 +725,11 @@ pub struct RemoteInfo {
     /// Keys under the namespace in no tier: listed, never synced.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unmanaged: Vec<crate::state::remote::Unmanaged>,
+    /// What in the cache this sync never reads, writes or deletes: symlinks
+    /// (never followed), special files, and files whose names no key can
+    /// hold, where no synced file is (those are `not-a-file` conflicts).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skipped_local: Vec<crate::state::Obstacle>,
     /// Conflicts settled by `conflict_policy`, for review.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub resolved: Vec<Conflict>,
@@ -798,6 +807,7 @@ impl Plan {
         if let Some(remote) = &self.remote {
             s.skipped =
                 remote.folder_markers + remote.unmanaged.iter().map(|u| u.objects).sum::<usize>();
+            s.skipped_local = remote.skipped_local.len();
         }
         s.requests = tally.requests(&s, self.remote.as_ref(), self.writes_remote());
         s

@@ -19,7 +19,10 @@ use crate::config::ConflictPolicy;
 use crate::layout::{Tier, TierPath};
 use crate::state::deliberate::DeletedFile;
 use crate::state::managed::config_only;
-use crate::state::{BaseEntry, Desired, Direction, FileState, Observed, RemoteSnapshot, Scope};
+use crate::state::{
+    BaseEntry, Desired, Direction, FileState, Observed, Obstacle, ObstacleKind, RemoteSnapshot,
+    Scope,
+};
 
 use super::action::{Action, Conflict, Plan, RemoteInfo};
 use super::drain::{Drain, drain};
@@ -106,8 +109,44 @@ fn add_remote(scope: Scope, observed: &Observed, options: &Options, plan: &mut P
             .retain(|a| !matches!(a, Action::PublishSentinel { .. }));
     }
     if let Some(snapshot) = target {
-        plan.remote = Some(remote_info(snapshot, options, sync.resolved));
+        let mut info = remote_info(snapshot, options, sync.resolved);
+        info.skipped_local = skipped_local(&observed.placements[0].obstacles, &plan.conflicts);
+        plan.remote = Some(info);
     }
+}
+
+/// What in the cache a sync leaves alone and no conflict names: a
+/// symlink, special file or unkeyable name where no synced file is (one
+/// where a synced file is, or under such a directory, is a `not-a-file`
+/// conflict). Said in the plan, never skipped silently.
+fn skipped_local(obstacles: &[Obstacle], conflicts: &[Conflict]) -> Vec<Obstacle> {
+    let in_conflict: Vec<&str> = conflicts
+        .iter()
+        .filter_map(|c| match c {
+            Conflict::NotAFile { at, .. } => Some(at.as_str()),
+            _ => None,
+        })
+        .collect();
+    let named = |path: &str| {
+        in_conflict.iter().any(|at| {
+            at.is_empty()
+                || path == *at
+                || path
+                    .strip_prefix(*at)
+                    .is_some_and(|rest| rest.starts_with('/'))
+        })
+    };
+    obstacles
+        .iter()
+        .filter(|o| {
+            matches!(
+                o.kind,
+                ObstacleKind::Symlink | ObstacleKind::SpecialFile | ObstacleKind::BadName
+            )
+        })
+        .filter(|o| !named(&o.path))
+        .cloned()
+        .collect()
 }
 
 /// The cache as it will be after the plan's moves and mirror copies.
@@ -454,6 +493,7 @@ fn remote_info(
         unhydrated: snapshot.unhydrated.len(),
         folder_markers: snapshot.folder_markers,
         unmanaged: snapshot.unmanaged.clone(),
+        skipped_local: Vec::new(),
     }
 }
 

@@ -45,6 +45,9 @@ pub enum ObstacleKind {
     /// A directory where a file must be (observed: a directory that holds
     /// no datastore file; one that does is seen through its files).
     Directory,
+    /// A file whose name no datastore key can hold (not UTF-8, or with a
+    /// backslash): never synced.
+    BadName,
 }
 
 impl ObstacleKind {
@@ -55,6 +58,7 @@ impl ObstacleKind {
             ObstacleKind::Symlink => "a symlink",
             ObstacleKind::SpecialFile => "a special file (FIFO, socket or device)",
             ObstacleKind::Directory => "a directory",
+            ObstacleKind::BadName => "a file whose name no key can hold",
         }
     }
 
@@ -64,6 +68,9 @@ impl ObstacleKind {
             ObstacleKind::Symlink => "a symlink (swamp never follows or moves symlinks)",
             ObstacleKind::SpecialFile => "a special file (socket, FIFO or device)",
             ObstacleKind::Directory => "a directory where a file must be",
+            ObstacleKind::BadName => {
+                "a file whose name no datastore key can hold (not UTF-8, or with a backslash)"
+            }
         }
     }
 }
@@ -323,7 +330,7 @@ impl TierState<'_> {
                 let lossy = String::from_utf8_lossy(e.as_bytes()).into_owned();
                 self.state
                     .obstacles
-                    .push(Obstacle::new(lossy, ObstacleKind::SpecialFile));
+                    .push(Obstacle::new(lossy, ObstacleKind::BadName));
                 self.open.found_data();
                 return Ok(());
             }
@@ -364,7 +371,7 @@ impl TierState<'_> {
         let Some(path) = path else {
             self.state
                 .obstacles
-                .push(Obstacle::new(rel, ObstacleKind::SpecialFile));
+                .push(Obstacle::new(rel, ObstacleKind::BadName));
             return Ok(());
         };
         let stamp = Stamp::of_stat(&stat);

@@ -60,6 +60,7 @@ fn plan(actions: Vec<Action>, conflicts: Vec<swamp::plan::Conflict>) -> Plan {
             resolved: vec![],
             folder_markers: 0,
             unmanaged: vec![],
+            skipped_local: vec![],
             remote_id: None,
             base_reset: None,
         }),
@@ -203,6 +204,15 @@ fn sync_plan() -> Plan {
             name: "notes.txt".into(),
             objects: 1,
         },
+    ];
+    // What the cache holds that no key can: skipped, and said so.
+    p.remote.as_mut().unwrap().skipped_local = vec![
+        swamp::state::Obstacle {
+            path: "outputs/latest".into(),
+            kind: swamp::state::ObstacleKind::Symlink,
+            link: Some("run-0002".into()),
+        },
+        swamp::state::Obstacle::new("outputs/pipe", swamp::state::ObstacleKind::SpecialFile),
     ];
     p
 }

@@ -949,6 +949,14 @@ fn a_sync_plan_document_matches_the_schema() {
                     objects: 1,
                 },
             ],
+            skipped_local: vec![
+                swamp::state::Obstacle {
+                    path: "outputs/latest".into(),
+                    kind: swamp::state::ObstacleKind::Symlink,
+                    link: Some("run-0002".into()),
+                },
+                swamp::state::Obstacle::new("data/a\\b", swamp::state::ObstacleKind::BadName),
+            ],
             remote_id: Some("2b0c6f1e-7d1a-4c3e-9f6a-5e4d3c2b1a77".into()),
             base_reset: Some("the last sync was with a remote whose id was 1f…; s3://swamp-data/repos/homelab/ now holds 2b…".into()),
         }),

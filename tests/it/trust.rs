@@ -91,6 +91,73 @@ fn a_symlink_fifo_or_directory_replacing_a_synced_file_is_a_conflict_not_a_delet
     assert_eq!(bucket.get(key).unwrap(), b"two\n");
 }
 
+/// What a sync will not touch is said, never skipped silently: a
+/// dangling link, a link loop, a FIFO and a name no key can hold in the
+/// cache, where no synced file is, are counted as skipped in the plan
+/// (`--detail` lists each), left where they are, and never uploaded.
+fn links_fifos_and_unkeyable_names_in_the_cache_are_counted_as_skipped(backend: Backend) {
+    let bucket = Bucket::new(backend);
+    let a = synced_repo(&bucket);
+    let outputs = a.cache().join("alpha/outputs");
+    std::fs::create_dir_all(&outputs).unwrap();
+    std::os::unix::fs::symlink("nowhere", outputs.join("dangling")).unwrap();
+    std::os::unix::fs::symlink("loop", outputs.join("loop")).unwrap();
+    mkfifo(&outputs.join("pipe"));
+    std::fs::write(outputs.join("a\\b"), "backslash\n").unwrap();
+    let before = bucket.contents();
+
+    let shown = a.run(&["datastore", "sync", "--dry-run"]);
+    shown.expect(0);
+    assert!(
+        shown.stdout.contains(
+            "skipped   4 path(s) in the cache (2 symlink(s), 1 special file(s), 1 name(s) no key can hold)"
+        ),
+        "{}",
+        shown.stdout
+    );
+    let detail = a.run(&["datastore", "sync", "--dry-run", "--detail"]);
+    detail.expect(0);
+    for line in [
+        "skipped   outputs/dangling (a symlink to nowhere)",
+        "skipped   outputs/loop (a symlink to loop)",
+        "skipped   outputs/pipe (a special file (FIFO, socket or device))",
+        "skipped   outputs/a\\b (a file whose name no key can hold)",
+    ] {
+        assert!(detail.stdout.contains(line), "{line}\n{}", detail.stdout);
+    }
+    let doc = a.json(&["--json", "plan"], 0);
+    assert_eq!(doc["summary"]["skipped_local"], 4, "{doc:#}");
+    let kinds: Vec<(&str, &str)> = doc["remote"]["skipped_local"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| (o["path"].as_str().unwrap(), o["kind"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            ("outputs/a\\b", "bad-name"),
+            ("outputs/dangling", "symlink"),
+            ("outputs/loop", "symlink"),
+            ("outputs/pipe", "special-file"),
+        ]
+    );
+    // Skipping is not drift.
+    a.run(&["plan", "--detailed-exitcode"]).expect(0);
+    a.run(&["datastore", "sync", "-y"]).expect(0);
+    assert_eq!(
+        bucket.contents(),
+        before,
+        "nothing skipped reached the bucket"
+    );
+    for name in ["dangling", "loop", "pipe", "a\\b"] {
+        assert!(
+            std::fs::symlink_metadata(outputs.join(name)).is_ok(),
+            "{name} left where it was"
+        );
+    }
+}
+
 /// A hand-edited saved plan that adds a key outside the repo's prefix and
 /// namespace to a delete is refused as stale before anything runs; and the
 /// store would refuse that key anyway.
@@ -390,6 +457,7 @@ fn a_remote_that_lost_its_objects_keeps_the_only_copies_even_under_force(backend
 
 on_every_backend!(
     a_symlink_fifo_or_directory_replacing_a_synced_file_is_a_conflict_not_a_delete,
+    links_fifos_and_unkeyable_names_in_the_cache_are_counted_as_skipped,
     a_tampered_saved_plan_deletes_nothing_outside_its_namespace,
     an_orphaned_temp_file_after_a_kill_is_never_uploaded_and_then_removed,
     catalog_named_files_round_trip_and_the_catalog_path_is_reserved,
