@@ -469,7 +469,7 @@ pub enum DatastoreCommand {
         /// `gs://bucket[/prefix][?endpoint=URL]`
         #[arg(value_name = "SPEC")]
         spec: String,
-        /// What a pull does with files the cache lacks: `full` (download them) or `lazy` (record them; each is fetched on first read). Written to `[sync] hydration`
+        /// What a pull does in this clone with files the cache lacks: `full` (download them) or `lazy` (record them; each is fetched on first read). This clone's setting (`swamp datastore hydration`), never written to .swamp.toml
         #[arg(long, value_name = "MODE", value_parser = parse_hydration)]
         hydration: Option<crate::config::Hydration>,
         #[command(flatten)]
@@ -492,6 +492,20 @@ pub enum DatastoreCommand {
         sync: SyncArgs,
         #[command(flatten)]
         confirm: Confirm,
+    },
+    /// This clone's hydration: what its pulls do with files the cache lacks (shown, or set for this clone only)
+    #[command(after_help = "Examples:
+  swamp datastore hydration              # which, and where it comes from
+  swamp datastore hydration lazy         # this clone fetches each file on first read
+  swamp datastore hydration full         # this clone's pulls download everything
+  swamp datastore hydration default      # follow .swamp.toml's [sync] hydration again
+
+Kept in .swamp/state/clone.toml, never in .swamp.toml: the team's default
+stays as it is in every other clone.")]
+    Hydration {
+        /// `full`, `lazy`, or `default` (drop this clone's choice); none shows it
+        #[arg(value_name = "MODE", value_parser = parse_hydration_choice)]
+        mode: Option<HydrationChoice>,
     },
     /// Namespaces registered in the remote datastore, with their owning repo_id
     #[command(after_help = "Examples:
@@ -737,6 +751,23 @@ fn parse_policy(s: &str) -> Result<ConflictPolicy, String> {
     }
 }
 
+/// `swamp datastore hydration MODE`: a strategy for this clone, or back
+/// to the repository's default.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HydrationChoice {
+    Set(crate::config::Hydration),
+    Default,
+}
+
+fn parse_hydration_choice(s: &str) -> Result<HydrationChoice, String> {
+    match s {
+        "default" => Ok(HydrationChoice::Default),
+        _ => crate::config::Hydration::parse(s)
+            .map(HydrationChoice::Set)
+            .ok_or_else(|| format!("unknown hydration {s:?} (one of: full, lazy, default)")),
+    }
+}
+
 fn parse_hydration(s: &str) -> Result<crate::config::Hydration, String> {
     crate::config::Hydration::parse(s)
         .ok_or_else(|| format!("unknown hydration {s:?} (one of: full, lazy)"))
@@ -751,6 +782,7 @@ impl SyncArgs {
             no_base: self.no_base,
             no_undo: self.no_undo,
             hydrate: self.hydrate,
+            hydration: None,
         }
     }
 }

@@ -4,6 +4,7 @@
 //! key), validation of namespaces and paths, and atomic writes. It does not
 //! compute paths: that is [`crate::layout`]'s job.
 
+pub mod clone;
 mod edit;
 pub(crate) mod namespace;
 mod spec;

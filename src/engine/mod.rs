@@ -45,6 +45,9 @@ pub struct SyncOptions {
     pub no_undo: bool,
     /// Downloads what lazy pulls recorded as in the remote only.
     pub hydrate: bool,
+    /// This run's hydration (`datastore setup --hydration`), before this
+    /// clone's setting and the repository's default.
+    pub hydration: Option<crate::config::Hydration>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -278,18 +281,23 @@ pub(crate) fn plan(layout: &Layout, config: &Config, scope: Scope) -> Result<Pla
 }
 
 /// How `options` and the configuration settle a plan's conflicts and guards.
-fn compose_options(config: &Config, options: SyncOptions) -> compose::Options {
-    compose::Options {
+fn compose_options(
+    layout: &Layout,
+    config: &Config,
+    options: SyncOptions,
+) -> Result<compose::Options, EngineError> {
+    let clone = crate::config::clone::CloneSettings::load(&layout.clone_settings_path())?;
+    let (hydration, _) = clone.hydration(config, options.hydration);
+    Ok(compose::Options {
         policy: options.conflict.unwrap_or(config.sync.conflict),
         force: options.force,
         force_delete_local: options.force_delete_local,
         no_base: options.no_base,
         no_undo: options.no_undo,
         max_delete_percent: config.sync.max_delete_percent,
-        lazy: config.datastore.is_remote()
-            && config.sync.hydration == crate::config::Hydration::Lazy,
+        lazy: config.datastore.is_remote() && hydration == crate::config::Hydration::Lazy,
         hydrate: options.hydrate,
-    }
+    })
 }
 
 /// Builds the plan: one observation, then the pure composition.
@@ -389,7 +397,7 @@ fn plan_learnt(
 ) -> Result<Planned, EngineError> {
     check_supported(config, scope)?;
     let desired = Desired::from_config(config, scope);
-    let options = compose_options(config, options);
+    let options = compose_options(layout, config, options)?;
     let observed = state::observe(
         layout,
         config,
@@ -459,6 +467,7 @@ pub(crate) fn saved_options(saved: &SavedPlan) -> SyncOptions {
         no_base: saved.plan.remote.as_ref().is_some_and(|r| r.base_ignored),
         no_undo: saved.plan.no_undo,
         hydrate: saved.plan.remote.as_ref().is_some_and(|r| r.hydrate),
+        hydration: None,
     }
 }
 

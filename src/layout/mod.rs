@@ -392,6 +392,12 @@ impl Layout {
         format!("{scheme}://{bucket}/{}", Layout::remote_prefix(placement))
     }
 
+    /// This clone's own settings ([`crate::config::clone`]): repo-local,
+    /// beside the rest of the clone's state, never in `.swamp.toml`.
+    pub fn clone_settings_path(&self) -> PathBuf {
+        self.state_dir().join("clone.toml")
+    }
+
     /// The sync base for one remote placement, in the repo-local state.
     pub fn sync_base_path(&self, placement: &Placement) -> PathBuf {
         let id = crate::fsutil::sha256_bytes(Layout::remote_url(placement).as_bytes());

@@ -107,36 +107,36 @@ fn a_peer_deletion_propagates_and_is_not_resurrected(backend: Backend) {
     );
 }
 
-/// `datastore setup --hydration lazy` writes the keys asked for (the
-/// datastore, `[sync] hydration`) and nothing else: no defaults appear,
-/// and the file's comments stay.
+/// `datastore setup --hydration lazy` is this clone's choice: `.swamp.toml`
+/// comes out byte-identical to a setup without it (the datastore keys
+/// asked for, comments kept, no defaults added, no `[sync]`), and the
+/// choice lands in `.swamp/state/clone.toml`.
 #[test]
-fn a_lazy_setup_writes_only_the_keys_asked_for() {
+fn a_lazy_setup_leaves_swamp_toml_as_a_plain_setup_writes_it() {
     let bucket = Bucket::new(Backend::Fs);
-    let repo = Repo::empty(bucket.env());
-    repo.run(&["init", "--namespace", "lab"]).expect(0);
-    let path = repo.root.join(".swamp.toml");
+    let plain = Repo::empty(bucket.env());
+    plain.run(&["init", "--namespace", "lab"]).expect(0);
+    let path = plain.root.join(".swamp.toml");
     let before = format!(
         "# the team's store\n{}",
         std::fs::read_to_string(&path).unwrap()
     );
     std::fs::write(&path, &before).unwrap();
-    repo.run(&[
-        "datastore",
-        "setup",
-        &bucket.spec(),
-        "--hydration",
-        "lazy",
-        "-y",
-    ])
-    .expect(0);
+    let lazy = plain.clone_elsewhere();
+    let spec = bucket.spec();
+    plain.run(&["datastore", "setup", &spec, "-y"]).expect(0);
+    lazy.run(&["datastore", "setup", &spec, "--hydration", "lazy", "-y"])
+        .expect(0);
     let after = std::fs::read_to_string(&path).unwrap();
-    assert!(after.starts_with("# the team's store\n"), "{after}");
-    assert!(
-        after.ends_with("\n[sync]\nhydration = \"lazy\"\n"),
-        "{after}"
+    assert_eq!(
+        std::fs::read_to_string(lazy.root.join(".swamp.toml")).unwrap(),
+        after,
+        "the shared file does not carry one clone's choice"
     );
+    assert!(after.starts_with("# the team's store\n"), "{after}");
     for default in [
+        "[sync]",
+        "hydration",
         "max_delete_percent",
         "conflict",
         "concurrency",
@@ -145,6 +145,9 @@ fn a_lazy_setup_writes_only_the_keys_asked_for() {
     ] {
         assert!(!after.contains(default), "{default}: {after}");
     }
+    let clone = std::fs::read_to_string(lazy.root.join(".swamp/state/clone.toml")).unwrap();
+    assert!(clone.ends_with("[sync]\nhydration = \"lazy\"\n"), "{clone}");
+    assert!(!plain.root.join(".swamp/state/clone.toml").exists());
 }
 
 /// Git's habits: `swamp push`, `swamp pull` and `swamp sync` do what
@@ -678,10 +681,16 @@ fn hydrate_fetches_everything_a_lazy_pull_recorded(backend: Backend) {
     ])
     .expect(0);
     assert!(
-        std::fs::read_to_string(b.root.join(".swamp.toml"))
+        !std::fs::read_to_string(b.root.join(".swamp.toml"))
+            .unwrap()
+            .contains("hydration"),
+        "one clone's choice stays out of .swamp.toml"
+    );
+    assert!(
+        std::fs::read_to_string(b.root.join(".swamp/state/clone.toml"))
             .unwrap()
             .contains("hydration = \"lazy\""),
-        "written to .swamp.toml"
+        "written to this clone's settings"
     );
     assert!(files(&b.cache()).is_empty());
     let plan = b.json(&["--json", "plan", "--hydrate"], 0);
@@ -699,7 +708,82 @@ fn hydrate_fetches_everything_a_lazy_pull_recorded(backend: Backend) {
     assert!(!plan.stdout.contains("remote only"), "{}", plan.stdout);
     let status = b.json(&["--json", "status"], 0);
     assert_eq!(status["hydration"], "lazy");
+    assert_eq!(status["hydration_source"], "clone");
     assert_eq!(status["unhydrated"], 0);
+}
+
+/// Hydration is each clone's own: `datastore hydration lazy` turns this
+/// clone lazy and no other (`.swamp.toml` stays byte for byte), `data
+/// list` says which versions are here and which only in the remote,
+/// `full` brings the rest with the next pull, and `default` follows
+/// `.swamp.toml` again.
+fn hydration_is_each_clones_own_choice(backend: Backend) {
+    let bucket = Bucket::new(backend);
+    let a = Repo::init(&bucket, None);
+    a.put("m/x", "one\n");
+    a.put("m/x", "two\n");
+    a.put("n/y", "why\n");
+    a.run(&["datastore", "sync", "--push", "-y"]).expect(0);
+    let b = a.clone_elsewhere();
+    let shared = std::fs::read(b.root.join(".swamp.toml")).unwrap();
+
+    let shown = b.json(&["--json", "datastore", "hydration"], 0);
+    assert_eq!(shown["hydration"], "full");
+    assert_eq!(shown["source"], "repository");
+    let set = b.run(&["datastore", "hydration", "lazy"]);
+    set.expect(0);
+    assert!(
+        set.stdout
+            .contains("This clone's hydration is lazy now, from this clone's setting"),
+        "{}",
+        set.stdout
+    );
+    assert_eq!(std::fs::read(b.root.join(".swamp.toml")).unwrap(), shared);
+    b.run(&["datastore", "sync", "--pull", "-y"]).expect(0);
+    assert!(files(&b.cache()).keys().all(|k| !k.starts_with("data/")));
+
+    let listed = b.run(&["data", "list"]);
+    listed.expect(0);
+    assert!(listed.stdout.contains("in this cache"), "{}", listed.stdout);
+    assert!(
+        listed.stdout.contains("none (remote only)"),
+        "{}",
+        listed.stdout
+    );
+    assert_eq!(
+        b.run(&["data", "get", "m/x", "--version", "1"]).stdout,
+        "one\n"
+    );
+    let listed = b.json(&["--json", "data", "list"], 0);
+    let m = &listed["data"][0];
+    assert_eq!(m["name"], "m/x");
+    assert_eq!(m["versions"], 2);
+    assert_eq!(m["local_versions"], 1);
+    assert_eq!(m["remote_only_versions"], 1);
+    assert_eq!(m["latest_is_local"], false);
+    let text = b.run(&["data", "list"]).stdout;
+    assert!(
+        text.contains("1 of 2 (latest in the remote only)"),
+        "{text}"
+    );
+
+    // The other clone never turned lazy.
+    assert_eq!(a.json(&["--json", "status"], 0)["hydration"], "full");
+
+    let full = b.run(&["datastore", "hydration", "full"]);
+    full.expect(0);
+    assert!(
+        full.stdout
+            .contains("downloads the 2 file(s) recorded as in the remote only"),
+        "{}",
+        full.stdout
+    );
+    b.run(&["datastore", "sync", "--pull", "-y"]).expect(0);
+    assert_eq!(files(&b.cache()), files(&a.cache()));
+    let back = b.json(&["--json", "datastore", "hydration", "default"], 0);
+    assert_eq!(back["source"], "repository");
+    assert!(!b.root.join(".swamp/state/clone.toml").exists());
+    assert_eq!(std::fs::read(b.root.join(".swamp.toml")).unwrap(), shared);
 }
 
 /// Leaving a lazy remote datastore for a local one brings home every file,
@@ -1233,5 +1317,6 @@ on_every_backend!(
     a_symlink_in_the_cache_is_never_followed,
     a_lazy_clone_fetches_on_first_read_and_never_deletes_what_it_did_not_fetch,
     hydrate_fetches_everything_a_lazy_pull_recorded,
+    hydration_is_each_clones_own_choice,
     a_lazy_clone_moving_to_a_local_datastore_brings_every_file_home,
 );

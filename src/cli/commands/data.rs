@@ -137,9 +137,34 @@ pub(super) fn get(ctx: &Ctx, name: &str, version: Option<u64>) -> Result<Outcome
 
 pub(super) fn list(ctx: &Ctx) -> Result<Outcome, CliError> {
     let repo = open(ctx)?;
-    let names = store(&repo)?.list()?;
+    let remote = remote_versions(&repo)?;
+    // A lazy clone's versions the remote holds and this cache has not
+    // fetched, by name.
+    let mut remote_only: std::collections::BTreeMap<&str, std::collections::BTreeSet<u64>> =
+        Default::default();
+    for v in &remote {
+        remote_only.entry(&v.name).or_default().insert(v.version);
+    }
+    let names = store_with(&repo, remote.clone()).list()?;
+    let where_of = |n: &crate::catalog::NameSummary| {
+        let there = remote_only.get(n.name.as_str());
+        let count = there.map_or(0, |s| s.len() as u64);
+        let latest_remote = there.is_some_and(|s| s.contains(&n.latest_version));
+        (count, latest_remote)
+    };
     if ctx.json {
-        print_json(&json!({ "data": names }));
+        let data: Vec<serde_json::Value> = names
+            .iter()
+            .map(|n| {
+                let (count, latest_remote) = where_of(n);
+                let mut v = serde_json::to_value(n).expect("a name summary serialises");
+                v["local_versions"] = json!(n.versions - count);
+                v["remote_only_versions"] = json!(count);
+                v["latest_is_local"] = json!(!latest_remote);
+                v
+            })
+            .collect();
+        print_json(&json!({ "data": data }));
         return Ok(Outcome::Success);
     }
     if names.is_empty() {
@@ -160,16 +185,43 @@ pub(super) fn list(ctx: &Ctx) -> Result<Outcome, CliError> {
     }
     let mut table = table();
     ctx.style().apply(&mut table);
-    table.set_header(["name", "latest", "versions", "size"]);
+    // A lazy clone says which versions are here and which only in the
+    // remote (fetched on first read).
+    let lazy = !remote_only.is_empty();
+    let mut header = vec!["name", "latest", "versions", "size"];
+    if lazy {
+        header.push("in this cache");
+    }
+    table.set_header(header);
     for n in &names {
-        table.add_row(vec![
+        let (count, latest_remote) = where_of(n);
+        let mut row = vec![
             Cell::new(&n.name),
             Cell::new(n.latest_version).set_alignment(CellAlignment::Right),
             Cell::new(n.versions).set_alignment(CellAlignment::Right),
             Cell::new(human_bytes(n.latest_size)).set_alignment(CellAlignment::Right),
-        ]);
+        ];
+        if lazy {
+            let here = match (count, latest_remote) {
+                (0, _) => "all".to_string(),
+                (c, _) if c == n.versions => "none (remote only)".to_string(),
+                (c, true) => format!(
+                    "{} of {} (latest in the remote only)",
+                    n.versions - c,
+                    n.versions
+                ),
+                (c, false) => format!("{} of {}", n.versions - c, n.versions),
+            };
+            row.push(Cell::new(here));
+        }
+        table.add_row(row);
     }
     outln!("{table}");
+    if lazy {
+        outln!(
+            "Versions in the remote only are fetched on first read (`swamp data get`); all of them: `swamp datastore sync --pull --hydrate`."
+        );
+    }
     Ok(Outcome::Success)
 }
 

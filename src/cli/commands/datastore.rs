@@ -131,9 +131,6 @@ fn retarget(
 ) -> Result<Outcome, CliError> {
     let mut config = repo.config.clone();
     config.retarget(target);
-    if let Some(h) = hydration {
-        config.sync.hydration = h;
-    }
     if let Some(source) = extra_source
         && source != config.target()
         && !config.migrating_from.contains(&source)
@@ -153,11 +150,11 @@ fn retarget(
     // a filesystem datastore's directory for the lock). On a terminal the
     // preview may turn into an apply, so the lock is taken.
     if migrate && !confirm.may_apply(ctx) {
-        return retarget_locked(ctx, repo, &new_repo, &config, confirm, migrate);
+        return retarget_locked(ctx, repo, &new_repo, &config, hydration, confirm, migrate);
     }
     let locks = Locks::take(ctx, &new_repo.layout, &config, operation)?;
     locks.finish(retarget_locked(
-        ctx, repo, &new_repo, &config, confirm, migrate,
+        ctx, repo, &new_repo, &config, hydration, confirm, migrate,
     ))
 }
 
@@ -166,6 +163,7 @@ fn retarget_locked(
     repo: &Repo,
     new_repo: &Repo,
     config: &Config,
+    hydration: Option<crate::config::Hydration>,
     confirm: Confirm,
     migrate: bool,
 ) -> Result<Outcome, CliError> {
@@ -189,14 +187,20 @@ fn retarget_locked(
         register_namespace(&config.target(), config.repo_id)?;
         crate::engine::registry::ensure_remote_id(&config.target())?;
     }
-    let planned = engine::plan(&new_repo.layout, config, scope)?;
+    // This run's hydration plans this run (a lazy setup records what it
+    // would download) and becomes this clone's setting when it applies.
+    let options = SyncOptions {
+        hydration,
+        ..SyncOptions::default()
+    };
+    let planned = engine::plan_with(&new_repo.layout, config, scope, options)?;
     let changed = *config != repo.config;
     run_flow(
         ctx,
         new_repo,
         planned,
         changed.then_some(config),
-        SyncOptions::default(),
+        options,
         confirm,
     )
 }
@@ -325,4 +329,84 @@ fn print_namespaces_json(
         "unrecognised": unreadable,
         "current": current,
     }));
+}
+
+/// `swamp datastore hydration [MODE]`: shows this clone's hydration and
+/// where it comes from, or sets it for this clone alone (never in the
+/// `.swamp.toml` the team shares).
+pub(super) fn hydration(
+    ctx: &Ctx,
+    mode: Option<crate::cli::args::HydrationChoice>,
+) -> Result<Outcome, CliError> {
+    use crate::cli::args::HydrationChoice;
+    use crate::config::Hydration;
+    use crate::config::clone::CloneSettings;
+    let repo = ctx.open_repo()?;
+    let remote = repo.config.datastore.is_remote();
+    if mode == Some(HydrationChoice::Set(Hydration::Lazy)) && !remote {
+        return Err(CliError::usage(format!(
+            "lazy hydration needs an s3:// or gs:// datastore: this repository's `{}` datastore holds every file already",
+            repo.config.datastore.kind()
+        )));
+    }
+    let path = repo.layout.clone_settings_path();
+    let mut clone = CloneSettings::load(&path)?;
+    let before = clone.hydration(&repo.config, None).0;
+    if let Some(mode) = mode {
+        clone.sync.hydration = match mode {
+            HydrationChoice::Set(h) => Some(h),
+            HydrationChoice::Default => None,
+        };
+        clone.save(&path)?;
+    }
+    let (now, source) = clone.hydration(&repo.config, None);
+    let unhydrated = crate::engine::hydrate::unhydrated(&repo.layout, &repo.config)?.len();
+    let default = repo.config.sync.hydration.as_str();
+    if ctx.json {
+        print_json(&json!({
+            "hydration": now.as_str(),
+            "source": source,
+            "repository_default": default,
+            "changed": now != before,
+            "unhydrated": unhydrated,
+        }));
+        return Ok(Outcome::Success);
+    }
+    let whence = match source {
+        crate::config::clone::Source::Repository => {
+            "the repository's default (.swamp.toml)".to_string()
+        }
+        _ => format!(
+            "{}; the repository's default is {default}",
+            source.describe()
+        ),
+    };
+    match mode {
+        Some(_) => outln!(
+            "This clone's hydration is {} now, from {whence}.",
+            now.as_str()
+        ),
+        None => outln!("This clone's hydration is {}, from {whence}.", now.as_str()),
+    }
+    if !remote {
+        outln!(
+            "A `{}` datastore holds every file in place: hydration applies to s3:// and gs:// datastores.",
+            repo.config.datastore.kind()
+        );
+    } else if mode.is_some() && now != before {
+        match now {
+            Hydration::Lazy => outln!(
+                "The next `swamp datastore sync --pull` records what the remote adds instead of downloading it; each file is fetched on first read."
+            ),
+            Hydration::Full if unhydrated > 0 => outln!(
+                "The next `swamp datastore sync --pull` downloads the {unhydrated} file(s) recorded as in the remote only."
+            ),
+            Hydration::Full => {}
+        }
+    } else if unhydrated > 0 {
+        outln!(
+            "{unhydrated} file(s) are in the remote only, fetched on first read (all: `swamp datastore sync --pull --hydrate`)."
+        );
+    }
+    Ok(Outcome::Success)
 }

@@ -129,6 +129,7 @@ fn datastore_command(ctx: &Ctx, command: DatastoreCommand) -> Result<Outcome, Cl
             };
             reconcile::apply(ctx, scope, sync.options(), confirm)
         }
+        DatastoreCommand::Hydration { mode } => datastore::hydration(ctx, mode),
         DatastoreCommand::Namespaces => datastore::namespaces(ctx),
         DatastoreCommand::Lock { command } => match command {
             LockCommand::Status { at } => lock::status(ctx, &at),

@@ -231,21 +231,16 @@ pub(super) fn run_flow(
         out!("{}", ctx.render_plan(&saved.plan));
     }
     if saved.plan.is_empty() {
-        if let Some(c) = new_config
-            && yes
-        {
-            c.save(&repo.root)?;
+        if yes {
+            record(repo, new_config, options)?;
         }
         return finish_empty(ctx, &saved);
     }
     if saved.plan.has_conflicts() {
-        let recorded = match new_config {
-            Some(c) if yes => {
-                c.save(&repo.root)?;
-                true
-            }
-            _ => false,
-        };
+        let recorded = new_config.is_some() && yes;
+        if yes {
+            record(repo, new_config, options)?;
+        }
         return conflicts(ctx, &saved, recorded);
     }
     let question = format!(
@@ -257,15 +252,29 @@ pub(super) fn run_flow(
     }) {
         return Ok(outcome);
     }
-    if let Some(c) = new_config {
-        // The desired state is recorded before anything moves, so any later
-        // plan continues toward it even if this run is interrupted.
-        c.save(&repo.root)?;
-    }
+    // The desired state is recorded before anything moves, so any later
+    // plan continues toward it even if this run is interrupted.
+    record(repo, new_config, options)?;
     // Apply reads only the plan: the observation it came from (the
     // largest thing held) need not stay while the verifying plan observes.
     saved.observed = None;
     apply_confirmed(ctx, repo, saved, options)
+}
+
+/// Records what a confirmed run changes of the desired state: the new
+/// `.swamp.toml`, and this run's hydration as this clone's own setting
+/// (never in `.swamp.toml`, which the team shares).
+fn record(repo: &Repo, new_config: Option<&Config>, options: SyncOptions) -> Result<(), CliError> {
+    if let Some(c) = new_config {
+        c.save(&repo.root)?;
+    }
+    if let Some(h) = options.hydration {
+        let path = repo.layout.clone_settings_path();
+        let mut clone = crate::config::clone::CloneSettings::load(&path)?;
+        clone.sync.hydration = Some(h);
+        clone.save(&path)?;
+    }
+    Ok(())
 }
 
 fn finish_empty(ctx: &Ctx, saved: &SavedPlan) -> Result<Outcome, CliError> {

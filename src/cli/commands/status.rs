@@ -26,14 +26,15 @@ pub(super) fn run(ctx: &Ctx) -> Result<Outcome, CliError> {
     let failed = planned.is_err() || lock_state.is_err();
     // Lazy hydration: how much of the remote this cache has not fetched.
     let unhydrated = crate::engine::hydrate::unhydrated(&repo.layout, config)?.len();
-    let hydration = config
-        .datastore
-        .is_remote()
-        .then(|| config.sync.hydration.as_str());
+    let clone = crate::config::clone::CloneSettings::load(&repo.layout.clone_settings_path())?;
+    let (effective, source) = clone.hydration(config, None);
+    let hydration = config.datastore.is_remote().then(|| effective.as_str());
+    let hydration_source = config.datastore.is_remote().then_some(source);
     if ctx.json {
         print_json(&json!({
             "repo": repo.root,
             "hydration": hydration,
+            "hydration_source": hydration_source,
             "unhydrated": unhydrated,
             "repo_id": config.repo_id,
             "datastore": config.datastore,
@@ -64,7 +65,15 @@ pub(super) fn run(ctx: &Ctx) -> Result<Outcome, CliError> {
             Outcome::Success
         });
     }
-    show_text(&repo, &root, hydration, unhydrated, &lock_line, &planned);
+    show_text(
+        &repo,
+        &root,
+        hydration,
+        hydration_source,
+        unhydrated,
+        &lock_line,
+        &planned,
+    );
     Ok(if failed {
         Outcome::Failed
     } else {
@@ -109,6 +118,7 @@ fn show_text(
     repo: &crate::cli::Repo,
     root: &std::path::Path,
     hydration: Option<&str>,
+    hydration_source: Option<crate::config::clone::Source>,
     unhydrated: usize,
     lock_line: &str,
     planned: &Result<engine::Planned, CliError>,
@@ -134,6 +144,11 @@ fn show_text(
             crate::layout::Layout::remote_url(&config.target())
         );
         outln!("cache       {}", repo.layout.cache_root().display());
+        // Whose choice it is, when it is this clone's own.
+        let hydration = hydration.map(|h| match hydration_source {
+            Some(crate::config::clone::Source::Clone) => format!("{h} (this clone's setting)"),
+            _ => h.to_string(),
+        });
         match (hydration, unhydrated) {
             (Some(h), 0) => outln!("hydration   {h}"),
             (Some(h), n) => outln!(
