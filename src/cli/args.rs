@@ -248,7 +248,8 @@ pub enum Command {
   swamp plan
   swamp plan -o reviewed.plan && swamp apply reviewed.plan
   swamp plan --scope push --format markdown > plan.md
-  swamp plan --detailed-exitcode   # exit 2 when there is something to do")]
+  swamp plan --detailed-exitcode   # exit 2 when there is something to do
+  swamp plan --diff                # and what each replaced text file changes")]
     Plan {
         /// What to plan: `all` (default: the layout, and a sync with a
         /// remote datastore), `layout` (moves between placements only),
@@ -264,6 +265,10 @@ pub enum Command {
         /// Exit 2 when the plan has changes (0 when there are none)
         #[arg(long)]
         detailed_exitcode: bool,
+        /// Show a unified diff of every text file (up to 64 KiB) an upload
+        /// or download replaces (one GET per remote object read)
+        #[arg(long)]
+        diff: bool,
         /// How to print the plan: `text` (default), `markdown` (for a
         /// pull-request comment) or `json` (same as --json)
         #[arg(long, value_name = "FORMAT", value_enum, default_value_t = Format::Text)]
@@ -783,6 +788,7 @@ impl SyncArgs {
             no_undo: self.no_undo,
             hydrate: self.hydrate,
             hydration: None,
+            diff: false,
         }
     }
 }

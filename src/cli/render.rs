@@ -6,6 +6,8 @@ use std::fmt::Write as _;
 
 use comfy_table::{Cell, CellAlignment, LineStyle, Table, TableStyle};
 
+use crate::plan::action::Side;
+use crate::plan::textdiff::{ContentDiff, DiffBody, DiffFor};
 use crate::plan::{Action, Conflict, PlacementInfo, Plan};
 
 fn placement_label(p: &PlacementInfo) -> String {
@@ -381,6 +383,7 @@ fn render_raw(plan: &Plan, detail: bool, md: bool, style: Style) -> String {
     render_summary(&mut out, plan, md, style);
     if !plan.actions.is_empty() {
         render_actions(&mut out, plan, detail, md, style);
+        render_replaced(&mut out, plan, md);
     }
     if plan.has_conflicts() {
         render_conflicts(&mut out, plan, md);
@@ -898,14 +901,7 @@ fn render_conflicts(out: &mut String, plan: &Plan, md: bool) {
         for c in &plan.conflicts {
             render_conflict(&mut text, c, plan, &target);
         }
-        // A fence longer than any run of backticks in the text.
-        let fence = "`".repeat(
-            md_code(&text)
-                .chars()
-                .take_while(|c| *c == '`')
-                .count()
-                .max(3),
-        );
+        let fence = md_fence(&text);
         let _ = writeln!(out, "{fence}text\n{text}{fence}\n");
     } else {
         out.push_str("Conflicts (apply is blocked until each is resolved):\n");
@@ -913,6 +909,106 @@ fn render_conflicts(out: &mut String, plan: &Plan, md: bool) {
             render_conflict(out, c, plan, &target);
         }
         out.push('\n');
+    }
+}
+
+/// A Markdown code fence longer than any run of backticks in `text`.
+fn md_fence(text: &str) -> String {
+    "`".repeat(
+        md_code(text)
+            .chars()
+            .take_while(|c| *c == '`')
+            .count()
+            .max(3),
+    )
+}
+
+/// What `plan --diff` shows of the files uploads and downloads replace,
+/// after the actions (in Markdown, one fenced `diff` block).
+fn render_replaced(out: &mut String, plan: &Plan, md: bool) {
+    let replaced: Vec<&ContentDiff> = plan
+        .diffs
+        .iter()
+        .filter(|d| d.shown_for != DiffFor::Conflict)
+        .collect();
+    if replaced.is_empty() {
+        return;
+    }
+    let what = |d: &ContentDiff| match d.shown_for {
+        DiffFor::Download => ("download", "the remote's copy replaces the cache's"),
+        _ => ("upload", "the cache's copy replaces the remote's"),
+    };
+    if md {
+        // One fenced `diff` block per file, unindented, so a pull-request
+        // comment colours it.
+        out.push_str("#### Changes to the files this plan replaces\n\n");
+        for d in replaced {
+            let (kind, what) = what(d);
+            let _ = writeln!(out, "- {} ({kind}: {what})\n", md_code(d.path.as_str()));
+            let mut text = String::new();
+            content_diff_lines(&mut text, d, "");
+            if let DiffBody::Text { .. } = d.body {
+                let fence = md_fence(&text);
+                let _ = writeln!(out, "{fence}diff\n{text}{fence}\n");
+            } else {
+                let _ = writeln!(out, "  {}\n", md_text(text.trim_end()));
+            }
+        }
+    } else {
+        out.push_str("Changes to the files this plan replaces (--diff):\n");
+        for d in replaced {
+            let (kind, what) = what(d);
+            let _ = writeln!(out, "  ~ {}  {kind}: {what}", d.path);
+            content_diff_lines(out, d, "      ");
+        }
+        out.push('\n');
+    }
+}
+
+/// A content diff's lines, indented: the unified diff, or why none.
+fn content_diff_lines(out: &mut String, d: &ContentDiff, indent: &str) {
+    let side = |s: Side| match s {
+        Side::Cache => "in the cache",
+        Side::Remote => "in the remote",
+    };
+    let size = |s: Option<u64>| s.map_or("deleted".to_string(), human_bytes);
+    let sizes = format!(
+        "{} {}, {} {}",
+        size(d.old_size),
+        side(d.old),
+        size(d.new_size),
+        side(d.new)
+    );
+    match &d.body {
+        DiffBody::Text { diff } => {
+            for line in diff.lines() {
+                let _ = writeln!(out, "{indent}{line}");
+            }
+        }
+        DiffBody::Binary => {
+            let _ = writeln!(out, "{indent}no diff: not text ({sizes})");
+        }
+        DiffBody::TooLarge { limit } => {
+            let _ = writeln!(
+                out,
+                "{indent}no diff: larger than {} ({sizes})",
+                human_bytes(*limit)
+            );
+        }
+        DiffBody::Unavailable { reason } => {
+            let _ = writeln!(out, "{indent}no diff: {reason}");
+        }
+    }
+}
+
+/// The diff shown under a sync conflict on `path`, if planning read one.
+fn conflict_diff(out: &mut String, plan: &Plan, path: &crate::layout::TierPath) {
+    if let Some(d) = plan
+        .diffs
+        .iter()
+        .find(|d| d.shown_for == DiffFor::Conflict && d.path == *path)
+    {
+        content_diff_lines(out, d, "      ");
     }
 }
 
@@ -1125,6 +1221,7 @@ fn sync_conflict(out: &mut String, c: &Conflict, plan: &Plan) {
                 "      fix: pick a side with --conflict local|remote|newer|keep-both, or make them equal"
             };
             let _ = writeln!(out, "{fix}");
+            conflict_diff(out, plan, path);
         }
         Conflict::DeletedAndChanged {
             path,
@@ -1144,6 +1241,7 @@ fn sync_conflict(out: &mut String, c: &Conflict, plan: &Plan) {
                 out,
                 "      fix: --conflict local|remote|keep-both decides, or restore/delete it by hand"
             );
+            conflict_diff(out, plan, path);
         }
         Conflict::SourceDiverged {
             path,
@@ -1441,6 +1539,7 @@ mod tests {
             remote: None,
             actions: Vec::new(),
             no_undo: false,
+            diffs: Vec::new(),
             conflicts: vec![Conflict::BothChanged {
                 path: TierPath::parse(path).unwrap(),
                 local_sha256: "a".repeat(64).as_str().into(),

@@ -92,6 +92,7 @@ pub(crate) fn fetch(
         actions,
         conflicts: Vec::new(),
         no_undo: false,
+        diffs: Vec::new(),
     };
     Ok(apply::apply(
         &plan,

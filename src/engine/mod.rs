@@ -48,6 +48,8 @@ pub struct SyncOptions {
     /// This run's hydration (`datastore setup --hydration`), before this
     /// clone's setting and the repository's default.
     pub hydration: Option<crate::config::Hydration>,
+    /// `plan --diff`: also show what each replaced text file changes.
+    pub diff: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -397,6 +399,7 @@ fn plan_learnt(
 ) -> Result<Planned, EngineError> {
     check_supported(config, scope)?;
     let desired = Desired::from_config(config, scope);
+    let show_replaced = options.diff;
     let options = compose_options(layout, config, options)?;
     let observed = state::observe(
         layout,
@@ -412,12 +415,35 @@ fn plan_learnt(
     if scope != Scope::Config {
         add_prunes(layout, config, &mut plan)?;
     }
+    add_content_diffs(&observed, show_replaced, &mut plan)?;
     crate::progress::meter().idle();
     Ok(Planned {
         desired,
         observed,
         plan,
     })
+}
+
+/// What a sync plan shows of content: the diff of each both-changed or
+/// deleted-and-changed conflict, and (`plan --diff`) of each file an
+/// upload or download replaces. A remote side small enough to show is
+/// read once here (one GET, in the plan's request estimate).
+fn add_content_diffs(
+    observed: &Observed,
+    replaced: bool,
+    plan: &mut Plan,
+) -> Result<(), EngineError> {
+    let Some(snapshot) = observed.remote.as_ref() else {
+        return Ok(());
+    };
+    let wanted = crate::plan::textdiff::wanted(plan, &snapshot.files, replaced);
+    if wanted.is_empty() {
+        return Ok(());
+    }
+    let target = crate::store::RemoteTarget::open(&plan.target.placement())?;
+    let bodies = state::texts::read(&plan.target.dir, Some(&target), &wanted);
+    plan.diffs = crate::plan::textdiff::content_diffs(&wanted, bodies);
+    Ok(())
 }
 
 /// Retention (`[undo]`): the trash of earlier applies that is due to go,
@@ -468,6 +494,7 @@ pub(crate) fn saved_options(saved: &SavedPlan) -> SyncOptions {
         no_undo: saved.plan.no_undo,
         hydrate: saved.plan.remote.as_ref().is_some_and(|r| r.hydrate),
         hydration: None,
+        diff: false,
     }
 }
 

@@ -757,6 +757,10 @@ pub struct Plan {
     /// aside, no remote trash copies).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub no_undo: bool,
+    /// Content diffs: of each both-changed or deleted-and-changed conflict,
+    /// and (`plan --diff`) of each upload or download that replaces a file.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub diffs: Vec<super::textdiff::ContentDiff>,
 }
 
 impl Plan {
@@ -810,6 +814,8 @@ impl Plan {
             s.skipped_local = remote.skipped_local.len();
         }
         s.requests = tally.requests(&s, self.remote.as_ref(), self.writes_remote());
+        // The reads planning made to show diffs.
+        s.requests.get += self.diffs.iter().filter(|d| d.read_remote).count() as u64;
         s
     }
 }

@@ -78,6 +78,7 @@ pub fn diff(desired: &Desired, observed: &Observed) -> Plan {
         actions,
         conflicts,
         no_undo: false,
+        diffs: Vec::new(),
     }
 }
 

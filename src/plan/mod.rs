@@ -13,7 +13,7 @@ pub(crate) mod fingerprint;
 pub(crate) mod managed;
 pub(crate) mod retention;
 pub(crate) mod sync_diff;
-pub(crate) mod textdiff;
+pub mod textdiff;
 pub(crate) mod undo;
 
 pub use action::{

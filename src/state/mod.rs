@@ -16,13 +16,14 @@ pub(crate) mod observed;
 pub mod remote;
 pub(crate) mod seen;
 mod stat;
+pub(crate) mod texts;
 pub(crate) mod undo;
 pub(crate) mod walk;
 
 pub use base::{BaseEntry, SyncBase, Unhydrated};
 pub use desired::{Desired, Direction, Scope};
 pub use hash_cache::{HashCache, Learnt};
-pub use observe::{ObserveOptions, observe, observe_local};
+pub use observe::{DIFF_SIZE_CAP, ObserveOptions, observe, observe_local};
 pub use observed::{FileState, Observed, Obstacle, ObstacleKind, PlacementState, TextPair};
 pub use remote::{RemoteObject, RemoteSnapshot};
 

@@ -21,7 +21,7 @@ use super::{
 };
 
 /// Files larger than this are not read for a diff.
-pub(crate) const DIFF_SIZE_CAP: u64 = 64 * 1024;
+pub const DIFF_SIZE_CAP: u64 = 64 * 1024;
 
 /// What the observation must include beyond the trees.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -10,6 +10,7 @@
 mod support;
 
 mod config_migrate;
+mod diffs;
 mod doctor;
 mod e2e;
 mod faults;

@@ -67,6 +67,7 @@ fn plan(actions: Vec<Action>, conflicts: Vec<swamp::plan::Conflict>) -> Plan {
         actions,
         conflicts,
         no_undo: false,
+        diffs: Vec::new(),
     }
 }
 
@@ -347,4 +348,171 @@ fn a_terminal_gets_tables_fitted_to_its_width_and_coloured_kinds() {
         );
         rest = &tail[close + 4..];
     }
+}
+
+/// Sync conflicts show what differs (issue 28, item 2): a unified diff of
+/// small text on both sides, or why there is none (not text, too large, or
+/// changed since it was listed), with each side's size; `plan --diff`
+/// shows the same under the actions for each file an upload or download
+/// replaces. The reads planning made are in the request estimate.
+#[test]
+fn content_diffs_render_under_conflicts_and_replaced_files() {
+    use swamp::plan::Side;
+    use swamp::plan::textdiff::{ContentDiff, DiffBody, DiffFor};
+    let diff = |path: &str,
+                shown_for: DiffFor,
+                (old, new): (Side, Side),
+                (old_size, new_size): (Option<u64>, Option<u64>),
+                body: DiffBody| ContentDiff {
+        path: tp(path),
+        shown_for,
+        old,
+        new,
+        old_size,
+        new_size,
+        body,
+        read_remote: new_size.is_some_and(|s| s <= 64 << 10),
+    };
+    let conflicts = vec![
+        swamp::plan::Conflict::BothChanged {
+            path: tp("outputs/report.txt"),
+            local_sha256: sha('a'),
+            remote_version: "v2".into(),
+            remote_sha256: Some(sha('b')),
+            base_sha256: Some(sha('c')),
+        },
+        swamp::plan::Conflict::BothChanged {
+            path: tp("data/model/1/raw"),
+            local_sha256: sha('a'),
+            remote_version: "v3".into(),
+            remote_sha256: Some(sha('b')),
+            base_sha256: Some(sha('c')),
+        },
+        swamp::plan::Conflict::DeletedAndChanged {
+            path: tp("outputs/big.log"),
+            deleted_in: Side::Cache,
+            changed_sha256: Some(sha('d')),
+        },
+        swamp::plan::Conflict::DeletedAndChanged {
+            path: tp("outputs/notes.md"),
+            deleted_in: Side::Remote,
+            changed_sha256: Some(sha('e')),
+        },
+        swamp::plan::Conflict::BothChanged {
+            path: tp("outputs/moving.txt"),
+            local_sha256: sha('a'),
+            remote_version: "v9".into(),
+            remote_sha256: Some(sha('b')),
+            base_sha256: None,
+        },
+    ];
+    let actions = vec![
+        Action::Upload {
+            path: tp("outputs/deploy/web-1.yaml"),
+            size: 31,
+            sha256: sha('a'),
+            remote: RemoteExpect::Version {
+                version: "v4".into(),
+            },
+        },
+        Action::Download {
+            path: tp("data/weights/2/raw"),
+            size: 900,
+            version: "v5".into(),
+            sha256: Some(sha('b')),
+            local: Some(sha('c')),
+        },
+    ];
+    let mut p = plan(actions, conflicts);
+    p.scope = Scope::Sync;
+    p.sources.clear();
+    p.diffs = vec![
+        diff(
+            "outputs/report.txt",
+            DiffFor::Conflict,
+            (Side::Remote, Side::Cache),
+            (Some(24), Some(22)),
+            DiffBody::Text {
+                diff: "--- remote/outputs/report.txt\n+++ cache/outputs/report.txt\n@@ -1,2 +1,2 @@\n status: ok\n-owner: alice\n+owner: bob\n".into(),
+            },
+        ),
+        diff(
+            "data/model/1/raw",
+            DiffFor::Conflict,
+            (Side::Remote, Side::Cache),
+            (Some(2048), Some(2050)),
+            DiffBody::Binary,
+        ),
+        diff(
+            "outputs/big.log",
+            DiffFor::Conflict,
+            (Side::Cache, Side::Remote),
+            (None, Some(3 << 20)),
+            DiffBody::TooLarge { limit: 64 << 10 },
+        ),
+        diff(
+            "outputs/notes.md",
+            DiffFor::Conflict,
+            (Side::Remote, Side::Cache),
+            (None, Some(12)),
+            DiffBody::Text {
+                diff: "--- remote/outputs/notes.md (deleted)\n+++ cache/outputs/notes.md\n@@ -0,0 +1 @@\n+keep this.\n".into(),
+            },
+        ),
+        diff(
+            "outputs/moving.txt",
+            DiffFor::Conflict,
+            (Side::Remote, Side::Cache),
+            (Some(5), Some(5)),
+            DiffBody::Unavailable {
+                reason: "the remote object changed since it was listed; plan again".into(),
+            },
+        ),
+        diff(
+            "outputs/deploy/web-1.yaml",
+            DiffFor::Upload,
+            (Side::Remote, Side::Cache),
+            (Some(23), Some(31)),
+            DiffBody::Text {
+                diff: "--- remote/outputs/deploy/web-1.yaml\n+++ cache/outputs/deploy/web-1.yaml\n@@ -1,2 +1,2 @@\n-status: failed\n+status: ok after retry\n host: web-1\n".into(),
+            },
+        ),
+        diff(
+            "data/weights/2/raw",
+            DiffFor::Download,
+            (Side::Cache, Side::Remote),
+            (Some(880), Some(900)),
+            DiffBody::Binary,
+        ),
+    ];
+    let text = render(&p);
+    assert!(
+        text.contains("      -owner: alice\n      +owner: bob\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("no diff: not text (2.0 KiB in the remote, 2.0 KiB in the cache)"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "no diff: larger than 64.0 KiB (deleted in the cache, 3.0 MiB in the remote)"
+        ),
+        "{text}"
+    );
+    snapshot!("render_content_diffs", text);
+    snapshot!(
+        "render_markdown_content_diffs",
+        swamp::cli::render::render_markdown(&p, false)
+    );
+    // The reads planning made (the two text files and the binary one
+    // under 64 KiB on the remote side) are counted as GETs.
+    assert_eq!(
+        p.summary().requests.get - {
+            let mut q = p.clone();
+            q.diffs.clear();
+            q.summary().requests.get
+        },
+        p.diffs.iter().filter(|d| d.read_remote).count() as u64
+    );
 }

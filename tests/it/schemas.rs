@@ -966,6 +966,45 @@ fn a_sync_plan_document_matches_the_schema() {
             .collect(),
         conflicts: vec![],
         no_undo: true,
+        diffs: {
+            use swamp::plan::Side;
+            use swamp::plan::textdiff::{ContentDiff, DiffBody, DiffFor};
+            let one = |path: &str, shown_for, body, old_size| ContentDiff {
+                path: swamp::layout::TierPath::parse(path).unwrap(),
+                shown_for,
+                old: Side::Remote,
+                new: Side::Cache,
+                old_size,
+                new_size: Some(3),
+                body,
+                read_remote: old_size.is_some(),
+            };
+            vec![
+                one(
+                    "outputs/a.txt",
+                    DiffFor::Conflict,
+                    DiffBody::Text {
+                        diff: "--- remote/outputs/a.txt\n+++ cache/outputs/a.txt\n".into(),
+                    },
+                    Some(2),
+                ),
+                one("outputs/b.bin", DiffFor::Upload, DiffBody::Binary, Some(4)),
+                one(
+                    "outputs/c.log",
+                    DiffFor::Download,
+                    DiffBody::TooLarge { limit: 65536 },
+                    None,
+                ),
+                one(
+                    "outputs/d.txt",
+                    DiffFor::Conflict,
+                    DiffBody::Unavailable {
+                        reason: "the remote object changed since it was listed; plan again".into(),
+                    },
+                    Some(5),
+                ),
+            ]
+        },
     };
     let desired = Desired {
         scope: Scope::Sync,

@@ -30,11 +30,15 @@ pub(super) fn run(ctx: &Ctx, command: Command) -> Result<Outcome, CliError> {
             sync,
             out,
             detailed_exitcode,
+            diff,
             format,
         } => reconcile::plan(
             &ctx.with_format(format),
             scope,
-            sync.options(),
+            crate::engine::SyncOptions {
+                diff,
+                ..sync.options()
+            },
             out.as_deref(),
             detailed_exitcode,
         ),
