@@ -5,6 +5,7 @@
 use std::fmt::Write as _;
 
 use comfy_table::{Cell, CellAlignment, LineStyle, Table, TableStyle};
+use unicode_width::UnicodeWidthStr;
 
 use crate::plan::action::Side;
 use crate::plan::textdiff::{ContentDiff, DiffBody, DiffFor};
@@ -74,6 +75,19 @@ pub fn table() -> Table {
     t
 }
 
+/// A table as text without the spaces that pad its last column: nothing
+/// trails a line, on a terminal or in a file.
+pub fn table_text(t: &Table) -> String {
+    let text = t.to_string();
+    let mut out = String::with_capacity(text.len());
+    for line in text.lines() {
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out.pop();
+    out
+}
+
 impl Style {
     /// Fits `t` to the width, as asked (colour is added to the rendered
     /// text, see `color_kinds`).
@@ -140,12 +154,75 @@ pub fn render_styled(plan: &Plan, detail: bool, style: Style) -> String {
         color: false,
         ..style
     };
-    let text = escape_controls(&render_raw(plan, detail, false, plain)).into_owned();
+    let mut text = escape_controls(&render_raw(plan, detail, false, plain)).into_owned();
+    if let Some(width) = style.width {
+        text = wrap_prose(&text, usize::from(width));
+    }
     if style.color {
         color_kinds(&text)
     } else {
         text
     }
+}
+
+/// The plan's prose fitted to a terminal `width`, broken at spaces (a
+/// terminal breaks a long line mid-word): the header's lines (up to the
+/// first blank line) hang under their text, the undo and closing lines
+/// start again at the margin. Tables are fitted already; conflict details
+/// and diffs are left as they are.
+fn wrap_prose(text: &str, width: usize) -> String {
+    let mut out = String::with_capacity(text.len() + 64);
+    let mut in_header = true;
+    for line in text.split_inclusive('\n') {
+        let body = line.trim_end_matches('\n');
+        if body.is_empty() {
+            in_header = false;
+        }
+        let hang = if in_header && body.starts_with("  ") {
+            Some(12)
+        } else if ["Plan:", "Undo:", "No changes"]
+            .iter()
+            .any(|p| body.starts_with(p))
+        {
+            Some(0)
+        } else {
+            None
+        };
+        match hang {
+            Some(hang) if UnicodeWidthStr::width(body) > width => {
+                out.push_str(&wrap_line(body, width, hang));
+                out.push('\n');
+            }
+            _ => out.push_str(line),
+        }
+    }
+    out
+}
+
+/// `line` broken at spaces into lines of at most `width` columns (a word
+/// longer than that stays whole), continuation lines indented by `hang`.
+fn wrap_line(line: &str, width: usize, hang: usize) -> String {
+    let lead = line.len() - line.trim_start_matches(' ').len();
+    let mut out = String::with_capacity(line.len() + 16);
+    let mut col = 0;
+    out.push_str(&line[..lead]);
+    col += lead;
+    let mut first = true;
+    for word in line[lead..].split(' ') {
+        let w = UnicodeWidthStr::width(word);
+        if !first && col + 1 + w > width && col > hang {
+            out.push('\n');
+            out.push_str(&" ".repeat(hang));
+            col = hang;
+        } else if !first {
+            out.push(' ');
+            col += 1;
+        }
+        out.push_str(word);
+        col += w;
+        first = false;
+    }
+    out
 }
 
 /// Colours the action kinds in the tables of `text`, which is escaped
@@ -239,7 +316,7 @@ impl Grid {
                     .collect::<Vec<_>>(),
             );
         }
-        t.to_string()
+        table_text(&t)
     }
 
     fn markdown(self) -> String {
@@ -1525,6 +1602,48 @@ mod tests {
     use crate::config::DatastoreConfig;
     use crate::engine::Scope;
     use crate::layout::TierPath;
+
+    #[test]
+    fn prose_breaks_at_spaces_and_hangs_under_its_text() {
+        let line =
+            "Plan: 12 to upload (1.2 MiB), 3 to download (4 KiB), 2 to delete from the remote.";
+        let wrapped = wrap_line(line, 40, 0);
+        for l in wrapped.lines() {
+            assert!(l.chars().count() <= 40, "{l:?}");
+        }
+        assert_eq!(
+            wrapped.replace('\n', " "),
+            line,
+            "only spaces become breaks"
+        );
+        let header = "  note      the last sync was with a remote whose id was 1f0e; this sync is a first sync";
+        let wrapped = wrap_line(header, 50, 12);
+        let mut lines = wrapped.lines();
+        assert!(lines.next().unwrap().starts_with("  note      the"));
+        for l in lines {
+            assert!(
+                l.starts_with("            ") && !l.starts_with("             "),
+                "{l:?}"
+            );
+        }
+        // A word longer than the width stays whole.
+        let long = format!("Plan: {}", "x".repeat(60));
+        assert_eq!(
+            wrap_line(&long, 20, 0),
+            format!("Plan:\n{}", "x".repeat(60))
+        );
+    }
+
+    #[test]
+    fn tables_keep_no_trailing_spaces() {
+        let mut t = table();
+        t.set_header(["name", "size"]);
+        t.add_row(["a-much-longer-name", "1 B"]);
+        t.add_row(["b", ""]);
+        let text = table_text(&t);
+        assert!(text.lines().all(|l| l == l.trim_end()), "{text:?}");
+        assert_eq!(text.lines().count(), 4);
+    }
 
     fn both_changed(path: &str) -> String {
         let plan = Plan {

@@ -216,7 +216,7 @@ pub(super) fn list(ctx: &Ctx) -> Result<Outcome, CliError> {
         }
         table.add_row(row);
     }
-    outln!("{table}");
+    outln!("{}", crate::cli::render::table_text(&table));
     if lazy {
         outln!(
             "Versions in the remote only are fetched on first read (`swamp data get`); all of them: `swamp datastore sync --pull --hydrate`."

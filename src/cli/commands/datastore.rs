@@ -282,7 +282,7 @@ pub(super) fn namespaces(ctx: &Ctx) -> Result<Outcome, CliError> {
             registered_at,
         ]);
     }
-    outln!("{t}");
+    outln!("{}", crate::cli::render::table_text(&t));
     for n in &unrecognised {
         if let ListedNamespace::Unrecognised { key, why, .. } = n {
             outln!("note: {key} is unrecognised: {why}");

@@ -446,7 +446,7 @@ fn render_checks_raw(findings: &[Finding], width: Option<u16>) -> String {
             f.message.clone(),
         ]);
     }
-    let mut out = format!("{t}\n");
+    let mut out = format!("{}\n", crate::cli::render::table_text(&t));
     for f in findings
         .iter()
         .filter(|f| matches!(f.status, Status::Fail | Status::Warn))

@@ -73,6 +73,6 @@ pub(super) fn run(ctx: &Ctx) -> Result<Outcome, CliError> {
             Cell::new(kept).set_alignment(CellAlignment::Right),
         ]);
     }
-    outln!("{t}");
+    outln!("{}", crate::cli::render::table_text(&t));
     Ok(Outcome::Success)
 }

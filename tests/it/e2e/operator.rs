@@ -270,6 +270,33 @@ fn plan_and_show_speak_markdown_for_pull_requests_and_json_for_machines() {
     );
 }
 
+/// The README's main job runs unattended on a terminal too: `demo.sh`
+/// under a pseudo-terminal (where a command without `-y` would ask) runs
+/// every step to the health checks and exits 0.
+#[test]
+fn the_demo_runs_to_completion_on_a_terminal() {
+    let home = tempfile::tempdir().unwrap();
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let out = crate::support::pinned(&mut std::process::Command::new("script"), home.path())
+        .args(["-qec", "bash scripts/demo.sh", "/dev/null"])
+        .current_dir(root)
+        .env("TERM", "xterm")
+        .env("SWAMP_BIN", crate::support::swamp_bin())
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("util-linux `script` runs a command on a pseudo-terminal");
+    let screen = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{screen}");
+    for step in [
+        "$ swamp datastore namespace set homelab --migrate --confirm",
+        "$ swamp datastore namespace unset --migrate --confirm",
+        "$ swamp doctor datastores",
+    ] {
+        assert!(screen.contains(step), "{step}\n{screen}");
+    }
+    assert!(!screen.contains("Do you want to apply"), "{screen}");
+}
+
 /// The one confirmation rule, over every command that applies changes:
 /// without `-y` and without a terminal it shows the plan, changes nothing
 /// and exits 2 naming this very command with `-y`; `--dry-run` does the
