@@ -393,61 +393,115 @@ struct Group {
     reason: &'static str,
 }
 
-/// Rows grouped by (kind, reason, from, to, directory), in the order each
-/// group first appears. A file's directory is its tier and first level
-/// below (`outputs/deploy/`), or its tier for a file just inside it; an
-/// action without a path is a group of its own.
-fn group_rows<'a>(
-    rows: impl Iterator<Item = (usize, &'a Action, String, String, String)>,
-) -> Vec<Group> {
-    let mut groups: Vec<Group> = Vec::new();
-    let mut index: std::collections::HashMap<(&str, &str, String, String, String), usize> =
-        std::collections::HashMap::new();
-    for (_, a, path, from, to) in rows {
+/// The most groups a grouped plan lists: with its header, summary, note
+/// and closing line, the plan stays within 60 lines whatever the layout.
+const MAX_GROUPS: usize = 30;
+
+/// How far below its tier a group's directory reaches: the tier and the
+/// level below it (`outputs/deploy/`), then rolled up to the tier alone
+/// (`data/`, when a thousand names are too many to list), then to
+/// nothing (one group per kind and reason, actions without a path too).
+const GROUP_DEPTHS: [usize; 3] = [2, 1, 0];
+
+/// The directory of `path` shown at `depth` (at most `depth` of its
+/// directories, never its file name): `outputs/deploy/`, `data/`.
+fn dir_at(path: &str, depth: usize) -> String {
+    let segs: Vec<&str> = path.split('/').collect();
+    let dirs = &segs[..segs.len().saturating_sub(1)];
+    let take = depth.min(dirs.len());
+    if take == 0 {
+        return String::new();
+    }
+    format!("{}/", dirs[..take].join("/"))
+}
+
+/// Groups at one depth, given up once there are more than [`MAX_GROUPS`].
+struct Grouping {
+    depth: usize,
+    groups: Vec<Group>,
+    index: std::collections::HashMap<(&'static str, &'static str, String, String, String), usize>,
+    overflowed: bool,
+}
+
+impl Grouping {
+    fn add(&mut self, a: &Action, path: &str, from: &str, to: &str) {
+        if self.overflowed {
+            return;
+        }
         let under = match a.path() {
-            Some(p) => {
-                let segs: Vec<&str> = p.as_str().split('/').collect();
-                if segs.len() >= 3 {
-                    format!("{}/{}/", segs[0], segs[1])
-                } else {
-                    format!("{}/", segs[0])
-                }
-            }
-            None => path.clone(),
+            Some(p) => dir_at(p.as_str(), self.depth),
+            // Rolled all the way up, actions without a path group too.
+            None if self.depth == 0 => String::new(),
+            None => path.to_string(),
         };
         let key = (
             a.kind(),
             a.reason(),
-            from.clone(),
-            to.clone(),
+            from.to_string(),
+            to.to_string(),
             under.clone(),
         );
         let bytes = a.bytes();
-        match index.get(&key).filter(|_| a.path().is_some()) {
+        let own = a.path().is_none() && self.depth > 0;
+        match self.index.get(&key).filter(|_| !own) {
             Some(&g) => {
-                let g = &mut groups[g];
+                let g = &mut self.groups[g];
                 g.count += 1;
                 g.bytes = match (g.bytes, bytes) {
                     (Some(x), Some(y)) => Some(x + y),
                     _ => None,
                 };
+                g.files |= a.path().is_some();
             }
             None => {
-                index.insert(key, groups.len());
-                groups.push(Group {
+                self.index.insert(key, self.groups.len());
+                self.groups.push(Group {
                     kind: a.kind(),
                     under,
                     files: a.path().is_some(),
                     count: 1,
                     bytes,
-                    from,
-                    to,
+                    from: from.to_string(),
+                    to: to.to_string(),
                     reason: a.reason(),
                 });
+                if self.groups.len() > MAX_GROUPS && self.depth > 0 {
+                    // Too many to list at this depth: a shallower one shows.
+                    self.overflowed = true;
+                    self.groups = Vec::new();
+                    self.index = Default::default();
+                }
             }
         }
     }
-    groups
+}
+
+/// Rows grouped by (kind, reason, from, to, directory), in the order each
+/// group first appears, at the deepest of [`GROUP_DEPTHS`] that keeps
+/// them to [`MAX_GROUPS`]; and that depth. One pass: the rows of a
+/// 100,000-action plan are never held.
+fn group_rows<'a>(
+    rows: impl Iterator<Item = (usize, &'a Action, String, String, String)>,
+) -> (Vec<Group>, usize) {
+    let mut at: Vec<Grouping> = GROUP_DEPTHS
+        .iter()
+        .map(|&depth| Grouping {
+            depth,
+            groups: Vec::new(),
+            index: Default::default(),
+            overflowed: false,
+        })
+        .collect();
+    for (_, a, path, from, to) in rows {
+        for g in &mut at {
+            g.add(a, &path, &from, &to);
+        }
+    }
+    let chosen = at
+        .into_iter()
+        .find(|g| !g.overflowed)
+        .expect("depth 0 never gives up");
+    (chosen.groups, chosen.depth)
 }
 
 fn render_raw(plan: &Plan, detail: bool, md: bool, style: Style) -> String {
@@ -739,7 +793,7 @@ fn grouped_grid<'a>(
     rows: impl Iterator<Item = (usize, &'a Action, String, String, String)>,
     n_actions: usize,
 ) -> (Grid, Option<String>) {
-    let groups = group_rows(rows);
+    let (groups, depth) = group_rows(rows);
     let mut actions = Grid::new(
         &["action", "under", "files", "bytes", "from", "to", "reason"],
         &[false, false, true, true, false, false, false],
@@ -764,8 +818,12 @@ fn grouped_grid<'a>(
     (
         actions,
         Some(format!(
-            "{} actions in {n} group(s) by kind and directory; `--detail` lists every one (and `--json` always does).",
-            n_actions
+            "{n_actions} actions in {n} group(s) by kind and {}; `--detail` lists every one (and `--json` always does).",
+            match depth {
+                2 => "directory",
+                1 => "tier (their directories are too many to list)",
+                _ => "reason (their directories are too many to list)",
+            }
         )),
     )
 }

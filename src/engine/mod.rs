@@ -309,7 +309,14 @@ pub(crate) fn plan_with(
     scope: Scope,
     options: SyncOptions,
 ) -> Result<Planned, EngineError> {
-    plan_learnt(layout, config, scope, options, state::Learnt::default())
+    plan_learnt(
+        layout,
+        config,
+        scope,
+        options,
+        state::Learnt::default(),
+        None,
+    )
 }
 
 /// A plan made before any lock of the bucket is taken (see
@@ -396,6 +403,7 @@ fn plan_learnt(
     scope: Scope,
     options: SyncOptions,
     learnt: state::Learnt,
+    listed: Option<state::RemoteSnapshot>,
 ) -> Result<Planned, EngineError> {
     check_supported(config, scope)?;
     let desired = Desired::from_config(config, scope);
@@ -409,6 +417,7 @@ fn plan_learnt(
             modified: options.policy == crate::config::ConflictPolicy::Newer,
         },
         learnt,
+        listed,
     )?;
     crate::progress::meter().phase("planning");
     let mut plan = compose(&desired, &observed, &options);
@@ -800,7 +809,7 @@ pub(crate) fn apply_and_verify(
 ) -> Result<Applied, EngineError> {
     let mut report = apply_only(repo, layout, plan, transfers)?;
     let learnt = std::mem::take(&mut report.landed);
-    let after = verify(repo, layout, plan.scope, options, learnt)?;
+    let after = verify(repo, layout, plan.scope, options, learnt, None)?;
     Ok(Applied { report, after })
 }
 
@@ -843,13 +852,15 @@ pub(crate) fn apply_only(
 /// The second half of [`apply_and_verify`]: observes again and plans
 /// `scope` with the (possibly updated) configuration. `learnt` is what the
 /// apply knows of the files it landed ([`ApplyReport::landed`]), so they
-/// are not read back.
+/// are not read back. `listed`: the remote as the applied plan listed it,
+/// for a run that wrote nothing there ([`kept_listing`]): not listed again.
 pub(crate) fn verify(
     repo: &Path,
     layout: &Layout,
     scope: Scope,
     options: SyncOptions,
     learnt: state::Learnt,
+    listed: Option<state::RemoteSnapshot>,
 ) -> Result<Planned, EngineError> {
     let config = Config::load(repo)?;
     let layout = Layout::new(repo, &config, layout.swamp_home())?;
@@ -858,5 +869,16 @@ pub(crate) fn verify(
         no_base: false,
         ..options
     };
-    plan_learnt(&layout, &config, scope, options, learnt)
+    plan_learnt(&layout, &config, scope, options, learnt, listed)
+}
+
+/// The remote listing a run's verifying plan may keep: that of a plan
+/// that writes nothing to the bucket (a pull, a lazy pull, local moves
+/// beside a sync). The bucket changed since only if someone else changed
+/// it, which the next plan shows; a run that wrote objects lists again.
+pub(crate) fn kept_listing(saved: &mut SavedPlan) -> Option<state::RemoteSnapshot> {
+    if saved.plan.writes_remote() {
+        return None;
+    }
+    saved.observed.as_mut().and_then(|o| o.remote.take())
 }

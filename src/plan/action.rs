@@ -941,11 +941,18 @@ impl Tally {
                 }
             };
             requests = RequestEstimate {
-                // The re-observation lists what the bucket will hold then.
-                list: (remote.objects + s.upload)
-                    .saturating_sub(s.delete_remote)
-                    .div_ceil(1000)
-                    .max(1) as u64,
+                // The re-observation lists what the bucket will hold then;
+                // a run that writes nothing there keeps the listing it
+                // planned from (the bucket changed only if someone else
+                // changed it, which the next plan shows).
+                list: if writes_remote {
+                    (remote.objects + s.upload)
+                        .saturating_sub(s.delete_remote)
+                        .div_ceil(1000)
+                        .max(1) as u64
+                } else {
+                    0
+                },
                 // Each object deleted or replaced is first copied into the
                 // remote trash: one server-side copy, counted as a PUT.
                 put: (s.upload + s.trash_copies) as u64,

@@ -59,6 +59,7 @@ pub fn observe(
     desired: &Desired,
     options: ObserveOptions,
     learnt: Learnt,
+    listed: Option<RemoteSnapshot>,
 ) -> Result<Observed, ObserveError> {
     let mut observed = observe_local(layout, desired, learnt)?;
     observed.mirror = mirror(layout, config, desired.scope)?;
@@ -77,6 +78,21 @@ pub fn observe(
         return Ok(observed);
     }
     let target = RemoteTarget::open(&desired.target)?;
+    if let Some(listed) = listed.filter(|l| l.url == target.url) {
+        digests.save();
+        let mut snapshot = relisted(layout, &target, listed)?;
+        finish_snapshot(
+            layout,
+            desired,
+            options,
+            &target,
+            rt,
+            &mut observed,
+            &mut snapshot,
+        )?;
+        observed.remote = Some(snapshot);
+        return Ok(observed);
+    }
     crate::progress::meter().phase(&format!("listing {}", target.url));
     let here = &observed.placements[0];
     let cache = cache_after_moves(&observed, desired.scope);
@@ -94,6 +110,31 @@ pub fn observe(
     })?;
     drop(cache);
     digests.save();
+    finish_snapshot(
+        layout,
+        desired,
+        options,
+        &target,
+        rt,
+        &mut observed,
+        &mut snapshot,
+    )?;
+    observed.remote = Some(snapshot);
+    Ok(observed)
+}
+
+/// What a remote snapshot gets from the cache and this clone's state,
+/// after its listing: the keys the cache cannot hold, the sentinel (for a
+/// push), modification times, and the deletes swamp can explain.
+fn finish_snapshot(
+    layout: &Layout,
+    desired: &Desired,
+    options: ObserveOptions,
+    target: &RemoteTarget,
+    rt: &tokio::runtime::Runtime,
+    observed: &mut Observed,
+    snapshot: &mut RemoteSnapshot,
+) -> Result<(), ObserveError> {
     let root = &observed.placements[0].root;
     snapshot.unholdable = super::remote::unholdable(
         &snapshot.files,
@@ -102,17 +143,50 @@ pub fn observe(
         crate::fsutil::folds_case(root),
         observed.placements[0].files.keys(),
     );
-    if observed.mirror.is_some() && direction.is_some_and(|d| d.pushes()) {
-        observed.sentinel = Some(rt.block_on(read_sentinel(&target, &snapshot))?);
+    if observed.mirror.is_some() && desired.scope.direction().is_some_and(|d| d.pushes()) {
+        observed.sentinel = Some(rt.block_on(read_sentinel(target, snapshot))?);
     }
     if options.modified {
         observed.modified = modified(&observed.placements[0]);
     }
     // Deletes swamp can explain, for the delete guards, and how far this
     // clone has passed the other clones' (see `deliberate`).
-    deliberate_deletes(layout, desired, &target, &mut snapshot, rt)?;
-    observed.remote = Some(snapshot);
-    Ok(observed)
+    deliberate_deletes(layout, desired, target, snapshot, rt)?;
+    Ok(())
+}
+
+/// The remote as planning listed it, for the verifying plan of a run
+/// that wrote nothing there: the bucket changed since only if someone
+/// else changed it, which the next plan shows. What this run did change
+/// is read again: the sync base (what it recorded) and what it lazily
+/// left in the remote only. A base the apply bound to another remote
+/// (it cannot) would be set aside as ever.
+fn relisted(
+    layout: &Layout,
+    remote: &RemoteTarget,
+    mut snapshot: RemoteSnapshot,
+) -> Result<RemoteSnapshot, ObserveError> {
+    let base = SyncBase::load(&layout.sync_base_path(&remote.placement), &remote.url)?;
+    let listed = !base.files.is_empty() || !base.unhydrated.is_empty();
+    let id = snapshot.identity.as_ref().map(|i| i.id.clone());
+    let mut base = base;
+    snapshot.base_reset = base.mismatch_listing(id.as_deref(), listed);
+    if snapshot.base_reset.is_some() {
+        base.clear();
+    }
+    // What the listing could not vouch for (no sha256 metadata) the base
+    // now does, at the same version: the objects this run downloaded.
+    for (path, object) in snapshot.files.iter_mut() {
+        if object.sha256.is_none()
+            && let Some(entry) = base.files.get(path).filter(|e| e.version == object.version)
+        {
+            object.sha256 = Some(entry.sha256);
+        }
+    }
+    snapshot.base = base.files;
+    snapshot.unhydrated = base.unhydrated;
+    snapshot.deleted_here = Default::default();
+    Ok(snapshot)
 }
 
 /// Each remote source's snapshot: what its bucket still holds.

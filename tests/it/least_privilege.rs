@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 
 use crate::support::bucket::Repo;
 use crate::support::servers;
+use crate::support::tree as files;
 
 /// A bucket on the signature-checking SeaweedFS and a writer repository
 /// of its namespace `lab`.
@@ -239,6 +240,52 @@ fn a_converged_plan_lists_once_and_a_converged_sync_writes_nothing() {
             "no lock taken, nothing written: {sync:#?}"
         );
         assert!(sync.len() <= sync_max, "{backend:?} sync: {sync:#?}");
+    }
+}
+
+/// A pull writes nothing to the bucket, so the plan that verifies it
+/// observes the cache again and keeps the listing it planned from: one
+/// LIST for the whole run (it was two). A push writes objects, so it
+/// lists again to verify them (issue 29).
+#[test]
+fn a_pull_lists_once_and_a_push_lists_again_to_verify() {
+    use crate::support::bucket::{Backend, Bucket};
+    for backend in [Backend::S3, Backend::Gcs] {
+        let lists = |seen: &[crate::support::faults::Seen]| {
+            seen.iter()
+                .filter(|s| class(&format!("{} {}", s.method, s.target)) == "list")
+                .count()
+        };
+        let (bucket, proxy) = Bucket::behind_proxy(backend);
+        let a = Repo::init(&bucket, Some("lab"));
+        for i in 0..12 {
+            a.put(&format!("m/f{i}"), &format!("{i}\n"));
+        }
+        a.run_ok(&["datastore", "sync", "-y"]);
+        let b = a.clone_elsewhere();
+        let from = proxy.seen().len();
+        let pull = b.run(&["datastore", "sync", "--pull", "-y"]);
+        pull.expect(0);
+        assert!(pull.stdout.contains("Converged"), "{}", pull.stdout);
+        assert_eq!(
+            lists(&proxy.seen()[from..]),
+            1,
+            "{backend:?}: the pull's verifying plan keeps its listing"
+        );
+        assert_eq!(files(&b.cache()), files(&a.cache()));
+        b.run(&["plan", "--detailed-exitcode"]).expect(0);
+
+        b.put("m/new", "new\n");
+        let from = proxy.seen().len();
+        let push = b.run(&["datastore", "sync", "--push", "-y"]);
+        push.expect(0);
+        assert!(push.stdout.contains("Converged"), "{}", push.stdout);
+        // Planned before the lock and again under it, then verified.
+        assert_eq!(
+            lists(&proxy.seen()[from..]),
+            3,
+            "{backend:?}: a push lists again to verify what it wrote"
+        );
     }
 }
 

@@ -516,3 +516,62 @@ fn content_diffs_render_under_conflicts_and_replaced_files() {
         p.diffs.iter().filter(|d| d.read_remote).count() as u64
     );
 }
+
+/// A plan of any size and shape fits on a screen (issue 29): groups by
+/// kind and directory roll up to their tier when the directories are too
+/// many to list, so 1,000 names × 100 versions, 100,000 names × 1 version
+/// and one deep tree each render within 60 lines; a conflict is still
+/// listed on its own, and `--detail` still lists every action.
+#[test]
+fn a_plan_of_any_shape_renders_within_sixty_lines() {
+    type Layout = (&'static str, fn(usize) -> String, usize);
+    let layouts: [Layout; 3] = [
+        (
+            "1,000 names x 100 versions",
+            |i| format!("data/m{:03}/out/{}/raw", i / 100, i % 100 + 1),
+            100_000,
+        ),
+        (
+            "100,000 names x 1 version",
+            |i| format!("data/n{i:06}/1/raw"),
+            100_000,
+        ),
+        (
+            "one deep tree",
+            |i| format!("outputs/a/b/c/d/e/f{i:05}.txt"),
+            2_000,
+        ),
+    ];
+    for (name, path, n) in layouts {
+        let actions = (0..n)
+            .map(|i| Action::Move {
+                path: tp(&path(i)),
+                source: i % 2,
+                size: 4096,
+                sha256: sha('a'),
+            })
+            .collect();
+        let conflict = swamp::plan::Conflict::DifferentAtTarget {
+            path: tp("outputs/clash.txt"),
+            source: 0,
+            source_sha256: sha('a').to_string(),
+            target_sha256: sha('b').to_string(),
+            diff: None,
+        };
+        let p = plan(actions, vec![conflict]);
+        let text = render(&p);
+        let lines = text.lines().count();
+        println!("{name}: {n} actions render in {lines} lines");
+        assert!(lines <= 60, "{name}: {lines} lines\n{text}");
+        assert!(text.contains("✗ outputs/clash.txt"), "{name}\n{text}");
+        if n <= 2_000 {
+            let detail = swamp::cli::render::render_detail(&p, true);
+            let rows = detail.lines().filter(|l| {
+                let mut cells = l.split_whitespace();
+                cells.next().is_some_and(|c| c.parse::<usize>().is_ok())
+                    && cells.next() == Some("move")
+            });
+            assert_eq!(rows.count(), n, "{name}: --detail lists every action");
+        }
+    }
+}

@@ -209,9 +209,11 @@ fn apply_saved_locked(ctx: &Ctx, repo: &Repo, saved: SavedPlan) -> Result<Outcom
         return conflicts(ctx, &saved, false);
     }
     // Apply reads only the plan: the observation it came from (the
-    // largest thing held) need not stay while the verifying plan observes.
+    // largest thing held) need not stay while the verifying plan observes,
+    // but for the remote listing of a run that writes nothing there.
+    let listed = engine::kept_listing(&mut saved);
     saved.observed = None;
-    apply_confirmed(ctx, repo, saved, options)
+    apply_confirmed(ctx, repo, saved, options, listed)
 }
 
 /// Shows `planned`, asks for (or takes) confirmation, records `new_config`
@@ -256,9 +258,11 @@ pub(super) fn run_flow(
     // plan continues toward it even if this run is interrupted.
     record(repo, new_config, options)?;
     // Apply reads only the plan: the observation it came from (the
-    // largest thing held) need not stay while the verifying plan observes.
+    // largest thing held) need not stay while the verifying plan observes,
+    // but for the remote listing of a run that writes nothing there.
+    let listed = engine::kept_listing(&mut saved);
     saved.observed = None;
-    apply_confirmed(ctx, repo, saved, options)
+    apply_confirmed(ctx, repo, saved, options, listed)
 }
 
 /// Records what a confirmed run changes of the desired state: the new
@@ -309,6 +313,7 @@ fn apply_confirmed(
     repo: &Repo,
     mut saved: SavedPlan,
     options: SyncOptions,
+    listed: Option<crate::state::RemoteSnapshot>,
 ) -> Result<Outcome, CliError> {
     let started = std::time::Instant::now();
     let summary = saved.plan.summary();
@@ -330,7 +335,14 @@ fn apply_confirmed(
     if !ctx.json || spilled.is_some() {
         saved.plan.actions = Vec::new();
     }
-    let after = engine::verify(&repo.root, &repo.layout, saved.plan.scope, options, learnt)?;
+    let after = engine::verify(
+        &repo.root,
+        &repo.layout,
+        saved.plan.scope,
+        options,
+        learnt,
+        listed,
+    )?;
     let applied = engine::Applied { report, after };
     let saved = &saved;
     let report = &applied.report;
