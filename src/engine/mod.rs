@@ -450,7 +450,7 @@ fn add_content_diffs(
         return Ok(());
     }
     let target = crate::store::RemoteTarget::open(&plan.target.placement())?;
-    let bodies = state::texts::read(&plan.target.dir, Some(&target), &wanted);
+    let bodies = state::texts::read(&plan.target.dir, &target, &wanted);
     plan.diffs = crate::plan::textdiff::content_diffs(&wanted, bodies);
     Ok(())
 }

@@ -78,37 +78,26 @@ pub fn observe(
         return Ok(observed);
     }
     let target = RemoteTarget::open(&desired.target)?;
-    if let Some(listed) = listed.filter(|l| l.url == target.url) {
-        digests.save();
-        let mut snapshot = relisted(layout, &target, listed)?;
-        finish_snapshot(
-            layout,
-            desired,
-            options,
-            &target,
-            rt,
-            &mut observed,
-            &mut snapshot,
-        )?;
-        observed.remote = Some(snapshot);
-        return Ok(observed);
-    }
-    crate::progress::meter().phase(&format!("listing {}", target.url));
-    let here = &observed.placements[0];
-    let cache = cache_after_moves(&observed, desired.scope);
-    let mut snapshot = listed_with_base(layout, &target, rt, |base| {
-        Ok(rt.block_on(observe_remote(
-            target.store.as_ref(),
-            target.url.clone(),
-            &target.key_prefix,
-            desired.target.namespace.is_some(),
-            base,
-            &cache,
-            false,
-            &mut |p, f, d| digests.matches(&here.root, &here.files, p, f, d),
-        ))?)
-    })?;
-    drop(cache);
+    let mut snapshot = match listed.filter(|l| l.url == target.url) {
+        Some(listed) => relisted(layout, &target, listed)?,
+        None => {
+            crate::progress::meter().phase(&format!("listing {}", target.url));
+            let here = &observed.placements[0];
+            let cache = cache_after_moves(&observed, desired.scope);
+            listed_with_base(layout, &target, rt, |base| {
+                Ok(rt.block_on(observe_remote(
+                    target.store.as_ref(),
+                    target.url.clone(),
+                    &target.key_prefix,
+                    desired.target.namespace.is_some(),
+                    base,
+                    &cache,
+                    false,
+                    &mut |p, f, d| digests.matches(&here.root, &here.files, p, f, d),
+                ))?)
+            })?
+        }
+    };
     digests.save();
     finish_snapshot(
         layout,

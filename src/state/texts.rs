@@ -12,11 +12,10 @@ use crate::store::RemoteTarget;
 use super::observe::DIFF_SIZE_CAP;
 
 /// `(cache, remote, read_remote)` for each of `wanted`, in order. The
-/// remote is read only where a wanted side names it (`target` is `None`
-/// for a plan without a remote: nothing remote is wanted then).
+/// remote is read only where a wanted side names it.
 pub(crate) fn read(
     cache_root: &Path,
-    target: Option<&RemoteTarget>,
+    target: &RemoteTarget,
     wanted: &[Wanted],
 ) -> Vec<(Body, Body, bool)> {
     wanted
@@ -27,16 +26,9 @@ pub(crate) fn read(
             } else {
                 Body::Absent
             };
-            let (remote, read) = match (&w.remote, target) {
-                (Some(r), Some(t)) => read_remote(t, &w.path, r),
-                (Some(r), None) => (
-                    Body::Unavailable {
-                        size: Some(r.size),
-                        reason: "no remote to read".into(),
-                    },
-                    false,
-                ),
-                (None, _) => (Body::Absent, false),
+            let (remote, read) = match &w.remote {
+                Some(r) => read_remote(target, &w.path, r),
+                None => (Body::Absent, false),
             };
             (cache, remote, read)
         })

@@ -140,12 +140,15 @@ pub(super) fn list(ctx: &Ctx) -> Result<Outcome, CliError> {
     let remote = remote_versions(&repo)?;
     // A lazy clone's versions the remote holds and this cache has not
     // fetched, by name.
-    let mut remote_only: std::collections::BTreeMap<&str, std::collections::BTreeSet<u64>> =
+    let mut remote_only: std::collections::BTreeMap<String, std::collections::BTreeSet<u64>> =
         Default::default();
     for v in &remote {
-        remote_only.entry(&v.name).or_default().insert(v.version);
+        remote_only
+            .entry(v.name.clone())
+            .or_default()
+            .insert(v.version);
     }
-    let names = store_with(&repo, remote.clone()).list()?;
+    let names = store_with(&repo, remote).list()?;
     let where_of = |n: &crate::catalog::NameSummary| {
         let there = remote_only.get(n.name.as_str());
         let count = there.map_or(0, |s| s.len() as u64);
