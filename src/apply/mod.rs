@@ -243,9 +243,9 @@ pub(crate) fn apply(
             Action::DropDuplicate { .. } => run.drop_duplicate(action),
             Action::RemoveTemp { .. } => run.remove_temp(action),
             Action::RelocateTrash { .. } => run.relocate_trash(action),
-            Action::RenameLocal { .. } | Action::DeleteSourceRemote { .. } => {
-                run.remote_step(action)
-            }
+            Action::RenameLocal { .. }
+            | Action::DeleteSourceRemote { .. }
+            | Action::AbortUpload { .. } => run.remote_step(action),
             Action::RecordBase { .. } => run.record_base(action),
             Action::InvalidateCatalog => run.invalidate_catalog(),
             Action::PruneTrash { .. } => run.prune_trash(action),

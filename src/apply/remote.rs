@@ -183,6 +183,17 @@ pub(crate) struct Remotes<'a> {
     pub hashes: Option<&'a HashCache>,
     /// Where cache deletes set the file aside (`None`: removed for good).
     pub trash: Option<&'a crate::undo::Trash<'a>>,
+    /// Where interrupted transfers to and from the target are kept to be
+    /// resumed (`None`: not kept).
+    pub resume: Option<ResumeDirs>,
+}
+
+/// See [`crate::store::resume`].
+pub(crate) struct ResumeDirs {
+    /// The target placement's upload records.
+    pub uploads: PathBuf,
+    /// The cache's partial downloads.
+    pub partials: PathBuf,
 }
 
 impl Remotes<'_> {
@@ -258,6 +269,7 @@ pub(crate) async fn run(
         Action::Fetch { .. } => fetch(action, root, remotes).await,
         Action::CopyRemote { .. } => copy_remote(action, remotes).await,
         Action::DeleteSourceRemote { .. } => delete_source_remote(action, remotes).await,
+        Action::AbortUpload { .. } => abort_upload(action, remotes).await,
         Action::RecordBase { .. }
         | Action::RecordDeletes { .. }
         | Action::NoteProgress { .. }
@@ -311,11 +323,23 @@ async fn upload(
     if let RemoteExpect::Version { version } = expect {
         keep_in_remote_trash(remote, remotes, path, version).await?;
     }
-    let meta = remote
-        .store
-        .put_file(&remote.key(path), &file, &sha256.hex(), &pre)
-        .await
-        .map_err(store_err(path))?;
+    let key = remote.key(path);
+    let meta = match &remotes.resume {
+        Some(dirs) => {
+            let journal = crate::store::resume::UploadJournal::new(&dirs.uploads, path.as_str());
+            remote
+                .store
+                .put_file_resumable(&key, &file, &sha256.hex(), &pre, &journal)
+                .await
+        }
+        None => {
+            remote
+                .store
+                .put_file(&key, &file, &sha256.hex(), &pre)
+                .await
+        }
+    }
+    .map_err(store_err(path))?;
     Ok(BaseChange::Set(
         path.clone(),
         BaseEntry {
@@ -324,6 +348,33 @@ async fn upload(
             version: meta.version,
         },
     ))
+}
+
+/// Aborts an interrupted multipart upload and forgets its record (only
+/// that upload's: a record another run made meanwhile stays).
+async fn abort_upload(
+    action: &Action,
+    remotes: &Remotes<'_>,
+) -> Result<BaseChange, SyncActionError> {
+    let Action::AbortUpload {
+        path, upload_id, ..
+    } = action
+    else {
+        unreachable!("dispatched by run")
+    };
+    let remote = remotes.target(path)?;
+    remote
+        .store
+        .abort_upload(&remote.key(path), upload_id)
+        .await
+        .map_err(store_err(path))?;
+    if let Some(dirs) = &remotes.resume {
+        let journal = crate::store::resume::UploadJournal::new(&dirs.uploads, path.as_str());
+        if journal.read().is_some_and(|r| r.upload_id == *upload_id) {
+            journal.clear().map_err(store_err(path))?;
+        }
+    }
+    Ok(BaseChange::Nothing)
 }
 
 /// Deletes (sets aside) a cache file, if it is still what the plan saw.
@@ -798,12 +849,25 @@ async fn download(
     } else {
         Durability::Synced
     };
-    let meta = remote
-        .store
-        .get_known_to_file(&known, &landing, durability)
-        .await
-        .map_err(store_err(path))
-        .inspect_err(|_| prune_after_failure(&file, root))?;
+    let resumed = match &remotes.resume {
+        Some(dirs) if crate::store::resume::resumable(&known) => {
+            crate::store::resume::get_resumable(&*remote.store, &known, &dirs.partials, &landing)
+                .await
+        }
+        _ => Ok(None),
+    };
+    let meta = match resumed {
+        Ok(Some(meta)) => Ok(meta),
+        Ok(None) => {
+            remote
+                .store
+                .get_known_to_file(&known, &landing, durability)
+                .await
+        }
+        Err(e) => Err(e),
+    }
+    .map_err(store_err(path))
+    .inspect_err(|_| prune_after_failure(&file, root))?;
     // The plan's hash binds only the version it saw.
     let expected = sha256.filter(|_| meta.version == *version);
     let got = verify_landed(&landing, path, meta.sha256.clone(), expected)
@@ -1323,6 +1387,7 @@ mod tests {
             sources: &[],
             hashes: None,
             trash: None,
+            resume: None,
         };
         let rt = tokio::runtime::Runtime::new().unwrap();
         let Ran { outcomes, learnt } = rt.block_on(run_many(

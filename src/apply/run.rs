@@ -165,6 +165,10 @@ impl<'a> Run<'a> {
             sources: self.sources,
             hashes: Some(&self.cache),
             trash,
+            resume: self.remote.map(|r| remote::ResumeDirs {
+                uploads: self.layout.uploads_dir(&r.placement),
+                partials: self.layout.partial_dir(),
+            }),
         }
     }
 

@@ -637,6 +637,44 @@ fn remote_notes(
         }
         skipped_local_notes(out, &remote.skipped_local, detail, head);
     }
+    resume_notes(out, plan, head);
+}
+
+/// Most resumed transfers the header names one by one.
+const RESUMES_SHOWN: usize = 5;
+
+/// One header line per transfer that continues an interrupted one (a
+/// few, then how many more), with what is left of it.
+fn resume_notes(out: &mut String, plan: &Plan, head: &dyn Fn(&mut String, &str, &str, &str)) {
+    for r in plan.resumes.iter().take(RESUMES_SHOWN) {
+        head(
+            out,
+            "resume",
+            r.path.as_str(),
+            &format!(
+                " ({}, {} of {} left)",
+                match r.transfer {
+                    crate::plan::resume::Transfer::Upload => "upload",
+                    crate::plan::resume::Transfer::Download => "download",
+                },
+                human_bytes(r.left()),
+                human_bytes(r.size)
+            ),
+        );
+    }
+    if plan.resumes.len() > RESUMES_SHOWN {
+        let left: u64 = plan.resumes.iter().map(|r| r.left()).sum();
+        head(
+            out,
+            "resume",
+            "",
+            &format!(
+                "{} transfer(s) in all continue where an interrupted run stopped ({} left)",
+                plan.resumes.len(),
+                human_bytes(left)
+            ),
+        );
+    }
 }
 
 /// What in the cache the sync leaves alone: one line with the count (and
@@ -700,9 +738,10 @@ fn render_summary(out: &mut String, plan: &Plan, md: bool, style: Style) {
         &[false, true, true],
         &[false, false, false],
     );
-    let rows: [(&str, usize, Option<u64>); 23] = [
+    let rows: [(&str, usize, Option<u64>); 24] = [
         ("relocate-trash", s.relocate_trash, None),
         ("remove-temp", s.remove_temp, None),
+        ("abort-upload", s.abort_upload, None),
         ("mirror-config", s.mirror_config, None),
         ("move", s.moves, Some(s.bytes_to_move)),
         ("drop-duplicate", s.drop_duplicate, None),
@@ -767,7 +806,7 @@ fn render_actions(out: &mut String, plan: &Plan, detail: bool, md: bool, style: 
                 path,
                 from,
                 to,
-                a.reason().to_string(),
+                resumed_reason(plan, a),
             ]);
         }
         (actions, None)
@@ -784,6 +823,26 @@ fn render_actions(out: &mut String, plan: &Plan, detail: bool, md: bool, style: 
     }
     if folded {
         out.push_str("</details>\n\n");
+    }
+}
+
+/// An action's reason, and for a transfer that continues an interrupted
+/// one, what is left of it.
+fn resumed_reason(plan: &Plan, a: &Action) -> String {
+    let resumed = match a {
+        Action::Upload { path, .. } | Action::Download { path, .. } if !plan.resumes.is_empty() => {
+            plan.resumes.iter().find(|r| &r.path == path)
+        }
+        _ => None,
+    };
+    match resumed {
+        Some(r) => format!(
+            "{}; resume ({} of {} left)",
+            a.reason(),
+            human_bytes(r.left()),
+            human_bytes(r.size)
+        ),
+        None => a.reason().to_string(),
     }
 }
 
@@ -858,6 +917,11 @@ fn action_row(
         | Action::NoteProgress { .. }
         | Action::PruneRecords { .. }
         | Action::PublishSentinel { .. } => record_row(a),
+        Action::AbortUpload { path, .. } => (
+            path.to_string(),
+            "remote (unfinished upload)".into(),
+            "(aborted)".into(),
+        ),
     }
 }
 
@@ -1534,6 +1598,9 @@ fn file_parts(s: &crate::plan::Summary) -> Vec<String> {
     if s.remove_temp > 0 {
         parts.push(format!("{} leftover temp file(s) to remove", s.remove_temp));
     }
+    if s.abort_upload > 0 {
+        parts.push(format!("{} interrupted upload(s) to abort", s.abort_upload));
+    }
     if s.mirror_config > 0 {
         parts.push(format!(
             "{} definition file(s) to copy into the cache",
@@ -1717,6 +1784,7 @@ mod tests {
             actions: Vec::new(),
             no_undo: false,
             diffs: Vec::new(),
+            resumes: Vec::new(),
             conflicts: vec![Conflict::BothChanged {
                 path: TierPath::parse(path).unwrap(),
                 local_sha256: "a".repeat(64).as_str().into(),

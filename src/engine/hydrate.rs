@@ -93,6 +93,7 @@ pub(crate) fn fetch(
         conflicts: Vec::new(),
         no_undo: false,
         diffs: Vec::new(),
+        resumes: Vec::new(),
     };
     Ok(apply::apply(
         &plan,

@@ -421,6 +421,12 @@ fn plan_learnt(
     )?;
     crate::progress::meter().phase("planning");
     let mut plan = compose(&desired, &observed, &options);
+    if let Some(snapshot) = observed.remote.as_ref() {
+        // Only a plan that pushes every file decides on the uploads an
+        // interrupted run left (a pull, or `config`, leaves them be).
+        let uploads = matches!(scope, Scope::All | Scope::Sync | Scope::Push);
+        crate::plan::resume::add(&mut plan, snapshot, crate::clock::now_secs(), uploads);
+    }
     if scope != Scope::Config {
         add_prunes(layout, config, &mut plan)?;
     }

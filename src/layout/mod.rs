@@ -405,6 +405,21 @@ impl Layout {
             .join(format!("sync-base-{}.json", &id[..16]))
     }
 
+    /// The records of this clone's multipart uploads to `placement` in
+    /// progress (see [`crate::store::resume`]): a run stopped part-way
+    /// continues them.
+    pub fn uploads_dir(&self, placement: &Placement) -> PathBuf {
+        let id = crate::fsutil::sha256_bytes(Layout::remote_url(placement).as_bytes());
+        self.state_dir().join(format!("uploads-{}", &id[..16]))
+    }
+
+    /// `<cache>/.swamp/partial/`: large downloads in progress, named for
+    /// the object's key and version, outside the cache's tree (nothing
+    /// partial is ever at a file's path).
+    pub fn partial_dir(&self) -> PathBuf {
+        self.cache_root().join(CACHE_STATE_DIR).join("partial")
+    }
+
     /// Touched when a sync that pushes to `placement` has finished: the
     /// deletes this clone's commands made before it reached the bucket,
     /// so only later ones still explain a remote delete (see

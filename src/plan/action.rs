@@ -126,6 +126,15 @@ pub enum Action {
         source: Option<usize>,
         size: u64,
     },
+    /// Abort a multipart upload an interrupted run of this clone left (its
+    /// parts are discarded; no object is touched) and forget its record:
+    /// it is not of the file as it is now, or too old to trust. One
+    /// already gone is fine.
+    AbortUpload {
+        path: TierPath,
+        upload_id: String,
+        why: AbortWhy,
+    },
     /// Publish the managed-config sentinel to the remote, after every other
     /// action has finished: each object in `objects` is verified in the
     /// remote (HEAD, sha256 metadata) first, then the sentinel is written
@@ -202,6 +211,18 @@ pub enum Action {
     },
 }
 
+/// Why an interrupted upload is aborted rather than resumed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AbortWhy {
+    /// The file is no longer what the upload was of.
+    FileChanged,
+    /// Started longer ago than a day: the bucket may expire it any time.
+    Stale,
+    /// Nothing is to be uploaded at that path now.
+    Unneeded,
+}
+
 /// Why an apply's trash is pruned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -276,9 +297,10 @@ impl Action {
     }
 
     /// Stable names, in the order the summary lists them.
-    pub const KINDS: [&'static str; 21] = [
+    pub const KINDS: [&'static str; 22] = [
         "relocate-trash",
         "remove-temp",
+        "abort-upload",
         "mirror-config",
         "move",
         "drop-duplicate",
@@ -311,7 +333,8 @@ impl Action {
             | Action::RecordDeletes { .. }
             | Action::NoteProgress { .. }
             | Action::PruneRecords { .. }
-            | Action::PublishSentinel { .. } => true,
+            | Action::PublishSentinel { .. }
+            | Action::AbortUpload { .. } => true,
             Action::PruneTrash { remote_objects, .. } => *remote_objects > 0,
             Action::RemoveTemp { .. }
             | Action::RelocateTrash { .. }
@@ -351,6 +374,7 @@ impl Action {
             Action::RemoveTemp { .. } => "remove-temp",
             Action::PruneTrash { .. } => "prune-trash",
             Action::RelocateTrash { .. } => "relocate-trash",
+            Action::AbortUpload { .. } => "abort-upload",
         }
     }
 
@@ -377,6 +401,7 @@ impl Action {
             | Action::PruneTrash { .. }
             | Action::RelocateTrash { .. }
             | Action::DeleteSourceRemote { .. } => None,
+            Action::AbortUpload { path, .. } => Some(path),
         }
     }
 
@@ -427,6 +452,15 @@ impl Action {
             Action::RelocateTrash { .. } => {
                 "set-aside files inside the cache's mirror of the bucket"
             }
+            Action::AbortUpload {
+                why: AbortWhy::FileChanged,
+                ..
+            } => "interrupted upload of a file changed since",
+            Action::AbortUpload {
+                why: AbortWhy::Stale,
+                ..
+            } => "interrupted upload older than a day",
+            Action::AbortUpload { .. } => "interrupted upload no longer needed",
         }
     }
 }
@@ -649,6 +683,9 @@ pub struct Summary {
     pub mirror_config: usize,
     pub publish_sentinel: usize,
     pub remove_temp: usize,
+    /// Interrupted multipart uploads to abort.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub abort_upload: usize,
     /// Applies whose set-aside files move out of the cache's tier tree.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub relocate_trash: usize,
@@ -761,6 +798,9 @@ pub struct Plan {
     /// and (`plan --diff`) of each upload or download that replaces a file.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub diffs: Vec<super::textdiff::ContentDiff>,
+    /// Transfers that continue where an interrupted run stopped.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub resumes: Vec<super::resume::Resume>,
 }
 
 impl Plan {
@@ -898,6 +938,7 @@ impl Tally {
             }
             Action::MirrorConfig { .. } => s.mirror_config += 1,
             Action::RemoveTemp { .. } => s.remove_temp += 1,
+            Action::AbortUpload { .. } => s.abort_upload += 1,
             Action::RelocateTrash { applies, .. } => s.relocate_trash += applies.len(),
             Action::PublishSentinel { objects, .. } => {
                 s.publish_sentinel += 1;
@@ -957,7 +998,11 @@ impl Tally {
                 // remote trash: one server-side copy, counted as a PUT.
                 put: (s.upload + s.trash_copies) as u64,
                 get: s.download as u64,
-                delete: batched(deletes) + batched(self.pruned_objects) + u64::from(writes_remote),
+                // An abort is a DELETE of the upload.
+                delete: batched(deletes)
+                    + batched(self.pruned_objects)
+                    + s.abort_upload as u64
+                    + u64::from(writes_remote),
             };
         }
         // Draining a remote source: a GET per fetch, a PUT (copy) per

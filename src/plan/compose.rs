@@ -575,6 +575,7 @@ mod tests {
                 })
                 .collect(),
             objects: files.len(),
+            interrupted: Default::default(),
             reserved: vec![],
             unholdable: vec![],
             folder_markers: 0,

@@ -79,6 +79,7 @@ pub fn diff(desired: &Desired, observed: &Observed) -> Plan {
         conflicts,
         no_undo: false,
         diffs: Vec::new(),
+        resumes: Vec::new(),
     }
 }
 

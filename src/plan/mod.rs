@@ -11,14 +11,15 @@ pub(crate) mod drain;
 pub(crate) mod file;
 pub(crate) mod fingerprint;
 pub(crate) mod managed;
+pub mod resume;
 pub(crate) mod retention;
 pub(crate) mod sync_diff;
 pub mod textdiff;
 pub(crate) mod undo;
 
 pub use action::{
-    Action, BaseRecord, Conflict, PlacementInfo, Plan, RemoteExpect, RemoteInfo, RemoteObjectRef,
-    RequestEstimate, Side, Summary, UnhydratedRecord,
+    AbortWhy, Action, BaseRecord, Conflict, PlacementInfo, Plan, RemoteExpect, RemoteInfo,
+    RemoteObjectRef, RequestEstimate, Side, Summary, UnhydratedRecord,
 };
 pub use diff::diff;
 pub use file::{LockInfo, PlanFileError, SavedPlan};

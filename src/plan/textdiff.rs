@@ -389,6 +389,7 @@ mod tests {
             conflicts: vec![],
             no_undo: false,
             diffs: vec![],
+            resumes: vec![],
         };
         let none = std::collections::BTreeMap::new();
         assert!(wanted(&plan, &none, false).is_empty());

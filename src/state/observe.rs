@@ -141,6 +141,7 @@ fn finish_snapshot(
     // Deletes swamp can explain, for the delete guards, and how far this
     // clone has passed the other clones' (see `deliberate`).
     deliberate_deletes(layout, desired, target, snapshot, rt)?;
+    snapshot.interrupted = super::remote::Interrupted::read(layout, &target.placement);
     Ok(())
 }
 

@@ -84,10 +84,50 @@ pub struct RemoteSnapshot {
     /// What this clone's own commands deleted since the last sync.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub deleted_here: BTreeMap<TierPath, crate::digest::Sha256>,
+    /// Transfers to and from this remote an earlier run left part-way.
+    #[serde(default, skip_serializing_if = "Interrupted::is_empty")]
+    pub interrupted: Interrupted,
     /// Swamp's own objects as the listing showed them (not fingerprinted:
     /// a lock comes and goes with whoever works).
     #[serde(skip)]
     pub listed: ListedOwn,
+}
+
+/// What interrupted transfers left (see [`crate::store::resume`]): this
+/// clone's multipart uploads to the remote in progress, and the cache's
+/// partial downloads by file name (bytes held).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Interrupted {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub uploads: Vec<crate::store::resume::UploadRecord>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub partials: BTreeMap<String, u64>,
+}
+
+impl Interrupted {
+    pub fn is_empty(&self) -> bool {
+        self.uploads.is_empty() && self.partials.is_empty()
+    }
+
+    /// Reads the upload records of `placement` and the cache's partial
+    /// downloads; neither directory need exist.
+    pub fn read(
+        layout: &crate::layout::Layout,
+        placement: &crate::config::Placement,
+    ) -> Interrupted {
+        let uploads = crate::store::resume::read_records(&layout.uploads_dir(placement));
+        let partials = std::fs::read_dir(layout.partial_dir())
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|e| {
+                let name = e.file_name().into_string().ok()?;
+                let m = e.metadata().ok()?;
+                (m.is_file() && name.ends_with(".part")).then_some((name, m.len()))
+            })
+            .collect();
+        Interrupted { uploads, partials }
+    }
 }
 
 /// The versions of swamp's own objects a listing showed, each `None` when
@@ -485,6 +525,7 @@ pub async fn observe_remote(
         delete_records,
         clone_notes,
         deleted_here: BTreeMap::new(),
+        interrupted: Interrupted::default(),
         listed: own,
     })
 }

@@ -22,6 +22,7 @@
 
 pub(crate) mod fs;
 pub(crate) mod gcs;
+pub mod resume;
 pub(crate) mod retry;
 pub(crate) mod s3;
 pub mod scoped;
@@ -789,6 +790,45 @@ pub trait Store: Send + Sync {
         sha256: &str,
         pre: &Precondition,
     ) -> Result<ObjectMeta, StoreError>;
+
+    /// [`Store::put_file`], resumable: a backend that uploads a large
+    /// file in parts records the upload in `journal` before its first
+    /// part and as each part is acknowledged, and continues the upload
+    /// recorded there when it is of this file unchanged (see
+    /// [`resume`]). The default uploads as [`Store::put_file`] does.
+    async fn put_file_resumable(
+        &self,
+        key: &str,
+        src: &Path,
+        sha256: &str,
+        pre: &Precondition,
+        journal: &resume::UploadJournal,
+    ) -> Result<ObjectMeta, StoreError> {
+        let _ = journal;
+        self.put_file(key, src, sha256, pre).await
+    }
+
+    /// Aborts the multipart upload `upload_id` of `key` (its parts are
+    /// discarded; no object is touched). One already gone is fine.
+    async fn abort_upload(&self, key: &str, upload_id: &str) -> Result<(), StoreError> {
+        let _ = (key, upload_id);
+        Ok(())
+    }
+
+    /// The bytes of `known`'s object from `offset` to its end, read only
+    /// while it is at `known.version` (S3 `If-Match`, GCS `generation`):
+    /// another version is [`StoreError::PreconditionFailed`] or
+    /// [`StoreError::NotFound`], never its bytes. `None`: this store does
+    /// not read ranges. Opening is retried; a body that breaks off is the
+    /// caller's to read again from where it stopped.
+    async fn get_range(
+        &self,
+        known: &ObjectMeta,
+        offset: u64,
+    ) -> Result<Option<resume::Ranged>, StoreError> {
+        let _ = (known, offset);
+        Ok(None)
+    }
 
     /// Uploads `bytes`; computes the sha256 itself.
     async fn put_bytes(

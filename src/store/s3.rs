@@ -722,6 +722,108 @@ impl Store for S3Store {
         .await
     }
 
+    async fn put_file_resumable(
+        &self,
+        key: &str,
+        src: &Path,
+        sha256: &str,
+        pre: &Precondition,
+        journal: &super::resume::UploadJournal,
+    ) -> Result<ObjectMeta, StoreError> {
+        check_key(key)?;
+        let size = std::fs::metadata(src)
+            .map_err(|e| StoreError::io(src, e))?
+            .len();
+        if size < multipart::THRESHOLD {
+            return self.put_file(key, src, sha256, pre).await;
+        }
+        self.put_multipart_resumable(key, src, size, sha256, pre, journal)
+            .await
+    }
+
+    async fn abort_upload(&self, key: &str, upload_id: &str) -> Result<(), StoreError> {
+        check_key(key)?;
+        let client = self.client().await?;
+        with_retry(&self.options.retry, |_| {
+            let req = client
+                .abort_multipart_upload()
+                .bucket(&self.bucket)
+                .key(key)
+                .upload_id(upload_id);
+            async move {
+                match req.send().await {
+                    Ok(_) => Ok(()),
+                    Err(e) if e.code() == Some("NoSuchUpload") => Ok(()),
+                    Err(e) => match self.map_err(e, Some(key)) {
+                        StoreError::NotFound { .. } => Ok(()),
+                        e => Err(e),
+                    },
+                }
+            }
+        })
+        .await
+    }
+
+    async fn get_range(
+        &self,
+        known: &ObjectMeta,
+        offset: u64,
+    ) -> Result<Option<super::resume::Ranged>, StoreError> {
+        let key = known.key.as_str();
+        check_key(key)?;
+        let client = self.client().await?;
+        let out = with_retry(&self.options.retry, |_| {
+            let req = client
+                .get_object()
+                .bucket(&self.bucket)
+                .key(key)
+                .range(format!("bytes={offset}-"))
+                .if_match(quote_etag(&known.version));
+            async move { req.send().await.map_err(|e| self.map_err(e, Some(key))) }
+        })
+        .await?;
+        // A server that ignored the range sent the whole object: never
+        // appended to what is there.
+        let start = out
+            .content_range()
+            .and_then(|r| r.strip_prefix("bytes "))
+            .and_then(|r| r.split('-').next())
+            .and_then(|n| n.parse::<u64>().ok());
+        if start != Some(offset) && !(offset == 0 && start.is_none()) {
+            return Err(StoreError::Server {
+                target: self.describe(),
+                key: Some(key.to_string()),
+                message: format!(
+                    "asked for bytes {offset}- and got {}",
+                    out.content_range().unwrap_or("the whole object")
+                ),
+            });
+        }
+        let sha256 = out.metadata().and_then(|m| m.get(SHA256_METADATA)).cloned();
+        let target = self.describe();
+        let body = futures_util::stream::unfold(Some(out.body), move |body| {
+            let target = target.clone();
+            async move {
+                let mut body = body?;
+                match body.try_next().await {
+                    Ok(Some(chunk)) => Some((Ok(chunk), Some(body))),
+                    Ok(None) => None,
+                    Err(e) => Some((
+                        Err(StoreError::Unreachable {
+                            target,
+                            message: format!("download interrupted: {}", error_chain(&e)),
+                        }),
+                        None,
+                    )),
+                }
+            }
+        });
+        Ok(Some(super::resume::Ranged {
+            sha256,
+            body: Box::pin(body),
+        }))
+    }
+
     async fn put_bytes(
         &self,
         key: &str,

@@ -22,12 +22,14 @@
 
 use std::path::Path;
 
+use aws_sdk_s3::error::ProvideErrorMetadata as _;
 use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::types::{CompletedMultipartUpload, CompletedPart};
 use base64::Engine as _;
 use futures_util::StreamExt;
 
 use super::{S3Store, conditional_headers, strip_etag};
+use crate::store::resume::{PartRecord, UploadJournal, UploadRecord};
 use crate::store::retry::with_retry;
 use crate::store::{ObjectMeta, Precondition, SHA256_METADATA, Store as _, StoreError};
 
@@ -83,7 +85,8 @@ impl S3Store {
         pre: &Precondition,
     ) -> Result<ObjectMeta, StoreError> {
         self.in_upload(key, Some(sha256), None, |upload_id| async move {
-            self.send_parts_and_complete(key, src, size, sha256, pre, &upload_id)
+            let file = FileToSend { src, size, sha256 };
+            self.send_parts_and_complete(key, &file, pre, &upload_id, None)
                 .await
         })
         .await
@@ -125,6 +128,21 @@ impl S3Store {
         F: FnOnce(String) -> Fut,
         Fut: std::future::Future<Output = Result<T, StoreError>>,
     {
+        let upload_id = self.create_upload(key, sha256, carried).await?;
+        let result = body(upload_id.clone()).await;
+        if result.is_err() {
+            let _ = self.abort_upload(key, &upload_id).await;
+        }
+        result
+    }
+
+    /// Creates a multipart upload of `key`; returns its id.
+    async fn create_upload(
+        &self,
+        key: &str,
+        sha256: Option<&str>,
+        carried: Option<&Carried>,
+    ) -> Result<String, StoreError> {
         let client = self.client().await?;
         let created = with_retry(&self.options.retry, |_| {
             let mut req = client
@@ -146,23 +164,143 @@ impl S3Store {
             async move { req.send().await.map_err(|e| self.map_err(e, Some(key))) }
         })
         .await?;
-        let upload_id = created
+        Ok(created
             .upload_id()
             .ok_or_else(|| StoreError::Server {
                 target: self.describe(),
                 key: Some(key.to_string()),
                 message: "no upload id in the answer".to_string(),
             })?
-            .to_string();
-        let result = body(upload_id.clone()).await;
-        if result.is_err() {
-            let _ = client
-                .abort_multipart_upload()
-                .bucket(&self.bucket)
-                .key(key)
-                .upload_id(&upload_id)
-                .send()
-                .await;
+            .to_string())
+    }
+
+    /// The parts the server holds of upload `upload_id` (`ListParts`, a
+    /// page per 1,000 parts): number, ETag and size. An upload gone is
+    /// [`StoreError::UploadGone`].
+    async fn list_parts(&self, key: &str, upload_id: &str) -> Result<Listed, StoreError> {
+        let client = self.client().await?;
+        let mut listed = Listed::new();
+        let mut marker: Option<String> = None;
+        loop {
+            let page = with_retry(&self.options.retry, |_| {
+                let req = client
+                    .list_parts()
+                    .bucket(&self.bucket)
+                    .key(key)
+                    .upload_id(upload_id)
+                    .set_part_number_marker(marker.clone());
+                async move {
+                    match req.send().await {
+                        Ok(out) => Ok(out),
+                        Err(e) if e.code() == Some("NoSuchUpload") => Err(StoreError::UploadGone {
+                            target: self.describe(),
+                            key: key.to_string(),
+                        }),
+                        Err(e) => Err(self.map_err(e, Some(key))),
+                    }
+                }
+            })
+            .await?;
+            for p in page.parts() {
+                if let (Some(n), Some(etag)) = (p.part_number(), p.e_tag()) {
+                    listed.insert(n, (etag.to_string(), p.size().unwrap_or(-1)));
+                }
+            }
+            match page.next_part_number_marker() {
+                Some(next) if page.is_truncated() == Some(true) => marker = Some(next.to_string()),
+                _ => return Ok(listed),
+            }
+        }
+    }
+
+    /// [`S3Store::put_multipart`], recorded in `journal` so that a run
+    /// stopped part-way is continued by the next (see
+    /// [`crate::store::resume`]): the upload recorded there, when it is
+    /// of this file unchanged, is listed and only the parts it lacks are
+    /// sent. An upload that can never complete as planned (the file
+    /// changed, the precondition failed) is aborted and forgotten; one
+    /// stopped by the network or the server is kept for the next run.
+    pub(super) async fn put_multipart_resumable(
+        &self,
+        key: &str,
+        src: &Path,
+        size: u64,
+        sha256: &str,
+        pre: &Precondition,
+        journal: &UploadJournal,
+    ) -> Result<ObjectMeta, StoreError> {
+        let part_size = part_size(size);
+        let mut resumed = None;
+        if let Some(r) = journal.read() {
+            if r.key == key
+                && r.sha256.eq_ignore_ascii_case(sha256)
+                && r.size == size
+                && r.part_size == part_size
+            {
+                match self.list_parts(key, &r.upload_id).await {
+                    Ok(listed) => resumed = Some((r, listed)),
+                    Err(StoreError::UploadGone { .. }) => journal.clear()?,
+                    Err(e) => return Err(e),
+                }
+            } else {
+                // Of another file (a plan aborts it first; this is the
+                // moment of acting). Another key's is never touched here.
+                if r.key == key {
+                    self.abort_upload(key, &r.upload_id).await?;
+                }
+                journal.clear()?;
+            }
+        }
+        let (record, listed) = match resumed {
+            Some(r) => r,
+            None => {
+                let upload_id = self.create_upload(key, Some(sha256), None).await?;
+                let record = UploadRecord {
+                    path: journal.path().to_string(),
+                    key: key.to_string(),
+                    upload_id,
+                    size,
+                    sha256: sha256.to_string(),
+                    part_size,
+                    started: crate::clock::now_secs(),
+                    parts: Vec::new(),
+                };
+                // Recorded before the first part: a run killed from here
+                // on leaves an upload the next one knows of.
+                if let Err(e) = journal.save(&record) {
+                    let _ = self.abort_upload(key, &record.upload_id).await;
+                    return Err(e);
+                }
+                (record, Listed::new())
+            }
+        };
+        let upload_id = record.upload_id.clone();
+        let mut progress = Progress {
+            journal,
+            record,
+            listed,
+        };
+        let result = self
+            .send_parts_and_complete(
+                key,
+                &FileToSend { src, size, sha256 },
+                pre,
+                &upload_id,
+                Some(&mut progress),
+            )
+            .await;
+        match &result {
+            Ok(_) => journal.clear()?,
+            Err(
+                StoreError::ChangedSinceHashed { .. }
+                | StoreError::PreconditionFailed { .. }
+                | StoreError::Integrity { .. }
+                | StoreError::UploadGone { .. },
+            ) => {
+                let _ = self.abort_upload(key, &upload_id).await;
+                journal.clear()?;
+            }
+            Err(_) => {}
         }
         result
     }
@@ -234,12 +372,12 @@ impl S3Store {
     async fn send_parts_and_complete(
         &self,
         key: &str,
-        src: &Path,
-        size: u64,
-        sha256: &str,
+        file: &FileToSend<'_>,
         pre: &Precondition,
         upload_id: &str,
+        mut progress: Option<&mut Progress<'_>>,
     ) -> Result<ObjectMeta, StoreError> {
+        let FileToSend { src, size, sha256 } = *file;
         let part_size = part_size(size);
         let mut reader = Some(PartReader::open(src, size, part_size)?);
         let mut in_flight = futures_util::stream::FuturesUnordered::new();
@@ -270,6 +408,13 @@ impl S3Store {
                     .map_err(|e| StoreError::task("reading a part", e))?;
                 reader = Some(r);
                 match next? {
+                    // Already on the server, as read now: not sent again.
+                    Some(part) if progress.as_ref().is_some_and(|p| p.holds(&part)) => {
+                        let etag = progress.as_ref().expect("checked").listed[&part.number]
+                            .0
+                            .clone();
+                        done.push((part.number, etag, part.md5));
+                    }
                     Some(part) => in_flight.push(async move {
                         let sent = self.upload_part(key, upload_id, part).await;
                         drop(permit);
@@ -279,7 +424,13 @@ impl S3Store {
                 }
             }
             match in_flight.next().await {
-                Some(part) => done.push(part?),
+                Some(part) => {
+                    let part = part?;
+                    if let Some(p) = progress.as_mut() {
+                        p.record(&part)?;
+                    }
+                    done.push(part);
+                }
                 None => break,
             }
         }
@@ -325,6 +476,67 @@ impl S3Store {
             md5: None,
             content_encoded: false,
         })
+    }
+}
+
+/// The file an upload sends: its path, and the size and sha256 the caller
+/// found (checked again as the parts are read).
+#[derive(Clone, Copy)]
+struct FileToSend<'a> {
+    src: &'a Path,
+    size: u64,
+    sha256: &'a str,
+}
+
+/// Parts a server holds of an upload: number to ETag and size.
+type Listed = std::collections::HashMap<i32, (String, i64)>;
+
+/// A recorded upload in progress: its journal, its record, and the parts
+/// the server held when it was resumed.
+struct Progress<'a> {
+    journal: &'a UploadJournal,
+    record: UploadRecord,
+    listed: Listed,
+}
+
+impl Progress<'_> {
+    /// Whether the server holds `part` as it was read now: the same size,
+    /// and an ETag that is its MD5 (or, where ETags are no MD5s, the one
+    /// recorded for a part of this MD5).
+    fn holds(&self, part: &Part) -> bool {
+        let Some((etag, size)) = self.listed.get(&part.number) else {
+            return false;
+        };
+        if *size != part.bytes.len() as i64 {
+            return false;
+        }
+        if let Some(m) = crate::digest::Md5::from_etag(etag) {
+            return m.0 == part.md5;
+        }
+        let md5 = hex::encode(part.md5);
+        self.record
+            .parts
+            .iter()
+            .any(|r| r.number == part.number && r.etag == *etag && r.md5 == md5)
+    }
+
+    /// Records a part the server acknowledged.
+    fn record(&mut self, part: &(i32, String, [u8; 16])) -> Result<(), StoreError> {
+        self.record.parts.retain(|r| r.number != part.0);
+        self.record.parts.push(PartRecord {
+            number: part.0,
+            etag: part.1.clone(),
+            md5: hex::encode(part.2),
+        });
+        self.journal.save(&self.record)?;
+        #[cfg(feature = "failpoints")]
+        if fail::eval("multipart-part-recorded", |_| ()).is_some() {
+            let _ = rustix::process::kill_process(
+                rustix::process::getpid(),
+                rustix::process::Signal::KILL,
+            );
+        }
+        Ok(())
     }
 }
 

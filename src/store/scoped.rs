@@ -143,6 +143,34 @@ impl Store for Scoped {
         self.inner.put_file(key, src, sha256, pre).await
     }
 
+    async fn put_file_resumable(
+        &self,
+        key: &str,
+        src: &Path,
+        sha256: &str,
+        pre: &Precondition,
+        journal: &super::resume::UploadJournal,
+    ) -> Result<ObjectMeta, StoreError> {
+        self.check(key)?;
+        self.inner
+            .put_file_resumable(key, src, sha256, pre, journal)
+            .await
+    }
+
+    async fn abort_upload(&self, key: &str, upload_id: &str) -> Result<(), StoreError> {
+        self.check(key)?;
+        self.inner.abort_upload(key, upload_id).await
+    }
+
+    async fn get_range(
+        &self,
+        known: &ObjectMeta,
+        offset: u64,
+    ) -> Result<Option<super::resume::Ranged>, StoreError> {
+        self.check(&known.key)?;
+        self.inner.get_range(known, offset).await
+    }
+
     async fn put_bytes(
         &self,
         key: &str,

@@ -20,6 +20,7 @@ mod lock;
 mod mirror;
 mod remote_sync;
 mod render;
+mod resume;
 mod schemas;
 mod store_conformance;
 mod trust;

@@ -68,6 +68,7 @@ fn plan(actions: Vec<Action>, conflicts: Vec<swamp::plan::Conflict>) -> Plan {
         conflicts,
         no_undo: false,
         diffs: Vec::new(),
+        resumes: Vec::new(),
     }
 }
 

@@ -1005,6 +1005,23 @@ fn a_sync_plan_document_matches_the_schema() {
                 ),
             ]
         },
+        resumes: {
+            use swamp::plan::resume::{Resume, Transfer};
+            vec![
+                Resume {
+                    path: swamp::layout::TierPath::parse("data/big/1/raw").unwrap(),
+                    transfer: Transfer::Upload,
+                    done: 24 << 20,
+                    size: 256 << 20,
+                },
+                Resume {
+                    path: swamp::layout::TierPath::parse("outputs/weights.bin").unwrap(),
+                    transfer: Transfer::Download,
+                    done: 612 << 20,
+                    size: 1 << 30,
+                },
+            ]
+        },
     };
     let desired = Desired {
         scope: Scope::Sync,

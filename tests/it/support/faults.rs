@@ -105,6 +105,8 @@ pub struct Seen {
     pub at: Instant,
     /// The request's `User-Agent` (empty if none).
     pub agent: String,
+    /// The request's `Range` (empty if none).
+    pub range: String,
 }
 
 struct State {
@@ -209,6 +211,7 @@ fn serve(state: &State, client: TcpStream) {
             fault: Some(Fault::Reset),
             at: Instant::now(),
             agent: String::new(),
+            range: String::new(),
         });
         reset(client);
         return;
@@ -239,6 +242,12 @@ fn serve(state: &State, client: TcpStream) {
                 .head
                 .iter()
                 .find(|(name, _)| name.eq_ignore_ascii_case("user-agent"))
+                .map(|(_, value)| value.clone())
+                .unwrap_or_default(),
+            range: req
+                .head
+                .iter()
+                .find(|(name, _)| name.eq_ignore_ascii_case("range"))
                 .map(|(_, value)| value.clone())
                 .unwrap_or_default(),
         });

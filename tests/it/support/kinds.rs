@@ -169,6 +169,16 @@ pub fn every_action() -> Vec<swamp::plan::Action> {
             files: 5,
             bytes: 4108,
         },
+        Action::AbortUpload {
+            path: tp("data/big/1/raw"),
+            upload_id: "2~Xy7Qd".into(),
+            why: swamp::plan::AbortWhy::FileChanged,
+        },
+        Action::AbortUpload {
+            path: tp("data/big/2/raw"),
+            upload_id: "2~Zq1".into(),
+            why: swamp::plan::AbortWhy::Stale,
+        },
         Action::RemoveTemp {
             path: tp("data/a/1/.swamp-tmp-x1"),
             source: None,

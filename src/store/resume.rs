@@ -1,0 +1,480 @@
+//! What an interrupted transfer leaves behind to resume from, and the
+//! resumable download.
+//!
+//! - **Uploads** (S3 multipart): before its first part, a large upload is
+//!   recorded in a small file of the clone's state ([`UploadRecord`]:
+//!   upload id, part size, the file's size and sha256), and again as each
+//!   part is acknowledged. The next upload of the same file, unchanged,
+//!   lists the parts the server holds, sends only the rest and completes
+//!   under its own precondition. A record whose file changed, or older
+//!   than [`STALE_UPLOAD_SECS`], is aborted by a planned action.
+//! - **Downloads** (S3 and GCS) of an object of at least [`PARTIAL_MIN`]
+//!   bytes land in a kept partial file named for the object's key and
+//!   version ([`partial_name`]), outside the cache's tree; the next run
+//!   resumes with a ranged read pinned to that version and checks the
+//!   whole file's sha256 before it is renamed to where a reader sees it.
+//!   Another version's partial is never continued: its name differs.
+//!
+//! Records are hostile input like any file in the clone: one that does
+//! not parse is treated as absent (the upload it named, if any, is then
+//! cleared by the bucket's lifecycle rule, never completed by us).
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::{ObjectMeta, Store, StoreError};
+
+/// Downloads of objects at least this large land in a kept partial file.
+pub const PARTIAL_MIN: u64 = 16 << 20;
+
+/// Recorded uploads older than this are aborted rather than resumed (the
+/// bucket may expire them any time after; S3's own advice is a day).
+pub const STALE_UPLOAD_SECS: u64 = 24 * 60 * 60;
+
+/// One part the server acknowledged.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PartRecord {
+    pub number: i32,
+    /// The ETag the server answered (quoted as it came).
+    pub etag: String,
+    /// Hex MD5 of the part's bytes as sent.
+    pub md5: String,
+}
+
+/// A multipart upload in progress, as recorded in the clone's state.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UploadRecord {
+    /// The tier path, as plans name it.
+    pub path: String,
+    pub key: String,
+    pub upload_id: String,
+    pub size: u64,
+    /// Hex sha256 of the file being uploaded.
+    pub sha256: String,
+    pub part_size: u64,
+    /// Seconds since the epoch when the upload was created.
+    pub started: u64,
+    #[serde(default)]
+    pub parts: Vec<PartRecord>,
+}
+
+impl UploadRecord {
+    /// Bytes of the parts acknowledged so far.
+    pub fn done_bytes(&self) -> u64 {
+        self.parts
+            .iter()
+            .map(|p| {
+                let start = (p.number.max(1) as u64 - 1) * self.part_size;
+                self.part_size.min(self.size.saturating_sub(start))
+            })
+            .sum()
+    }
+
+    /// Whether it is older than [`STALE_UPLOAD_SECS`] at `now`.
+    pub fn is_stale(&self, now: u64) -> bool {
+        now.saturating_sub(self.started) > STALE_UPLOAD_SECS
+    }
+}
+
+/// The record file of the upload of `path` (a tier path) in `dir`.
+pub fn record_file(dir: &Path, path: &str) -> PathBuf {
+    let id = crate::fsutil::sha256_bytes(path.as_bytes());
+    dir.join(format!("{}.json", &id[..16]))
+}
+
+/// Every record in `dir` that parses, sorted by path. A missing
+/// directory has none.
+pub fn read_records(dir: &Path) -> Vec<UploadRecord> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut records: Vec<UploadRecord> = entries
+        .flatten()
+        .filter(|e| e.file_name().to_str().is_some_and(|n| n.ends_with(".json")))
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+        .filter_map(|e| std::fs::read(e.path()).ok())
+        .filter_map(|bytes| serde_json::from_slice(&bytes).ok())
+        .collect();
+    records.sort_by(|a, b| a.path.cmp(&b.path));
+    records
+}
+
+/// The record of one upload: read before it starts, written (atomically)
+/// before its first part and after each part, removed when it completes
+/// or is aborted.
+#[derive(Debug, Clone)]
+pub struct UploadJournal {
+    file: PathBuf,
+    path: String,
+}
+
+impl UploadJournal {
+    /// The journal of the upload of `path` (a tier path) in `dir`.
+    pub fn new(dir: &Path, path: &str) -> UploadJournal {
+        UploadJournal {
+            file: record_file(dir, path),
+            path: path.to_string(),
+        }
+    }
+
+    /// The tier path uploaded.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// The upload recorded for this path, if one parses.
+    pub fn read(&self) -> Option<UploadRecord> {
+        let bytes = std::fs::read(&self.file).ok()?;
+        serde_json::from_slice(&bytes).ok()
+    }
+
+    pub fn save(&self, record: &UploadRecord) -> Result<(), StoreError> {
+        let bytes = serde_json::to_vec_pretty(record).expect("a record serialises");
+        if let Some(dir) = self.file.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| StoreError::io(dir, e))?;
+        }
+        crate::fsutil::atomic_write(&self.file, &bytes).map_err(|e| StoreError::io(&self.file, e))
+    }
+
+    /// Forgets the upload (done or aborted). A record already gone is fine.
+    pub fn clear(&self) -> Result<(), StoreError> {
+        match std::fs::remove_file(&self.file) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(StoreError::io(&self.file, e)),
+        }
+    }
+}
+
+/// The partial file's name for `key` at `version`: both hashed, so no
+/// key or version (hostile input) shapes a path.
+pub fn partial_name(key: &str, version: &str) -> String {
+    let k = crate::fsutil::sha256_bytes(key.as_bytes());
+    let v = crate::fsutil::sha256_bytes(version.as_bytes());
+    format!("{}-{}.part", &k[..16], &v[..16])
+}
+
+/// The bytes a partial download of `key` at `version` holds in `dir`
+/// (`None`: there is none, or it is not a plain file).
+pub fn partial_len(dir: &Path, key: &str, version: &str) -> Option<u64> {
+    let m = std::fs::symlink_metadata(dir.join(partial_name(key, version))).ok()?;
+    m.file_type().is_file().then_some(m.len())
+}
+
+/// The other versions' partial files of `key` in `dir` (the object was
+/// replaced since they were started: never continued).
+fn other_partials(dir: &Path, key: &str, version: &str) -> Vec<PathBuf> {
+    let own = partial_name(key, version);
+    let k = &own[..17];
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_str()
+                .is_some_and(|n| n.starts_with(k) && n.ends_with(".part") && n != own)
+        })
+        .map(|e| e.path())
+        .collect()
+}
+
+/// A body read from some offset on, a chunk at a time.
+pub type Chunks =
+    std::pin::Pin<Box<dyn futures_util::Stream<Item = Result<bytes::Bytes, StoreError>> + Send>>;
+
+/// A ranged read: the object's sha256 metadata as the answer gave it
+/// (S3 sends it with every read; GCS listings carry it instead), and the
+/// bytes.
+pub struct Ranged {
+    pub sha256: Option<String>,
+    pub body: Chunks,
+}
+
+/// How many times a body that broke off after making progress is read
+/// again from where it stopped, within one download.
+const BREAKS: u32 = 5;
+
+/// Whether `known` is downloaded through a kept partial file.
+pub fn resumable(known: &ObjectMeta) -> bool {
+    known.size >= PARTIAL_MIN
+}
+
+/// Downloads `known` (a [`resumable`] object at the version a plan saw)
+/// into `dir`'s partial file, continuing what an earlier run left there,
+/// then renames it to `dest` once its size and sha256 are the object's
+/// (the sha256 the listing gave, else the one the read's answer gave).
+/// Returns `None` when the store cannot read ranges, the version is gone
+/// (replaced or deleted since it was listed), or the object has no
+/// sha256 to check the whole against: the partial is then removed and
+/// the caller downloads the object as it is now, whole.
+pub async fn get_resumable(
+    store: &dyn Store,
+    known: &ObjectMeta,
+    dir: &Path,
+    dest: &Path,
+) -> Result<Option<ObjectMeta>, StoreError> {
+    use sha2::Digest;
+    use tokio::io::AsyncWriteExt;
+    let mut expected = known.sha256.clone();
+    std::fs::create_dir_all(dir).map_err(|e| StoreError::io(dir, e))?;
+    for stale in other_partials(dir, &known.key, &known.version) {
+        let _ = std::fs::remove_file(stale);
+    }
+    let partial = dir.join(partial_name(&known.key, &known.version));
+    // A link or directory under the name is not ours to continue.
+    if let Ok(m) = std::fs::symlink_metadata(&partial)
+        && !m.file_type().is_file()
+    {
+        return Err(StoreError::io(
+            &partial,
+            std::io::Error::other("not a plain file; remove it"),
+        ));
+    }
+    // Resumed at most once from what is there; a whole file that fails
+    // its check is read again from byte 0, once.
+    for fresh in [false, true] {
+        let (mut file, mut at, mut hasher) = {
+            let partial = partial.clone();
+            let size = known.size;
+            tokio::task::spawn_blocking(move || open_partial(&partial, size, fresh))
+                .await
+                .map_err(|e| StoreError::task("reading a partial download", e))??
+        };
+        let resumed_from = at;
+        let mut breaks = 0;
+        while at < known.size {
+            let mut body = match store.get_range(known, at).await {
+                Ok(Some(ranged)) if expected.is_some() || ranged.sha256.is_some() => {
+                    expected = expected.or(ranged.sha256);
+                    ranged.body
+                }
+                Ok(Some(_)) => {
+                    drop(file);
+                    let _ = std::fs::remove_file(&partial);
+                    return Ok(None);
+                }
+                Ok(None) => {
+                    drop(file);
+                    let _ = std::fs::remove_file(&partial);
+                    return Ok(None);
+                }
+                Err(StoreError::PreconditionFailed { .. } | StoreError::NotFound { .. }) => {
+                    drop(file);
+                    let _ = std::fs::remove_file(&partial);
+                    return Ok(None);
+                }
+                Err(e) => return Err(e),
+            };
+            let before = at;
+            let mut broke = None;
+            while let Some(chunk) = futures_util::StreamExt::next(&mut body).await {
+                let chunk = match chunk {
+                    Ok(c) => c,
+                    Err(e) => {
+                        broke = Some(e);
+                        break;
+                    }
+                };
+                if at + chunk.len() as u64 > known.size {
+                    return Err(StoreError::Integrity {
+                        key: known.key.clone(),
+                        algorithm: "size",
+                        expected: known.size.to_string(),
+                        found: format!("more than {}", known.size),
+                    });
+                }
+                file.write_all(&chunk)
+                    .await
+                    .map_err(|e| StoreError::io(&partial, e))?;
+                hasher.update(&chunk);
+                at += chunk.len() as u64;
+                #[cfg(feature = "failpoints")]
+                if let Some(Some(n)) = fail::eval("download-partial", |arg| arg)
+                    && n.parse::<u64>().is_ok_and(|n| at >= n)
+                {
+                    let _ = file.flush().await;
+                    let _ = rustix::process::kill_process(
+                        rustix::process::getpid(),
+                        rustix::process::Signal::KILL,
+                    );
+                }
+            }
+            match broke {
+                None if at < known.size => {
+                    return Err(StoreError::Unreachable {
+                        target: store.describe(),
+                        message: format!(
+                            "download of `{}` ended at byte {at} of {}",
+                            known.key, known.size
+                        ),
+                    });
+                }
+                None => {}
+                Some(e) if at > before && breaks < BREAKS && e.is_transient() => breaks += 1,
+                Some(e) => return Err(e),
+            }
+        }
+        file.flush()
+            .await
+            .map_err(|e| StoreError::io(&partial, e))?;
+        file.sync_all()
+            .await
+            .map_err(|e| StoreError::io(&partial, e))?;
+        drop(file);
+        let found = hex::encode(hasher.finalize());
+        // A file already whole asked for no range: the listing vouches.
+        let Some(expected) = expected.clone() else {
+            let _ = std::fs::remove_file(&partial);
+            return Ok(None);
+        };
+        if !found.eq_ignore_ascii_case(&expected) {
+            let _ = std::fs::remove_file(&partial);
+            // What an earlier run left may be what failed: once, whole.
+            if !fresh && resumed_from > 0 {
+                continue;
+            }
+            return Err(StoreError::Integrity {
+                key: known.key.clone(),
+                algorithm: "sha256",
+                expected,
+                found,
+            });
+        }
+        if let Some(parent) = dest.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| StoreError::io(parent, e))?;
+        }
+        std::fs::rename(&partial, dest).map_err(|e| StoreError::io(dest, e))?;
+        return Ok(Some(ObjectMeta {
+            sha256: Some(found),
+            ..known.clone()
+        }));
+    }
+    unreachable!("the fresh attempt returns")
+}
+
+/// Opens the partial file for appending (created if missing; emptied when
+/// `fresh` or longer than the object), with the sha256 of what it holds.
+fn open_partial(
+    partial: &Path,
+    size: u64,
+    fresh: bool,
+) -> Result<(tokio::fs::File, u64, sha2::Sha256), StoreError> {
+    use sha2::Digest;
+    use std::io::{Read, Seek};
+    let io = |e| StoreError::io(partial, e);
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(partial)
+        .map_err(io)?;
+    let len = file.metadata().map_err(io)?.len();
+    let mut hasher = sha2::Sha256::default();
+    if fresh || len > size {
+        file.set_len(0).map_err(io)?;
+    } else {
+        let mut buf = vec![0u8; 1 << 20];
+        let mut read = 0u64;
+        while read < len {
+            let n = file.read(&mut buf).map_err(io)?;
+            if n == 0 {
+                break;
+            }
+            hasher.update(&buf[..n]);
+            read += n as u64;
+        }
+        // What was read is what is kept (a file that shrank meanwhile).
+        file.set_len(read).map_err(io)?;
+    }
+    let at = file.seek(std::io::SeekFrom::End(0)).map_err(io)?;
+    Ok((tokio::fs::File::from_std(file), at, hasher))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(size: u64, part: u64, parts: &[i32]) -> UploadRecord {
+        UploadRecord {
+            path: "data/x".into(),
+            key: "k".into(),
+            upload_id: "u".into(),
+            size,
+            sha256: "0".repeat(64),
+            part_size: part,
+            started: 100,
+            parts: parts
+                .iter()
+                .map(|&number| PartRecord {
+                    number,
+                    etag: String::new(),
+                    md5: String::new(),
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn done_bytes_counts_a_short_last_part_as_it_is() {
+        assert_eq!(record(25, 10, &[1, 2]).done_bytes(), 20);
+        assert_eq!(record(25, 10, &[3]).done_bytes(), 5);
+        assert_eq!(record(25, 10, &[]).done_bytes(), 0);
+    }
+
+    #[test]
+    fn a_record_is_stale_after_a_day() {
+        let r = record(1, 1, &[]);
+        assert!(!r.is_stale(100 + STALE_UPLOAD_SECS));
+        assert!(r.is_stale(101 + STALE_UPLOAD_SECS));
+    }
+
+    #[test]
+    fn records_round_trip_and_garbage_reads_as_none() {
+        let dir = tempfile::tempdir().unwrap();
+        let j = UploadJournal::new(dir.path(), "data/x");
+        assert_eq!(j.read(), None);
+        let r = record(25, 10, &[1]);
+        j.save(&r).unwrap();
+        assert_eq!(j.read(), Some(r.clone()));
+        assert_eq!(read_records(dir.path()), vec![r]);
+        std::fs::write(record_file(dir.path(), "data/x"), b"{not json").unwrap();
+        assert_eq!(j.read(), None);
+        assert!(read_records(dir.path()).is_empty());
+        j.clear().unwrap();
+        j.clear().unwrap();
+    }
+
+    #[test]
+    fn partial_names_are_hashes_of_key_and_version() {
+        let a = partial_name("../../etc/passwd", "v1");
+        assert!(!a.contains('/') && a.ends_with(".part"));
+        assert_ne!(a, partial_name("../../etc/passwd", "v2"));
+        assert_eq!(a[..17], partial_name("../../etc/passwd", "v2")[..17]);
+    }
+
+    #[test]
+    fn a_partial_is_reopened_with_the_hash_of_what_it_holds() {
+        use sha2::Digest;
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("x.part");
+        std::fs::write(&p, b"hello").unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let (_, at, h) = open_partial(&p, 10, false).unwrap();
+            assert_eq!(at, 5);
+            assert_eq!(
+                h.finalize().as_slice(),
+                sha2::Sha256::digest(b"hello").as_slice()
+            );
+            // Longer than the object: emptied.
+            let (_, at, _) = open_partial(&p, 3, false).unwrap();
+            assert_eq!(at, 0);
+        });
+    }
+}

@@ -1,0 +1,363 @@
+//! Interrupted transfers resume (issue 29, item 4), on SeaweedFS (S3)
+//! and fake-gcs-server (GCS) behind a counting proxy: a push of a large
+//! file killed after its third part sends only the parts the server
+//! lacks; one whose file changed meanwhile aborts the old upload and
+//! starts over; a pull killed part-way continues with a ranged read of
+//! the same version, and an object replaced meanwhile is read whole.
+
+use std::os::unix::process::ExitStatusExt as _;
+
+use crate::support::bucket::{Backend, Bucket, Repo};
+use crate::support::faults::FaultProxy;
+
+/// 256 MiB: the smallest file swamp uploads in parts (32 parts of 8 MiB).
+const LARGE: usize = 256 << 20;
+const PARTS: usize = 32;
+
+/// `n` bytes no two parts of which are alike (xorshift, seeded).
+fn noise(n: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed | 1;
+    let mut out = Vec::with_capacity(n);
+    while out.len() < n {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        out.extend_from_slice(&x.to_le_bytes());
+    }
+    out.truncate(n);
+    out
+}
+
+/// Runs `args` with a failpoint that SIGKILLs the process, and checks it
+/// was killed.
+#[track_caller]
+fn killed(repo: &Repo, args: &[&str], failpoint: &str) {
+    let out = repo
+        .spawn(args, &[("FAILPOINTS", failpoint)])
+        .wait_with_output()
+        .unwrap();
+    assert_eq!(
+        out.status.signal(),
+        Some(9),
+        "killed by the failpoint `{failpoint}`: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The upload records in the clone's state.
+fn records(repo: &Repo) -> Vec<serde_json::Value> {
+    let state = repo.root.join(".swamp/state");
+    let mut out = Vec::new();
+    for dir in std::fs::read_dir(&state).unwrap().flatten() {
+        if !dir.file_name().to_string_lossy().starts_with("uploads-") {
+            continue;
+        }
+        for f in std::fs::read_dir(dir.path()).unwrap().flatten() {
+            out.push(serde_json::from_slice(&std::fs::read(f.path()).unwrap()).unwrap());
+        }
+    }
+    out
+}
+
+/// The part numbers the server holds of `upload_id`, asked directly (not
+/// through the proxy).
+fn parts_on_server(bucket: &Bucket, key: &str, upload_id: &str) -> Vec<i32> {
+    let endpoint = crate::support::servers::s3().endpoint.clone();
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(async {
+            let client = crate::support::servers::signing_client(&endpoint).await;
+            let out = client
+                .list_parts()
+                .bucket(&bucket.name)
+                .key(key)
+                .upload_id(upload_id)
+                .send()
+                .await
+                .unwrap();
+            out.parts().iter().filter_map(|p| p.part_number()).collect()
+        })
+}
+
+/// The multipart uploads in progress in the bucket.
+fn uploads_in_progress(bucket: &Bucket) -> usize {
+    let endpoint = crate::support::servers::s3().endpoint.clone();
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(async {
+            let client = crate::support::servers::signing_client(&endpoint).await;
+            let out = client
+                .list_multipart_uploads()
+                .bucket(&bucket.name)
+                .send()
+                .await
+                .unwrap();
+            out.uploads().len()
+        })
+}
+
+const KEY: &str = "swamp/alpha/outputs/big.bin";
+
+/// A repository with a 256 MiB file in its cache whose push was killed
+/// after the server acknowledged its third part.
+fn push_killed_after_three_parts() -> (Bucket, FaultProxy, Repo, Vec<u8>) {
+    let (bucket, proxy) = Bucket::behind_proxy(Backend::S3);
+    let repo = Repo::init(&bucket, Some("alpha"));
+    let body = noise(LARGE, 7);
+    std::fs::create_dir_all(repo.cache().join("alpha/outputs")).unwrap();
+    std::fs::write(repo.cache().join("alpha/outputs/big.bin"), &body).unwrap();
+    killed(
+        &repo,
+        &["datastore", "sync", "--push", "-y"],
+        "multipart-part-recorded=2*off->return",
+    );
+    (bucket, proxy, repo, body)
+}
+
+#[test]
+fn a_push_killed_after_its_third_part_resumes_with_the_parts_it_lacks() {
+    let (bucket, proxy, repo, body) = push_killed_after_three_parts();
+    let recorded = records(&repo);
+    assert_eq!(recorded.len(), 1, "the upload is recorded: {recorded:?}");
+    let upload_id = recorded[0]["upload_id"].as_str().unwrap().to_string();
+    assert_eq!(recorded[0]["parts"].as_array().unwrap().len(), 3);
+    assert!(
+        bucket.get(KEY).is_none(),
+        "nothing is visible before the complete"
+    );
+
+    // The plan says what is left, from the record alone.
+    let plan = repo.json(&["plan", "--json"], 0);
+    assert_eq!(plan["resumes"][0]["path"], "outputs/big.bin");
+    assert_eq!(plan["resumes"][0]["transfer"], "upload");
+    assert_eq!(plan["resumes"][0]["done"], 24 << 20);
+    let shown = repo.run(&["plan"]);
+    assert!(
+        shown
+            .stdout
+            .contains("resume    outputs/big.bin (upload, 232.0 MiB of 256.0 MiB left)"),
+        "{}",
+        shown.stdout
+    );
+
+    // What the server holds: the three recorded, and any in flight then.
+    let held = parts_on_server(&bucket, KEY, &upload_id);
+    assert!(held.len() >= 3 && held.len() < PARTS, "{held:?}");
+    let before = proxy.seen().len();
+    repo.run_ok(&["datastore", "sync", "--push", "-y"]);
+    let run: Vec<_> = proxy.seen().split_off(before);
+    let count = |method: &str, parts: &[&str]| {
+        run.iter()
+            .filter(|s| s.method == method && parts.iter().all(|p| s.target.contains(p)))
+            .count()
+    };
+    assert_eq!(
+        count("GET", &["uploadId="]),
+        1,
+        "one ListParts of the recorded upload"
+    );
+    assert_eq!(count("POST", &["uploads"]), 0, "no new upload is created");
+    assert_eq!(
+        count("PUT", &["partNumber=", &upload_id]),
+        PARTS - held.len(),
+        "only the parts the server lacked are sent"
+    );
+    assert_eq!(count("POST", &["uploadId="]), 1, "one complete");
+    assert!(
+        bucket.get(KEY).unwrap() == body,
+        "the object is the file byte for byte"
+    );
+    assert!(
+        records(&repo).is_empty(),
+        "the record goes once it completes"
+    );
+    assert_eq!(uploads_in_progress(&bucket), 0);
+    // Done: the next plan has nothing to do.
+    repo.run(&["plan", "--detailed-exitcode"]).expect(0);
+}
+
+#[test]
+fn a_file_changed_after_the_kill_aborts_the_old_upload_and_starts_over() {
+    let (bucket, proxy, repo, mut body) = push_killed_after_three_parts();
+    let old_id = records(&repo)[0]["upload_id"].as_str().unwrap().to_string();
+    // Same size, other bytes (in the first part, which the server holds).
+    body[0] ^= 0xff;
+    std::fs::write(repo.cache().join("alpha/outputs/big.bin"), &body).unwrap();
+    let plan = repo.json(&["plan", "--json"], 0);
+    let aborts: Vec<_> = plan["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["kind"] == "abort-upload")
+        .collect();
+    assert_eq!(aborts.len(), 1, "{plan:#}");
+    assert_eq!(aborts[0]["upload_id"], old_id.as_str());
+    assert_eq!(aborts[0]["why"], "file-changed");
+    assert!(plan.get("resumes").is_none(), "nothing resumes: {plan:#}");
+    assert_eq!(plan["summary"]["abort_upload"], 1);
+
+    let before = proxy.seen().len();
+    repo.run_ok(&["datastore", "sync", "--push", "-y"]);
+    let run: Vec<_> = proxy.seen().split_off(before);
+    let count = |method: &str, parts: &[&str]| {
+        run.iter()
+            .filter(|s| s.method == method && parts.iter().all(|p| s.target.contains(p)))
+            .count()
+    };
+    assert_eq!(
+        count("DELETE", &["uploadId=", &old_id]),
+        1,
+        "the old upload is aborted"
+    );
+    assert_eq!(count("GET", &["uploadId="]), 0, "nothing of it is listed");
+    assert_eq!(count("POST", &["uploads"]), 1, "a new upload");
+    assert_eq!(
+        count("PUT", &["partNumber="]),
+        PARTS,
+        "all of it, from byte 0"
+    );
+    assert!(bucket.get(KEY).unwrap() == body);
+    assert!(records(&repo).is_empty());
+    assert_eq!(uploads_in_progress(&bucket), 0, "no upload left behind");
+}
+
+/// 40 MiB: large enough to land in a kept partial file.
+const PULLED: usize = 40 << 20;
+
+/// A pull of `repo`'s 40 MiB file by a clone, killed after 16 MiB landed.
+fn pull_killed_part_way(backend: Backend) -> (Bucket, FaultProxy, Repo, Repo, Vec<u8>) {
+    let (bucket, proxy) = Bucket::behind_proxy(backend);
+    let a = Repo::init(&bucket, Some("alpha"));
+    let body = noise(PULLED, 11);
+    std::fs::create_dir_all(a.cache().join("alpha/outputs")).unwrap();
+    std::fs::write(a.cache().join("alpha/outputs/big.bin"), &body).unwrap();
+    a.run_ok(&["datastore", "sync", "--push", "-y"]);
+    let b = a.clone_elsewhere();
+    killed(
+        &b,
+        &["datastore", "sync", "--pull", "-y"],
+        "download-partial=return(16777216)",
+    );
+    (bucket, proxy, a, b, body)
+}
+
+/// The partial downloads in `repo`'s cache: name and size.
+fn partials(repo: &Repo) -> Vec<(String, u64)> {
+    let dir = repo.cache().join(".swamp/partial");
+    let mut out: Vec<_> = std::fs::read_dir(dir)
+        .map(|d| {
+            d.flatten()
+                .map(|e| {
+                    (
+                        e.file_name().to_string_lossy().into_owned(),
+                        e.metadata().unwrap().len(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    out.sort();
+    out
+}
+
+/// The reads of the object's bytes (S3 GET of the key, GCS media
+/// download), with the `Range` each asked for.
+fn reads(proxy: &FaultProxy, since: usize) -> Vec<String> {
+    proxy.seen()[since..]
+        .iter()
+        .filter(|s| s.method == "GET" && s.target.contains("big.bin"))
+        .filter(|s| !s.target.contains("list-type") && !s.target.contains("prefix="))
+        .filter(|s| !s.target.contains("/o/") || s.target.contains("alt=media"))
+        .map(|s| s.range.clone())
+        .collect()
+}
+
+fn a_pull_killed_part_way_resumes_with_a_ranged_read(backend: Backend) {
+    let (_bucket, proxy, _a, b, body) = pull_killed_part_way(backend);
+    let file = b.cache().join("alpha/outputs/big.bin");
+    assert!(!file.exists(), "nothing partial at the file's path");
+    let held = partials(&b);
+    assert_eq!(held.len(), 1, "{held:?}");
+    let done = held[0].1;
+    assert!(done >= 16 << 20 && done < PULLED as u64, "{done}");
+
+    let plan = b.json(&["plan", "--json"], 0);
+    assert_eq!(plan["resumes"][0]["transfer"], "download");
+    assert_eq!(plan["resumes"][0]["done"], done);
+    let shown = b.run(&["plan"]);
+    assert!(
+        shown
+            .stdout
+            .contains("resume    outputs/big.bin (download, "),
+        "{}",
+        shown.stdout
+    );
+
+    let since = proxy.seen().len();
+    b.run_ok(&["datastore", "sync", "--pull", "-y"]);
+    assert_eq!(
+        reads(&proxy, since),
+        vec![format!("bytes={done}-")],
+        "one read, of the rest only"
+    );
+    assert!(std::fs::read(&file).unwrap() == body, "the file is whole");
+    assert!(partials(&b).is_empty(), "the partial file became the file");
+    b.run(&["plan", "--detailed-exitcode"]).expect(0);
+}
+
+fn an_object_replaced_after_the_kill_is_downloaded_whole(backend: Backend) {
+    let (_bucket, proxy, a, b, mut body) = pull_killed_part_way(backend);
+    assert_eq!(partials(&b).len(), 1);
+    // Same size, other bytes where the partial file already has them.
+    body[0] ^= 0xff;
+    std::fs::write(a.cache().join("alpha/outputs/big.bin"), &body).unwrap();
+    a.run_ok(&["datastore", "sync", "--push", "-y"]);
+
+    let plan = b.json(&["plan", "--json"], 0);
+    assert!(plan.get("resumes").is_none(), "nothing resumes: {plan:#}");
+    let since = proxy.seen().len();
+    b.run_ok(&["datastore", "sync", "--pull", "-y"]);
+    assert_eq!(
+        reads(&proxy, since),
+        vec!["bytes=0-".to_string()],
+        "read whole, from byte 0"
+    );
+    let file = b.cache().join("alpha/outputs/big.bin");
+    assert!(
+        std::fs::read(&file).unwrap() == body,
+        "the new object, never spliced onto the old one's bytes"
+    );
+    assert!(partials(&b).is_empty(), "the old version's partial is gone");
+}
+
+mod s3 {
+    use super::*;
+
+    #[test]
+    fn a_pull_killed_part_way_resumes_with_a_ranged_read() {
+        super::a_pull_killed_part_way_resumes_with_a_ranged_read(Backend::S3);
+    }
+
+    #[test]
+    fn an_object_replaced_after_the_kill_is_downloaded_whole() {
+        super::an_object_replaced_after_the_kill_is_downloaded_whole(Backend::S3);
+    }
+}
+
+mod gcs {
+    use super::*;
+
+    #[test]
+    fn a_pull_killed_part_way_resumes_with_a_ranged_read() {
+        super::a_pull_killed_part_way_resumes_with_a_ranged_read(Backend::Gcs);
+    }
+
+    #[test]
+    fn an_object_replaced_after_the_kill_is_downloaded_whole() {
+        super::an_object_replaced_after_the_kill_is_downloaded_whole(Backend::Gcs);
+    }
+}
