@@ -26,6 +26,7 @@ Counts (JSON):
   by_status    {"HEAD 404": n, "PUT 200": n, ...}
   connections  client connections accepted
   bytes_up / bytes_down   bytes client->server / server->client
+  get_keys     the paths (/bucket/key) of the first 100 GetObject requests
   parse_errors messages the parser could not frame (that connection's
                remaining traffic is still forwarded, but no longer counted)
 
@@ -54,6 +55,7 @@ import threading
 from collections import Counter, deque
 from urllib.parse import parse_qs, urlsplit
 
+GET_KEYS_KEPT = 100  # GetObject paths kept in the counts, the first ones seen
 MAX_HEAD = 1 << 20  # a request/response head larger than this is a parse error
 
 
@@ -75,6 +77,7 @@ class Stats:
         self.bytes_up = 0
         self.bytes_down = 0
         self.parse_errors = 0
+        self.get_keys = []
 
     def snapshot(self, reset=False):
         with self.lock:
@@ -87,6 +90,7 @@ class Stats:
                 "bytes_up": self.bytes_up,
                 "bytes_down": self.bytes_down,
                 "parse_errors": self.parse_errors,
+                "get_keys": list(self.get_keys),
             }
             if reset:
                 self._zero()
@@ -97,11 +101,13 @@ class Stats:
             for k, v in kw.items():
                 setattr(self, k, getattr(self, k) + v)
 
-    def request(self, method, op):
+    def request(self, method, op, target):
         with self.lock:
             self.requests += 1
             self.by_method[method] += 1
             self.by_op[op] += 1
+            if op == "GetObject" and len(self.get_keys) < GET_KEYS_KEPT:
+                self.get_keys.append(urlsplit(target).path)
 
     def response(self, method, status):
         with self.lock:
@@ -293,7 +299,7 @@ class Connection:
         if len(start) != 3 or not start[2].startswith("HTTP/1."):
             raise ParseError(f"bad request line {raw[:80]!r}")
         method, target = start[0], start[1]
-        self.stats.request(method, s3_op(method, target, headers))
+        self.stats.request(method, s3_op(method, target, headers), target)
         with self.cond:
             self.methods.append(method)
             self.cond.notify_all()
