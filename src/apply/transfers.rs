@@ -14,15 +14,23 @@ use super::{ApplyError, StopCause, concurrent_class};
 /// of this many (see [`crate::state::SyncBase::set_many`]).
 const SET_RUN: usize = 4096;
 
+/// Most actions one call runs side by side: what a run holds for each
+/// action until its end (the outcome, the base entry) is then bounded,
+/// and the sync base is saved after each such run (a million-file pull
+/// held a few hundred MB of outcomes with one run). The concurrency
+/// dips at each run's tail, a few requests in a quarter of a million.
+const MOST_AT_ONCE: usize = 1 << 18;
+
 impl Run<'_> {
-    /// Runs the actions from `i` on that share `i`'s class side by side;
-    /// returns how many it ran.
+    /// Runs the actions from `i` on that share `i`'s class side by side
+    /// (at most [`MOST_AT_ONCE`]); returns how many it ran.
     pub(super) fn transfers(&mut self, i: usize) -> Result<usize, ApplyError> {
         let plan = self.plan;
         let class = concurrent_class(&plan.actions[i]);
         let run: Vec<&Action> = plan.actions[i..]
             .iter()
             .take_while(|a| concurrent_class(a) == class)
+            .take(MOST_AT_ONCE)
             .collect();
         let rt = self.rt.expect("transfers run with a remote");
         let remote::Ran { outcomes, learnt } = {

@@ -25,7 +25,7 @@ use crate::fsutil;
 
 /// What identifies one state of a file's content: a rename keeps it, a
 /// write changes its size or mtime.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Stamp {
     dev: u64,
     ino: u64,
@@ -96,10 +96,96 @@ struct Entry {
     racy: bool,
 }
 
+/// The entries: those loaded, in one sorted array (looked up by binary
+/// search: a hash map of a million entries took twice their size, its
+/// buckets being a power of two), and those this run learnt (hashed).
+#[derive(Debug, Default)]
+struct Table {
+    loaded: Vec<(Stamp, Entry)>,
+    added: HashMap<Stamp, Entry>,
+}
+
+impl Table {
+    /// `loaded` sorted by stamp, one entry a stamp (the first kept).
+    fn of_loaded(mut loaded: Vec<(Stamp, Entry)>) -> Table {
+        if !loaded.is_sorted_by(|a, b| a.0 < b.0) {
+            loaded.sort_by_key(|(s, _)| *s);
+            loaded.dedup_by_key(|(s, _)| *s);
+        }
+        Table {
+            loaded,
+            added: HashMap::default(),
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.loaded.len() + self.added.len()
+    }
+
+    #[cfg(test)]
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn position(&self, stamp: &Stamp) -> Result<usize, usize> {
+        self.loaded.binary_search_by(|(s, _)| s.cmp(stamp))
+    }
+
+    fn get(&self, stamp: &Stamp) -> Option<&Entry> {
+        match self.position(stamp) {
+            Ok(i) => Some(&self.loaded[i].1),
+            Err(_) => self.added.get(stamp),
+        }
+    }
+
+    fn get_mut(&mut self, stamp: &Stamp) -> Option<&mut Entry> {
+        match self.position(stamp) {
+            Ok(i) => Some(&mut self.loaded[i].1),
+            Err(_) => self.added.get_mut(stamp),
+        }
+    }
+
+    /// Sets the entry for `stamp`, returning the one it replaces.
+    fn insert(&mut self, stamp: Stamp, entry: Entry) -> Option<Entry> {
+        match self.position(&stamp) {
+            Ok(i) => Some(std::mem::replace(&mut self.loaded[i].1, entry)),
+            Err(_) => self.added.insert(stamp, entry),
+        }
+    }
+
+    /// The entry for `stamp`, set to `entry` if there was none.
+    fn get_or_insert(&mut self, stamp: Stamp, entry: Entry) -> &mut Entry {
+        match self.position(&stamp) {
+            Ok(i) => &mut self.loaded[i].1,
+            Err(_) => self.added.entry(stamp).or_insert(entry),
+        }
+    }
+
+    /// Every entry, in stamp order.
+    fn sorted(&self) -> impl Iterator<Item = (&Stamp, &Entry)> {
+        let mut added: Vec<_> = self.added.iter().collect();
+        added.sort_unstable_by_key(|(s, _)| **s);
+        let mut added = added.into_iter().peekable();
+        let mut loaded = self.loaded.iter().map(|(s, e)| (s, e)).peekable();
+        std::iter::from_fn(move || {
+            let take_added = match (loaded.peek(), added.peek()) {
+                (Some(l), Some(a)) => a.0 < l.0,
+                (Some(_), None) => false,
+                (None, _) => true,
+            };
+            if take_added {
+                added.next()
+            } else {
+                loaded.next()
+            }
+        })
+    }
+}
+
 #[derive(Debug, Default)]
 pub struct HashCache {
     path: Option<PathBuf>,
-    entries: HashMap<Stamp, Entry>,
+    entries: Table,
     loaded: usize,
     used: usize,
     misses: usize,
@@ -130,10 +216,12 @@ impl HashCache {
             crate::fsutil::sweep_dead_temps(dir);
         }
         let trust_before_ns = dir_listings::trust_before_ns(SystemTime::now());
-        let entries = std::fs::read(path)
-            .ok()
-            .and_then(|b| decode(&b))
-            .unwrap_or_default();
+        let entries = Table::of_loaded(
+            std::fs::read(path)
+                .ok()
+                .and_then(|b| decode(&b))
+                .unwrap_or_default(),
+        );
         HashCache {
             path: Some(path.to_path_buf()),
             loaded: entries.len(),
@@ -173,7 +261,6 @@ impl HashCache {
     /// run reads the file again. It replaces an entry saved for the same
     /// stamp: the bytes just written are what the file holds.
     pub fn learn(&mut self, learnt: Learnt) {
-        self.entries.reserve(learnt.0.len());
         for (stamp, sha256) in learnt.0 {
             let entry = Entry {
                 sha256: sha256.0,
@@ -240,12 +327,15 @@ impl HashCache {
             return None;
         }
         let racy = stamp.mtime_ns >= self.trust_before_ns;
-        let entry = self.entries.entry(stamp).or_insert(Entry {
-            sha256: sha,
-            md5: None,
-            used: true,
-            racy,
-        });
+        let entry = self.entries.get_or_insert(
+            stamp,
+            Entry {
+                sha256: sha,
+                md5: None,
+                used: true,
+                racy,
+            },
+        );
         if entry.sha256 == sha && entry.md5.is_none() {
             entry.md5 = Some(md5);
             self.md5s_learnt += 1;
@@ -320,7 +410,7 @@ impl HashCache {
         let Some(path) = &self.path else {
             return Ok(());
         };
-        let kept = self.entries.iter().filter(|(_, e)| !e.racy && keep(e));
+        let kept = self.entries.sorted().filter(|(_, e)| !e.racy && keep(e));
         fsutil::atomic_write(path, &encode(kept))?;
         // The text cache of earlier versions, superseded by this file.
         let _ = std::fs::remove_file(path.with_file_name("hash-cache.tsv"));
@@ -356,7 +446,7 @@ fn encode<'a>(entries: impl Iterator<Item = (&'a Stamp, &'a Entry)>) -> Vec<u8> 
 
 /// The entries in `bytes`, if they are a whole cache file whose checksum
 /// holds (a cache that lies would vouch for content a file does not have).
-fn decode(bytes: &[u8]) -> Option<HashMap<Stamp, Entry>> {
+fn decode(bytes: &[u8]) -> Option<Vec<(Stamp, Entry)>> {
     let body = bytes.get(..bytes.len().checked_sub(SUM)?)?;
     let records = body.strip_prefix(MAGIC)?;
     if records.len() % RECORD != 0 || crc32fast::hash(body).to_le_bytes() != bytes[body.len()..] {
@@ -364,8 +454,7 @@ fn decode(bytes: &[u8]) -> Option<HashMap<Stamp, Entry>> {
     }
     let u64_at =
         |r: &[u8], i: usize| u64::from_le_bytes(r[i * 8..i * 8 + 8].try_into().expect("8"));
-    let mut entries = HashMap::default();
-    entries.reserve(records.len() / RECORD);
+    let mut entries = Vec::with_capacity(records.len() / RECORD);
     for r in records.chunks_exact(RECORD) {
         let stamp = Stamp {
             dev: u64_at(r, 0),
@@ -380,7 +469,7 @@ fn decode(bytes: &[u8]) -> Option<HashMap<Stamp, Entry>> {
             used: false,
             racy: false,
         };
-        entries.insert(stamp, entry);
+        entries.push((stamp, entry));
     }
     Some(entries)
 }
@@ -611,5 +700,52 @@ mod tests {
             .unwrap();
         c.save().unwrap();
         assert!(!old.exists());
+    }
+
+    fn stamp(ino: u64) -> Stamp {
+        Stamp {
+            dev: 1,
+            ino,
+            size: 4,
+            mtime_ns: 1,
+        }
+    }
+
+    fn entry(byte: u8) -> Entry {
+        Entry {
+            sha256: [byte; 32],
+            md5: None,
+            used: true,
+            racy: false,
+        }
+    }
+
+    #[test]
+    fn loaded_and_learnt_entries_are_found_and_saved_in_stamp_order() {
+        // Loaded out of order (a file an older version wrote unsorted),
+        // one stamp twice: sorted, the first kept.
+        let mut table = Table::of_loaded(vec![
+            (stamp(5), entry(5)),
+            (stamp(1), entry(1)),
+            (stamp(5), entry(9)),
+            (stamp(3), entry(3)),
+        ]);
+        assert_eq!(table.len(), 3);
+        assert_eq!(table.get(&stamp(5)).unwrap().sha256, [5; 32]);
+        assert!(table.get(&stamp(2)).is_none());
+        assert!(table.insert(stamp(2), entry(2)).is_none());
+        assert!(table.insert(stamp(6), entry(6)).is_none());
+        assert_eq!(table.insert(stamp(3), entry(7)).unwrap().sha256, [3; 32]);
+        table.get_mut(&stamp(6)).unwrap().used = false;
+        assert!(!table.get(&stamp(6)).unwrap().used);
+        assert_eq!(table.get_or_insert(stamp(1), entry(8)).sha256, [1; 32]);
+        assert_eq!(table.get_or_insert(stamp(0), entry(0)).sha256, [0; 32]);
+        let order: Vec<(u64, u8)> = table.sorted().map(|(s, e)| (s.ino, e.sha256[0])).collect();
+        assert_eq!(order, [(0, 0), (1, 1), (2, 2), (3, 7), (5, 5), (6, 6)]);
+        // What is written loads back as it was, already sorted.
+        let bytes = encode(table.sorted());
+        let loaded = decode(&bytes).unwrap();
+        assert!(loaded.is_sorted_by(|a, b| a.0 < b.0));
+        assert_eq!(loaded.len(), 6);
     }
 }

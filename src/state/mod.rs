@@ -47,31 +47,81 @@ pub fn sorted_map<K: Ord, V>(pairs: Vec<(K, V)>) -> std::collections::BTreeMap<K
 pub fn merged_map<K: Ord, V>(
     runs: impl IntoIterator<Item = Vec<(K, V)>>,
 ) -> std::collections::BTreeMap<K, V> {
-    let mut stack: Vec<std::collections::BTreeMap<K, V>> = Vec::new();
+    let mut stack = MapStack(Vec::new());
     for run in runs {
-        let mut map = sorted_map(run);
-        while let Some(top) = stack.last()
+        stack.push(sorted_map(run));
+    }
+    stack.finish()
+}
+
+/// Maps of like size merged as they come (see [`merged_map`]); of equal
+/// keys the later map's pair is kept.
+struct MapStack<K, V>(Vec<std::collections::BTreeMap<K, V>>);
+
+impl<K: Ord, V> MapStack<K, V> {
+    fn push(&mut self, mut map: std::collections::BTreeMap<K, V>) {
+        while let Some(top) = self.0.last()
             && top.len() <= 2 * map.len()
         {
-            let mut top = stack.pop().expect("the last exists");
+            let mut top = self.0.pop().expect("the last exists");
             top.append(&mut map);
             map = top;
         }
-        stack.push(map);
+        self.0.push(map);
     }
-    let mut out = std::collections::BTreeMap::new();
-    while let Some(mut map) = stack.pop() {
-        map.append(&mut out);
-        out = map;
+
+    fn finish(mut self) -> std::collections::BTreeMap<K, V> {
+        let mut out = std::collections::BTreeMap::new();
+        while let Some(mut map) = self.0.pop() {
+            map.append(&mut out);
+            out = map;
+        }
+        out
     }
-    out
+}
+
+/// Pairs gathered into a map as they come (in any order; of equal keys
+/// the last kept): in runs of a fixed size, each made a map as it fills
+/// and merged as [`merged_map`] does. A million files' pairs are never
+/// one list that doubles as it grows, held beside the map made of it.
+pub struct MapBuilder<K, V> {
+    run: Vec<(K, V)>,
+    maps: MapStack<K, V>,
+}
+
+/// Pairs a [`MapBuilder`] holds before it makes them a map.
+const MAP_RUN: usize = 1 << 14;
+
+impl<K: Ord, V> Default for MapBuilder<K, V> {
+    fn default() -> Self {
+        MapBuilder {
+            run: Vec::new(),
+            maps: MapStack(Vec::new()),
+        }
+    }
+}
+
+impl<K: Ord, V> MapBuilder<K, V> {
+    pub fn push(&mut self, key: K, value: V) {
+        if self.run.len() == MAP_RUN {
+            let run = std::mem::replace(&mut self.run, Vec::with_capacity(MAP_RUN));
+            self.maps.push(sorted_map(run));
+        }
+        self.run.push((key, value));
+    }
+
+    pub fn finish(mut self) -> std::collections::BTreeMap<K, V> {
+        let run = std::mem::take(&mut self.run);
+        self.maps.push(sorted_map(run));
+        self.maps.finish()
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeMap;
 
-    use super::{merged_map, sorted_map};
+    use super::{MAP_RUN, MapBuilder, merged_map, sorted_map};
 
     /// The map inserting every pair in turn makes (the later of equal keys
     /// kept).
@@ -127,5 +177,18 @@ mod tests {
             sorted_map(vec![(3, 1), (1, 1), (3, 2)]),
             BTreeMap::from([(1, 1), (3, 2)])
         );
+    }
+
+    #[test]
+    fn a_builder_makes_the_map_inserting_each_pair_would() {
+        // Several runs, keys out of order and repeated across runs.
+        let n = (MAP_RUN * 3 + 17) as u32;
+        let pairs: Vec<(u32, u32)> = (0..n).map(|i| ((i * 7919) % (n / 2), i)).collect();
+        let mut builder = MapBuilder::default();
+        for &(k, v) in &pairs {
+            builder.push(k, v);
+        }
+        assert_eq!(builder.finish(), inserted(&[pairs]));
+        assert!(MapBuilder::<u32, u32>::default().finish().is_empty());
     }
 }

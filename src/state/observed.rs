@@ -308,9 +308,8 @@ struct TierState<'a> {
     stale_before_ns: i64,
     open: OpenDirs,
     state: &'a mut PlacementState,
-    /// The placement's files in walk order, made a map once all are in
-    /// (see [`super::sorted_map`]).
-    files: &'a mut Vec<(TierPath, FileState)>,
+    /// The placement's files, made a map as they come.
+    files: &'a mut super::MapBuilder<TierPath, FileState>,
     cache: &'a mut HashCache,
 }
 
@@ -382,13 +381,13 @@ impl TierState<'_> {
                 self.cache.hash(&file, stamp).map_err(io_err(&file))?
             }
         };
-        self.files.push((
+        self.files.push(
             path,
             FileState {
                 size: stat.size,
                 sha256,
             },
-        ));
+        );
         Ok(())
     }
 }
@@ -467,7 +466,7 @@ fn observe_placement(
             .checked_sub(layout.temp_grace())
             .unwrap_or(SystemTime::UNIX_EPOCH),
     );
-    let mut files = Vec::new();
+    let mut files = super::MapBuilder::default();
     for &tier in layout.tiers() {
         let dir = layout.tier_dir(placement, tier);
         let meta = match fs::symlink_metadata(&dir) {
@@ -518,7 +517,7 @@ fn observe_placement(
         remember(cache.dirs(), seen);
     }
     state.obstacles.sort_by(|a, b| a.path.cmp(&b.path));
-    state.files = super::sorted_map(files);
+    state.files = files.finish();
     Ok(state)
 }
 
