@@ -59,45 +59,39 @@ fn records(repo: &Repo) -> Vec<serde_json::Value> {
     out
 }
 
-/// The part numbers the server holds of `upload_id`, asked directly (not
+/// Runs `ask` with a signing S3 client straight to the server (not
 /// through the proxy).
-fn parts_on_server(bucket: &Bucket, key: &str, upload_id: &str) -> Vec<i32> {
+fn ask_s3<T, F: std::future::Future<Output = T>>(ask: impl FnOnce(aws_sdk_s3::Client) -> F) -> T {
     let endpoint = crate::support::servers::s3().endpoint.clone();
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-        .block_on(async {
-            let client = crate::support::servers::signing_client(&endpoint).await;
-            let out = client
-                .list_parts()
-                .bucket(&bucket.name)
-                .key(key)
-                .upload_id(upload_id)
-                .send()
-                .await
-                .unwrap();
-            out.parts().iter().filter_map(|p| p.part_number()).collect()
-        })
+    Bucket::block_on(async { ask(crate::support::servers::signing_client(&endpoint).await).await })
+}
+
+/// The part numbers the server holds of `upload_id`.
+fn parts_on_server(bucket: &Bucket, key: &str, upload_id: &str) -> Vec<i32> {
+    ask_s3(|client| async move {
+        let out = client
+            .list_parts()
+            .bucket(&bucket.name)
+            .key(key)
+            .upload_id(upload_id)
+            .send()
+            .await
+            .unwrap();
+        out.parts().iter().filter_map(|p| p.part_number()).collect()
+    })
 }
 
 /// The multipart uploads in progress in the bucket.
 fn uploads_in_progress(bucket: &Bucket) -> usize {
-    let endpoint = crate::support::servers::s3().endpoint.clone();
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-        .block_on(async {
-            let client = crate::support::servers::signing_client(&endpoint).await;
-            let out = client
-                .list_multipart_uploads()
-                .bucket(&bucket.name)
-                .send()
-                .await
-                .unwrap();
-            out.uploads().len()
-        })
+    ask_s3(|client| async move {
+        let out = client
+            .list_multipart_uploads()
+            .bucket(&bucket.name)
+            .send()
+            .await
+            .unwrap();
+        out.uploads().len()
+    })
 }
 
 const KEY: &str = "swamp/alpha/outputs/big.bin";

@@ -117,7 +117,7 @@ impl Bucket {
         swamp::store::open_with(&ds, options).unwrap()
     }
 
-    fn block_on<T>(f: impl std::future::Future<Output = T>) -> T {
+    pub fn block_on<T>(f: impl std::future::Future<Output = T>) -> T {
         tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
