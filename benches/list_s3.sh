@@ -72,29 +72,8 @@ for j in range(n - n_data - n_out):
     write(f"workflow-runs/{workflows[j % 5]}/workflow-run-{j:06d}.yaml", i); i += 1
 PY
 SW=(env SWAMP_HOME="$REPO_DIR/home" "$SWAMP" --repo "$REPO_DIR/repo")
-declare -a LABELS=()
-declare -A WALLS=() RSSES=()
-timed() {
-    local label="$1"
-    shift
-    local tout="$WORK/time.out"
-    if ! "$TIME" -v -o "$tout" "$@" >"$WORK/last.log" 2>&1; then
-        echo "error: \`$label\` failed:" >&2
-        tail -n 20 "$WORK/last.log" >&2
-        exit 1
-    fi
-    local wall rss
-    wall=$(awk -F': ' '/Elapsed \(wall clock\) time/ {print $2}' "$tout" |
-        awk -F: '{ if (NF == 3) printf "%.2f", $1 * 3600 + $2 * 60 + $3; else printf "%.2f", $1 * 60 + $2 }')
-    rss=$(awk -F': ' '/Maximum resident set size/ {print $2}' "$tout")
-    if [[ -z "${WALLS[$label]+x}" ]]; then
-        LABELS+=("$label")
-    fi
-    WALLS[$label]+="$wall "
-    RSSES[$label]+="$rss "
-    printf '   %-48s %8.2f s  %8.1f MiB\n' "$label" "$wall" "$(echo "$rss" | awk '{print $1 / 1024}')" >&2
-}
-median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{a[NR] = $1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
+# shellcheck source=benches/timed.sh
+source "$(dirname "${BASH_SOURCE[0]}")/timed.sh"
 
 stage "== swamp push of $N files (once, to fill the bucket)"
 timed "swamp push (once, into an empty bucket)" "${SW[@]}" datastore sync --push -y
