@@ -6,7 +6,6 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::digest::Sha256;
 use crate::plan::{Action, Plan};
 use crate::state::HashCache;
 use crate::undo as journal;
@@ -29,7 +28,7 @@ impl Run<'_> {
                 .take_while(|a| matches!(a, Action::Move { .. }))
                 .count();
             self.scanned_to = end;
-            let (done, failed) = rename_whole_dirs(plan, i..end, &self.cache);
+            let (done, failed) = rename_whole_dirs(plan, i..end, &mut self.cache);
             if let Some((at, e)) = failed {
                 return Err(ApplyError::Stopped {
                     index: at + 1,
@@ -157,11 +156,11 @@ impl Run<'_> {
 fn rename_whole_dirs(
     plan: &Plan,
     run: std::ops::Range<usize>,
-    cache: &HashCache,
+    cache: &mut HashCache,
 ) -> (Vec<usize>, Option<(usize, moves::MoveError)>) {
-    use std::collections::{BTreeMap, HashMap};
+    use std::collections::BTreeMap;
     // Sorted by path, so the moves under a directory are one range.
-    let mut by_source: BTreeMap<usize, BTreeMap<&str, (&Sha256, usize)>> = BTreeMap::new();
+    let mut by_source: BTreeMap<usize, moves::Planned<'_>> = BTreeMap::new();
     for k in run {
         if let Action::Move {
             path,
@@ -179,8 +178,7 @@ fn rename_whole_dirs(
     let mut done = Vec::new();
     for (source, moves_of) in by_source {
         let src_root = &plan.sources[source].dir;
-        let planned: HashMap<&str, &Sha256> = moves_of.iter().map(|(p, (s, _))| (*p, *s)).collect();
-        for dir in moves::whole_dirs(src_root, &plan.target.dir, &planned, cache) {
+        for dir in moves::whole_dirs(src_root, &plan.target.dir, &moves_of, cache) {
             let prefix = format!("{}/", dir.rel);
             let inside: Vec<usize> = moves_of
                 .range(prefix.as_str()..)

@@ -8,6 +8,8 @@ use std::path::{Path, PathBuf};
 use crate::digest::Sha256;
 use crate::fsutil;
 use crate::state::HashCache;
+use crate::state::hash_cache::Stamp;
+use crate::state::walk::{Stat, WalkEntry, Walker};
 
 #[derive(Debug, thiserror::Error)]
 pub enum MoveError {
@@ -175,29 +177,57 @@ pub(super) struct WholeDir {
     pub files: usize,
 }
 
-/// The directories of `src_root` that a run of moves (`planned`: tier path
-/// → sha256, all from that source to the same tier path under `dst_root`)
-/// can rename whole instead of file by file: every entry beneath is a
-/// regular file the run moves, whose (device, inode, size, mtime) the hash
-/// cache knows with the planned sha256 (a stat, no read), and the directory
-/// is absent at the target. Only the topmost such directories, sorted.
+/// A run's moves from one source: tier path → (planned sha256, the move's
+/// index in the plan).
+pub(super) type Planned<'a> = std::collections::BTreeMap<&'a str, (&'a Sha256, usize)>;
+
+/// The directories of `src_root` that a run of moves (`planned`, all from
+/// that source to the same tier path under `dst_root`) can rename whole
+/// instead of file by file: every entry beneath is a regular file the run
+/// moves, whose (device, inode, size, mtime) the hash cache knows with the
+/// planned sha256 (a stat, no read), and the directory is absent at the
+/// target. Only the topmost such directories, sorted.
 ///
 /// Anything else beneath (a file the run does not move, a symlink, a temp
 /// file, an unreadable entry, a file the cache does not vouch for) keeps
 /// that directory out; its clean subdirectories may still qualify, and the
 /// rest moves file by file with the full checks.
+///
+/// The tree is read by the observation's own walk: a directory whose
+/// (device, inode, mtime, ctime) matches a remembered listing is not read
+/// again (an entry added or removed since changes both times), every entry
+/// is still statted. At a million files the directories read afresh were
+/// most of a migration's time. A walk that fails leaves its tier to the
+/// per-file moves.
 pub(super) fn whole_dirs(
     src_root: &Path,
     dst_root: &Path,
-    planned: &std::collections::HashMap<&str, &Sha256>,
-    cache: &HashCache,
+    planned: &Planned<'_>,
+    cache: &mut HashCache,
 ) -> Vec<WholeDir> {
     let mut clean = Vec::new();
     let tiers: std::collections::BTreeSet<&str> =
         planned.keys().filter_map(|p| p.split('/').next()).collect();
+    let dirs = cache.take_dirs();
+    let walker = Walker::new(&dirs, cache.trust_before_ns());
     for tier in tiers {
-        scan_clean(&src_root.join(tier), tier, planned, cache, &mut clean);
+        let dir = src_root.join(tier);
+        let Ok(meta) = fs::symlink_metadata(&dir) else {
+            continue;
+        };
+        if !meta.is_dir() {
+            continue;
+        }
+        let mut scan = CleanScan::new(tier, planned, cache);
+        let walked = walker.walk_in_parts(&dir, tier.as_bytes(), &Stat::of(&meta), |part| {
+            part.entries.iter().for_each(|e| scan.entry(e));
+            Ok::<(), crate::state::walk::WalkError>(())
+        });
+        if walked.is_ok() {
+            clean.extend(scan.finish());
+        }
     }
+    cache.put_dirs(dirs);
     clean.sort_by(|a: &WholeDir, b| a.rel.cmp(&b.rel));
     let mut picked: Vec<WholeDir> = Vec::new();
     for dir in clean {
@@ -221,53 +251,64 @@ pub(super) fn whole_dirs(
     picked
 }
 
-/// Scans `dir` (tier-relative `rel`): pushes every clean directory beneath
-/// it, and itself when clean, with its file count; returns whether it is
-/// clean and how many files it holds.
-fn scan_clean(
-    dir: &Path,
-    rel: &str,
-    planned: &std::collections::HashMap<&str, &Sha256>,
-    cache: &HashCache,
-    out: &mut Vec<WholeDir>,
-) -> (bool, usize) {
-    let Ok(entries) = fs::read_dir(dir) else {
-        return (false, 0);
-    };
-    let (mut clean, mut files) = (true, 0);
-    for entry in entries {
-        let Ok(entry) = entry else {
-            clean = false;
-            continue;
-        };
-        let name = entry.file_name();
-        let (Some(name), Ok(ft)) = (name.to_str(), entry.file_type()) else {
-            clean = false;
-            continue;
-        };
-        let child = format!("{rel}/{name}");
-        if ft.is_dir() {
-            let (sub_clean, sub_files) = scan_clean(&entry.path(), &child, planned, cache, out);
-            clean &= sub_clean;
-            files += sub_files;
-        } else if ft.is_file()
-            && let Some(sha) = planned.get(child.as_str())
-            && let Ok(meta) = fs::symlink_metadata(entry.path())
-            && meta.file_type().is_file()
-            && cache.known(&meta).as_ref() == Some(*sha)
-        {
-            files += 1;
-        } else {
-            clean = false;
+/// The directories of one tier found clean as its walk hands over its
+/// entries (a directory before what it holds, depth first).
+struct CleanScan<'a, 'p> {
+    planned: &'a Planned<'p>,
+    cache: &'a HashCache,
+    /// The directories the walk is inside: (name, depth, clean so far,
+    /// planned files beneath so far); the tier's own first.
+    open: Vec<(String, u32, bool, usize)>,
+    found: Vec<WholeDir>,
+}
+
+impl<'a, 'p> CleanScan<'a, 'p> {
+    fn new(tier: &str, planned: &'a Planned<'p>, cache: &'a HashCache) -> Self {
+        CleanScan {
+            planned,
+            cache,
+            open: vec![(tier.to_string(), 0, true, 0)],
+            found: Vec::new(),
         }
     }
-    if clean {
-        out.push(WholeDir {
-            rel: rel.to_string(),
-            files,
-        });
+
+    fn entry(&mut self, e: &WalkEntry) {
+        self.close_to(e.depth);
+        let name = std::str::from_utf8(&e.rel).ok();
+        let top = self.open.last_mut().expect("the tier stays open");
+        if e.stat.is_dir() {
+            // A name that is no tier path cannot be moved whole.
+            let rel = name.map(str::to_string).unwrap_or_default();
+            self.open.push((rel, e.depth, name.is_some(), 0));
+        } else if e.stat.is_file()
+            && let Some((sha, _)) = name.and_then(|n| self.planned.get(n))
+            && self.cache.known(Stamp::of_stat(&e.stat)).as_ref() == Some(*sha)
+        {
+            top.3 += 1;
+        } else {
+            top.2 = false;
+        }
     }
-    (clean, files)
+
+    /// Closes the directories at `depth` or deeper: each clean one is
+    /// found, and what it held counts toward its parent.
+    fn close_to(&mut self, depth: u32) {
+        while self.open.last().is_some_and(|d| d.1 >= depth) {
+            let (rel, _, clean, files) = self.open.pop().expect("checked");
+            if clean {
+                self.found.push(WholeDir { rel, files });
+            }
+            if let Some(parent) = self.open.last_mut() {
+                parent.2 &= clean;
+                parent.3 += files;
+            }
+        }
+    }
+
+    fn finish(mut self) -> Vec<WholeDir> {
+        self.close_to(0);
+        self.found
+    }
 }
 
 /// Renames `src_root/rel` to `dst_root/rel` (absent: a rename either
@@ -401,6 +442,86 @@ mod tests {
 
     fn sha(b: &[u8]) -> Sha256 {
         Sha256::of(b)
+    }
+
+    /// `files` written under `root`, hashed into `cache` and their
+    /// directories' listings remembered, as an observation leaves them.
+    fn observed(root: &Path, files: &[(&str, &[u8])], cache: &mut HashCache) {
+        for (rel, body) in files {
+            let path = root.join(rel);
+            fs::create_dir_all(path.parent().unwrap()).unwrap();
+            fs::write(&path, body).unwrap();
+        }
+        cache.trust_all();
+        let tier = root.join("data");
+        let mut dirs = cache.take_dirs();
+        let walked = Walker::new(&dirs, cache.trust_before_ns())
+            .walk(
+                &tier,
+                b"data",
+                &Stat::of(&fs::symlink_metadata(&tier).unwrap()),
+            )
+            .unwrap();
+        for seen in walked.seen {
+            if let crate::state::walk::Seen::Read(key, listing) = seen {
+                dirs.learn(key, listing);
+            }
+        }
+        cache.put_dirs(dirs);
+        for (rel, _) in files {
+            let path = root.join(rel);
+            cache
+                .sha256(&path, &fs::symlink_metadata(&path).unwrap())
+                .unwrap();
+        }
+    }
+
+    fn whole(
+        src: &Path,
+        dst: &Path,
+        files: &[(&str, &[u8])],
+        cache: &mut HashCache,
+    ) -> Vec<String> {
+        let shas: Vec<Sha256> = files.iter().map(|(_, b)| sha(b)).collect();
+        let planned: Planned<'_> = files
+            .iter()
+            .zip(&shas)
+            .enumerate()
+            .map(|(i, ((rel, _), sha))| (*rel, (sha, i)))
+            .collect();
+        whole_dirs(src, dst, &planned, cache)
+            .into_iter()
+            .map(|d| d.rel)
+            .collect()
+    }
+
+    #[test]
+    fn a_directory_moves_whole_only_while_it_holds_just_the_planned_files() {
+        let d = tempfile::tempdir().unwrap();
+        let (src, dst) = (d.path().join("src"), d.path().join("dst"));
+        let files: [(&str, &[u8]); 3] = [
+            ("data/a/1/raw", b"a1"),
+            ("data/a/2/raw", b"a2"),
+            ("data/b/1/raw", b"b1"),
+        ];
+        let mut cache = HashCache::in_memory();
+        observed(&src, &files, &mut cache);
+        assert_eq!(whole(&src, &dst, &files, &mut cache), ["data"]);
+
+        // Added after the listings were remembered (the directory's times
+        // move on), and changed in place (its directory untouched): neither
+        // directory moves whole; the clean ones beneath still do.
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        fs::write(src.join("data/a/stray"), b"not planned").unwrap();
+        fs::write(src.join("data/b/1/raw"), b"B1, changed").unwrap();
+        assert_eq!(
+            whole(&src, &dst, &files, &mut cache),
+            ["data/a/1", "data/a/2"]
+        );
+
+        // Nor into a directory already at the target.
+        fs::create_dir_all(dst.join("data/a/1")).unwrap();
+        assert_eq!(whole(&src, &dst, &files, &mut cache), ["data/a/2"]);
     }
 
     #[test]

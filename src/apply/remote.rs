@@ -125,7 +125,7 @@ fn local_sha(
     match std::fs::symlink_metadata(file) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(source) => Err(io(source)),
-        Ok(m) => match known.and_then(|k| k.known(&m)) {
+        Ok(m) => match known.and_then(|k| k.known(crate::state::hash_cache::Stamp::of(&m))) {
             Some(sha) => Ok(Some(sha)),
             None => fsutil::sha256_file_raw(file)
                 .map(|s| Some(Sha256(s)))

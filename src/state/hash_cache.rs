@@ -299,10 +299,10 @@ impl HashCache {
         Ok(Sha256(sha256))
     }
 
-    /// The sha256 recorded for a file with metadata `meta`, without reading
+    /// The sha256 recorded for a file in state `stamp`, without reading
     /// it; `None` when the cache has no entry for it.
-    pub fn known(&self, meta: &Metadata) -> Option<Sha256> {
-        self.entries.get(&Stamp::of(meta)).map(|e| Sha256(e.sha256))
+    pub fn known(&self, stamp: Stamp) -> Option<Sha256> {
+        self.entries.get(&stamp).map(|e| Sha256(e.sha256))
     }
 
     /// The MD5 of the file at `path` (lstat `meta`) whose sha256 the caller
@@ -539,7 +539,10 @@ mod tests {
         write_old(&b, b"b");
         let mut c = HashCache::load(&cache_path);
         let meta_a = std::fs::symlink_metadata(&a).unwrap();
-        assert_eq!(c.known(&meta_a), Some(crate::digest::Sha256::of(b"a")));
+        assert_eq!(
+            c.known(Stamp::of(&meta_a)),
+            Some(crate::digest::Sha256::of(b"a"))
+        );
         c.sha256(&b, &std::fs::symlink_metadata(&b).unwrap())
             .unwrap();
         c.save_keeping().unwrap();
