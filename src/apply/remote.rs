@@ -317,11 +317,11 @@ async fn upload(
     }
     let pre = match expect {
         RemoteExpect::Absent => Precondition::CreateOnly,
-        RemoteExpect::Version { version } => Precondition::Matches(version.clone()),
+        RemoteExpect::Version { version } => Precondition::Matches(version.to_string()),
     };
     let remote = remotes.target(path)?;
     if let RemoteExpect::Version { version } = expect {
-        keep_in_remote_trash(remote, remotes, path, version).await?;
+        keep_in_remote_trash(remote, remotes, path, &version.as_str()).await?;
     }
     let key = remote.key(path);
     let meta = match &remotes.resume {
@@ -345,7 +345,7 @@ async fn upload(
         BaseEntry {
             sha256: *sha256,
             size: meta.size,
-            version: meta.version,
+            version: meta.version.into(),
         },
     ))
 }
@@ -418,10 +418,13 @@ async fn delete_remote(
         unreachable!("dispatched by run")
     };
     let remote = remotes.target(path)?;
-    keep_in_remote_trash(remote, remotes, path, version).await?;
+    keep_in_remote_trash(remote, remotes, path, &version.as_str()).await?;
     remote
         .store
-        .delete(&remote.key(path), &Precondition::Matches(version.clone()))
+        .delete(
+            &remote.key(path),
+            &Precondition::Matches(version.to_string()),
+        )
         .await
         .map_err(store_err(path))?;
     Ok(BaseChange::Remove(path.clone()))
@@ -522,7 +525,7 @@ async fn copy_remote(
             BaseEntry {
                 sha256: *sha256,
                 size: *size,
-                version: meta.version,
+                version: meta.version.into(),
             },
         )
     } else {
@@ -547,7 +550,7 @@ async fn delete_source_remote(
         let store = from.store.clone();
         async move {
             store
-                .delete(&o.key, &Precondition::Matches(o.version.clone()))
+                .delete(&o.key, &Precondition::Matches(o.version.to_string()))
                 .await
                 .map_err(|source| SyncActionError::Object {
                     key: o.key.clone(),
@@ -633,7 +636,7 @@ pub(crate) async fn remove_at_versions(
     for old in objects {
         match target
             .store
-            .delete(&old.key, &Precondition::Matches(old.version.clone()))
+            .delete(&old.key, &Precondition::Matches(old.version.to_string()))
             .await
         {
             Ok(()) | Err(StoreError::NotFound { .. } | StoreError::PreconditionFailed { .. }) => {}
@@ -776,7 +779,7 @@ pub(crate) async fn publish_sentinel(
         BaseEntry {
             sha256,
             size: meta.size,
-            version: meta.version,
+            version: meta.version.into(),
         },
     ))
 }
@@ -816,7 +819,7 @@ async fn download(
     };
     let file = check_no_symlink(root, path)?;
     let found = local_sha(&file, path, remotes.hashes)?;
-    if found != *local {
+    if found != local.as_deref().copied() {
         return Err(match (found, local) {
             (None, Some(_)) => SyncActionError::LocalGone { path: path.clone() },
             (Some(_), None) => SyncActionError::LocalAppeared { path: path.clone() },
@@ -838,7 +841,7 @@ async fn download(
     let known = crate::store::ObjectMeta {
         key: remote.key(path),
         size: *size,
-        version: version.clone(),
+        version: version.to_string(),
         sha256: sha256.map(|s| s.hex()),
         modified: None,
         md5: None,
@@ -869,7 +872,7 @@ async fn download(
     .map_err(store_err(path))
     .inspect_err(|_| prune_after_failure(&file, root))?;
     // The plan's hash binds only the version it saw.
-    let expected = sha256.filter(|_| meta.version == *version);
+    let expected = sha256.filter(|_| *version == meta.version);
     let got = verify_landed(&landing, path, meta.sha256.clone(), expected)
         .inspect_err(|_| prune_after_failure(&file, root))?;
     if let Some(trash) = trash {
@@ -893,7 +896,7 @@ async fn download(
         BaseEntry {
             sha256: got,
             size: meta.size,
-            version: meta.version,
+            version: meta.version.into(),
         },
     );
     let staged = stage.then_some(Staged {
@@ -1342,7 +1345,7 @@ mod tests {
             .unwrap();
         Action::Download {
             path: tp(path),
-            version: meta.version,
+            version: meta.version.into(),
             sha256: Some(Sha256::of(body)),
             local: None,
             size: body.len() as u64,

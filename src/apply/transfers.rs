@@ -17,9 +17,10 @@ const SET_RUN: usize = 4096;
 /// Most actions one call runs side by side: what a run holds for each
 /// action until its end (the outcome, the base entry) is then bounded,
 /// and the sync base is saved after each such run (a million-file pull
-/// held a few hundred MB of outcomes with one run). The concurrency
-/// dips at each run's tail, a few requests in a quarter of a million.
-const MOST_AT_ONCE: usize = 1 << 18;
+/// held a few hundred MB of outcomes with one run, and 40 MB with runs of
+/// 262,144). The concurrency dips at each run's tail, a few requests in
+/// 65,536.
+const MOST_AT_ONCE: usize = 1 << 16;
 
 impl Run<'_> {
     /// Runs the actions from `i` on that share `i`'s class side by side

@@ -164,7 +164,7 @@ fn my_note<'a>(
             .filter(|n| n.passed != passed)
             .map(|n| RemoteObjectRef {
                 key: n.key.clone(),
-                version: n.version.clone(),
+                version: n.version.clone().into(),
             })
             .collect(),
     });
@@ -219,7 +219,7 @@ fn prunes(
         if r.expired || all_passed {
             prune.push(RemoteObjectRef {
                 key: r.key.clone(),
-                version: r.version.clone(),
+                version: r.version.clone().into(),
             });
         }
     }
@@ -229,7 +229,7 @@ fn prunes(
             .filter(|n| !n.mine && gone.contains(n.clone.as_str()))
             .map(|n| RemoteObjectRef {
                 key: n.key.clone(),
-                version: n.version.clone(),
+                version: n.version.clone().into(),
             }),
     );
     prune
@@ -287,7 +287,7 @@ mod tests {
                     BaseEntry {
                         sha256: Sha256::parse(&"a".repeat(64)).unwrap(),
                         size: 1,
-                        version: v.to_string(),
+                        version: crate::store::Version::new(v),
                     },
                 )
             })
@@ -453,7 +453,7 @@ mod tests {
             [Action::PruneRecords {
                 prune: vec![RemoteObjectRef {
                     key: young.key.clone(),
-                    version: young.version.clone(),
+                    version: young.version.clone().into(),
                 }]
             }]
         );

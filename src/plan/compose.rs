@@ -342,7 +342,7 @@ fn delete_bookkeeping(
                     .then(|| DeletedFile {
                         path: path.clone(),
                         sha256: *sha,
-                        version: version.clone(),
+                        version: version.to_string(),
                     })
             }
             _ => None,
@@ -567,7 +567,7 @@ mod tests {
                         tp(p),
                         RemoteObject {
                             size: 1,
-                            version: format!("v-{sha}"),
+                            version: format!("v-{sha}").into(),
                             sha256: Some((*sha).into()),
                             modified: None,
                         },
@@ -591,7 +591,7 @@ mod tests {
                         BaseEntry {
                             sha256: (*sha).into(),
                             size: 1,
-                            version: format!("v-{sha}"),
+                            version: format!("v-{sha}").into(),
                         },
                     )
                 })

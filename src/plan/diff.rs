@@ -1,7 +1,9 @@
 //! The pure diff: `(Desired, Observed) → Plan`. No I/O, so every rule here
 //! is unit-tested on hand-built states.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
+
+use rustc_hash::FxHashMap as HashMap;
 
 use crate::layout::{Tier, TierPath};
 use crate::state::{Desired, FileState, Observed, ObstacleKind, PlacementState};
@@ -24,7 +26,7 @@ pub fn diff(desired: &Desired, observed: &Observed) -> Plan {
     let mut blocked = Blocked::default();
     // What earlier sources will have put at the target by the time a later
     // source's copy is handled.
-    let mut incoming: HashMap<&TierPath, &FileState> = HashMap::new();
+    let mut incoming: HashMap<&TierPath, &FileState> = HashMap::default();
 
     // Leftovers of interrupted writes go first: never data, never moved.
     stale_temps(target, sources, &mut actions);
@@ -47,6 +49,7 @@ pub fn diff(desired: &Desired, observed: &Observed) -> Plan {
             });
         }
         let mut into = Into {
+            later_sources: i + 1 < sources.len(),
             target,
             target_files: &target_files,
             incoming: &mut incoming,
@@ -115,6 +118,9 @@ fn stale_temps(target: &PlacementState, sources: &[PlacementState], actions: &mu
 /// Where a source's files go: the target as observed, what earlier sources
 /// will have put there, and the plan being built.
 struct Into<'a, 's> {
+    /// Whether a source after this one will look at `incoming` (with one
+    /// source, a million moves need no map of them).
+    later_sources: bool,
     target: &'s PlacementState,
     target_files: &'a BTreeSet<&'s str>,
     incoming: &'a mut HashMap<&'s TierPath, &'s FileState>,
@@ -149,7 +155,9 @@ impl<'s> Into<'_, 's> {
             None => match obstacle_for(self.target, self.target_files, path) {
                 Some((at, kind)) => self.blocked.add(at, kind, path),
                 None => {
-                    self.incoming.insert(path, file);
+                    if self.later_sources {
+                        self.incoming.insert(path, file);
+                    }
                     self.actions.push(Action::Move {
                         path: path.clone(),
                         source: i,

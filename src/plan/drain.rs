@@ -162,7 +162,7 @@ fn to_remote(
             path.clone(),
             RemoteFile {
                 size: obj.size,
-                version: String::new(),
+                version: String::new().into(),
                 sha256: Some(sha256),
                 modified: None,
             },
@@ -192,7 +192,7 @@ fn drained_objects(remote: &RemoteSnapshot) -> Vec<RemoteObjectRef> {
     if let Some(version) = &remote.manifest {
         objects.push(RemoteObjectRef {
             key: format!("{}.namespace.json", remote.key_prefix),
-            version: version.clone(),
+            version: version.clone().into(),
         });
     }
     // A drained remote keeps no id: every clone's base made with it
@@ -200,7 +200,7 @@ fn drained_objects(remote: &RemoteSnapshot) -> Vec<RemoteObjectRef> {
     if let Some(identity) = &remote.identity {
         objects.push(RemoteObjectRef {
             key: format!("{}.swamp/remote-id.json", remote.key_prefix),
-            version: identity.version.clone(),
+            version: identity.version.clone().into(),
         });
     }
     // Nor its clones' delete records and notes: they speak of
@@ -213,7 +213,7 @@ fn drained_objects(remote: &RemoteSnapshot) -> Vec<RemoteObjectRef> {
             .chain(remote.clone_notes.iter().map(|n| (&n.key, &n.version)))
             .map(|(key, version)| RemoteObjectRef {
                 key: key.clone(),
-                version: version.clone(),
+                version: version.clone().into(),
             }),
     );
     objects
@@ -254,7 +254,7 @@ mod tests {
                         tp(p),
                         RemoteObject {
                             size: 1,
-                            version: format!("v-{p}"),
+                            version: format!("v-{p}").into(),
                             sha256: Some((*sha).into()),
                             modified: None,
                         },

@@ -102,7 +102,9 @@ pub fn add(plan: &mut Plan, snapshot: &RemoteSnapshot, now: u64, uploads: bool) 
             ..
         } = a
             && *size >= PARTIAL_MIN
-            && let Some(&done) = interrupted.partials.get(&partial_name(&key(path), version))
+            && let Some(&done) = interrupted
+                .partials
+                .get(&partial_name(&key(path), &version.as_str()))
             && done > 0
             && done <= *size
         {

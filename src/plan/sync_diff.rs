@@ -528,7 +528,7 @@ fn download(path: &TierPath, r: &RemoteFile, l: Option<&FileState>) -> Action {
         size: r.size,
         version: r.version.clone(),
         sha256: r.sha256,
-        local: l.map(|l| l.sha256),
+        local: l.map(|l| Box::new(l.sha256)),
     }
 }
 
@@ -609,7 +609,7 @@ fn step(
                 _ => Step::Conflict(Conflict::BothChanged {
                     path: path.clone(),
                     local_sha256: l.sha256,
-                    remote_version: r.version.clone(),
+                    remote_version: r.version.to_string(),
                     remote_sha256: r.sha256,
                     base_sha256: b.map(|b| b.sha256),
                 }),
@@ -790,7 +790,7 @@ impl SyncInput<'_> {
     /// from the bucket on purpose.
     fn remote_gone_on_purpose(&self, path: &TierPath, b: &BaseEntry) -> bool {
         let set = &self.explained.in_remote;
-        !set.is_empty() && set.contains(&(path.clone(), b.version.clone()))
+        !set.is_empty() && set.contains(&(path.clone(), b.version.to_string()))
     }
 }
 

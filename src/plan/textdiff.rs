@@ -142,7 +142,7 @@ pub(crate) fn wanted(
 ) -> Vec<Wanted> {
     let listed = |path: &TierPath| {
         remote.get(path).map(|o| RemoteRef {
-            version: o.version.clone(),
+            version: o.version.to_string(),
             size: o.size,
             sha256: o.sha256,
         })
@@ -210,7 +210,7 @@ pub(crate) fn wanted(
                 new: Side::Remote,
                 cache: true,
                 remote: Some(RemoteRef {
-                    version: version.clone(),
+                    version: version.to_string(),
                     size: *size,
                     sha256: *sha256,
                 }),

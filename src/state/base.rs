@@ -19,7 +19,7 @@ pub struct BaseEntry {
     pub sha256: crate::digest::Sha256,
     pub size: u64,
     /// The remote object's version (S3 ETag, GCS generation) at that time.
-    pub version: String,
+    pub version: crate::store::Version,
 }
 
 /// A remote object a lazy pull (`[sync] hydration = "lazy"`) recorded
@@ -30,7 +30,7 @@ pub struct BaseEntry {
 pub struct Unhydrated {
     pub size: u64,
     /// The version listed when it was recorded.
-    pub version: String,
+    pub version: crate::store::Version,
     /// Known only when the listing said (S3 listings carry no metadata).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sha256: Option<crate::digest::Sha256>,
@@ -375,7 +375,7 @@ mod tests {
                 BaseEntry {
                     sha256: crate::digest::Sha256::of(format!("{i}").as_bytes()),
                     size: i,
-                    version: format!("v{i}"),
+                    version: format!("v{i}").into(),
                 },
             );
         }
@@ -445,17 +445,17 @@ mod tests {
         );
         std::fs::write(&p, text).unwrap();
         let b = SyncBase::load(&p, "s3://b/p").unwrap();
-        let versions: Vec<(&str, &str)> = b
+        let versions: Vec<(&str, String)> = b
             .files
             .iter()
-            .map(|(p, e)| (p.as_str(), e.version.as_str()))
+            .map(|(p, e)| (p.as_str(), e.version.to_string()))
             .collect();
         assert_eq!(
             versions,
             [
-                ("data/a/1/raw", "a2"),
-                ("data/m/1/raw", "m"),
-                ("data/z/1/raw", "z")
+                ("data/a/1/raw", "a2".to_string()),
+                ("data/m/1/raw", "m".to_string()),
+                ("data/z/1/raw", "z".to_string())
             ]
         );
         assert!(

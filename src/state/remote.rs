@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::digest::Sha256;
 use crate::layout::{Tier, TierPath, is_repo_local_path, is_swamp_temp};
-use crate::store::{ObjectMeta, Store, StoreError};
+use crate::store::{ObjectMeta, Store, StoreError, Version};
 
 use super::{BaseEntry, FileState, Unhydrated};
 
@@ -24,7 +24,7 @@ pub type RemoteFile = RemoteObject;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RemoteObject {
     pub size: u64,
-    pub version: String,
+    pub version: Version,
     /// Known from the listing, from the base (same version), or a HEAD.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sha256: Option<crate::digest::Sha256>,
@@ -730,7 +730,7 @@ impl Page {
             path,
             RemoteObject {
                 size: meta.size,
-                version: meta.version,
+                version: meta.version.into(),
                 sha256,
                 modified: meta.modified,
             },

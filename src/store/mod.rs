@@ -27,8 +27,10 @@ pub(crate) mod retry;
 pub(crate) mod s3;
 pub mod scoped;
 pub(crate) mod target;
+pub mod version;
 
 pub use target::{RemoteTarget, runtime};
+pub use version::Version;
 
 use std::fmt;
 use std::path::{Path, PathBuf};

@@ -175,7 +175,7 @@ fn sync_plan() -> Plan {
             size: 4096,
             version: "\"92eb5ffee6ae2fec3ad71c777531578f\"".into(),
             sha256: Some(sha('d')),
-            local: Some(sha('e')),
+            local: Some(Box::new(sha('e'))),
         },
         Action::DeleteRemote {
             path: tp("data/web/state/1/raw"),
@@ -236,7 +236,7 @@ fn a_long_plan_is_grouped_by_kind_and_directory_and_detail_lists_every_row() {
     for i in 0..30 {
         actions.push(Action::DeleteRemote {
             path: tp(&format!("data/web/state/{i}/raw")),
-            version: format!("v{i}"),
+            version: format!("v{i}").into(),
         });
     }
     actions.push(Action::Download {
@@ -421,7 +421,7 @@ fn content_diffs_render_under_conflicts_and_replaced_files() {
             size: 900,
             version: "v5".into(),
             sha256: Some(sha('b')),
-            local: Some(sha('c')),
+            local: Some(Box::new(sha('c'))),
         },
     ];
     let mut p = plan(actions, conflicts);

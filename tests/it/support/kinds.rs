@@ -59,7 +59,7 @@ pub fn every_action() -> Vec<swamp::plan::Action> {
             size: 7,
             version: "2".into(),
             sha256: None,
-            local: Some(sha('e')),
+            local: Some(Box::new(sha('e'))),
         },
         Action::DeleteLocal {
             path: tp("workflow-runs/w/run-1.yaml"),
