@@ -41,9 +41,14 @@ impl Run<'_> {
                     completed: self.report.completed + done.len(),
                 });
             }
-            self.moved_whole.extend(done);
+            if !done.is_empty() && self.moved_whole.is_empty() {
+                self.moved_whole = vec![false; plan.actions.len()];
+            }
+            for k in done {
+                self.moved_whole[k] = true;
+            }
         }
-        if !self.moved_whole.contains(&i) {
+        if !self.moved_whole.get(i).copied().unwrap_or(false) {
             return Ok(false);
         }
         self.report.moved += 1;
@@ -74,7 +79,8 @@ impl Run<'_> {
         self.report.moved += 1;
         self.report.bytes_moved += size;
         let run_goes_on = plan.actions.get(i + 1).is_some_and(|a| {
-            matches!(a, Action::Move { .. }) && !self.moved_whole.contains(&(i + 1))
+            matches!(a, Action::Move { .. })
+                && !self.moved_whole.get(i + 1).copied().unwrap_or(false)
         });
         if !run_goes_on || self.linked.len() >= MOVE_BATCH {
             finish_moves(&mut self.linked)?;
@@ -159,32 +165,18 @@ fn rename_whole_dirs(
     cache: &mut HashCache,
 ) -> (Vec<usize>, Option<(usize, moves::MoveError)>) {
     use std::collections::BTreeMap;
-    // Sorted by path, so the moves under a directory are one range.
-    let mut by_source: BTreeMap<usize, moves::Planned<'_>> = BTreeMap::new();
+    let mut by_source: BTreeMap<usize, Vec<u32>> = BTreeMap::new();
     for k in run {
-        if let Action::Move {
-            path,
-            source,
-            sha256,
-            ..
-        } = &plan.actions[k]
-        {
-            by_source
-                .entry(*source)
-                .or_default()
-                .insert(path.as_str(), (sha256, k));
+        if let Action::Move { source, .. } = &plan.actions[k] {
+            by_source.entry(*source).or_default().push(k as u32);
         }
     }
     let mut done = Vec::new();
     for (source, moves_of) in by_source {
         let src_root = &plan.sources[source].dir;
+        let moves_of = moves::Planned::new(&plan.actions, moves_of);
         for dir in moves::whole_dirs(src_root, &plan.target.dir, &moves_of, cache) {
-            let prefix = format!("{}/", dir.rel);
-            let inside: Vec<usize> = moves_of
-                .range(prefix.as_str()..)
-                .take_while(|(p, _)| p.starts_with(&prefix))
-                .map(|(_, (_, k))| *k)
-                .collect();
+            let inside: Vec<usize> = moves_of.under(&dir.rel).collect();
             let first = inside
                 .iter()
                 .copied()

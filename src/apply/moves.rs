@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use crate::digest::Sha256;
 use crate::fsutil;
+use crate::plan::Action;
 use crate::state::HashCache;
 use crate::state::hash_cache::Stamp;
 use crate::state::walk::{Stat, WalkEntry, Walker};
@@ -177,9 +178,64 @@ pub(super) struct WholeDir {
     pub files: usize,
 }
 
-/// A run's moves from one source: tier path → (planned sha256, the move's
-/// index in the plan).
-pub(super) type Planned<'a> = std::collections::BTreeMap<&'a str, (&'a Sha256, usize)>;
+/// A run's moves from one source, as indices into the plan's actions
+/// sorted by tier path (4 bytes a move: a million moves held 64 MB as a
+/// map of paths).
+pub(super) struct Planned<'a> {
+    actions: &'a [Action],
+    moves: Vec<u32>,
+}
+
+impl<'a> Planned<'a> {
+    /// `moves`: indices of [`Action::Move`]s in `actions`, all from one
+    /// source.
+    pub(super) fn new(actions: &'a [Action], mut moves: Vec<u32>) -> Planned<'a> {
+        moves.sort_unstable_by(|a, b| move_path(actions, *a).cmp(move_path(actions, *b)));
+        Planned { actions, moves }
+    }
+
+    fn path(&self, k: u32) -> &'a str {
+        move_path(self.actions, k)
+    }
+
+    /// The sha256 the move of `rel` expects, if the run moves it.
+    fn get(&self, rel: &str) -> Option<&'a Sha256> {
+        let i = self
+            .moves
+            .binary_search_by(|k| self.path(*k).cmp(rel))
+            .ok()?;
+        match &self.actions[self.moves[i] as usize] {
+            Action::Move { sha256, .. } => Some(sha256),
+            _ => None,
+        }
+    }
+
+    /// The indices of the moves beneath the directory `dir`.
+    pub(super) fn under(&self, dir: &str) -> impl Iterator<Item = usize> + '_ {
+        let prefix = format!("{dir}/");
+        let start = self
+            .moves
+            .partition_point(|k| self.path(*k) < prefix.as_str());
+        self.moves[start..]
+            .iter()
+            .take_while(move |k| self.path(**k).starts_with(&prefix))
+            .map(|k| *k as usize)
+    }
+
+    fn tiers(&self) -> std::collections::BTreeSet<&'a str> {
+        self.moves
+            .iter()
+            .filter_map(|k| self.path(*k).split('/').next())
+            .collect()
+    }
+}
+
+fn move_path(actions: &[Action], k: u32) -> &str {
+    match &actions[k as usize] {
+        Action::Move { path, .. } => path.as_str(),
+        other => unreachable!("planned moves only, not {}", other.kind()),
+    }
+}
 
 /// The directories of `src_root` that a run of moves (`planned`, all from
 /// that source to the same tier path under `dst_root`) can rename whole
@@ -197,116 +253,173 @@ pub(super) type Planned<'a> = std::collections::BTreeMap<&'a str, (&'a Sha256, u
 /// (device, inode, mtime, ctime) matches a remembered listing is not read
 /// again (an entry added or removed since changes both times), every entry
 /// is still statted. At a million files the directories read afresh were
-/// most of a migration's time. A walk that fails leaves its tier to the
-/// per-file moves.
+/// most of a migration's time. A walk that fails leaves its part of the
+/// tree to the per-file moves.
 pub(super) fn whole_dirs(
     src_root: &Path,
     dst_root: &Path,
     planned: &Planned<'_>,
     cache: &mut HashCache,
 ) -> Vec<WholeDir> {
-    let mut clean = Vec::new();
-    let tiers: std::collections::BTreeSet<&str> =
-        planned.keys().filter_map(|p| p.split('/').next()).collect();
     let dirs = cache.take_dirs();
     let walker = Walker::new(&dirs, cache.trust_before_ns());
-    for tier in tiers {
-        let dir = src_root.join(tier);
-        let Ok(meta) = fs::symlink_metadata(&dir) else {
-            continue;
-        };
-        if !meta.is_dir() {
-            continue;
-        }
-        let mut scan = CleanScan::new(tier, planned, cache);
-        let walked = walker.walk_in_parts(&dir, tier.as_bytes(), &Stat::of(&meta), |part| {
-            part.entries.iter().for_each(|e| scan.entry(e));
-            Ok::<(), crate::state::walk::WalkError>(())
-        });
-        if walked.is_ok() {
-            clean.extend(scan.finish());
-        }
+    // The topmost clean directories of each tier; one that cannot go to
+    // its place (something is there already) is looked into again for its
+    // own topmost clean ones, which a scan does not keep (rare: a
+    // migration resumed after renaming part of a tier).
+    let mut todo: Vec<WholeDir> = Vec::new();
+    for tier in planned.tiers() {
+        todo.extend(clean_beneath(&walker, src_root, tier, planned, cache, true));
     }
-    cache.put_dirs(dirs);
-    clean.sort_by(|a: &WholeDir, b| a.rel.cmp(&b.rel));
-    let mut picked: Vec<WholeDir> = Vec::new();
-    for dir in clean {
-        let nested = picked
-            .last()
-            .is_some_and(|p| dir.rel.starts_with(&format!("{}/", p.rel)));
-        if nested || dir.files == 0 {
+    let mut picked = Vec::new();
+    while let Some(dir) = todo.pop() {
+        if dir.files == 0 {
             continue;
         }
         let src = src_root.join(&dir.rel);
         let dst = dst_root.join(&dir.rel);
         // Never into itself (a target nested in the source tree).
-        if dst.starts_with(&src) || src.starts_with(&dst) {
-            continue;
-        }
-        match fs::symlink_metadata(&dst) {
-            Err(e) if e.kind() == io::ErrorKind::NotFound => picked.push(dir),
-            _ => {}
+        let nested = dst.starts_with(&src) || src.starts_with(&dst);
+        let absent =
+            matches!(fs::symlink_metadata(&dst), Err(e) if e.kind() == io::ErrorKind::NotFound);
+        if !nested && absent {
+            picked.push(dir);
+        } else {
+            todo.extend(clean_beneath(
+                &walker, src_root, &dir.rel, planned, cache, false,
+            ));
         }
     }
+    cache.put_dirs(dirs);
+    picked.sort_by(|a: &WholeDir, b| a.rel.cmp(&b.rel));
     picked
 }
 
-/// The directories of one tier found clean as its walk hands over its
-/// entries (a directory before what it holds, depth first).
+/// The topmost clean directories at or beneath `rel` (`itself`: else only
+/// beneath it).
+fn clean_beneath(
+    walker: &Walker<'_>,
+    src_root: &Path,
+    rel: &str,
+    planned: &Planned<'_>,
+    cache: &HashCache,
+    itself: bool,
+) -> Vec<WholeDir> {
+    let dir = src_root.join(rel);
+    let Ok(meta) = fs::symlink_metadata(&dir) else {
+        return Vec::new();
+    };
+    if !meta.is_dir() {
+        return Vec::new();
+    }
+    let mut scan = CleanScan::new(rel, planned, cache);
+    let walked = walker.walk_in_parts(&dir, rel.as_bytes(), &Stat::of(&meta), |part| {
+        part.entries.iter().for_each(|e| scan.entry(e));
+        Ok::<(), crate::state::walk::WalkError>(())
+    });
+    match walked {
+        Ok(()) => scan.finish(itself),
+        Err(_) => Vec::new(),
+    }
+}
+
+/// A directory the walk of [`CleanScan`] is inside.
+struct OpenDir {
+    rel: String,
+    depth: u32,
+    /// Nothing but planned, vouched-for files beneath so far.
+    clean: bool,
+    /// Planned files beneath so far.
+    files: usize,
+    /// Its clean subdirectories (wanted only if it turns out unclean).
+    clean_below: Vec<WholeDir>,
+}
+
+/// The topmost clean directories of a tree, found as its walk hands over
+/// its entries (a directory before what it holds, depth first). Only the
+/// directories open on the way down and the clean ones not yet inside a
+/// clean parent are held: keeping every clean directory held 110 MB at a
+/// million files.
 struct CleanScan<'a, 'p> {
     planned: &'a Planned<'p>,
     cache: &'a HashCache,
-    /// The directories the walk is inside: (name, depth, clean so far,
-    /// planned files beneath so far); the tier's own first.
-    open: Vec<(String, u32, bool, usize)>,
+    /// The root's own first.
+    open: Vec<OpenDir>,
     found: Vec<WholeDir>,
 }
 
 impl<'a, 'p> CleanScan<'a, 'p> {
-    fn new(tier: &str, planned: &'a Planned<'p>, cache: &'a HashCache) -> Self {
+    fn new(root: &str, planned: &'a Planned<'p>, cache: &'a HashCache) -> Self {
         CleanScan {
             planned,
             cache,
-            open: vec![(tier.to_string(), 0, true, 0)],
+            open: vec![OpenDir {
+                rel: root.to_string(),
+                depth: 0,
+                clean: true,
+                files: 0,
+                clean_below: Vec::new(),
+            }],
             found: Vec::new(),
         }
     }
 
     fn entry(&mut self, e: &WalkEntry) {
-        self.close_to(e.depth);
+        self.close_to(e.depth.max(1));
         let name = std::str::from_utf8(&e.rel).ok();
-        let top = self.open.last_mut().expect("the tier stays open");
+        let top = self.open.last_mut().expect("the root stays open");
         if e.stat.is_dir() {
             // A name that is no tier path cannot be moved whole.
-            let rel = name.map(str::to_string).unwrap_or_default();
-            self.open.push((rel, e.depth, name.is_some(), 0));
+            self.open.push(OpenDir {
+                rel: name.map(str::to_string).unwrap_or_default(),
+                depth: e.depth,
+                clean: name.is_some(),
+                files: 0,
+                clean_below: Vec::new(),
+            });
         } else if e.stat.is_file()
-            && let Some((sha, _)) = name.and_then(|n| self.planned.get(n))
-            && self.cache.known(Stamp::of_stat(&e.stat)).as_ref() == Some(*sha)
+            && let Some(sha) = name.and_then(|n| self.planned.get(n))
+            && self.cache.known(Stamp::of_stat(&e.stat)).as_ref() == Some(sha)
         {
-            top.3 += 1;
+            top.files += 1;
         } else {
-            top.2 = false;
+            top.clean = false;
         }
     }
 
-    /// Closes the directories at `depth` or deeper: each clean one is
-    /// found, and what it held counts toward its parent.
+    /// Closes the directories at `depth` or deeper (never the root): a
+    /// clean one is its parent's to keep; an unclean one's clean
+    /// subdirectories are found, and it makes its parent unclean.
     fn close_to(&mut self, depth: u32) {
-        while self.open.last().is_some_and(|d| d.1 >= depth) {
-            let (rel, _, clean, files) = self.open.pop().expect("checked");
-            if clean {
-                self.found.push(WholeDir { rel, files });
-            }
-            if let Some(parent) = self.open.last_mut() {
-                parent.2 &= clean;
-                parent.3 += files;
+        while self.open.len() > 1 && self.open.last().is_some_and(|d| d.depth >= depth) {
+            let dir = self.open.pop().expect("checked");
+            let parent = self.open.last_mut().expect("the root stays open");
+            parent.files += dir.files;
+            if dir.clean {
+                parent.clean_below.push(WholeDir {
+                    rel: dir.rel,
+                    files: dir.files,
+                });
+            } else {
+                parent.clean = false;
+                self.found.extend(dir.clean_below);
             }
         }
     }
 
-    fn finish(mut self) -> Vec<WholeDir> {
-        self.close_to(0);
+    /// The topmost clean directories: the root itself if it is clean and
+    /// `itself` is set, else the topmost clean ones beneath it.
+    fn finish(mut self, itself: bool) -> Vec<WholeDir> {
+        self.close_to(1);
+        let root = self.open.pop().expect("the root stays open");
+        if root.clean && itself {
+            self.found.push(WholeDir {
+                rel: root.rel,
+                files: root.files,
+            });
+        } else {
+            self.found.extend(root.clean_below);
+        }
         self.found
     }
 }
@@ -482,13 +595,16 @@ mod tests {
         files: &[(&str, &[u8])],
         cache: &mut HashCache,
     ) -> Vec<String> {
-        let shas: Vec<Sha256> = files.iter().map(|(_, b)| sha(b)).collect();
-        let planned: Planned<'_> = files
+        let actions: Vec<Action> = files
             .iter()
-            .zip(&shas)
-            .enumerate()
-            .map(|(i, ((rel, _), sha))| (*rel, (sha, i)))
+            .map(|(rel, body)| Action::Move {
+                path: crate::layout::TierPath::parse(rel).unwrap(),
+                source: 0,
+                size: body.len() as u64,
+                sha256: sha(body),
+            })
             .collect();
+        let planned = Planned::new(&actions, (0..files.len() as u32).rev().collect());
         whole_dirs(src, dst, &planned, cache)
             .into_iter()
             .map(|d| d.rel)
@@ -522,6 +638,26 @@ mod tests {
         // Nor into a directory already at the target.
         fs::create_dir_all(dst.join("data/a/1")).unwrap();
         assert_eq!(whole(&src, &dst, &files, &mut cache), ["data/a/2"]);
+    }
+
+    #[test]
+    fn a_clean_tree_whose_place_is_taken_moves_as_its_clean_subdirectories() {
+        let d = tempfile::tempdir().unwrap();
+        let (src, dst) = (d.path().join("src"), d.path().join("dst"));
+        let files: [(&str, &[u8]); 3] = [
+            ("data/a/1/raw", b"a1"),
+            ("data/a/2/raw", b"a2"),
+            ("data/b/1/raw", b"b1"),
+        ];
+        let mut cache = HashCache::in_memory();
+        observed(&src, &files, &mut cache);
+        fs::create_dir_all(dst.join("data")).unwrap();
+        assert_eq!(whole(&src, &dst, &files, &mut cache), ["data/a", "data/b"]);
+        fs::create_dir_all(dst.join("data/a")).unwrap();
+        assert_eq!(
+            whole(&src, &dst, &files, &mut cache),
+            ["data/a/1", "data/a/2", "data/b"]
+        );
     }
 
     #[test]

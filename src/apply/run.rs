@@ -4,7 +4,6 @@
 //! make durable, and progress. [`Run::start`] sets it up, [`Run::finish`]
 //! settles it once every action has run.
 
-use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use crate::digest::Sha256;
@@ -35,8 +34,9 @@ pub(super) struct Run<'a> {
     pub(super) journaled: Option<journal::Journal>,
     /// Replaced cache files and the sha256 of what replaced them.
     pub(super) replaced_by: Vec<(TierPath, String)>,
-    /// Moves done by renaming a whole directory, by action index.
-    pub(super) moved_whole: HashSet<usize>,
+    /// Whether each action is a move done by renaming a whole directory
+    /// (indexed like the plan's actions; sized at the first such rename).
+    pub(super) moved_whole: Vec<bool>,
     /// How far the runs of moves have been looked at for such directories.
     pub(super) scanned_to: usize,
     /// Per-file moves linked into place whose sources are still to go:
@@ -102,7 +102,7 @@ impl<'a> Run<'a> {
             watch,
             journaled,
             replaced_by: Vec::new(),
-            moved_whole: HashSet::new(),
+            moved_whole: Vec::new(),
             scanned_to: 0,
             linked: Vec::new(),
         })
