@@ -373,6 +373,9 @@ fn decode(mut bytes: Vec<u8>) -> Option<(Vec<u8>, Vec<(DirKey, u32, u32)>)> {
     if index.windows(2).any(|w| w[0].0 >= w[1].0) {
         return None;
     }
+    // Held for the whole run: without the slack of its doubling (a
+    // million directories' 47 MB sat in 64).
+    index.shrink_to_fit();
     Some((bytes, index))
 }
 
