@@ -28,6 +28,8 @@ pub(super) struct Run<'a> {
     pub(super) report: ApplyReport,
     /// The sync base this apply advances, and where it is saved.
     pub(super) base: Option<(SyncBase, PathBuf)>,
+    /// Transfers that advanced the base since it was last saved.
+    pub(super) base_unsaved: usize,
     /// The locks this command holds, watched by the transfer tasks.
     pub(super) watch: crate::lock::LossWatch,
     /// The undo journal of a plan that deletes or replaces anything.
@@ -99,6 +101,7 @@ impl<'a> Run<'a> {
             cache: HashCache::load(&layout.hash_cache_path()),
             report: ApplyReport::default(),
             base,
+            base_unsaved: 0,
             watch,
             journaled,
             replaced_by: Vec::new(),

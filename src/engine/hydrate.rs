@@ -49,7 +49,7 @@ pub(crate) fn fetch(
                 path: p.clone(),
                 size: u.size,
                 version: u.version.clone(),
-                sha256: u.sha256,
+                sha256: u.sha256.as_deref().copied(),
                 local: None,
             })
         })

@@ -268,8 +268,9 @@ pub struct UnhydratedRecord {
     pub path: TierPath,
     pub size: u64,
     pub version: Version,
+    /// Boxed, as in [`crate::state::Unhydrated`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sha256: Option<Sha256>,
+    pub sha256: Option<Box<Sha256>>,
 }
 
 impl UnhydratedRecord {
@@ -277,7 +278,7 @@ impl UnhydratedRecord {
         crate::state::Unhydrated {
             size: self.size,
             version: self.version.clone(),
-            sha256: self.sha256,
+            sha256: self.sha256.clone(),
         }
     }
 }

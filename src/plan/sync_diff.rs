@@ -459,7 +459,7 @@ fn lazy_step(
             path: path.clone(),
             size: r.size,
             version: r.version.clone(),
-            sha256: r.sha256,
+            sha256: r.sha256.map(Box::new),
         })
     };
     Some(match (l, r, u) {

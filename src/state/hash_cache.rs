@@ -63,9 +63,10 @@ impl Learnt {
         self.0.reserve_exact(more);
     }
 
-    /// Adds `other`'s entries (taking its list whole when this one is empty).
+    /// Adds `other`'s entries (taking its list whole when this one is
+    /// empty and has no room reserved for them).
     pub fn append(&mut self, mut other: Learnt) {
-        if self.0.is_empty() {
+        if self.0.is_empty() && self.0.capacity() < other.0.len() {
             *self = other;
         } else {
             self.0.append(&mut other.0);
@@ -306,20 +307,29 @@ impl HashCache {
     /// written within the racy margin), so it is never saved, and the next
     /// run reads the file again. It replaces an entry saved for the same
     /// stamp: the bytes just written are what the file holds.
-    pub fn learn(&mut self, learnt: Learnt) {
-        for (stamp, sha256) in learnt.0 {
-            let entry = Entry {
-                sha256: sha256.0,
-                md5: None,
-                used: false,
-                racy: true,
-            };
-            if let Some(old) = self.entries.insert(stamp, entry)
-                && old.used
-                && !old.racy
-            {
-                self.used -= 1;
+    pub fn learn(&mut self, mut learnt: Learnt) {
+        // Room for all at once (pages count only once written), and the
+        // list taken a fold's worth at a time, giving back its memory as
+        // the table takes the entries: a million landed files held both
+        // whole, 150 MB, in a pull's verifying plan.
+        self.entries.loaded.reserve_exact(learnt.0.len());
+        while !learnt.0.is_empty() {
+            let n = learnt.0.len().min(ADDED_MOST);
+            for (stamp, sha256) in learnt.0.drain(..n) {
+                let entry = Entry {
+                    sha256: sha256.0,
+                    md5: None,
+                    used: false,
+                    racy: true,
+                };
+                if let Some(old) = self.entries.insert(stamp, entry)
+                    && old.used
+                    && !old.racy
+                {
+                    self.used -= 1;
+                }
             }
+            learnt.0.shrink_to_fit();
         }
     }
 

@@ -101,8 +101,8 @@ enum Body {
     Sdk(ByteStream),
 }
 
-/// The SDK's client, and the fast GET path beside it where it matches
-/// the SDK's endpoint and signing (see `s3_fast_get.rs`).
+/// The SDK's client, and the fast GET and small PUT path beside it where
+/// it matches the SDK's endpoint and signing (see `s3_fast_get.rs`).
 struct Connection {
     client: Client,
     fast: Option<fast_get::FastGet>,
@@ -376,6 +376,15 @@ impl S3Store {
         sha256: &str,
         pre: &Precondition,
     ) -> Result<ObjectMeta, StoreError> {
+        if let Some(bytes) = body.bytes()
+            && let Some(fast) = &self.connection().await?.fast
+        {
+            match fast.put(key, bytes, sha256, pre).await {
+                fast_get::Put::Done(meta) => return Ok(meta),
+                fast_get::Put::Failed(e) => return Err(e),
+                fast_get::Put::Declined => {}
+            }
+        }
         let client = self.client().await?;
         let mut req = client
             .put_object()

@@ -1,11 +1,25 @@
-//! GetObject's success path without the SDK's request pipeline: a GET
-//! signed with `aws-sigv4` on a plain HTTP client.
+//! GetObject's success path, and a small PutObject's, without the SDK's
+//! request pipeline: a GET or PUT signed with `aws-sigv4` on a plain HTTP
+//! client.
 //!
 //! Why: a pull of thousands of small files spent more client CPU in the
 //! SDK's per-request machinery (interceptors, config bags, endpoint rules
 //! resolved per call, response deserialisers) than in moving the bytes,
 //! and the client shares the machine's cores with the server. The same
-//! signed GET costs about half as much here.
+//! signed GET costs about half as much here. A push of a million small
+//! files was 1.22 times curl's time for the same reason.
+//!
+//! A PUT here is the SDK path's request: the body whole, its sha256 as
+//! both the object's metadata and the request checksum
+//! (`x-amz-checksum-sha256`, which the server checks), the same
+//! precondition headers, an unsigned payload. Its answers mean what they
+//! mean on the SDK path: `200` with the new ETag, `412` (or `404` to an
+//! `If-Match`) the precondition failed, a digest error the file changed
+//! since it was hashed, a transient status unavailable. A PUT that may
+//! have reached the server (sent, no answer) is unavailable too, so the
+//! retry loop asks again knowing it may meet its own write; only a PUT
+//! that surely changed nothing (refused before it was sent, or another
+//! `4xx`) is handed to the SDK.
 //!
 //! It serves only what it can vouch for on its own: a `200` whose body the
 //! landing checks end to end (the object's sha256 metadata, or a
@@ -61,6 +75,15 @@ pub(super) enum Fetched {
     /// An answer with a meaning of its own (see the module doc).
     Failed(StoreError),
     /// Not served here: the SDK asks.
+    Declined,
+}
+
+/// What the fast path made of a PUT.
+pub(super) enum Put {
+    Done(ObjectMeta),
+    /// An answer with a meaning of its own (see the module doc).
+    Failed(StoreError),
+    /// Nothing was written: the SDK sends it.
     Declined,
 }
 
@@ -174,14 +197,73 @@ impl FastGet {
         }
     }
 
-    /// The signed GET of `key`, sent; `None` if it could not be.
-    async fn send(&self, key: &str) -> Option<reqwest::Response> {
+    /// PUTs `body` at `key` under `pre`, with `sha256` (hex) as its
+    /// metadata and request checksum.
+    pub(super) async fn put(
+        &self,
+        key: &str,
+        body: &[u8],
+        sha256: &str,
+        pre: &super::super::Precondition,
+    ) -> Put {
+        use base64::Engine as _;
+        if self.off.load(Ordering::Relaxed) {
+            return Put::Declined;
+        }
+        let Ok(raw) = hex::decode(sha256) else {
+            return Put::Declined;
+        };
+        let checksum = base64::engine::general_purpose::STANDARD.encode(raw);
+        let (none_match, matches) = super::conditional_headers(pre);
+        let mut headers = vec![
+            (format!("x-amz-meta-{SHA256_METADATA}"), sha256.to_string()),
+            ("x-amz-checksum-sha256".to_string(), checksum),
+        ];
+        headers.extend(none_match.map(|v| ("if-none-match".to_string(), v)));
+        headers.extend(matches.map(|v| ("if-match".to_string(), v)));
+        let url = format!("{}/{}?x-id=PutObject", self.base, super::encode_key(key));
+        let Some(request) = self.signed("PUT", &url, &headers).await else {
+            return Put::Declined;
+        };
+        let response = match request.body(body.to_vec()).send().await {
+            Ok(response) => {
+                self.connect_failures.store(0, Ordering::Relaxed);
+                response
+            }
+            Err(e) if e.is_connect() => {
+                self.connect_failed();
+                return Put::Declined;
+            }
+            // Sent, perhaps received and written: not for the SDK to send
+            // again as if new, but for the retry loop.
+            Err(e) => {
+                return Put::Failed(StoreError::Unavailable {
+                    target: self.target.clone(),
+                    message: e.to_string(),
+                });
+            }
+        };
+        put_answer(&self.target, key, body.len() as u64, sha256, pre, response).await
+    }
+
+    fn connect_failed(&self) {
+        if self.connect_failures.fetch_add(1, Ordering::Relaxed) + 1 >= CONNECT_FAILURES {
+            self.off.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// `method` of `url` with `headers`, signed (an unsigned payload);
+    /// `None` if it cannot be.
+    async fn signed(
+        &self,
+        method: &str,
+        url: &str,
+        headers: &[(String, String)],
+    ) -> Option<reqwest::RequestBuilder> {
         let identity = self.identity().await?;
-        // `x-id` as the SDK sends it: the same request on the wire.
-        let url = format!("{}/{}?x-id=GetObject", self.base, super::encode_key(key));
         let mut settings = SigningSettings::default();
-        // S3's own rules: the path is encoded once (as written above) and
-        // never normalised; the payload is not hashed for a GET.
+        // S3's own rules: the path is encoded once (as the caller wrote
+        // it) and never normalised; the payload is not hashed.
         settings.percent_encoding_mode = PercentEncodingMode::Single;
         settings.uri_path_normalization_mode = UriPathNormalizationMode::Disabled;
         settings.payload_checksum_kind = PayloadChecksumKind::XAmzSha256;
@@ -195,17 +277,29 @@ impl FastGet {
             .ok()?
             .into();
         let signable = SignableRequest::new(
-            "GET",
-            &url,
-            std::iter::empty(),
+            method,
+            url,
+            headers.iter().map(|(k, v)| (k.as_str(), v.as_str())),
             SignableBody::UnsignedPayload,
         )
         .ok()?;
         let (instructions, _) = sign(signable, &params).ok()?.into_parts();
-        let mut request = self.http.get(&url);
+        let method = reqwest::Method::from_bytes(method.as_bytes()).ok()?;
+        let mut request = self.http.request(method, url);
+        for (name, value) in headers {
+            request = request.header(name, value);
+        }
         for (name, value) in instructions.headers() {
             request = request.header(name, value);
         }
+        Some(request)
+    }
+
+    /// The signed GET of `key`, sent; `None` if it could not be.
+    async fn send(&self, key: &str) -> Option<reqwest::Response> {
+        // `x-id` as the SDK sends it: the same request on the wire.
+        let url = format!("{}/{}?x-id=GetObject", self.base, super::encode_key(key));
+        let request = self.signed("GET", &url, &[]).await?;
         match request.send().await {
             Ok(response) => {
                 self.connect_failures.store(0, Ordering::Relaxed);
@@ -214,10 +308,8 @@ impl FastGet {
             Err(e) => {
                 // A timeout or a connection the server closed is this
                 // request's; connections that keep failing are the path's.
-                if e.is_connect()
-                    && self.connect_failures.fetch_add(1, Ordering::Relaxed) + 1 >= CONNECT_FAILURES
-                {
-                    self.off.store(true, Ordering::Relaxed);
+                if e.is_connect() {
+                    self.connect_failed();
                 }
                 None
             }
@@ -287,6 +379,65 @@ impl FastGet {
     }
 }
 
+/// What `response` to a PUT of `key` means (see [`Put`]); `target`
+/// names the store in errors.
+async fn put_answer(
+    target: &str,
+    key: &str,
+    size: u64,
+    sha256: &str,
+    pre: &super::super::Precondition,
+    response: reqwest::Response,
+) -> Put {
+    let status = response.status().as_u16();
+    if status == 200 {
+        let etag = response.headers().get("etag").and_then(|v| v.to_str().ok());
+        return Put::Done(ObjectMeta {
+            key: key.to_string(),
+            size,
+            version: super::strip_etag(etag),
+            sha256: Some(sha256.to_string()),
+            modified: None,
+            md5: etag.and_then(crate::digest::Md5::from_etag),
+            content_encoded: false,
+        });
+    }
+    let body = error_body(response).await.unwrap_or_default();
+    let code = tag(&body, "Code");
+    let if_match = matches!(pre, super::super::Precondition::Matches(_));
+    match (status, code) {
+        (412, _) => Put::Failed(StoreError::PreconditionFailed {
+            key: key.to_string(),
+        }),
+        // AWS answers If-Match on a missing key with 404 (SeaweedFS
+        // with 412): either way the version the caller saw is gone.
+        (404, Some("NoSuchKey")) if if_match => Put::Failed(StoreError::PreconditionFailed {
+            key: key.to_string(),
+        }),
+        (400, Some("BadDigest" | "XAmzContentChecksumMismatch" | "InvalidDigest")) => {
+            Put::Failed(StoreError::ChangedSinceHashed {
+                what: format!("`{key}`"),
+                now: format!(
+                    "its content does not have sha256 {sha256}: {}",
+                    tag(&body, "Message").unwrap_or("")
+                ),
+            })
+        }
+        (_, code) if classify_status(status, code) == Class::Transient => {
+            Put::Failed(StoreError::Unavailable {
+                target: target.to_string(),
+                message: format!(
+                    "HTTP {status} {}: {}",
+                    code.unwrap_or(""),
+                    tag(&body, "Message").unwrap_or("")
+                ),
+            })
+        }
+        // Refused, nothing written: the SDK's answer and hints.
+        _ => Put::Declined,
+    }
+}
+
 /// The body of an error answer (at most [`ERROR_BODY`] bytes, as text);
 /// `None` if it cannot be read.
 async fn error_body(mut response: reqwest::Response) -> Option<String> {
@@ -348,6 +499,7 @@ fn meta_of(key: &str, headers: &reqwest::header::HeaderMap) -> Option<ObjectMeta
 
 #[cfg(test)]
 mod tests {
+    use super::super::super::Precondition;
     use super::super::encode_key;
     use super::*;
     use std::collections::HashMap;
@@ -403,6 +555,62 @@ mod tests {
             assert_eq!(sigv4_region(Some(&other)), None, "{other:?}");
         }
         assert_eq!(sigv4_region(None), None);
+    }
+
+    const SHA: &str = "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824";
+
+    fn put_answered(status: u16, headers: &[(&str, &str)], body: &str, pre: Precondition) -> Put {
+        let mut built = http::Response::builder().status(status);
+        for (name, value) in headers {
+            built = built.header(*name, *value);
+        }
+        let response = reqwest::Response::from(built.body(body.to_string()).unwrap());
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap()
+            .block_on(put_answer("s3://b/p", "p/k", 5, SHA, &pre, response))
+    }
+
+    fn error(code: &str) -> String {
+        format!("<Error><Code>{code}</Code><Message>m</Message></Error>")
+    }
+
+    #[test]
+    fn a_put_answer_means_what_the_sdk_path_makes_of_it() {
+        let etag = [("etag", "\"5d41402abc4b2a76b9719d911017c592\"")];
+        match put_answered(200, &etag, "", Precondition::CreateOnly) {
+            Put::Done(meta) => {
+                assert_eq!(meta.version, "5d41402abc4b2a76b9719d911017c592");
+                assert_eq!((meta.size, meta.sha256.as_deref()), (5, Some(SHA)));
+                assert!(meta.md5.is_some());
+            }
+            _ => panic!("a 200 is a done PUT"),
+        }
+        let failed = |status, code: &str, pre| match put_answered(status, &[], &error(code), pre) {
+            Put::Failed(e) => Some(e),
+            Put::Done(_) => panic!("{status} {code} is no done PUT"),
+            Put::Declined => None,
+        };
+        let matches = || Precondition::Matches("v".into());
+        assert!(matches!(
+            failed(412, "PreconditionFailed", Precondition::CreateOnly),
+            Some(StoreError::PreconditionFailed { .. })
+        ));
+        assert!(matches!(
+            failed(404, "NoSuchKey", matches()),
+            Some(StoreError::PreconditionFailed { .. })
+        ));
+        assert!(matches!(
+            failed(400, "BadDigest", Precondition::CreateOnly),
+            Some(StoreError::ChangedSinceHashed { .. })
+        ));
+        assert!(matches!(
+            failed(503, "SlowDown", matches()),
+            Some(StoreError::Unavailable { .. })
+        ));
+        // Refused with nothing written: for the SDK to send and explain.
+        assert!(failed(403, "AccessDenied", Precondition::CreateOnly).is_none());
+        assert!(failed(404, "NoSuchBucket", Precondition::CreateOnly).is_none());
     }
 
     #[test]
