@@ -95,6 +95,33 @@ pub fn atomic_write_with(
     sync_dir(dir)
 }
 
+/// A writer that keeps the CRC32 of what passes through it, for the
+/// state files that end with the checksum of everything before it (the
+/// hash cache, the directory listings).
+pub struct Summed<'a> {
+    out: &'a mut dyn Write,
+    sum: crc32fast::Hasher,
+}
+
+impl<'a> Summed<'a> {
+    pub fn new(out: &'a mut dyn Write) -> Summed<'a> {
+        Summed {
+            out,
+            sum: crc32fast::Hasher::new(),
+        }
+    }
+
+    pub fn put(&mut self, bytes: &[u8]) -> io::Result<()> {
+        self.sum.update(bytes);
+        self.out.write_all(bytes)
+    }
+
+    /// Writes the CRC32 of everything put (little-endian).
+    pub fn finish(self) -> io::Result<()> {
+        self.out.write_all(&self.sum.finalize().to_le_bytes())
+    }
+}
+
 /// Like [`atomic_write`], but fails with `AlreadyExists` instead of
 /// replacing an existing file.
 pub fn atomic_create(path: &Path, bytes: &[u8]) -> io::Result<()> {

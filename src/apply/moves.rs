@@ -611,15 +611,18 @@ mod tests {
             .collect()
     }
 
+    /// Three files in two directories of one tier, every one planned.
+    const TREE: [(&str, &[u8]); 3] = [
+        ("data/a/1/raw", b"a1"),
+        ("data/a/2/raw", b"a2"),
+        ("data/b/1/raw", b"b1"),
+    ];
+
     #[test]
     fn a_directory_moves_whole_only_while_it_holds_just_the_planned_files() {
         let d = tempfile::tempdir().unwrap();
         let (src, dst) = (d.path().join("src"), d.path().join("dst"));
-        let files: [(&str, &[u8]); 3] = [
-            ("data/a/1/raw", b"a1"),
-            ("data/a/2/raw", b"a2"),
-            ("data/b/1/raw", b"b1"),
-        ];
+        let files = TREE;
         let mut cache = HashCache::in_memory();
         observed(&src, &files, &mut cache);
         assert_eq!(whole(&src, &dst, &files, &mut cache), ["data"]);
@@ -644,11 +647,7 @@ mod tests {
     fn a_clean_tree_whose_place_is_taken_moves_as_its_clean_subdirectories() {
         let d = tempfile::tempdir().unwrap();
         let (src, dst) = (d.path().join("src"), d.path().join("dst"));
-        let files: [(&str, &[u8]); 3] = [
-            ("data/a/1/raw", b"a1"),
-            ("data/a/2/raw", b"a2"),
-            ("data/b/1/raw", b"b1"),
-        ];
+        let files = TREE;
         let mut cache = HashCache::in_memory();
         observed(&src, &files, &mut cache);
         fs::create_dir_all(dst.join("data")).unwrap();

@@ -323,12 +323,8 @@ fn write_encoded<'a>(
     listings: impl Iterator<Item = (&'a DirKey, &'a [u8])>,
     out: &mut dyn io::Write,
 ) -> io::Result<()> {
-    let mut sum = crc32fast::Hasher::new();
-    let mut put = |bytes: &[u8]| {
-        sum.update(bytes);
-        out.write_all(bytes)
-    };
-    put(MAGIC)?;
+    let mut out = fsutil::Summed::new(out);
+    out.put(MAGIC)?;
     for (k, l) in listings {
         let mut head = [0u8; 36];
         head[0..8].copy_from_slice(&k.dev.to_le_bytes());
@@ -336,10 +332,10 @@ fn write_encoded<'a>(
         head[16..24].copy_from_slice(&k.mtime_ns.to_le_bytes());
         head[24..32].copy_from_slice(&k.ctime_ns.to_le_bytes());
         head[32..36].copy_from_slice(&(l.len() as u32).to_le_bytes());
-        put(&head)?;
-        put(l)?;
+        out.put(&head)?;
+        out.put(l)?;
     }
-    out.write_all(&sum.finalize().to_le_bytes())
+    out.finish()
 }
 
 /// The file's bytes (its checksum dropped) and the index of its records,

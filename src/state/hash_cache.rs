@@ -498,12 +498,8 @@ fn write_encoded<'a>(
     entries: impl Iterator<Item = (&'a Stamp, &'a Entry)>,
     out: &mut dyn io::Write,
 ) -> io::Result<()> {
-    let mut sum = crc32fast::Hasher::new();
-    let mut put = |bytes: &[u8]| {
-        sum.update(bytes);
-        out.write_all(bytes)
-    };
-    put(MAGIC)?;
+    let mut out = fsutil::Summed::new(out);
+    out.put(MAGIC)?;
     for (k, e) in entries {
         let mut record = [0u8; RECORD];
         record[0..8].copy_from_slice(&k.dev.to_le_bytes());
@@ -512,9 +508,9 @@ fn write_encoded<'a>(
         record[24..32].copy_from_slice(&k.mtime_ns.to_le_bytes());
         record[32..64].copy_from_slice(&e.sha256);
         record[64..80].copy_from_slice(&e.md5.unwrap_or_default());
-        put(&record)?;
+        out.put(&record)?;
     }
-    out.write_all(&sum.finalize().to_le_bytes())
+    out.finish()
 }
 
 /// The entries in `bytes`, if they are a whole cache file whose checksum

@@ -59,19 +59,12 @@ impl Version {
 }
 
 fn lower_hex_16(text: &str) -> Option<[u8; 16]> {
-    let b = text.as_bytes();
-    if b.len() != 32 {
+    // Lowercase only: the form must write back the very text it came from.
+    if text.len() != 32 || text.bytes().any(|c| c.is_ascii_uppercase()) {
         return None;
     }
-    let digit = |c: u8| match c {
-        b'0'..=b'9' => Some(c - b'0'),
-        b'a'..=b'f' => Some(c - b'a' + 10),
-        _ => None,
-    };
     let mut out = [0u8; 16];
-    for (i, pair) in b.chunks_exact(2).enumerate() {
-        out[i] = digit(pair[0])? << 4 | digit(pair[1])?;
-    }
+    hex::decode_to_slice(text, &mut out).ok()?;
     Some(out)
 }
 
