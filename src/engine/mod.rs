@@ -274,6 +274,7 @@ pub(crate) fn observe(layout: &Layout, desired: &Desired) -> Result<Observed, En
         layout,
         desired,
         state::Learnt::default(),
+        None,
     )?)
 }
 

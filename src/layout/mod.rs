@@ -10,7 +10,7 @@ mod tier_path;
 
 pub use crate::config::Tier;
 pub use crate::config::namespace::RESERVED_NAMES;
-pub use tier_path::{TierPath, TierPathError};
+pub use tier_path::{KnownPaths, TierPath, TierPathError};
 
 use std::path::{Path, PathBuf};
 

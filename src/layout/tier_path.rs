@@ -67,6 +67,21 @@ impl TierPath {
         }
     }
 
+    /// The same path as `known` holds, sharing its allocation (`self` when
+    /// it holds none).
+    pub fn shared_with(self, known: Option<&dyn KnownPaths>) -> TierPath {
+        match known {
+            Some(k) => k.share(self),
+            None => self,
+        }
+    }
+
+    /// Whether `other` is this path's very allocation (for tests of sharing).
+    #[cfg(test)]
+    pub fn same_allocation(&self, other: &TierPath) -> bool {
+        std::sync::Arc::ptr_eq(&self.path, &other.path)
+    }
+
     pub fn tier(&self) -> Tier {
         self.tier
     }
@@ -87,6 +102,18 @@ impl TierPath {
 
     pub fn file_name(&self) -> &str {
         self.path.rsplit('/').next().unwrap_or(&self.path)
+    }
+}
+
+/// Paths already held (the keys of a map), whose allocations equal new
+/// paths share ([`TierPath::shared_with`]).
+pub trait KnownPaths {
+    fn share(&self, path: TierPath) -> TierPath;
+}
+
+impl<V> KnownPaths for std::collections::BTreeMap<TierPath, V> {
+    fn share(&self, path: TierPath) -> TierPath {
+        path.share(self)
     }
 }
 

@@ -103,7 +103,21 @@ impl InTheWay {
                 .ok()
                 .map(|i| &input.local_other[i])
         };
-        let synced: BTreeSet<&TierPath> = input.remote.keys().chain(input.base.keys()).collect();
+        // The remote's and the base's paths, each once, in order (a set of
+        // them was 10 MB at a million).
+        let mut remote = input.remote.keys().peekable();
+        let mut base = input.base.keys().peekable();
+        let synced = std::iter::from_fn(|| {
+            let path: &TierPath = match (remote.peek(), base.peek()) {
+                (Some(r), Some(b)) => (*r).min(*b),
+                (Some(r), None) => r,
+                (None, Some(b)) => b,
+                (None, None) => return None,
+            };
+            remote.next_if(|p| *p == path);
+            base.next_if(|p| *p == path);
+            Some(path)
+        });
         for path in synced {
             if input.local.contains_key(path) {
                 continue;
@@ -208,35 +222,64 @@ pub(crate) fn sync_diff(input: &SyncInput<'_>) -> SyncDiff {
 }
 
 fn merge(input: &SyncInput<'_>) -> SyncDiff {
-    let paths: BTreeSet<&TierPath> = input
-        .local
-        .keys()
-        .chain(input.remote.keys())
-        .chain(input.base.keys())
-        .chain(input.unhydrated.keys())
-        .collect();
     let mut out = SyncDiff::default();
     let mut g = Gathered::default();
     let mut renumber = Renumber::new(input);
     // A pull into an empty cache (or a push of a new tree) is nearly all
     // transfers one way: sized once, with room for what `compose` appends,
     // rather than doubled on the way (at 100,000 downloads the last
-    // doubling held 38 MB at once).
-    if input.direction.pulls() {
-        g.pulls
-            .reserve(input.remote.len().saturating_sub(input.local.len()) + ROOM);
+    // doubling held 38 MB at once). A lazy pull records instead of
+    // downloading: its records are what is sized (room for a million
+    // downloads it never plans was a tenth of a lazy clone's peak).
+    let lazy = input.lazy && input.direction.pulls();
+    let unseen = input.remote.len().saturating_sub(input.local.len());
+    if lazy {
+        g.lazy
+            .reserve(unseen.saturating_sub(input.unhydrated.len()) + ROOM);
+    } else if input.direction.pulls() {
+        g.pulls.reserve(unseen + ROOM);
     }
     if input.direction.pushes() {
         g.pushes
             .reserve(input.local.len().saturating_sub(input.remote.len()) + ROOM);
     }
 
-    for path in paths {
-        g.take(input, path, &mut renumber, &mut out);
+    // Every path of the four maps once, in order: one walk through each
+    // (they are sorted), not a set of all paths and four lookups a path.
+    let mut local = input.local.iter().peekable();
+    let mut remote = input.remote.iter().peekable();
+    let mut base = input.base.iter().peekable();
+    let mut unhydrated = input.unhydrated.iter().peekable();
+    loop {
+        let next = [
+            local.peek().map(|e| e.0),
+            remote.peek().map(|e| e.0),
+            base.peek().map(|e| e.0),
+            unhydrated.peek().map(|e| e.0),
+        ]
+        .into_iter()
+        .flatten()
+        .min();
+        let Some(path) = next else { break };
+        let found = Found {
+            l: local.next_if(|e| e.0 == path).map(|e| e.1),
+            r: remote.next_if(|e| e.0 == path).map(|e| e.1),
+            b: base.next_if(|e| e.0 == path).map(|e| e.1),
+            u: unhydrated.next_if(|e| e.0 == path).map(|e| e.1),
+        };
+        g.take(input, path, found, &mut renumber, &mut out);
     }
     g.guard_deletes(input, &mut out);
     g.into_actions(&mut out);
     out
+}
+
+/// What each side holds at one path.
+struct Found<'a> {
+    l: Option<&'a FileState>,
+    r: Option<&'a RemoteFile>,
+    b: Option<&'a BaseEntry>,
+    u: Option<&'a Unhydrated>,
 }
 
 /// What a merge gathers, by where it goes in the plan.
@@ -258,13 +301,12 @@ impl Gathered {
         &mut self,
         input: &SyncInput<'_>,
         path: &TierPath,
+        found: Found<'_>,
         renumber: &mut Renumber<'_>,
         out: &mut SyncDiff,
     ) {
-        let l = input.local.get(path);
-        let r = input.remote.get(path);
-        let b = input.base.get(path);
-        let u = input.unhydrated.get(path).filter(|_| b.is_none());
+        let Found { l, r, b, u } = found;
+        let u = u.filter(|_| b.is_none());
         let mut st = match lazy_step(path, l, r, b, u, input.lazy) {
             Some(st) => st,
             None => step(path, l, r, b),

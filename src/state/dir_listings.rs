@@ -22,8 +22,10 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
+use super::search::Hint;
 use super::stat::Stat;
 use crate::fsutil;
+use std::cell::Cell;
 
 /// How recent a change is too recent to trust a stamp. Covers filesystems
 /// whose timestamps tick in whole seconds (or two, FAT) as well as the
@@ -229,7 +231,10 @@ impl DirListings {
     }
 
     fn position(&self, key: &DirKey) -> Option<usize> {
-        self.index.binary_search_by(|(k, _, _)| k.cmp(key)).ok()
+        thread_local!(static AT: Cell<usize> = const { Cell::new(0) });
+        Hint::new(&AT)
+            .search(&self.index, |(k, _, _)| k.cmp(key))
+            .ok()
     }
 
     /// The listing remembered for a directory in state `key`.

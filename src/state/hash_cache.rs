@@ -19,9 +19,11 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use super::dir_listings::{self, DirListings};
+use super::search::Hint;
 use super::walk::Stat;
 use crate::digest::Sha256;
 use crate::fsutil;
+use std::cell::Cell;
 
 /// What identifies one state of a file's content: a rename keeps it, a
 /// write changes its size or mtime.
@@ -85,16 +87,27 @@ impl Learnt {
     }
 }
 
+/// One file state's sha256. Its MD5, asked for rarely, is kept apart
+/// ([`HashCache::md5s`]): beside every sha256 it was a fifth of the table.
 #[derive(Debug, Clone, Copy)]
 struct Entry {
     sha256: [u8; 32],
-    /// Only once asked for ([`HashCache::md5`]).
-    md5: Option<[u8; 16]>,
     /// Seen by this run (a full observation keeps only these).
     used: bool,
     /// Learnt from a file changed too recently to trust its stamp (see
     /// [`dir_listings::RACY_MARGIN`]): used by this run, never saved.
     racy: bool,
+}
+
+impl Entry {
+    /// Of a file this process just wrote: used by this run, never saved.
+    fn learnt(sha256: Sha256) -> Entry {
+        Entry {
+            sha256: sha256.0,
+            used: false,
+            racy: true,
+        }
+    }
 }
 
 /// The entries: most in one sorted array (looked up by binary search: a
@@ -136,7 +149,8 @@ impl Table {
     }
 
     fn position(&self, stamp: &Stamp) -> Result<usize, usize> {
-        self.loaded.binary_search_by(|(s, _)| s.cmp(stamp))
+        thread_local!(static AT: Cell<usize> = const { Cell::new(0) });
+        Hint::new(&AT).search(&self.loaded, |(s, _)| s.cmp(stamp))
     }
 
     fn get(&self, stamp: &Stamp) -> Option<&Entry> {
@@ -183,6 +197,15 @@ impl Table {
         }
         let mut new: Vec<(Stamp, Entry)> = self.added.drain().collect();
         new.sort_unstable_by_key(|(s, _)| *s);
+        self.merge_sorted(&new, |e| *e);
+    }
+
+    /// Merges `new` (sorted by stamp, none of them in the table) into the
+    /// array, from the back, in place.
+    fn merge_sorted<T>(&mut self, new: &[T], entry: impl Fn(&T) -> (Stamp, Entry)) {
+        let Some(first) = new.first() else {
+            return;
+        };
         let old_len = self.loaded.len();
         // Grown by a quarter at least, not doubled: the array is most of
         // what the cache holds.
@@ -190,14 +213,13 @@ impl Table {
         if self.loaded.capacity() < old_len + new.len() {
             self.loaded.reserve_exact(more);
         }
-        let filler = new[0];
-        self.loaded.resize(old_len + new.len(), filler);
+        self.loaded.resize(old_len + new.len(), entry(first));
         let (mut i, mut j) = (old_len, new.len());
         for k in (0..self.loaded.len()).rev() {
-            let take_new = i == 0 || (j > 0 && new[j - 1].0 > self.loaded[i - 1].0);
+            let take_new = i == 0 || (j > 0 && entry(&new[j - 1]).0 > self.loaded[i - 1].0);
             self.loaded[k] = if take_new {
                 j -= 1;
-                new[j]
+                entry(&new[j])
             } else {
                 i -= 1;
                 self.loaded[i]
@@ -205,6 +227,14 @@ impl Table {
             if j == 0 {
                 break;
             }
+        }
+    }
+
+    /// Drops the entry for `stamp` (rare: a move of the array's tail).
+    fn remove(&mut self, stamp: &Stamp) -> Option<Entry> {
+        match self.position(stamp) {
+            Ok(i) => Some(self.loaded.remove(i).1),
+            Err(_) => self.added.remove(stamp),
         }
     }
 
@@ -236,6 +266,9 @@ pub struct HashCache {
     loaded: usize,
     used: usize,
     misses: usize,
+    /// The MD5s known, of entries with the same stamp (only of files
+    /// whose MD5 was needed).
+    md5s: HashMap<Stamp, [u8; 16]>,
     /// MD5s learnt for entries loaded without one.
     md5s_learnt: usize,
     /// A file changed at or after this is racy (nanoseconds since the epoch).
@@ -263,16 +296,21 @@ impl HashCache {
             crate::fsutil::sweep_dead_temps(dir);
         }
         let trust_before_ns = dir_listings::trust_before_ns(SystemTime::now());
-        let entries = Table::of_loaded(
-            std::fs::read(path)
-                .ok()
-                .and_then(|b| decode(&b))
-                .unwrap_or_default(),
-        );
+        let (loaded, mut md5s) = std::fs::read(path)
+            .ok()
+            .and_then(|b| decode(&b))
+            .unwrap_or_default();
+        if !loaded.is_sorted_by(|a, b| a.0 < b.0) {
+            // Not a file this cache wrote (it writes each stamp once, in
+            // order): its MD5s are not trusted to pair with the entry kept.
+            md5s.clear();
+        }
+        let entries = Table::of_loaded(loaded);
         HashCache {
             path: Some(path.to_path_buf()),
             loaded: entries.len(),
             entries,
+            md5s,
             trust_before_ns,
             ..HashCache::default()
         }
@@ -308,29 +346,58 @@ impl HashCache {
     /// run reads the file again. It replaces an entry saved for the same
     /// stamp: the bytes just written are what the file holds.
     pub fn learn(&mut self, mut learnt: Learnt) {
-        // Room for all at once (pages count only once written), and the
-        // list taken a fold's worth at a time, giving back its memory as
-        // the table takes the entries: a million landed files held both
-        // whole, 150 MB, in a pull's verifying plan.
-        self.entries.loaded.reserve_exact(learnt.0.len());
-        while !learnt.0.is_empty() {
-            let n = learnt.0.len().min(ADDED_MOST);
-            for (stamp, sha256) in learnt.0.drain(..n) {
-                let entry = Entry {
-                    sha256: sha256.0,
-                    md5: None,
-                    used: false,
-                    racy: true,
-                };
-                if let Some(old) = self.entries.insert(stamp, entry)
-                    && old.used
-                    && !old.racy
-                {
-                    self.used -= 1;
-                }
+        // Sorted and merged into the table's array in place: one by one
+        // through its map, a million landed files held both whole (150
+        // MB), then the map and its folds (100 MB) in a pull's verifying
+        // plan.
+        let list = &mut learnt.0;
+        list.sort_unstable_by_key(|(stamp, _)| *stamp);
+        // One stamp learnt with two contents (an inode reused at the same
+        // size and nanosecond): neither is known, the file is read again.
+        let mut ambiguous = Vec::new();
+        list.dedup_by(|next, kept| {
+            if next.0 != kept.0 {
+                return false;
             }
-            learnt.0.shrink_to_fit();
+            if next.1 != kept.1 && ambiguous.last() != Some(&kept.0) {
+                ambiguous.push(kept.0);
+            }
+            true
+        });
+        for stamp in &ambiguous {
+            self.drop_entry(stamp);
         }
+        // Those the table holds are replaced where they are; the rest are
+        // merged in.
+        list.retain(|&(stamp, sha256)| {
+            if ambiguous.binary_search(&stamp).is_ok() {
+                return false;
+            }
+            let Some(old) = self.entries.get_mut(&stamp) else {
+                return true;
+            };
+            if old.used && !old.racy {
+                self.used -= 1;
+            }
+            if old.sha256 != sha256.0 {
+                self.md5s.remove(&stamp);
+            }
+            *old = Entry::learnt(sha256);
+            false
+        });
+        self.entries
+            .merge_sorted(list, |&(stamp, sha256)| (stamp, Entry::learnt(sha256)));
+    }
+
+    /// Forgets what is known of `stamp`.
+    fn drop_entry(&mut self, stamp: &Stamp) {
+        if let Some(old) = self.entries.remove(stamp)
+            && old.used
+            && !old.racy
+        {
+            self.used -= 1;
+        }
+        self.md5s.remove(stamp);
     }
 
     /// Reads and hashes the file at `path`, whose lstat gave `stamp`, and
@@ -341,15 +408,14 @@ impl HashCache {
         crate::progress::meter().add(1, stamp.size);
         let entry = Entry {
             sha256,
-            md5: None,
             used: true,
             racy: stamp.mtime_ns >= self.trust_before_ns,
         };
-        if self
-            .entries
-            .insert(stamp, entry)
-            .is_none_or(|old| !old.used)
-        {
+        let old = self.entries.insert(stamp, entry);
+        if old.is_none_or(|old| old.sha256 != sha256) {
+            self.md5s.remove(&stamp);
+        }
+        if old.is_none_or(|old| !old.used) {
             self.used += 1;
         }
         Ok(Sha256(sha256))
@@ -374,9 +440,9 @@ impl HashCache {
         let stamp = Stamp::of(meta);
         if let Some(e) = self.entries.get(&stamp)
             && e.sha256 == sha256.0
-            && let Some(md5) = e.md5
+            && let Some(md5) = self.md5s.get(&stamp)
         {
-            return Some(crate::digest::Md5(md5));
+            return Some(crate::digest::Md5(*md5));
         }
         let (sha, md5) = fsutil::sha256_md5_file(path).ok()?;
         if sha != sha256.0 {
@@ -387,13 +453,12 @@ impl HashCache {
             stamp,
             Entry {
                 sha256: sha,
-                md5: None,
                 used: true,
                 racy,
             },
         );
-        if entry.sha256 == sha && entry.md5.is_none() {
-            entry.md5 = Some(md5);
+        if entry.sha256 == sha && !self.md5s.contains_key(&stamp) {
+            self.md5s.insert(stamp, md5);
             self.md5s_learnt += 1;
         }
         Some(crate::digest::Md5(md5))
@@ -468,7 +533,7 @@ impl HashCache {
         };
         let kept = self.entries.sorted().filter(|(_, e)| !e.racy && keep(e));
         // Streamed: built in memory, a million entries' 80 MB grew to 128.
-        fsutil::atomic_write_with(path, |out| write_encoded(kept, out))?;
+        fsutil::atomic_write_with(path, |out| write_encoded(kept, &self.md5s, out))?;
         // The text cache of earlier versions, superseded by this file.
         let _ = std::fs::remove_file(path.with_file_name("hash-cache.tsv"));
         Ok(())
@@ -487,15 +552,19 @@ const RECORD: usize = 8 * 4 + 32 + 16;
 /// write any cache anyway). Binary, so loading 100,000 entries is a copy, not a parse (the
 /// text form took a tenth of a warm plan's time).
 #[cfg(test)]
-fn encode<'a>(entries: impl Iterator<Item = (&'a Stamp, &'a Entry)>) -> Vec<u8> {
+fn encode<'a>(
+    entries: impl Iterator<Item = (&'a Stamp, &'a Entry)>,
+    md5s: &HashMap<Stamp, [u8; 16]>,
+) -> Vec<u8> {
     let mut out = Vec::new();
-    write_encoded(entries, &mut out).expect("writing to memory");
+    write_encoded(entries, md5s, &mut out).expect("writing to memory");
     out
 }
 
 /// [`encode`], written to `out` as it goes.
 fn write_encoded<'a>(
     entries: impl Iterator<Item = (&'a Stamp, &'a Entry)>,
+    md5s: &HashMap<Stamp, [u8; 16]>,
     out: &mut dyn io::Write,
 ) -> io::Result<()> {
     let mut out = fsutil::Summed::new(out);
@@ -507,15 +576,19 @@ fn write_encoded<'a>(
         record[16..24].copy_from_slice(&k.size.to_le_bytes());
         record[24..32].copy_from_slice(&k.mtime_ns.to_le_bytes());
         record[32..64].copy_from_slice(&e.sha256);
-        record[64..80].copy_from_slice(&e.md5.unwrap_or_default());
+        if let Some(md5) = md5s.get(k) {
+            record[64..80].copy_from_slice(md5);
+        }
         out.put(&record)?;
     }
     out.finish()
 }
 
-/// The entries in `bytes`, if they are a whole cache file whose checksum
-/// holds (a cache that lies would vouch for content a file does not have).
-fn decode(bytes: &[u8]) -> Option<Vec<(Stamp, Entry)>> {
+/// The entries in `bytes` and the MD5s known of them, if they are a whole
+/// cache file whose checksum holds (a cache that lies would vouch for
+/// content a file does not have).
+type Decoded = (Vec<(Stamp, Entry)>, HashMap<Stamp, [u8; 16]>);
+fn decode(bytes: &[u8]) -> Option<Decoded> {
     let body = bytes.get(..bytes.len().checked_sub(SUM)?)?;
     let records = body.strip_prefix(MAGIC)?;
     if records.len() % RECORD != 0 || crc32fast::hash(body).to_le_bytes() != bytes[body.len()..] {
@@ -524,6 +597,7 @@ fn decode(bytes: &[u8]) -> Option<Vec<(Stamp, Entry)>> {
     let u64_at =
         |r: &[u8], i: usize| u64::from_le_bytes(r[i * 8..i * 8 + 8].try_into().expect("8"));
     let mut entries = Vec::with_capacity(records.len() / RECORD);
+    let mut md5s = HashMap::default();
     for r in records.chunks_exact(RECORD) {
         let stamp = Stamp {
             dev: u64_at(r, 0),
@@ -532,15 +606,17 @@ fn decode(bytes: &[u8]) -> Option<Vec<(Stamp, Entry)>> {
             mtime_ns: u64_at(r, 3) as i64,
         };
         let md5: [u8; 16] = r[64..80].try_into().expect("16 bytes");
+        if md5 != [0; 16] {
+            md5s.insert(stamp, md5);
+        }
         let entry = Entry {
             sha256: r[32..64].try_into().expect("32 bytes"),
-            md5: (md5 != [0; 16]).then_some(md5),
             used: false,
             racy: false,
         };
         entries.push((stamp, entry));
     }
-    Some(entries)
+    Some((entries, md5s))
 }
 
 /// Where the directory listings live, beside the hash cache.
@@ -786,10 +862,51 @@ mod tests {
     fn entry(byte: u8) -> Entry {
         Entry {
             sha256: [byte; 32],
-            md5: None,
             used: true,
             racy: false,
         }
+    }
+
+    #[test]
+    fn landed_hashes_join_the_table_in_order_and_a_stamp_landed_twice_differently_is_read_again() {
+        let mut c = HashCache::in_memory();
+        c.entries = Table::of_loaded((0..10u64).map(|i| (stamp(2 * i + 1), entry(1))).collect());
+        c.used = 10;
+        c.md5s.insert(stamp(3), [7; 16]);
+        c.md5s.insert(stamp(5), [7; 16]);
+        let mut learnt = Learnt::default();
+        let sha = |b: u8| Sha256([b; 32]);
+        // 3: the content it had (its MD5 stays); 5: new content (its MD5
+        // goes); 7 and 14: two contents for one stamp (neither is known).
+        for (ino, b) in [
+            (8, 2),
+            (3, 1),
+            (14, 4),
+            (2, 2),
+            (5, 2),
+            (7, 5),
+            (12, 3),
+            (12, 3),
+            (14, 5),
+            (7, 6),
+        ] {
+            learnt.push(stamp(ino), sha(b));
+        }
+        c.learn(learnt);
+        for (ino, b) in [(2, 2), (3, 1), (5, 2), (8, 2), (12, 3), (1, 1), (19, 1)] {
+            assert_eq!(c.known(stamp(ino)), Some(sha(b)), "{ino}");
+        }
+        assert_eq!(c.known(stamp(7)), None);
+        assert_eq!(c.known(stamp(14)), None);
+        assert_eq!(c.md5s.get(&stamp(3)), Some(&[7; 16]));
+        assert_eq!(c.md5s.get(&stamp(5)), None);
+        // Learnt entries are this run's only: never saved, not counted.
+        assert!(c.entries.get(&stamp(2)).unwrap().racy);
+        assert!(c.entries.get(&stamp(3)).unwrap().racy);
+        assert_eq!(c.used, 10 - 3);
+        assert!(c.entries.added.is_empty());
+        let inos: Vec<u64> = c.entries.sorted().map(|(s, _)| s.ino).collect();
+        assert_eq!(inos, [1, 2, 3, 5, 8, 9, 11, 12, 13, 15, 17, 19]);
     }
 
     #[test]
@@ -843,8 +960,10 @@ mod tests {
         let order: Vec<(u64, u8)> = table.sorted().map(|(s, e)| (s.ino, e.sha256[0])).collect();
         assert_eq!(order, [(0, 0), (1, 1), (2, 2), (3, 7), (5, 5), (6, 6)]);
         // What is written loads back as it was, already sorted.
-        let bytes = encode(table.sorted());
-        let loaded = decode(&bytes).unwrap();
+        let md5s = HashMap::from_iter([(stamp(2), [4; 16])]);
+        let bytes = encode(table.sorted(), &md5s);
+        let (loaded, md5s_loaded) = decode(&bytes).unwrap();
+        assert_eq!(md5s_loaded, md5s);
         assert!(loaded.is_sorted_by(|a, b| a.0 < b.0));
         assert_eq!(loaded.len(), 6);
     }

@@ -20,7 +20,7 @@ use std::time::SystemTime;
 use serde::{Deserialize, Serialize};
 
 use crate::config::Placement;
-use crate::layout::{Layout, TierPath, is_repo_local_path, is_swamp_temp};
+use crate::layout::{KnownPaths, Layout, TierPath, is_repo_local_path, is_swamp_temp};
 
 use super::HashCache;
 use super::dir_listings::{DirListings, epoch_ns};
@@ -235,14 +235,17 @@ fn io_err(path: &Path) -> impl FnOnce(io::Error) -> ObserveError + '_ {
 
 impl Observed {
     /// Walks each placement's datastore-tier directories.
+    /// `known`: paths held already (the remote listing a verifying plan
+    /// keeps), whose allocations the files' paths share.
     pub fn observe(
         layout: &Layout,
         placements: &[&Placement],
         cache: &mut HashCache,
+        known: Option<&dyn KnownPaths>,
     ) -> Result<Observed, ObserveError> {
         let placements = placements
             .iter()
-            .map(|p| observe_placement(layout, p, cache))
+            .map(|p| observe_placement(layout, p, cache, known))
             .collect::<Result<_, _>>()?;
         Ok(Observed {
             placements,
@@ -311,6 +314,7 @@ struct TierState<'a> {
     /// The placement's files, made a map as they come.
     files: &'a mut super::MapBuilder<TierPath, FileState>,
     cache: &'a mut HashCache,
+    known: Option<&'a dyn KnownPaths>,
 }
 
 impl TierState<'_> {
@@ -382,7 +386,7 @@ impl TierState<'_> {
             }
         };
         self.files.push(
-            path,
+            path.shared_with(self.known),
             FileState {
                 size: stat.size,
                 sha256,
@@ -445,6 +449,7 @@ fn observe_placement(
     layout: &Layout,
     placement: &Placement,
     cache: &mut HashCache,
+    known: Option<&dyn KnownPaths>,
 ) -> Result<PlacementState, ObserveError> {
     let root = layout.placement_root(placement);
     let label = layout.root_label(&root);
@@ -497,6 +502,7 @@ fn observe_placement(
             state: &mut state,
             files: &mut files,
             cache: &mut *cache,
+            known,
         };
         // Taken one child of the tier at a time: the entries of a whole
         // 100,000-file tier are never held at once.
@@ -587,7 +593,7 @@ mod tests {
 
     fn observe(repo: &TempRepo) -> PlacementState {
         let mut cache = HashCache::in_memory();
-        Observed::observe(&repo.layout, &[&repo.placement], &mut cache)
+        Observed::observe(&repo.layout, &[&repo.placement], &mut cache, None)
             .unwrap()
             .placements
             .remove(0)
@@ -640,7 +646,7 @@ mod tests {
         let run = || {
             let mut cache = HashCache::load(&cache_path);
             cache.trust_all();
-            let seen = Observed::observe(&repo.layout, &[&repo.placement], &mut cache)
+            let seen = Observed::observe(&repo.layout, &[&repo.placement], &mut cache, None)
                 .unwrap()
                 .placements
                 .remove(0);
