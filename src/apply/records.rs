@@ -22,19 +22,21 @@ impl Run<'_> {
             unreachable!("a record-base")
         };
         let (base, base_path) = self.base.as_mut().ok_or(StopCause::NoRemote)?;
-        for rec in add {
-            base.set(
-                rec.path.clone(),
-                crate::state::BaseEntry {
-                    sha256: rec.sha256,
-                    size: rec.size,
-                    version: rec.version.clone(),
-                },
-            );
-        }
-        for rec in unhydrated {
-            base.set_unhydrated(rec.path.clone(), rec.object());
-        }
+        // Made maps, not inserted one by one (see `set_unhydrated_many`).
+        let entry = |rec: &crate::plan::BaseRecord| {
+            let entry = crate::state::BaseEntry {
+                sha256: rec.sha256,
+                size: rec.size,
+                version: rec.version.clone(),
+            };
+            (rec.path.clone(), entry)
+        };
+        base.set_many(vec![add.iter().map(entry).collect()]);
+        base.set_unhydrated_many(
+            unhydrated
+                .iter()
+                .map(|rec| (rec.path.clone(), rec.object())),
+        );
         self.report.recorded_remote_only += unhydrated.len();
         for p in drop {
             base.forget(p);

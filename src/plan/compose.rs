@@ -568,7 +568,7 @@ mod tests {
                         RemoteObject {
                             size: 1,
                             version: format!("v-{sha}").into(),
-                            sha256: Some((*sha).into()),
+                            sha256: Some(Box::new((*sha).into())),
                             modified: None,
                         },
                     )

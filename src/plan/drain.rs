@@ -45,13 +45,13 @@ pub(crate) fn drain(observed: &Observed, target_remote: Option<&RemoteSnapshot>)
         for (path, obj) in &remote.files {
             let cache = source.files.get(path);
             if let Some(c) = cache
-                && obj.sha256 != Some(c.sha256)
+                && obj.sha() != Some(c.sha256)
             {
                 out.conflicts.push(Conflict::SourceDiverged {
                     path: path.clone(),
                     source: i,
                     cache_sha256: c.sha256.hex(),
-                    remote_sha256: obj.sha256,
+                    remote_sha256: obj.sha(),
                 });
                 continue;
             }
@@ -98,11 +98,11 @@ fn to_local(
         return; // the layout diff moves the cache copy
     }
     match target.files.get(path) {
-        Some(t) if obj.sha256 == Some(t.sha256) => {}
+        Some(t) if obj.sha() == Some(t.sha256) => {}
         Some(t) => out.conflicts.push(Conflict::DifferentAtTarget {
             path: path.clone(),
             source: i,
-            source_sha256: obj.sha256.map(|s| s.hex()).unwrap_or_default(),
+            source_sha256: obj.sha().map(|s| s.hex()).unwrap_or_default(),
             target_sha256: t.sha256.hex(),
             diff: None,
         }),
@@ -116,7 +116,7 @@ fn to_local(
                 source: i,
                 size: obj.size,
                 version: obj.version.clone(),
-                sha256: obj.sha256,
+                sha256: obj.sha(),
             }),
         },
     }
@@ -132,7 +132,7 @@ fn to_remote(
     obj: &RemoteFile,
     in_cache: bool,
 ) {
-    let Some(sha256) = obj.sha256 else {
+    let Some(sha256) = obj.sha() else {
         out.conflicts.push(Conflict::SourceDiverged {
             path: path.clone(),
             source: i,
@@ -142,13 +142,13 @@ fn to_remote(
         return;
     };
     match tr.files.get(path) {
-        Some(t) if t.sha256 == Some(sha256) => return,
+        Some(t) if t.sha() == Some(sha256) => return,
         Some(t) => {
             out.conflicts.push(Conflict::DifferentAtTarget {
                 path: path.clone(),
                 source: i,
                 source_sha256: sha256.hex(),
-                target_sha256: t.sha256.map(|s| s.hex()).unwrap_or_default(),
+                target_sha256: t.sha().map(|s| s.hex()).unwrap_or_default(),
                 diff: None,
             });
             return;
@@ -163,7 +163,7 @@ fn to_remote(
             RemoteFile {
                 size: obj.size,
                 version: String::new().into(),
-                sha256: Some(sha256),
+                sha256: Some(Box::new(sha256)),
                 modified: None,
             },
         );
@@ -255,7 +255,7 @@ mod tests {
                         RemoteObject {
                             size: 1,
                             version: format!("v-{p}").into(),
-                            sha256: Some((*sha).into()),
+                            sha256: Some(Box::new((*sha).into())),
                             modified: None,
                         },
                     )

@@ -501,7 +501,7 @@ fn lazy_step(
             path: path.clone(),
             size: r.size,
             version: r.version.clone(),
-            sha256: r.sha256.map(Box::new),
+            sha256: r.sha256.clone(),
         })
     };
     Some(match (l, r, u) {
@@ -569,14 +569,14 @@ fn download(path: &TierPath, r: &RemoteFile, l: Option<&FileState>) -> Action {
         path: path.clone(),
         size: r.size,
         version: r.version.clone(),
-        sha256: r.sha256,
+        sha256: r.sha(),
         local: l.map(|l| Box::new(l.sha256)),
     }
 }
 
 /// The remote object is unchanged since the base.
 fn remote_unchanged(r: &RemoteFile, b: &BaseEntry) -> bool {
-    r.version == b.version || r.sha256 == Some(b.sha256)
+    r.version == b.version || r.sha() == Some(b.sha256)
 }
 
 /// What the base must record for cache and remote holding the same
@@ -588,7 +588,7 @@ pub(super) fn unrecorded_agreement(
     r: &RemoteFile,
     b: Option<&BaseEntry>,
 ) -> Option<BaseRecord> {
-    if r.sha256 != Some(l.sha256) {
+    if r.sha() != Some(l.sha256) {
         return None;
     }
     let agreed = BaseEntry {
@@ -633,11 +633,11 @@ fn step(
         (None, Some(r), Some(_)) => Step::Conflict(Conflict::DeletedAndChanged {
             path: path.clone(),
             deleted_in: Side::Cache,
-            changed_sha256: r.sha256,
+            changed_sha256: r.sha(),
         }),
         // On both sides.
         (Some(l), Some(r), b) => {
-            if r.sha256 == Some(l.sha256) {
+            if r.sha() == Some(l.sha256) {
                 return match unrecorded_agreement(path, l, r, b) {
                     Some(rec) => Step::Agree(rec),
                     None => Step::Nothing,
@@ -652,7 +652,7 @@ fn step(
                     path: path.clone(),
                     local_sha256: l.sha256,
                     remote_version: r.version.to_string(),
-                    remote_sha256: r.sha256,
+                    remote_sha256: r.sha(),
                     base_sha256: b.map(|b| b.sha256),
                 }),
             }
@@ -781,7 +781,7 @@ impl<'i> Renumber<'i> {
 /// else (no remote object and no other cache file has its sha256) and the
 /// rest.
 fn only_copies(input: &SyncInput<'_>, deletes: Vec<Action>) -> (Vec<TierPath>, Vec<Action>) {
-    let remote: BTreeSet<Sha256> = input.remote.values().filter_map(|r| r.sha256).collect();
+    let remote: BTreeSet<Sha256> = input.remote.values().filter_map(|r| r.sha()).collect();
     let doomed: BTreeSet<&TierPath> = deletes.iter().filter_map(Action::path).collect();
     let elsewhere: BTreeSet<Sha256> = input
         .local
@@ -984,7 +984,7 @@ mod tests {
                 RemoteFile {
                     size: 1,
                     version: version.into(),
-                    sha256: Some(sha.into()),
+                    sha256: Some(Box::new(sha.into())),
                     modified: Some(100),
                 },
             );

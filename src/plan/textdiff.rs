@@ -144,7 +144,7 @@ pub(crate) fn wanted(
         remote.get(path).map(|o| RemoteRef {
             version: o.version.to_string(),
             size: o.size,
-            sha256: o.sha256,
+            sha256: o.sha(),
         })
     };
     let mut out = Vec::new();

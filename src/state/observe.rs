@@ -174,7 +174,7 @@ fn relisted(
         if object.sha256.is_none()
             && let Some(entry) = base.files.get(path).filter(|e| e.version == object.version)
         {
-            object.sha256 = Some(entry.sha256);
+            object.sha256 = Some(Box::new(entry.sha256));
         }
     }
     // Mostly the listing's paths again: shared, not held twice.

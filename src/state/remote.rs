@@ -26,11 +26,20 @@ pub struct RemoteObject {
     pub size: u64,
     pub version: Version,
     /// Known from the listing, from the base (same version), or a HEAD.
+    /// Boxed: an S3 listing carries none, and a pull holds a million
+    /// objects listed so while it downloads them (8 bytes each, not 33).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sha256: Option<crate::digest::Sha256>,
+    pub sha256: Option<Box<crate::digest::Sha256>>,
     /// Last modified (seconds since the epoch), for `--conflict newer`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub modified: Option<i64>,
+}
+
+impl RemoteObject {
+    /// The sha256 known of it.
+    pub fn sha(&self) -> Option<crate::digest::Sha256> {
+        self.sha256.as_deref().copied()
+    }
 }
 
 /// What the remote holds under our key prefix, and the sync base.
@@ -549,7 +558,7 @@ fn resolve_pending(
             && let Some(file) = local.get(&path)
             && local_match(&path, file, digest)
         {
-            object.sha256 = Some(file.sha256);
+            object.sha256 = Some(Box::new(file.sha256));
         } else {
             unknown.push((path, key));
         }
@@ -580,7 +589,7 @@ async fn head_unknown(
             && let Some(obj) = files.get_mut(&path)
             && meta.version == obj.version
         {
-            obj.sha256 = meta.sha256.as_deref().and_then(Sha256::parse);
+            obj.sha256 = meta.sha256.as_deref().and_then(Sha256::parse).map(Box::new);
         }
     }
     Ok(())
@@ -731,7 +740,7 @@ impl Page {
             RemoteObject {
                 size: meta.size,
                 version: meta.version.into(),
-                sha256,
+                sha256: sha256.map(Box::new),
                 modified: meta.modified,
             },
         ));
