@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
 
-use super::dir_listings::{DirKey, DirListings, Listing};
+use super::dir_listings::{DirKey, DirListings, Listing, ListingRef};
 pub(crate) use super::stat::Stat;
 
 /// How a directory's listing was come by.
@@ -158,10 +158,14 @@ impl<'a> Walker<'a> {
         Ok(out)
     }
 
-    /// Like [`Walker::walk`], but hands over what it finds one child of
-    /// `dir` at a time (the child's entry, then everything beneath it), in
-    /// walk order, and `dir`'s own listing record last: a big tree is never
-    /// held whole. Each child's subtree is still walked in parallel.
+    /// Like [`Walker::walk`], but hands over what it finds a part at a
+    /// time, in walk order: `dir`'s children [`CHUNK`] at a time, walked
+    /// side by side, each with everything beneath it; but a child that is
+    /// a big directory (at least [`SPLIT_MIN`] entries, some of them
+    /// directories) is handed over as its own entry and then its children
+    /// the same way. Each directory's listing record comes after what it
+    /// holds. A big tree is never held whole: a million files under one
+    /// directory were 230 MB of entries at once.
     pub(crate) fn walk_in_parts<E: From<WalkError>>(
         &self,
         dir: &Path,
@@ -169,8 +173,21 @@ impl<'a> Walker<'a> {
         stat: &Stat,
         mut each: impl FnMut(Walked) -> Result<(), E>,
     ) -> Result<(), E> {
-        let key = DirKey::of(stat);
         let anchor = Anchor::open(dir, rel, stat);
+        self.parts(&anchor, dir, rel, 0, stat, &mut each)
+    }
+
+    /// [`Walker::walk_in_parts`] of `dir`, at `depth` below the walk's root.
+    fn parts<E: From<WalkError>>(
+        &self,
+        anchor: &Anchor,
+        dir: &Path,
+        rel: &[u8],
+        depth: u32,
+        stat: &Stat,
+        each: &mut impl FnMut(Walked) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let key = DirKey::of(stat);
         let found = self.listings.find(&key);
         let at = found.and_then(|(at, _)| at);
         let remembered = found.map(|(_, listing)| listing);
@@ -181,27 +198,38 @@ impl<'a> Walker<'a> {
         // The last child handed over.
         let mut done: Option<Vec<u8>> = None;
         loop {
+            let mut vanished = false;
             let listing = read
                 .as_ref()
                 .map(Listing::as_ref)
                 .or(remembered)
                 .expect("remembered or read");
-            let mut vanished = false;
-            for (_, name) in listing.entries() {
-                if done.as_deref().is_some_and(|d| name <= d) {
-                    continue;
-                }
-                let mut part = Walked::default();
-                match self.child(&anchor, dir, rel, 1, name, &mut part) {
-                    Ok(()) => {}
+            let names: Vec<&[u8]> = listing
+                .entries()
+                .map(|(_, name)| name)
+                .filter(|name| done.as_deref().is_none_or(|d| *name > d))
+                .collect();
+            for chunk in names.chunks(CHUNK) {
+                let walked: Result<Vec<Part>, Fail> = chunk
+                    .par_iter()
+                    .map(|name| self.part(anchor, dir, rel, depth + 1, name))
+                    .collect();
+                let walked = match walked {
+                    Ok(walked) => walked,
+                    // Nothing of this chunk is handed over yet.
                     Err(Fail::Vanished(_)) if read.is_none() => {
                         vanished = true;
                         break;
                     }
                     Err(Fail::Vanished(e) | Fail::Io(e)) => return Err(e.into()),
+                };
+                for (name, part) in chunk.iter().zip(walked) {
+                    each(part.walked)?;
+                    if let Some((path, child_rel, child)) = part.split {
+                        self.parts(anchor, &path, &child_rel, depth + 1, &child, each)?;
+                    }
+                    done = Some(name.to_vec());
                 }
-                done = Some(name.to_vec());
-                each(part)?;
             }
             if !vanished {
                 break;
@@ -214,6 +242,55 @@ impl<'a> Walker<'a> {
         each(Walked {
             entries: Vec::new(),
             seen: vec![seen],
+        })
+    }
+
+    /// One child of a directory walked in parts (at `depth`): its entry and
+    /// all beneath it, or only its entry when it is to be split.
+    fn part(
+        &self,
+        anchor: &Anchor,
+        dir: &Path,
+        rel: &[u8],
+        depth: u32,
+        name: &[u8],
+    ) -> Result<Part, Fail> {
+        let (path, child_rel, stat) = self.lstat_child(anchor, dir, rel, name)?;
+        let mut walked = Walked::default();
+        walked.entries.push(WalkEntry {
+            rel: child_rel.as_slice().into(),
+            depth,
+            stat,
+        });
+        if !stat.is_dir() {
+            return Ok(Part {
+                walked,
+                split: None,
+            });
+        }
+        let key = DirKey::of(&stat);
+        let found = self.listings.find(&key);
+        let at = found.and_then(|(at, _)| at);
+        let remembered = found.map(|(_, listing)| listing);
+        let read = match remembered {
+            Some(_) => None,
+            None => Some(read_listing(&path).map_err(Fail::Io)?),
+        };
+        let listing = remembered
+            .or(read.as_ref().map(Listing::as_ref))
+            .expect("remembered or read");
+        if listing.has_dirs() && listing.entries().nth(SPLIT_MIN - 1).is_some() {
+            return Ok(Part {
+                walked,
+                split: Some((path, child_rel, stat)),
+            });
+        }
+        let got = (key, at, remembered, read);
+        self.walk_listed(anchor, &path, &child_rel, depth, &stat, got, &mut walked)
+            .map_err(Fail::Io)?;
+        Ok(Part {
+            walked,
+            split: None,
         })
     }
 
@@ -250,6 +327,30 @@ impl<'a> Walker<'a> {
             Some(_) => None,
             None => Some(read_listing(dir)?),
         };
+        self.walk_listed(
+            anchor,
+            dir,
+            rel,
+            depth,
+            stat,
+            (key, at, remembered, read),
+            out,
+        )
+    }
+
+    /// [`Walker::walk_dir`] with `dir`'s listing come by already.
+    #[allow(clippy::too_many_arguments)]
+    fn walk_listed(
+        &self,
+        anchor: &Anchor,
+        dir: &Path,
+        rel: &[u8],
+        depth: u32,
+        stat: &Stat,
+        got: Got<'_>,
+        out: &mut Walked,
+    ) -> Result<(), WalkError> {
+        let (key, at, remembered, read) = got;
         let listing = remembered
             .or(read.as_ref().map(Listing::as_ref))
             .expect("remembered or read");
@@ -282,6 +383,34 @@ impl<'a> Walker<'a> {
         Ok(())
     }
 
+    /// The path, name from the walk's root, and lstat of `dir`'s entry
+    /// `name`.
+    fn lstat_child(
+        &self,
+        anchor: &Anchor,
+        dir: &Path,
+        rel: &[u8],
+        name: &[u8],
+    ) -> Result<(PathBuf, Vec<u8>, Stat), Fail> {
+        let path = dir.join(OsStr::from_bytes(name));
+        let mut child_rel = Vec::with_capacity(rel.len() + 1 + name.len());
+        child_rel.extend_from_slice(rel);
+        child_rel.push(b'/');
+        child_rel.extend_from_slice(name);
+        match anchor.lstat(&child_rel, &path) {
+            Ok(stat) => Ok((path, child_rel, stat)),
+            Err(source) => {
+                let vanished = source.kind() == io::ErrorKind::NotFound;
+                let e = WalkError { path, source };
+                Err(if vanished {
+                    Fail::Vanished(e)
+                } else {
+                    Fail::Io(e)
+                })
+            }
+        }
+    }
+
     fn child(
         &self,
         anchor: &Anchor,
@@ -291,23 +420,7 @@ impl<'a> Walker<'a> {
         name: &[u8],
         out: &mut Walked,
     ) -> Result<(), Fail> {
-        let path = dir.join(OsStr::from_bytes(name));
-        let mut child_rel = Vec::with_capacity(rel.len() + 1 + name.len());
-        child_rel.extend_from_slice(rel);
-        child_rel.push(b'/');
-        child_rel.extend_from_slice(name);
-        let stat = match anchor.lstat(&child_rel, &path) {
-            Ok(stat) => stat,
-            Err(source) => {
-                let vanished = source.kind() == io::ErrorKind::NotFound;
-                let e = WalkError { path, source };
-                return Err(if vanished {
-                    Fail::Vanished(e)
-                } else {
-                    Fail::Io(e)
-                });
-            }
-        };
+        let (path, child_rel, stat) = self.lstat_child(anchor, dir, rel, name)?;
         if !stat.is_dir() {
             out.entries.push(WalkEntry {
                 rel: child_rel.into_boxed_slice(),
@@ -324,6 +437,27 @@ impl<'a> Walker<'a> {
         self.walk_dir(anchor, &path, &child_rel, depth, &stat, false, out)
             .map_err(Fail::Io)
     }
+}
+
+/// A directory's key, where its remembered listing was (if it was), and
+/// the listing: remembered, or read now.
+type Got<'l> = (DirKey, Option<u32>, Option<ListingRef<'l>>, Option<Listing>);
+
+/// A directory with fewer entries than this, or with no directories among
+/// them, is walked whole as one part of [`Walker::walk_in_parts`].
+const SPLIT_MIN: usize = 64;
+
+/// How many children of a directory split by [`Walker::walk_in_parts`] are
+/// walked side by side (a part each): enough to keep the threads busy with
+/// small children, few enough that big ones are not held all at once.
+const CHUNK: usize = 64;
+
+/// What [`Walker::part`] found of one child: its entry and what it holds,
+/// or (`split`: its path, name and lstat) its entry only, its children to
+/// be handed over in parts of their own.
+struct Part {
+    walked: Walked,
+    split: Option<(PathBuf, Vec<u8>, Stat)>,
 }
 
 fn read_listing(dir: &Path) -> Result<Listing, WalkError> {
@@ -489,7 +623,8 @@ mod tests {
                 Ok::<_, WalkError>(())
             })
             .unwrap();
-        // One part per child of t, then t's own listing record.
+        // One part per child of t (each small, so walked whole), then t's
+        // own listing record.
         assert_eq!(parts.len(), 6);
         let last = parts.pop().unwrap();
         assert!(last.entries.is_empty() && last.seen == [Seen::Racy]);
@@ -507,6 +642,47 @@ mod tests {
         );
         let seen: usize = parts.iter().map(|p| p.seen.len()).sum();
         assert_eq!(seen + 1, whole.seen.len(), "every directory's record, once");
+    }
+
+    #[test]
+    fn a_directory_of_many_directories_is_handed_over_a_directory_at_a_time() {
+        // t/big holds SPLIT_MIN + 6 directories of 3 files each, and a file.
+        let dir = tempfile::tempdir().unwrap();
+        let t = dir.path().join("t");
+        let n = SPLIT_MIN + 6;
+        for i in 0..n {
+            let d = t.join(format!("big/d{i:03}"));
+            fs::create_dir_all(&d).unwrap();
+            for f in ["x", "y", "z"] {
+                fs::write(d.join(f), f).unwrap();
+            }
+        }
+        fs::write(t.join("big/file"), b"f").unwrap();
+        let stat = Stat::of(&fs::symlink_metadata(&t).unwrap());
+        let listings = DirListings::in_memory();
+        let walker = Walker::new(&listings, i64::MIN);
+        let whole = walker.walk(&t, b"t", &stat).unwrap();
+        let mut parts = Vec::new();
+        walker
+            .walk_in_parts(&t, b"t", &stat, |part| {
+                parts.push(part);
+                Ok::<_, WalkError>(())
+            })
+            .unwrap();
+        // No part holds more than one small directory and its files.
+        let most = parts.iter().map(|p| p.entries.len()).max().unwrap();
+        assert_eq!(most, 4);
+        let entries: Vec<_> = parts
+            .iter()
+            .flat_map(|p| p.entries.iter())
+            .map(|e| (&e.rel, e.depth))
+            .collect();
+        let expected: Vec<_> = whole.entries.iter().map(|e| (&e.rel, e.depth)).collect();
+        assert_eq!(entries, expected);
+        assert_eq!(entries.len(), 1 + n * 4 + 1);
+        let seen: usize = parts.iter().map(|p| p.seen.len()).sum();
+        assert_eq!(seen, whole.seen.len(), "every directory's record, once");
+        assert_eq!(seen, 2 + n);
     }
 
     #[test]
