@@ -602,6 +602,22 @@ mod tests {
         assert_eq!(rels(&walked.entries), ["1 t/real"]);
     }
 
+    /// The walk of `t` whole, and the parts a walk of it in parts hands over.
+    fn whole_and_parts(t: &Path) -> (Walked, Vec<Walked>) {
+        let stat = Stat::of(&fs::symlink_metadata(t).unwrap());
+        let listings = DirListings::in_memory();
+        let walker = Walker::new(&listings, i64::MIN);
+        let whole = walker.walk(t, b"t", &stat).unwrap();
+        let mut parts = Vec::new();
+        walker
+            .walk_in_parts(t, b"t", &stat, |part| {
+                parts.push(part);
+                Ok::<_, WalkError>(())
+            })
+            .unwrap();
+        (whole, parts)
+    }
+
     #[test]
     fn a_walk_in_parts_hands_over_what_a_whole_walk_finds() {
         let dir = tempfile::tempdir().unwrap();
@@ -612,17 +628,7 @@ mod tests {
         for f in ["a/b/1", "a/z", "b", "c/x", "d"] {
             fs::write(t.join(f), f).unwrap();
         }
-        let stat = Stat::of(&fs::symlink_metadata(&t).unwrap());
-        let listings = DirListings::in_memory();
-        let walker = Walker::new(&listings, i64::MIN);
-        let whole = walker.walk(&t, b"t", &stat).unwrap();
-        let mut parts = Vec::new();
-        walker
-            .walk_in_parts(&t, b"t", &stat, |part| {
-                parts.push(part);
-                Ok::<_, WalkError>(())
-            })
-            .unwrap();
+        let (whole, mut parts) = whole_and_parts(&t);
         // One part per child of t (each small, so walked whole), then t's
         // own listing record.
         assert_eq!(parts.len(), 6);
@@ -658,17 +664,7 @@ mod tests {
             }
         }
         fs::write(t.join("big/file"), b"f").unwrap();
-        let stat = Stat::of(&fs::symlink_metadata(&t).unwrap());
-        let listings = DirListings::in_memory();
-        let walker = Walker::new(&listings, i64::MIN);
-        let whole = walker.walk(&t, b"t", &stat).unwrap();
-        let mut parts = Vec::new();
-        walker
-            .walk_in_parts(&t, b"t", &stat, |part| {
-                parts.push(part);
-                Ok::<_, WalkError>(())
-            })
-            .unwrap();
+        let (whole, parts) = whole_and_parts(&t);
         // No part holds more than one small directory and its files.
         let most = parts.iter().map(|p| p.entries.len()).max().unwrap();
         assert_eq!(most, 4);
