@@ -187,23 +187,12 @@ impl<'a> Walker<'a> {
         stat: &Stat,
         each: &mut impl FnMut(Walked) -> Result<(), E>,
     ) -> Result<(), E> {
-        let key = DirKey::of(stat);
-        let found = self.listings.find(&key);
-        let at = found.and_then(|(at, _)| at);
-        let remembered = found.map(|(_, listing)| listing);
-        let mut read = match remembered {
-            Some(_) => None,
-            None => Some(read_listing(dir)?),
-        };
+        let mut got = self.listing(dir, stat, false)?;
         // The last child handed over.
         let mut done: Option<Vec<u8>> = None;
         loop {
             let mut vanished = false;
-            let listing = read
-                .as_ref()
-                .map(Listing::as_ref)
-                .or(remembered)
-                .expect("remembered or read");
+            let listing = got.listing();
             let names: Vec<&[u8]> = listing
                 .entries()
                 .map(|(_, name)| name)
@@ -217,7 +206,7 @@ impl<'a> Walker<'a> {
                 let walked = match walked {
                     Ok(walked) => walked,
                     // Nothing of this chunk is handed over yet.
-                    Err(Fail::Vanished(_)) if read.is_none() => {
+                    Err(Fail::Vanished(_)) if got.read.is_none() => {
                         vanished = true;
                         break;
                     }
@@ -236,9 +225,9 @@ impl<'a> Walker<'a> {
             }
             // The remembered listing named an entry that is gone: read the
             // directory, and go on after the last child handed over.
-            read = Some(read_listing(dir)?);
+            got.read = Some(read_listing(dir)?);
         }
-        let seen = self.seen(key, at, read);
+        let seen = self.seen(got);
         each(Walked {
             entries: Vec::new(),
             seen: vec![seen],
@@ -268,24 +257,14 @@ impl<'a> Walker<'a> {
                 split: None,
             });
         }
-        let key = DirKey::of(&stat);
-        let found = self.listings.find(&key);
-        let at = found.and_then(|(at, _)| at);
-        let remembered = found.map(|(_, listing)| listing);
-        let read = match remembered {
-            Some(_) => None,
-            None => Some(read_listing(&path).map_err(Fail::Io)?),
-        };
-        let listing = remembered
-            .or(read.as_ref().map(Listing::as_ref))
-            .expect("remembered or read");
+        let got = self.listing(&path, &stat, false).map_err(Fail::Io)?;
+        let listing = got.listing();
         if listing.has_dirs() && listing.entries().nth(SPLIT_MIN - 1).is_some() {
             return Ok(Part {
                 walked,
                 split: Some((path, child_rel, stat)),
             });
         }
-        let got = (key, at, remembered, read);
         self.walk_listed(anchor, &path, &child_rel, depth, &stat, got, &mut walked)
             .map_err(Fail::Io)?;
         Ok(Part {
@@ -294,13 +273,34 @@ impl<'a> Walker<'a> {
         })
     }
 
-    /// How the listing of a directory in state `key` was come by: read
-    /// now (`read`), or remembered.
-    fn seen(&self, key: DirKey, at: Option<u32>, read: Option<Listing>) -> Seen {
-        match read {
-            None => Seen::Remembered(key, at),
-            Some(_) if key.is_racy(self.trust_before_ns) => Seen::Racy,
-            Some(listing) => Seen::Read(key, listing),
+    /// The listing of `dir` (whose lstat is `stat`): remembered for its
+    /// stamp (unless `reread`), else read now.
+    fn listing(&self, dir: &Path, stat: &Stat, reread: bool) -> Result<Got<'a>, WalkError> {
+        let key = DirKey::of(stat);
+        let found = if reread {
+            None
+        } else {
+            self.listings.find(&key)
+        };
+        let remembered = found.map(|(_, listing)| listing);
+        let read = match remembered {
+            Some(_) => None,
+            None => Some(read_listing(dir)?),
+        };
+        Ok(Got {
+            key,
+            at: found.and_then(|(at, _)| at),
+            remembered,
+            read,
+        })
+    }
+
+    /// How the listing in `got` was come by: read now, or remembered.
+    fn seen(&self, got: Got<'_>) -> Seen {
+        match got.read {
+            None => Seen::Remembered(got.key, got.at),
+            Some(_) if got.key.is_racy(self.trust_before_ns) => Seen::Racy,
+            Some(listing) => Seen::Read(got.key, listing),
         }
     }
 
@@ -315,27 +315,8 @@ impl<'a> Walker<'a> {
         reread: bool,
         out: &mut Walked,
     ) -> Result<(), WalkError> {
-        let key = DirKey::of(stat);
-        let found = if reread {
-            None
-        } else {
-            self.listings.find(&key)
-        };
-        let at = found.and_then(|(at, _)| at);
-        let remembered = found.map(|(_, listing)| listing);
-        let read = match remembered {
-            Some(_) => None,
-            None => Some(read_listing(dir)?),
-        };
-        self.walk_listed(
-            anchor,
-            dir,
-            rel,
-            depth,
-            stat,
-            (key, at, remembered, read),
-            out,
-        )
+        let got = self.listing(dir, stat, reread)?;
+        self.walk_listed(anchor, dir, rel, depth, stat, got, out)
     }
 
     /// [`Walker::walk_dir`] with `dir`'s listing come by already.
@@ -350,10 +331,7 @@ impl<'a> Walker<'a> {
         got: Got<'_>,
         out: &mut Walked,
     ) -> Result<(), WalkError> {
-        let (key, at, remembered, read) = got;
-        let listing = remembered
-            .or(read.as_ref().map(Listing::as_ref))
-            .expect("remembered or read");
+        let listing = got.listing();
         let names: Vec<&[u8]> = listing.entries().map(|(_, name)| name).collect();
         // Leaves are statted in batches; a directory of directories splits
         // all the way down, so the threads share the tree.
@@ -368,13 +346,12 @@ impl<'a> Walker<'a> {
             .collect();
         let parts = match parts {
             Ok(parts) => parts,
-            Err(Fail::Vanished(_)) if remembered.is_some() => {
+            Err(Fail::Vanished(_)) if got.remembered.is_some() => {
                 return self.walk_dir(anchor, dir, rel, depth, stat, true, out);
             }
             Err(Fail::Vanished(e) | Fail::Io(e)) => return Err(e),
         };
-        let seen = self.seen(key, at, read);
-        out.seen.push(seen);
+        out.seen.push(self.seen(got));
         out.entries
             .reserve(parts.iter().map(|p| p.entries.len()).sum());
         for part in parts {
@@ -439,9 +416,26 @@ impl<'a> Walker<'a> {
     }
 }
 
-/// A directory's key, where its remembered listing was (if it was), and
-/// the listing: remembered, or read now.
-type Got<'l> = (DirKey, Option<u32>, Option<ListingRef<'l>>, Option<Listing>);
+/// A directory's listing as a walk came by it ([`Walker::listing`]).
+struct Got<'l> {
+    key: DirKey,
+    /// Where the listings hold the remembered one, if loaded with them.
+    at: Option<u32>,
+    remembered: Option<ListingRef<'l>>,
+    /// Read now (also after a remembered listing proved stale).
+    read: Option<Listing>,
+}
+
+impl Got<'_> {
+    /// The listing: as read now if it was, else as remembered.
+    fn listing(&self) -> ListingRef<'_> {
+        self.read
+            .as_ref()
+            .map(Listing::as_ref)
+            .or(self.remembered)
+            .expect("remembered or read")
+    }
+}
 
 /// A directory with fewer entries than this, or with no directories among
 /// them, is walked whole as one part of [`Walker::walk_in_parts`].
