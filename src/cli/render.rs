@@ -2,6 +2,7 @@
 //! one row per action, the conflicts with their hashes and diffs, and a
 //! closing line. Deterministic: no clock, no terminal width, no colour.
 
+use std::borrow::Cow;
 use std::fmt::Write as _;
 
 use comfy_table::{Cell, CellAlignment, LineStyle, Table, TableStyle};
@@ -404,22 +405,31 @@ const MAX_GROUPS: usize = 30;
 const GROUP_DEPTHS: [usize; 3] = [2, 1, 0];
 
 /// The directory of `path` shown at `depth` (at most `depth` of its
-/// directories, never its file name): `outputs/deploy/`, `data/`.
-fn dir_at(path: &str, depth: usize) -> String {
-    let segs: Vec<&str> = path.split('/').collect();
-    let dirs = &segs[..segs.len().saturating_sub(1)];
-    let take = depth.min(dirs.len());
-    if take == 0 {
-        return String::new();
+/// directories, never its file name): `outputs/deploy/`, `data/`. A slice
+/// of `path`: a million moves are grouped without a string made for each.
+fn dir_at(path: &str, depth: usize) -> &str {
+    let mut end = 0;
+    for (taken, (i, _)) in path.match_indices('/').enumerate() {
+        if taken == depth {
+            break;
+        }
+        end = i + 1;
     }
-    format!("{}/", dirs[..take].join("/"))
+    &path[..end]
 }
+
+/// An action's row: its path (or what it is about), where from and where
+/// to. Borrowed where it can be (a move's path, a root's label).
+type Row<'a> = (Cow<'a, str>, Cow<'a, str>, Cow<'a, str>);
 
 /// Groups at one depth, given up once there are more than [`MAX_GROUPS`].
 struct Grouping {
     depth: usize,
     groups: Vec<Group>,
     index: std::collections::HashMap<(&'static str, &'static str, String, String, String), usize>,
+    /// The group the last action joined: a plan's actions come sorted by
+    /// path, so the next one most often joins it too.
+    last: Option<usize>,
     overflowed: bool,
 }
 
@@ -431,20 +441,35 @@ impl Grouping {
         let under = match a.path() {
             Some(p) => dir_at(p.as_str(), self.depth),
             // Rolled all the way up, actions without a path group too.
-            None if self.depth == 0 => String::new(),
-            None => path.to_string(),
+            None if self.depth == 0 => "",
+            None => path,
         };
-        let key = (
-            a.kind(),
-            a.reason(),
-            from.to_string(),
-            to.to_string(),
-            under.clone(),
-        );
         let bytes = a.bytes();
         let own = a.path().is_none() && self.depth > 0;
-        match self.index.get(&key).filter(|_| !own) {
-            Some(&g) => {
+        let same = |g: &Group| {
+            g.kind == a.kind()
+                && g.reason == a.reason()
+                && g.under == under
+                && g.from == from
+                && g.to == to
+        };
+        let found = match self.last {
+            _ if own => None,
+            Some(g) if same(&self.groups[g]) => Some(g),
+            _ => self
+                .index
+                .get(&(
+                    a.kind(),
+                    a.reason(),
+                    from.to_string(),
+                    to.to_string(),
+                    under.to_string(),
+                ))
+                .copied(),
+        };
+        match found {
+            Some(g) => {
+                self.last = Some(g);
                 let g = &mut self.groups[g];
                 g.count += 1;
                 g.bytes = match (g.bytes, bytes) {
@@ -454,10 +479,18 @@ impl Grouping {
                 g.files |= a.path().is_some();
             }
             None => {
+                let key = (
+                    a.kind(),
+                    a.reason(),
+                    from.to_string(),
+                    to.to_string(),
+                    under.to_string(),
+                );
                 self.index.insert(key, self.groups.len());
+                self.last = Some(self.groups.len());
                 self.groups.push(Group {
                     kind: a.kind(),
-                    under,
+                    under: under.to_string(),
                     files: a.path().is_some(),
                     count: 1,
                     bytes,
@@ -470,6 +503,7 @@ impl Grouping {
                     self.overflowed = true;
                     self.groups = Vec::new();
                     self.index = Default::default();
+                    self.last = None;
                 }
             }
         }
@@ -480,19 +514,18 @@ impl Grouping {
 /// group first appears, at the deepest of [`GROUP_DEPTHS`] that keeps
 /// them to [`MAX_GROUPS`]; and that depth. One pass: the rows of a
 /// 100,000-action plan are never held.
-fn group_rows<'a>(
-    rows: impl Iterator<Item = (usize, &'a Action, String, String, String)>,
-) -> (Vec<Group>, usize) {
+fn group_rows<'a>(rows: impl Iterator<Item = (usize, &'a Action, Row<'a>)>) -> (Vec<Group>, usize) {
     let mut at: Vec<Grouping> = GROUP_DEPTHS
         .iter()
         .map(|&depth| Grouping {
             depth,
             groups: Vec::new(),
             index: Default::default(),
+            last: None,
             overflowed: false,
         })
         .collect();
-    for (_, a, path, from, to) in rows {
+    for (_, a, (path, from, to)) in rows {
         for g in &mut at {
             g.add(a, &path, &from, &to);
         }
@@ -785,27 +818,30 @@ fn render_actions(out: &mut String, plan: &Plan, detail: bool, md: bool, style: 
     // the repository), else by its name in the header ("target",
     // "source 1"), not by an absolute path repeated in every row.
     let target = row_label(&target, "target");
-    let source_label = |i: usize| row_label(&plan.sources[i].shown(), &format!("source {i}"));
+    let source_labels: Vec<String> = (0..plan.sources.len())
+        .map(|i| row_label(&plan.sources[i].shown(), &format!("source {i}")))
+        .collect();
     // Made one at a time as they are shown or grouped: the rows of a
     // 100,000-action plan are never held at once.
     let n_actions = plan.actions.len();
-    let rows = plan.actions.iter().enumerate().map(|(i, a)| {
-        let (path, from, to) = action_row(a, plan, &target, &source_label);
-        (i, a, path, from, to)
-    });
+    let rows = plan
+        .actions
+        .iter()
+        .enumerate()
+        .map(|(i, a)| (i, a, action_row(a, plan, &target, &source_labels)));
     let (grid, note) = if detail || n_actions <= GROUP_ABOVE {
         let mut actions = Grid::new(
             &["#", "action", "path", "from", "to", "reason"],
             &[true, false, false, false, false, false],
             &[false, false, true, true, true, false],
         );
-        for (i, a, path, from, to) in rows {
+        for (i, a, (path, from, to)) in rows {
             actions.rows.push(vec![
                 (i + 1).to_string(),
                 a.kind().to_string(),
-                path,
-                from,
-                to,
+                path.into_owned(),
+                from.into_owned(),
+                to.into_owned(),
                 resumed_reason(plan, a),
             ]);
         }
@@ -849,7 +885,7 @@ fn resumed_reason(plan: &Plan, a: &Action) -> String {
 /// The actions grouped by kind and directory (a plan too long to list),
 /// and the note that says so.
 fn grouped_grid<'a>(
-    rows: impl Iterator<Item = (usize, &'a Action, String, String, String)>,
+    rows: impl Iterator<Item = (usize, &'a Action, Row<'a>)>,
     n_actions: usize,
 ) -> (Grid, Option<String>) {
     let (groups, depth) = group_rows(rows);
@@ -889,12 +925,12 @@ fn grouped_grid<'a>(
 
 /// An action's row in the plan table: its path (or what it is about),
 /// where from and where to. `target` and `source_label` name the roots.
-fn action_row(
-    a: &Action,
-    plan: &Plan,
-    target: &str,
-    source_label: &dyn Fn(usize) -> String,
-) -> (String, String, String) {
+fn action_row<'a>(
+    a: &'a Action,
+    plan: &'a Plan,
+    target: &'a str,
+    source_labels: &'a [String],
+) -> Row<'a> {
     match a {
         Action::Move { .. }
         | Action::DropDuplicate { .. }
@@ -903,7 +939,7 @@ fn action_row(
         | Action::RemoveTemp { .. }
         | Action::MirrorConfig { .. }
         | Action::PruneTrash { .. }
-        | Action::RelocateTrash { .. } => local_row(a, target, source_label),
+        | Action::RelocateTrash { .. } => local_row(a, target, source_labels),
         Action::Upload { .. }
         | Action::Download { .. }
         | Action::DeleteLocal { .. }
@@ -918,7 +954,7 @@ fn action_row(
         | Action::PruneRecords { .. }
         | Action::PublishSentinel { .. } => record_row(a),
         Action::AbortUpload { path, .. } => (
-            path.to_string(),
+            path.as_str().into(),
             "remote (unfinished upload)".into(),
             "(aborted)".into(),
         ),
@@ -926,40 +962,35 @@ fn action_row(
 }
 
 /// Rows of moves and local bookkeeping.
-fn local_row(
-    a: &Action,
-    target: &str,
-    source_label: &dyn Fn(usize) -> String,
-) -> (String, String, String) {
+fn local_row<'a>(a: &'a Action, target: &'a str, source_labels: &'a [String]) -> Row<'a> {
     match a {
-        Action::Move { path, source, .. } => {
-            (path.to_string(), source_label(*source), target.to_string())
-        }
+        Action::Move { path, source, .. } => (
+            path.as_str().into(),
+            source_labels[*source].as_str().into(),
+            target.into(),
+        ),
         Action::DropDuplicate { path, source, .. } => (
-            path.to_string(),
-            source_label(*source),
-            "(removed)".to_string(),
+            path.as_str().into(),
+            source_labels[*source].as_str().into(),
+            "(removed)".into(),
         ),
-        Action::InvalidateCatalog => (
-            ".swamp/data/_catalog.db".to_string(),
-            String::new(),
-            String::new(),
-        ),
-        Action::FinishMigration => (".swamp.toml".to_string(), String::new(), String::new()),
+        Action::InvalidateCatalog => (".swamp/data/_catalog.db".into(), "".into(), "".into()),
+        Action::FinishMigration => (".swamp.toml".into(), "".into(), "".into()),
         Action::RemoveTemp { path, source, .. } => (
-            path.to_string(),
+            path.as_str().into(),
             match source {
-                None => target.to_string(),
-                Some(i) => source_label(*i),
+                None => target.into(),
+                Some(i) => source_labels[*i].as_str().into(),
             },
             "(removed)".into(),
         ),
         Action::MirrorConfig { path, .. } => (
-            path.to_string(),
+            path.as_str().into(),
             path.as_str()
                 .strip_prefix("config/")
                 .unwrap_or(path.as_str())
-                .to_string(),
+                .to_string()
+                .into(),
             "cache".into(),
         ),
         Action::PruneTrash {
@@ -969,8 +1000,8 @@ fn local_row(
             remote_objects,
             ..
         } => (
-            prune_what(id, *files, *remote_objects),
-            format!("trash of {at}"),
+            prune_what(id, *files, *remote_objects).into(),
+            format!("trash of {at}").into(),
             "(removed)".into(),
         ),
         Action::RelocateTrash {
@@ -982,10 +1013,11 @@ fn local_row(
             format!(
                 ".swamp-trash/ ({files} file(s) of {} apply(s))",
                 applies.len()
-            ),
+            )
+            .into(),
             match source {
-                None => target.to_string(),
-                Some(i) => source_label(*i),
+                None => target.into(),
+                Some(i) => source_labels[*i].as_str().into(),
             },
             "cache trash".into(),
         ),
@@ -994,37 +1026,41 @@ fn local_row(
 }
 
 /// Rows of transfers and deletes between cache and remotes.
-fn transfer_row(a: &Action, plan: &Plan, target: &str) -> (String, String, String) {
+fn transfer_row<'a>(a: &'a Action, plan: &'a Plan, target: &'a str) -> Row<'a> {
     match a {
-        Action::Upload { path, .. } => (path.to_string(), "cache".into(), "remote".into()),
-        Action::Download { path, .. } => (path.to_string(), "remote".into(), "cache".into()),
-        Action::DeleteLocal { path, .. } => (path.to_string(), "cache".into(), "(removed)".into()),
-        Action::DeleteRemote { path, .. } => {
-            (path.to_string(), "remote".into(), "(removed)".into())
+        Action::Upload { path, .. } => (path.as_str().into(), "cache".into(), "remote".into()),
+        Action::Download { path, .. } => (path.as_str().into(), "remote".into(), "cache".into()),
+        Action::DeleteLocal { path, .. } => {
+            (path.as_str().into(), "cache".into(), "(removed)".into())
         }
-        Action::RenameLocal { path, to, .. } => (path.to_string(), "cache".into(), to.to_string()),
+        Action::DeleteRemote { path, .. } => {
+            (path.as_str().into(), "remote".into(), "(removed)".into())
+        }
+        Action::RenameLocal { path, to, .. } => {
+            (path.as_str().into(), "cache".into(), to.to_string().into())
+        }
         Action::Fetch { path, source, .. } => (
-            path.to_string(),
+            path.as_str().into(),
             plan.sources[*source]
                 .remote_label()
-                .unwrap_or_else(|| "remote".into()),
-            target.to_string(),
+                .map_or("remote".into(), Cow::Owned),
+            target.into(),
         ),
         Action::CopyRemote { path, source, .. } => (
-            path.to_string(),
+            path.as_str().into(),
             plan.sources[*source]
                 .remote_label()
-                .unwrap_or_else(|| "remote".into()),
+                .map_or("remote".into(), Cow::Owned),
             plan.remote
                 .as_ref()
                 .map(|r| r.url.clone())
-                .unwrap_or_else(|| "remote".into()),
+                .map_or("remote".into(), Cow::Owned),
         ),
         Action::DeleteSourceRemote { source, objects } => (
-            format!("{} object(s)", objects.len()),
+            format!("{} object(s)", objects.len()).into(),
             plan.sources[*source]
                 .remote_label()
-                .unwrap_or_else(|| "remote".into()),
+                .map_or("remote".into(), Cow::Owned),
             "(removed)".into(),
         ),
         _ => unreachable!("dispatched above"),
@@ -1032,7 +1068,7 @@ fn transfer_row(a: &Action, plan: &Plan, target: &str) -> (String, String, Strin
 }
 
 /// Rows of remote bookkeeping: the base, delete records, notes, the sentinel.
-fn record_row(a: &Action) -> (String, String, String) {
+fn record_row(a: &Action) -> Row<'_> {
     match a {
         Action::RecordBase {
             add,
@@ -1040,23 +1076,23 @@ fn record_row(a: &Action) -> (String, String, String) {
             drop,
         } => (
             match unhydrated.len() {
-                0 => format!("{} file(s) recorded, {} forgotten", add.len(), drop.len()),
+                0 => format!("{} file(s) recorded, {} forgotten", add.len(), drop.len()).into(),
                 n => format!(
                     "{} file(s) recorded, {n} remote-only, {} forgotten",
                     add.len(),
                     drop.len()
-                ),
+                ).into(),
             },
-            String::new(),
+            "".into(),
             "sync base".into(),
         ),
         Action::RecordDeletes { files, prune, .. } => (
             match prune.len() {
-                0 => format!("{} file(s) deleted by swamp", files.len()),
+                0 => format!("{} file(s) deleted by swamp", files.len()).into(),
                 n => format!(
                     "{} file(s) deleted by swamp; {n} old record(s) or note(s) removed",
                     files.len()
-                ),
+                ).into(),
             },
             "cache".into(),
             "remote record".into(),
@@ -1065,26 +1101,26 @@ fn record_row(a: &Action) -> (String, String, String) {
             replaces, prune, ..
         } => (
             match (replaces.is_empty(), prune.len()) {
-                (true, 0) => "this clone, for other clones' delete records".to_string(),
-                (false, 0) => "this clone's progress past delete records".to_string(),
+                (true, 0) => "this clone, for other clones' delete records".into(),
+                (false, 0) => "this clone's progress past delete records".into(),
                 (true, n) => format!(
                     "this clone, for other clones' delete records; {n} old record(s) or note(s) removed"
-                ),
+                ).into(),
                 (false, n) => format!(
                     "this clone's progress past delete records; {n} old record(s) or note(s) removed"
-                ),
+                ).into(),
             },
             "sync base".into(),
             "remote note".into(),
         ),
         Action::PruneRecords { prune } => (
-            format!("{} old delete record(s) or note(s)", prune.len()),
+            format!("{} old delete record(s) or note(s)", prune.len()).into(),
             "remote".into(),
             "(removed)".into(),
         ),
         Action::PublishSentinel { path, objects, .. } => (
-            path.to_string(),
-            format!("vouches for {} object(s)", objects.len()),
+            path.as_str().into(),
+            format!("vouches for {} object(s)", objects.len()).into(),
             "remote".into(),
         ),
         _ => unreachable!("dispatched above"),
@@ -1727,6 +1763,17 @@ mod tests {
     use crate::config::DatastoreConfig;
     use crate::engine::Scope;
     use crate::layout::TierPath;
+
+    #[test]
+    fn a_group_is_named_by_at_most_depth_directories_of_its_path() {
+        assert_eq!(dir_at("outputs/deploy/x.yaml", 2), "outputs/deploy/");
+        assert_eq!(dir_at("outputs/deploy/x.yaml", 1), "outputs/");
+        assert_eq!(dir_at("outputs/deploy/x.yaml", 0), "");
+        assert_eq!(dir_at("data/a/b/c/raw", 2), "data/a/");
+        // Never the file's own name, however deep the grouping reaches.
+        assert_eq!(dir_at("data/raw", 2), "data/");
+        assert_eq!(dir_at("raw", 2), "");
+    }
 
     #[test]
     fn prose_breaks_at_spaces_and_hangs_under_its_text() {
