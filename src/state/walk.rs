@@ -6,7 +6,7 @@
 //! visits them (a directory before what it holds, siblings by name as
 //! bytes), so observation is deterministic.
 
-use std::ffi::{CString, OsStr};
+use std::ffi::OsStr;
 use std::fs;
 use std::io;
 use std::os::fd::OwnedFd;
@@ -86,38 +86,65 @@ struct Anchor {
 
 impl Anchor {
     fn open(dir: &Path, rel: &[u8], stat: &Stat) -> Anchor {
-        let skip = rel.len() + 1;
-        use rustix::fs::{Mode, OFlags};
-        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-        let Ok(fd) = rustix::fs::open(dir, flags, Mode::empty()) else {
-            return Anchor { fd: None, skip };
-        };
-        let same = fstat(&fd).is_ok_and(|s| s.dev == stat.dev && s.ino == stat.ino);
-        Anchor {
-            fd: same.then_some(fd),
-            skip,
-        }
+        Anchor::try_open(dir, rel, stat).unwrap_or(Anchor {
+            fd: None,
+            skip: rel.len() + 1,
+        })
     }
 
-    /// The lstat of the entry named `rel` (from the walk's root) at `path`.
-    fn lstat(&self, rel: &[u8], path: &Path) -> io::Result<Stat> {
+    /// `dir` held open, if it can be opened as the directory statted.
+    fn try_open(dir: &Path, rel: &[u8], stat: &Stat) -> Option<Anchor> {
+        use rustix::fs::{Mode, OFlags};
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let fd = rustix::fs::open(dir, flags, Mode::empty()).ok()?;
+        let same = fstat(&fd).is_ok_and(|s| s.dev == stat.dev && s.ino == stat.ino);
+        same.then_some(Anchor {
+            fd: Some(fd),
+            skip: rel.len() + 1,
+        })
+    }
+
+    /// The anchor for the entries of `dir` (named `rel`, with `n` entries):
+    /// `dir` itself when it holds at least [`ANCHOR_MIN`] (each of them is
+    /// then one name from it; the path from a tier's root was a fifth of a
+    /// walk's time at a million files), else this one.
+    fn for_dir<'s>(
+        &'s self,
+        own: &'s mut Option<Anchor>,
+        dir: &Path,
+        rel: &[u8],
+        stat: &Stat,
+        n: usize,
+    ) -> &'s Anchor {
+        if n < ANCHOR_MIN || self.skip == rel.len() + 1 {
+            return self;
+        }
+        *own = Anchor::try_open(dir, rel, stat);
+        own.as_ref().unwrap_or(self)
+    }
+
+    /// The lstat of the entry named `rel` (from the walk's root) at the
+    /// path `dir`/`name`.
+    fn lstat(&self, rel: &[u8], dir: &Path, name: &[u8]) -> io::Result<Stat> {
         match &self.fd {
-            Some(fd) if rel.len() > self.skip => {
-                let c = CString::new(&rel[self.skip..])
-                    .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
-                lstatat(fd, &c)
-            }
-            _ => fs::symlink_metadata(path).map(|m| Stat::of(&m)),
+            Some(fd) if rel.len() > self.skip => lstatat(fd, OsStr::from_bytes(&rel[self.skip..])),
+            _ => fs::symlink_metadata(dir.join(OsStr::from_bytes(name))).map(|m| Stat::of(&m)),
         }
     }
 }
+
+/// A directory with at least this many entries is held open while they
+/// are statted ([`Anchor::for_dir`]): an open and a close cost more than
+/// resolving a few names for a handful of entries.
+const ANCHOR_MIN: usize = 64;
 
 fn fstat(fd: &OwnedFd) -> io::Result<Stat> {
     Ok(Stat::of_raw(&rustix::fs::fstat(fd)?))
 }
 
-/// The lstat of `path` relative to the directory `dir`.
-fn lstatat(dir: &OwnedFd, path: &std::ffi::CStr) -> io::Result<Stat> {
+/// The lstat of `path` relative to the directory `dir` (no allocation:
+/// rustix passes a short path to the kernel from the stack).
+fn lstatat(dir: &OwnedFd, path: &OsStr) -> io::Result<Stat> {
     let st = rustix::fs::statat(dir, path, rustix::fs::AtFlags::SYMLINK_NOFOLLOW)?;
     Ok(Stat::of_raw(&st))
 }
@@ -188,6 +215,9 @@ impl<'a> Walker<'a> {
         each: &mut impl FnMut(Walked) -> Result<(), E>,
     ) -> Result<(), E> {
         let mut got = self.listing(dir, stat, false)?;
+        let mut own = None;
+        let n = got.listing().entries().count();
+        let anchor = anchor.for_dir(&mut own, dir, rel, stat, n);
         // The last child handed over.
         let mut done: Option<Vec<u8>> = None;
         loop {
@@ -244,7 +274,7 @@ impl<'a> Walker<'a> {
         depth: u32,
         name: &[u8],
     ) -> Result<Part, Fail> {
-        let (path, child_rel, stat) = self.lstat_child(anchor, dir, rel, name)?;
+        let (child_rel, stat) = self.lstat_child(anchor, dir, rel, name)?;
         let mut walked = Walked::default();
         walked.entries.push(WalkEntry {
             rel: child_rel.as_slice().into(),
@@ -257,6 +287,7 @@ impl<'a> Walker<'a> {
                 split: None,
             });
         }
+        let path = dir.join(OsStr::from_bytes(name));
         let got = self.listing(&path, &stat, false).map_err(Fail::Io)?;
         let listing = got.listing();
         if listing.has_dirs() && listing.entries().nth(SPLIT_MIN - 1).is_some() {
@@ -333,6 +364,8 @@ impl<'a> Walker<'a> {
     ) -> Result<(), WalkError> {
         let listing = got.listing();
         let names: Vec<&[u8]> = listing.entries().map(|(_, name)| name).collect();
+        let mut own = None;
+        let anchor = anchor.for_dir(&mut own, dir, rel, stat, names.len());
         // Leaves are statted in batches; a directory of directories splits
         // all the way down, so the threads share the tree.
         let min_len = if listing.has_dirs() { 1 } else { 256 };
@@ -360,25 +393,27 @@ impl<'a> Walker<'a> {
         Ok(())
     }
 
-    /// The path, name from the walk's root, and lstat of `dir`'s entry
-    /// `name`.
+    /// The name from the walk's root and the lstat of `dir`'s entry
+    /// `name` (its path is made only for a directory, to go into).
     fn lstat_child(
         &self,
         anchor: &Anchor,
         dir: &Path,
         rel: &[u8],
         name: &[u8],
-    ) -> Result<(PathBuf, Vec<u8>, Stat), Fail> {
-        let path = dir.join(OsStr::from_bytes(name));
+    ) -> Result<(Vec<u8>, Stat), Fail> {
         let mut child_rel = Vec::with_capacity(rel.len() + 1 + name.len());
         child_rel.extend_from_slice(rel);
         child_rel.push(b'/');
         child_rel.extend_from_slice(name);
-        match anchor.lstat(&child_rel, &path) {
-            Ok(stat) => Ok((path, child_rel, stat)),
+        match anchor.lstat(&child_rel, dir, name) {
+            Ok(stat) => Ok((child_rel, stat)),
             Err(source) => {
                 let vanished = source.kind() == io::ErrorKind::NotFound;
-                let e = WalkError { path, source };
+                let e = WalkError {
+                    path: dir.join(OsStr::from_bytes(name)),
+                    source,
+                };
                 Err(if vanished {
                     Fail::Vanished(e)
                 } else {
@@ -397,7 +432,7 @@ impl<'a> Walker<'a> {
         name: &[u8],
         out: &mut Walked,
     ) -> Result<(), Fail> {
-        let (path, child_rel, stat) = self.lstat_child(anchor, dir, rel, name)?;
+        let (child_rel, stat) = self.lstat_child(anchor, dir, rel, name)?;
         if !stat.is_dir() {
             out.entries.push(WalkEntry {
                 rel: child_rel.into_boxed_slice(),
@@ -411,6 +446,7 @@ impl<'a> Walker<'a> {
             depth,
             stat,
         });
+        let path = dir.join(OsStr::from_bytes(name));
         self.walk_dir(anchor, &path, &child_rel, depth, &stat, false, out)
             .map_err(Fail::Io)
     }
@@ -594,6 +630,34 @@ mod tests {
             .unwrap();
         assert_eq!(walked.seen, [Seen::Racy], "read again");
         assert_eq!(rels(&walked.entries), ["1 t/real"]);
+    }
+
+    #[test]
+    fn entries_of_a_big_directory_carry_their_own_lstat() {
+        // Enough entries that the big directories are held open and their
+        // entries statted from there, beside small ones statted from the
+        // root: each entry's stat is that of its own path.
+        let dir = tempfile::tempdir().unwrap();
+        let t = dir.path().join("t");
+        for i in 0..ANCHOR_MIN + 3 {
+            let sub = t.join(format!("big/d{i:03}"));
+            fs::create_dir_all(&sub).unwrap();
+            fs::write(sub.join("f"), vec![b'x'; i]).unwrap();
+            fs::write(t.join(format!("flat-{i:03}")), vec![b'y'; i + 1]).unwrap();
+        }
+        fs::create_dir_all(t.join("small/s")).unwrap();
+        fs::write(t.join("small/s/g"), b"g").unwrap();
+        let (whole, parts) = whole_and_parts(&t);
+        let in_parts: Vec<WalkEntry> = parts.into_iter().flat_map(|p| p.entries).collect();
+        for entries in [&whole.entries, &in_parts] {
+            assert_eq!(entries.len(), 3 * (ANCHOR_MIN + 3) + 4);
+            for e in entries {
+                let rel = std::str::from_utf8(&e.rel).unwrap();
+                let path = dir.path().join(rel);
+                let meta = fs::symlink_metadata(&path).unwrap();
+                assert_eq!(e.stat, Stat::of(&meta), "{rel}");
+            }
+        }
     }
 
     /// The walk of `t` whole, and the parts a walk of it in parts hands over.
