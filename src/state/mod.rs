@@ -14,7 +14,7 @@ pub(crate) mod managed;
 pub(crate) mod observe;
 pub(crate) mod observed;
 pub mod remote;
-mod search;
+pub(crate) mod search;
 pub(crate) mod seen;
 mod stat;
 pub(crate) mod texts;
