@@ -194,7 +194,8 @@ impl<'a> Run<'a> {
         // loses nothing. Apply sees only the files it acts on, so it keeps
         // the entries it did not touch (saving only those it used would
         // make the verifying plan read every other file again).
-        let _ = self.cache.save_keeping();
+        // Kept for the verifying plan, which would load it again.
+        let _ = std::mem::take(&mut self.cache).save_keeping_for_next_load();
         if let Some(j) = self.journaled.as_mut() {
             for (path, sha) in std::mem::take(&mut self.replaced_by) {
                 if let Some(e) = j

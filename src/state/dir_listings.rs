@@ -281,6 +281,17 @@ impl DirListings {
         }
     }
 
+    /// What a load of the file gives, if no listing was learnt since this
+    /// was loaded (none marked used); `false` (unchanged) otherwise.
+    pub(crate) fn settle(&mut self) -> bool {
+        if !self.learnt.is_empty() {
+            return false;
+        }
+        self.used.fill(false);
+        self.used_count = 0;
+        true
+    }
+
     /// How many loaded listings a walk used.
     pub fn reused(&self) -> usize {
         self.used_count

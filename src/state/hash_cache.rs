@@ -230,6 +230,19 @@ impl Table {
         }
     }
 
+    /// What a load of the file this table was just saved to gives: one
+    /// sorted array, the racy entries (never saved) dropped, none marked
+    /// used.
+    fn settle(&mut self) {
+        let mut new: Vec<(Stamp, Entry)> = self.added.drain().collect();
+        new.sort_unstable_by_key(|(s, _)| *s);
+        self.merge_sorted(&new, |e| *e);
+        self.loaded.retain(|(_, e)| !e.racy);
+        for (_, e) in &mut self.loaded {
+            e.used = false;
+        }
+    }
+
     /// Drops the entry for `stamp` (rare: a move of the array's tail).
     fn remove(&mut self, stamp: &Stamp) -> Option<Entry> {
         match self.position(stamp) {
@@ -296,6 +309,10 @@ impl HashCache {
             crate::fsutil::sweep_dead_temps(dir);
         }
         let trust_before_ns = dir_listings::trust_before_ns(SystemTime::now());
+        if let Some(mut kept) = take_kept(path) {
+            kept.trust_before_ns = trust_before_ns;
+            return kept;
+        }
         let (loaded, mut md5s) = std::fs::read(path)
             .ok()
             .and_then(|b| decode(&b))
@@ -527,6 +544,46 @@ impl HashCache {
         self.write(|_| true)
     }
 
+    /// [`HashCache::save_keeping`], then keeps the cache for this
+    /// thread's next [`HashCache::load`] of the same file, as that load
+    /// would find it, while the file (and that of the listings) is still
+    /// the one written: an apply's cache, for its verifying plan. Loading
+    /// a million entries and the listings of their directories again was
+    /// a quarter of a second of a million-move apply.
+    pub fn save_keeping_for_next_load(mut self) -> io::Result<()> {
+        self.save_keeping()?;
+        let Some(path) = self.path.clone() else {
+            return Ok(());
+        };
+        self.settle();
+        let dirs_file = FileId::of(&dir_listings_path(&path));
+        let kept = Kept {
+            file: FileId::of(&path),
+            dirs_file,
+            path,
+            cache: self,
+        };
+        KEPT.with(|k| *k.borrow_mut() = Some(kept));
+        Ok(())
+    }
+
+    /// What a load of the file [`HashCache::save_keeping`] just wrote (or
+    /// left as it was) gives.
+    fn settle(&mut self) {
+        self.entries.settle();
+        let entries = &self.entries;
+        self.md5s.retain(|stamp, _| entries.get(stamp).is_some());
+        self.loaded = self.entries.len();
+        self.used = 0;
+        self.misses = 0;
+        self.md5s_learnt = 0;
+        // Listings learnt since they were loaded are not saved by
+        // `save_keeping`: then they are loaded again when needed.
+        if self.dirs.as_mut().is_some_and(|d| !d.settle()) {
+            self.dirs = None;
+        }
+    }
+
     fn write(&self, keep: impl Fn(&Entry) -> bool) -> io::Result<()> {
         let Some(path) = &self.path else {
             return Ok(());
@@ -619,6 +676,55 @@ fn decode(bytes: &[u8]) -> Option<Decoded> {
     Some((entries, md5s))
 }
 
+/// Which file is at a path: an atomic write puts a new one there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct FileId {
+    dev: u64,
+    ino: u64,
+    size: u64,
+    mtime_ns: i64,
+    ctime_ns: i64,
+}
+
+impl FileId {
+    fn of(path: &Path) -> Option<FileId> {
+        let stat = Stat::of(&std::fs::symlink_metadata(path).ok()?);
+        Some(FileId {
+            dev: stat.dev,
+            ino: stat.ino,
+            size: stat.size,
+            mtime_ns: stat.mtime_ns,
+            ctime_ns: stat.ctime_ns,
+        })
+    }
+}
+
+/// A cache kept for the next load ([`HashCache::save_keeping_for_next_load`]),
+/// with the files it was saved as.
+struct Kept {
+    path: PathBuf,
+    file: Option<FileId>,
+    dirs_file: Option<FileId>,
+    cache: HashCache,
+}
+
+thread_local!(static KEPT: std::cell::RefCell<Option<Kept>> = const { std::cell::RefCell::new(None) });
+
+/// The cache kept for `path`, if its files are still those it was saved
+/// as (else another process wrote them since: they are read). Taken, kept
+/// or not: one hand-over only.
+fn take_kept(path: &Path) -> Option<HashCache> {
+    let kept = KEPT.with(|k| k.borrow_mut().take())?;
+    if kept.path != path || FileId::of(path) != kept.file {
+        return None;
+    }
+    let mut cache = kept.cache;
+    if cache.dirs.is_some() && FileId::of(&dir_listings_path(path)) != kept.dirs_file {
+        cache.dirs = None;
+    }
+    Some(cache)
+}
+
 /// Where the directory listings live, beside the hash cache.
 fn dir_listings_path(cache: &Path) -> PathBuf {
     cache.with_file_name("dir-listings.bin")
@@ -637,6 +743,73 @@ mod tests {
             .unwrap()
             .set_modified(SystemTime::now() - std::time::Duration::from_secs(3600))
             .unwrap();
+    }
+
+    /// A cache as its entries (stamp, sha256) and MD5s.
+    fn facts(entries: &[(Stamp, [u8; 32])], md5s: &HashMap<Stamp, [u8; 16]>) -> String {
+        let mut md5s: Vec<_> = md5s.iter().collect();
+        md5s.sort();
+        format!("{entries:?} {md5s:?}")
+    }
+
+    #[test]
+    fn a_cache_kept_for_the_next_load_is_what_loading_its_file_gives() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b, fresh) = (
+            dir.path().join("a"),
+            dir.path().join("b"),
+            dir.path().join("fresh"),
+        );
+        write_old(&a, b"a");
+        write_old(&b, b"b");
+        std::fs::write(&fresh, b"just written").unwrap();
+        let cache_path = dir.path().join("hash-cache.bin");
+        let meta = |p: &Path| std::fs::symlink_metadata(p).unwrap();
+        let mut c = HashCache::load(&cache_path);
+        for f in [&a, &b, &fresh] {
+            c.sha256(f, &meta(f)).unwrap();
+        }
+        assert!(c.md5(&a, &meta(&a), Sha256::of(b"a")).is_some());
+        c.save_keeping_for_next_load().unwrap();
+
+        let (on_disk, on_disk_md5s) = decode(&std::fs::read(&cache_path).unwrap()).unwrap();
+        let on_disk: Vec<_> = on_disk.iter().map(|(s, e)| (*s, e.sha256)).collect();
+        let kept = take_kept(&cache_path).expect("kept for this path");
+        let kept_entries: Vec<_> = kept.entries.sorted().map(|(s, e)| (*s, e.sha256)).collect();
+        assert_eq!(
+            facts(&kept_entries, &kept.md5s),
+            facts(&on_disk, &on_disk_md5s)
+        );
+        // The file just written is racy: neither saved nor kept.
+        assert_eq!(kept_entries.len(), 2);
+        assert_eq!(kept.md5s.len(), 1);
+        assert!(kept.entries.sorted().all(|(_, e)| !e.used && !e.racy));
+        assert_eq!((kept.loaded, kept.used, kept.misses), (2, 0, 0));
+        assert!(take_kept(&cache_path).is_none(), "handed over once");
+    }
+
+    #[test]
+    fn a_kept_cache_is_not_used_once_its_file_was_written_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+        write_old(&a, b"a");
+        write_old(&b, b"b");
+        let cache_path = dir.path().join("hash-cache.bin");
+        let meta = |p: &Path| std::fs::symlink_metadata(p).unwrap();
+        // Another process's cache, knowing `b` only, written aside.
+        let other_path = dir.path().join("other.bin");
+        let mut other = HashCache::load(&other_path);
+        other.sha256(&b, &meta(&b)).unwrap();
+        other.save().unwrap();
+
+        let mut c = HashCache::load(&cache_path);
+        c.sha256(&a, &meta(&a)).unwrap();
+        c.save_keeping_for_next_load().unwrap();
+        // The other process replaces the file (as an atomic write does).
+        std::fs::rename(&other_path, &cache_path).unwrap();
+        let loaded = HashCache::load(&cache_path);
+        assert_eq!(loaded.known(Stamp::of(&meta(&b))), Some(Sha256::of(b"b")));
+        assert_eq!(loaded.known(Stamp::of(&meta(&a))), None);
     }
 
     #[test]
