@@ -213,6 +213,11 @@ pub(crate) fn obstacle_for(
     target_files: &BTreeSet<&str>,
     path: &TierPath,
 ) -> Option<(String, ObstacleKind)> {
+    if target.obstacles.is_empty() && target_files.is_empty() {
+        // Nothing there (a new namespace, a first pull): nothing in the
+        // way, found without a lookup or a string made per file.
+        return None;
+    }
     if let Some(o) = target.obstacle_at("") {
         return Some((o.path.clone(), o.kind));
     }
