@@ -5,12 +5,16 @@
 //! read computes both. Keyed by inode rather than path:
 //! a rename (every move we make) keeps the entry valid.
 //!
-//! Stored as a small text file in the reconciler's state directory and
-//! rewritten atomically only when it changed. An entry learnt from a file
-//! changed within [`dir_listings::RACY_MARGIN`] of the run's start is not
-//! saved: the file could change again within the same timestamp tick,
-//! keeping its stamp (git's "racy git" problem). The cache also holds the
-//! remembered directory listings a walk uses ([`DirListings`]).
+//! Stored as a binary file (fixed-size records, a checksum) in the
+//! reconciler's state directory and rewritten atomically only when it
+//! changed. An entry learnt from a file changed within
+//! [`dir_listings::RACY_MARGIN`] of the run's start is not saved: the file
+//! could change again within the same timestamp tick, keeping its stamp
+//! (git's "racy git" problem). The cache also holds the remembered
+//! directory listings a walk uses ([`DirListings`]). An apply hands its
+//! cache, as saved, to the verifying plan after it in the same process
+//! ([`HashCache::save_keeping_for_next_load`]) instead of that plan loading
+//! it again.
 
 use rustc_hash::FxHashMap as HashMap;
 use std::fs::Metadata;
