@@ -272,6 +272,16 @@ pub async fn get_resumable(
                     }
                 };
                 if at + chunk.len() as u64 > known.size {
+                    if before > 0 {
+                        // More than the rest: a server that ignored the
+                        // range sends the whole object (GCS's client shows
+                        // no status to tell). What it appended is dropped
+                        // with the partial file; the caller reads the
+                        // object whole, checking its size again.
+                        drop(file);
+                        let _ = std::fs::remove_file(&partial);
+                        return Ok(None);
+                    }
                     return Err(StoreError::Integrity {
                         key: known.key.clone(),
                         algorithm: "size",

@@ -3,12 +3,13 @@
 //! file killed after its third part sends only the parts the server
 //! lacks; one whose file changed meanwhile aborts the old upload and
 //! starts over; a pull killed part-way continues with a ranged read of
-//! the same version, and an object replaced meanwhile is read whole.
+//! the same version, and an object replaced meanwhile is read whole, as
+//! is one behind a server that ignores ranges.
 
 use std::os::unix::process::ExitStatusExt as _;
 
 use crate::support::bucket::{Backend, Bucket, Repo};
-use crate::support::faults::FaultProxy;
+use crate::support::faults::{Fault, FaultProxy, Rule};
 
 /// 256 MiB: the smallest file swamp uploads in parts (32 parts of 8 MiB).
 const LARGE: usize = 256 << 20;
@@ -328,6 +329,43 @@ fn an_object_replaced_after_the_kill_is_downloaded_whole(backend: Backend) {
     assert!(partials(&b).is_empty(), "the old version's partial is gone");
 }
 
+fn a_server_that_ignores_ranges_gets_the_object_read_whole(backend: Backend) {
+    let (_bucket, proxy, _a, b, body) = pull_killed_part_way(backend);
+    let held = partials(&b);
+    assert_eq!(held.len(), 1, "{held:?}");
+    let done = held[0].1;
+    // As through a gateway that drops the header: whole objects come back.
+    proxy.rule(
+        Rule::new(Fault::IgnoreRange)
+            .method("GET")
+            .target("big.bin"),
+    );
+    let since = proxy.seen().len();
+    b.run_ok(&["datastore", "sync", "--pull", "-y"]);
+    let asked = reads(&proxy, since);
+    assert_eq!(
+        asked.len(),
+        2,
+        "the rest asked for, then the whole: {asked:?}"
+    );
+    assert_eq!(asked[0], format!("bytes={done}-"));
+    assert!(
+        ["", "bytes=0-"].contains(&asked[1].as_str()),
+        "the whole: {asked:?}"
+    );
+    assert!(
+        proxy.fired() >= 2,
+        "both reached the server without a range"
+    );
+    let file = b.cache().join("alpha/outputs/big.bin");
+    assert!(
+        std::fs::read(&file).unwrap() == body,
+        "the object whole, never spliced onto the partial file"
+    );
+    assert!(partials(&b).is_empty(), "the partial file is gone");
+    b.run(&["plan", "--detailed-exitcode"]).expect(0);
+}
+
 mod s3 {
     use super::*;
 
@@ -339,6 +377,11 @@ mod s3 {
     #[test]
     fn an_object_replaced_after_the_kill_is_downloaded_whole() {
         super::an_object_replaced_after_the_kill_is_downloaded_whole(Backend::S3);
+    }
+
+    #[test]
+    fn a_server_that_ignores_ranges_gets_the_object_read_whole() {
+        super::a_server_that_ignores_ranges_gets_the_object_read_whole(Backend::S3);
     }
 }
 
@@ -353,5 +396,10 @@ mod gcs {
     #[test]
     fn an_object_replaced_after_the_kill_is_downloaded_whole() {
         super::an_object_replaced_after_the_kill_is_downloaded_whole(Backend::Gcs);
+    }
+
+    #[test]
+    fn a_server_that_ignores_ranges_gets_the_object_read_whole() {
+        super::a_server_that_ignores_ranges_gets_the_object_read_whole(Backend::Gcs);
     }
 }

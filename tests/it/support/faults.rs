@@ -38,6 +38,9 @@ pub enum Fault {
     /// An S3 error answer with this status, code and message (what AWS
     /// says where a test server would not); the server never sees it.
     S3Error(u16, &'static str, &'static str),
+    /// The request reaches the server without its `Range` header (as
+    /// through a gateway that drops it): the whole object comes back.
+    IgnoreRange,
 }
 
 /// Which requests a fault applies to, and how often.
@@ -278,6 +281,11 @@ fn serve(state: &State, client: TcpStream) {
         }
         if let Some(Fault::Delay(d)) = fault {
             std::thread::sleep(d);
+        }
+        let mut req = req;
+        if fault == Some(Fault::IgnoreRange) {
+            req.head
+                .retain(|(name, _)| !name.eq_ignore_ascii_case("range"));
         }
         let answer = match forward(&state.upstream, &req) {
             Ok(a) => a,
