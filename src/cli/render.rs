@@ -453,19 +453,11 @@ impl Grouping {
                 && g.from == from
                 && g.to == to
         };
+        let key = || (a.kind(), a.reason(), from.into(), to.into(), under.into());
         let found = match self.last {
             _ if own => None,
             Some(g) if same(&self.groups[g]) => Some(g),
-            _ => self
-                .index
-                .get(&(
-                    a.kind(),
-                    a.reason(),
-                    from.to_string(),
-                    to.to_string(),
-                    under.to_string(),
-                ))
-                .copied(),
+            _ => self.index.get(&key()).copied(),
         };
         match found {
             Some(g) => {
@@ -479,14 +471,7 @@ impl Grouping {
                 g.files |= a.path().is_some();
             }
             None => {
-                let key = (
-                    a.kind(),
-                    a.reason(),
-                    from.to_string(),
-                    to.to_string(),
-                    under.to_string(),
-                );
-                self.index.insert(key, self.groups.len());
+                self.index.insert(key(), self.groups.len());
                 self.last = Some(self.groups.len());
                 self.groups.push(Group {
                     kind: a.kind(),

@@ -196,9 +196,13 @@ impl Table {
     /// [`ADDED_MOST`] of them: sorted, then merged in from the back, in
     /// place (no stamp is in both: an insert looks in the array first).
     fn fold_if_full(&mut self) {
-        if self.added.len() < ADDED_MOST {
-            return;
+        if self.added.len() >= ADDED_MOST {
+            self.fold();
         }
+    }
+
+    /// Moves every learnt entry into the sorted array.
+    fn fold(&mut self) {
         let mut new: Vec<(Stamp, Entry)> = self.added.drain().collect();
         new.sort_unstable_by_key(|(s, _)| *s);
         self.merge_sorted(&new, |e| *e);
@@ -238,9 +242,7 @@ impl Table {
     /// sorted array, the racy entries (never saved) dropped, none marked
     /// used.
     fn settle(&mut self) {
-        let mut new: Vec<(Stamp, Entry)> = self.added.drain().collect();
-        new.sort_unstable_by_key(|(s, _)| *s);
-        self.merge_sorted(&new, |e| *e);
+        self.fold();
         self.loaded.retain(|(_, e)| !e.racy);
         for (_, e) in &mut self.loaded {
             e.used = false;
@@ -560,9 +562,9 @@ impl HashCache {
             return Ok(());
         };
         self.settle();
-        let dirs_file = FileId::of(&dir_listings_path(&path));
+        let dirs_file = file_at(&dir_listings_path(&path));
         let kept = Kept {
-            file: FileId::of(&path),
+            file: file_at(&path),
             dirs_file,
             path,
             cache: self,
@@ -680,35 +682,18 @@ fn decode(bytes: &[u8]) -> Option<Decoded> {
     Some((entries, md5s))
 }
 
-/// Which file is at a path: an atomic write puts a new one there.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct FileId {
-    dev: u64,
-    ino: u64,
-    size: u64,
-    mtime_ns: i64,
-    ctime_ns: i64,
-}
-
-impl FileId {
-    fn of(path: &Path) -> Option<FileId> {
-        let stat = Stat::of(&std::fs::symlink_metadata(path).ok()?);
-        Some(FileId {
-            dev: stat.dev,
-            ino: stat.ino,
-            size: stat.size,
-            mtime_ns: stat.mtime_ns,
-            ctime_ns: stat.ctime_ns,
-        })
-    }
+/// Which file is at a path (its lstat: an atomic write puts a new one
+/// there, with another inode and ctime).
+fn file_at(path: &Path) -> Option<Stat> {
+    std::fs::symlink_metadata(path).ok().map(|m| Stat::of(&m))
 }
 
 /// A cache kept for the next load ([`HashCache::save_keeping_for_next_load`]),
 /// with the files it was saved as.
 struct Kept {
     path: PathBuf,
-    file: Option<FileId>,
-    dirs_file: Option<FileId>,
+    file: Option<Stat>,
+    dirs_file: Option<Stat>,
     cache: HashCache,
 }
 
@@ -719,11 +704,11 @@ thread_local!(static KEPT: std::cell::RefCell<Option<Kept>> = const { std::cell:
 /// or not: one hand-over only.
 fn take_kept(path: &Path) -> Option<HashCache> {
     let kept = KEPT.with(|k| k.borrow_mut().take())?;
-    if kept.path != path || FileId::of(path) != kept.file {
+    if kept.path != path || file_at(path) != kept.file {
         return None;
     }
     let mut cache = kept.cache;
-    if cache.dirs.is_some() && FileId::of(&dir_listings_path(path)) != kept.dirs_file {
+    if cache.dirs.is_some() && file_at(&dir_listings_path(path)) != kept.dirs_file {
         cache.dirs = None;
     }
     Some(cache)

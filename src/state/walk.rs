@@ -551,16 +551,25 @@ mod tests {
         }
     }
 
+    /// `dirs` and `files` under `t`, each file holding its own name.
+    fn make_tree(t: &Path, dirs: &[&str], files: &[&str]) {
+        for d in dirs {
+            fs::create_dir_all(t.join(d)).unwrap();
+        }
+        for f in files {
+            fs::write(t.join(f), f).unwrap();
+        }
+    }
+
     #[test]
     fn entries_come_in_sorted_depth_first_order() {
         let dir = tempfile::tempdir().unwrap();
         let t = dir.path().join("t");
-        for d in ["a/b", "a.txt.d", "c"] {
-            fs::create_dir_all(t.join(d)).unwrap();
-        }
-        for f in ["a/b/1", "a/b/2", "a/z", "a.txt", "c/x"] {
-            fs::write(t.join(f), f).unwrap();
-        }
+        make_tree(
+            &t,
+            &["a/b", "a.txt.d", "c"],
+            &["a/b/1", "a/b/2", "a/z", "a.txt", "c/x"],
+        );
         let listings = DirListings::in_memory();
         let (_, walked) = walk(&t, &listings, i64::MIN);
         let entries = &walked.entries;
@@ -680,12 +689,7 @@ mod tests {
     fn a_walk_in_parts_hands_over_what_a_whole_walk_finds() {
         let dir = tempfile::tempdir().unwrap();
         let t = dir.path().join("t");
-        for d in ["a/b", "c", "e"] {
-            fs::create_dir_all(t.join(d)).unwrap();
-        }
-        for f in ["a/b/1", "a/z", "b", "c/x", "d"] {
-            fs::write(t.join(f), f).unwrap();
-        }
+        make_tree(&t, &["a/b", "c", "e"], &["a/b/1", "a/z", "b", "c/x", "d"]);
         let (whole, mut parts) = whole_and_parts(&t);
         // One part per child of t (each small, so walked whole), then t's
         // own listing record.
