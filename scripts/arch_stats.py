@@ -1,16 +1,31 @@
 #!/usr/bin/env python3
-"""Architecture figures for the swamp crate, read from its sources (no cargo).
+"""Architecture figures for the swamp crate, read from its sources (no cargo),
+and the rules they must keep.
 
-Usage: python3 scripts/arch_stats.py [--json]. For src/ minus unit-test code
-(items under `#[cfg(test)]`, files named tests.rs or declared by a
-`#[cfg(test)] mod x;`) it prints: 1. import circles, i.e. strongly connected
-components of size > 1 (a) between top-level modules, (b) between files of
-one top-level module, each edge with its number of citing lines and an
-example file:line; 2. functions over 80 and over 120 lines (`fn` line to
-closing brace); 3. `pub` items and fields versus `pub(crate)`/`pub(super)`/
-`pub(in ..)`; 4. `unsafe` occurrences; 5. integration-test binaries
-(tests/*.rs, tests/<dir>/main.rs); 6. src/cli/ lines using crate::apply,
-crate::state, crate::lock or crate::store.
+Usage: python3 scripts/arch_stats.py [--json] [--check]. For src/ minus
+unit-test code (items under `#[cfg(test)]`, files named tests.rs or declared
+by a `#[cfg(test)] mod x;`) it prints: 1. import circles, i.e. strongly
+connected components of size > 1, each edge with its number of citing lines
+and an example file:line, (a) between top-level modules, (b) between sibling
+units: for every directory module D below the top level (a mod.rs, or an x.rs
+with children in x/), each child file D/a.rs is a unit and each child
+directory D/b/ (with b.rs if so declared) is one unit; an edge from a file of
+unit A to a file of unit B is an edge between A and B, and edges to or from
+D's own file are left out (a parent declares and re-exports its children,
+which use what it holds); units are files on disk, so an x.rs declaring a
+`#[path]` sibling is that sibling's peer (keep a module's children in its directory);
+2. functions over 80 and over 120 lines (`fn` line to closing brace);
+3. `pub` items and fields versus `pub(crate)`/`pub(super)`/`pub(in ..)`;
+4. `unsafe` occurrences; 5. integration-test binaries (tests/*.rs,
+tests/<dir>/main.rs); 6. src/cli/ lines using crate::apply, crate::state,
+crate::lock or crate::store; 7. the largest files, each counting its lines
+minus those of its `#[cfg(test)]` items; 8. `unreachable!` occurrences.
+
+Then the checks, each `ok` or `FAILED` with file:line examples: R1 no circle
+in 1a; R2 none in 1b; R3 no path in 6 (types the engine re-exports aside);
+R4 at most MAX_LONG functions over LONG lines and MAX_VERY_LONG over VERY_LONG;
+R5 no file over MAX_FILE_LINES lines by 7's count. With --check the exit
+status is 1 if a check failed (also with --json, whose `checks` holds them).
 
 Heuristics and limits: a lexer, not a parser. Comments, strings, raw strings
 and char literals are blanked first (a char literal is told from a lifetime by
@@ -32,8 +47,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 SRC = ROOT / "src"
-LONG, VERY_LONG = 80, 120
-CLI_WATCH = ("apply", "state", "lock", "store")
+LONG, VERY_LONG = 80, 120             # function lengths counted (section 2)
+MAX_LONG, MAX_VERY_LONG = 10, 0       # R4: how many may pass each
+MAX_FILE_LINES = 1200                 # R5: a file's lines outside tests
+LARGEST_SHOWN = 10                    # files listed in section 7
+CLI_WATCH = ("apply", "state", "lock", "store")  # R3: src/cli/ names none
 TOKEN = re.compile(r"//|/\*|(?<!\w)b?r#*\"|\"|'")
 STRING = re.compile(r'"(?:\\.|[^"\\])*"?', re.S)
 CHAR = re.compile(r"'(?:\\.[^']*|[^\\'\n])'")
@@ -218,7 +236,7 @@ def measure():
     files, mods, left_out = load_tree()
     graph = [f for f in files if f.modpath]
     refs = {f.rel: raw_refs(f, mods) for f in graph}
-    reexports, top_sites, file_sites, cli, cli_files = {}, {}, {}, [], {}
+    reexports, top_sites, sib_sites, cli, cli_files = {}, {}, {}, [], {}
     for f in graph:
         for off, full, _, name in refs[f.rel]:
             if name: reexports.setdefault(f.module_at(off), {})[name] = full
@@ -228,8 +246,14 @@ def measure():
             if not target: continue  # the crate root
             if target[0] != f.modpath[0]:
                 top_sites.setdefault((f.modpath[0], target[0]), []).append(site)
-            elif mods[target] is not f:
-                file_sites.setdefault((f.modpath[0], f.rel, mods[target].rel), []).append(site)
+            elif (g := mods[target]) is not f:
+                # Sibling units: the first parts where the two paths part, under their
+                # deepest common directory D; D/mod.rs is D's own file, src/ is 1a's.
+                a, b = f.path.relative_to(SRC).parts, g.path.relative_to(SRC).parts
+                k = next(i for i, (x, y) in enumerate(zip(a, b)) if x != y)
+                ua, ub = a[k].removesuffix(".rs"), b[k].removesuffix(".rs")
+                if k and ua != ub and "mod" not in (ua, ub):
+                    sib_sites.setdefault(("/".join(("src",) + a[:k]) + "/", ua, ub), []).append(site)
             if f.modpath[0] == "cli" and target[0] in CLI_WATCH:
                 # Named directly, or vocabulary the engine re-exports.
                 direct = any(seg in CLI_WATCH for seg in text.removeprefix("use ").split("::")[:2])
@@ -238,9 +262,12 @@ def measure():
                 lines = cli_files.setdefault(f.rel, {}).setdefault(target[0], [])
                 lines += [site[1]] if site[1] not in lines else []
     fmt = lambda sites: ["%s:%d" % s for s in sorted(set(sites))]
-    by_top = {}
-    for (top, a, b), sites in file_sites.items(): by_top.setdefault(top, {})[a, b] = fmt(sites)
-    funcs, vis, unsafe = [], {"pub": {}, "restricted": {}}, []
+    by_dir = {}
+    for (d, a, b), sites in sib_sites.items():
+        # A unit shows as a.rs, b/ or, for a b.rs with children in b/, b.rs+b/.
+        unit = lambda u: "+".join(n for n in (u + ".rs", u + "/") if (ROOT / d / n).exists())
+        by_dir.setdefault(d, {})[unit(a), unit(b)] = fmt(sites)
+    funcs, vis, unsafe, unreachable, sizes = [], {"pub": {}, "restricted": {}}, [], [], []
     for f in files:
         for m in re.finditer(r"\bfn\s+(\w+)", f.code):
             end, body = item_end(f.code, m.end())
@@ -253,17 +280,22 @@ def measure():
             kind = (k.group(1) or k.group(2) or "field") if k else "tuple field"
             bucket = vis["restricted" if m.group(1) else "pub"]
             bucket[kind] = bucket.get(kind, 0) + 1
-        unsafe += [{"at": f.where(m.start()), "text": f.raw.splitlines()[f.line(m.start()) - 1].strip()}
-                   for m in re.finditer(r"\bunsafe\b", f.code)]
+        at_line = lambda m: {"at": f.where(m.start()), "text": f.raw.splitlines()[f.line(m.start()) - 1].strip()}
+        unsafe += [at_line(m) for m in re.finditer(r"\bunsafe\b", f.code)]
+        unreachable += [at_line(m) for m in re.finditer(r"\bunreachable!", f.code)]
+        test_lines = {n for a, b in f.test_spans for n in range(f.line(a), f.line(max(a, b - 1)) + 1)}
+        sizes.append({"file": f.rel, "lines": len(f.raw.splitlines()) - len(test_lines),
+                      "test_lines": len(test_lines)})
     funcs.sort(key=lambda x: (-x["lines"], x["at"]))
+    sizes.sort(key=lambda x: (-x["lines"], x["file"]))
     tests = sorted(str(p.relative_to(ROOT)) for p in [*(ROOT / "tests").glob("*.rs"),
                                                        *(ROOT / "tests").glob("*/main.rs")])
     return {
         "left_out": left_out,
         "import_circles": {
             "top_level_edges": len(top_sites), "top_level": circles({k: fmt(v) for k, v in top_sites.items()}),
-            "file_level_edges": len(file_sites),
-            "file_level": {t: c for t, e in sorted(by_top.items()) if (c := circles(e))}},
+            "sibling_edges": len(sib_sites),
+            "sibling": {d: c for d, e in sorted(by_dir.items()) if (c := circles(e))}},
         "long_functions": {"over_%d" % LONG: len(funcs), "over_%d" % VERY_LONG:
                            sum(x["lines"] > VERY_LONG for x in funcs), "list": funcs},
         "visibility": {k: {"total": sum(d.values()), "by_kind": dict(sorted(d.items()))} for k, d in vis.items()},
@@ -272,7 +304,33 @@ def measure():
         "cli_imports": {"count": sum(c["direct"] for c in cli), "files": len(cli_files),
                         "through_engine": sum(not c["direct"] for c in cli), "list": cli,
                         "by_file": {f: dict(sorted(d.items())) for f, d in cli_files.items()}},
+        "largest_files": {"over_%d" % MAX_FILE_LINES: [x for x in sizes if x["lines"] > MAX_FILE_LINES],
+                          "list": sizes[:LARGEST_SHOWN]},
+        "unreachable": {"count": len(unreachable), "list": unreachable},
     }
+
+def checks(r):
+    """{rule: {"rule": what it asks, "ok": bool, "detail": [what broke, with file:line]}}."""
+    ic, lf, ci = r["import_circles"], r["long_functions"], r["cli_imports"]
+    circle = lambda c: ", ".join(c["members"]) + " (" + "; ".join(
+        f"{e['from']} -> {e['to']} at {e['example']}" for e in c["edges"]) + ")"
+    over = lambda n: [f"{x['at']} {x['name']} ({x['lines']})" for x in lf["list"] if x["lines"] > n]
+    detail = {
+        "top_level_circles": ("no import circle between top-level modules (1a)",
+                              [circle(c) for c in ic["top_level"]]),
+        "sibling_circles": ("no import circle between sibling units (1b)",
+                            [f"in {d}: {circle(c)}" for d, cs in ic["sibling"].items() for c in cs]),
+        "cli_engine_paths": ("src/cli/ names no crate::{%s} path (6)" % ",".join(CLI_WATCH),
+                             [f"{c['at']} {c['path']}" for c in ci["list"] if c["direct"]]),
+        "long_functions": (f"at most {MAX_LONG} functions over {LONG} lines, {MAX_VERY_LONG} over {VERY_LONG}",
+                           [f"{len(fs)} over {n} lines (at most {most}): " + ", ".join(fs)
+                            for n, most in ((LONG, MAX_LONG), (VERY_LONG, MAX_VERY_LONG))
+                            if len(fs := over(n)) > most]),
+        "large_files": (f"no file over {MAX_FILE_LINES} lines outside tests",
+                        [f"{x['file']} ({x['lines']} lines, and {x['test_lines']} of tests)"
+                         for x in r["largest_files"]["over_%d" % MAX_FILE_LINES]]),
+    }
+    return {k: {"rule": rule, "ok": not d, "detail": d} for k, (rule, d) in detail.items()}
 
 def show_circles(comps, indent):
     if not comps: print(indent + "(none)")
@@ -283,15 +341,19 @@ def show_circles(comps, indent):
 
 def main():
     r = measure()
-    if "--json" in sys.argv[1:]: return print(json.dumps(r, indent=2))
+    r["checks"] = checks(r)
+    failed = not all(c["ok"] for c in r["checks"].values())
+    if "--json" in sys.argv[1:]:
+        print(json.dumps(r, indent=2))
+        return int(failed and "--check" in sys.argv[1:])
     ic = r["import_circles"]
     print("Left out:", ", ".join(r["left_out"]) or "nothing")
     print(f"\n1a. Import circles between top-level modules ({ic['top_level_edges']} edges in all)")
     show_circles(ic["top_level"], "  ")
-    print(f"\n1b. Import circles between files of one top-level module ({ic['file_level_edges']} edges in all)")
-    if not ic["file_level"]: print("  (none)")
-    for top, comps in ic["file_level"].items():
-        print(f"  [{top}]"); show_circles(comps, "    ")
+    print(f"\n1b. Import circles between sibling units of a directory module ({ic['sibling_edges']} edges in all)")
+    if not ic["sibling"]: print("  (none)")
+    for d, comps in ic["sibling"].items():
+        print(f"  [{d}]"); show_circles(comps, "    ")
     lf = r["long_functions"]
     print(f"\n2. Functions over {LONG} lines: {lf['over_%d' % LONG]}; over {VERY_LONG} lines: "
           f"{lf['over_%d' % VERY_LONG]}")
@@ -308,6 +370,17 @@ def main():
           f" (and {ci['through_engine']} of their types the engine re-exports)")
     for file, by_mod in ci["by_file"].items():
         print(f"  {file}: " + "; ".join(f"{m} at {','.join(map(str, ls))}" for m, ls in by_mod.items()))
+    lg = r["largest_files"]
+    print(f"\n7. Largest files, lines outside #[cfg(test)] items: {len(lg['over_%d' % MAX_FILE_LINES])}"
+          f" over {MAX_FILE_LINES}")
+    for x in lg["list"]: print(f"  {x['lines']:5}  {x['file']}  (+{x['test_lines']} test)")
+    print(f"\n8. unreachable! occurrences: {r['unreachable']['count']}")
+    for x in r["unreachable"]["list"]: print(f"  {x['at']}  {x['text']}")
+    print("\nChecks")
+    for n, c in enumerate(r["checks"].values(), 1):
+        print(f"  R{n}. {c['rule']}: " + ("ok" if c["ok"] else "FAILED: " + c["detail"][0]))
+        for d in c["detail"][1:]: print(f"       {d}")
+    return int(failed and "--check" in sys.argv[1:])
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -4,6 +4,7 @@
 //! source removed), identical duplicates dropped, and swamp temp files
 //! cleared.
 
+use crate::plan::action::{DropDuplicate, Move, RelocateTrash, RemoveTemp};
 use std::path::{Path, PathBuf};
 
 use crate::plan::{Action, Plan};
@@ -19,13 +20,13 @@ impl Run<'_> {
     /// renames the run's whole directories.
     pub(super) fn moved_already(&mut self, i: usize) -> Result<bool, ApplyError> {
         let plan = self.plan;
-        let Action::Move { size, .. } = &plan.actions[i] else {
+        let Action::Move(Move { size, .. }) = &plan.actions[i] else {
             return Ok(false);
         };
         if i >= self.scanned_to {
             let end = i + plan.actions[i..]
                 .iter()
-                .take_while(|a| matches!(a, Action::Move { .. }))
+                .take_while(|a| matches!(a, Action::Move(_)))
                 .count();
             self.scanned_to = end;
             let (done, failed) = rename_whole_dirs(plan, i..end, &mut self.cache);
@@ -60,17 +61,14 @@ impl Run<'_> {
     /// run's destinations are durable: each directory fsynced once, not
     /// once per file. Killed before that, both copies are there (the next
     /// plan drops the duplicate); nothing is ever only in an unsynced place.
-    pub(super) fn move_file(&mut self, i: usize) -> Result<(), StopCause> {
+    pub(super) fn move_file(&mut self, i: usize, action: &Move) -> Result<(), StopCause> {
         let plan = self.plan;
-        let Action::Move {
+        let Move {
             path,
             source,
             size,
             sha256,
-        } = &plan.actions[i]
-        else {
-            unreachable!("a move")
-        };
+        } = action;
         let src_root = &plan.sources[*source].dir;
         let src = src_root.join(path.as_str());
         let dst = plan.target.dir.join(path.as_str());
@@ -79,8 +77,7 @@ impl Run<'_> {
         self.report.moved += 1;
         self.report.bytes_moved += size;
         let run_goes_on = plan.actions.get(i + 1).is_some_and(|a| {
-            matches!(a, Action::Move { .. })
-                && !self.moved_whole.get(i + 1).copied().unwrap_or(false)
+            matches!(a, Action::Move(_)) && !self.moved_whole.get(i + 1).copied().unwrap_or(false)
         });
         if !run_goes_on || self.linked.len() >= MOVE_BATCH {
             finish_moves(&mut self.linked)?;
@@ -90,16 +87,13 @@ impl Run<'_> {
 
     /// Drops a source's copy whose twin is at the target (set aside for
     /// undo when the run keeps a trash).
-    pub(super) fn drop_duplicate(&mut self, action: &Action) -> Result<(), StopCause> {
-        let Action::DropDuplicate {
+    pub(super) fn drop_duplicate(&mut self, action: &DropDuplicate) -> Result<(), StopCause> {
+        let DropDuplicate {
             path,
             source,
             sha256,
             ..
-        } = action
-        else {
-            unreachable!("a drop-duplicate")
-        };
+        } = action;
         let plan = self.plan;
         let src_root = &plan.sources[*source].dir;
         let src = src_root.join(path.as_str());
@@ -119,10 +113,8 @@ impl Run<'_> {
     }
 
     /// Clears a swamp temp file whose writer is gone.
-    pub(super) fn remove_temp(&mut self, action: &Action) -> Result<(), StopCause> {
-        let Action::RemoveTemp { path, source, .. } = action else {
-            unreachable!("a remove-temp")
-        };
+    pub(super) fn remove_temp(&mut self, action: &RemoveTemp) -> Result<(), StopCause> {
+        let RemoveTemp { path, source, .. } = action;
         let root = match source {
             None => &self.plan.target.dir,
             Some(i) => &self.plan.sources[*i].dir,
@@ -134,13 +126,10 @@ impl Run<'_> {
 
     /// Moves what earlier applies set aside inside a remote's cache tier
     /// tree into the cache's own trash, an apply's directory at a time.
-    pub(super) fn relocate_trash(&mut self, action: &Action) -> Result<(), StopCause> {
-        let Action::RelocateTrash {
+    pub(super) fn relocate_trash(&mut self, action: &RelocateTrash) -> Result<(), StopCause> {
+        let RelocateTrash {
             source, applies, ..
-        } = action
-        else {
-            unreachable!("a relocate-trash")
-        };
+        } = action;
         let placement = match source {
             None => self.plan.target.placement(),
             Some(i) => self.plan.sources[*i].placement(),
@@ -167,7 +156,7 @@ fn rename_whole_dirs(
     use std::collections::BTreeMap;
     let mut by_source: BTreeMap<usize, Vec<u32>> = BTreeMap::new();
     for k in run {
-        if let Action::Move { source, .. } = &plan.actions[k] {
+        if let Action::Move(Move { source, .. }) = &plan.actions[k] {
             by_source.entry(*source).or_default().push(k as u32);
         }
     }

@@ -175,12 +175,12 @@ fn is_zero<T: Default + PartialEq>(n: &T) -> bool {
 /// progress meter counts; deletes carry none.
 pub(crate) fn carried_bytes(action: &Action) -> u64 {
     match action {
-        Action::Upload { .. }
-        | Action::Download { .. }
-        | Action::Fetch { .. }
-        | Action::CopyRemote { .. }
-        | Action::MirrorConfig { .. }
-        | Action::Move { .. } => action.bytes().unwrap_or(0),
+        Action::Upload(_)
+        | Action::Download(_)
+        | Action::Fetch(_)
+        | Action::CopyRemote(_)
+        | Action::MirrorConfig(_)
+        | Action::Move(_) => action.bytes().unwrap_or(0),
         _ => 0,
     }
 }
@@ -196,10 +196,10 @@ pub(crate) fn describe_done(action: &Action) -> String {
 /// Sync actions that may run side by side with their neighbours.
 fn concurrent_class(action: &Action) -> Option<u8> {
     match action {
-        Action::Upload { .. } | Action::Download { .. } | Action::Fetch { .. } => Some(0),
+        Action::Upload(_) | Action::Download(_) | Action::Fetch(_) => Some(0),
         // Copies finish before the downloads that read their results.
-        Action::CopyRemote { .. } => Some(2),
-        Action::DeleteRemote { .. } | Action::DeleteLocal { .. } => Some(1),
+        Action::CopyRemote(_) => Some(2),
+        Action::DeleteRemote(_) | Action::DeleteLocal(_) => Some(1),
         _ => None,
     }
 }
@@ -239,28 +239,28 @@ pub(crate) fn apply(
             continue;
         }
         let step = match action {
-            Action::Move { .. } => run.move_file(i),
-            Action::DropDuplicate { .. } => run.drop_duplicate(action),
-            Action::RemoveTemp { .. } => run.remove_temp(action),
-            Action::RelocateTrash { .. } => run.relocate_trash(action),
-            Action::RenameLocal { .. }
-            | Action::DeleteSourceRemote { .. }
-            | Action::AbortUpload { .. } => run.remote_step(action),
-            Action::RecordBase { .. } => run.record_base(action),
+            Action::Move(a) => run.move_file(i, a),
+            Action::DropDuplicate(a) => run.drop_duplicate(a),
+            Action::RemoveTemp(a) => run.remove_temp(a),
+            Action::RelocateTrash(a) => run.relocate_trash(a),
+            Action::RenameLocal(_) | Action::DeleteSourceRemote(_) | Action::AbortUpload(_) => {
+                run.remote_step(action)
+            }
+            Action::RecordBase(a) => run.record_base(a),
             Action::InvalidateCatalog => run.invalidate_catalog(),
-            Action::PruneTrash { .. } => run.prune_trash(action),
-            Action::MirrorConfig { .. } => run.mirror_config(action),
-            Action::PublishSentinel { .. } => run.publish_sentinel(i),
-            Action::RecordDeletes { .. } => run.record_deletes(action),
-            Action::PruneRecords { .. } => run.prune_records(action),
-            Action::NoteProgress { .. } => run.note_progress(action),
+            Action::PruneTrash(a) => run.prune_trash(a),
+            Action::MirrorConfig(a) => run.mirror_config(a),
+            Action::PublishSentinel(a) => run.publish_sentinel(i, a),
+            Action::RecordDeletes(a) => run.record_deletes(a),
+            Action::PruneRecords(a) => run.prune_records(a),
+            Action::NoteProgress(a) => run.note_progress(a),
             Action::FinishMigration => run.finish_migration(),
-            Action::Upload { .. }
-            | Action::Download { .. }
-            | Action::DeleteLocal { .. }
-            | Action::DeleteRemote { .. }
-            | Action::Fetch { .. }
-            | Action::CopyRemote { .. } => Err(StopCause::NoRemote),
+            Action::Upload(_)
+            | Action::Download(_)
+            | Action::DeleteLocal(_)
+            | Action::DeleteRemote(_)
+            | Action::Fetch(_)
+            | Action::CopyRemote(_) => Err(StopCause::NoRemote),
         };
         step.map_err(|cause| run.stopped(i, cause))?;
         run.done(action);

@@ -1,6 +1,7 @@
 //! File moves and duplicate drops with their preconditions checked at the
 //! moment of acting.
 
+use crate::plan::action::Move;
 use std::cell::Cell;
 use std::fs;
 use std::io;
@@ -8,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 use crate::digest::Sha256;
 use crate::fsutil;
+use crate::layout::TierPath;
 use crate::plan::Action;
 use crate::state::HashCache;
 use crate::state::hash_cache::Stamp;
@@ -210,7 +212,7 @@ impl<'a> Planned<'a> {
             .search(&self.moves, |k| self.path(*k).cmp(rel))
             .ok()?;
         match &self.actions[self.moves[i] as usize] {
-            Action::Move { sha256, .. } => Some(sha256),
+            Action::Move(Move { sha256, .. }) => Some(sha256),
             _ => None,
         }
     }
@@ -235,11 +237,10 @@ impl<'a> Planned<'a> {
     }
 }
 
+/// The path of planned move `k` (every action [`Planned`] holds is a move,
+/// and every move has a path).
 fn move_path(actions: &[Action], k: u32) -> &str {
-    match &actions[k as usize] {
-        Action::Move { path, .. } => path.as_str(),
-        other => unreachable!("planned moves only, not {}", other.kind()),
-    }
+    actions[k as usize].path().map_or("", TierPath::as_str)
 }
 
 /// The directories of `src_root` that a run of moves (`planned`, all from
@@ -602,11 +603,13 @@ mod tests {
     ) -> Vec<String> {
         let actions: Vec<Action> = files
             .iter()
-            .map(|(rel, body)| Action::Move {
-                path: crate::layout::TierPath::parse(rel).unwrap(),
-                source: 0,
-                size: body.len() as u64,
-                sha256: sha(body),
+            .map(|(rel, body)| {
+                Action::Move(Move {
+                    path: crate::layout::TierPath::parse(rel).unwrap(),
+                    source: 0,
+                    size: body.len() as u64,
+                    sha256: sha(body),
+                })
             })
             .collect();
         let planned = Planned::new(&actions, (0..files.len() as u32).rev().collect());

@@ -5,22 +5,22 @@
 //! pruned, this clone's progress noted.
 
 use crate::catalog::Catalog;
-use crate::plan::Action;
+use crate::plan::action::{
+    MirrorConfig, NoteProgress, PruneRecords, PruneTrash, PublishSentinel, RecordBase,
+    RecordDeletes,
+};
 
 use super::run::Run;
 use super::{StopCause, prune, remote};
 
 impl Run<'_> {
     /// Records in the sync base what both sides already agree on.
-    pub(super) fn record_base(&mut self, action: &Action) -> Result<(), StopCause> {
-        let Action::RecordBase {
+    pub(super) fn record_base(&mut self, action: &RecordBase) -> Result<(), StopCause> {
+        let RecordBase {
             add,
             unhydrated,
             drop,
-        } = action
-        else {
-            unreachable!("a record-base")
-        };
+        } = action;
         let (base, base_path) = self.base.as_mut().ok_or(StopCause::NoRemote)?;
         // Made maps, not inserted one by one (see `set_unhydrated_many`).
         let entry = |rec: &crate::plan::BaseRecord| {
@@ -52,10 +52,8 @@ impl Run<'_> {
     }
 
     /// Prunes an earlier apply's trash, as its journal names it.
-    pub(super) fn prune_trash(&mut self, action: &Action) -> Result<(), StopCause> {
-        let Action::PruneTrash { id, .. } = action else {
-            unreachable!("a prune-trash")
-        };
+    pub(super) fn prune_trash(&mut self, action: &PruneTrash) -> Result<(), StopCause> {
+        let PruneTrash { id, .. } = action;
         let done = prune::prune(self.layout, id, &self.plan.target.placement(), self.remote)?;
         self.report.trash_pruned += 1;
         self.report.bytes_pruned += done.bytes;
@@ -63,16 +61,13 @@ impl Run<'_> {
     }
 
     /// Copies a definition file into the cache's `config/` tier.
-    pub(super) fn mirror_config(&mut self, action: &Action) -> Result<(), StopCause> {
-        let Action::MirrorConfig {
+    pub(super) fn mirror_config(&mut self, action: &MirrorConfig) -> Result<(), StopCause> {
+        let MirrorConfig {
             path,
             sha256,
             local,
             ..
-        } = action
-        else {
-            unreachable!("a mirror-config")
-        };
+        } = action;
         remote::mirror_config(self.repo, &self.plan.target.dir, path, sha256, *local)?;
         self.report.mirrored += 1;
         Ok(())
@@ -80,16 +75,17 @@ impl Run<'_> {
 
     /// Publishes the managed-config sentinel (action `i`): a phase of its
     /// own, so every other action (all uploads included) has finished.
-    pub(super) fn publish_sentinel(&mut self, i: usize) -> Result<(), StopCause> {
+    pub(super) fn publish_sentinel(
+        &mut self,
+        i: usize,
+        action: &PublishSentinel,
+    ) -> Result<(), StopCause> {
         let plan = self.plan;
-        let Action::PublishSentinel {
+        let PublishSentinel {
             path,
             sources,
             objects,
-        } = &plan.actions[i]
-        else {
-            unreachable!("a publish-sentinel")
-        };
+        } = action;
         if i + 1 != plan.actions.len() {
             return Err(StopCause::SentinelNotLast);
         }
@@ -112,15 +108,12 @@ impl Run<'_> {
     }
 
     /// Writes the record of this clone's deliberate deletes to the bucket.
-    pub(super) fn record_deletes(&mut self, action: &Action) -> Result<(), StopCause> {
-        let Action::RecordDeletes {
+    pub(super) fn record_deletes(&mut self, action: &RecordDeletes) -> Result<(), StopCause> {
+        let RecordDeletes {
             files,
             after,
             prune,
-        } = action
-        else {
-            unreachable!("a record-deletes")
-        };
+        } = action;
         let (rt, target) = self.remote_parts()?;
         let me = crate::state::deliberate::clone_id(self.layout)?;
         let (key, version, body) = rt.block_on(remote::record_deletes(
@@ -140,10 +133,8 @@ impl Run<'_> {
     }
 
     /// Removes delete records (and notes) every clone has passed.
-    pub(super) fn prune_records(&mut self, action: &Action) -> Result<(), StopCause> {
-        let Action::PruneRecords { prune } = action else {
-            unreachable!("a prune-records")
-        };
+    pub(super) fn prune_records(&mut self, action: &PruneRecords) -> Result<(), StopCause> {
+        let PruneRecords { prune } = action;
         let (rt, target) = self.remote_parts()?;
         rt.block_on(remote::remove_at_versions(target, prune))?;
         Ok(())
@@ -152,16 +143,13 @@ impl Run<'_> {
     /// Notes how far this clone's sync base has passed the delete records,
     /// only where that is true now: a base still holding a file another
     /// clone deleted has not passed its record.
-    pub(super) fn note_progress(&mut self, action: &Action) -> Result<(), StopCause> {
-        let Action::NoteProgress {
+    pub(super) fn note_progress(&mut self, action: &NoteProgress) -> Result<(), StopCause> {
+        let NoteProgress {
             passed,
             check,
             replaces,
             prune,
-        } = action
-        else {
-            unreachable!("a note-progress")
-        };
+        } = action;
         let (rt, target) = self.remote_parts()?;
         let Some((base, _)) = self.base.as_ref() else {
             return Err(StopCause::NoRemote);

@@ -1,8 +1,14 @@
-//! Applying sync actions: uploads and downloads with bounded concurrency,
-//! each checking its precondition at the moment of acting (the cache file's
-//! hash; the remote object's version through a conditional request), and
-//! the sync base advanced only for actions that completed.
+//! Sync actions, one at a time: uploads, downloads, deletes, renames,
+//! copies and the remote bookkeeping, each checking its precondition at
+//! the moment of acting (the cache file's hash; the remote object's
+//! version through a conditional request) and saying how the sync base
+//! changes ([`BaseChange`]), applied only for actions that completed.
+//! Running many side by side is [`super::transfers`]'s.
 
+use crate::plan::action::{
+    AbortUpload, CopyRemote, DeleteLocal, DeleteRemote, DeleteSourceRemote, Download, Fetch,
+    RenameLocal, Upload,
+};
 use std::path::{Path, PathBuf};
 
 use futures_util::StreamExt;
@@ -11,8 +17,7 @@ use crate::digest::Sha256;
 use crate::fsutil;
 use crate::layout::TierPath;
 use crate::plan::{Action, RemoteExpect};
-use crate::state::hash_cache::Stamp;
-use crate::state::{BaseEntry, HashCache, Learnt, SyncBase};
+use crate::state::{BaseEntry, HashCache, SyncBase};
 use crate::store::RemoteTarget;
 use crate::store::{Durability, Precondition, StoreError};
 
@@ -259,28 +264,28 @@ pub(crate) async fn run(
     remotes: &Remotes<'_>,
 ) -> Result<BaseChange, SyncActionError> {
     match action {
-        Action::Upload { .. } => upload(action, root, remotes).await,
-        Action::Download { .. } => download(action, root, remotes, false)
+        Action::Upload(a) => upload(a, root, remotes).await,
+        Action::Download(a) => download(a, root, remotes, false)
             .await
             .map(|(change, _)| change),
-        Action::DeleteLocal { .. } => delete_local(action, root, remotes),
-        Action::DeleteRemote { .. } => delete_remote(action, remotes).await,
-        Action::RenameLocal { .. } => rename_local(action, root, remotes),
-        Action::Fetch { .. } => fetch(action, root, remotes).await,
-        Action::CopyRemote { .. } => copy_remote(action, remotes).await,
-        Action::DeleteSourceRemote { .. } => delete_source_remote(action, remotes).await,
-        Action::AbortUpload { .. } => abort_upload(action, remotes).await,
-        Action::RecordBase { .. }
-        | Action::RecordDeletes { .. }
-        | Action::NoteProgress { .. }
-        | Action::PruneRecords { .. }
-        | Action::MirrorConfig { .. }
-        | Action::PublishSentinel { .. }
-        | Action::RemoveTemp { .. }
-        | Action::RelocateTrash { .. }
-        | Action::PruneTrash { .. }
-        | Action::Move { .. }
-        | Action::DropDuplicate { .. }
+        Action::DeleteLocal(a) => delete_local(a, root, remotes),
+        Action::DeleteRemote(a) => delete_remote(a, remotes).await,
+        Action::RenameLocal(a) => rename_local(a, root, remotes),
+        Action::Fetch(a) => fetch(a, root, remotes).await,
+        Action::CopyRemote(a) => copy_remote(a, remotes).await,
+        Action::DeleteSourceRemote(a) => delete_source_remote(a, remotes).await,
+        Action::AbortUpload(a) => abort_upload(a, remotes).await,
+        Action::RecordBase(_)
+        | Action::RecordDeletes(_)
+        | Action::NoteProgress(_)
+        | Action::PruneRecords(_)
+        | Action::MirrorConfig(_)
+        | Action::PublishSentinel(_)
+        | Action::RemoveTemp(_)
+        | Action::RelocateTrash(_)
+        | Action::PruneTrash(_)
+        | Action::Move(_)
+        | Action::DropDuplicate(_)
         | Action::InvalidateCatalog
         | Action::FinishMigration => Ok(BaseChange::Nothing),
     }
@@ -294,19 +299,16 @@ fn store_err(path: &TierPath) -> impl FnOnce(StoreError) -> SyncActionError + us
 
 /// Uploads a cache file under the precondition the plan saw (keeping what it replaces in the remote trash).
 async fn upload(
-    action: &Action,
+    action: &Upload,
     root: &Path,
     remotes: &Remotes<'_>,
 ) -> Result<BaseChange, SyncActionError> {
-    let Action::Upload {
+    let Upload {
         path,
         sha256,
         remote: expect,
         ..
-    } = action
-    else {
-        unreachable!("dispatched by run")
-    };
+    } = action;
     let file = check_no_symlink(root, path)?;
     match local_sha(&file, path, remotes.hashes)? {
         None => return Err(SyncActionError::LocalGone { path: path.clone() }),
@@ -353,15 +355,12 @@ async fn upload(
 /// Aborts an interrupted multipart upload and forgets its record (only
 /// that upload's: a record another run made meanwhile stays).
 async fn abort_upload(
-    action: &Action,
+    action: &AbortUpload,
     remotes: &Remotes<'_>,
 ) -> Result<BaseChange, SyncActionError> {
-    let Action::AbortUpload {
+    let AbortUpload {
         path, upload_id, ..
-    } = action
-    else {
-        unreachable!("dispatched by run")
-    };
+    } = action;
     let remote = remotes.target(path)?;
     remote
         .store
@@ -379,13 +378,11 @@ async fn abort_upload(
 
 /// Deletes (sets aside) a cache file, if it is still what the plan saw.
 fn delete_local(
-    action: &Action,
+    action: &DeleteLocal,
     root: &Path,
     remotes: &Remotes<'_>,
 ) -> Result<BaseChange, SyncActionError> {
-    let Action::DeleteLocal { path, sha256 } = action else {
-        unreachable!("dispatched by run")
-    };
+    let DeleteLocal { path, sha256 } = action;
     let file = check_no_symlink(root, path)?;
     match local_sha(&file, path, remotes.hashes)? {
         None => {}
@@ -411,12 +408,10 @@ fn delete_local(
 
 /// Deletes an object at the version the plan saw, kept in the remote trash first.
 async fn delete_remote(
-    action: &Action,
+    action: &DeleteRemote,
     remotes: &Remotes<'_>,
 ) -> Result<BaseChange, SyncActionError> {
-    let Action::DeleteRemote { path, version } = action else {
-        unreachable!("dispatched by run")
-    };
+    let DeleteRemote { path, version } = action;
     let remote = remotes.target(path)?;
     keep_in_remote_trash(remote, remotes, path, &version.as_str()).await?;
     remote
@@ -432,13 +427,11 @@ async fn delete_remote(
 
 /// Renames a cache file (a renumbered data version), never over another.
 fn rename_local(
-    action: &Action,
+    action: &RenameLocal,
     root: &Path,
     remotes: &Remotes<'_>,
 ) -> Result<BaseChange, SyncActionError> {
-    let Action::RenameLocal { path, to, sha256 } = action else {
-        unreachable!("dispatched by run")
-    };
+    let RenameLocal { path, to, sha256 } = action;
     let from = check_no_symlink(root, path)?;
     let dest = check_no_symlink(root, to)?;
     match local_sha(&from, path, remotes.hashes)? {
@@ -466,19 +459,16 @@ fn rename_local(
 
 /// Fetches a source remote's object into a cache path that must still be free.
 async fn fetch(
-    action: &Action,
+    action: &Fetch,
     root: &Path,
     remotes: &Remotes<'_>,
 ) -> Result<BaseChange, SyncActionError> {
-    let Action::Fetch {
+    let Fetch {
         path,
         source,
         sha256,
         ..
-    } = action
-    else {
-        unreachable!("dispatched by run")
-    };
+    } = action;
     let file = check_no_symlink(root, path)?;
     if local_sha(&file, path, remotes.hashes)?.is_some() {
         return Err(SyncActionError::LocalAppeared { path: path.clone() });
@@ -497,20 +487,17 @@ async fn fetch(
 
 /// Copies a source remote's object to the target, server-side, create-only.
 async fn copy_remote(
-    action: &Action,
+    action: &CopyRemote,
     remotes: &Remotes<'_>,
 ) -> Result<BaseChange, SyncActionError> {
-    let Action::CopyRemote {
+    let CopyRemote {
         path,
         source,
         sha256,
         size,
         in_cache,
         ..
-    } = action
-    else {
-        unreachable!("dispatched by run")
-    };
+    } = action;
     let from = remotes.source(*source, path)?;
     let to = remotes.target(path)?;
     let meta = to
@@ -535,12 +522,10 @@ async fn copy_remote(
 
 /// Deletes a drained source remote's objects at the versions the plan saw.
 async fn delete_source_remote(
-    action: &Action,
+    action: &DeleteSourceRemote,
     remotes: &Remotes<'_>,
 ) -> Result<BaseChange, SyncActionError> {
-    let Action::DeleteSourceRemote { source, objects } = action else {
-        unreachable!("dispatched by run")
-    };
+    let DeleteSourceRemote { source, objects } = action;
     let from = remotes
         .sources
         .get(*source)
@@ -785,11 +770,11 @@ pub(crate) async fn publish_sentinel(
 }
 
 /// A file landed under a staging name, to be made durable and renamed
-/// into place with others (see [`commit_staged`]).
-struct Staged {
-    staged: PathBuf,
-    dest: PathBuf,
-    size: u64,
+/// into place with others (see [`super::transfers`]).
+pub(super) struct Staged {
+    pub(super) staged: PathBuf,
+    pub(super) dest: PathBuf,
+    pub(super) size: u64,
 }
 
 /// A download. With `stage`, a download of a file the cache lacks lands
@@ -797,8 +782,8 @@ struct Staged {
 /// the caller makes a batch of them durable at once and only then renames
 /// each into place, so a file at its cache path is always whole and
 /// durable. A replacement lands, is fsynced and renamed on its own.
-async fn download(
-    action: &Action,
+pub(super) async fn download(
+    action: &Download,
     root: &Path,
     remotes: &Remotes<'_>,
     stage: bool,
@@ -807,16 +792,13 @@ async fn download(
         let path = path.clone();
         move |source| SyncActionError::Store { path, source }
     };
-    let Action::Download {
+    let Download {
         path,
         version,
         sha256,
         local,
         size,
-    } = action
-    else {
-        unreachable!("download() is given a download");
-    };
+    } = action;
     let file = check_no_symlink(root, path)?;
     let found = local_sha(&file, path, remotes.hashes)?;
     if found != local.as_deref().copied() {
@@ -922,341 +904,12 @@ fn temp_beside(file: &Path, what: &str) -> PathBuf {
     ))
 }
 
-/// Makes a batch of staged downloads durable (one filesystem sync for all
-/// their bytes) and renames each into place unless a file appeared there
-/// meanwhile. Their directories are fsynced with the run's other
-/// downloads ([`sync_landed_dirs`]) before any is reported complete.
-/// Returns the outcome of each, by its index in the run, with the stamp
-/// the file had as it was renamed (for the verifying plan: see
-/// [`crate::state::Learnt`]).
-fn commit_staged(batch: Vec<(usize, TierPath, Staged)>) -> Vec<(usize, Committed)> {
-    let io = |path: &TierPath, e: &std::io::Error| SyncActionError::Io {
-        path: path.clone(),
-        source: std::io::Error::new(e.kind(), e.to_string()),
-    };
-    let files: Vec<&Path> = batch.iter().map(|(_, _, s)| s.staged.as_path()).collect();
-    let mut parents: Vec<&Path> = files.iter().filter_map(|f| f.parent()).collect();
-    parents.sort_unstable();
-    parents.dedup();
-    if let Err(e) = fsutil::sync_files(&parents, &files) {
-        return batch
-            .into_iter()
-            .map(|(i, path, s)| {
-                let _ = std::fs::remove_file(&s.staged);
-                (i, Err(io(&path, &e)))
-            })
-            .collect();
-    }
-    batch
-        .into_iter()
-        .map(|(i, path, s)| {
-            // Of the staged name, which only this run writes: the rename
-            // keeps inode, size and mtime.
-            let stamp = std::fs::symlink_metadata(&s.staged)
-                .ok()
-                .map(|m| Stamp::of(&m));
-            match fsutil::rename_noreplace(&s.staged, &s.dest) {
-                Ok(()) => (i, Ok(stamp)),
-                Err(e) => {
-                    let _ = std::fs::remove_file(&s.staged);
-                    if e.kind() == std::io::ErrorKind::AlreadyExists {
-                        (i, Err(SyncActionError::LocalAppeared { path }))
-                    } else {
-                        (i, Err(io(&path, &e)))
-                    }
-                }
-            }
-        })
-        .collect()
-}
-
-/// A staged download's commit: the stamp it was renamed with, when known.
-type Committed = Result<Option<Stamp>, SyncActionError>;
-
-/// What [`run_many`] did: each action's outcome in plan order, and what
-/// is known of the files its downloads landed (for the verifying plan).
-pub(crate) struct Ran {
-    pub outcomes: Vec<Result<BaseChange, SyncActionError>>,
-    pub learnt: Learnt,
-}
-
-/// Runs a run of consecutive transfer actions concurrently (at most
-/// `concurrency` at once), returning each one's outcome in plan order.
-///
-/// Stops at a safe point when the lock is lost (transfers in flight are
-/// cancelled: an upload cut off is never completed, a download's temp
-/// file is removed) or when an action fails for the whole remote (the
-/// rest is not started). Either way the outcomes say what completed.
-pub(crate) async fn run_many(
-    actions: &[&Action],
-    root: &Path,
-    remotes: &Remotes<'_>,
-    concurrency: usize,
-    watch: &crate::lock::LossWatch,
-) -> Ran {
-    let halted: Halted = std::sync::Mutex::new(None);
-    let halted = &halted;
-    // Unordered: a finished transfer makes room for the next at once, not
-    // once every transfer started before it has finished too (a slow one
-    // would hold up the rest). Outcomes are put back in action order.
-    let mut outcomes: Vec<Option<Result<BaseChange, SyncActionError>>> =
-        (0..actions.len()).map(|_| None).collect();
-    let mut stream = futures_util::stream::iter(
-        actions
-            .iter()
-            .enumerate()
-            .map(|(i, a)| run_one(i, a, root, remotes, watch, halted)),
-    )
-    .buffer_unordered(concurrency.max(1));
-    let mut commits = Commits::default();
-    let mut learnt = Learnt::default();
-    let meter = crate::progress::meter();
-    while let Some((i, outcome, staged)) = stream.next().await {
-        if outcome.is_ok() {
-            // Transferred (a staged download is durable once its batch is
-            // committed, just after): shown as done.
-            meter.finished(
-                u64::from(actions[i].path().is_some()),
-                super::carried_bytes(actions[i]),
-                || super::describe_done(actions[i]),
-            );
-        }
-        outcomes[i] = Some(outcome);
-        if let (Some(staged), Some(path)) = (staged, actions[i].path()) {
-            if learnt.is_empty() && commits.batch.is_empty() {
-                // Sized once: at 100,000 downloads, doubling on the way
-                // would hold 8 MB more at the apply's peak.
-                let downloads = actions
-                    .iter()
-                    .filter(|a| matches!(a, Action::Download { .. }))
-                    .count();
-                learnt.reserve_exact(downloads);
-            }
-            commits.add(i, path.clone(), staged);
-        }
-        if commits.due() {
-            commits.start(&mut outcomes, &mut learnt).await;
-        }
-    }
-    drop(stream);
-    commits.finish(&mut outcomes, &mut learnt).await;
-    let mut outcomes: Vec<_> = outcomes
-        .into_iter()
-        .map(|o| o.expect("every action yields an outcome"))
-        .collect();
-    // A directory that fails its fsync fails the downloads into it, but
-    // what was learnt of their bytes stays true of the files.
-    sync_landed_dirs(actions, root, &mut outcomes).await;
-    Ran { outcomes, learnt }
-}
-
-/// Why the rest of a run is not started (an action failed for the whole
-/// remote), once known.
-type Halted = std::sync::Mutex<Option<String>>;
-
-/// One action of [`run_many`]: its index, outcome and, for a download, the
-/// staged file its batch commit will rename into place.
-async fn run_one(
-    i: usize,
-    a: &Action,
-    root: &Path,
-    remotes: &Remotes<'_>,
-    watch: &crate::lock::LossWatch,
-    halted: &Halted,
-) -> (usize, Result<BaseChange, SyncActionError>, Option<Staged>) {
-    let reason = halted.lock().unwrap().clone().or_else(|| watch.lost());
-    if let Some(reason) = reason {
-        return (i, Err(SyncActionError::NotStarted { reason }), None);
-    }
-    let work = async {
-        match a {
-            Action::Download { .. } => download(a, root, remotes, true).await,
-            _ => run(a, root, remotes).await.map(|change| (change, None)),
-        }
-    };
-    let outcome = tokio::select! {
-        outcome = work => outcome,
-        reason = lock_lost(watch) => Err(SyncActionError::Cancelled {
-            what: a.path().map(ToString::to_string).unwrap_or_else(|| a.kind().to_string()),
-            reason,
-        }),
-    };
-    if let Err(e) = &outcome
-        && e.is_systemic()
-    {
-        halted.lock().unwrap().get_or_insert_with(|| e.to_string());
-    }
-    // Test-only: die at an action boundary, others still in flight
-    // (FAILPOINTS=sync-action-done=N*off->return). A staged download
-    // reaches its boundary when its batch is committed.
-    #[cfg(feature = "failpoints")]
-    if matches!(&outcome, Ok((_, None))) {
-        action_done_for_tests();
-    }
-    match outcome {
-        Ok((change, staged)) => (i, Ok(change), staged),
-        Err(e) => (i, Err(e), None),
-    }
-}
-
-/// Staged downloads are committed a batch at a time on a blocking thread
-/// while the transfers go on (one commit in flight at a time); until its
-/// batch is committed a download is not complete.
-#[derive(Default)]
-struct Commits {
-    batch: Vec<(usize, TierPath, Staged)>,
-    bytes: u64,
-    since: Option<std::time::Instant>,
-    committing: Option<tokio::task::JoinHandle<Vec<(usize, Committed)>>>,
-}
-
-impl Commits {
-    fn add(&mut self, i: usize, path: TierPath, staged: Staged) {
-        self.since.get_or_insert_with(std::time::Instant::now);
-        self.bytes += staged.size;
-        self.batch.push((i, path, staged));
-    }
-
-    /// The batch is full (files or bytes) or old enough to commit.
-    fn due(&self) -> bool {
-        self.batch.len() >= COMMIT_FILES
-            || self.bytes >= COMMIT_BYTES
-            || self.since.is_some_and(|t| t.elapsed() >= COMMIT_AFTER)
-    }
-
-    /// Settles the commit in flight, if any, and starts committing the
-    /// batch.
-    async fn start(
-        &mut self,
-        outcomes: &mut [Option<Result<BaseChange, SyncActionError>>],
-        learnt: &mut Learnt,
-    ) {
-        self.settle_in_flight(outcomes, learnt).await;
-        let b = std::mem::take(&mut self.batch);
-        self.bytes = 0;
-        self.since = None;
-        self.committing = Some(tokio::task::spawn_blocking(move || commit_staged(b)));
-    }
-
-    /// Settles the commit in flight, then commits what is left.
-    async fn finish(
-        mut self,
-        outcomes: &mut [Option<Result<BaseChange, SyncActionError>>],
-        learnt: &mut Learnt,
-    ) {
-        self.settle_in_flight(outcomes, learnt).await;
-        if !self.batch.is_empty() {
-            self.start(outcomes, learnt).await;
-            self.settle_in_flight(outcomes, learnt).await;
-        }
-    }
-
-    async fn settle_in_flight(
-        &mut self,
-        outcomes: &mut [Option<Result<BaseChange, SyncActionError>>],
-        learnt: &mut Learnt,
-    ) {
-        if let Some(h) = self.committing.take() {
-            let done = h
-                .await
-                .unwrap_or_else(|e| panic!("a commit of downloads failed to run: {e}"));
-            settle(outcomes, learnt, done);
-        }
-    }
-}
-
-/// Staged downloads committed together: at most this many files, this
-/// many bytes, or what landed within this long, so a kill loses little
-/// finished work.
-const COMMIT_FILES: usize = 1024;
-const COMMIT_BYTES: u64 = 256 << 20;
-const COMMIT_AFTER: std::time::Duration = std::time::Duration::from_secs(2);
-
-/// Replaces the outcome of each staged download whose commit failed, and
-/// adds what is known of each one committed to `learnt`.
-fn settle(
-    outcomes: &mut [Option<Result<BaseChange, SyncActionError>>],
-    learnt: &mut Learnt,
-    committed: Vec<(usize, Committed)>,
-) {
-    for (i, result) in committed {
-        match result {
-            Err(e) => outcomes[i] = Some(Err(e)),
-            Ok(stamp) => {
-                if let (Some(stamp), Some(Ok(BaseChange::Set(_, landed)))) = (stamp, &outcomes[i]) {
-                    learnt.push(stamp, landed.sha256);
-                }
-                #[cfg(feature = "failpoints")]
-                action_done_for_tests();
-            }
-        }
-    }
-}
-
 /// Test-only: the failpoint `sync-action-done`, evaluated as an action
 /// completes; dies there when it fires.
 #[cfg(feature = "failpoints")]
 pub(super) fn action_done_for_tests() {
     if fail::eval("sync-action-done", |_| ()).is_some() {
         super::die_for_tests();
-    }
-}
-
-/// Makes the downloads of a run durable: fsyncs each directory a completed
-/// download or fetch renamed a file into, once (not once per file), before
-/// any of them is reported complete (and so before the sync base records
-/// it or a later action relies on it). A directory that cannot be synced
-/// fails the downloads into it.
-async fn sync_landed_dirs(
-    actions: &[&Action],
-    root: &Path,
-    outcomes: &mut [Result<BaseChange, SyncActionError>],
-) {
-    // (directory as a tier path's parent, action index), grouped by
-    // directory: held compactly (a 100,000-file pull lands in tens of
-    // thousands of directories), each made a path only while it is synced.
-    let mut landed: Vec<(&str, usize)> = actions
-        .iter()
-        .zip(outcomes.iter())
-        .enumerate()
-        .filter_map(|(i, (action, outcome))| match (action, outcome) {
-            (Action::Download { path, .. } | Action::Fetch { path, .. }, Ok(_)) => {
-                Some((path.as_str().rsplit_once('/').map_or("", |(dir, _)| dir), i))
-            }
-            _ => None,
-        })
-        .collect();
-    landed.sort_by(|a, b| a.0.cmp(b.0));
-    let groups: Vec<&[(&str, usize)]> = landed.chunk_by(|a, b| a.0 == b.0).collect();
-    let failed = futures_util::stream::iter(groups.into_iter().map(|group| async move {
-        let dir = root.join(group[0].0);
-        let outcome = tokio::task::spawn_blocking(move || fsutil::sync_dir(&dir))
-            .await
-            .unwrap_or_else(|e| Err(std::io::Error::other(format!("fsync task failed: {e}"))));
-        outcome.err().map(|e| (group, e))
-    }))
-    .buffer_unordered(16)
-    .filter_map(std::future::ready)
-    .collect::<Vec<_>>()
-    .await;
-    for (group, e) in failed {
-        for &(_, i) in group {
-            let path = actions[i].path().cloned().expect("a download has a path");
-            outcomes[i] = Err(SyncActionError::Io {
-                path,
-                source: std::io::Error::new(e.kind(), e.to_string()),
-            });
-        }
-    }
-}
-
-/// Resolves once a watched lock is lost, with why.
-async fn lock_lost(watch: &crate::lock::LossWatch) -> String {
-    loop {
-        if let Some(reason) = watch.lost() {
-            return reason;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     }
 }
 
@@ -1273,8 +926,11 @@ pub(crate) fn record(base: &mut SyncBase, change: BaseChange) {
 mod tests {
     use std::collections::BTreeMap;
 
+    use super::super::transfers::{COMMIT_FILES, Ran, commit_staged, run_many};
     use super::*;
     use crate::config::{DatastoreConfig, Placement};
+    use crate::state::Learnt;
+    use crate::state::hash_cache::Stamp;
     use crate::state::managed::Sentinel;
 
     fn tp(s: &str) -> TierPath {
@@ -1343,13 +999,13 @@ mod tests {
             .block_on(t.store.head(&t.key(&tp(path))))
             .unwrap()
             .unwrap();
-        Action::Download {
+        Action::Download(Download {
             path: tp(path),
             version: meta.version.into(),
             sha256: Some(Sha256::of(body)),
             local: None,
             size: body.len() as u64,
-        }
+        })
     }
 
     /// Every file under `dir` whose name is a swamp temp name.

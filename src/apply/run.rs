@@ -4,6 +4,7 @@
 //! make durable, and progress. [`Run::start`] sets it up, [`Run::finish`]
 //! settles it once every action has run.
 
+use crate::plan::action::{DeleteLocal, DeleteRemote, Download, DropDuplicate, Upload};
 use std::path::{Path, PathBuf};
 
 use crate::digest::Sha256;
@@ -268,28 +269,28 @@ fn journal_deletes(
         .actions
         .iter()
         .filter_map(|a| match a {
-            Action::DeleteLocal { path, sha256 } => Some(local_entry(path, sha256)),
+            Action::DeleteLocal(DeleteLocal { path, sha256 }) => Some(local_entry(path, sha256)),
             // A source's copy whose twin is at the target: set aside there.
-            Action::DropDuplicate {
+            Action::DropDuplicate(DropDuplicate {
                 path,
                 source,
                 sha256,
                 ..
-            } => Some(entry_in(plan.sources[*source].placement(), path, sha256)),
+            }) => Some(entry_in(plan.sources[*source].placement(), path, sha256)),
             // A replaced cache file: what it held goes to the trash; what
             // replaced it is recorded once it has landed.
-            Action::Download {
+            Action::Download(Download {
                 path,
                 local: Some(old),
                 ..
-            } => Some(local_entry(path, old)),
-            Action::DeleteRemote { path, .. } => Some(remote_entry(path, None)),
-            Action::Upload {
+            }) => Some(local_entry(path, old)),
+            Action::DeleteRemote(DeleteRemote { path, .. }) => Some(remote_entry(path, None)),
+            Action::Upload(Upload {
                 path,
                 sha256,
                 remote: crate::plan::RemoteExpect::Version { .. },
                 ..
-            } => Some(remote_entry(path, Some(sha256))),
+            }) => Some(remote_entry(path, Some(sha256))),
             _ => None,
         })
         .collect();

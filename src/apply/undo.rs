@@ -4,7 +4,9 @@
 
 use crate::catalog::Catalog;
 use crate::fsutil;
+use crate::layout::TierPath;
 use crate::layout::{Layout, Tier};
+use crate::plan::undo::{Restore, RestoreRemote, SetAside, SetAsideRemote};
 use crate::plan::undo::{UndoAction, UndoPlan};
 use crate::state::HashCache;
 use crate::undo::{self, Entry, Journal, Op};
@@ -76,44 +78,21 @@ pub(crate) fn apply(
     let mut data_touched = false;
     let mut i = 0;
     while i < plan.actions.len() {
-        // Consecutive remote restores run side by side.
-        let run: Vec<&UndoAction> = plan.actions[i..]
-            .iter()
-            .take_while(|a| is_remote(a))
-            .collect();
-        if !run.is_empty() {
-            let done = crate::store::runtime().block_on(remote_many(&run, remote, &journal.id));
-            for (a, r) in run.iter().zip(&done) {
-                match (a, r) {
-                    (UndoAction::SetAsideRemote { .. }, Ok(())) => report.set_aside_remote += 1,
-                    (_, Ok(())) => report.restored_remote += 1,
-                    _ => {}
-                }
-            }
-            if let Some((k, e)) = done
-                .into_iter()
-                .enumerate()
-                .find_map(|(k, r)| r.err().map(|e| (k, e)))
-            {
-                return Err(stopped(run[k].path().as_str(), e, &report));
-            }
-            i += run.len();
-            continue;
-        }
         let action = &plan.actions[i];
-        i += 1;
         match action {
-            UndoAction::Restore { .. } => {
-                restore(layout, action, &mut cache).map(|()| report.restored += 1)
+            UndoAction::Restore(r) => restore(layout, r, &mut cache).map(|()| report.restored += 1),
+            UndoAction::SetAside(s) => {
+                set_aside_local(layout, &journal.id, s).map(|()| report.set_aside += 1)
             }
-            UndoAction::SetAside { .. } => {
-                set_aside_local(layout, &journal.id, action).map(|()| report.set_aside += 1)
-            }
-            UndoAction::RestoreRemote { .. } | UndoAction::SetAsideRemote { .. } => {
-                unreachable!("run above, side by side")
+            UndoAction::RestoreRemote(_) | UndoAction::SetAsideRemote(_) => {
+                // Consecutive remote steps run side by side.
+                i += remote_run(&plan.actions[i..], remote, &journal.id, &mut report)
+                    .map_err(|(path, e)| stopped(path.as_str(), e, &report))?;
+                continue;
             }
         }
         .map_err(|reason| stopped(action.path().as_str(), reason, &report))?;
+        i += 1;
         data_touched |= action.path().tier() == Tier::Data;
         // Test-only: die between two steps (FAILPOINTS=undo-step-done=N*off->return).
         #[cfg(feature = "failpoints")]
@@ -131,24 +110,69 @@ pub(crate) fn apply(
     Ok(report)
 }
 
-fn is_remote(a: &UndoAction) -> bool {
-    matches!(
-        a,
-        UndoAction::RestoreRemote { .. } | UndoAction::SetAsideRemote { .. }
-    )
+/// A remote step of an undo, as its action holds it.
+#[derive(Clone, Copy)]
+enum RemoteStep<'a> {
+    Restore(&'a RestoreRemote),
+    SetAside(&'a SetAsideRemote),
+}
+
+impl<'a> RemoteStep<'a> {
+    fn of(action: &'a UndoAction) -> Option<Self> {
+        match action {
+            UndoAction::RestoreRemote(r) => Some(RemoteStep::Restore(r)),
+            UndoAction::SetAsideRemote(s) => Some(RemoteStep::SetAside(s)),
+            UndoAction::Restore(_) | UndoAction::SetAside(_) => None,
+        }
+    }
+
+    fn target(self) -> (&'a crate::config::Placement, &'a TierPath) {
+        match self {
+            RemoteStep::Restore(r) => (&r.placement, &r.path),
+            RemoteStep::SetAside(s) => (&s.placement, &s.path),
+        }
+    }
+}
+
+/// Runs the remote steps at the head of `actions` side by side (see
+/// [`remote_many`]), counting each done in `report`. Returns how many ran,
+/// or the path and reason of the first that failed.
+fn remote_run<'a>(
+    actions: &'a [UndoAction],
+    remote: Option<&crate::store::RemoteTarget>,
+    id: &str,
+    report: &mut UndoReport,
+) -> Result<usize, (&'a TierPath, String)> {
+    let run: Vec<RemoteStep> = actions.iter().map_while(RemoteStep::of).collect();
+    let done = crate::store::runtime().block_on(remote_many(&run, remote, id));
+    for (step, r) in run.iter().zip(&done) {
+        match (step, r) {
+            (RemoteStep::SetAside(_), Ok(())) => report.set_aside_remote += 1,
+            (RemoteStep::Restore(_), Ok(())) => report.restored_remote += 1,
+            (_, Err(_)) => {}
+        }
+    }
+    match done
+        .into_iter()
+        .zip(&run)
+        .find_map(|(r, step)| r.err().map(|e| (step, e)))
+    {
+        Some((step, e)) => Err((step.target().1, e)),
+        None => Ok(run.len()),
+    }
 }
 
 /// What the undo's own journal records of one of its actions, so the undo
 /// can be undone in turn.
 fn journal_entry(a: &UndoAction) -> Entry {
     match a {
-        UndoAction::Restore {
+        UndoAction::Restore(Restore {
             placement,
             path,
             sha256,
             size,
             ..
-        } => Entry {
+        }) => Entry {
             op: Op::Restored,
             placement: placement.clone(),
             path: path.clone(),
@@ -156,12 +180,12 @@ fn journal_entry(a: &UndoAction) -> Entry {
             size: *size,
             written: None,
         },
-        UndoAction::SetAside {
+        UndoAction::SetAside(SetAside {
             placement,
             path,
             sha256,
             size,
-        } => Entry {
+        }) => Entry {
             op: Op::SetAside,
             placement: placement.clone(),
             path: path.clone(),
@@ -170,13 +194,13 @@ fn journal_entry(a: &UndoAction) -> Entry {
             written: None,
         },
         // Into an absent key: undone by taking it away again.
-        UndoAction::RestoreRemote {
+        UndoAction::RestoreRemote(RestoreRemote {
             placement,
             path,
             sha256,
             expect: None,
             ..
-        } => Entry {
+        }) => Entry {
             op: Op::RemoteRestored,
             placement: placement.clone(),
             path: path.clone(),
@@ -186,32 +210,29 @@ fn journal_entry(a: &UndoAction) -> Entry {
         },
         // Over an object: what it replaces is kept in this undo's
         // remote trash first, exactly as a sync's overwrite does.
-        UndoAction::RestoreRemote {
+        UndoAction::RestoreRemote(RestoreRemote {
             placement,
             path,
             sha256,
             expect: Some(_),
             ..
-        } => Entry::remote_set_aside(placement, path, Some(sha256.clone())),
+        }) => Entry::remote_set_aside(placement, path, Some(sha256.clone())),
         // Kept in this undo's remote trash, then deleted.
-        UndoAction::SetAsideRemote {
+        UndoAction::SetAsideRemote(SetAsideRemote {
             placement, path, ..
-        } => Entry::remote_set_aside(placement, path, None),
+        }) => Entry::remote_set_aside(placement, path, None),
     }
 }
 
 /// Moves a file back from its apply's trash, never through a symlink.
-fn restore(layout: &Layout, action: &UndoAction, cache: &mut HashCache) -> Result<(), String> {
-    let UndoAction::Restore {
+fn restore(layout: &Layout, action: &Restore, cache: &mut HashCache) -> Result<(), String> {
+    let Restore {
         placement,
         path,
         from,
         sha256,
         ..
-    } = action
-    else {
-        unreachable!("a restore")
-    };
+    } = action;
     let dst = layout.file_path(placement, path);
     let root = layout.link_check_root(placement, &dst);
     if let Ok(Some(link)) = fsutil::symlink_below(&root, &dst) {
@@ -231,16 +252,13 @@ fn restore(layout: &Layout, action: &UndoAction, cache: &mut HashCache) -> Resul
 
 /// Sets a file aside into this undo's trash, if it is still what the plan
 /// saw.
-fn set_aside_local(layout: &Layout, id: &str, action: &UndoAction) -> Result<(), String> {
-    let UndoAction::SetAside {
+fn set_aside_local(layout: &Layout, id: &str, action: &SetAside) -> Result<(), String> {
+    let SetAside {
         placement,
         path,
         sha256,
         ..
-    } = action
-    else {
-        unreachable!("a set-aside")
-    };
+    } = action;
     let file = layout.file_path(placement, path);
     match fsutil::sha256_file(&file) {
         Ok(found) if &found == sha256 => {}
@@ -265,29 +283,21 @@ fn set_aside_local(layout: &Layout, id: &str, action: &UndoAction) -> Result<(),
 /// trash; a set-aside keeps the object there, then deletes it at the
 /// version observed. One outcome per action, in order.
 async fn remote_many(
-    run: &[&UndoAction],
+    run: &[RemoteStep<'_>],
     remote: Option<&crate::store::RemoteTarget>,
     id: &str,
 ) -> Vec<Result<(), String>> {
     use crate::store::{Precondition, StoreError};
     use futures_util::StreamExt;
-    futures_util::stream::iter(run.iter().map(|a| async move {
-        let (UndoAction::RestoreRemote {
-            placement, path, ..
-        }
-        | UndoAction::SetAsideRemote {
-            placement, path, ..
-        }) = a
-        else {
-            unreachable!("only remote steps are run here")
-        };
+    futures_util::stream::iter(run.iter().map(|&step| async move {
+        let (placement, path) = step.target();
         let Some(target) = remote.filter(|r| &r.placement == placement) else {
             return Err("the remote it restores into is not configured".to_string());
         };
         let key = target.key(path);
         let key = key.as_str();
-        match a {
-            UndoAction::RestoreRemote { from, expect, .. } => {
+        match step {
+            RemoteStep::Restore(RestoreRemote { from, expect, .. }) => {
                 let pre = match expect {
                     None => Precondition::CreateOnly,
                     Some(v) => {
@@ -305,7 +315,7 @@ async fn remote_many(
                     .await
                     .map_err(|e| e.to_string())?;
             }
-            UndoAction::SetAsideRemote { version, .. } => {
+            RemoteStep::SetAside(SetAsideRemote { version, .. }) => {
                 keep_in_trash(target, id, path, version)
                     .await
                     .map_err(|e| e.to_string())?;
@@ -318,7 +328,6 @@ async fn remote_many(
                     Err(e) => return Err(e.to_string()),
                 }
             }
-            _ => unreachable!("only remote steps are run here"),
         }
         // Test-only: die between two steps (FAILPOINTS=undo-step-done=N*off->return).
         #[cfg(feature = "failpoints")]

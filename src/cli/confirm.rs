@@ -43,7 +43,9 @@ pub(crate) fn decide(ctx: &Ctx, confirm: Confirm, question: &str, json: impl FnO
         if ask(question) {
             return Go::Apply;
         }
-        return Go::Stop(super::commands::cancelled());
+        // Not `yes`: nothing was changed.
+        crate::cli::output::errln!("\nApply cancelled.");
+        return Go::Stop(Outcome::Failed);
     }
     if ctx.json {
         json();

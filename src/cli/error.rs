@@ -1,9 +1,13 @@
-//! The one CLI error type: its kind picks the exit code (SPEC §3), and it
-//! carries a hint naming the command that fixes it.
+//! The one CLI error type: its kind picks the exit code (STYLE.md, "Exit
+//! codes"), it carries the hints naming what fixes it, and it keeps the
+//! library error it reports as its cause.
 
 use std::fmt;
+use std::sync::Arc;
 
-/// Exit codes (SPEC §3).
+pub(super) use super::hints::Setting;
+
+/// Exit codes (STYLE.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ErrorKind {
     /// 1: something went wrong.
@@ -36,43 +40,21 @@ impl ErrorKind {
     }
 }
 
+/// An error as the CLI reports it: what happened (`message`, the library
+/// error's own words), the hints that name what fixes it (`hint:` lines,
+/// most specific first; `hints[]` in `--json`), and the library error it
+/// came from, whose [`source`](std::error::Error::source) chain is kept.
 #[derive(Debug)]
 pub struct CliError {
     pub kind: ErrorKind,
     pub message: String,
-    pub hint: Option<String>,
+    pub hints: Vec<String>,
     /// The datastore setting the error is about, so that the hint can
     /// name where its value came from: `.swamp.toml` (the default hint)
     /// or a spec on the command line (`main` rewrites it).
     pub setting: Option<Setting>,
-}
-
-/// A datastore setting an error is about.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Setting {
-    /// No bucket of that name.
-    Bucket,
-    /// A bucket name no server accepts.
-    BucketName,
-    /// No region for an S3 datastore.
-    Region,
-}
-
-impl Setting {
-    /// The hint when the value came from `spec` on the command line.
-    pub fn hint_for_spec(self, spec: &str) -> String {
-        match self {
-            Setting::Bucket => format!(
-                "create the bucket, or fix its name in `{spec}` (given on the command line; .swamp.toml was not changed), and run the command again"
-            ),
-            Setting::BucketName => format!(
-                "fix the bucket's name in `{spec}` (given on the command line; .swamp.toml was not changed)"
-            ),
-            Setting::Region => format!(
-                "add `?region=REGION` to `{spec}` (or set AWS_REGION) and run the command again; .swamp.toml was not changed"
-            ),
-        }
-    }
+    /// The library error this one reports, if any.
+    cause: Option<Arc<dyn std::error::Error + Send + Sync>>,
 }
 
 impl CliError {
@@ -80,8 +62,9 @@ impl CliError {
         CliError {
             kind,
             message: message.into(),
-            hint: None,
+            hints: Vec::new(),
             setting: None,
+            cause: None,
         }
     }
 
@@ -93,8 +76,35 @@ impl CliError {
         CliError::new(ErrorKind::Usage, message)
     }
 
+    /// A CLI error of `kind` reporting `e`: its message, and `e` kept as
+    /// the cause.
+    pub(crate) fn caused_by(
+        kind: ErrorKind,
+        e: impl std::error::Error + Send + Sync + 'static,
+    ) -> CliError {
+        CliError {
+            cause: Some(Arc::new(e)),
+            ..CliError::new(kind, String::new())
+        }
+        .with_message_of_cause()
+    }
+
+    fn with_message_of_cause(mut self) -> CliError {
+        if let Some(cause) = &self.cause {
+            self.message = cause.to_string();
+        }
+        self
+    }
+
+    /// Replaces the hints with `hint`: the one thing to do.
     pub fn hint(mut self, hint: impl Into<String>) -> CliError {
-        self.hint = Some(hint.into());
+        self.hints = vec![hint.into()];
+        self
+    }
+
+    /// Adds `hint` after those already given.
+    pub fn and_hint(mut self, hint: impl Into<String>) -> CliError {
+        self.hints.push(hint.into());
         self
     }
 
@@ -104,7 +114,8 @@ impl CliError {
                 "kind": self.kind.as_str(),
                 "exit_code": self.kind.exit_code(),
                 "message": self.message,
-                "hint": self.hint,
+                "hint": self.hints.first(),
+                "hints": self.hints,
             }
         })
     }
@@ -113,10 +124,18 @@ impl CliError {
 impl fmt::Display for CliError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "error: {}", self.message)?;
-        if let Some(hint) = &self.hint {
+        for hint in &self.hints {
             write!(f, "\n  hint: {hint}")?;
         }
         Ok(())
+    }
+}
+
+impl std::error::Error for CliError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.cause
+            .as_deref()
+            .map(|e| e as &(dyn std::error::Error + 'static))
     }
 }
 
@@ -134,14 +153,16 @@ mod from {
     use crate::plan::PlanFileError;
     use crate::undo::UndoError;
 
-    /// A CLI error of `kind` with `e`'s message and `hint`.
-    fn with(kind: ErrorKind, e: &dyn std::error::Error, hint: Option<String>) -> CliError {
-        CliError {
-            kind,
-            message: e.to_string(),
-            hint,
-            setting: None,
-        }
+    /// A CLI error of `kind` reporting `e`, with the hint the table
+    /// gives for it.
+    fn with<E>(kind: ErrorKind, e: E, hint: impl FnOnce(&E) -> Option<String>) -> CliError
+    where
+        E: std::error::Error + Send + Sync + 'static,
+    {
+        let hint = hint(&e);
+        let mut err = CliError::caused_by(kind, e);
+        err.hints.extend(hint);
+        err
     }
 
     impl From<ConfigError> for CliError {
@@ -151,7 +172,7 @@ mod from {
                 ConfigError::NotARepo { .. } => ErrorKind::Usage,
                 _ => ErrorKind::Failure,
             };
-            with(kind, &e, hints::config(&e))
+            with(kind, e, hints::config)
         }
     }
 
@@ -172,34 +193,34 @@ mod from {
             match e.store_error().and_then(hints::store_setting) {
                 Some((setting, hint)) => CliError {
                     setting: Some(setting),
-                    ..with(kind, &e, Some(hint.to_string()))
+                    ..with(kind, e, |_| Some(hint.to_string()))
                 },
-                None => with(kind, &e, hints::engine(&e)),
+                None => with(kind, e, hints::engine),
             }
         }
     }
 
     impl From<LayoutError> for CliError {
         fn from(e: LayoutError) -> CliError {
-            with(ErrorKind::Failure, &e, hints::layout(&e))
+            with(ErrorKind::Failure, e, hints::layout)
         }
     }
 
     impl From<PlanFileError> for CliError {
         fn from(e: PlanFileError) -> CliError {
-            with(ErrorKind::Failure, &e, Some(hints::plan_file()))
+            with(ErrorKind::Failure, e, |_| Some(hints::plan_file()))
         }
     }
 
     impl From<CatalogError> for CliError {
         fn from(e: CatalogError) -> CliError {
-            with(ErrorKind::Failure, &e, Some(hints::catalog(&e)))
+            with(ErrorKind::Failure, e, |e| Some(hints::catalog(e)))
         }
     }
 
     impl From<UndoError> for CliError {
         fn from(e: UndoError) -> CliError {
-            with(ErrorKind::Failure, &e, hints::undo(&e))
+            with(ErrorKind::Failure, e, hints::undo)
         }
     }
 
@@ -211,7 +232,7 @@ mod from {
                 DataError::InvalidName { .. } | DataError::InvalidKeep => ErrorKind::Usage,
                 _ => ErrorKind::Failure,
             };
-            with(kind, &e, hints::data(&e))
+            with(kind, e, hints::data)
         }
     }
 
@@ -231,8 +252,54 @@ mod from {
             };
             CliError {
                 setting,
-                ..with(kind, &e, hints::lock(&e))
+                ..with(kind, e, hints::lock)
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::error::Error as _;
+    use std::path::PathBuf;
+
+    use super::*;
+    use crate::config::ConfigError;
+
+    #[test]
+    fn a_library_error_stays_the_cause_with_its_own_chain() {
+        let e = ConfigError::Read {
+            path: PathBuf::from(".swamp.toml"),
+            source: std::io::Error::other("disk on fire"),
+        };
+        let cli = CliError::from(e);
+        let cause = cli.source().expect("the config error is the cause");
+        assert!(cause.downcast_ref::<ConfigError>().is_some(), "{cause:?}");
+        let io = cause.source().expect("and the io error its cause");
+        assert_eq!(io.to_string(), "disk on fire");
+        assert_eq!(cli.message, cause.to_string());
+    }
+
+    #[test]
+    fn every_hint_is_a_line_of_its_own_and_in_the_json() {
+        let e = CliError::failure("it broke")
+            .hint("first do this")
+            .and_hint("then that");
+        assert_eq!(
+            e.to_string(),
+            "error: it broke\n  hint: first do this\n  hint: then that"
+        );
+        let doc = e.to_json();
+        assert_eq!(doc["error"]["hint"], "first do this");
+        assert_eq!(
+            doc["error"]["hints"],
+            serde_json::json!(["first do this", "then that"])
+        );
+        // `hint` replaces what was there: the one thing to do.
+        let e = e.hint("only this");
+        assert_eq!(e.hints, vec!["only this".to_string()]);
+        let none = CliError::usage("bad");
+        assert_eq!(none.to_json()["error"]["hint"], serde_json::Value::Null);
+        assert_eq!(none.to_json()["error"]["hints"], serde_json::json!([]));
     }
 }

@@ -3,7 +3,6 @@
 //! error's kind and, for an engine error, from the kind of its cause
 //! ([`EngineError::cause`]).
 
-use super::error::Setting;
 use crate::catalog::CatalogError;
 use crate::config::ConfigError;
 use crate::data::DataError;
@@ -286,5 +285,33 @@ mod tests {
             undo_apply(&e).as_deref(),
             Some("`swamp undo 01J` plans the rest")
         );
+    }
+}
+
+/// A datastore setting an error is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Setting {
+    /// No bucket of that name.
+    Bucket,
+    /// A bucket name no server accepts.
+    BucketName,
+    /// No region for an S3 datastore.
+    Region,
+}
+
+impl Setting {
+    /// The hint when the value came from `spec` on the command line.
+    pub fn hint_for_spec(self, spec: &str) -> String {
+        match self {
+            Setting::Bucket => format!(
+                "create the bucket, or fix its name in `{spec}` (given on the command line; .swamp.toml was not changed), and run the command again"
+            ),
+            Setting::BucketName => format!(
+                "fix the bucket's name in `{spec}` (given on the command line; .swamp.toml was not changed)"
+            ),
+            Setting::Region => format!(
+                "add `?region=REGION` to `{spec}` (or set AWS_REGION) and run the command again; .swamp.toml was not changed"
+            ),
+        }
     }
 }

@@ -194,7 +194,7 @@ pub fn main() -> ExitCode {
             // the command line (a name no server accepts is bad input
             // there), not .swamp.toml.
             if let (Some(spec), Some(setting)) = (&spec_arg, err.setting) {
-                err.hint = Some(setting.hint_for_spec(spec));
+                err.hints = vec![setting.hint_for_spec(spec)];
                 if setting == error::Setting::BucketName {
                     err.kind = ErrorKind::Usage;
                 }
@@ -202,10 +202,10 @@ pub fn main() -> ExitCode {
             // A datastore that stopped answering: say what to run once it
             // is back, whatever the command was.
             if let Some(target) = crate::engine::outage() {
-                err.hint = Some(format!(
+                err.hints = vec![format!(
                     "{target} did not answer; once it is up again, run `{}` again (what completed stays done)",
                     command_line(),
-                ));
+                )];
             }
             if ctx.json {
                 output::print_json(&err.to_json());

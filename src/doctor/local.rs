@@ -307,6 +307,7 @@ mod tests {
     use super::*;
     use crate::config::{DatastoreConfig, Namespace};
     use crate::plan::Conflict;
+    use crate::plan::conflict::DifferentAtTarget;
 
     struct Repo {
         _dir: tempfile::TempDir,
@@ -354,7 +355,7 @@ mod tests {
                 })
                 .collect();
             out.extend(planned.plan.conflicts.iter().map(|c| match c {
-                Conflict::DifferentAtTarget { path, .. } => {
+                Conflict::DifferentAtTarget(DifferentAtTarget { path, .. }) => {
                     (c.kind().to_string(), path.to_string())
                 }
                 other => (other.kind().to_string(), String::new()),

@@ -5,6 +5,7 @@
 //! its directory fsynced), and the sync base advanced only for what
 //! landed. One GET per file: no listing, no other request.
 
+use crate::plan::action::Download;
 use std::path::Path;
 
 use crate::apply::{self, ApplyReport};
@@ -45,13 +46,13 @@ pub(crate) fn fetch(
         .iter()
         .filter_map(|p| {
             let u = base.unhydrated.get(p)?;
-            Some(Action::Download {
+            Some(Action::Download(Download {
                 path: p.clone(),
                 size: u.size,
                 version: u.version.clone(),
                 sha256: u.sha256.as_deref().copied(),
                 local: None,
-            })
+            }))
         })
         .collect();
     if actions.is_empty() {

@@ -43,7 +43,7 @@ pub(crate) fn mirror_offline(
     let actions = crate::plan::managed::mirror_actions(&mirror, &config_only(cache));
     if actions
         .iter()
-        .any(|a| matches!(a, crate::plan::Action::MirrorConfig { local: Some(_), .. }))
+        .any(|a| matches!(a, crate::plan::Action::MirrorConfig(m) if m.local.is_some()))
     {
         return Ok(None);
     }

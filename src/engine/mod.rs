@@ -2,8 +2,9 @@
 //! state from the configuration and the command's scope, one observation
 //! ([`state::observe()`]), the pure [`compose`] into a plan; then apply,
 //! observe again, compose again, and confirm the new plan is empty
-//! (converged). A saved plan is re-derived the same way ([`rederive`]).
+//! (converged). A saved plan is re-derived the same way ([`rederive_plan`], [`rederive_undo`]).
 
+pub(crate) mod flow;
 pub(crate) mod hydrate;
 pub(crate) mod locks;
 pub(crate) mod mirror;
@@ -13,6 +14,7 @@ pub(crate) mod undo;
 pub(crate) use crate::store::RemoteTarget;
 pub(crate) use crate::store::{StoreError, outage};
 
+use crate::plan::action::PruneTrash;
 use std::path::Path;
 
 use crate::apply;
@@ -20,7 +22,7 @@ pub(crate) use crate::apply::undo::UndoApplyError;
 pub(crate) use crate::apply::{ApplyError, ApplyReport};
 use crate::config::{Config, ConfigError, ConflictPolicy};
 use crate::layout::{Layout, LayoutError};
-use crate::plan::compose::{self, compose};
+use crate::plan::compose::{self, Amendments, amend, compose};
 use crate::plan::fingerprint::explain_changes;
 use crate::plan::{Fingerprint, Plan, SavedPlan};
 pub(crate) use crate::state::Scope;
@@ -422,15 +424,14 @@ fn plan_learnt(
     )?;
     crate::progress::meter().phase("planning");
     let mut plan = compose(&desired, &observed, &options);
-    if let Some(snapshot) = observed.remote.as_ref() {
-        // Only a plan that pushes every file decides on the uploads an
-        // interrupted run left (a pull, or `config`, leaves them be).
-        let uploads = matches!(scope, Scope::All | Scope::Sync | Scope::Push);
-        crate::plan::resume::add(&mut plan, snapshot, crate::clock::now_secs(), uploads);
-    }
-    if scope != Scope::Config {
-        add_prunes(layout, config, &mut plan)?;
-    }
+    let prunes = match scope {
+        Scope::Config => Vec::new(),
+        _ => undo::due_prunes_at(layout, config, &plan.target.placement())?,
+    };
+    let uploads = matches!(scope, Scope::All | Scope::Sync | Scope::Push);
+    let now = crate::clock::now_secs();
+    let resume = observed.remote.as_ref().map(|s| (s, now, uploads));
+    amend(&mut plan, Amendments { resume, prunes });
     add_content_diffs(&observed, show_replaced, &mut plan)?;
     crate::progress::meter().idle();
     Ok(Planned {
@@ -457,22 +458,12 @@ fn add_content_diffs(
         return Ok(());
     }
     let target = crate::store::RemoteTarget::open(&plan.target.placement())?;
-    let bodies = state::texts::read(&plan.target.dir, &target, &wanted);
+    let bodies = state::texts::read(
+        &plan.target.dir,
+        &target,
+        wanted.iter().map(|w| (&w.path, w.cache, w.remote.as_ref())),
+    );
     plan.diffs = crate::plan::textdiff::content_diffs(&wanted, bodies);
-    Ok(())
-}
-
-/// Retention (`[undo]`): the trash of earlier applies that is due to go,
-/// as actions of this plan, before the managed-config sentinel (which
-/// stays strictly last).
-fn add_prunes(layout: &Layout, config: &Config, plan: &mut Plan) -> Result<(), EngineError> {
-    let prunes = undo::due_prunes_at(layout, config, &plan.target.placement())?;
-    let at = plan
-        .actions
-        .iter()
-        .position(|a| matches!(a, crate::plan::Action::PublishSentinel { .. }))
-        .unwrap_or(plan.actions.len());
-    plan.actions.splice(at..at, prunes);
     Ok(())
 }
 
@@ -482,7 +473,7 @@ fn add_prunes(layout: &Layout, config: &Config, plan: &mut Plan) -> Result<(), E
 fn settle_prunes(saved: &Plan, now: &mut Plan) -> Plan {
     use crate::plan::Action;
     let id = |a: &Action| match a {
-        Action::PruneTrash { id, .. } => Some(id.clone()),
+        Action::PruneTrash(PruneTrash { id, .. }) => Some(id.clone()),
         _ => None,
     };
     let due: Vec<String> = now.actions.iter().filter_map(id).collect();
@@ -514,54 +505,26 @@ pub(crate) fn saved_options(saved: &SavedPlan) -> SyncOptions {
     }
 }
 
-/// A saved plan of either kind, to be re-derived.
-pub(crate) enum Saved<'a> {
-    /// A plan of changes (`swamp plan -o FILE`).
-    Plan(&'a SavedPlan),
-    /// An undo plan (`swamp undo -o FILE`), with the apply it reverses.
-    Undo(&'a crate::plan::file::SavedUndo, &'a undo::UndoSubject),
-}
-
-/// A saved plan re-derived: the fresh plan, which is what gets applied.
-pub(crate) enum Rederived {
-    Plan(Box<Planned>),
-    Undo(crate::plan::undo::UndoPlan),
-}
-
-/// Re-derives a saved plan instead of trusting it: same repository, same
-/// desired state, and a plan composed now (from a fresh observation, with
-/// the saved plan's own options) that equals the saved one exactly.
-/// Returns the fresh plan, which is what gets applied. A stale, tampered or
-/// foreign plan all end here, naming the first difference.
-pub(crate) fn rederive(
-    saved: Saved<'_>,
+/// Re-derives a saved undo plan instead of trusting it: same repository,
+/// and an undo of `subject` planned now that equals the saved one exactly.
+/// Returns the fresh plan, which is what gets applied.
+pub(crate) fn rederive_undo(
+    saved: &crate::plan::file::SavedUndo,
+    subject: &undo::UndoSubject,
     layout: &Layout,
     config: &Config,
-) -> Result<Rederived, EngineError> {
-    same_repo(
-        match saved {
-            Saved::Plan(p) => p.repo_id,
-            Saved::Undo(u, _) => u.repo_id,
-        },
-        config,
-    )?;
-    match saved {
-        Saved::Plan(saved) => {
-            rederive_plan(saved, layout, config).map(|p| Rederived::Plan(Box::new(p)))
-        }
-        Saved::Undo(saved, subject) => {
-            let now = undo::plan_undo(layout, subject)?;
-            let saved = &saved.undo;
-            let difference = first_action_difference(&saved.actions, &now.actions)
-                .or_else(|| conflict_difference(&saved.conflicts, &now.conflicts));
-            match difference.or_else(|| (*saved != now).then(|| "the plan differs".to_string())) {
-                Some(d) => Err(EngineError::Stale {
-                    changes: vec![d],
-                    undoes: Some(saved.undoes.clone()),
-                }),
-                None => Ok(Rederived::Undo(now)),
-            }
-        }
+) -> Result<crate::plan::undo::UndoPlan, EngineError> {
+    same_repo(saved.repo_id, config)?;
+    let now = undo::plan_undo(layout, subject)?;
+    let saved = &saved.undo;
+    let difference = first_action_difference(&saved.actions, &now.actions)
+        .or_else(|| conflict_difference(&saved.conflicts, &now.conflicts));
+    match difference.or_else(|| (*saved != now).then(|| "the plan differs".to_string())) {
+        Some(d) => Err(EngineError::Stale {
+            changes: vec![d],
+            undoes: Some(saved.undoes.clone()),
+        }),
+        None => Ok(now),
     }
 }
 
@@ -576,12 +539,18 @@ pub(crate) fn same_repo(planned: uuid::Uuid, config: &Config) -> Result<(), Engi
     })
 }
 
-/// [`rederive`] of a plan of changes.
-fn rederive_plan(
+/// Re-derives a saved plan of changes instead of trusting it: same
+/// repository, same desired state, and a plan composed now (from a fresh
+/// observation, with the saved plan's own options) that equals the saved
+/// one exactly. Returns the fresh plan, which is what gets applied. A
+/// stale, tampered or foreign plan all end here, naming the first
+/// difference.
+pub(crate) fn rederive_plan(
     saved: &SavedPlan,
     layout: &Layout,
     config: &Config,
 ) -> Result<Planned, EngineError> {
+    same_repo(saved.repo_id, config)?;
     check_supported(config, saved.plan.scope)?;
     let desired_then = saved.desired();
     let desired_now = Desired::from_config(config, saved.plan.scope);
@@ -789,42 +758,29 @@ fn row_difference<A: serde::Serialize>(saved: &A, now: &A) -> String {
     format!("({}) differs: {}", row_head(&a), changed.join("; "))
 }
 
-/// The outcome of an apply followed by a fresh plan.
-#[derive(Debug)]
-pub(crate) struct Applied {
-    pub report: ApplyReport,
-    /// The plan computed after applying; empty means converged.
-    pub after: Planned,
-}
-
-impl Applied {
-    /// Trash that came due while applying is pruned by the next plan; it
-    /// does not make this one unconverged.
-    pub(crate) fn converged(&self) -> bool {
-        self.after.plan.in_sync()
-    }
-}
-
 /// Applies `plan`, then observes again and plans with the (possibly
-/// updated) configuration.
+/// updated) configuration, as every apply does (the verifying plan saves
+/// what the apply learnt). For a repair step whose caller checks again on
+/// its own, so only the apply's report is returned; a command's apply
+/// goes through [`flow::run`], which shows the verifying plan.
 pub(crate) fn apply_and_verify(
     repo: &Path,
     layout: &Layout,
     plan: &Plan,
     options: SyncOptions,
     transfers: Option<u16>,
-) -> Result<Applied, EngineError> {
+) -> Result<ApplyReport, EngineError> {
     let mut report = apply_only(repo, layout, plan, transfers)?;
     let learnt = std::mem::take(&mut report.landed);
-    let after = verify(repo, layout, plan.scope, options, learnt, None)?;
-    Ok(Applied { report, after })
+    verify(repo, layout, plan.scope, options, learnt, None)?;
+    Ok(report)
 }
 
-/// The first half of [`apply_and_verify`]: applies `plan`. A caller that
+/// The first half of an apply ([`flow::run`]): applies `plan`. A caller that
 /// no longer needs the plan lets it go before [`verify`] observes again
 /// (at 100,000 actions, the plan is a tenth of the peak). `transfers`
 /// overrides `[sync] concurrency` for this run (`--transfers N`).
-pub(crate) fn apply_only(
+fn apply_only(
     repo: &Path,
     layout: &Layout,
     plan: &Plan,
@@ -856,12 +812,12 @@ pub(crate) fn apply_only(
     Ok(report)
 }
 
-/// The second half of [`apply_and_verify`]: observes again and plans
+/// The second half of an apply ([`flow::run`]): observes again and plans
 /// `scope` with the (possibly updated) configuration. `learnt` is what the
 /// apply knows of the files it landed ([`ApplyReport::landed`]), so they
 /// are not read back. `listed`: the remote as the applied plan listed it,
 /// for a run that wrote nothing there ([`kept_listing`]): not listed again.
-pub(crate) fn verify(
+fn verify(
     repo: &Path,
     layout: &Layout,
     scope: Scope,
@@ -883,7 +839,7 @@ pub(crate) fn verify(
 /// that writes nothing to the bucket (a pull, a lazy pull, local moves
 /// beside a sync). The bucket changed since only if someone else changed
 /// it, which the next plan shows; a run that wrote objects lists again.
-pub(crate) fn kept_listing(saved: &mut SavedPlan) -> Option<state::RemoteSnapshot> {
+fn kept_listing(saved: &mut SavedPlan) -> Option<state::RemoteSnapshot> {
     if saved.plan.writes_remote() {
         return None;
     }

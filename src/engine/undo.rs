@@ -2,13 +2,14 @@
 //! reverses ([`subject`]), observing what its files are now and composing
 //! the reversal ([`plan_undo`]), applying it ([`apply_undo`]); and the
 //! trash `[undo]` says is due ([`due_prunes`], [`apply_prunes`]). A saved
-//! undo plan is re-derived by [`super::rederive`], like every saved plan.
+//! undo plan is re-derived by [`super::rederive_undo`], like every saved plan.
 
 use crate::apply::prune::Pruned;
 pub(crate) use crate::apply::undo::UndoReport;
 use crate::config::Config;
 use crate::layout::Layout;
 use crate::plan::Action;
+use crate::plan::action::PruneTrash;
 use crate::plan::undo::UndoPlan;
 use crate::store::RemoteTarget;
 use crate::undo::{Journal, Op, UndoError};
@@ -160,7 +161,7 @@ pub(super) fn due_prunes_at(
 pub(crate) fn prunes_write_remote(actions: &[Action]) -> bool {
     actions
         .iter()
-        .any(|a| matches!(a, Action::PruneTrash { remote_objects, .. } if *remote_objects > 0))
+        .any(|a| matches!(a, Action::PruneTrash(PruneTrash { remote_objects, .. }) if *remote_objects > 0))
 }
 
 /// Prunes the trash `actions` name, in order; what was pruned stays
@@ -176,7 +177,7 @@ pub(crate) fn apply_prunes(
         .transpose()?;
     let mut done = Vec::new();
     for a in actions {
-        if let Action::PruneTrash { id, .. } = a {
+        if let Action::PruneTrash(PruneTrash { id, .. }) = a {
             let pruned = crate::apply::prune::prune(layout, id, &target, remote.as_ref()).map_err(
                 |source| EngineError::Prune {
                     id: id.clone(),

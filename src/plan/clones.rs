@@ -2,6 +2,10 @@
 //! delete records once a plan has run, and which records and notes may
 //! then go (see `state::deliberate` for the notes and records). Pure.
 
+use crate::plan::action::{
+    DeleteLocal, DeleteRemote, Download, NoteProgress, PruneRecords, RecordBase, RecordDeletes,
+    Upload,
+};
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::layout::TierPath;
@@ -35,26 +39,27 @@ impl Progress {
     pub(crate) fn actions(self, files: Vec<DeletedFile>, after: Option<String>) -> Vec<Action> {
         let mut out = Vec::new();
         if !files.is_empty() {
-            out.push(Action::RecordDeletes {
+            out.push(Action::RecordDeletes(RecordDeletes {
                 files,
                 after,
                 prune: Vec::new(),
-            });
+            }));
         }
         if let Some(n) = self.note {
-            out.push(Action::NoteProgress {
+            out.push(Action::NoteProgress(NoteProgress {
                 passed: n.passed,
                 check: n.check,
                 replaces: n.replaces,
                 prune: Vec::new(),
-            });
+            }));
         }
         if !self.prune.is_empty() {
             match out.last_mut() {
-                Some(Action::RecordDeletes { prune, .. } | Action::NoteProgress { prune, .. }) => {
-                    *prune = self.prune
-                }
-                _ => out.push(Action::PruneRecords { prune: self.prune }),
+                Some(
+                    Action::RecordDeletes(RecordDeletes { prune, .. })
+                    | Action::NoteProgress(NoteProgress { prune, .. }),
+                ) => *prune = self.prune,
+                _ => out.push(Action::PruneRecords(PruneRecords { prune: self.prune })),
             }
         }
         out
@@ -94,17 +99,17 @@ fn touched_paths(actions: &[Action]) -> BTreeSet<&TierPath> {
     let mut touched: BTreeSet<&TierPath> = BTreeSet::new();
     for a in actions {
         match a {
-            Action::Upload { path, .. }
-            | Action::Download { path, .. }
-            | Action::DeleteLocal { path, .. }
-            | Action::DeleteRemote { path, .. } => {
+            Action::Upload(Upload { path, .. })
+            | Action::Download(Download { path, .. })
+            | Action::DeleteLocal(DeleteLocal { path, .. })
+            | Action::DeleteRemote(DeleteRemote { path, .. }) => {
                 touched.insert(path);
             }
-            Action::RecordBase {
+            Action::RecordBase(RecordBase {
                 add,
                 unhydrated,
                 drop,
-            } => {
+            }) => {
                 touched.extend(add.iter().map(|r| &r.path));
                 touched.extend(unhydrated.iter().map(|r| &r.path));
                 touched.extend(drop.iter());
@@ -295,10 +300,10 @@ mod tests {
     }
 
     fn delete_local(path: &str) -> Action {
-        Action::DeleteLocal {
+        Action::DeleteLocal(DeleteLocal {
             path: tp(path),
             sha256: Sha256::parse(&"a".repeat(64)).unwrap(),
-        }
+        })
     }
 
     fn keys(refs: &[RemoteObjectRef]) -> Vec<&str> {
@@ -450,12 +455,12 @@ mod tests {
         // Nothing else to do: the prune is an action of its own.
         assert_eq!(
             p.actions(Vec::new(), None),
-            [Action::PruneRecords {
+            [Action::PruneRecords(PruneRecords {
                 prune: vec![RemoteObjectRef {
                     key: young.key.clone(),
                     version: young.version.clone().into(),
                 }]
-            }]
+            })]
         );
     }
 
@@ -466,9 +471,9 @@ mod tests {
             version: "1".into(),
         };
         let prune_of = |a: &Action| match a {
-            Action::RecordDeletes { prune, .. }
-            | Action::NoteProgress { prune, .. }
-            | Action::PruneRecords { prune } => prune.clone(),
+            Action::RecordDeletes(RecordDeletes { prune, .. })
+            | Action::NoteProgress(NoteProgress { prune, .. })
+            | Action::PruneRecords(PruneRecords { prune }) => prune.clone(),
             _ => Vec::new(),
         };
         let note = || Note {

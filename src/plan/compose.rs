@@ -9,9 +9,14 @@
 //! three-way sync's transfers, renames and deletes, computed against the
 //! cache as it will be once the moves are done; the old remote objects
 //! deleted; the catalog invalidated and the migration record cleared; the
-//! managed-config sentinel strictly last. While anything blocks, nothing old
-//! is deleted, no migration is recorded finished and nothing is vouched for.
+//! trash of earlier applies pruned; the managed-config sentinel strictly
+//! last. While anything blocks, nothing old is deleted, no migration is
+//! recorded finished and nothing is vouched for. What planning reads
+//! beside the observation (interrupted transfers, trash due to go) joins
+//! the composed plan through [`amend`], by the same rules.
 
+use crate::plan::action::{DeleteRemote, MirrorConfig, Move, RecordBase, Upload};
+use crate::plan::conflict::{NotAFile, ReservedPath, TooLarge, Unholdable};
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
@@ -24,11 +29,12 @@ use crate::state::{
     Scope,
 };
 
-use super::action::{Action, Conflict, Plan, RemoteInfo};
+use super::action::Action;
 use super::drain::{Drain, drain};
 use super::managed::{mirror_actions, sentinel_step};
 use super::sync_diff::{Explained, SyncInput, sync_diff};
 use super::textdiff::attach_diffs;
+use super::{Conflict, Plan, RemoteInfo};
 
 /// How a plan settles conflicts and guards.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,6 +54,32 @@ pub(crate) struct Options {
     pub lazy: bool,
     /// `--hydrate`: this run downloads what lazy pulls recorded.
     pub hydrate: bool,
+}
+
+/// What planning read beside the observation, for [`amend`].
+pub(crate) struct Amendments<'a> {
+    /// Interrupted transfers: the remote listing that shows them, now
+    /// (seconds), and whether the plan decides on uploads (it pushes every
+    /// file; a pull, or `config`, leaves them be).
+    pub resume: Option<(&'a RemoteSnapshot, u64, bool)>,
+    /// The trash of earlier applies due to go (`[undo]` retention).
+    pub prunes: Vec<Action>,
+}
+
+/// `plan` with what planning read beside its observation: transfers that
+/// resume (and aborts of those that cannot, before the transfers), then
+/// the trash due to go, before the managed-config sentinel, which stays
+/// strictly last.
+pub(crate) fn amend(plan: &mut Plan, amendments: Amendments<'_>) {
+    if let Some((snapshot, now, uploads)) = amendments.resume {
+        super::resume::add(plan, snapshot, now, uploads);
+    }
+    let at = plan
+        .actions
+        .iter()
+        .position(|a| matches!(a, Action::PublishSentinel(_)))
+        .unwrap_or(plan.actions.len());
+    plan.actions.splice(at..at, amendments.prunes);
 }
 
 /// The plan that takes `observed` to `desired`.
@@ -96,17 +128,13 @@ fn add_remote(scope: Scope, observed: &Observed, options: &Options, plan: &mut P
     if blocked {
         // Nothing old is deleted and no migration is recorded finished
         // while anything blocks.
-        plan.actions.retain(|a| {
-            !matches!(
-                a,
-                Action::FinishMigration | Action::DeleteSourceRemote { .. }
-            )
-        });
+        plan.actions
+            .retain(|a| !matches!(a, Action::FinishMigration | Action::DeleteSourceRemote(_)));
     }
     if !plan.conflicts.is_empty() {
         // Nothing is vouched for while anything blocks.
         plan.actions
-            .retain(|a| !matches!(a, Action::PublishSentinel { .. }));
+            .retain(|a| !matches!(a, Action::PublishSentinel(_)));
     }
     if let Some(snapshot) = target {
         let mut info = remote_info(snapshot, options, sync.resolved);
@@ -123,7 +151,7 @@ fn skipped_local(obstacles: &[Obstacle], conflicts: &[Conflict]) -> Vec<Obstacle
     let in_conflict: Vec<&str> = conflicts
         .iter()
         .filter_map(|c| match c {
-            Conflict::NotAFile { at, .. } => Some(at.as_str()),
+            Conflict::NotAFile(NotAFile { at, .. }) => Some(at.as_str()),
             _ => None,
         })
         .collect();
@@ -159,12 +187,12 @@ fn cache_after_plan<'o>(
 ) -> Cow<'o, BTreeMap<TierPath, FileState>> {
     let mut local: Cow<BTreeMap<_, FileState>> = Cow::Borrowed(&observed.placements[0].files);
     for a in &plan.actions {
-        if let Action::Move {
+        if let Action::Move(Move {
             path, size, sha256, ..
-        }
-        | Action::MirrorConfig {
+        })
+        | Action::MirrorConfig(MirrorConfig {
             path, size, sha256, ..
-        } = a
+        }) = a
         {
             local.to_mut().insert(
                 path.clone(),
@@ -190,12 +218,14 @@ fn key_conflicts(observed: &Observed) -> Vec<Conflict> {
         .filter_map(|p| p.remote.as_ref())
         .chain(target)
         .flat_map(|s| s.reserved.iter())
-        .map(|key| Conflict::ReservedPath { key: key.clone() })
+        .map(|key| Conflict::ReservedPath(ReservedPath { key: key.clone() }))
         .chain(target.into_iter().flat_map(|s| {
-            s.unholdable.iter().map(|u| Conflict::Unholdable {
-                key: u.key.clone(),
-                other: u.other.clone(),
-                why: u.why.clone(),
+            s.unholdable.iter().map(|u| {
+                Conflict::Unholdable(Unholdable {
+                    key: u.key.clone(),
+                    other: u.other.clone(),
+                    why: u.why.clone(),
+                })
             })
         }))
         .collect()
@@ -307,12 +337,12 @@ fn explained(snapshot: &RemoteSnapshot) -> Explained {
 fn too_large(plan: &Plan, step: &mut SyncStep) {
     if let Some(limit) = plan.target.datastore.max_object_size() {
         step.actions.retain(|a| match a {
-            Action::Upload { path, size, .. } if *size > limit => {
-                step.conflicts.push(Conflict::TooLarge {
+            Action::Upload(Upload { path, size, .. }) if *size > limit => {
+                step.conflicts.push(Conflict::TooLarge(TooLarge {
                     path: path.clone(),
                     size: *size,
                     limit,
-                });
+                }));
                 false
             }
             _ => true,
@@ -335,7 +365,7 @@ fn delete_bookkeeping(
     let files: Vec<DeletedFile> = sync_actions
         .iter()
         .filter_map(|a| match a {
-            Action::DeleteRemote { path, version } => {
+            Action::DeleteRemote(DeleteRemote { path, version }) => {
                 let sha = snapshot.deleted_here.get(path)?;
                 base.get(path)
                     .is_some_and(|b| b.sha256 == *sha && b.version == *version)
@@ -392,10 +422,10 @@ fn add_in_order(
     let touches_data = transfers.iter().chain(&sync_actions).any(|a| {
         matches!(
             a,
-            Action::Download { .. }
-                | Action::DeleteLocal { .. }
-                | Action::RenameLocal { .. }
-                | Action::Fetch { .. }
+            Action::Download(_)
+                | Action::DeleteLocal(_)
+                | Action::RenameLocal(_)
+                | Action::Fetch(_)
         ) && a.path().is_some_and(|p| p.tier() == Tier::Data)
     });
     // Exactly what is added, with room for the catalog's invalidation and
@@ -454,13 +484,13 @@ fn add_sentinel(
         && !plan
             .actions
             .iter()
-            .any(|a| matches!(a, Action::PublishSentinel { .. }))
+            .any(|a| matches!(a, Action::PublishSentinel(_)))
     {
-        plan.actions.push(Action::RecordBase {
+        plan.actions.push(Action::RecordBase(RecordBase {
             add: vec![record],
             unhydrated: Vec::new(),
             drop: Vec::new(),
-        });
+        }));
     }
     blocks
 }
@@ -691,11 +721,11 @@ mod tests {
         assert_eq!(kinds(&plan), ["upload"]);
         assert_eq!(
             plan.conflicts,
-            [Conflict::TooLarge {
+            [Conflict::TooLarge(TooLarge {
                 path: tp("files/disk.img"),
                 size: (5 << 40) + 1,
                 limit: 5 << 40,
-            }]
+            })]
         );
     }
 

@@ -1,6 +1,8 @@
 //! The pure diff: `(Desired, Observed) → Plan`. No I/O, so every rule here
 //! is unit-tested on hand-built states.
 
+use crate::plan::action::{DropDuplicate, Move, RelocateTrash, RemoveTemp};
+use crate::plan::conflict::{DifferentAtTarget, Obstacle, Unsupported};
 use std::collections::{BTreeMap, BTreeSet};
 
 use rustc_hash::FxHashMap as HashMap;
@@ -8,7 +10,8 @@ use rustc_hash::FxHashMap as HashMap;
 use crate::layout::{Tier, TierPath};
 use crate::state::{Desired, FileState, Observed, ObstacleKind, PlacementState};
 
-use super::action::{Action, Conflict, PlacementInfo, Plan};
+use super::action::Action;
+use super::{Conflict, PlacementInfo, Plan};
 
 /// Computes the plan that takes `observed` to `desired`.
 ///
@@ -42,11 +45,11 @@ pub fn diff(desired: &Desired, observed: &Observed) -> Plan {
             .iter()
             .filter(|o| o.kind != ObstacleKind::Directory)
         {
-            conflicts.push(Conflict::Unsupported {
+            conflicts.push(Conflict::Unsupported(Unsupported {
                 path: o.path.clone(),
                 source: i,
                 what: o.kind,
-            });
+            }));
         }
         let mut into = Into {
             later_sources: i + 1 < sources.len(),
@@ -65,7 +68,7 @@ pub fn diff(desired: &Desired, observed: &Observed) -> Plan {
 
     let moved_data = actions
         .iter()
-        .any(|a| matches!(a, Action::Move { path, .. } if path.tier() == Tier::Data));
+        .any(|a| matches!(a, Action::Move(Move { path, .. }) if path.tier() == Tier::Data));
     if moved_data {
         actions.push(Action::InvalidateCatalog);
     }
@@ -98,19 +101,19 @@ fn stale_temps(target: &PlacementState, sources: &[PlacementState], actions: &mu
             .map(|(i, s)| (Some(i), s)),
     ) {
         if !state.legacy_trash.is_empty() {
-            actions.push(Action::RelocateTrash {
+            actions.push(Action::RelocateTrash(RelocateTrash {
                 source,
                 applies: state.legacy_trash.iter().map(|t| t.id.clone()).collect(),
                 files: state.legacy_trash.iter().map(|t| t.files).sum(),
                 bytes: state.legacy_trash.iter().map(|t| t.bytes).sum(),
-            });
+            }));
         }
         for t in state.temps.iter().filter(|t| t.stale) {
-            actions.push(Action::RemoveTemp {
+            actions.push(Action::RemoveTemp(RemoveTemp {
                 path: t.path.clone(),
                 source,
                 size: t.size,
-            });
+            }));
         }
     }
 }
@@ -139,31 +142,35 @@ impl<'s> Into<'_, 's> {
             .get(path)
             .or_else(|| self.incoming.get(path).copied());
         match at_target {
-            Some(t) if t.sha256 == file.sha256 => self.actions.push(Action::DropDuplicate {
-                path: path.clone(),
-                source: i,
-                size: file.size,
-                sha256: file.sha256,
-            }),
-            Some(t) => self.conflicts.push(Conflict::DifferentAtTarget {
-                path: path.clone(),
-                source: i,
-                source_sha256: file.sha256.hex(),
-                target_sha256: t.sha256.hex(),
-                diff: None,
-            }),
+            Some(t) if t.sha256 == file.sha256 => {
+                self.actions.push(Action::DropDuplicate(DropDuplicate {
+                    path: path.clone(),
+                    source: i,
+                    size: file.size,
+                    sha256: file.sha256,
+                }))
+            }
+            Some(t) => self
+                .conflicts
+                .push(Conflict::DifferentAtTarget(DifferentAtTarget {
+                    path: path.clone(),
+                    source: i,
+                    source_sha256: file.sha256.hex(),
+                    target_sha256: t.sha256.hex(),
+                    diff: None,
+                })),
             None => match obstacle_for(self.target, self.target_files, path) {
                 Some((at, kind)) => self.blocked.add(at, kind, path),
                 None => {
                     if self.later_sources {
                         self.incoming.insert(path, file);
                     }
-                    self.actions.push(Action::Move {
+                    self.actions.push(Action::Move(Move {
                         path: path.clone(),
                         source: i,
                         size: file.size,
                         sha256: file.sha256,
-                    });
+                    }));
                 }
             },
         }
@@ -194,14 +201,16 @@ impl Blocked {
     }
 
     pub(crate) fn into_conflicts(self) -> impl Iterator<Item = Conflict> {
-        self.0.into_iter().map(
-            |(obstacle, (what, blocked_files, example))| Conflict::Obstacle {
-                obstacle,
-                what,
-                blocked_files,
-                example,
-            },
-        )
+        self.0
+            .into_iter()
+            .map(|(obstacle, (what, blocked_files, example))| {
+                Conflict::Obstacle(Obstacle {
+                    obstacle,
+                    what,
+                    blocked_files,
+                    example,
+                })
+            })
     }
 }
 
@@ -375,11 +384,11 @@ mod tests {
         let plan = diff(&d, &o);
         assert_eq!(plan.conflicts.len(), 1);
         match &plan.conflicts[0] {
-            Conflict::DifferentAtTarget {
+            Conflict::DifferentAtTarget(DifferentAtTarget {
                 source_sha256,
                 target_sha256,
                 ..
-            } => {
+            }) => {
                 assert_eq!(*source_sha256, Sha256::from("ours").hex());
                 assert_eq!(*target_sha256, Sha256::from("theirs").hex());
             }
@@ -412,12 +421,12 @@ mod tests {
         let plan = diff(&d, &o);
         assert_eq!(
             plan.conflicts,
-            [Conflict::Obstacle {
+            [Conflict::Obstacle(crate::plan::conflict::Obstacle {
                 obstacle: "outputs".into(),
                 what: ObstacleKind::NotADirectory,
                 blocked_files: 2,
                 example: TierPath::parse("outputs/a").unwrap(),
-            }]
+            })]
         );
         // the unblocked file is still planned, but apply refuses while conflicts exist
         assert!(kinds(&plan).contains(&("move", Some("data/d/1/raw"))));
@@ -436,7 +445,7 @@ mod tests {
         let plan = diff(&d, &o);
         assert!(matches!(
             &plan.conflicts[..],
-            [Conflict::Obstacle { obstacle, what: ObstacleKind::NotADirectory, .. }] if obstacle == "outputs/a"
+            [Conflict::Obstacle(crate::plan::conflict::Obstacle { obstacle, what: ObstacleKind::NotADirectory, .. })] if obstacle == "outputs/a"
         ));
     }
 
@@ -453,10 +462,10 @@ mod tests {
         let plan = diff(&d, &o);
         assert!(matches!(
             &plan.conflicts[..],
-            [Conflict::Obstacle {
+            [Conflict::Obstacle(crate::plan::conflict::Obstacle {
                 what: ObstacleKind::Directory,
                 ..
-            }]
+            })]
         ));
     }
 
@@ -514,12 +523,12 @@ mod tests {
         let plan = diff(&d, &o);
         assert_eq!(
             plan.conflicts,
-            [Conflict::Obstacle {
+            [Conflict::Obstacle(crate::plan::conflict::Obstacle {
                 obstacle: "data/a/1/raw".into(),
                 what: ObstacleKind::Directory,
                 blocked_files: 1,
                 example: TierPath::parse("data/a/1/raw").unwrap(),
-            }]
+            })]
         );
         assert!(kinds(&plan).contains(&("move", Some("data/b/1/raw"))));
         assert!(!kinds(&plan).contains(&("finish-migration", None)));
@@ -562,10 +571,10 @@ mod tests {
         );
         assert!(matches!(
             &plan.actions[1],
-            Action::RemoveTemp {
+            Action::RemoveTemp(RemoveTemp {
                 source: Some(0),
                 ..
-            }
+            })
         ));
     }
 

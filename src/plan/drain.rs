@@ -10,12 +10,15 @@
 //!
 //! The old objects are deleted last, each only at the version observed.
 
+use crate::plan::action::{CopyRemote, DeleteSourceRemote, Fetch};
+use crate::plan::conflict::{DifferentAtTarget, SourceDiverged};
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::layout::TierPath;
 use crate::state::{Observed, PlacementState, RemoteSnapshot};
 
-use super::action::{Action, Conflict, RemoteObjectRef};
+use super::Conflict;
+use super::action::{Action, RemoteObjectRef};
 use super::sync_diff::RemoteFile;
 
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -47,12 +50,12 @@ pub(crate) fn drain(observed: &Observed, target_remote: Option<&RemoteSnapshot>)
             if let Some(c) = cache
                 && obj.sha() != Some(c.sha256)
             {
-                out.conflicts.push(Conflict::SourceDiverged {
+                out.conflicts.push(Conflict::SourceDiverged(SourceDiverged {
                     path: path.clone(),
                     source: i,
                     cache_sha256: c.sha256.hex(),
                     remote_sha256: obj.sha(),
-                });
+                }));
                 continue;
             }
             match target_remote {
@@ -73,7 +76,10 @@ pub(crate) fn drain(observed: &Observed, target_remote: Option<&RemoteSnapshot>)
             let objects = drained_objects(remote);
             if !objects.is_empty() {
                 out.deletes
-                    .push(Action::DeleteSourceRemote { source: i, objects });
+                    .push(Action::DeleteSourceRemote(DeleteSourceRemote {
+                        source: i,
+                        objects,
+                    }));
             }
         }
     }
@@ -99,25 +105,27 @@ fn to_local(
     }
     match target.files.get(path) {
         Some(t) if obj.sha() == Some(t.sha256) => {}
-        Some(t) => out.conflicts.push(Conflict::DifferentAtTarget {
-            path: path.clone(),
-            source: i,
-            source_sha256: obj.sha().map(|s| s.hex()).unwrap_or_default(),
-            target_sha256: t.sha256.hex(),
-            diff: None,
-        }),
+        Some(t) => out
+            .conflicts
+            .push(Conflict::DifferentAtTarget(DifferentAtTarget {
+                path: path.clone(),
+                source: i,
+                source_sha256: obj.sha().map(|s| s.hex()).unwrap_or_default(),
+                target_sha256: t.sha256.hex(),
+                diff: None,
+            })),
         None => match super::diff::obstacle_for(target, target_files, path) {
             // Something at the target where the fetch must write.
             Some((at, kind)) => {
                 blocked.add(at, kind, path);
             }
-            None => out.transfers.push(Action::Fetch {
+            None => out.transfers.push(Action::Fetch(Fetch {
                 path: path.clone(),
                 source: i,
                 size: obj.size,
                 version: obj.version.clone(),
                 sha256: obj.sha(),
-            }),
+            })),
         },
     }
 }
@@ -133,24 +141,25 @@ fn to_remote(
     in_cache: bool,
 ) {
     let Some(sha256) = obj.sha() else {
-        out.conflicts.push(Conflict::SourceDiverged {
+        out.conflicts.push(Conflict::SourceDiverged(SourceDiverged {
             path: path.clone(),
             source: i,
             cache_sha256: String::new(),
             remote_sha256: None,
-        });
+        }));
         return;
     };
     match tr.files.get(path) {
         Some(t) if t.sha() == Some(sha256) => return,
         Some(t) => {
-            out.conflicts.push(Conflict::DifferentAtTarget {
-                path: path.clone(),
-                source: i,
-                source_sha256: sha256.hex(),
-                target_sha256: t.sha().map(|s| s.hex()).unwrap_or_default(),
-                diff: None,
-            });
+            out.conflicts
+                .push(Conflict::DifferentAtTarget(DifferentAtTarget {
+                    path: path.clone(),
+                    source: i,
+                    source_sha256: sha256.hex(),
+                    target_sha256: t.sha().map(|s| s.hex()).unwrap_or_default(),
+                    diff: None,
+                }));
             return;
         }
         None => {}
@@ -168,14 +177,14 @@ fn to_remote(
             },
         );
     }
-    out.transfers.push(Action::CopyRemote {
+    out.transfers.push(Action::CopyRemote(CopyRemote {
         path: path.clone(),
         source: i,
         size: obj.size,
         version: obj.version.clone(),
         sha256,
         in_cache,
-    });
+    }));
 }
 
 /// Every object a drained source remote holds that goes with it: its
@@ -335,10 +344,10 @@ mod tests {
         assert!(d.conflicts.is_empty());
         assert_eq!(d.transfers.len(), 1);
         assert!(
-            matches!(&d.transfers[0], Action::Fetch { path, .. } if path.as_str() == "outputs/remote-only")
+            matches!(&d.transfers[0], Action::Fetch(Fetch { path, .. }) if path.as_str() == "outputs/remote-only")
         );
         match &d.deletes[..] {
-            [Action::DeleteSourceRemote { objects, .. }] => {
+            [Action::DeleteSourceRemote(DeleteSourceRemote { objects, .. })] => {
                 let keys: Vec<_> = objects.iter().map(|o| o.key.as_str()).collect();
                 assert_eq!(
                     keys,

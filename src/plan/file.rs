@@ -2,6 +2,10 @@
 //! A saved plan also carries the observed snapshot it was computed from,
 //! so `apply FILE` can say exactly what changed when it refuses it.
 
+use crate::plan::action::{
+    CopyRemote, DeleteSourceRemote, DropDuplicate, Fetch, Move, RelocateTrash, RemoveTemp,
+};
+use crate::plan::conflict::{DifferentAtTarget, SourceDiverged, Unsupported};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -276,19 +280,19 @@ impl SavedPlan {
         let n = self.plan.sources.len();
         for a in &self.plan.actions {
             let source = match a {
-                Action::Move { source, .. }
-                | Action::DropDuplicate { source, .. }
-                | Action::Fetch { source, .. }
-                | Action::CopyRemote { source, .. }
-                | Action::DeleteSourceRemote { source, .. }
-                | Action::RemoveTemp {
+                Action::Move(Move { source, .. })
+                | Action::DropDuplicate(DropDuplicate { source, .. })
+                | Action::Fetch(Fetch { source, .. })
+                | Action::CopyRemote(CopyRemote { source, .. })
+                | Action::DeleteSourceRemote(DeleteSourceRemote { source, .. })
+                | Action::RemoveTemp(RemoveTemp {
                     source: Some(source),
                     ..
-                }
-                | Action::RelocateTrash {
+                })
+                | Action::RelocateTrash(RelocateTrash {
                     source: Some(source),
                     ..
-                } => Some(*source),
+                }) => Some(*source),
                 _ => None,
             };
             if let Some(source) = source
@@ -300,9 +304,9 @@ impl SavedPlan {
             }
         }
         for c in &self.plan.conflicts {
-            if let Conflict::DifferentAtTarget { source, .. }
-            | Conflict::SourceDiverged { source, .. }
-            | Conflict::Unsupported { source, .. } = c
+            if let Conflict::DifferentAtTarget(DifferentAtTarget { source, .. })
+            | Conflict::SourceDiverged(SourceDiverged { source, .. })
+            | Conflict::Unsupported(Unsupported { source, .. }) = c
                 && *source >= n
             {
                 return Err(format!(

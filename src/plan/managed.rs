@@ -2,6 +2,8 @@
 //! plan starts with, and the sentinel's step, decided from what the
 //! observation says the remote's sentinel is. See [`crate::state::managed`].
 
+use crate::plan::action::{MirrorConfig, PublishSentinel};
+use crate::plan::conflict::ConfigAlreadyMigrated;
 use std::collections::BTreeMap;
 
 use super::{Action, Conflict};
@@ -19,11 +21,13 @@ pub(crate) fn mirror_actions(
         .files
         .iter()
         .filter(|(p, f)| cache.get(*p).map(|c| &c.sha256) != Some(&f.sha256))
-        .map(|(p, f)| Action::MirrorConfig {
-            path: p.clone(),
-            size: f.size,
-            sha256: f.sha256,
-            local: cache.get(p).map(|c| c.sha256),
+        .map(|(p, f)| {
+            Action::MirrorConfig(MirrorConfig {
+                path: p.clone(),
+                size: f.size,
+                sha256: f.sha256,
+                local: cache.get(p).map(|c| c.sha256),
+            })
         })
         .collect()
 }
@@ -53,11 +57,11 @@ pub(crate) fn sentinel_step(
     }
     let objects = mirror.sentinel("").objects;
     let publish = |objects| {
-        Some(Action::PublishSentinel {
+        Some(Action::PublishSentinel(PublishSentinel {
             path: sentinel_path(),
             sources: mirror.sources.clone(),
             objects,
-        })
+        }))
     };
     match sentinel {
         RemoteSentinel::Present { body, parsed } => {
@@ -79,11 +83,11 @@ pub(crate) fn sentinel_step(
             .expect("serialises");
             (
                 None,
-                Some(Conflict::ConfigAlreadyMigrated {
+                Some(Conflict::ConfigAlreadyMigrated(ConfigAlreadyMigrated {
                     path: sentinel_path(),
                     remote_body: body.trim_end().to_string(),
                     local_body: ours,
-                }),
+                })),
             )
         }
         RemoteSentinel::Absent => {
@@ -202,11 +206,11 @@ mod tests {
             "bb".into(),
         );
         let step = sentinel_step(Scope::Config, &m, &m.files, &m.files, &present(&theirs));
-        let Some(Conflict::ConfigAlreadyMigrated {
+        let Some(Conflict::ConfigAlreadyMigrated(ConfigAlreadyMigrated {
             remote_body,
             local_body,
             ..
-        }) = &step.1
+        })) = &step.1
         else {
             panic!("{step:?}")
         };

@@ -2,6 +2,7 @@
 //! downloads continue where an earlier run stopped, and which recorded
 //! uploads are aborted instead (see [`crate::store::resume`]).
 
+use crate::plan::action::{AbortUpload, Download, Upload};
 use serde::{Deserialize, Serialize};
 
 use super::{AbortWhy, Action, Plan};
@@ -62,12 +63,12 @@ pub fn add(plan: &mut Plan, snapshot: &RemoteSnapshot, now: u64, uploads: bool) 
             continue;
         }
         let upload = plan.actions.iter().find_map(|a| match a {
-            Action::Upload {
+            Action::Upload(Upload {
                 path: p,
                 size,
                 sha256,
                 ..
-            } if *p == path => Some((*size, sha256.hex())),
+            }) if *p == path => Some((*size, sha256.hex())),
             _ => None,
         });
         let why = match upload {
@@ -88,19 +89,19 @@ pub fn add(plan: &mut Plan, snapshot: &RemoteSnapshot, now: u64, uploads: bool) 
                 continue;
             }
         };
-        aborts.push(Action::AbortUpload {
+        aborts.push(Action::AbortUpload(AbortUpload {
             path,
             upload_id: record.upload_id.clone(),
             why,
-        });
+        }));
     }
     for a in &plan.actions {
-        if let Action::Download {
+        if let Action::Download(Download {
             path,
             size,
             version,
             ..
-        } = a
+        }) = a
             && *size >= PARTIAL_MIN
             && let Some(&done) = interrupted
                 .partials
@@ -152,12 +153,12 @@ mod tests {
     }
 
     fn upload(path: &str, sha: Sha256) -> Action {
-        Action::Upload {
+        Action::Upload(Upload {
             path: tp(path),
             size: 30 << 20,
             sha256: sha,
             remote: RemoteExpect::Absent,
-        }
+        })
     }
 
     fn plan_with(actions: Vec<Action>) -> Plan {
@@ -272,12 +273,14 @@ mod tests {
 
     #[test]
     fn a_download_resumes_only_the_partial_of_the_version_it_reads() {
-        let download = |path: &str, version: &str| Action::Download {
-            path: tp(path),
-            size: 64 << 20,
-            version: version.into(),
-            sha256: Some(Sha256([3; 32])),
-            local: None,
+        let download = |path: &str, version: &str| {
+            Action::Download(Download {
+                path: tp(path),
+                size: 64 << 20,
+                version: version.into(),
+                sha256: Some(Sha256([3; 32])),
+                local: None,
+            })
         };
         let mut plan = plan_with(vec![
             download("data/a/1/raw", "v2"),

@@ -5,6 +5,7 @@
 //! Pruning is an action of the plan like any other, listed for review and
 //! applied in its turn, so trash never disappears behind a plan's back.
 
+use crate::plan::action::PruneTrash;
 use crate::state::undo::Held;
 
 use super::action::{Action, PruneReason};
@@ -42,14 +43,14 @@ pub(crate) fn prunes(held: &[Held], policy: Policy, now: u64) -> Vec<Action> {
         } else {
             continue;
         };
-        out.push(Action::PruneTrash {
+        out.push(Action::PruneTrash(PruneTrash {
             id: h.id.clone(),
             at: h.at.clone(),
             reason,
             files: h.files,
             bytes: h.bytes,
             remote_objects: h.remote_objects,
-        });
+        }));
     }
     out
 }
@@ -75,7 +76,7 @@ mod tests {
         actions
             .iter()
             .map(|a| match a {
-                Action::PruneTrash { id, reason, .. } => (id.clone(), *reason),
+                Action::PruneTrash(PruneTrash { id, reason, .. }) => (id.clone(), *reason),
                 other => panic!("not a prune: {other:?}"),
             })
             .collect()

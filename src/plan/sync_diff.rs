@@ -7,6 +7,8 @@
 //! The managed-config sentinel is remote-owned: a sync never uploads or
 //! deletes it remotely (only the explicit publish step writes it).
 
+use crate::plan::action::{DeleteLocal, DeleteRemote, Download, RecordBase, RenameLocal, Upload};
+use crate::plan::conflict::{BothChanged, DeleteGuard, DeletedAndChanged, NotAFile};
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::config::ConflictPolicy;
@@ -15,7 +17,8 @@ use crate::layout::Tier;
 use crate::layout::{MANAGED_CONFIG_SENTINEL, TierPath};
 use crate::state::{BaseEntry, FileState, Obstacle, ObstacleKind, Unhydrated};
 
-use super::action::{Action, BaseRecord, Conflict, RemoteExpect, Side, UnhydratedRecord};
+use super::action::{Action, BaseRecord, RemoteExpect, UnhydratedRecord};
+use super::{Conflict, Side};
 
 pub(crate) use crate::state::Direction;
 pub(crate) use crate::state::remote::RemoteFile;
@@ -182,12 +185,14 @@ impl InTheWay {
     fn conflicts(self) -> impl Iterator<Item = Conflict> {
         self.at
             .into_iter()
-            .map(|(at, (what, link, files, example))| Conflict::NotAFile {
-                at,
-                what,
-                link,
-                files,
-                example,
+            .map(|(at, (what, link, files, example))| {
+                Conflict::NotAFile(NotAFile {
+                    at,
+                    what,
+                    link,
+                    files,
+                    example,
+                })
             })
     }
 }
@@ -331,9 +336,9 @@ impl Gathered {
             // are never edited, so both are kept, with no policy needed.
             // The remote's keeps its number; the cache's takes the next
             // free one (and is uploaded under it).
-            Step::Conflict(Conflict::BothChanged {
+            Step::Conflict(Conflict::BothChanged(BothChanged {
                 base_sha256: None, ..
-            }) if data_version(path).is_some() => {
+            })) if data_version(path).is_some() => {
                 self.keep_both_versions(input, path, l, r, renumber)
             }
             Step::Conflict(c) => self.settle(input, path, l, r, c, renumber, out),
@@ -354,21 +359,21 @@ impl Gathered {
     ) {
         let (l, r) = (l.expect("both changed"), r.expect("both changed"));
         let to = renumber.next_for(path);
-        self.keep_both.push(Action::RenameLocal {
+        self.keep_both.push(Action::RenameLocal(RenameLocal {
             path: path.clone(),
             to: to.clone(),
             sha256: l.sha256,
-        });
+        }));
         if input.direction.pulls() {
             self.keep_both.push(download(path, r, None));
         }
         if input.direction.pushes() {
-            self.keep_both.push(Action::Upload {
+            self.keep_both.push(Action::Upload(Upload {
                 path: to,
                 size: l.size,
                 sha256: l.sha256,
                 remote: RemoteExpect::Absent,
-            });
+            }));
         }
     }
 
@@ -395,15 +400,13 @@ impl Gathered {
                 out.resolved.push(c);
                 for a in actions {
                     match a {
-                        Action::Upload { .. } | Action::DeleteRemote { .. }
+                        Action::Upload(_) | Action::DeleteRemote(_)
                             if !input.direction.pushes() => {}
-                        Action::Download { .. }
-                        | Action::DeleteLocal { .. }
-                        | Action::RenameLocal { .. }
+                        Action::Download(_) | Action::DeleteLocal(_) | Action::RenameLocal(_)
                             if !input.direction.pulls() => {}
-                        Action::DeleteRemote { .. } => self.deletes_remote.push(a),
-                        Action::DeleteLocal { .. } => self.deletes_local.push(a),
-                        Action::Upload { .. } => self.pushes.push(a),
+                        Action::DeleteRemote(_) => self.deletes_remote.push(a),
+                        Action::DeleteLocal(_) => self.deletes_local.push(a),
+                        Action::Upload(_) => self.pushes.push(a),
                         _ => self.pulls.push(a),
                     }
                 }
@@ -432,7 +435,7 @@ impl Gathered {
             .deletes_remote
             .iter()
             .filter(|a| match (a, a.path().and_then(|p| input.base.get(p))) {
-                (Action::DeleteRemote { path, version }, Some(b)) => {
+                (Action::DeleteRemote(DeleteRemote { path, version }), Some(b)) => {
                     *version != b.version || !input.cache_gone_on_purpose(path, b)
                 }
                 _ => true,
@@ -470,11 +473,11 @@ impl Gathered {
         out.actions.extend(self.deletes_remote);
         out.actions.extend(self.deletes_local);
         if !self.add.is_empty() || !self.forget.is_empty() || !self.lazy.is_empty() {
-            out.actions.push(Action::RecordBase {
+            out.actions.push(Action::RecordBase(RecordBase {
                 add: self.add,
                 unhydrated: self.lazy,
                 drop: self.forget,
-            });
+            }));
         }
     }
 }
@@ -533,10 +536,10 @@ fn remote_owned(st: Step, path: &TierPath, l: Option<&FileState>, r: Option<&Rem
         },
         Step::Conflict(_) => match (l, r) {
             (_, Some(r)) => Step::Pull(download(path, r, l)),
-            (Some(l), None) => Step::Pull(Action::DeleteLocal {
+            (Some(l), None) => Step::Pull(Action::DeleteLocal(DeleteLocal {
                 path: path.clone(),
                 sha256: l.sha256,
-            }),
+            })),
             (None, None) => Step::Nothing,
         },
         other => other,
@@ -545,13 +548,13 @@ fn remote_owned(st: Step, path: &TierPath, l: Option<&FileState>, r: Option<&Rem
 
 fn route(a: Action, transfers: &mut Vec<Action>, deletes: &mut Vec<Action>) {
     match a {
-        Action::DeleteLocal { .. } | Action::DeleteRemote { .. } => deletes.push(a),
+        Action::DeleteLocal(_) | Action::DeleteRemote(_) => deletes.push(a),
         _ => transfers.push(a),
     }
 }
 
 fn upload(path: &TierPath, l: &FileState, r: Option<&RemoteFile>) -> Action {
-    Action::Upload {
+    Action::Upload(Upload {
         path: path.clone(),
         size: l.size,
         sha256: l.sha256,
@@ -561,17 +564,17 @@ fn upload(path: &TierPath, l: &FileState, r: Option<&RemoteFile>) -> Action {
                 version: r.version.clone(),
             },
         },
-    }
+    })
 }
 
 fn download(path: &TierPath, r: &RemoteFile, l: Option<&FileState>) -> Action {
-    Action::Download {
+    Action::Download(Download {
         path: path.clone(),
         size: r.size,
         version: r.version.clone(),
         sha256: r.sha(),
         local: l.map(|l| Box::new(l.sha256)),
-    }
+    })
 }
 
 /// The remote object is unchanged since the base.
@@ -615,26 +618,34 @@ fn step(
         (None, None, Some(_)) => Step::Forget,
         // Only in the cache.
         (Some(l), None, None) => Step::Push(upload(path, l, None)),
-        (Some(l), None, Some(b)) if l.sha256 == b.sha256 => Step::Pull(Action::DeleteLocal {
-            path: path.clone(),
-            sha256: l.sha256,
-        }),
-        (Some(l), None, Some(_)) => Step::Conflict(Conflict::DeletedAndChanged {
-            path: path.clone(),
-            deleted_in: Side::Remote,
-            changed_sha256: Some(l.sha256),
-        }),
+        (Some(l), None, Some(b)) if l.sha256 == b.sha256 => {
+            Step::Pull(Action::DeleteLocal(DeleteLocal {
+                path: path.clone(),
+                sha256: l.sha256,
+            }))
+        }
+        (Some(l), None, Some(_)) => {
+            Step::Conflict(Conflict::DeletedAndChanged(DeletedAndChanged {
+                path: path.clone(),
+                deleted_in: Side::Remote,
+                changed_sha256: Some(l.sha256),
+            }))
+        }
         // Only in the remote.
         (None, Some(r), None) => Step::Pull(download(path, r, None)),
-        (None, Some(r), Some(b)) if remote_unchanged(r, b) => Step::Push(Action::DeleteRemote {
-            path: path.clone(),
-            version: r.version.clone(),
-        }),
-        (None, Some(r), Some(_)) => Step::Conflict(Conflict::DeletedAndChanged {
-            path: path.clone(),
-            deleted_in: Side::Cache,
-            changed_sha256: r.sha(),
-        }),
+        (None, Some(r), Some(b)) if remote_unchanged(r, b) => {
+            Step::Push(Action::DeleteRemote(DeleteRemote {
+                path: path.clone(),
+                version: r.version.clone(),
+            }))
+        }
+        (None, Some(r), Some(_)) => {
+            Step::Conflict(Conflict::DeletedAndChanged(DeletedAndChanged {
+                path: path.clone(),
+                deleted_in: Side::Cache,
+                changed_sha256: r.sha(),
+            }))
+        }
         // On both sides.
         (Some(l), Some(r), b) => {
             if r.sha() == Some(l.sha256) {
@@ -648,13 +659,13 @@ fn step(
                     Step::Push(upload(path, l, Some(r)))
                 }
                 Some(b) if l.sha256 == b.sha256 => Step::Pull(download(path, r, Some(l))),
-                _ => Step::Conflict(Conflict::BothChanged {
+                _ => Step::Conflict(Conflict::BothChanged(BothChanged {
                     path: path.clone(),
                     local_sha256: l.sha256,
                     remote_version: r.version.to_string(),
                     remote_sha256: r.sha(),
                     base_sha256: b.map(|b| b.sha256),
-                }),
+                })),
             }
         }
     }
@@ -688,15 +699,15 @@ fn settle(
     };
     Some(match (policy, l, r) {
         (ConflictPolicy::Local, Some(l), r) => vec![upload(path, l, r)],
-        (ConflictPolicy::Local, None, Some(r)) => vec![Action::DeleteRemote {
+        (ConflictPolicy::Local, None, Some(r)) => vec![Action::DeleteRemote(DeleteRemote {
             path: path.clone(),
             version: r.version.clone(),
-        }],
+        })],
         (ConflictPolicy::Remote, l, Some(r)) => vec![download(path, r, l)],
-        (ConflictPolicy::Remote, Some(l), None) => vec![Action::DeleteLocal {
+        (ConflictPolicy::Remote, Some(l), None) => vec![Action::DeleteLocal(DeleteLocal {
             path: path.clone(),
             sha256: l.sha256,
-        }],
+        })],
         // Keep both: the cache copy moves aside (and is uploaded under its
         // new name), the remote one takes the path.
         (ConflictPolicy::KeepBoth, Some(l), Some(r)) if input.direction == Direction::Both => {
@@ -710,18 +721,18 @@ fn settle(
                     .expect("a suffix keeps a tier path valid")
             };
             vec![
-                Action::RenameLocal {
+                Action::RenameLocal(RenameLocal {
                     path: path.clone(),
                     to: to.clone(),
                     sha256: l.sha256,
-                },
+                }),
                 download(path, r, None),
-                Action::Upload {
+                Action::Upload(Upload {
                     path: to,
                     size: l.size,
                     sha256: l.sha256,
                     remote: RemoteExpect::Absent,
-                },
+                }),
             ]
         }
         // Keep both of a delete and a change: keep the change.
@@ -793,7 +804,7 @@ fn only_copies(input: &SyncInput<'_>, deletes: Vec<Action>) -> (Vec<TierPath>, V
     let mut kept = Vec::new();
     for a in deletes {
         match &a {
-            Action::DeleteLocal { path, sha256 }
+            Action::DeleteLocal(DeleteLocal { path, sha256 })
                 if !remote.contains(sha256) && !elsewhere.contains(sha256) =>
             {
                 only.push(path.clone())
@@ -810,14 +821,14 @@ fn only_copy_guard(only: &[TierPath]) -> Option<Conflict> {
         1 => String::new(),
         n => format!(" and {} more", n - 1),
     };
-    Some(Conflict::DeleteGuard {
+    Some(Conflict::DeleteGuard(DeleteGuard {
         guard: "only-copy".into(),
         message: format!(
             "--force would delete {} cache file(s) whose content exists nowhere else ({first}{more}); \
              they are kept, and nothing is applied until you decide",
             only.len()
         ),
-    })
+    }))
 }
 
 impl SyncInput<'_> {
@@ -864,26 +875,26 @@ fn guards(input: &SyncInput<'_>, deletes_local: usize, deletes_remote: usize) ->
         && input.direction.pushes()
         && !cache_emptied_on_purpose()
     {
-        out.push(Conflict::DeleteGuard {
+        out.push(Conflict::DeleteGuard(DeleteGuard {
             guard: "empty-cache".into(),
             message: format!(
                 "the cache is empty but the last sync recorded {n_base} file(s); syncing would delete {} remote object(s)",
                 input.remote.len()
             ),
-        });
+        }));
     }
     if input.remote.is_empty()
         && !input.local.is_empty()
         && input.direction.pulls()
         && !remote_emptied_on_purpose()
     {
-        out.push(Conflict::DeleteGuard {
+        out.push(Conflict::DeleteGuard(DeleteGuard {
             guard: "empty-remote".into(),
             message: format!(
                 "the remote is empty but the last sync recorded {n_base} file(s); syncing would delete {} cache file(s)",
                 input.local.len()
             ),
-        });
+        }));
     }
     let pct = u64::from(input.max_delete_percent);
     for (side, deletes, total) in [
@@ -891,12 +902,12 @@ fn guards(input: &SyncInput<'_>, deletes_local: usize, deletes_remote: usize) ->
         ("remote", deletes_remote, input.remote.len()),
     ] {
         if total > 0 && deletes as u64 * 100 > pct * total as u64 {
-            out.push(Conflict::DeleteGuard {
+            out.push(Conflict::DeleteGuard(DeleteGuard {
                 guard: "max-delete-percent".into(),
                 message: format!(
                     "the plan deletes {deletes} of {total} {side} file(s), more than [sync] max_delete_percent = {pct}%"
                 ),
-            });
+            }));
         }
     }
     // Everything changed on one side at once looks like a wiped or
@@ -920,12 +931,12 @@ fn guards(input: &SyncInput<'_>, deletes_local: usize, deletes_remote: usize) ->
             .count();
         for (side, changed) in [("cache", changed_local), ("remote", changed_remote)] {
             if changed == n_base {
-                out.push(Conflict::DeleteGuard {
+                out.push(Conflict::DeleteGuard(DeleteGuard {
                     guard: "everything-changed".into(),
                     message: format!(
                         "every one of the {n_base} file(s) of the last sync changed or vanished in the {side}"
                     ),
-                });
+                }));
             }
         }
     }
@@ -1057,11 +1068,11 @@ mod tests {
     /// The recorded files of a RecordBase, as `(added, unhydrated, dropped)`.
     fn recorded(d: &SyncDiff) -> (Vec<String>, Vec<String>, Vec<String>) {
         match d.actions.last() {
-            Some(Action::RecordBase {
+            Some(Action::RecordBase(RecordBase {
                 add,
                 unhydrated,
                 drop,
-            }) => (
+            })) => (
                 add.iter().map(|r| r.path.to_string()).collect(),
                 unhydrated.iter().map(|r| r.path.to_string()).collect(),
                 drop.iter().map(ToString::to_string).collect(),
@@ -1188,7 +1199,7 @@ mod tests {
                 .conflicts
                 .iter()
                 .filter_map(|c| match c {
-                    Conflict::DeleteGuard { guard, .. } => Some(guard.clone()),
+                    Conflict::DeleteGuard(DeleteGuard { guard, .. }) => Some(guard.clone()),
                     _ => None,
                 })
                 .collect()
@@ -1321,13 +1332,13 @@ mod tests {
                 );
                 assert_eq!(
                     d.conflicts,
-                    [Conflict::NotAFile {
+                    [Conflict::NotAFile(NotAFile {
                         at: "data/m/2/raw".into(),
                         what: kind,
                         link: None,
                         files: 1,
                         example: tp("data/m/2/raw"),
-                    }],
+                    })],
                     "{kind:?} {direction:?}"
                 );
             }
@@ -1360,7 +1371,7 @@ mod tests {
         assert!(d.actions.is_empty(), "{:?}", d.actions);
         assert!(matches!(
             &d.conflicts[..],
-            [Conflict::NotAFile { at, what: ObstacleKind::Symlink, files: 2, .. }] if at == "data/m"
+            [Conflict::NotAFile(NotAFile { at, what: ObstacleKind::Symlink, files: 2, .. })] if at == "data/m"
         ));
         // `data/m` became a plain file: it is neither pushed nor are the
         // files below it deleted.
@@ -1541,7 +1552,7 @@ mod tests {
         let d = w.diff(Both, ConflictPolicy::Local);
         assert_eq!(d.resolved.len(), 1, "settled conflicts stay visible");
         match &d.actions[0] {
-            Action::Upload { remote, .. } => assert_eq!(
+            Action::Upload(Upload { remote, .. }) => assert_eq!(
                 *remote,
                 RemoteExpect::Version {
                     version: "e2".into()
@@ -1595,7 +1606,7 @@ mod tests {
             .conflicts
             .iter()
             .filter_map(|c| match c {
-                Conflict::DeleteGuard { guard, .. } => Some(guard.as_str()),
+                Conflict::DeleteGuard(DeleteGuard { guard, .. }) => Some(guard.as_str()),
                 _ => None,
             })
             .collect();
@@ -1657,7 +1668,8 @@ mod tests {
             .map(TierPath::as_str)
             .collect();
         assert_eq!(deletes, ["outputs/b"], "only the file the remote still has");
-        let [Conflict::DeleteGuard { guard, message }] = kept.conflicts.as_slice() else {
+        let [Conflict::DeleteGuard(DeleteGuard { guard, message })] = kept.conflicts.as_slice()
+        else {
             panic!("{:?}", kept.conflicts);
         };
         assert_eq!(guard, "only-copy");
@@ -1680,7 +1692,7 @@ mod tests {
             w.diff(Both, Fail)
                 .conflicts
                 .iter()
-                .any(|c| matches!(c, Conflict::DeleteGuard { guard, .. } if guard != "only-copy"))
+                .any(|c| matches!(c, Conflict::DeleteGuard(DeleteGuard { guard, .. }) if guard != "only-copy"))
         );
     }
 
@@ -1710,7 +1722,7 @@ mod tests {
         assert!(
             d.conflicts
                 .iter()
-                .any(|c| matches!(c, Conflict::DeleteGuard { guard, .. } if guard == "max-delete-percent")),
+                .any(|c| matches!(c, Conflict::DeleteGuard(DeleteGuard { guard, .. }) if guard == "max-delete-percent")),
             "{:?}",
             d.conflicts
         );

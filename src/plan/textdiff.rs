@@ -1,21 +1,24 @@
 //! Unified diffs for conflicting text files, attached to a plan from the
 //! file bodies the observation read ([`crate::state::TextPair`]).
 
+use crate::plan::action::{Download, Upload};
+use crate::plan::conflict::{BothChanged, DeletedAndChanged, DifferentAtTarget};
 use serde::{Deserialize, Serialize};
 
-use super::action::{Action, RemoteExpect, Side};
+use super::Side;
+use super::action::{Action, RemoteExpect};
 use super::{Conflict, Plan};
-use crate::digest::Sha256;
 use crate::layout::TierPath;
 use crate::state::TextPair;
+pub(crate) use crate::state::texts::{Body, RemoteRef};
 
 /// Fills `diff` on each different-at-target conflict whose two files the
 /// observation read as small UTF-8 text.
 pub(crate) fn attach_diffs(plan: &mut Plan, texts: &[TextPair]) {
     for c in &mut plan.conflicts {
-        if let Conflict::DifferentAtTarget {
+        if let Conflict::DifferentAtTarget(DifferentAtTarget {
             path, source, diff, ..
-        } = c
+        }) = c
             && let Some(t) = texts
                 .iter()
                 .find(|t| t.source == *source && t.path == *path)
@@ -82,43 +85,6 @@ pub enum DiffBody {
     Unavailable { reason: String },
 }
 
-/// One side of a file as read for its diff.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Body {
-    /// No file on this side (deleted).
-    Absent,
-    Text(String),
-    Binary {
-        size: u64,
-    },
-    TooLarge {
-        size: u64,
-    },
-    Unavailable {
-        size: Option<u64>,
-        reason: String,
-    },
-}
-
-impl Body {
-    fn size(&self) -> Option<u64> {
-        match self {
-            Body::Absent => None,
-            Body::Text(t) => Some(t.len() as u64),
-            Body::Binary { size } | Body::TooLarge { size } => Some(*size),
-            Body::Unavailable { size, .. } => *size,
-        }
-    }
-}
-
-/// The remote object one side of a diff is, as planning saw it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RemoteRef {
-    pub version: String,
-    pub size: u64,
-    pub sha256: Option<Sha256>,
-}
-
 /// A file whose two sides a plan wants to show.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Wanted {
@@ -150,7 +116,7 @@ pub(crate) fn wanted(
     let mut out = Vec::new();
     for c in &plan.conflicts {
         match c {
-            Conflict::BothChanged { path, .. } => out.push(Wanted {
+            Conflict::BothChanged(BothChanged { path, .. }) => out.push(Wanted {
                 path: path.clone(),
                 shown_for: DiffFor::Conflict,
                 old: Side::Remote,
@@ -158,9 +124,9 @@ pub(crate) fn wanted(
                 cache: true,
                 remote: listed(path),
             }),
-            Conflict::DeletedAndChanged {
+            Conflict::DeletedAndChanged(DeletedAndChanged {
                 path, deleted_in, ..
-            } => {
+            }) => {
                 let (old, new) = match deleted_in {
                     Side::Cache => (Side::Cache, Side::Remote),
                     Side::Remote => (Side::Remote, Side::Cache),
@@ -185,11 +151,11 @@ pub(crate) fn wanted(
     }
     for a in &plan.actions {
         match a {
-            Action::Upload {
+            Action::Upload(Upload {
                 path,
                 remote: RemoteExpect::Version { .. },
                 ..
-            } => out.push(Wanted {
+            }) => out.push(Wanted {
                 path: path.clone(),
                 shown_for: DiffFor::Upload,
                 old: Side::Remote,
@@ -197,13 +163,13 @@ pub(crate) fn wanted(
                 cache: true,
                 remote: listed(path),
             }),
-            Action::Download {
+            Action::Download(Download {
                 path,
                 size,
                 version,
                 sha256,
                 local: Some(_),
-            } => out.push(Wanted {
+            }) => out.push(Wanted {
                 path: path.clone(),
                 shown_for: DiffFor::Download,
                 old: Side::Cache,
@@ -364,27 +330,27 @@ mod tests {
             sources: vec![],
             remote: None,
             actions: vec![
-                Action::Upload {
+                Action::Upload(Upload {
                     path: TierPath::parse("outputs/new").unwrap(),
                     size: 1,
                     sha256: sha,
                     remote: RemoteExpect::Absent,
-                },
-                Action::Upload {
+                }),
+                Action::Upload(Upload {
                     path: TierPath::parse("outputs/old").unwrap(),
                     size: 1,
                     sha256: sha,
                     remote: RemoteExpect::Version {
                         version: "v1".into(),
                     },
-                },
-                Action::Download {
+                }),
+                Action::Download(Download {
                     path: TierPath::parse("outputs/fresh").unwrap(),
                     size: 1,
                     version: "v2".into(),
                     sha256: None,
                     local: None,
-                },
+                }),
             ],
             conflicts: vec![],
             no_undo: false,

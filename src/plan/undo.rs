@@ -20,61 +20,73 @@ use crate::undo::{Entry, Journal, Op};
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum UndoAction {
-    /// Link the file back from apply `from`'s trash. Precondition: the
-    /// trash copy hashes to `sha256` and the destination is absent.
-    Restore {
-        placement: Placement,
-        path: TierPath,
-        from: String,
-        sha256: String,
-        size: u64,
-    },
-    /// Move the file into this undo's trash. Precondition: it still
-    /// hashes to `sha256`.
-    SetAside {
-        placement: Placement,
-        path: TierPath,
-        sha256: String,
-        size: u64,
-    },
-    /// Copy the remote object back from apply `from`'s remote trash.
-    /// Precondition: the key is absent (`expect: None`) or still at the
-    /// version the apply wrote.
-    RestoreRemote {
-        placement: Placement,
-        path: TierPath,
-        from: String,
-        sha256: String,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        expect: Option<String>,
-    },
-    /// Take away a remote object an undo restored into an absent key: one
-    /// server-side copy into this undo's remote trash, then a delete.
-    /// Precondition: the object is still at `version`.
-    SetAsideRemote {
-        placement: Placement,
-        path: TierPath,
-        sha256: String,
-        version: String,
-    },
+    Restore(Restore),
+    SetAside(SetAside),
+    RestoreRemote(RestoreRemote),
+    SetAsideRemote(SetAsideRemote),
+}
+
+/// Link the file back from apply `from`'s trash. Precondition: the
+/// trash copy hashes to `sha256` and the destination is absent.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Restore {
+    pub placement: Placement,
+    pub path: TierPath,
+    pub from: String,
+    pub sha256: String,
+    pub size: u64,
+}
+
+/// Move the file into this undo's trash. Precondition: it still
+/// hashes to `sha256`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SetAside {
+    pub placement: Placement,
+    pub path: TierPath,
+    pub sha256: String,
+    pub size: u64,
+}
+
+/// Copy the remote object back from apply `from`'s remote trash.
+/// Precondition: the key is absent (`expect: None`) or still at the
+/// version the apply wrote.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RestoreRemote {
+    pub placement: Placement,
+    pub path: TierPath,
+    pub from: String,
+    pub sha256: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expect: Option<String>,
+}
+
+/// Take away a remote object an undo restored into an absent key: one
+/// server-side copy into this undo's remote trash, then a delete.
+/// Precondition: the object is still at `version`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SetAsideRemote {
+    pub placement: Placement,
+    pub path: TierPath,
+    pub sha256: String,
+    pub version: String,
 }
 
 impl UndoAction {
     pub fn kind(&self) -> &'static str {
         match self {
-            UndoAction::Restore { .. } => "restore",
-            UndoAction::SetAside { .. } => "set-aside",
-            UndoAction::RestoreRemote { .. } => "restore-remote",
-            UndoAction::SetAsideRemote { .. } => "set-aside-remote",
+            UndoAction::Restore(_) => "restore",
+            UndoAction::SetAside(_) => "set-aside",
+            UndoAction::RestoreRemote(_) => "restore-remote",
+            UndoAction::SetAsideRemote(_) => "set-aside-remote",
         }
     }
 
     pub fn path(&self) -> &TierPath {
         match self {
-            UndoAction::Restore { path, .. }
-            | UndoAction::SetAside { path, .. }
-            | UndoAction::RestoreRemote { path, .. }
-            | UndoAction::SetAsideRemote { path, .. } => path,
+            UndoAction::Restore(Restore { path, .. })
+            | UndoAction::SetAside(SetAside { path, .. })
+            | UndoAction::RestoreRemote(RestoreRemote { path, .. })
+            | UndoAction::SetAsideRemote(SetAsideRemote { path, .. }) => path,
         }
     }
 }
@@ -189,20 +201,20 @@ fn set_aside(
         _ if is_ours => {}
         (Found::Absent, Found::File { sha256 }) if *sha256 == entry.sha256 => {
             if let (true, Found::File { sha256: now }) = (replaced, &seen.file) {
-                plan.actions.push(UndoAction::SetAside {
+                plan.actions.push(UndoAction::SetAside(SetAside {
                     placement: entry.placement.clone(),
                     path: path.clone(),
                     sha256: now.clone(),
                     size: entry.size,
-                });
+                }));
             }
-            plan.actions.push(UndoAction::Restore {
+            plan.actions.push(UndoAction::Restore(Restore {
                 placement: entry.placement.clone(),
                 path,
                 from: id.to_string(),
                 sha256: entry.sha256.clone(),
                 size: entry.size,
-            })
+            }))
         }
         (Found::Absent, Found::Absent) => plan.conflicts.push(UndoConflict::TrashGone { path }),
         (Found::Absent, found) => plan.conflicts.push(UndoConflict::TrashChanged {
@@ -231,21 +243,21 @@ fn remote_set_aside(plan: &mut UndoPlan, id: &str, entry: &Entry, seen: &EntrySt
     match (&entry.written, &seen.file) {
         // Already back.
         (_, Found::Object { sha256, .. }) if sha256 == kept => {}
-        (None, Found::Absent) => plan.actions.push(UndoAction::RestoreRemote {
+        (None, Found::Absent) => plan.actions.push(UndoAction::RestoreRemote(RestoreRemote {
             placement: entry.placement.clone(),
             path,
             from: id.to_string(),
             sha256: kept.clone(),
             expect: None,
-        }),
+        })),
         (Some(written), Found::Object { sha256, version }) if sha256 == written => {
-            plan.actions.push(UndoAction::RestoreRemote {
+            plan.actions.push(UndoAction::RestoreRemote(RestoreRemote {
                 placement: entry.placement.clone(),
                 path,
                 from: id.to_string(),
                 sha256: kept.clone(),
                 expect: Some(version.clone()),
-            })
+            }))
         }
         (written, found) => plan.conflicts.push(UndoConflict::Changed {
             path,
@@ -265,12 +277,13 @@ fn remote_restored(plan: &mut UndoPlan, entry: &Entry, seen: &EntryState) {
     let path = entry.path.clone();
     match &seen.file {
         Found::Object { sha256, version } if *sha256 == entry.sha256 => {
-            plan.actions.push(UndoAction::SetAsideRemote {
-                placement: entry.placement.clone(),
-                path,
-                sha256: sha256.clone(),
-                version: version.clone(),
-            })
+            plan.actions
+                .push(UndoAction::SetAsideRemote(SetAsideRemote {
+                    placement: entry.placement.clone(),
+                    path,
+                    sha256: sha256.clone(),
+                    version: version.clone(),
+                }))
         }
         Found::Absent => {}
         found => plan.conflicts.push(UndoConflict::Changed {
@@ -294,12 +307,12 @@ fn restored(
     match &seen.file {
         _ if is_ours => {
             cleared.insert(path.clone());
-            plan.actions.push(UndoAction::SetAside {
+            plan.actions.push(UndoAction::SetAside(SetAside {
                 placement: entry.placement.clone(),
                 path,
                 sha256: entry.sha256.clone(),
                 size: entry.size,
-            })
+            }))
         }
         Found::Absent => {}
         found => plan.conflicts.push(UndoConflict::Changed {

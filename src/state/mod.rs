@@ -25,8 +25,15 @@ pub use base::{BaseEntry, SyncBase, Unhydrated};
 pub use desired::{Desired, Direction, Scope};
 pub use hash_cache::{HashCache, Learnt};
 pub use observe::{DIFF_SIZE_CAP, ObserveOptions, observe, observe_local};
-pub use observed::{FileState, Observed, Obstacle, ObstacleKind, PlacementState, TextPair};
+pub use observed::{Observed, Obstacle, ObstacleKind, PlacementState, TextPair};
 pub use remote::{RemoteObject, RemoteSnapshot};
+
+/// A regular file as planning sees it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct FileState {
+    pub size: u64,
+    pub sha256: crate::digest::Sha256,
+}
 
 /// The map of `pairs`, which come (nearly) in key order; of pairs with
 /// equal keys the last is kept. A `BTreeMap` filled by inserting keys in

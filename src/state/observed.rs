@@ -22,16 +22,10 @@ use serde::{Deserialize, Serialize};
 use crate::config::Placement;
 use crate::layout::{KnownPaths, Layout, TierPath, is_repo_local_path, is_swamp_temp};
 
-use super::HashCache;
 use super::dir_listings::{DirListings, epoch_ns};
 use super::hash_cache::Stamp;
 use super::walk::{Seen, Stat, WalkEntry, WalkError, Walked, Walker};
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct FileState {
-    pub size: u64,
-    pub sha256: crate::digest::Sha256,
-}
+use super::{FileState, HashCache};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]

@@ -1,33 +1,70 @@
-//! The bodies a plan shows diffs of ([`crate::plan::textdiff::Wanted`]):
-//! a cache file read without following a link, and a remote object read
-//! once (one GET, only when small enough to show), checked to be the very
-//! version planning listed and verified against its sha256.
+//! The bodies a plan shows diffs of: a cache file read without following
+//! a link, and a remote object read once (one GET, only when small enough
+//! to show), checked to be the very version planning listed and verified
+//! against its sha256.
 
 use std::path::Path;
 
+use crate::digest::Sha256;
 use crate::layout::TierPath;
-use crate::plan::textdiff::{Body, RemoteRef, Wanted};
 use crate::store::RemoteTarget;
 
 use super::observe::DIFF_SIZE_CAP;
 
-/// `(cache, remote, read_remote)` for each of `wanted`, in order. The
-/// remote is read only where a wanted side names it.
-pub(crate) fn read(
+/// One side of a file as read for its diff.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Body {
+    /// No file on this side (deleted).
+    Absent,
+    Text(String),
+    Binary {
+        size: u64,
+    },
+    TooLarge {
+        size: u64,
+    },
+    Unavailable {
+        size: Option<u64>,
+        reason: String,
+    },
+}
+
+impl Body {
+    pub(crate) fn size(&self) -> Option<u64> {
+        match self {
+            Body::Absent => None,
+            Body::Text(t) => Some(t.len() as u64),
+            Body::Binary { size } | Body::TooLarge { size } => Some(*size),
+            Body::Unavailable { size, .. } => *size,
+        }
+    }
+}
+
+/// The remote object one side of a diff is, as planning saw it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RemoteRef {
+    pub version: String,
+    pub size: u64,
+    pub sha256: Option<Sha256>,
+}
+
+/// `(cache, remote, read_remote)` for each file of `wanted` (its path,
+/// whether to read the cache file, and the remote object to read, if
+/// any), in order.
+pub(crate) fn read<'a>(
     cache_root: &Path,
     target: &RemoteTarget,
-    wanted: &[Wanted],
+    wanted: impl Iterator<Item = (&'a TierPath, bool, Option<&'a RemoteRef>)>,
 ) -> Vec<(Body, Body, bool)> {
     wanted
-        .iter()
-        .map(|w| {
-            let cache = if w.cache {
-                read_cache(cache_root, &w.path)
+        .map(|(path, cache, remote)| {
+            let cache = if cache {
+                read_cache(cache_root, path)
             } else {
                 Body::Absent
             };
-            let (remote, read) = match &w.remote {
-                Some(r) => read_remote(target, &w.path, r),
+            let (remote, read) = match remote {
+                Some(r) => read_remote(target, path, r),
                 None => (Body::Absent, false),
             };
             (cache, remote, read)

@@ -216,9 +216,6 @@ pub async fn get_resumable(
     dir: &Path,
     dest: &Path,
 ) -> Result<Option<ObjectMeta>, StoreError> {
-    use sha2::Digest;
-    use tokio::io::AsyncWriteExt;
-    let mut expected = known.sha256.clone();
     std::fs::create_dir_all(dir).map_err(|e| StoreError::io(dir, e))?;
     for stale in other_partials(dir, &known.key, &known.version) {
         let _ = std::fs::remove_file(stale);
@@ -235,112 +232,94 @@ pub async fn get_resumable(
     }
     // Resumed at most once from what is there; a whole file that fails
     // its check is read again from byte 0, once.
-    for fresh in [false, true] {
+    let mut expected = known.sha256.clone();
+    let at = Partial {
+        store,
+        known,
+        path: &partial,
+    };
+    let outcome = match at.attempt(dest, false, &mut expected).await? {
+        Attempt::Afresh => at.attempt(dest, true, &mut expected).await?,
+        outcome => outcome,
+    };
+    Ok(match outcome {
+        Attempt::Landed(meta) => Some(meta),
+        // A fresh attempt that fails its check is an error, never another
+        // attempt; either way the caller may read the object whole.
+        Attempt::Whole | Attempt::Afresh => None,
+    })
+}
+
+/// What one attempt at a partial download came to.
+enum Attempt {
+    /// Verified and renamed into place.
+    Landed(ObjectMeta),
+    /// The caller reads the object whole (the partial file is gone).
+    Whole,
+    /// What an earlier run left failed the check: read again from byte 0.
+    Afresh,
+}
+
+/// How a body read onto the partial file ended.
+enum Appended {
+    /// It ended, or broke off with this error.
+    Ended(Option<StoreError>),
+    /// It sent more than the object holds.
+    TooMuch,
+}
+
+/// One object's partial download in `path`.
+struct Partial<'a> {
+    store: &'a dyn Store,
+    known: &'a ObjectMeta,
+    path: &'a Path,
+}
+
+impl Partial<'_> {
+    /// Reads the rest of the object onto the partial file (all of it when
+    /// `fresh`), checks it whole and renames it to `dest`.
+    async fn attempt(
+        &self,
+        dest: &Path,
+        fresh: bool,
+        expected: &mut Option<String>,
+    ) -> Result<Attempt, StoreError> {
+        use sha2::Digest;
+        use tokio::io::AsyncWriteExt;
         let (mut file, mut at, mut hasher) = {
-            let partial = partial.clone();
-            let size = known.size;
+            let partial = self.path.to_path_buf();
+            let size = self.known.size;
             tokio::task::spawn_blocking(move || open_partial(&partial, size, fresh))
                 .await
                 .map_err(|e| StoreError::task("reading a partial download", e))??
         };
         let resumed_from = at;
-        let mut breaks = 0;
-        while at < known.size {
-            let mut body = match store.get_range(known, at).await {
-                Ok(Some(ranged)) if expected.is_some() || ranged.sha256.is_some() => {
-                    expected = expected.or(ranged.sha256);
-                    ranged.body
-                }
-                // No sha256 to check the whole against, no ranges, or the
-                // version gone: the caller reads the object as it is now.
-                Ok(_)
-                | Err(StoreError::PreconditionFailed { .. } | StoreError::NotFound { .. }) => {
-                    drop(file);
-                    let _ = std::fs::remove_file(&partial);
-                    return Ok(None);
-                }
-                Err(e) => return Err(e),
-            };
-            let before = at;
-            let mut broke = None;
-            while let Some(chunk) = futures_util::StreamExt::next(&mut body).await {
-                let chunk = match chunk {
-                    Ok(c) => c,
-                    Err(e) => {
-                        broke = Some(e);
-                        break;
-                    }
-                };
-                if at + chunk.len() as u64 > known.size {
-                    if before > 0 {
-                        // More than the rest: a server that ignored the
-                        // range sends the whole object (GCS's client shows
-                        // no status to tell). What it appended is dropped
-                        // with the partial file; the caller reads the
-                        // object whole, checking its size again.
-                        drop(file);
-                        let _ = std::fs::remove_file(&partial);
-                        return Ok(None);
-                    }
-                    return Err(StoreError::Integrity {
-                        key: known.key.clone(),
-                        algorithm: "size",
-                        expected: known.size.to_string(),
-                        found: format!("more than {}", known.size),
-                    });
-                }
-                file.write_all(&chunk)
-                    .await
-                    .map_err(|e| StoreError::io(&partial, e))?;
-                hasher.update(&chunk);
-                at += chunk.len() as u64;
-                #[cfg(feature = "failpoints")]
-                if let Some(Some(n)) = fail::eval("download-partial", |arg| arg)
-                    && n.parse::<u64>().is_ok_and(|n| at >= n)
-                {
-                    let _ = file.flush().await;
-                    let _ = rustix::process::kill_process(
-                        rustix::process::getpid(),
-                        rustix::process::Signal::KILL,
-                    );
-                }
-            }
-            match broke {
-                None if at < known.size => {
-                    return Err(StoreError::Unreachable {
-                        target: store.describe(),
-                        message: format!(
-                            "download of `{}` ended at byte {at} of {}",
-                            known.key, known.size
-                        ),
-                    });
-                }
-                None => {}
-                Some(e) if at > before && breaks < BREAKS && e.is_transient() => breaks += 1,
-                Some(e) => return Err(e),
-            }
+        let whole = !self
+            .read_rest(&mut file, &mut at, &mut hasher, expected)
+            .await?;
+        let io = |e| StoreError::io(self.path, e);
+        if !whole {
+            file.flush().await.map_err(io)?;
+            file.sync_all().await.map_err(io)?;
         }
-        file.flush()
-            .await
-            .map_err(|e| StoreError::io(&partial, e))?;
-        file.sync_all()
-            .await
-            .map_err(|e| StoreError::io(&partial, e))?;
         drop(file);
         let found = hex::encode(hasher.finalize());
         // A file already whole asked for no range: the listing vouches.
-        let Some(expected) = expected.clone() else {
-            let _ = std::fs::remove_file(&partial);
-            return Ok(None);
+        let expected = match expected.clone() {
+            Some(expected) if !whole => expected,
+            _ => {
+                let _ = std::fs::remove_file(self.path);
+                return Ok(Attempt::Whole);
+            }
         };
         if !found.eq_ignore_ascii_case(&expected) {
-            let _ = std::fs::remove_file(&partial);
+            let _ = std::fs::remove_file(self.path);
             // What an earlier run left may be what failed: once, whole.
             if !fresh && resumed_from > 0 {
-                continue;
+                return Ok(Attempt::Afresh);
             }
             return Err(StoreError::Integrity {
-                key: known.key.clone(),
+                key: self.known.key.clone(),
                 algorithm: "sha256",
                 expected,
                 found,
@@ -349,13 +328,109 @@ pub async fn get_resumable(
         if let Some(parent) = dest.parent() {
             std::fs::create_dir_all(parent).map_err(|e| StoreError::io(parent, e))?;
         }
-        std::fs::rename(&partial, dest).map_err(|e| StoreError::io(dest, e))?;
-        return Ok(Some(ObjectMeta {
+        std::fs::rename(self.path, dest).map_err(|e| StoreError::io(dest, e))?;
+        Ok(Attempt::Landed(ObjectMeta {
             sha256: Some(found),
-            ..known.clone()
-        }));
+            ..self.known.clone()
+        }))
     }
-    unreachable!("the fresh attempt returns")
+
+    /// Reads the object from `at` to its end onto `file`, again from where
+    /// it stopped when a body breaks off after making progress. `false`:
+    /// it cannot be resumed (no sha256 to check the whole against, no
+    /// ranges, the version gone, or a server that ignored the range), and
+    /// the caller reads the object as it is now, whole.
+    async fn read_rest(
+        &self,
+        file: &mut tokio::fs::File,
+        at: &mut u64,
+        hasher: &mut sha2::Sha256,
+        expected: &mut Option<String>,
+    ) -> Result<bool, StoreError> {
+        let known = self.known;
+        let mut breaks = 0;
+        while *at < known.size {
+            let body = match self.store.get_range(known, *at).await {
+                Ok(Some(ranged)) if expected.is_some() || ranged.sha256.is_some() => {
+                    *expected = expected.take().or(ranged.sha256);
+                    ranged.body
+                }
+                Ok(_)
+                | Err(StoreError::PreconditionFailed { .. } | StoreError::NotFound { .. }) => {
+                    return Ok(false);
+                }
+                Err(e) => return Err(e),
+            };
+            let before = *at;
+            match self.append(body, file, at, hasher).await? {
+                // More than the rest: a server that ignored the range sends
+                // the whole object (GCS's client shows no status to tell).
+                // What it appended goes with the partial file; the caller
+                // reads the object whole, checking its size again.
+                Appended::TooMuch if before > 0 => return Ok(false),
+                Appended::TooMuch => {
+                    return Err(StoreError::Integrity {
+                        key: known.key.clone(),
+                        algorithm: "size",
+                        expected: known.size.to_string(),
+                        found: format!("more than {}", known.size),
+                    });
+                }
+                Appended::Ended(None) if *at < known.size => {
+                    return Err(StoreError::Unreachable {
+                        target: self.store.describe(),
+                        message: format!(
+                            "download of `{}` ended at byte {at} of {}",
+                            known.key, known.size
+                        ),
+                    });
+                }
+                Appended::Ended(None) => {}
+                Appended::Ended(Some(e)) if *at > before && breaks < BREAKS && e.is_transient() => {
+                    breaks += 1
+                }
+                Appended::Ended(Some(e)) => return Err(e),
+            }
+        }
+        Ok(true)
+    }
+
+    /// Appends `body` to `file` as it comes, hashing it and counting `at`.
+    async fn append(
+        &self,
+        mut body: Chunks,
+        file: &mut tokio::fs::File,
+        at: &mut u64,
+        hasher: &mut sha2::Sha256,
+    ) -> Result<Appended, StoreError> {
+        use sha2::Digest;
+        use tokio::io::AsyncWriteExt;
+        while let Some(chunk) = futures_util::StreamExt::next(&mut body).await {
+            let chunk = match chunk {
+                Ok(c) => c,
+                Err(e) => return Ok(Appended::Ended(Some(e))),
+            };
+            if *at + chunk.len() as u64 > self.known.size {
+                return Ok(Appended::TooMuch);
+            }
+            file.write_all(&chunk)
+                .await
+                .map_err(|e| StoreError::io(self.path, e))?;
+            hasher.update(&chunk);
+            *at += chunk.len() as u64;
+            #[cfg(feature = "failpoints")]
+            if let Some(Some(n)) = fail::eval("download-partial", |arg| arg)
+                && n.parse::<u64>().is_ok_and(|n| *at >= n)
+            {
+                let _ = file.flush().await;
+                let _ = rustix::process::kill_process(
+                    rustix::process::getpid(),
+                    rustix::process::Signal::KILL,
+                );
+            }
+        }
+        Ok(Appended::Ended(None))
+    }
 }
 
 /// Opens the partial file for appending (created if missing; emptied when

@@ -4,11 +4,13 @@
 //! review the code that caused it.
 
 use std::path::PathBuf;
+use swamp::plan::action::{DeleteLocal, DeleteRemote, Download, Move, Upload};
+use swamp::plan::conflict::{BothChanged, DeletedAndChanged, DifferentAtTarget};
 
 use swamp::cli::render::render;
 use swamp::config::{ConflictPolicy, DatastoreConfig, Namespace};
-use swamp::plan::action::RemoteInfo;
-use swamp::plan::{Action, PlacementInfo, Plan, RemoteExpect};
+use swamp::plan::RemoteInfo;
+use swamp::plan::{Action, Conflict, PlacementInfo, Plan, RemoteExpect};
 use swamp::state::Scope;
 
 use crate::support::kinds::{every_action, every_conflict, sha, tp};
@@ -109,12 +111,12 @@ fn a_plan_renders_as_markdown_for_a_pull_request() {
     snapshot!("render_markdown_sync_plan", md(&sync_plan(), false));
     // Every conflict kind, in one fenced block; a key that would break a
     // table cell or a code span is escaped.
-    let mut actions = vec![Action::Upload {
+    let mut actions = vec![Action::Upload(Upload {
         path: tp("outputs/odd|name `x`*.txt"),
         size: 1,
         sha256: sha('a'),
         remote: RemoteExpect::Absent,
-    }];
+    })];
     actions.push(Action::InvalidateCatalog);
     let p = plan(actions, every_conflict());
     let rendered = md(&p, false);
@@ -126,12 +128,12 @@ fn a_plan_renders_as_markdown_for_a_pull_request() {
     // A long plan: grouped, folded under <details>.
     let mut actions = Vec::new();
     for i in 0..120 {
-        actions.push(Action::Upload {
+        actions.push(Action::Upload(Upload {
             path: tp(&format!("outputs/bench/{:04}/f{i:06}.txt", i / 10)),
             size: 4096,
             sha256: sha('a'),
             remote: RemoteExpect::Absent,
-        });
+        }));
     }
     let mut p = plan(actions, vec![]);
     p.scope = Scope::Push;
@@ -149,42 +151,42 @@ fn a_plan_renders_as_markdown_for_a_pull_request() {
 
 fn sync_plan() -> Plan {
     let actions = vec![
-        Action::Upload {
+        Action::Upload(Upload {
             path: tp("data/web/state/3/raw"),
             size: 2048,
             sha256: sha('a'),
             remote: RemoteExpect::Absent,
-        },
-        Action::Upload {
+        }),
+        Action::Upload(Upload {
             path: tp("outputs/deploy/web-1.yaml"),
             size: 310,
             sha256: sha('b'),
             remote: RemoteExpect::Version {
                 version: "\"9b2cf535f27731c974343645a3985328\"".into(),
             },
-        },
-        Action::Download {
+        }),
+        Action::Download(Download {
             path: tp("workflow-runs/nightly/run-0002.yaml"),
             size: 77,
             version: "\"0cc175b9c0f1b6a831c399e269772661\"".into(),
             sha256: Some(sha('c')),
             local: None,
-        },
-        Action::Download {
+        }),
+        Action::Download(Download {
             path: tp("audit/2026-11.log"),
             size: 4096,
             version: "\"92eb5ffee6ae2fec3ad71c777531578f\"".into(),
             sha256: Some(sha('d')),
             local: Some(Box::new(sha('e'))),
-        },
-        Action::DeleteRemote {
+        }),
+        Action::DeleteRemote(DeleteRemote {
             path: tp("data/web/state/1/raw"),
             version: "\"4a8a08f09d37b73795649038408b5f33\"".into(),
-        },
-        Action::DeleteLocal {
+        }),
+        Action::DeleteLocal(DeleteLocal {
             path: tp("outputs/deploy/web-0.yaml"),
             sha256: sha('f'),
-        },
+        }),
         Action::InvalidateCatalog,
     ];
     let mut p = plan(actions, vec![]);
@@ -226,26 +228,26 @@ fn sync_plan() -> Plan {
 fn a_long_plan_is_grouped_by_kind_and_directory_and_detail_lists_every_row() {
     let mut actions = Vec::new();
     for i in 0..120 {
-        actions.push(Action::Upload {
+        actions.push(Action::Upload(Upload {
             path: tp(&format!("outputs/bench/{:04}/f{i:06}.txt", i / 10)),
             size: 4096,
             sha256: sha('a'),
             remote: RemoteExpect::Absent,
-        });
+        }));
     }
     for i in 0..30 {
-        actions.push(Action::DeleteRemote {
+        actions.push(Action::DeleteRemote(DeleteRemote {
             path: tp(&format!("data/web/state/{i}/raw")),
             version: format!("v{i}").into(),
-        });
+        }));
     }
-    actions.push(Action::Download {
+    actions.push(Action::Download(Download {
         path: tp("audit/2026-11.log"),
         size: 77,
         version: "v1".into(),
         sha256: Some(sha('c')),
         local: None,
-    });
+    }));
     actions.push(Action::InvalidateCatalog);
     let conflicts = every_conflict()
         .into_iter()
@@ -277,19 +279,19 @@ fn a_long_plan_is_grouped_by_kind_and_directory_and_detail_lists_every_row() {
 fn a_terminal_gets_tables_fitted_to_its_width_and_coloured_kinds() {
     use swamp::cli::render::{Style, render_styled};
     let mut p = sync_plan();
-    p.actions.push(Action::Upload {
+    p.actions.push(Action::Upload(Upload {
         path: tp("outputs/evil\u{1b}[8mhidden.yaml"),
         size: 1,
         sha256: sha('a'),
         remote: RemoteExpect::Absent,
-    });
+    }));
     // Even a key holding swamp's own colour codes gets them escaped.
-    p.actions.push(Action::Upload {
+    p.actions.push(Action::Upload(Upload {
         path: tp("outputs/evil\u{1b}[32mgreen.yaml"),
         size: 1,
         sha256: sha('a'),
         remote: RemoteExpect::Absent,
-    });
+    }));
     let plain = render_styled(&p, false, Style::default());
     assert!(plain.lines().any(|l| l.chars().count() > 100), "{plain}");
     let fitted = render_styled(
@@ -375,54 +377,54 @@ fn content_diffs_render_under_conflicts_and_replaced_files() {
         read_remote: new_size.is_some_and(|s| s <= 64 << 10),
     };
     let conflicts = vec![
-        swamp::plan::Conflict::BothChanged {
+        Conflict::BothChanged(BothChanged {
             path: tp("outputs/report.txt"),
             local_sha256: sha('a'),
             remote_version: "v2".into(),
             remote_sha256: Some(sha('b')),
             base_sha256: Some(sha('c')),
-        },
-        swamp::plan::Conflict::BothChanged {
+        }),
+        Conflict::BothChanged(BothChanged {
             path: tp("data/model/1/raw"),
             local_sha256: sha('a'),
             remote_version: "v3".into(),
             remote_sha256: Some(sha('b')),
             base_sha256: Some(sha('c')),
-        },
-        swamp::plan::Conflict::DeletedAndChanged {
+        }),
+        Conflict::DeletedAndChanged(DeletedAndChanged {
             path: tp("outputs/big.log"),
             deleted_in: Side::Cache,
             changed_sha256: Some(sha('d')),
-        },
-        swamp::plan::Conflict::DeletedAndChanged {
+        }),
+        Conflict::DeletedAndChanged(DeletedAndChanged {
             path: tp("outputs/notes.md"),
             deleted_in: Side::Remote,
             changed_sha256: Some(sha('e')),
-        },
-        swamp::plan::Conflict::BothChanged {
+        }),
+        Conflict::BothChanged(BothChanged {
             path: tp("outputs/moving.txt"),
             local_sha256: sha('a'),
             remote_version: "v9".into(),
             remote_sha256: Some(sha('b')),
             base_sha256: None,
-        },
+        }),
     ];
     let actions = vec![
-        Action::Upload {
+        Action::Upload(Upload {
             path: tp("outputs/deploy/web-1.yaml"),
             size: 31,
             sha256: sha('a'),
             remote: RemoteExpect::Version {
                 version: "v4".into(),
             },
-        },
-        Action::Download {
+        }),
+        Action::Download(Download {
             path: tp("data/weights/2/raw"),
             size: 900,
             version: "v5".into(),
             sha256: Some(sha('b')),
             local: Some(Box::new(sha('c'))),
-        },
+        }),
     ];
     let mut p = plan(actions, conflicts);
     p.scope = Scope::Sync;
@@ -545,20 +547,22 @@ fn a_plan_of_any_shape_renders_within_sixty_lines() {
     ];
     for (name, path, n) in layouts {
         let actions = (0..n)
-            .map(|i| Action::Move {
-                path: tp(&path(i)),
-                source: i % 2,
-                size: 4096,
-                sha256: sha('a'),
+            .map(|i| {
+                Action::Move(Move {
+                    path: tp(&path(i)),
+                    source: i % 2,
+                    size: 4096,
+                    sha256: sha('a'),
+                })
             })
             .collect();
-        let conflict = swamp::plan::Conflict::DifferentAtTarget {
+        let conflict = Conflict::DifferentAtTarget(DifferentAtTarget {
             path: tp("outputs/clash.txt"),
             source: 0,
             source_sha256: sha('a').to_string(),
             target_sha256: sha('b').to_string(),
             diff: None,
-        };
+        });
         let p = plan(actions, vec![conflict]);
         let text = render(&p);
         let lines = text.lines().count();

@@ -901,7 +901,7 @@ fn every_action_and_conflict_kind_matches_the_schema() {
 #[test]
 fn a_sync_plan_document_matches_the_schema() {
     use swamp::config::{ConflictPolicy, DatastoreConfig, Namespace, Placement};
-    use swamp::plan::action::RemoteInfo;
+    use swamp::plan::RemoteInfo;
     use swamp::plan::{PlacementInfo, Plan, SavedPlan};
     use swamp::state::{Desired, Observed, Scope};
 

@@ -1244,7 +1244,7 @@ async fn child_s3_default_chain() {
 }
 
 // ---------------------------------------------------------------------------
-// Downloads signed without the SDK (src/store/s3_fast_get.rs), on a
+// Downloads signed without the SDK (src/store/s3/direct.rs), on a
 // SeaweedFS that checks every signature, behind the fault proxy (which
 // only counts here).
 

@@ -284,14 +284,13 @@ fn apply_repairs(
             .loaded
             .as_ref()
             .map_err(|e| CliError::failure(e.clone()))?;
-        let applied = engine::apply_and_verify(
+        let r = &engine::apply_and_verify(
             root,
             layout,
             &planned.plan,
             SyncOptions::default(),
             ctx.transfers,
         )?;
-        let r = &applied.report;
         rebuild_after_plans |= r.catalog_invalidated;
         results.push(json!({
             "check": item.finding.name,

@@ -40,10 +40,7 @@ fn targets(ctx: &Ctx, at: &LockWhere) -> Result<Vec<LockTarget>, CliError> {
     }
     let repo = ctx.open_repo().map_err(|e| {
         let hint = "run it inside a repository, or name the datastore: `swamp datastore lock status --datastore s3://bucket/prefix --namespace NS`";
-        CliError {
-            hint: Some(hint.into()),
-            ..e
-        }
+        e.hint(hint)
     })?;
     Ok(locks::targets(&repo.layout, &repo.config)?)
 }

@@ -157,9 +157,3 @@ fn datastore_command(ctx: &Ctx, command: DatastoreCommand) -> Result<Outcome, Cl
         },
     }
 }
-
-/// The answer at the prompt was not `yes`: nothing was changed.
-pub(super) fn cancelled() -> Outcome {
-    crate::cli::output::errln!("\nApply cancelled.");
-    Outcome::Failed
-}

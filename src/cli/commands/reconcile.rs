@@ -14,6 +14,7 @@ use crate::cli::render::human_bytes;
 use crate::cli::{CliError, Ctx, Outcome, Repo};
 use crate::config::Config;
 use crate::engine::Scope;
+use crate::engine::flow::{self, Flowed, Record};
 use crate::engine::{self, Planned, SyncOptions};
 use crate::plan::SavedPlan;
 
@@ -190,30 +191,12 @@ pub(super) fn apply_saved(ctx: &Ctx, file: &Path) -> Result<Outcome, CliError> {
 /// when the new plan equals it; the new plan is what runs.
 fn apply_saved_locked(ctx: &Ctx, repo: &Repo, saved: SavedPlan) -> Result<Outcome, CliError> {
     let options = engine::saved_options(&saved);
-    let planned = match engine::rederive(engine::Saved::Plan(&saved), &repo.layout, &repo.config)? {
-        engine::Rederived::Plan(planned) => *planned,
-        engine::Rederived::Undo(_) => unreachable!("a plan re-derives as a plan"),
-    };
+    let planned = engine::rederive_plan(&saved, &repo.layout, &repo.config)?;
     // The file's own plan and observation are done with: the new plan is
     // what runs, and they need not stay through its apply and the
     // verifying plan.
     drop(saved);
-    let mut saved = planned.into_saved(&repo.config);
-    if !ctx.json {
-        out!("{}", ctx.render_plan(&saved.plan));
-    }
-    if saved.plan.is_empty() {
-        return finish_empty(ctx, &saved);
-    }
-    if saved.plan.has_conflicts() {
-        return conflicts(ctx, &saved, false);
-    }
-    // Apply reads only the plan: the observation it came from (the
-    // largest thing held) need not stay while the verifying plan observes,
-    // but for the remote listing of a run that writes nothing there.
-    let listed = engine::kept_listing(&mut saved);
-    saved.observed = None;
-    apply_confirmed(ctx, repo, saved, options, listed)
+    flow(ctx, repo, planned, options, Record::default(), None)
 }
 
 /// Shows `planned`, asks for (or takes) confirmation, records `new_config`
@@ -226,66 +209,90 @@ pub(super) fn run_flow(
     options: SyncOptions,
     confirm: Confirm,
 ) -> Result<Outcome, CliError> {
-    let yes = confirm.yes;
-    let config = new_config.unwrap_or(&repo.config);
-    let mut saved = planned.into_saved(config);
-    if !ctx.json {
-        out!("{}", ctx.render_plan(&saved.plan));
-    }
-    if saved.plan.is_empty() {
-        if yes {
-            record(repo, new_config, options)?;
-        }
-        return finish_empty(ctx, &saved);
-    }
-    if saved.plan.has_conflicts() {
-        let recorded = new_config.is_some() && yes;
-        if yes {
-            record(repo, new_config, options)?;
-        }
-        return conflicts(ctx, &saved, recorded);
-    }
-    let question = format!(
-        "\nDo you want to apply these {} action(s)?",
-        saved.plan.actions.len()
-    );
-    if let Go::Stop(outcome) = decide(ctx, confirm, &question, || {
-        print_plan_json(&saved, json!({"preview": true, "applied": null}));
-    }) {
-        return Ok(outcome);
-    }
-    // The desired state is recorded before anything moves, so any later
-    // plan continues toward it even if this run is interrupted.
-    record(repo, new_config, options)?;
-    // Apply reads only the plan: the observation it came from (the
-    // largest thing held) need not stay while the verifying plan observes,
-    // but for the remote listing of a run that writes nothing there.
-    let listed = engine::kept_listing(&mut saved);
-    saved.observed = None;
-    apply_confirmed(ctx, repo, saved, options, listed)
+    let record = Record {
+        new_config,
+        up_front: confirm.yes,
+    };
+    flow(ctx, repo, planned, options, record, Some(confirm))
 }
 
-/// Records what a confirmed run changes of the desired state: the new
-/// `.swamp.toml`, and this run's hydration as this clone's own setting
-/// (never in `.swamp.toml`, which the team shares).
-fn record(repo: &Repo, new_config: Option<&Config>, options: SyncOptions) -> Result<(), CliError> {
-    if let Some(c) = new_config {
-        c.save(&repo.root)?;
+/// The engine's flow, shown as it goes: asked at the confirmation unless
+/// `confirm` is `None` (a saved plan is its own review, as `terraform
+/// apply FILE`), and its end rendered.
+fn flow(
+    ctx: &Ctx,
+    repo: &Repo,
+    planned: Planned,
+    options: SyncOptions,
+    record: Record<'_>,
+    confirm: Option<Confirm>,
+) -> Result<Outcome, CliError> {
+    let at = flow::At {
+        repo: &repo.root,
+        layout: &repo.layout,
+        config: &repo.config,
+        options,
+        transfers: ctx.transfers,
+    };
+    let mut ui = CliUi {
+        ctx,
+        confirm,
+        spilled: None,
+    };
+    match flow::run(planned, &at, record, &mut ui)? {
+        Flowed::Empty(saved) => {
+            if ctx.json {
+                print_plan_json(&saved, json!({"applied": null, "converged": true}));
+            }
+            Ok(Outcome::Success)
+        }
+        Flowed::Conflicts { saved, recorded } => conflicts(ctx, &saved, recorded),
+        Flowed::Stopped(outcome) => Ok(outcome),
+        Flowed::Applied(ran) => applied(ctx, repo, *ran, ui.spilled),
     }
-    if let Some(h) = options.hydration {
-        let path = repo.layout.clone_settings_path();
-        let mut clone = crate::config::clone::CloneSettings::load(&path)?;
-        clone.sync.hydration = Some(h);
-        clone.save(&path)?;
-    }
-    Ok(())
 }
 
-fn finish_empty(ctx: &Ctx, saved: &SavedPlan) -> Result<Outcome, CliError> {
-    if ctx.json {
-        print_plan_json(saved, json!({"applied": null, "converged": true}));
+/// The CLI's side of the flow: the plan rendered, the confirmation rule,
+/// and the plan document written aside for `--json` before its actions go.
+struct CliUi<'a> {
+    ctx: &'a Ctx,
+    confirm: Option<Confirm>,
+    spilled: Option<crate::cli::output::SpilledPlan>,
+}
+
+impl flow::Ui for CliUi<'_> {
+    type Stop = Outcome;
+
+    fn show(&mut self, saved: &SavedPlan) {
+        if !self.ctx.json {
+            out!("{}", self.ctx.render_plan(&saved.plan));
+        }
     }
-    Ok(Outcome::Success)
+
+    fn confirm(&mut self, saved: &SavedPlan) -> Option<Outcome> {
+        let confirm = self.confirm?;
+        let question = format!(
+            "\nDo you want to apply these {} action(s)?",
+            saved.plan.actions.len()
+        );
+        match decide(self.ctx, confirm, &question, || {
+            print_plan_json(saved, json!({"preview": true, "applied": null}));
+        }) {
+            Go::Apply => None,
+            Go::Stop(outcome) => Some(outcome),
+        }
+    }
+
+    fn release_actions(&mut self, saved: &SavedPlan) -> bool {
+        // Shown and applied: the human report needs only the counts, and
+        // the JSON document the plan as written aside. Where nothing can
+        // be written aside, they stay.
+        if !self.ctx.json {
+            return true;
+        }
+        self.spilled = crate::cli::output::SpilledPlan::new(saved).ok();
+        self.spilled.is_some()
+    }
 }
 
 fn conflicts(ctx: &Ctx, saved: &SavedPlan, recorded: bool) -> Result<Outcome, CliError> {
@@ -308,50 +315,20 @@ fn conflicts(ctx: &Ctx, saved: &SavedPlan, recorded: bool) -> Result<Outcome, Cl
     Ok(Outcome::Conflicts)
 }
 
-fn apply_confirmed(
+/// What an applied flow shows: the report, the transfer line and whether
+/// it converged (else what is left).
+fn applied(
     ctx: &Ctx,
     repo: &Repo,
-    mut saved: SavedPlan,
-    options: SyncOptions,
-    listed: Option<crate::state::RemoteSnapshot>,
+    ran: flow::Ran,
+    spilled: Option<crate::cli::output::SpilledPlan>,
 ) -> Result<Outcome, CliError> {
-    let started = std::time::Instant::now();
-    let summary = saved.plan.summary();
-    let carried = summary.bytes_to_upload + summary.bytes_to_download;
-    let report = engine::apply_only(&repo.root, &repo.layout, &saved.plan, ctx.transfers);
-    let elapsed = started.elapsed();
-    crate::progress::meter().idle();
-    let mut report = report?;
-    let learnt = std::mem::take(&mut report.landed);
-    // Shown and applied: the human report needs only the counts, and the
-    // JSON document the plan as written aside, so the actions go before
-    // the verifying plan observes again (at 100,000 actions they are the
-    // largest thing held). Where nothing can be written aside, they stay.
-    let spilled = if ctx.json {
-        crate::cli::output::SpilledPlan::new(&saved).ok()
-    } else {
-        None
-    };
-    if !ctx.json || spilled.is_some() {
-        saved.plan.actions = Vec::new();
-    }
-    let after = engine::verify(
-        &repo.root,
-        &repo.layout,
-        saved.plan.scope,
-        options,
-        learnt,
-        listed,
-    )?;
-    let applied = engine::Applied { report, after };
-    let saved = &saved;
-    let report = &applied.report;
-    let converged = applied.converged();
+    let converged = ran.converged();
+    let (saved, report, after) = (&ran.saved, &ran.report, &ran.after);
     if ctx.json {
         let remaining = (!converged).then(|| {
-            let after = applied.after.clone();
             let config = Config::load(&repo.root).unwrap_or_else(|_| repo.config.clone());
-            after.into_saved(&config).to_json()
+            after.clone().into_saved(&config).to_json()
         });
         let rest = json!({
             "applied": report,
@@ -364,26 +341,26 @@ fn apply_confirmed(
         }
     } else {
         outln!("\n{}", applied_line(report, saved.plan.remote.is_some()));
-        if let Some(line) = transferred_line(carried, elapsed) {
+        if let Some(line) = transferred_line(ran.carried, ran.elapsed) {
             outln!("{line}");
         }
         if converged {
             outln!("Converged: the datastore matches the configuration.");
         } else {
             outln!("Not converged: the state changed while applying. What is left:\n");
-            out!("{}", ctx.render_plan(&applied.after.plan));
+            out!("{}", ctx.render_plan(&after.plan));
             // Exit 1 says it failed; stderr says why, as for any failure.
             errln!(
                 "error: not converged: {} action(s) and {} conflict(s) are left (the state changed while applying)\n  hint: what was applied stays applied; run `{}` again",
-                applied.after.plan.actions.len(),
-                applied.after.plan.conflicts.len(),
+                after.plan.actions.len(),
+                after.plan.conflicts.len(),
                 crate::cli::command_line()
             );
         }
     }
     Ok(if converged {
         Outcome::Success
-    } else if applied.after.plan.has_conflicts() {
+    } else if after.plan.has_conflicts() {
         Outcome::Conflicts
     } else {
         Outcome::Failed

@@ -168,7 +168,7 @@ fn show_text(
         }
         Err(e) => {
             outln!("pending     unknown: {}", e.message);
-            if let Some(hint) = &e.hint {
+            for hint in &e.hints {
                 outln!("            {hint}");
             }
         }

@@ -119,12 +119,7 @@ fn plan_and_apply(
 ) -> Result<Outcome, CliError> {
     let layout = &repo.layout;
     let plan = match &then {
-        Then::Expect { saved, .. } => {
-            match engine::rederive(engine::Saved::Undo(saved, subject), layout, &repo.config)? {
-                engine::Rederived::Undo(plan) => plan,
-                engine::Rederived::Plan(_) => unreachable!("an undo re-derives as an undo"),
-            }
-        }
+        Then::Expect { saved, .. } => engine::rederive_undo(saved, subject, layout, &repo.config)?,
         _ => engine::undo::plan_undo(layout, subject)?,
     };
     if !ctx.json {

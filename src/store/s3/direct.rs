@@ -94,7 +94,7 @@ struct Cached {
     expiry: Option<SystemTime>,
 }
 
-pub(super) struct FastGet {
+pub(super) struct Direct {
     http: reqwest::Client,
     /// The bucket's URL, without a trailing `/` (`https://b.s3.eu-west-1.
     /// amazonaws.com`, or `http://127.0.0.1:8333/b` path style).
@@ -121,7 +121,7 @@ pub(super) struct EndpointInputs<'a> {
     pub use_dual_stack: bool,
 }
 
-impl FastGet {
+impl Direct {
     /// The fast path for a bucket, or `None` when it cannot be set up to
     /// match the SDK exactly (then every GET takes the SDK).
     /// `credentials`: as just fetched from `provider` (to start with).
@@ -131,7 +131,7 @@ impl FastGet {
         credentials: Credentials,
         target: String,
         options: &StoreOptions,
-    ) -> Option<FastGet> {
+    ) -> Option<Direct> {
         let params = Params::builder()
             .bucket(inputs.bucket)
             .region(inputs.region)
@@ -170,7 +170,7 @@ impl FastGet {
             .build()
             .ok()?;
         let expiry = credentials.expiry();
-        Some(FastGet {
+        Some(Direct {
             http,
             base: endpoint.url().trim_end_matches('/').to_string(),
             region,

@@ -38,11 +38,8 @@ use super::{
 use crate::digest::Md5;
 use crate::fsutil;
 
-#[path = "s3_copy.rs"]
 mod copy;
-#[path = "s3_fast_get.rs"]
-mod fast_get;
-#[path = "s3_multipart.rs"]
+mod direct;
 mod multipart;
 
 /// The part size swamp's own multipart uploads use for a file of `size`
@@ -102,16 +99,16 @@ enum Body {
 }
 
 /// The SDK's client, and the fast GET and small PUT path beside it where
-/// it matches the SDK's endpoint and signing (see `s3_fast_get.rs`).
+/// it matches the SDK's endpoint and signing (see `direct.rs`).
 struct Connection {
     client: Client,
-    fast: Option<fast_get::FastGet>,
+    fast: Option<direct::Direct>,
 }
 
 impl S3Store {
     /// One GetObject streamed into `dest` (see [`Store::get_known_to_file`]).
     /// `fast`: the fast path may serve it (not when the object is known
-    /// to be one only the SDK takes, see `s3_fast_get.rs`).
+    /// to be one only the SDK takes, see `direct.rs`).
     async fn get_landed(
         &self,
         key: &str,
@@ -186,7 +183,7 @@ impl S3Store {
         self.conn.get_or_try_init(|| self.connect()).await
     }
 
-    /// A GET by the fast path (see `s3_fast_get.rs`): `None` when it does
+    /// A GET by the fast path (see `direct.rs`): `None` when it does
     /// not serve this one and the SDK must.
     async fn fast_get(
         &self,
@@ -194,9 +191,9 @@ impl S3Store {
     ) -> Result<Option<(ObjectMeta, reqwest::Response)>, StoreError> {
         match &self.connection().await?.fast {
             Some(fast) => match fast.get(key).await {
-                fast_get::Fetched::Body(meta, response) => Ok(Some((meta, response))),
-                fast_get::Fetched::Failed(e) => Err(e),
-                fast_get::Fetched::Declined => Ok(None),
+                direct::Fetched::Body(meta, response) => Ok(Some((meta, response))),
+                direct::Fetched::Failed(e) => Err(e),
+                direct::Fetched::Declined => Ok(None),
             },
             None => Ok(None),
         }
@@ -244,7 +241,7 @@ impl S3Store {
             .force_path_style(self.endpoint.is_some())
             .build();
         let endpoint_url = s3_endpoint_url(&sdk);
-        let inputs = fast_get::EndpointInputs {
+        let inputs = direct::EndpointInputs {
             bucket: &self.bucket,
             region: region.as_ref(),
             endpoint_url: endpoint_url.as_deref(),
@@ -252,7 +249,7 @@ impl S3Store {
             use_fips: sdk.use_fips().unwrap_or(false),
             use_dual_stack: sdk.use_dual_stack().unwrap_or(false),
         };
-        let fast = fast_get::FastGet::new(
+        let fast = direct::Direct::new(
             inputs,
             provider,
             credentials,
@@ -380,9 +377,9 @@ impl S3Store {
             && let Some(fast) = &self.connection().await?.fast
         {
             match fast.put(key, bytes, sha256, pre).await {
-                fast_get::Put::Done(meta) => return Ok(meta),
-                fast_get::Put::Failed(e) => return Err(e),
-                fast_get::Put::Declined => {}
+                direct::Put::Done(meta) => return Ok(meta),
+                direct::Put::Failed(e) => return Err(e),
+                direct::Put::Declined => {}
             }
         }
         let client = self.client().await?;

@@ -1,0 +1,185 @@
+//! What blocks a plan: [`Conflict`], one kind a struct each, until a
+//! person resolves it.
+
+use serde::{Deserialize, Serialize};
+
+use crate::digest::Sha256;
+use crate::layout::TierPath;
+
+/// Something that blocks apply until a person resolves it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Conflict {
+    DifferentAtTarget(DifferentAtTarget),
+    Obstacle(Obstacle),
+    NotAFile(NotAFile),
+    ReservedPath(ReservedPath),
+    Unholdable(Unholdable),
+    TooLarge(TooLarge),
+    BothChanged(BothChanged),
+    DeletedAndChanged(DeletedAndChanged),
+    SourceDiverged(SourceDiverged),
+    DeleteGuard(DeleteGuard),
+    Unsupported(Unsupported),
+    ConfigAlreadyMigrated(ConfigAlreadyMigrated),
+}
+
+/// The target already holds a different file at the same path.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DifferentAtTarget {
+    pub path: TierPath,
+    pub source: usize,
+    pub source_sha256: String,
+    pub target_sha256: String,
+    /// Unified diff (target → source) for small text files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diff: Option<String>,
+}
+
+/// Something at the target stands where a directory must go.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Obstacle {
+    /// Relative to the target placement root ("" = the root itself).
+    pub obstacle: String,
+    pub what: crate::state::ObstacleKind,
+    /// How many files it keeps from moving.
+    pub blocked_files: usize,
+    /// The first blocked file, as an example.
+    pub example: TierPath,
+}
+
+/// In the cache, something other than a regular file stands where the
+/// remote or the last sync has a file (or files below it): a symlink, a
+/// special file, a directory, or a plain file where a directory must
+/// be. Nothing of it is followed, deleted, uploaded or downloaded over.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NotAFile {
+    /// Relative to the cache's placement root ("" = the root itself).
+    pub at: String,
+    pub what: crate::state::ObstacleKind,
+    /// For a symlink: where it points (never followed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link: Option<String>,
+    /// How many synced files it stands in for.
+    pub files: usize,
+    /// The first of them, as an example.
+    pub example: TierPath,
+}
+
+/// A remote object at a path that is repo-local in every clone (the
+/// catalog `data/_catalog.db` and its sidecars): never downloaded,
+/// never deleted.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReservedPath {
+    pub key: String,
+}
+
+/// A remote object the cache cannot hold as a file: a key that is also
+/// a prefix of other keys, a name or path too long for the filesystem,
+/// or (where the filesystem folds case) two keys that would be one
+/// file. Nothing is downloaded while it stands.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Unholdable {
+    pub key: String,
+    /// The key it clashes with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub other: Option<String>,
+    pub why: String,
+}
+
+/// A cache file larger than the remote can hold as one object (5 TiB
+/// on S3 and GCS): never uploaded; the rest of the plan is blocked
+/// until it is moved out of the datastore or split.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TooLarge {
+    pub path: TierPath,
+    pub size: u64,
+    pub limit: u64,
+}
+
+/// Cache and remote both changed the file since the last sync.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BothChanged {
+    pub path: TierPath,
+    pub local_sha256: Sha256,
+    pub remote_version: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote_sha256: Option<Sha256>,
+    /// `None`: no sync base (first sync) for this file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_sha256: Option<Sha256>,
+}
+
+/// One side deleted the file, the other changed it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeletedAndChanged {
+    pub path: TierPath,
+    pub deleted_in: Side,
+    pub changed_sha256: Option<Sha256>,
+}
+
+/// The old datastore's cache and bucket disagree about a file being
+/// moved off it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SourceDiverged {
+    pub path: TierPath,
+    pub source: usize,
+    pub cache_sha256: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote_sha256: Option<Sha256>,
+}
+
+/// A delete guard refuses the plan (checked at plan time; `--force` overrides).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeleteGuard {
+    pub guard: String,
+    pub message: String,
+}
+
+/// A source holds something swamp cannot move (a symlink, a special file).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Unsupported {
+    /// Relative to the source placement root.
+    pub path: String,
+    pub source: usize,
+    pub what: crate::state::ObstacleKind,
+}
+
+/// The remote already holds a managed-config sentinel that vouches for
+/// other content than this repository would publish (another clone
+/// migrated first). Nothing of it is overwritten.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConfigAlreadyMigrated {
+    pub path: TierPath,
+    /// The sentinel in the remote, as stored.
+    pub remote_body: String,
+    /// What this repository would publish (`sources` and `objects`).
+    pub local_body: String,
+}
+
+impl Conflict {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Conflict::DifferentAtTarget(_) => "different-at-target",
+            Conflict::Obstacle(_) => "obstacle",
+            Conflict::NotAFile(_) => "not-a-file",
+            Conflict::ReservedPath(_) => "reserved-path",
+            Conflict::Unholdable(_) => "unholdable",
+            Conflict::TooLarge(_) => "too-large",
+            Conflict::Unsupported(_) => "unsupported",
+            Conflict::BothChanged(_) => "both-changed",
+            Conflict::DeletedAndChanged(_) => "deleted-and-changed",
+            Conflict::DeleteGuard(_) => "delete-guard",
+            Conflict::SourceDiverged(_) => "source-diverged",
+            Conflict::ConfigAlreadyMigrated(_) => "config-already-migrated",
+        }
+    }
+}
+
+/// The cache (local) or the remote side of a sync.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Side {
+    Cache,
+    Remote,
+}

@@ -1,0 +1,278 @@
+//! A plan in numbers: counts and bytes per action kind, and an estimate
+//! of the requests apply will send ([`Summary`]).
+
+use serde::{Deserialize, Serialize};
+
+use super::action::*;
+use super::{Action, Plan, RemoteInfo, is_zero};
+
+/// Counts per action kind, conflicts, bytes, and an estimate of the
+/// requests apply will make against the remote.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Summary {
+    #[serde(rename = "move")]
+    pub moves: usize,
+    pub drop_duplicate: usize,
+    pub upload: usize,
+    pub download: usize,
+    pub delete_local: usize,
+    pub delete_remote: usize,
+    pub rename_local: usize,
+    pub record_base: usize,
+    /// Records of deliberate deletes this sync writes (0 or 1).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub record_deletes: usize,
+    /// Notes of this clone's progress past those records (0 or 1).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub note_progress: usize,
+    /// Old records and notes removed without either (0 or 1).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub prune_records: usize,
+    pub fetch: usize,
+    pub copy_remote: usize,
+    pub delete_source_remote: usize,
+    pub invalidate_catalog: usize,
+    pub finish_migration: usize,
+    pub mirror_config: usize,
+    pub publish_sentinel: usize,
+    pub remove_temp: usize,
+    /// Interrupted multipart uploads to abort.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub abort_upload: usize,
+    /// Applies whose set-aside files move out of the cache's tier tree.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub relocate_trash: usize,
+    /// Applies whose trash this plan prunes, and the bytes freed here.
+    #[serde(default)]
+    pub prune_trash: usize,
+    #[serde(default)]
+    pub bytes_to_prune: u64,
+    /// Files this run sets aside for `swamp undo` (cache files deleted or
+    /// replaced, duplicates dropped).
+    #[serde(default)]
+    pub set_aside: usize,
+    /// Remote objects this run deletes or replaces that it first copies
+    /// into its remote trash (0 with `--no-undo`).
+    #[serde(default)]
+    pub trash_copies: usize,
+    /// Remote keys skipped: folder markers, and keys in no tier.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub skipped: usize,
+    /// Cache paths skipped: symlinks, special files and names no key can
+    /// hold that stand in no synced file's way.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub skipped_local: usize,
+    pub conflicts: usize,
+    pub bytes_to_move: u64,
+    pub bytes_to_upload: u64,
+    pub bytes_to_download: u64,
+    pub requests: RequestEstimate,
+}
+
+/// Requests apply is expected to send (retries not counted). LIST covers
+/// the re-observation that confirms convergence.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RequestEstimate {
+    pub list: u64,
+    pub put: u64,
+    pub get: u64,
+    pub delete: u64,
+}
+
+impl Plan {
+    pub fn summary(&self) -> Summary {
+        let mut tally = Tally {
+            summary: Summary {
+                conflicts: self.conflicts.len(),
+                ..Summary::default()
+            },
+            ..Tally::default()
+        };
+        for a in &self.actions {
+            tally.count(a);
+        }
+        let mut s = std::mem::take(&mut tally.summary);
+        if self.no_undo {
+            s.set_aside = 0;
+            s.trash_copies = 0;
+        }
+        if let Some(remote) = &self.remote {
+            s.skipped =
+                remote.folder_markers + remote.unmanaged.iter().map(|u| u.objects).sum::<usize>();
+            s.skipped_local = remote.skipped_local.len();
+        }
+        s.requests = tally.requests(&s, self.remote.as_ref(), self.writes_remote());
+        // The reads planning made to show diffs.
+        s.requests.get += self.diffs.iter().filter(|d| d.read_remote).count() as u64;
+        s
+    }
+}
+
+/// Counts a plan's actions into its [`Summary`], with what only the
+/// request estimate needs.
+#[derive(Default)]
+struct Tally {
+    summary: Summary,
+    /// HEADs of the objects a sentinel vouches for.
+    sentinel_heads: u64,
+    /// Remote trash objects pruned.
+    pruned_objects: u64,
+    /// Delete records and notes removed.
+    records_pruned: u64,
+}
+
+impl Tally {
+    fn count(&mut self, a: &Action) {
+        let s = &mut self.summary;
+        match a {
+            Action::Move(Move { size, .. }) => {
+                s.moves += 1;
+                s.bytes_to_move += size;
+            }
+            Action::DropDuplicate(_) => {
+                s.drop_duplicate += 1;
+                s.set_aside += 1;
+            }
+            Action::InvalidateCatalog => s.invalidate_catalog += 1,
+            Action::FinishMigration => s.finish_migration += 1,
+            Action::Upload(Upload { size, remote, .. }) => {
+                s.upload += 1;
+                s.bytes_to_upload += size;
+                if matches!(remote, RemoteExpect::Version { .. }) {
+                    s.trash_copies += 1;
+                }
+            }
+            Action::Download(Download { size, local, .. }) => {
+                s.download += 1;
+                s.bytes_to_download += size;
+                if local.is_some() {
+                    s.set_aside += 1;
+                }
+            }
+            Action::DeleteLocal(_) => {
+                s.delete_local += 1;
+                s.set_aside += 1;
+            }
+            Action::DeleteRemote(_) => {
+                s.delete_remote += 1;
+                s.trash_copies += 1;
+            }
+            Action::RenameLocal(_) => s.rename_local += 1,
+            Action::RecordBase(_) => s.record_base += 1,
+            Action::RecordDeletes(RecordDeletes { prune, .. }) => {
+                s.record_deletes += 1;
+                self.records_pruned += prune.len() as u64;
+            }
+            Action::NoteProgress(NoteProgress {
+                replaces, prune, ..
+            }) => {
+                s.note_progress += 1;
+                self.records_pruned += (replaces.len() + prune.len()) as u64;
+            }
+            Action::PruneRecords(PruneRecords { prune }) => {
+                s.prune_records += 1;
+                self.records_pruned += prune.len() as u64;
+            }
+            Action::Fetch(Fetch { size, .. }) => {
+                s.fetch += 1;
+                s.bytes_to_download += size;
+            }
+            Action::CopyRemote(_) => s.copy_remote += 1,
+            Action::DeleteSourceRemote(DeleteSourceRemote { objects, .. }) => {
+                s.delete_source_remote += objects.len();
+            }
+            Action::MirrorConfig(_) => s.mirror_config += 1,
+            Action::RemoveTemp(_) => s.remove_temp += 1,
+            Action::AbortUpload(_) => s.abort_upload += 1,
+            Action::RelocateTrash(RelocateTrash { applies, .. }) => {
+                s.relocate_trash += applies.len()
+            }
+            Action::PublishSentinel(PublishSentinel { objects, .. }) => {
+                s.publish_sentinel += 1;
+                self.sentinel_heads += objects.len() as u64;
+            }
+            Action::PruneTrash(PruneTrash {
+                bytes,
+                remote_objects,
+                ..
+            }) => {
+                s.prune_trash += 1;
+                s.bytes_to_prune += bytes;
+                self.pruned_objects += *remote_objects as u64;
+            }
+        }
+    }
+
+    /// The requests the plan costs against its remote: the estimate the
+    /// plan shows before anything is sent.
+    ///
+    /// Counted from the moment the plan is shown under the lock: its
+    /// actions, the listing that verifies them, and giving back the
+    /// datastore's lock a run that writes the bucket holds (a DELETE).
+    /// Not counted: the listings planning itself costs (one per page, each
+    /// time a run plans), and renewing a lock held longer than a third of
+    /// its TTL (a PUT each time).
+    fn requests(
+        &self,
+        s: &Summary,
+        remote: Option<&RemoteInfo>,
+        writes_remote: bool,
+    ) -> RequestEstimate {
+        let mut requests = RequestEstimate::default();
+        if let Some(remote) = remote {
+            let deletes = s.delete_remote as u64;
+            let batched = |n: u64| {
+                if remote.batch_delete {
+                    n.div_ceil(1000)
+                } else {
+                    n
+                }
+            };
+            requests = RequestEstimate {
+                // The re-observation lists what the bucket will hold then;
+                // a run that writes nothing there keeps the listing it
+                // planned from (the bucket changed only if someone else
+                // changed it, which the next plan shows).
+                list: if writes_remote {
+                    (remote.objects + s.upload)
+                        .saturating_sub(s.delete_remote)
+                        .div_ceil(1000)
+                        .max(1) as u64
+                } else {
+                    0
+                },
+                // Each object deleted or replaced is first copied into the
+                // remote trash: one server-side copy, counted as a PUT.
+                put: (s.upload + s.trash_copies) as u64,
+                get: s.download as u64,
+                // An abort is a DELETE of the upload.
+                delete: batched(deletes)
+                    + batched(self.pruned_objects)
+                    + s.abort_upload as u64
+                    + u64::from(writes_remote),
+            };
+        }
+        // Draining a remote source: a GET per fetch, a PUT (copy) per
+        // re-keyed object, a DELETE per object left behind.
+        requests.get += s.fetch as u64;
+        requests.put += s.copy_remote as u64;
+        requests.delete += s.delete_source_remote as u64;
+        // Publishing the sentinel: a HEAD per object it vouches for
+        // (counted with the GETs), then one PUT.
+        requests.get += self.sentinel_heads;
+        requests.put += s.publish_sentinel as u64;
+        // A delete record or a note: one PUT each, and a DELETE per
+        // record or note removed.
+        requests.put += (s.record_deletes + s.note_progress) as u64;
+        requests.delete += self.records_pruned;
+        // GCS: a conditional delete or copy reads the object's metadata
+        // first (the precondition checked before the request, as
+        // fake-gcs-server does not enforce it on either).
+        if remote.is_some_and(|r| r.url.starts_with("gs://")) {
+            requests.get += (s.delete_remote + s.trash_copies) as u64
+                + self.records_pruned
+                + u64::from(writes_remote);
+        }
+        requests
+    }
+}
