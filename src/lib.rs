@@ -23,4 +23,6 @@ pub mod plan;
 pub(crate) mod progress;
 pub mod state;
 pub mod store;
+#[cfg(test)]
+pub(crate) mod testutil;
 pub(crate) mod undo;

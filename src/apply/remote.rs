@@ -693,30 +693,7 @@ pub(crate) async fn publish_sentinel(
     // Where it lands in the cache, checked before anything is published:
     // like every download, never through a symlink out of the cache.
     let dest = check_no_symlink(cache_root, path)?;
-    let heads = futures_util::stream::iter(objects.iter().map(|(p, sha)| async move {
-        let head = target.store.head(&target.key(p)).await;
-        (p, sha, head)
-    }))
-    .buffered(16)
-    .collect::<Vec<_>>()
-    .await;
-    for (p, sha, head) in heads {
-        let not_verified = |reason: String| SyncActionError::NotVerified {
-            path: p.clone(),
-            reason,
-        };
-        match head {
-            Ok(Some(meta)) if meta.sha256.as_deref() == Some(sha.as_str()) => {}
-            Ok(Some(meta)) => {
-                return Err(not_verified(format!(
-                    "its sha256 is {}, the sentinel would say {sha}",
-                    meta.sha256.as_deref().unwrap_or("unknown")
-                )));
-            }
-            Ok(None) => return Err(not_verified("it is not in the remote".into())),
-            Err(e) => return Err(not_verified(e.to_string())),
-        }
-    }
+    verify_vouched(target, objects).await?;
     let sentinel = Sentinel {
         migrated_at: crate::clock::now_rfc3339(),
         sources: sources.to_vec(),
@@ -788,10 +765,6 @@ pub(super) async fn download(
     remotes: &Remotes<'_>,
     stage: bool,
 ) -> Result<(BaseChange, Option<Staged>), SyncActionError> {
-    let store_err = |path: &TierPath| {
-        let path = path.clone();
-        move |source| SyncActionError::Store { path, source }
-    };
     let Download {
         path,
         version,
@@ -800,14 +773,7 @@ pub(super) async fn download(
         size,
     } = action;
     let file = check_no_symlink(root, path)?;
-    let found = local_sha(&file, path, remotes.hashes)?;
-    if found != local.as_deref().copied() {
-        return Err(match (found, local) {
-            (None, Some(_)) => SyncActionError::LocalGone { path: path.clone() },
-            (Some(_), None) => SyncActionError::LocalAppeared { path: path.clone() },
-            _ => SyncActionError::LocalChanged { path: path.clone() },
-        });
-    }
+    still_as_planned(&file, path, local.as_deref(), remotes.hashes)?;
     let remote = remotes.target(path)?;
     let stage = stage && local.is_none();
     // Replacing a cache file under undo: land beside it first (a swamp
@@ -834,44 +800,16 @@ pub(super) async fn download(
     } else {
         Durability::Synced
     };
-    let resumed = match &remotes.resume {
-        Some(dirs) if crate::store::resume::resumable(&known) => {
-            crate::store::resume::get_resumable(&*remote.store, &known, &dirs.partials, &landing)
-                .await
-        }
-        _ => Ok(None),
-    };
-    let meta = match resumed {
-        Ok(Some(meta)) => Ok(meta),
-        Ok(None) => {
-            remote
-                .store
-                .get_known_to_file(&known, &landing, durability)
-                .await
-        }
-        Err(e) => Err(e),
-    }
-    .map_err(store_err(path))
-    .inspect_err(|_| prune_after_failure(&file, root))?;
+    let meta = get_to(remote, remotes, &known, &landing, durability)
+        .await
+        .map_err(store_err(path))
+        .inspect_err(|_| prune_after_failure(&file, root))?;
     // The plan's hash binds only the version it saw.
     let expected = sha256.filter(|_| *version == meta.version);
     let got = verify_landed(&landing, path, meta.sha256.clone(), expected)
         .inspect_err(|_| prune_after_failure(&file, root))?;
     if let Some(trash) = trash {
-        let io = |source| SyncActionError::Io {
-            path: path.clone(),
-            source,
-        };
-        trash
-            .set_aside(path)
-            .map_err(|e| io(std::io::Error::other(e.to_string())))
-            .inspect_err(|_| {
-                let _ = std::fs::remove_file(&landing);
-            })?;
-        std::fs::rename(&landing, &file).map_err(io)?;
-        if let Some(dir) = file.parent() {
-            fsutil::sync_dir(dir).map_err(io)?;
-        }
+        replace_from(trash, path, &landing, &file)?;
     }
     let change = BaseChange::Set(
         path.clone(),
@@ -887,6 +825,106 @@ pub(super) async fn download(
         size: meta.size,
     });
     Ok((change, staged))
+}
+
+/// Refuses a download over a cache file that is no longer what the plan
+/// saw there (`local`: its sha256, `None` for no file).
+fn still_as_planned(
+    file: &Path,
+    path: &TierPath,
+    local: Option<&Sha256>,
+    hashes: Option<&HashCache>,
+) -> Result<(), SyncActionError> {
+    let found = local_sha(file, path, hashes)?;
+    if found.as_ref() == local {
+        return Ok(());
+    }
+    Err(match (found, local) {
+        (None, Some(_)) => SyncActionError::LocalGone { path: path.clone() },
+        (Some(_), None) => SyncActionError::LocalAppeared { path: path.clone() },
+        _ => SyncActionError::LocalChanged { path: path.clone() },
+    })
+}
+
+/// Reads `known` to `landing`: through a kept partial file when it is big
+/// enough to resume, else (or when it cannot be resumed) whole.
+async fn get_to(
+    remote: &RemoteTarget,
+    remotes: &Remotes<'_>,
+    known: &crate::store::ObjectMeta,
+    landing: &Path,
+    durability: Durability,
+) -> Result<crate::store::ObjectMeta, StoreError> {
+    if let Some(dirs) = &remotes.resume
+        && crate::store::resume::resumable(known)
+        && let Some(meta) =
+            crate::store::resume::get_resumable(&*remote.store, known, &dirs.partials, landing)
+                .await?
+    {
+        return Ok(meta);
+    }
+    remote
+        .store
+        .get_known_to_file(known, landing, durability)
+        .await
+}
+
+/// Sets the cache file `file` aside in `trash` and renames the download
+/// that replaces it from `landing` into its place, durably.
+fn replace_from(
+    trash: &crate::undo::Trash<'_>,
+    path: &TierPath,
+    landing: &Path,
+    file: &Path,
+) -> Result<(), SyncActionError> {
+    let io = |source| SyncActionError::Io {
+        path: path.clone(),
+        source,
+    };
+    trash
+        .set_aside(path)
+        .map_err(|e| io(std::io::Error::other(e.to_string())))
+        .inspect_err(|_| {
+            let _ = std::fs::remove_file(landing);
+        })?;
+    std::fs::rename(landing, file).map_err(io)?;
+    if let Some(dir) = file.parent() {
+        fsutil::sync_dir(dir).map_err(io)?;
+    }
+    Ok(())
+}
+
+/// Checks, one HEAD each (16 at a time), that every object a sentinel
+/// vouches for is in the remote with the sha256 it would say.
+async fn verify_vouched(
+    target: &RemoteTarget,
+    objects: &std::collections::BTreeMap<TierPath, String>,
+) -> Result<(), SyncActionError> {
+    let heads = futures_util::stream::iter(objects.iter().map(|(p, sha)| async move {
+        let head = target.store.head(&target.key(p)).await;
+        (p, sha, head)
+    }))
+    .buffered(16)
+    .collect::<Vec<_>>()
+    .await;
+    for (p, sha, head) in heads {
+        let not_verified = |reason: String| SyncActionError::NotVerified {
+            path: p.clone(),
+            reason,
+        };
+        match head {
+            Ok(Some(meta)) if meta.sha256.as_deref() == Some(sha.as_str()) => {}
+            Ok(Some(meta)) => {
+                return Err(not_verified(format!(
+                    "its sha256 is {}, the sentinel would say {sha}",
+                    meta.sha256.as_deref().unwrap_or("unknown")
+                )));
+            }
+            Ok(None) => return Err(not_verified("it is not in the remote".into())),
+            Err(e) => return Err(not_verified(e.to_string())),
+        }
+    }
+    Ok(())
 }
 
 /// A swamp temp name beside `file` (`what` says why), never data, swept
@@ -933,9 +971,7 @@ mod tests {
     use crate::state::hash_cache::Stamp;
     use crate::state::managed::Sentinel;
 
-    fn tp(s: &str) -> TierPath {
-        TierPath::parse(s).unwrap()
-    }
+    use crate::testutil::tp;
 
     /// A remote on a directory object store, keys under `swamp/`.
     fn target(dir: &Path) -> RemoteTarget {

@@ -7,13 +7,15 @@
 //! `-q`. Every line swamp prints goes through [`with_bar_hidden`], so the
 //! bar never garbles a plan or a prompt. `-v` lists each finished action.
 
+use std::fmt::Write;
 use std::io::IsTerminal;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle};
 
+use crate::cli::render::human_bytes;
 use crate::progress::{Reading, meter};
 
 struct State {
@@ -139,7 +141,7 @@ fn new_bar(now: &Reading) -> ProgressBar {
     let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr_with_hz(10));
     let template = if now.bytes_total > 0 {
         bar.set_length(now.bytes_total);
-        "{spinner} {prefix} [{bar:25}] {binary_bytes}/{binary_total_bytes}{rate_eta} · {msg}"
+        "{spinner} {prefix} [{bar:25}] {done_bytes}/{total_bytes}{rate_eta} · {msg}"
     } else if now.files_total > 0 {
         bar.set_length(now.files_total);
         "{spinner} {prefix} [{bar:25}] {pos}/{len} actions{eta_known}{msg}"
@@ -149,6 +151,12 @@ fn new_bar(now: &Reading) -> ProgressBar {
     bar.set_style(
         ProgressStyle::with_template(template)
             .expect("valid template")
+            .with_key("done_bytes", |s: &ProgressState, w: &mut dyn Write| {
+                let _ = w.write_str(&human_bytes(s.pos()));
+            })
+            .with_key("total_bytes", |s: &ProgressState, w: &mut dyn Write| {
+                let _ = w.write_str(&human_bytes(s.len().unwrap_or(0)));
+            })
             .with_key("rate_eta", rate_eta)
             .with_key("eta_known", eta_known)
             .progress_chars("=> "),
@@ -158,21 +166,22 @@ fn new_bar(now: &Reading) -> ProgressBar {
     bar
 }
 
-/// `, 12 MiB/s, ETA 3s`, once something has moved: before that neither is
-/// known, and `0 B/s, ETA 0s` would be a guess shown as a fact.
-fn rate_eta(state: &indicatif::ProgressState, w: &mut dyn std::fmt::Write) {
+/// `, 12.0 MiB/s, ETA 3s`, once something has moved: before that neither
+/// is known, and `0 B/s, ETA 0s` would be a guess shown as a fact. Bytes
+/// read as every plan and report writes them ([`human_bytes`]).
+fn rate_eta(state: &ProgressState, w: &mut dyn Write) {
     if state.pos() > 0 {
         let _ = write!(
             w,
             ", {}/s, ETA {:#}",
-            indicatif::BinaryBytes(state.per_sec() as u64),
+            human_bytes(state.per_sec() as u64),
             indicatif::HumanDuration(state.eta())
         );
     }
 }
 
 /// `, ETA 3s`, once an action has finished.
-fn eta_known(state: &indicatif::ProgressState, w: &mut dyn std::fmt::Write) {
+fn eta_known(state: &ProgressState, w: &mut dyn Write) {
     if state.pos() > 0 {
         let _ = write!(w, ", ETA {:#}", indicatif::HumanDuration(state.eta()));
     }
@@ -193,7 +202,7 @@ fn update(bar: &ProgressBar, now: &Reading) {
         bar.set_message(format!(
             ": {} ({})",
             now.files_done,
-            crate::cli::render::human_bytes(now.bytes_done)
+            human_bytes(now.bytes_done)
         ));
     }
 }

@@ -1,4 +1,4 @@
-//! The datastore tiers (SPEC §2): the directories a datastore holds,
+//! The datastore tiers: the directories a datastore holds,
 //! named as `.swamp.toml` and paths name them. Vocabulary only; where a
 //! tier lives is [`crate::layout`]'s to say.
 
@@ -6,7 +6,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-/// The datastore-tier subdirectories (SPEC §2).
+/// The datastore-tier subdirectories.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
 pub enum Tier {

@@ -1,5 +1,5 @@
 //! Reads while a layout change is pending: the versions a recorded source
-//! placement still holds (SPEC: data stays readable until the move
+//! placement still holds (data stays readable until the move
 //! converges). The target's catalog indexes the target only, so sources
 //! are read from their files: one name's version dirs for `get`, a scan
 //! of the data dir for `list`.

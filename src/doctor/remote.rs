@@ -299,6 +299,42 @@ impl Check for Sentinel {
     }
 }
 
+/// The objects a sentinel vouches for (`objects`, tier path → sha256) as
+/// the config tier holds them now (`listed`): those missing and those with
+/// another sha256, or `Err` with a listed path that is no config object.
+async fn vouched_now(
+    target: &RemoteTarget,
+    listed: &BTreeMap<String, crate::store::ObjectMeta>,
+    objects: &BTreeMap<String, String>,
+) -> Result<Result<(Vec<String>, Vec<String>), String>, DoctorError> {
+    let mut missing = Vec::new();
+    let mut changed = Vec::new();
+    for (path, expected) in objects {
+        let tier_path = match TierPath::parse(path) {
+            Ok(p) if p.tier() == Tier::Config && p.as_str() != MANAGED_CONFIG_SENTINEL => p,
+            _ => return Ok(Err(path.clone())),
+        };
+        let key = target.key(&tier_path);
+        let Some(meta) = listed.get(&key) else {
+            missing.push(path.clone());
+            continue;
+        };
+        let sha = match &meta.sha256 {
+            Some(s) => Some(s.clone()),
+            None => target.store.head(&key).await?.and_then(|m| m.sha256),
+        };
+        let sha = match sha {
+            Some(s) => s,
+            // No metadata: hash the content itself.
+            None => crate::fsutil::sha256_bytes(&target.store.get_bytes(&key).await?.1),
+        };
+        if &sha != expected {
+            changed.push(path.clone());
+        }
+    }
+    Ok(Ok((missing, changed)))
+}
+
 async fn sentinel_state(target: &RemoteTarget) -> Result<Finding, DoctorError> {
     const NAME: &str = "sentinel";
     let sentinel =
@@ -340,39 +376,18 @@ async fn sentinel_state(target: &RemoteTarget) -> Result<Finding, DoctorError> {
             ));
         }
     };
-    let mut missing = Vec::new();
-    let mut changed = Vec::new();
-    for (path, expected) in &body.objects {
-        let tier_path = match TierPath::parse(path) {
-            Ok(p) if p.tier() == Tier::Config && p.as_str() != MANAGED_CONFIG_SENTINEL => p,
-            _ => {
-                return Ok(Finding::fail(
-                    NAME,
-                    format!(
-                        "the sentinel `{sentinel_key}` lists `{path}`, which is not a config object path"
-                    ),
-                    SENTINEL_FIX,
-                ));
-            }
-        };
-        let key = target.key(&tier_path);
-        let Some(meta) = listed.get(&key) else {
-            missing.push(path.clone());
-            continue;
-        };
-        let sha = match &meta.sha256 {
-            Some(s) => Some(s.clone()),
-            None => target.store.head(&key).await?.and_then(|m| m.sha256),
-        };
-        let sha = match sha {
-            Some(s) => s,
-            // No metadata: hash the content itself.
-            None => crate::fsutil::sha256_bytes(&target.store.get_bytes(&key).await?.1),
-        };
-        if &sha != expected {
-            changed.push(path.clone());
+    let (missing, changed) = match vouched_now(target, &listed, &body.objects).await? {
+        Ok(gaps) => gaps,
+        Err(path) => {
+            return Ok(Finding::fail(
+                NAME,
+                format!(
+                    "the sentinel `{sentinel_key}` lists `{path}`, which is not a config object path"
+                ),
+                SENTINEL_FIX,
+            ));
         }
-    }
+    };
     if missing.is_empty() && changed.is_empty() {
         return Ok(Finding::pass(
             NAME,

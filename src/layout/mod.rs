@@ -610,9 +610,7 @@ mod tests {
         Layout::new(Path::new("/repo"), c, Path::new("/home/u/.swamp")).unwrap()
     }
 
-    fn tp(s: &str) -> TierPath {
-        TierPath::parse(s).unwrap()
-    }
+    use crate::testutil::tp;
 
     #[test]
     fn plans_name_roots_the_same_on_every_machine() {

@@ -245,9 +245,7 @@ mod tests {
     use super::*;
     use crate::digest::Sha256;
 
-    fn tp(s: &str) -> TierPath {
-        TierPath::parse(s).unwrap()
-    }
+    use crate::testutil::tp;
 
     fn stem(n: u8) -> String {
         format!("{:015}-{:012x}", 1_764_000_000_000u64 + u64::from(n), n)

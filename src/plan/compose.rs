@@ -548,13 +548,10 @@ mod tests {
 
     use super::*;
     use crate::config::{DatastoreConfig, Namespace, Placement};
-    use crate::layout::TierPath;
     use crate::state::managed::{Mirror, RemoteSentinel};
     use crate::state::{BaseEntry, PlacementState, RemoteObject, RemoteSnapshot};
 
-    fn tp(s: &str) -> TierPath {
-        TierPath::parse(s).unwrap()
-    }
+    use crate::testutil::tp;
 
     fn s3(ns: Option<&str>) -> Placement {
         Placement {

@@ -236,9 +236,7 @@ mod tests {
     use crate::config::{DatastoreConfig, Namespace, Placement};
     use crate::state::{FileState, PlacementState, RemoteObject};
 
-    fn tp(s: &str) -> TierPath {
-        TierPath::parse(s).unwrap()
-    }
+    use crate::testutil::tp;
 
     fn s3(ns: Option<&str>) -> Placement {
         Placement {

@@ -23,6 +23,7 @@ pub(crate) mod fingerprint;
 pub(crate) mod managed;
 pub mod resume;
 pub(crate) mod retention;
+pub(crate) mod stale;
 pub mod summary;
 pub(crate) mod sync_diff;
 pub mod textdiff;

@@ -129,9 +129,7 @@ mod tests {
     use crate::plan::RemoteExpect;
     use crate::store::resume::{PartRecord, STALE_UPLOAD_SECS, UploadRecord};
 
-    fn tp(s: &str) -> TierPath {
-        TierPath::parse(s).unwrap()
-    }
+    use crate::testutil::tp;
 
     fn record(path: &str, sha: Sha256, parts: i32) -> UploadRecord {
         UploadRecord {

@@ -1,4 +1,4 @@
-//! The pure three-way merge of cache, remote and sync base (SPEC §4).
+//! The pure three-way merge of cache, remote and sync base.
 //!
 //! Per file: a change on one side only propagates; a delete on one side
 //! only propagates as a delete; different changes on both sides are
@@ -947,9 +947,7 @@ fn guards(input: &SyncInput<'_>, deletes_local: usize, deletes_remote: usize) ->
 mod tests {
     use super::*;
 
-    fn tp(s: &str) -> TierPath {
-        TierPath::parse(s).unwrap()
-    }
+    use crate::testutil::tp;
 
     #[derive(Default)]
     struct World {

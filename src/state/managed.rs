@@ -1,4 +1,4 @@
-//! Managed config (SPEC §4 "Managed config migrate"): the repository's
+//! Managed config (`swamp datastore config migrate`): the repository's
 //! definition directories (`models/`, `workflows/`, `vaults/`) mirrored into
 //! the datastore tier `config/`, and the sentinel
 //! [`MANAGED_CONFIG_SENTINEL`] that says the remote holds them.

@@ -312,6 +312,31 @@ struct TierState<'a> {
 }
 
 impl TierState<'_> {
+    /// Walks the tier directory `dir` (named `name`, statted as `meta`),
+    /// taking in each entry: one child of the tier at a time, so the
+    /// entries of a whole 100,000-file tier are never held at once.
+    fn walk(&mut self, dir: &Path, name: &str, meta: &fs::Metadata) -> Result<(), ObserveError> {
+        let trust = self.cache.trust_before_ns();
+        let dirs = self.cache.take_dirs();
+        let mut seen = Vec::new();
+        let walked = Walker::new(&dirs, trust).walk_in_parts(
+            dir,
+            name.as_bytes(),
+            &Stat::of(meta),
+            |part: Walked| {
+                seen.extend(part.seen);
+                part.entries
+                    .into_iter()
+                    .try_for_each(|entry| self.entry(entry))
+            },
+        );
+        self.open.close_to(0, &mut self.state.obstacles);
+        self.cache.put_dirs(dirs);
+        walked?;
+        remember(self.cache.dirs(), seen);
+        Ok(())
+    }
+
     /// Records one walked entry (in walk order).
     fn entry(&mut self, entry: WalkEntry) -> Result<(), ObserveError> {
         self.open.close_to(entry.depth, &mut self.state.obstacles);
@@ -481,16 +506,12 @@ fn observe_placement(
             ));
             continue;
         }
-        // Entries are named from the tier's name, so each one's name is its
-        // tier path; its file is found from the tier directory's parent.
-        debug_assert!(dir.ends_with(tier.as_str()));
-        let base = dir.parent().unwrap_or(Path::new(""));
-        let trust = cache.trust_before_ns();
-        let dirs = cache.take_dirs();
-        let mut seen = Vec::new();
         let mut tier_state = TierState {
             layout,
-            base,
+            // Entries are named from the tier's name, so each one's name is
+            // its tier path; its file is found from the tier directory's
+            // parent.
+            base: dir.parent().unwrap_or(Path::new("")),
             stale_before_ns,
             open: OpenDirs(Vec::new()),
             state: &mut state,
@@ -498,23 +519,8 @@ fn observe_placement(
             cache: &mut *cache,
             known,
         };
-        // Taken one child of the tier at a time: the entries of a whole
-        // 100,000-file tier are never held at once.
-        let walked = Walker::new(&dirs, trust).walk_in_parts(
-            &dir,
-            tier.as_str().as_bytes(),
-            &Stat::of(&meta),
-            |part: Walked| {
-                seen.extend(part.seen);
-                part.entries
-                    .into_iter()
-                    .try_for_each(|entry| tier_state.entry(entry))
-            },
-        );
-        tier_state.open.close_to(0, &mut tier_state.state.obstacles);
-        cache.put_dirs(dirs);
-        walked?;
-        remember(cache.dirs(), seen);
+        debug_assert!(dir.ends_with(tier.as_str()));
+        tier_state.walk(&dir, tier.as_str(), &meta)?;
     }
     state.obstacles.sort_by(|a, b| a.path.cmp(&b.path));
     state.files = files.finish();

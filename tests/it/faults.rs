@@ -11,7 +11,7 @@ use crate::support::tree as files;
 
 /// Seed `n` of the seeded kill and chaos rounds, shifted by `FAULT_SEED`
 /// when set: the same scenarios at other moments, to hunt for windows the
-/// fixed seeds miss (`FAULT_SEED=7 scripts/test.sh --test faults`).
+/// fixed seeds miss (`FAULT_SEED=7 bash scripts/test.sh --test it faults::`).
 fn seed(n: u64) -> u64 {
     let shift = std::env::var("FAULT_SEED")
         .ok()
@@ -567,11 +567,17 @@ fn kill_rounds(repo: &Repo, args: &[&str], seed: u64, rounds: usize, max_ms: u64
     // A transfer left to do passes the boundary failpoint, so the phase
     // below cannot end without a boundary kill: it dies at the first one.
     let left = repo.run(&["plan", "--json"]);
-    let left: serde_json::Value = serde_json::from_str(&left.stdout).unwrap_or_default();
-    let transfers_left = left["actions"].as_array().is_some_and(|a| {
-        a.iter()
-            .any(|a| a["kind"] == "upload" || a["kind"] == "download")
+    let left: serde_json::Value = serde_json::from_str(&left.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{args:?} (seed {seed}): the plan after the random kills is not JSON ({e}):\n{}{}",
+            left.stdout, left.stderr
+        )
     });
+    let transfers_left = left["actions"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{args:?} (seed {seed}): a plan without actions:\n{left:#}"))
+        .iter()
+        .any(|a| a["kind"] == "upload" || a["kind"] == "download");
     let mut at_boundaries = 0;
     for round in 0.. {
         assert!(

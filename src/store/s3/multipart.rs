@@ -375,8 +375,23 @@ impl S3Store {
         file: &FileToSend<'_>,
         pre: &Precondition,
         upload_id: &str,
-        mut progress: Option<&mut Progress<'_>>,
+        progress: Option<&mut Progress<'_>>,
     ) -> Result<ObjectMeta, StoreError> {
+        let done = self.send_parts(key, file, upload_id, progress).await?;
+        self.complete_parts(key, file, pre, upload_id, done).await
+    }
+
+    /// Sends the parts of `file` the upload lacks (those `progress` holds,
+    /// unchanged, are not sent again), a few at a time within the part
+    /// budget; each part's number, ETag and MD5, once the whole file read
+    /// is checked against its sha256.
+    async fn send_parts(
+        &self,
+        key: &str,
+        file: &FileToSend<'_>,
+        upload_id: &str,
+        mut progress: Option<&mut Progress<'_>>,
+    ) -> Result<Vec<(i32, String, [u8; 16])>, StoreError> {
         let FileToSend { src, size, sha256 } = *file;
         let part_size = part_size(size);
         let mut reader = Some(PartReader::open(src, size, part_size)?);
@@ -435,6 +450,21 @@ impl S3Store {
             }
         }
         reader.expect("the reader is put back").finish(sha256)?;
+        Ok(done)
+    }
+
+    /// Completes the upload from its `done` parts under `pre`, checking
+    /// that what the server made is ours (the ETag S3's rule gives, or
+    /// else our size and sha256).
+    async fn complete_parts(
+        &self,
+        key: &str,
+        file: &FileToSend<'_>,
+        pre: &Precondition,
+        upload_id: &str,
+        mut done: Vec<(i32, String, [u8; 16])>,
+    ) -> Result<ObjectMeta, StoreError> {
+        let FileToSend { size, sha256, .. } = *file;
         done.sort_by_key(|d| d.0);
         // S3's rule: the MD5 of the parts' ETags (as bytes). Unless the
         // server's part ETags are not MD5s (an encrypted bucket): then ours.

@@ -1,6 +1,6 @@
 //! `doctor datastores` on local and filesystem datastores: the wedge of
 //! root-level copies in a namespaced repo, a bad configuration, and the
-//! output snapshots. The remote backends are in `tests/doctor.rs`.
+//! output snapshots. The remote backends are in `tests/it/doctor.rs`.
 
 use crate::e2e::common::{TestRepo, data_files, tree};
 use crate::support::{doctor_check as check, doctor_statuses as statuses};
