@@ -1,7 +1,7 @@
 #![warn(unreachable_pub)]
 //! `swamp` keeps a repository's runtime data in a datastore and moves it
 //! between layouts with a Terraform-style reconcile loop:
-//! desired state ([`state::desired`]) + observed state ([`state::observed`])
+//! desired state ([`state::desired`]) + observed state ([`state::tree`])
 //! → typed diff ([`plan::diff`]) → rendered plan ([`cli::render`]) →
 //! idempotent apply ([`apply`]).
 //!
@@ -17,6 +17,7 @@ pub mod digest;
 pub mod doctor;
 pub(crate) mod engine;
 pub mod fsutil;
+pub(crate) mod journal;
 pub mod layout;
 pub(crate) mod lock;
 pub mod plan;
@@ -25,4 +26,3 @@ pub mod state;
 pub mod store;
 #[cfg(test)]
 pub(crate) mod testutil;
-pub(crate) mod undo;

@@ -7,9 +7,9 @@
 use crate::plan::action::{DropDuplicate, Move, RelocateTrash, RemoveTemp};
 use std::path::{Path, PathBuf};
 
+use crate::journal;
 use crate::plan::{Action, Plan};
 use crate::state::HashCache;
-use crate::undo as journal;
 
 use super::run::Run;
 use super::{ApplyError, StopCause, moves};

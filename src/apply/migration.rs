@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use crate::config::Config;
-use crate::state::observed::first_datastore_file;
+use crate::state::tree::first_datastore_file;
 
 use super::StopCause;
 use super::run::Run;

@@ -37,11 +37,11 @@ use std::path::{Path, PathBuf};
 
 use crate::catalog::CatalogError;
 use crate::config::ConfigError;
+use crate::journal::UndoError;
 use crate::layout::Layout;
 use crate::plan::{Action, Plan};
 use crate::state::base::BaseError;
 use crate::store::{RemoteTarget, StoreError};
-use crate::undo::UndoError;
 
 pub(crate) use moves::MoveError;
 use run::Run;

@@ -12,8 +12,8 @@ use crate::fsutil;
 use crate::layout::TierPath;
 use crate::plan::Action;
 use crate::state::HashCache;
+use crate::state::gallop::Hint;
 use crate::state::hash_cache::Stamp;
-use crate::state::search::Hint;
 use crate::state::walk::{Stat, WalkEntry, Walker};
 
 #[derive(Debug, thiserror::Error)]
@@ -472,7 +472,7 @@ pub(super) fn relocate_trash(
     }
     for id in applies {
         // The plan file names them: one plain name each, never a path.
-        if !crate::undo::is_id(id) {
+        if !crate::journal::is_id(id) {
             return Err(MoveError::NotAFile(from.join(id)));
         }
         let src = from.join(id);

@@ -6,9 +6,9 @@
 use std::io;
 
 use crate::config::Placement;
+use crate::journal::{Journal, Op, UndoError};
 use crate::layout::Layout;
 use crate::store::{RemoteTarget, StoreError};
-use crate::undo::{Journal, Op, UndoError};
 
 #[derive(Debug, thiserror::Error)]
 pub enum PruneError {

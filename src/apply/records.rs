@@ -115,7 +115,7 @@ impl Run<'_> {
             prune,
         } = action;
         let (rt, target) = self.remote_parts()?;
-        let me = crate::state::deliberate::clone_id(self.layout)?;
+        let me = crate::state::delete_records::clone_id(self.layout)?;
         let (key, version, body) = rt.block_on(remote::record_deletes(
             target,
             &me,
@@ -123,7 +123,7 @@ impl Run<'_> {
             after.as_deref(),
             prune,
         ))?;
-        crate::state::deliberate::remember_record(
+        crate::state::delete_records::remember_record(
             &self.layout.delete_records_cache_path(&target.placement),
             key,
             version,
@@ -159,7 +159,7 @@ impl Run<'_> {
                 .get(&f.path)
                 .is_some_and(|b| b.version == f.version)
         }) {
-            let me = crate::state::deliberate::clone_id(self.layout)?;
+            let me = crate::state::delete_records::clone_id(self.layout)?;
             rt.block_on(remote::note_progress(target, &me, passed, replaces, prune))?;
         }
         Ok(())

@@ -187,7 +187,7 @@ pub(crate) struct Remotes<'a> {
     /// plan just hashed is not read a second time to check a precondition.
     pub hashes: Option<&'a HashCache>,
     /// Where cache deletes set the file aside (`None`: removed for good).
-    pub trash: Option<&'a crate::undo::Trash<'a>>,
+    pub trash: Option<&'a crate::journal::Trash<'a>>,
     /// Where interrupted transfers to and from the target are kept to be
     /// resumed (`None`: not kept).
     pub resume: Option<ResumeDirs>,
@@ -561,12 +561,12 @@ async fn delete_source_remote(
 pub(crate) async fn record_deletes(
     target: &RemoteTarget,
     clone: &str,
-    files: &[crate::state::deliberate::DeletedFile],
+    files: &[crate::state::delete_records::DeletedFile],
     after: Option<&str>,
     prune: &[crate::plan::RemoteObjectRef],
-) -> Result<(String, String, crate::state::deliberate::RecordBody), StoreError> {
+) -> Result<(String, String, crate::state::delete_records::RecordBody), StoreError> {
     let now = std::time::UNIX_EPOCH + std::time::Duration::from_secs(crate::clock::now_secs());
-    let body = crate::state::deliberate::RecordBody {
+    let body = crate::state::delete_records::RecordBody {
         at: crate::clock::now_rfc3339(),
         by: crate::lock::who_am_i(),
         clone: Some(clone.to_string()),
@@ -574,7 +574,7 @@ pub(crate) async fn record_deletes(
     };
     let mut bytes = serde_json::to_vec_pretty(&body).expect("a record serialises");
     bytes.push(b'\n');
-    let key = crate::state::deliberate::new_record_key(&target.placement, now, after);
+    let key = crate::state::delete_records::new_record_key(&target.placement, now, after);
     let written = target
         .store
         .put_bytes(&key, bytes, &Precondition::CreateOnly)
@@ -596,10 +596,10 @@ pub(crate) async fn note_progress(
     let at = crate::clock::now_rfc3339();
     let by = crate::lock::who_am_i();
     let mut bytes =
-        serde_json::to_vec_pretty(&crate::state::deliberate::NoteBody { at: &at, by: &by })
+        serde_json::to_vec_pretty(&crate::state::delete_records::NoteBody { at: &at, by: &by })
             .expect("a note serialises");
     bytes.push(b'\n');
-    let key = crate::state::deliberate::note_key(&target.placement, clone, passed);
+    let key = crate::state::delete_records::note_key(&target.placement, clone, passed);
     match target
         .store
         .put_bytes(&key, bytes, &Precondition::CreateOnly)
@@ -872,7 +872,7 @@ async fn get_to(
 /// Sets the cache file `file` aside in `trash` and renames the download
 /// that replaces it from `landing` into its place, durably.
 fn replace_from(
-    trash: &crate::undo::Trash<'_>,
+    trash: &crate::journal::Trash<'_>,
     path: &TierPath,
     landing: &Path,
     file: &Path,
@@ -966,7 +966,6 @@ mod tests {
 
     use super::super::transfers::{COMMIT_FILES, Ran, commit_staged, run_many};
     use super::*;
-    use crate::config::{DatastoreConfig, Placement};
     use crate::state::Learnt;
     use crate::state::hash_cache::Stamp;
     use crate::state::managed::Sentinel;
@@ -974,26 +973,7 @@ mod tests {
     use crate::testutil::tp;
 
     /// A remote on a directory object store, keys under `swamp/`.
-    fn target(dir: &Path) -> RemoteTarget {
-        RemoteTarget {
-            store: crate::store::open_fs(dir),
-            placement: Placement {
-                datastore: DatastoreConfig::Local,
-                namespace: None,
-            },
-            url: "file:///test/swamp/".into(),
-            key_prefix: "swamp/".into(),
-        }
-    }
-
-    fn put(t: &RemoteTarget, path: &str, body: &[u8]) {
-        let rt = tokio::runtime::Runtime::new().unwrap();
-        rt.block_on(
-            t.store
-                .put_bytes(&t.key(&tp(path)), body.to_vec(), &Precondition::None),
-        )
-        .unwrap();
-    }
+    use crate::testutil::{fs_target as target, put};
 
     fn publish(
         t: &RemoteTarget,

@@ -8,11 +8,11 @@ use crate::plan::action::{DeleteLocal, DeleteRemote, Download, DropDuplicate, Up
 use std::path::{Path, PathBuf};
 
 use crate::digest::Sha256;
+use crate::journal;
 use crate::layout::{Layout, TierPath};
 use crate::plan::{Action, Plan};
 use crate::state::{HashCache, SyncBase};
 use crate::store::RemoteTarget;
-use crate::undo as journal;
 
 use super::{ApplyError, ApplyReport, StopCause, carried_bytes, describe_done, remote};
 
@@ -223,7 +223,7 @@ impl<'a> Run<'a> {
             });
         }
         // Every delete of this clone's made before this push has reached
-        // the bucket: from now on they explain nothing (`state::deliberate`).
+        // the bucket: from now on they explain nothing (`state::delete_records`).
         let plan = self.plan;
         if plan.remote.is_some() && plan.scope.direction().is_some_and(|d| d.pushes()) {
             let marker = self.layout.deletes_pushed_path(&plan.target.placement());

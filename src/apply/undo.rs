@@ -4,12 +4,12 @@
 
 use crate::catalog::Catalog;
 use crate::fsutil;
+use crate::journal::{self, Entry, Journal, Op};
 use crate::layout::TierPath;
 use crate::layout::{Layout, Tier};
 use crate::plan::undo::{Restore, RestoreRemote, SetAside, SetAsideRemote};
 use crate::plan::undo::{UndoAction, UndoPlan};
 use crate::state::HashCache;
-use crate::undo::{self, Entry, Journal, Op};
 
 use super::moves;
 use super::remote::keep_in_trash;
@@ -26,7 +26,7 @@ pub enum UndoApplyError {
         undoes: String,
     },
     #[error(transparent)]
-    Journal(#[from] undo::UndoError),
+    Journal(#[from] journal::UndoError),
 }
 
 /// What an undo did, and the id it is recorded under.
@@ -269,14 +269,14 @@ fn set_aside_local(layout: &Layout, id: &str, action: &SetAside) -> Result<(), S
         }
         Err(e) => return Err(e.to_string()),
     }
-    undo::set_aside(layout, id, placement, path).map_err(|e| e.to_string())?;
+    journal::set_aside(layout, id, placement, path).map_err(|e| e.to_string())?;
     if let Some(dir) = file.parent() {
         fsutil::remove_empty_dirs(dir, &layout.tier_dir(placement, path.tier()));
     }
     Ok(())
 }
 
-/// Runs remote undo steps, up to [`crate::state::undo::HEAD_CONCURRENCY`]
+/// Runs remote undo steps, up to [`crate::state::journaled::HEAD_CONCURRENCY`]
 /// at once: a restore copies the object back from its apply's remote
 /// trash, only while the key is absent or still at the version the apply
 /// wrote, after keeping what it replaces in this undo's (`id`) remote
@@ -336,7 +336,7 @@ async fn remote_many(
         }
         Ok(())
     }))
-    .buffered(crate::state::undo::HEAD_CONCURRENCY)
+    .buffered(crate::state::journaled::HEAD_CONCURRENCY)
     .collect()
     .await
 }

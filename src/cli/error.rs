@@ -149,9 +149,9 @@ mod from {
     use crate::data::DataError;
     use crate::engine::locks::LockError;
     use crate::engine::{ApplyError, EngineError};
+    use crate::journal::UndoError;
     use crate::layout::LayoutError;
     use crate::plan::PlanFileError;
-    use crate::undo::UndoError;
 
     /// A CLI error of `kind` reporting `e`, with the hint the table
     /// gives for it.

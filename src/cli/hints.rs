@@ -9,8 +9,8 @@ use crate::data::DataError;
 use crate::engine::locks::LockError;
 use crate::engine::registry::RegistrationError;
 use crate::engine::{ApplyError, BaseError, Cause, EngineError, Scope, StoreError, UndoApplyError};
+use crate::journal::UndoError;
 use crate::layout::LayoutError;
-use crate::undo::UndoError;
 
 pub(super) fn config(e: &ConfigError) -> Option<String> {
     match e {

@@ -7,15 +7,13 @@
 //! `-q`. Every line swamp prints goes through [`with_bar_hidden`], so the
 //! bar never garbles a plan or a prompt. `-v` lists each finished action.
 
-use std::fmt::Write;
 use std::io::IsTerminal;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::cli::render::human_bytes;
 use crate::progress::{Reading, meter};
 
 struct State {
@@ -141,7 +139,7 @@ fn new_bar(now: &Reading) -> ProgressBar {
     let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr_with_hz(10));
     let template = if now.bytes_total > 0 {
         bar.set_length(now.bytes_total);
-        "{spinner} {prefix} [{bar:25}] {done_bytes}/{total_bytes}{rate_eta} · {msg}"
+        "{spinner} {prefix} [{bar:25}] {binary_bytes}/{binary_total_bytes}{rate_eta} · {msg}"
     } else if now.files_total > 0 {
         bar.set_length(now.files_total);
         "{spinner} {prefix} [{bar:25}] {pos}/{len} actions{eta_known}{msg}"
@@ -151,12 +149,6 @@ fn new_bar(now: &Reading) -> ProgressBar {
     bar.set_style(
         ProgressStyle::with_template(template)
             .expect("valid template")
-            .with_key("done_bytes", |s: &ProgressState, w: &mut dyn Write| {
-                let _ = w.write_str(&human_bytes(s.pos()));
-            })
-            .with_key("total_bytes", |s: &ProgressState, w: &mut dyn Write| {
-                let _ = w.write_str(&human_bytes(s.len().unwrap_or(0)));
-            })
             .with_key("rate_eta", rate_eta)
             .with_key("eta_known", eta_known)
             .progress_chars("=> "),
@@ -166,22 +158,21 @@ fn new_bar(now: &Reading) -> ProgressBar {
     bar
 }
 
-/// `, 12.0 MiB/s, ETA 3s`, once something has moved: before that neither
-/// is known, and `0 B/s, ETA 0s` would be a guess shown as a fact. Bytes
-/// read as every plan and report writes them ([`human_bytes`]).
-fn rate_eta(state: &ProgressState, w: &mut dyn Write) {
+/// `, 12 MiB/s, ETA 3s`, once something has moved: before that neither is
+/// known, and `0 B/s, ETA 0s` would be a guess shown as a fact.
+fn rate_eta(state: &indicatif::ProgressState, w: &mut dyn std::fmt::Write) {
     if state.pos() > 0 {
         let _ = write!(
             w,
             ", {}/s, ETA {:#}",
-            human_bytes(state.per_sec() as u64),
+            indicatif::BinaryBytes(state.per_sec() as u64),
             indicatif::HumanDuration(state.eta())
         );
     }
 }
 
 /// `, ETA 3s`, once an action has finished.
-fn eta_known(state: &ProgressState, w: &mut dyn Write) {
+fn eta_known(state: &indicatif::ProgressState, w: &mut dyn std::fmt::Write) {
     if state.pos() > 0 {
         let _ = write!(w, ", ETA {:#}", indicatif::HumanDuration(state.eta()));
     }
@@ -202,7 +193,7 @@ fn update(bar: &ProgressBar, now: &Reading) {
         bar.set_message(format!(
             ": {} ({})",
             now.files_done,
-            human_bytes(now.bytes_done)
+            crate::cli::render::human_bytes(now.bytes_done)
         ));
     }
 }

@@ -275,5 +275,5 @@ fn usage_error(e: &clap::Error, json: bool) -> ExitCode {
 
 /// This process's command line, quoted for a shell where needed.
 pub(crate) fn command_line() -> String {
-    crate::undo::command_line()
+    crate::journal::command_line()
 }

@@ -407,7 +407,7 @@ impl LockConfig {
     }
 }
 
-/// `[undo]`: how long what applies set aside is kept (see [`crate::undo`]).
+/// `[undo]`: how long what applies set aside is kept (see [`crate::journal`]).
 /// Pruning is a planned action of later applies (and of `swamp undo
 /// --prune`), never done behind the plan's back.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

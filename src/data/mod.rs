@@ -26,8 +26,8 @@ use crate::catalog::name::{NameError, RAW_FILE, check_name};
 use crate::catalog::{Catalog, CatalogError, Entry, NameSummary};
 use crate::config::Placement;
 use crate::fsutil;
+use crate::journal;
 use crate::layout::{Layout, Tier, TierPath, TierPathError};
-use crate::undo;
 
 #[derive(Debug, thiserror::Error)]
 pub enum DataError {
@@ -74,7 +74,7 @@ pub enum DataError {
     #[error(transparent)]
     Catalog(#[from] CatalogError),
     #[error(transparent)]
-    Undo(#[from] crate::undo::UndoError),
+    Undo(#[from] crate::journal::UndoError),
     /// Unreachable for checked names; kept typed rather than panicking.
     #[error(transparent)]
     Path(#[from] TierPathError),
@@ -275,8 +275,8 @@ impl<'a> DataStore<'a> {
         let entries = versions
             .iter()
             .map(|e| {
-                Ok(undo::Entry {
-                    op: undo::Op::SetAside,
+                Ok(journal::Entry {
+                    op: journal::Op::SetAside,
                     placement: self.placement.clone(),
                     path: TierPath::parse(&raw_tier_path(&e.name, e.version))?,
                     sha256: e.sha256.clone(),
@@ -285,7 +285,7 @@ impl<'a> DataStore<'a> {
                 })
             })
             .collect::<Result<Vec<_>, DataError>>()?;
-        let mut journal = undo::Journal::begin(self.layout, command, summary, entries);
+        let mut journal = journal::Journal::begin(self.layout, command, summary, entries);
         journal.save(self.layout)?;
         for (entry, rec) in versions.iter().zip(&journal.entries) {
             self.delete_version(catalog, entry, &journal.id, &rec.path)?;
@@ -356,7 +356,7 @@ impl<'a> DataStore<'a> {
     ) -> Result<(), DataError> {
         let dir = self.version_dir(&entry.name, entry.version)?;
         self.guard(&dir)?;
-        undo::set_aside(self.layout, id, &self.placement, path)?;
+        journal::set_aside(self.layout, id, &self.placement, path)?;
         match std::fs::remove_dir(&dir) {
             Ok(()) => {}
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}

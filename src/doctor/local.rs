@@ -11,7 +11,7 @@ use crate::layout::{Layout, Tier};
 use crate::plan::root_label;
 use crate::plan::textdiff::attach_diffs;
 use crate::plan::{Action, diff};
-use crate::state::observed::first_datastore_file;
+use crate::state::tree::first_datastore_file;
 use crate::state::{Desired, Scope};
 
 use super::{Check, Context, DoctorError, Finding, Fix, Step, could_not};

@@ -30,7 +30,7 @@ use crate::plan::{Fingerprint, Plan, SavedPlan};
 pub(crate) use crate::state::Scope;
 pub(crate) use crate::state::base::BaseError;
 use crate::state::managed;
-use crate::state::observed::ObserveError;
+use crate::state::tree::ObserveError;
 use crate::state::{self, Desired, ObserveOptions, Observed};
 
 /// How a sync plan treats conflicts and guards.
@@ -77,7 +77,7 @@ pub enum EngineError {
     #[error(transparent)]
     Managed(#[from] managed::ManagedError),
     #[error("cannot read the undo trash: {0}")]
-    Trash(#[from] crate::state::undo::UndoObserveError),
+    Trash(#[from] crate::state::journaled::UndoObserveError),
     #[error(
         "the `config` directory is not part of the datastore (`directories` in .swamp.toml leaves it out), so managed config has nowhere to go; nothing was changed"
     )]
@@ -105,7 +105,7 @@ pub enum EngineError {
     #[error("the saved plan was made for repository {planned}, not this one ({actual})")]
     WrongRepo { planned: String, actual: String },
     #[error(transparent)]
-    Undo(#[from] crate::undo::UndoError),
+    Undo(#[from] crate::journal::UndoError),
     /// `undo` without an id, after an apply that did not finish.
     #[error("the last apply, {id}, was cut short; name the apply to reverse")]
     LastCutShort {
@@ -117,7 +117,7 @@ pub enum EngineError {
     UndoObserve {
         id: String,
         #[source]
-        source: crate::state::undo::UndoObserveError,
+        source: crate::state::journaled::UndoObserveError,
     },
     #[error(transparent)]
     UndoApply(#[from] crate::apply::undo::UndoApplyError),
@@ -146,7 +146,7 @@ impl EngineError {
     /// What, under the layers that carry it, this error is about: the
     /// kinds the CLI's hint table tells remedies for.
     pub fn cause(&self) -> Cause<'_> {
-        use crate::state::undo::UndoObserveError;
+        use crate::state::journaled::UndoObserveError;
         match self {
             EngineError::Base(b) | EngineError::Observe(ObserveError::Base(b)) => Cause::Base(b),
             EngineError::Undo(u)
@@ -188,7 +188,7 @@ impl EngineError {
 pub enum Cause<'a> {
     Store(&'a StoreError),
     Base(&'a crate::state::base::BaseError),
-    Journal(&'a crate::undo::UndoError),
+    Journal(&'a crate::journal::UndoError),
     UndoApply(&'a crate::apply::undo::UndoApplyError),
     /// An apply to undo changed a remote the configuration no longer names.
     UndoRemoteGone,
@@ -220,7 +220,7 @@ impl Planned {
 /// Whether `placement` holds any datastore file in this repository's
 /// layout (a solo layout with data has something to migrate).
 pub(crate) fn holds_data(layout: &Layout, placement: &crate::config::Placement) -> bool {
-    state::observed::first_datastore_file(layout, placement).is_some()
+    state::tree::first_datastore_file(layout, placement).is_some()
 }
 
 /// The data store `data` commands read and write: the target placement,
@@ -460,7 +460,7 @@ fn add_content_diffs(
         return Ok(());
     }
     let target = crate::store::RemoteTarget::open(&plan.target.placement())?;
-    let bodies = state::texts::read(
+    let bodies = state::diff_bodies::read(
         &plan.target.dir,
         &target,
         wanted.iter().map(|w| (&w.path, w.cache, w.remote.as_ref())),

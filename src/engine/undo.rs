@@ -7,12 +7,12 @@
 use crate::apply::prune::Pruned;
 pub(crate) use crate::apply::undo::UndoReport;
 use crate::config::Config;
+use crate::journal::{Journal, Op, UndoError};
 use crate::layout::Layout;
 use crate::plan::Action;
 use crate::plan::action::PruneTrash;
 use crate::plan::undo::UndoPlan;
 use crate::store::RemoteTarget;
-use crate::undo::{Journal, Op, UndoError};
 
 use super::EngineError;
 
@@ -71,7 +71,7 @@ fn walked(
     layout: &Layout,
     empty: UndoError,
     none: UndoError,
-    pick: impl Fn(&crate::undo::Walk) -> Option<&str>,
+    pick: impl Fn(&crate::journal::Walk) -> Option<&str>,
 ) -> Result<Journal, EngineError> {
     let mut all = Journal::all(layout)?;
     let last = all.last().ok_or(empty)?;
@@ -81,7 +81,7 @@ fn walked(
             undoes: last.undoes.clone(),
         });
     }
-    let walk = crate::undo::Walk::of(&all);
+    let walk = crate::journal::Walk::of(&all);
     let id = pick(&walk).ok_or(none)?;
     let i = all
         .iter()
@@ -113,11 +113,12 @@ fn subject_of(journal: Journal, config: &Config) -> Result<UndoSubject, EngineEr
 /// Observes the files and objects of the subject's apply as they are now,
 /// and composes their reversal: changed ones are conflicts.
 pub(crate) fn plan_undo(layout: &Layout, subject: &UndoSubject) -> Result<UndoPlan, EngineError> {
-    let observed = crate::state::undo::observe(layout, &subject.journal, subject.remote.as_ref())
-        .map_err(|source| EngineError::UndoObserve {
-        id: subject.journal.id.clone(),
-        source,
-    })?;
+    let observed =
+        crate::state::journaled::observe(layout, &subject.journal, subject.remote.as_ref())
+            .map_err(|source| EngineError::UndoObserve {
+                id: subject.journal.id.clone(),
+                source,
+            })?;
     Ok(crate::plan::undo::compose(&subject.journal, &observed))
 }
 
@@ -149,7 +150,7 @@ pub(super) fn due_prunes_at(
     config: &Config,
     placement: &crate::config::Placement,
 ) -> Result<Vec<Action>, EngineError> {
-    let held = crate::state::undo::held(layout, placement)?;
+    let held = crate::state::journaled::held(layout, placement)?;
     Ok(crate::plan::retention::prunes(
         &held,
         (&config.undo).into(),

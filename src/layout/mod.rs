@@ -423,7 +423,7 @@ impl Layout {
     /// Touched when a sync that pushes to `placement` has finished: the
     /// deletes this clone's commands made before it reached the bucket,
     /// so only later ones still explain a remote delete (see
-    /// `state::deliberate`). A pull in between changes nothing of that.
+    /// `state::delete_records`). A pull in between changes nothing of that.
     pub fn deletes_pushed_path(&self, placement: &Placement) -> PathBuf {
         let id = crate::fsutil::sha256_bytes(Layout::remote_url(placement).as_bytes());
         self.state_dir()
@@ -454,7 +454,7 @@ impl Layout {
     }
 
     /// This clone's id, for its notes in the bucket (see
-    /// `state::deliberate`): `.swamp/state/clone-id`.
+    /// `state::delete_records`): `.swamp/state/clone-id`.
     pub fn clone_id_path(&self) -> PathBuf {
         self.state_dir().join("clone-id")
     }

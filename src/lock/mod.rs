@@ -721,59 +721,104 @@ fn heartbeat(held: Arc<Held>, ttl: Duration, stopped: mpsc::Receiver<()>) {
             Err(RecvTimeoutError::Timeout) => {}
             Ok(()) | Err(RecvTimeoutError::Disconnected) => return,
         }
-        if renewed.elapsed() < every {
-            let version = held.version.lock().unwrap().clone();
-            match rt.block_on(held.target.store.head(&held.target.key)) {
-                Ok(Some(meta)) if meta.version == version => {}
+        let beat = if renewed.elapsed() < every {
+            Beat::Look
+        } else {
+            renewed = std::time::Instant::now();
+            Beat::Renew
+        };
+        if held.beat(beat, ttl, &rt).is_break() {
+            return;
+        }
+    }
+}
+
+/// What one heartbeat does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Beat {
+    /// Read the lock object's version: still ours?
+    Look,
+    /// Renew the lock with a compare-and-swap on our own version.
+    Renew,
+}
+
+impl Held {
+    /// One heartbeat; `Break` once the lock is lost (it is never written
+    /// again).
+    fn beat(
+        &self,
+        beat: Beat,
+        ttl: Duration,
+        rt: &tokio::runtime::Runtime,
+    ) -> std::ops::ControlFlow<()> {
+        use std::ops::ControlFlow::{Break, Continue};
+        if beat == Beat::Look {
+            let version = self.version.lock().unwrap().clone();
+            return match rt.block_on(self.target.store.head(&self.target.key)) {
+                Ok(Some(meta)) if meta.version == version => Continue(()),
                 Ok(Some(_)) => {
-                    held.lose("another process took it over".into());
-                    return;
+                    self.lose("another process took it over".into());
+                    Break(())
                 }
                 Ok(None) => {
-                    held.lose(
+                    self.lose(
                         "it was broken (deleted, e.g. by `swamp datastore lock release --force`)"
                             .into(),
                     );
-                    return;
+                    Break(())
                 }
                 // Unreachable for now: the renewal and the expiry check
-                // below decide.
-                Err(_) => {}
-            }
-            continue;
+                // decide.
+                Err(_) => Continue(()),
+            };
         }
-        renewed = std::time::Instant::now();
         let now = SystemTime::now();
         let body = {
-            let mut b = held.body.lock().unwrap();
+            let mut b = self.body.lock().unwrap();
             if b.is_stale(now) {
                 // We stalled past our own expiry: someone may hold it now,
                 // and what we did meanwhile was not covered.
                 drop(b);
-                held.lose(format!(
+                self.lose(format!(
                     "it expired before it could be renewed (this process stalled for more than {}s)",
                     ttl.as_secs()
                 ));
-                return;
+                return Break(());
             }
             b.expires_at = rfc3339(now + ttl);
             b.clone()
         };
-        let version = held.version.lock().unwrap().clone();
-        match rt.block_on(held.target.store.put_bytes(
-            &held.target.key,
+        let version = self.version.lock().unwrap().clone();
+        match rt.block_on(self.target.store.put_bytes(
+            &self.target.key,
             body.to_bytes(),
             &Precondition::Matches(version),
         )) {
-            Ok(meta) => *held.version.lock().unwrap() = meta.version,
+            Ok(meta) => *self.version.lock().unwrap() = meta.version,
             Err(StoreError::PreconditionFailed { .. } | StoreError::NotFound { .. }) => {
-                held.lose("another process took it over or broke it".into());
-                return;
+                self.lose("another process took it over or broke it".into());
+                return Break(());
             }
             // A transient failure: try again next beat; the expiry check
             // above stops us if it never comes back in time.
             Err(_) => {}
         }
+        Continue(())
+    }
+}
+
+/// Test-only: the heartbeat driven a beat at a time, so the lock's rules
+/// are checked without sleeping through TTLs.
+#[cfg(test)]
+impl LockGuard {
+    /// Stops the background heartbeat: the test beats instead.
+    fn manual(mut self) -> LockGuard {
+        self.stop_heartbeat();
+        self
+    }
+
+    fn beat(&self, beat: Beat, ttl: Duration) -> std::ops::ControlFlow<()> {
+        self.inner.beat(beat, ttl, &small_runtime())
     }
 }
 

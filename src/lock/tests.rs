@@ -150,39 +150,70 @@ fn a_lock_not_yet_expired_is_not_taken_over() {
 fn the_heartbeat_renews_with_a_new_version_and_expiry() {
     let dir = tempfile::tempdir().unwrap();
     let t = target(dir.path());
-    let guard = acquire(&t, &opts(1_500, 0), &mut |_| {}).unwrap();
+    let ttl = Duration::from_secs(60);
+    let guard = acquire(&t, &opts(60_000, 0), &mut |_| {}).unwrap().manual();
     let first = guard.version();
-    std::thread::sleep(Duration::from_millis(2_500));
-    // Past the original TTL and still held: renewed in place.
+    let first_expiry = guard.body().expires().unwrap();
+    assert!(guard.beat(Beat::Look, ttl).is_continue(), "still ours");
+    assert_eq!(guard.version(), first, "a look writes nothing");
+    assert!(guard.beat(Beat::Renew, ttl).is_continue());
+    // Renewed in place: a new version, an expiry no earlier.
     guard.check().unwrap();
     assert_ne!(guard.version(), first);
+    assert!(guard.body().expires().unwrap() >= first_expiry);
     match state(&t) {
         LockState::Held { stale, body, .. } => {
             assert!(!stale);
             assert_eq!(body.id, guard.body().id);
+            assert_eq!(body.expires_at, guard.body().expires_at);
         }
         other => panic!("{other:?}"),
     }
     guard.release().unwrap();
+    assert_eq!(state(&t), LockState::Free);
 }
 
 #[test]
 fn a_holder_whose_lock_was_taken_over_cannot_renew_or_delete_it() {
+    let ttl = Duration::from_secs(60);
+    // Found by a look between renewals, and by a renewal itself.
+    for beat in [Beat::Look, Beat::Renew] {
+        let dir = tempfile::tempdir().unwrap();
+        let t = target(dir.path());
+        let guard = acquire(&t, &opts(60_000, 0), &mut |_| {}).unwrap().manual();
+        // Someone else's lock replaces ours (as a takeover after a stall would).
+        let successor = LockBody::new("successor", Duration::from_secs(60));
+        put_raw(&t, &successor.to_bytes());
+        assert!(guard.beat(beat, ttl).is_break(), "{beat:?}");
+        let err = guard.check().unwrap_err();
+        assert!(matches!(err, LockError::Lost { .. }), "{beat:?}: {err}");
+        assert!(ensure_held().is_err());
+        assert!(guard.release().is_err(), "release reports the loss");
+        match state(&t) {
+            LockState::Held { body, .. } => assert_eq!(body.id, successor.id),
+            other => panic!("{beat:?}: the successor's lock must survive: {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn a_holder_that_stalled_past_its_expiry_stops_without_writing() {
     let dir = tempfile::tempdir().unwrap();
     let t = target(dir.path());
-    let guard = acquire(&t, &opts(900, 0), &mut |_| {}).unwrap();
-    // Someone else's lock replaces ours (as a takeover after a stall would).
-    let successor = LockBody::new("successor", Duration::from_secs(60));
-    put_raw(&t, &successor.to_bytes());
-    std::thread::sleep(Duration::from_millis(800));
+    let ttl = Duration::from_secs(60);
+    let guard = acquire(&t, &opts(60_000, 0), &mut |_| {}).unwrap().manual();
+    let version = guard.version();
+    // As if this process had slept past its own expiry.
+    guard.inner.body.lock().unwrap().expires_at = "2000-01-01T00:00:00Z".into();
+    assert!(guard.beat(Beat::Renew, ttl).is_break());
     let err = guard.check().unwrap_err();
-    assert!(matches!(err, LockError::Lost { .. }), "{err}");
-    assert!(ensure_held().is_err());
-    assert!(guard.release().is_err(), "release reports the loss");
-    match state(&t) {
-        LockState::Held { body, .. } => assert_eq!(body.id, successor.id),
-        other => panic!("the successor's lock must survive: {other:?}"),
-    }
+    assert!(
+        err.to_string()
+            .contains("expired before it could be renewed"),
+        "{err}"
+    );
+    assert_eq!(guard.version(), version, "nothing was written");
+    let _ = guard.release();
 }
 
 #[test]

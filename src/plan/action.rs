@@ -211,7 +211,7 @@ pub struct PublishSentinel {
 /// names (see `NoteProgress`), each only at the version observed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RecordDeletes {
-    pub files: Vec<crate::state::deliberate::DeletedFile>,
+    pub files: Vec<crate::state::delete_records::DeletedFile>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub after: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -231,7 +231,7 @@ pub struct RecordDeletes {
 pub struct NoteProgress {
     pub passed: String,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub check: Vec<crate::state::deliberate::DeletedFile>,
+    pub check: Vec<crate::state::delete_records::DeletedFile>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub replaces: Vec<RemoteObjectRef>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

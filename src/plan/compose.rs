@@ -22,7 +22,7 @@ use std::collections::BTreeMap;
 
 use crate::config::ConflictPolicy;
 use crate::layout::{Tier, TierPath};
-use crate::state::deliberate::DeletedFile;
+use crate::state::delete_records::DeletedFile;
 use crate::state::managed::config_only;
 use crate::state::{
     BaseEntry, Desired, Direction, FileState, Observed, Obstacle, ObstacleKind, RemoteSnapshot,
@@ -382,7 +382,7 @@ fn delete_bookkeeping(
     // what the last clone to pass them prunes.
     // (Without the base, apply starts from none: so does this.)
     let no_base = BTreeMap::new();
-    let progress = crate::plan::clones::progress(
+    let progress = crate::plan::delete_notes::progress(
         &snapshot.delete_records,
         &snapshot.clone_notes,
         if options.no_base {
@@ -392,8 +392,9 @@ fn delete_bookkeeping(
         },
         sync_actions,
     );
-    let after = crate::plan::clones::newest_stem(&snapshot.delete_records, &snapshot.clone_notes)
-        .map(str::to_string);
+    let after =
+        crate::plan::delete_notes::newest_stem(&snapshot.delete_records, &snapshot.clone_notes)
+            .map(str::to_string);
     // The note and the prunes ride along with a run that writes the bucket
     // anyway: a run that would write only them is no run at all (and a
     // clone with read-only credentials could not), so a clone that only
@@ -625,11 +626,11 @@ mod tests {
                 .collect(),
             delete_records: Vec::new(),
             // Noted already: these plans are about other things.
-            clone_notes: vec![crate::state::deliberate::CloneNote {
+            clone_notes: vec![crate::state::delete_records::CloneNote {
                 key: "n".into(),
                 version: "1".into(),
                 clone: "me".into(),
-                passed: crate::state::deliberate::NO_STEM.into(),
+                passed: crate::state::delete_records::NO_STEM.into(),
                 mine: true,
             }],
             deleted_here: BTreeMap::new(),

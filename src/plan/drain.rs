@@ -39,7 +39,7 @@ pub(crate) fn drain(observed: &Observed, target_remote: Option<&RemoteSnapshot>)
     let mut out = Drain::default();
     let target = &observed.placements[0];
     let target_files: BTreeSet<&str> = target.files.keys().map(TierPath::as_str).collect();
-    let mut blocked = super::diff::Blocked::default();
+    let mut blocked = super::layout_diff::Blocked::default();
     for (i, source) in observed.placements[1..].iter().enumerate() {
         let Some(remote) = &source.remote else {
             continue;
@@ -92,7 +92,7 @@ pub(crate) fn drain(observed: &Observed, target_remote: Option<&RemoteSnapshot>)
 #[allow(clippy::too_many_arguments)]
 fn to_local(
     out: &mut Drain,
-    blocked: &mut super::diff::Blocked,
+    blocked: &mut super::layout_diff::Blocked,
     target: &PlacementState,
     target_files: &BTreeSet<&str>,
     i: usize,
@@ -114,7 +114,7 @@ fn to_local(
                 target_sha256: t.sha256.hex(),
                 diff: None,
             })),
-        None => match super::diff::obstacle_for(target, target_files, path) {
+        None => match super::layout_diff::obstacle_for(target, target_files, path) {
             // Something at the target where the fetch must write.
             Some((at, kind)) => {
                 blocked.add(at, kind, path);

@@ -13,13 +13,13 @@ use crate::config::{ConflictPolicy, DatastoreConfig, Namespace, Placement};
 use crate::state::Scope;
 
 pub mod action;
-pub(crate) mod clones;
 pub(crate) mod compose;
 pub mod conflict;
-pub(crate) mod diff;
+pub(crate) mod delete_notes;
 pub(crate) mod drain;
 pub(crate) mod file;
 pub(crate) mod fingerprint;
+pub(crate) mod layout_diff;
 pub(crate) mod managed;
 pub mod resume;
 pub(crate) mod retention;
@@ -33,9 +33,9 @@ pub(crate) mod undo;
 pub use crate::state::{Obstacle, ObstacleKind};
 pub use action::{AbortWhy, Action, BaseRecord, RemoteExpect, RemoteObjectRef, UnhydratedRecord};
 pub use conflict::{Conflict, Side};
-pub use diff::diff;
 pub use file::{LockInfo, PlanFileError, SavedPlan};
 pub use fingerprint::Fingerprint;
+pub use layout_diff::diff;
 pub use summary::{RequestEstimate, Summary};
 
 /// Version of the plan JSON document (`--json` and saved plan files).

@@ -1,12 +1,12 @@
 //! Retention of undo trash (`[undo] keep_days`, `max_bytes`): which
 //! applies' trash a plan prunes. Pure: the trash held is observed by
-//! `state::undo::held`, the clock is an input.
+//! `state::journaled::held`, the clock is an input.
 //!
 //! Pruning is an action of the plan like any other, listed for review and
 //! applied in its turn, so trash never disappears behind a plan's back.
 
 use crate::plan::action::PruneTrash;
-use crate::state::undo::Held;
+use crate::state::journaled::Held;
 
 use super::action::{Action, PruneReason};
 

@@ -10,7 +10,7 @@ use super::action::{Action, RemoteExpect};
 use super::{Conflict, Plan};
 use crate::layout::TierPath;
 use crate::state::TextPair;
-pub(crate) use crate::state::texts::{Body, RemoteRef};
+pub(crate) use crate::state::diff_bodies::{Body, RemoteRef};
 
 /// Fills `diff` on each different-at-target conflict whose two files the
 /// observation read as small UTF-8 text.

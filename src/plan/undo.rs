@@ -1,6 +1,6 @@
 //! The plan of `swamp undo ID`: put back what apply `ID` set aside, set
 //! aside again what it restored. Pure: it reads only the journal and the
-//! observation of each entry's file and trash copy (`state::undo`).
+//! observation of each entry's file and trash copy (`state::journaled`).
 //!
 //! A file changed since the apply (other bytes, or something that is not a
 //! file) is a conflict, never overwritten; a file already as the undo would
@@ -12,9 +12,9 @@ use std::collections::BTreeSet;
 use serde::{Deserialize, Serialize};
 
 use crate::config::Placement;
+use crate::journal::{Entry, Journal, Op};
 use crate::layout::TierPath;
-use crate::state::undo::{EntryState, Found, UndoObserved};
-use crate::undo::{Entry, Journal, Op};
+use crate::state::journaled::{EntryState, Found, UndoObserved};
 
 /// One step of an undo.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -326,8 +326,8 @@ fn restored(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::state::undo::EntryState;
-    use crate::undo::Entry;
+    use crate::journal::Entry;
+    use crate::state::journaled::EntryState;
 
     fn entry(op: Op, path: &str, sha: &str) -> Entry {
         Entry {

@@ -22,7 +22,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use super::search::Hint;
+use super::gallop::Hint;
 use super::stat::Stat;
 use crate::fsutil;
 use std::cell::Cell;

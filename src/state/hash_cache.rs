@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use super::dir_listings::{self, DirListings};
-use super::search::Hint;
+use super::gallop::Hint;
 use super::walk::Stat;
 use crate::digest::Sha256;
 use crate::fsutil;

@@ -6,27 +6,27 @@
 //! the network.
 
 pub(crate) mod base;
-pub mod deliberate;
+pub mod delete_records;
 pub(crate) mod desired;
+pub(crate) mod diff_bodies;
 pub(crate) mod dir_listings;
+pub(crate) mod gallop;
 pub(crate) mod hash_cache;
+pub(crate) mod journaled;
 pub(crate) mod managed;
 pub(crate) mod observe;
-pub(crate) mod observed;
 pub mod remote;
-pub(crate) mod search;
 pub(crate) mod seen;
 mod stat;
-pub(crate) mod texts;
-pub(crate) mod undo;
+pub(crate) mod tree;
 pub(crate) mod walk;
 
 pub use base::{BaseEntry, SyncBase, Unhydrated};
 pub use desired::{Desired, Direction, Scope};
 pub use hash_cache::{HashCache, Learnt};
 pub use observe::{DIFF_SIZE_CAP, ObserveOptions, observe, observe_local};
-pub use observed::{Observed, Obstacle, ObstacleKind, PlacementState, TextPair};
 pub use remote::{RemoteObject, RemoteSnapshot};
+pub use tree::{Observed, Obstacle, ObstacleKind, PlacementState, TextPair};
 
 /// A regular file as planning sees it.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

@@ -14,8 +14,8 @@ use crate::layout::{KnownPaths, Layout, Tier, TierPath};
 use crate::store::{RemoteTarget, StoreError, runtime};
 
 use super::managed::{self, Mirror, RemoteSentinel, Sentinel, sentinel_path};
-use super::observed::ObserveError;
 use super::remote::{RemoteIdentity, ServerDigest, observe_remote, read_identity};
+use super::tree::ObserveError;
 use super::{
     BaseEntry, Desired, FileState, HashCache, Learnt, Observed, RemoteSnapshot, Scope, SyncBase,
 };
@@ -226,7 +226,7 @@ fn deliberate_deletes(
     snapshot: &mut RemoteSnapshot,
     rt: &tokio::runtime::Runtime,
 ) -> Result<(), ObserveError> {
-    let me = super::deliberate::clone_id(layout).map_err(|source| ObserveError::Io {
+    let me = super::delete_records::clone_id(layout).map_err(|source| ObserveError::Io {
         path: layout.clone_id_path(),
         source,
     })?;
@@ -234,7 +234,7 @@ fn deliberate_deletes(
         note.mine = note.clone == me;
     }
     let now = std::time::UNIX_EPOCH + std::time::Duration::from_secs(crate::clock::now_secs());
-    rt.block_on(super::deliberate::read_records(
+    rt.block_on(super::delete_records::read_records(
         target.store.as_ref(),
         &mut snapshot.delete_records,
         now,
@@ -243,7 +243,7 @@ fn deliberate_deletes(
     ))?;
     // Only a sync with a base can delete anything.
     if !snapshot.base.is_empty() {
-        snapshot.deleted_here = super::deliberate::deleted_here(layout, &desired.target);
+        snapshot.deleted_here = super::delete_records::deleted_here(layout, &desired.target);
     }
     Ok(())
 }
@@ -524,7 +524,7 @@ fn modified(cache: &super::PlacementState) -> BTreeMap<TierPath, i64> {
 
 /// Both sides of every path a source and the target hold with different
 /// content, when both are small UTF-8 text: the plan shows their diff.
-fn texts(observed: &Observed) -> Vec<super::observed::TextPair> {
+fn texts(observed: &Observed) -> Vec<super::tree::TextPair> {
     let target = &observed.placements[0];
     let mut out = Vec::new();
     for (i, source) in observed.placements[1..].iter().enumerate() {
@@ -543,7 +543,7 @@ fn texts(observed: &Observed) -> Vec<super::observed::TextPair> {
             };
             if let (Some(target_text), Some(source_text)) = (read(&target.root), read(&source.root))
             {
-                out.push(super::observed::TextPair {
+                out.push(super::tree::TextPair {
                     source: i,
                     path: path.clone(),
                     target: target_text,

@@ -86,10 +86,10 @@ pub struct RemoteSnapshot {
     pub unhydrated: BTreeMap<TierPath, Unhydrated>,
     /// Clones' records of deletes they made on purpose.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub delete_records: Vec<super::deliberate::DeleteRecord>,
+    pub delete_records: Vec<super::delete_records::DeleteRecord>,
     /// Clones' notes of how far their bases have passed those records.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub clone_notes: Vec<super::deliberate::CloneNote>,
+    pub clone_notes: Vec<super::delete_records::CloneNote>,
     /// What this clone's own commands deleted since the last sync.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub deleted_here: BTreeMap<TierPath, crate::digest::Sha256>,
@@ -638,8 +638,8 @@ struct Page {
     reserved: Vec<String>,
     folder_markers: usize,
     unmanaged: BTreeMap<String, usize>,
-    delete_records: Vec<super::deliberate::DeleteRecord>,
-    clone_notes: Vec<super::deliberate::CloneNote>,
+    delete_records: Vec<super::delete_records::DeleteRecord>,
+    clone_notes: Vec<super::delete_records::CloneNote>,
 }
 
 /// A file of unknown sha256 that is to be known (the cache holds a file
@@ -677,20 +677,23 @@ impl Page {
             .key
             .strip_prefix(&names.records)
             .is_some_and(|name| !name.contains('/'))
-            && super::deliberate::record_stem(&meta.key).is_some()
+            && super::delete_records::record_stem(&meta.key).is_some()
         {
-            self.delete_records.push(super::deliberate::DeleteRecord {
-                key: meta.key,
-                version: meta.version,
-                files: Vec::new(),
-                expired: false,
-                young: false,
-                clone: None,
-                mine: false,
-            });
+            self.delete_records
+                .push(super::delete_records::DeleteRecord {
+                    key: meta.key,
+                    version: meta.version,
+                    files: Vec::new(),
+                    expired: false,
+                    young: false,
+                    clone: None,
+                    mine: false,
+                });
             return None;
         }
-        if let Some(note) = super::deliberate::parse_note(&names.notes, &meta.key, &meta.version) {
+        if let Some(note) =
+            super::delete_records::parse_note(&names.notes, &meta.key, &meta.version)
+        {
             self.clone_notes.push(note);
             return None;
         }

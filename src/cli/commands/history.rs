@@ -9,12 +9,12 @@ use serde_json::json;
 use crate::cli::output::print_json;
 use crate::cli::render::{escape_controls, human_bytes, table};
 use crate::cli::{CliError, Ctx, Outcome};
-use crate::undo::Journal;
+use crate::journal::Journal;
 
 pub(super) fn run(ctx: &Ctx) -> Result<Outcome, CliError> {
     let repo = ctx.open_repo()?;
     let journals = Journal::all(&repo.layout)?;
-    let walk = crate::undo::Walk::of(&journals);
+    let walk = crate::journal::Walk::of(&journals);
     if ctx.json {
         let applies: Vec<_> = journals
             .iter()

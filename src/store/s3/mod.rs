@@ -1107,45 +1107,29 @@ fn quote_etag(version: &str) -> String {
     format!("\"{}\"", version.trim_matches('"'))
 }
 
-/// Percent-encodes a key (everything but RFC 3986 unreserved characters
-/// and `/`), as S3 signs a request path: for `x-amz-copy-source` and the
-/// fast GET's URL.
+/// What [`encode_key`] escapes: everything but RFC 3986's unreserved
+/// characters and `/`.
+const KEY_ESCAPED: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~')
+    .remove(b'/');
+
+/// Percent-encodes a key as S3 signs a request path: for
+/// `x-amz-copy-source` and the direct GET's and PUT's URL.
 fn encode_key(key: &str) -> String {
-    let mut out = String::with_capacity(key.len());
-    for b in key.bytes() {
-        if b.is_ascii_alphanumeric() || b"-._~/".contains(&b) {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
+    percent_encoding::utf8_percent_encode(key, KEY_ESCAPED).to_string()
 }
 
 /// Decodes a key listed with `encoding-type=url`: `%XX` escapes, and `+`
-/// for a space (as AWS encodes it, and as botocore decodes it). A `%` not
-/// followed by two hex digits is kept as it is.
+/// for a space (as AWS encodes it, and as botocore decodes it; a `+` in a
+/// key is listed as `%2B`). A `%` not followed by two hex digits is kept
+/// as it is.
 fn percent_decode(s: &str) -> String {
-    let bytes = s.as_bytes();
-    let hex = |b: u8| (b as char).to_digit(16).map(|d| d as u8);
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'+' => out.push(b' '),
-            b'%' if i + 2 < bytes.len() => match (hex(bytes[i + 1]), hex(bytes[i + 2])) {
-                (Some(hi), Some(lo)) => {
-                    out.push(hi << 4 | lo);
-                    i += 3;
-                    continue;
-                }
-                _ => out.push(b'%'),
-            },
-            b => out.push(b),
-        }
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
+    percent_encoding::percent_decode_str(&s.replace('+', " "))
+        .decode_utf8_lossy()
+        .into_owned()
 }
 
 #[cfg(test)]

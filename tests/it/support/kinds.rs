@@ -93,7 +93,7 @@ pub fn every_action() -> Vec<swamp::plan::Action> {
             drop: vec![tp("data/c/1/raw")],
         }),
         Action::RecordDeletes(RecordDeletes {
-            files: vec![swamp::state::deliberate::DeletedFile {
+            files: vec![swamp::state::delete_records::DeletedFile {
                 path: tp("data/m/1/raw"),
                 sha256: sha('3'),
                 version: "9".into(),
@@ -106,7 +106,7 @@ pub fn every_action() -> Vec<swamp::plan::Action> {
         }),
         Action::NoteProgress(NoteProgress {
             passed: "001764000000000-0123456789ab".into(),
-            check: vec![swamp::state::deliberate::DeletedFile {
+            check: vec![swamp::state::delete_records::DeletedFile {
                 path: tp("data/m/2/raw"),
                 sha256: sha('4'),
                 version: "7".into(),

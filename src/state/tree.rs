@@ -1,5 +1,6 @@
-//! Observed state: a snapshot of what the datastore tier holds at each
-//! placement the desired state names, with every entry typed:
+//! The tier tree on this machine: a snapshot of what the datastore tier
+//! holds at each placement the desired state names (the [`Observed`]
+//! state's local part), with every entry typed:
 //!
 //! - a regular file (path, size, sha256): the only kind that is data;
 //! - a symlink (never followed), a special file (FIFO, socket, device), a
@@ -440,7 +441,7 @@ fn legacy_trash(layout: &Layout, placement: &Placement) -> Result<Vec<LegacyTras
         let (Ok(id), Ok(kind)) = (entry.file_name().into_string(), entry.file_type()) else {
             continue;
         };
-        if !kind.is_dir() || !crate::undo::is_id(&id) {
+        if !kind.is_dir() || !crate::journal::is_id(&id) {
             continue;
         }
         let mut trash = LegacyTrash {

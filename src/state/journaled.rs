@@ -6,8 +6,8 @@ use std::io;
 use std::path::Path;
 
 use crate::fsutil;
+use crate::journal::Journal;
 use crate::layout::Layout;
-use crate::undo::Journal;
 
 /// What is at a path.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -64,7 +64,7 @@ pub enum UndoObserveError {
     #[error(transparent)]
     Store(#[from] crate::store::StoreError),
     #[error(transparent)]
-    Journal(#[from] crate::undo::UndoError),
+    Journal(#[from] crate::journal::UndoError),
     #[error(
         "apply {id} changed remote objects of {url}, which this repository's configuration no longer names"
     )]
@@ -89,8 +89,8 @@ pub(crate) fn observe(
     journal: &Journal,
     remote: Option<&crate::store::RemoteTarget>,
 ) -> Result<UndoObserved, UndoObserveError> {
-    use crate::undo::Op;
-    let remote_entries: Vec<&crate::undo::Entry> = journal
+    use crate::journal::Op;
+    let remote_entries: Vec<&crate::journal::Entry> = journal
         .entries
         .iter()
         .filter(|e| matches!(e.op, Op::RemoteSetAside | Op::RemoteRestored))
@@ -177,7 +177,7 @@ pub(crate) fn held(
     layout: &Layout,
     target: &crate::config::Placement,
 ) -> Result<Vec<Held>, UndoObserveError> {
-    use crate::undo::Op;
+    use crate::journal::Op;
     let journals = Journal::all(layout)?;
     let mut out = Vec::new();
     for j in journals.iter().filter(|j| j.pruned.is_none()) {

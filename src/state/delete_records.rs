@@ -209,11 +209,11 @@ pub fn deleted_here(layout: &Layout, placement: &Placement) -> BTreeMap<TierPath
         let Some(id) = name.to_str().and_then(|n| n.strip_suffix(".json")) else {
             continue;
         };
-        if !newer || !crate::undo::is_id(id) {
+        if !newer || !crate::journal::is_id(id) {
             continue;
         }
         // An unreadable journal explains nothing (the guard stays).
-        if let Ok(journal) = crate::undo::Journal::load(layout, id) {
+        if let Ok(journal) = crate::journal::Journal::load(layout, id) {
             journals.push(journal);
         }
     }
@@ -229,7 +229,7 @@ pub fn deleted_here(layout: &Layout, placement: &Placement) -> BTreeMap<TierPath
             match e.op {
                 // Set aside indeed: a journal is written before its first
                 // step, so one cut short lists files never moved.
-                crate::undo::Op::SetAside
+                crate::journal::Op::SetAside
                     if e.written.is_none()
                         && (journal.finished
                             || layout
@@ -240,7 +240,7 @@ pub fn deleted_here(layout: &Layout, placement: &Placement) -> BTreeMap<TierPath
                         out.insert(e.path, sha);
                     }
                 }
-                crate::undo::Op::Restored => {
+                crate::journal::Op::Restored => {
                     out.remove(&e.path);
                 }
                 _ => {}
@@ -382,7 +382,7 @@ pub fn new_record_key(placement: &Placement, now: SystemTime, after: Option<&str
 mod tests {
     use super::*;
     use crate::config::{Config, DatastoreConfig};
-    use crate::undo::{Entry, Journal, Op};
+    use crate::journal::{Entry, Journal, Op};
 
     fn entry(placement: &Placement, op: Op, path: &str, sha: char) -> Entry {
         Entry {

@@ -1,5 +1,8 @@
-//! The pure diff: `(Desired, Observed) → Plan`. No I/O, so every rule here
-//! is unit-tested on hand-built states.
+//! The layout diff: the moves and drops that take each file from the
+//! source placements to the target, and what blocks them (a different file
+//! at the target, an obstacle, something that is not a file). Pure, so
+//! every rule here is unit-tested on hand-built states; [`super::compose`]
+//! orders it with the rest of a plan.
 
 use crate::plan::action::{DropDuplicate, Move, RelocateTrash, RemoveTemp};
 use crate::plan::conflict::{DifferentAtTarget, Obstacle, Unsupported};
@@ -539,7 +542,7 @@ mod tests {
         let d = desired(ns("h"), vec![solo()]);
         let mut target = state(ns("h"), &[]);
         let mut source = state(solo(), &[("data/a/1/raw", "1")]);
-        let temp = |p: &str, stale| crate::state::observed::TempFile {
+        let temp = |p: &str, stale| crate::state::tree::TempFile {
             path: TierPath::parse(p).unwrap(),
             size: 3,
             stale,

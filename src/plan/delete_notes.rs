@@ -1,6 +1,6 @@
 //! How far this clone's sync base will have passed the other clones'
 //! delete records once a plan has run, and which records and notes may
-//! then go (see `state::deliberate` for the notes and records). Pure.
+//! then go (see `state::delete_records` for the notes and records). Pure.
 
 use crate::plan::action::{
     DeleteLocal, DeleteRemote, Download, NoteProgress, PruneRecords, RecordBase, RecordDeletes,
@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::layout::TierPath;
 use crate::state::BaseEntry;
-use crate::state::deliberate::{CloneNote, DeleteRecord, DeletedFile, NO_STEM};
+use crate::state::delete_records::{CloneNote, DeleteRecord, DeletedFile, NO_STEM};
 
 use super::{Action, RemoteObjectRef};
 

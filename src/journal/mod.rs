@@ -1,4 +1,5 @@
-//! Undo (issue 10): what an apply removes is set aside, never destroyed.
+//! The journal and the trash that make every apply undoable: what an
+//! apply removes is set aside, never destroyed.
 //!
 //! Owns the apply id, the journal each destructive apply writes before its
 //! first destructive action (`.swamp/state/trash/<id>.json`: what it set

@@ -130,3 +130,49 @@ fn read_remote(target: &RemoteTarget, path: &TierPath, want: &RemoteRef) -> (Bod
     };
     (body, true)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testutil::{fs_target, put, tp};
+
+    fn listed(meta: &crate::store::ObjectMeta, body: &[u8]) -> RemoteRef {
+        RemoteRef {
+            version: meta.version.clone(),
+            size: body.len() as u64,
+            sha256: Some(Sha256::of(body)),
+        }
+    }
+
+    #[test]
+    fn a_remote_side_is_shown_only_as_listed_and_as_its_sha256_says() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = fs_target(dir.path());
+        let path = tp("outputs/a.txt");
+        let meta = put(&t, "outputs/a.txt", b"remote text\n");
+        let want = listed(&meta, b"remote text\n");
+        let (body, read) = read_remote(&t, &path, &want);
+        assert!(read);
+        assert_eq!(body, Body::Text("remote text\n".into()));
+
+        // Bytes that are not what the listing's sha256 says.
+        let lying = RemoteRef {
+            sha256: Some(Sha256::of(b"something else")),
+            ..want.clone()
+        };
+        match read_remote(&t, &path, &lying).0 {
+            Body::Unavailable { reason, .. } => assert!(reason.contains("sha256"), "{reason}"),
+            other => panic!("shown unverified: {other:?}"),
+        }
+
+        // Replaced since it was listed: another version (another size, so
+        // another version on a directory store whatever the clock says).
+        put(&t, "outputs/a.txt", b"newer remote text\n");
+        match read_remote(&t, &path, &want).0 {
+            Body::Unavailable { reason, .. } => {
+                assert!(reason.contains("changed since it was listed"), "{reason}")
+            }
+            other => panic!("shown another version: {other:?}"),
+        }
+    }
+}
