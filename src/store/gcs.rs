@@ -754,6 +754,9 @@ impl Store for GcsStore {
             destination_bucket: self.bucket.clone(),
             destination_object: to.to_string(),
             if_generation_match: Self::generation_match(to, pre)?,
+            // That very generation, and only while it is the live one: a
+            // server that ignores the condition still copies no other.
+            source_generation: generation,
             if_source_generation_match: generation,
             metadata: None,
             ..CopyObjectRequest::default()

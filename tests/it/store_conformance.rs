@@ -679,25 +679,16 @@ async fn copy_at_copies_only_the_version_it_names(b: Backend) {
     let r = s
         .copy_at("t/src", &old.version, "t/trash2", &Precondition::CreateOnly)
         .await;
-    if b != Backend::Gcs {
-        assert!(is_precondition_failed(&r), "{r:?}");
-        assert!(
-            s.head("t/trash2").await.unwrap().is_none(),
-            "nothing copied"
-        );
-    } else if r.is_ok() {
-        // fake-gcs-server ignores ifSourceGenerationMatch (as it ignores
-        // ifGenerationMatch on copies): pinned here so a change shows.
-        assert_eq!(f.body("t/trash2").await, b"new bytes");
-    } else {
-        // A refusal, as real GCS answers, must be the precondition's and
-        // copy nothing.
-        assert!(is_precondition_failed(&r), "{r:?}");
-        assert!(
-            s.head("t/trash2").await.unwrap().is_none(),
-            "nothing copied"
-        );
-    }
+    // Refused: the condition failed (S3, GCS), or that generation is gone
+    // (GCS, where the copy names it). Never the newer bytes copied.
+    assert!(
+        is_precondition_failed(&r) || matches!(r, Err(StoreError::NotFound { .. })),
+        "{r:?}"
+    );
+    assert!(
+        s.head("t/trash2").await.unwrap().is_none(),
+        "nothing copied"
+    );
     let e = s
         .copy_at("t/missing", "1", "t/x", &Precondition::None)
         .await
@@ -1114,8 +1105,10 @@ conformance!(gcs: Backend::Gcs => [
 // ---------------------------------------------------------------------------
 // Capabilities: what a store claims is checked against what it does. The
 // atomic preconditions are raced in `concurrent_*_has_exactly_one_winner`;
-// a server ignoring a delete's or copy's precondition (fake-gcs-server)
-// cannot be seen through the store, which checks the version itself first.
+// the rest are checked in the requests sent, through a counting proxy
+// (`capabilities_are_what_the_requests_show`): a store that does not trust
+// its server with a delete's or copy's precondition reads the version
+// first.
 
 /// A listing carries sha256 exactly when the store says it does, and a
 /// store that lists one level at a time names the level's prefixes.
@@ -1142,6 +1135,111 @@ async fn capabilities_claim_what_the_store_does(b: Backend) {
     let level = s.list_level("c/").await.unwrap();
     assert_eq!(keys(&level.objects), ["c/top"]);
     assert_eq!(level.prefixes, ["c/other/", "c/sub/"]);
+}
+
+/// The request-level capabilities, through a counting proxy: a store that
+/// says it deletes in batches sends no DELETE per key, one that copies
+/// server-side never reads the source's bytes, one that lists by level
+/// asks the server for a level, and one whose server enforces a delete's
+/// or a copy's precondition sends the request alone, where one whose server
+/// does not reads the version first.
+fn capabilities_are_what_the_requests_show(backend: crate::support::bucket::Backend) {
+    use crate::support::bucket::{Backend, Bucket};
+    let (bucket, proxy) = Bucket::behind_proxy(backend);
+    // Set up through the server itself; what is counted goes through the
+    // proxy.
+    let datastore = swamp::config::parse_datastore_spec(&bucket.spec()).unwrap();
+    let options = StoreOptions {
+        s3_credentials: Some(servers::s3_credentials()),
+        ..StoreOptions::default()
+    };
+    let s = store::open_with(&datastore, options).unwrap();
+    let caps = s.capabilities();
+    for k in ["cap/a", "cap/b", "cap/c", "cap/source", "cap/gone"] {
+        bucket.put(k, k.as_bytes());
+    }
+    // The requests `op` sends, as `METHOD target`.
+    let sent = |op: &mut dyn FnMut()| {
+        let from = proxy.seen().len();
+        op();
+        proxy.seen()[from..]
+            .iter()
+            .map(|r| format!("{} {}", r.method, r.target))
+            .collect::<Vec<_>>()
+    };
+    let names = |r: &str, key: &str| r.contains(key) || r.contains(&key.replace('/', "%2F"));
+    let reads_of = |reqs: &[String], key: &str| {
+        reqs.iter()
+            .filter(|r| (r.starts_with("GET ") || r.starts_with("HEAD ")) && names(r, key))
+            .count()
+    };
+
+    let keys: Vec<String> = ["cap/a", "cap/b", "cap/c"].map(String::from).to_vec();
+    let reqs = sent(&mut || Bucket::block_on(s.delete_many(&keys)).unwrap());
+    let deletes = reqs.iter().filter(|r| r.starts_with("DELETE ")).count();
+    if caps.batch_delete {
+        assert!(
+            deletes == 0 && reqs.len() < keys.len(),
+            "{backend:?}: {reqs:#?}"
+        );
+    } else {
+        assert_eq!(deletes, keys.len(), "{backend:?}: {reqs:#?}");
+    }
+
+    let reqs = sent(&mut || {
+        Bucket::block_on(s.copy("cap/source", "cap/copy", &Precondition::CreateOnly)).unwrap();
+    });
+    assert_eq!(bucket.get("cap/copy").as_deref(), Some(&b"cap/source"[..]));
+    if caps.server_side_copy {
+        let media = |r: &&String| {
+            names(r, "cap/source")
+                && r.starts_with("GET ")
+                && (backend == Backend::S3 || r.contains("alt=media"))
+        };
+        assert!(!reqs.iter().any(|r| media(&r)), "{backend:?}: {reqs:#?}");
+    }
+    // The copy's destination precondition: enforced by the server, or the
+    // destination's version read first.
+    assert_eq!(
+        reads_of(&reqs, "cap/copy") == 0,
+        caps.conditional_copy,
+        "{backend:?}: conditional_copy is {}: {reqs:#?}",
+        caps.conditional_copy
+    );
+
+    let version = Bucket::block_on(s.head("cap/gone"))
+        .unwrap()
+        .unwrap()
+        .version;
+    let reqs = sent(&mut || {
+        Bucket::block_on(s.delete("cap/gone", &Precondition::Matches(version.clone()))).unwrap();
+    });
+    assert!(bucket.get("cap/gone").is_none());
+    assert_eq!(
+        reads_of(&reqs, "cap/gone") == 0,
+        caps.conditional_delete,
+        "{backend:?}: conditional_delete is {}: {reqs:#?}",
+        caps.conditional_delete
+    );
+
+    let reqs = sent(&mut || {
+        Bucket::block_on(s.list_level("cap/")).unwrap();
+    });
+    assert_eq!(
+        reqs.iter().any(|r| r.contains("delimiter=")),
+        caps.delimited_listing,
+        "{backend:?}: {reqs:#?}"
+    );
+}
+
+#[test]
+fn s3_capabilities_are_what_the_requests_show() {
+    capabilities_are_what_the_requests_show(crate::support::bucket::Backend::S3);
+}
+
+#[test]
+fn gcs_capabilities_are_what_the_requests_show() {
+    capabilities_are_what_the_requests_show(crate::support::bucket::Backend::Gcs);
 }
 
 // ---------------------------------------------------------------------------
