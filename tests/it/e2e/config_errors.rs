@@ -1,10 +1,10 @@
 //! Bad configuration and bad command lines: clear errors, nothing written.
 
-use crate::e2e::common::TestRepo;
+use crate::e2e::common::Repo;
 
 #[test]
 fn an_unknown_key_is_named_and_nothing_is_written() {
-    let repo = TestRepo::with_solo_data();
+    let repo = Repo::with_solo_data();
     let bad = format!("{}colour = \"blue\"\n", repo.config());
     repo.write(".swamp.toml", &bad);
     let before = repo.tree(".swamp");
@@ -24,7 +24,7 @@ fn an_unknown_key_is_named_and_nothing_is_written() {
 
 #[test]
 fn a_relative_filesystem_path_is_refused() {
-    let repo = TestRepo::init(&[]);
+    let repo = Repo::local(&[]);
     let bad = format!(
         "repo_id = \"{}\"\n[datastore]\ntype = \"filesystem\"\npath = \"shared/store\"\n",
         repo.repo_id()
@@ -38,7 +38,7 @@ fn a_relative_filesystem_path_is_refused() {
 
 #[test]
 fn a_namespace_that_is_a_tier_name_is_refused_on_the_command_line_and_in_the_file() {
-    let repo = TestRepo::init(&[]);
+    let repo = Repo::local(&[]);
     let run = repo.run(&["datastore", "namespace", "set", "data"]);
     run.expect(64);
     assert!(run.stderr.contains("reserved"), "{}", run.stderr);
@@ -55,7 +55,7 @@ fn a_namespace_that_is_a_tier_name_is_refused_on_the_command_line_and_in_the_fil
 
 #[test]
 fn a_wrong_type_names_the_key() {
-    let repo = TestRepo::init(&[]);
+    let repo = Repo::local(&[]);
     repo.write(
         ".swamp.toml",
         &format!("{}[sync]\nconcurrency = \"lots\"\n", repo.config()),
@@ -67,7 +67,7 @@ fn a_wrong_type_names_the_key() {
 
 #[test]
 fn usage_errors_exit_64() {
-    let repo = TestRepo::init(&[]);
+    let repo = Repo::local(&[]);
     let run = repo.run(&["plan", "--scope", "everything"]);
     run.expect(64);
     assert!(
@@ -83,7 +83,7 @@ fn usage_errors_exit_64() {
 
 #[test]
 fn sync_scope_on_a_local_datastore_is_a_usage_error_naming_the_fix() {
-    let repo = TestRepo::init(&[]);
+    let repo = Repo::local(&[]);
     let run = repo.run(&["plan", "--scope", "sync"]);
     run.expect(64);
     assert!(run.stderr.contains("remote datastore"), "{}", run.stderr);
@@ -92,7 +92,7 @@ fn sync_scope_on_a_local_datastore_is_a_usage_error_naming_the_fix() {
 #[test]
 fn commands_outside_a_repo_say_how_to_make_one() {
     let dir = tempfile::tempdir().unwrap();
-    let repo = TestRepo::init(&[]);
+    let repo = Repo::local(&[]);
     let out = repo
         .cmd()
         .current_dir(dir.path())
@@ -105,7 +105,7 @@ fn commands_outside_a_repo_say_how_to_make_one() {
 
 #[test]
 fn init_twice_refuses_and_keeps_the_repo_id() {
-    let repo = TestRepo::init(&[]);
+    let repo = Repo::local(&[]);
     let id = repo.repo_id();
     repo.run(&["init"]).expect(1);
     assert_eq!(repo.repo_id(), id);
@@ -113,7 +113,7 @@ fn init_twice_refuses_and_keeps_the_repo_id() {
 
 #[test]
 fn json_errors_are_one_document_on_stdout() {
-    let repo = TestRepo::init(&[]);
+    let repo = Repo::local(&[]);
     let run = repo.run(&["--json", "data", "get", "nope"]);
     run.expect(1);
     let doc = run.json();
@@ -125,7 +125,7 @@ fn json_errors_are_one_document_on_stdout() {
 /// subdirectory is a usage error, never the nearest enclosing repository.
 #[test]
 fn repo_pointing_at_a_file_a_missing_path_or_a_subdirectory_is_refused() {
-    let repo = TestRepo::with_solo_data();
+    let repo = Repo::with_solo_data();
     repo.write("notes.txt", "x\n");
     std::fs::create_dir_all(repo.path("sub")).unwrap();
     for (arg, says) in [
@@ -144,7 +144,7 @@ fn repo_pointing_at_a_file_a_missing_path_or_a_subdirectory_is_refused() {
 /// `/dev/zero` was read without limit.
 #[test]
 fn a_plan_file_that_is_not_a_regular_file_is_refused_at_once() {
-    let repo = TestRepo::with_solo_data();
+    let repo = Repo::with_solo_data();
     let fifo = repo.path("plan.fifo");
     let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
     // SAFETY: mkfifo on a NUL-terminated path the test owns.
@@ -166,7 +166,7 @@ fn a_plan_file_that_is_not_a_regular_file_is_refused_at_once() {
 /// credentials in an endpoint used to be written to `.swamp.toml`.
 #[test]
 fn init_validates_everything_before_creating_anything() {
-    let repo = TestRepo::init(&[]);
+    let repo = Repo::local(&[]);
     let new = repo.path("new/deeper");
     for args in [
         &["--namespace", "data"][..],
@@ -202,7 +202,7 @@ fn init_validates_everything_before_creating_anything() {
 
 #[test]
 fn another_tools_word_for_a_command_gets_ours_as_a_tip_and_a_subcommands_does_not() {
-    let repo = TestRepo::init(&[]);
+    let repo = Repo::local(&[]);
     for (theirs, ours) in [("fetch", "pull"), ("log", "history"), ("revert", "undo")] {
         let run = repo.run(&[theirs]);
         run.expect(64);

@@ -15,11 +15,11 @@ fn crash_tests_need_the_failpoints_feature() {
 mod killed {
     use std::os::unix::process::ExitStatusExt;
 
-    use crate::e2e::common::{TestRepo, data_files};
+    use crate::e2e::common::{Repo, data_files};
 
     #[test]
     fn an_apply_killed_part_way_through_its_moves_is_finished_by_the_next_apply() {
-        let repo = TestRepo::with_solo_data();
+        let repo = Repo::with_solo_data();
         for i in 0..20 {
             repo.write(
                 &format!(".swamp/outputs/batch/{i:02}.yaml"),
@@ -75,7 +75,7 @@ mod killed {
 
     #[test]
     fn a_move_killed_between_link_and_unlink_leaves_a_duplicate_the_next_plan_drops() {
-        let repo = TestRepo::with_solo_data();
+        let repo = Repo::with_solo_data();
         repo.run(&["datastore", "namespace", "set", "homelab"])
             .expect(0);
         // Simulate the window between link(2) and unlink(2): both copies exist.

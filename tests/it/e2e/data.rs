@@ -1,10 +1,10 @@
 //! The data workload through the real binary.
 
-use crate::e2e::common::TestRepo;
+use crate::e2e::common::Repo;
 
 #[test]
 fn put_get_list_rm_gc_round_trip() {
-    let repo = TestRepo::init(&[]);
+    let repo = Repo::local(&[]);
     repo.write("v1.txt", "first\n");
     repo.write("v2.txt", "second\n");
     repo.run(&["data", "put", "model/output", "--file", "v1.txt"])
@@ -44,7 +44,7 @@ fn put_get_list_rm_gc_round_trip() {
 
 #[test]
 fn put_reads_stdin_and_writes_under_the_namespace() {
-    let repo = TestRepo::init(&["--namespace", "homelab"]);
+    let repo = Repo::local(&["--namespace", "homelab"]);
     let out = repo
         .cmd()
         .args(["data", "put", "notes"])
@@ -62,7 +62,7 @@ fn put_reads_stdin_and_writes_under_the_namespace() {
 
 #[test]
 fn a_deleted_or_corrupt_catalog_is_rebuilt_from_the_files() {
-    let repo = TestRepo::init(&[]);
+    let repo = Repo::local(&[]);
     repo.write("v.txt", "x\n");
     repo.run(&["data", "put", "a", "--file", "v.txt"]).expect(0);
     repo.run(&["data", "put", "b", "--file", "v.txt"]).expect(0);
@@ -91,7 +91,7 @@ fn a_deleted_or_corrupt_catalog_is_rebuilt_from_the_files() {
 
 #[test]
 fn the_catalog_follows_data_moved_by_a_migration() {
-    let repo = TestRepo::init(&[]);
+    let repo = Repo::local(&[]);
     repo.write("v.txt", "x\n");
     repo.run(&["data", "put", "a", "--file", "v.txt"]).expect(0);
     repo.run(&["data", "list"]).expect(0);
@@ -112,7 +112,7 @@ fn the_catalog_follows_data_moved_by_a_migration() {
 
 #[test]
 fn a_bad_data_name_is_refused() {
-    let repo = TestRepo::init(&[]);
+    let repo = Repo::local(&[]);
     repo.write("v.txt", "x\n");
     // A name given on the command line is command-line input: 64, as a
     // bad namespace is (issue 13's one table of exit codes).
@@ -126,7 +126,7 @@ fn a_bad_data_name_is_refused() {
 /// `data put` through a symlink used to write outside the datastore.
 #[test]
 fn data_put_through_a_symlink_is_refused_and_writes_nothing_outside() {
-    let repo = TestRepo::init(&[]);
+    let repo = Repo::local(&[]);
     let outside = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(repo.path(".swamp/data")).unwrap();
     std::os::unix::fs::symlink(outside.path(), repo.path(".swamp/data/ln")).unwrap();

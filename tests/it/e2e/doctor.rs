@@ -2,14 +2,14 @@
 //! root-level copies in a namespaced repo, a bad configuration, and the
 //! output snapshots. The remote backends are in `tests/it/doctor.rs`.
 
-use crate::e2e::common::{TestRepo, data_files, tree};
+use crate::e2e::common::{Repo, data_files, tree};
 use crate::support::{doctor_check as check, doctor_statuses as statuses};
 
 /// A namespaced local repo whose `.swamp/` root still holds byte-identical
 /// copies of the namespaced data (what an interrupted or re-run migration
 /// by an older tool leaves).
-fn wedged() -> TestRepo {
-    let repo = TestRepo::with_solo_data();
+fn wedged() -> Repo {
+    let repo = Repo::with_solo_data();
     repo.run(&[
         "datastore",
         "namespace",
@@ -92,7 +92,7 @@ fn root_level_copies_in_a_namespaced_repo_fail_layout_and_repair_drops_them() {
 
 #[test]
 fn a_root_copy_only_at_the_root_moves_in_and_the_catalog_follows() {
-    let repo = TestRepo::with_solo_data();
+    let repo = Repo::with_solo_data();
     repo.run(&[
         "datastore",
         "namespace",
@@ -118,7 +118,7 @@ fn a_root_copy_only_at_the_root_moves_in_and_the_catalog_follows() {
 /// doctor does not fail after every migration.
 #[test]
 fn a_missing_or_invalidated_catalog_passes_naming_its_rebuild() {
-    let repo = TestRepo::with_solo_data();
+    let repo = Repo::with_solo_data();
     repo.run(&["data", "list"]).expect(0);
     std::fs::remove_file(repo.path(".swamp/data/_catalog.db")).unwrap();
     let run = repo.run(&["--json", "doctor", "datastores"]);
@@ -151,7 +151,7 @@ fn a_missing_or_invalidated_catalog_passes_naming_its_rebuild() {
 /// changes nothing).
 #[test]
 fn a_corrupt_catalog_fails_and_repair_rebuilds_it() {
-    let repo = TestRepo::with_solo_data();
+    let repo = Repo::with_solo_data();
     repo.run(&["data", "list"]).expect(0);
     repo.run(&["doctor", "datastores"]).expect(0);
     for f in std::fs::read_dir(repo.path(".swamp/data")).unwrap() {
@@ -190,7 +190,7 @@ fn a_filesystem_datastore_with_root_level_copies_is_repaired() {
     let shared = tempfile::tempdir().unwrap();
     let path = shared.path().canonicalize().unwrap().join("store");
     let spec = format!("file://{}", path.display());
-    let repo = TestRepo::init(&["--namespace", "lab", "--datastore", &spec]);
+    let repo = Repo::local(&["--namespace", "lab", "--datastore", &spec]);
     for rel in ["lab/outputs/a.yaml", "outputs/a.yaml"] {
         std::fs::create_dir_all(path.join(rel).parent().unwrap()).unwrap();
         std::fs::write(path.join(rel), "a\n").unwrap();
@@ -214,7 +214,7 @@ fn a_filesystem_datastore_with_root_level_copies_is_repaired() {
 
 #[test]
 fn a_bad_config_fails_the_config_check_and_skips_the_rest() {
-    let repo = TestRepo::init(&[]);
+    let repo = Repo::local(&[]);
     let text = repo.config() + "colour = \"green\"\n";
     repo.write(".swamp.toml", &text);
     let run = repo.run(&["--json", "doctor", "datastores"]);
@@ -239,7 +239,7 @@ fn a_bad_config_fails_the_config_check_and_skips_the_rest() {
 
 #[test]
 fn yes_without_repair_is_a_usage_error() {
-    let repo = TestRepo::init(&[]);
+    let repo = Repo::local(&[]);
     let run = repo.run(&["doctor", "datastores", "-y"]);
     run.expect(64);
     assert!(run.stderr.contains("--repair"), "{}", run.stderr);
@@ -247,7 +247,7 @@ fn yes_without_repair_is_a_usage_error() {
 
 #[test]
 fn a_version_file_written_behind_a_fresh_catalog_fails_and_repair_reindexes() {
-    let repo = TestRepo::with_solo_data();
+    let repo = Repo::with_solo_data();
     repo.run(&["data", "list"]).expect(0);
     repo.write(".swamp/data/sneaky/1/raw", "behind its back\n");
     let run = repo.run(&["--json", "doctor", "datastores"]);
@@ -271,7 +271,7 @@ fn a_version_file_written_behind_a_fresh_catalog_fails_and_repair_reindexes() {
 
 #[test]
 fn repo_local_files_at_the_root_of_a_namespaced_repo_never_count_as_stray_data() {
-    let repo = TestRepo::init(&["--namespace", "homelab"]);
+    let repo = Repo::local(&["--namespace", "homelab"]);
     repo.write(".swamp/homelab/data/web/1/raw", "one\n");
     repo.run(&["data", "list"]).expect(0);
     repo.write(".swamp/data/_catalog.db-journal", "sidecar");

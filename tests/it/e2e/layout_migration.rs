@@ -1,10 +1,10 @@
 //! Namespace migration: forward, twice, resumed, reversed, merged.
 
-use crate::e2e::common::{TestRepo, data_files, tree};
+use crate::e2e::common::{Repo, data_files, tree};
 
 const NS: &str = ".swamp/homelab";
 
-fn solo_files(repo: &TestRepo) -> std::collections::BTreeMap<String, Vec<u8>> {
+fn solo_files(repo: &Repo) -> std::collections::BTreeMap<String, Vec<u8>> {
     let mut t = data_files(&repo.tree(".swamp"));
     t.retain(|k, _| {
         !k.starts_with("homelab/") && !k.starts_with("secrets/") && !k.starts_with("vault-bundles/")
@@ -19,7 +19,7 @@ fn inode(path: &std::path::Path) -> u64 {
 
 #[test]
 fn a_migration_renames_whole_directories_and_moves_the_rest_file_by_file() {
-    let repo = TestRepo::with_solo_data();
+    let repo = Repo::with_solo_data();
     for i in 0..30 {
         let rel = format!(".swamp/outputs/batch/{i:02}.yaml");
         repo.write(&rel, &format!("n: {i}\n"));
@@ -87,7 +87,7 @@ fn a_migration_renames_whole_directories_and_moves_the_rest_file_by_file() {
 
 #[test]
 fn migrate_preview_changes_nothing_and_confirm_moves_everything() {
-    let repo = TestRepo::with_solo_data();
+    let repo = Repo::with_solo_data();
     let before = solo_files(&repo);
     let config_before = repo.config();
 
@@ -141,7 +141,7 @@ fn migrate_preview_changes_nothing_and_confirm_moves_everything() {
 
 #[test]
 fn migrate_twice_exits_zero_with_nothing_to_move_and_catalog_stays_repo_local() {
-    let repo = TestRepo::with_solo_data();
+    let repo = Repo::with_solo_data();
     repo.run(&["datastore", "namespace", "set", "homelab"])
         .expect(0);
     repo.run(&["datastore", "namespace", "migrate", "--confirm"])
@@ -169,7 +169,7 @@ fn migrate_twice_exits_zero_with_nothing_to_move_and_catalog_stays_repo_local() 
 
 #[test]
 fn a_plain_file_where_the_namespace_outputs_dir_must_go_stops_apply_and_rerun_finishes() {
-    let repo = TestRepo::with_solo_data();
+    let repo = Repo::with_solo_data();
     let before = solo_files(&repo);
     repo.write(".swamp/homelab/outputs", "I am a file, not a directory");
 
@@ -208,7 +208,7 @@ fn a_plain_file_where_the_namespace_outputs_dir_must_go_stops_apply_and_rerun_fi
 
 #[test]
 fn reverse_after_a_read_moves_everything_back_and_drops_the_namespace() {
-    let repo = TestRepo::with_solo_data();
+    let repo = Repo::with_solo_data();
     let before = solo_files(&repo);
     repo.run(&[
         "datastore",
@@ -259,7 +259,7 @@ fn reverse_after_a_read_moves_everything_back_and_drops_the_namespace() {
 
 #[test]
 fn migrate_reverse_is_unset_migrate() {
-    let repo = TestRepo::with_solo_data();
+    let repo = Repo::with_solo_data();
     let before = solo_files(&repo);
     repo.run(&[
         "datastore",
@@ -284,7 +284,7 @@ fn migrate_reverse_is_unset_migrate() {
 
 #[test]
 fn merge_drops_identical_duplicates_and_a_different_file_blocks_everything() {
-    let repo = TestRepo::with_solo_data();
+    let repo = Repo::with_solo_data();
     // identical copy already in the namespace
     repo.write(".swamp/homelab/audit/2026-11.log", "alice applied\n");
     // different content at the same path
@@ -356,7 +356,7 @@ fn merge_drops_identical_duplicates_and_a_different_file_blocks_everything() {
 
 #[test]
 fn secrets_and_vault_bundles_never_move() {
-    let repo = TestRepo::with_solo_data();
+    let repo = Repo::with_solo_data();
     let secrets = repo.tree(".swamp/secrets");
     let bundles = repo.tree(".swamp/vault-bundles");
     repo.run(&[
@@ -380,7 +380,7 @@ fn secrets_and_vault_bundles_never_move() {
 
 #[test]
 fn namespace_set_to_the_same_value_is_a_no_op_success() {
-    let repo = TestRepo::init(&["--namespace", "homelab"]);
+    let repo = Repo::local(&["--namespace", "homelab"]);
     let config = repo.config();
     let run = repo.run(&["datastore", "namespace", "set", "homelab"]);
     run.expect(0);
@@ -390,7 +390,7 @@ fn namespace_set_to_the_same_value_is_a_no_op_success() {
 
 #[test]
 fn namespace_set_without_migrate_records_and_plan_continues_toward_it() {
-    let repo = TestRepo::with_solo_data();
+    let repo = Repo::with_solo_data();
     let set = repo.run(&["datastore", "namespace", "set", "homelab"]);
     set.expect(0);
     assert!(
@@ -409,7 +409,7 @@ fn namespace_set_without_migrate_records_and_plan_continues_toward_it() {
 
 #[test]
 fn changing_namespace_moves_data_from_the_old_namespace() {
-    let repo = TestRepo::with_solo_data();
+    let repo = Repo::with_solo_data();
     let before = solo_files(&repo);
     repo.run(&["datastore", "namespace", "set", "a", "--migrate", "-y"])
         .expect(0);
@@ -421,7 +421,7 @@ fn changing_namespace_moves_data_from_the_old_namespace() {
 
 #[test]
 fn apply_without_a_terminal_or_yes_refuses_and_changes_nothing() {
-    let repo = TestRepo::with_solo_data();
+    let repo = Repo::with_solo_data();
     repo.run(&["datastore", "namespace", "set", "homelab"])
         .expect(0);
     let before = repo.tree(".swamp");
@@ -443,7 +443,7 @@ fn apply_without_a_terminal_or_yes_refuses_and_changes_nothing() {
 
 #[test]
 fn plan_detailed_exitcode_distinguishes_changes_from_none() {
-    let repo = TestRepo::with_solo_data();
+    let repo = Repo::with_solo_data();
     let none = repo.run(&["plan", "--detailed-exitcode"]);
     none.expect(0);
     assert!(none.stdout.contains("No changes"), "{}", none.stdout);
@@ -470,7 +470,7 @@ fn sha(s: &str) -> String {
 /// later plan again showed no conflict. Now it is an obstacle at plan time.
 #[test]
 fn an_empty_directory_at_a_migration_destination_is_exit_3_at_plan_time() {
-    let repo = TestRepo::with_solo_data();
+    let repo = Repo::with_solo_data();
     std::fs::create_dir_all(repo.path(".swamp/homelab/data/web/state/2/raw")).unwrap();
     let before = data_files(&repo.tree(".swamp"));
     repo.run(&["datastore", "namespace", "set", "homelab"])
@@ -495,7 +495,7 @@ fn an_empty_directory_at_a_migration_destination_is_exit_3_at_plan_time() {
 /// a new version is numbered after it.
 #[test]
 fn data_get_between_namespace_set_and_its_apply_returns_the_data() {
-    let repo = TestRepo::with_solo_data();
+    let repo = Repo::with_solo_data();
     repo.run(&["datastore", "namespace", "set", "homelab"])
         .expect(0);
     let get = repo.run(&["data", "get", "web/state"]);

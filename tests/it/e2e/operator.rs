@@ -5,13 +5,13 @@
 use std::io::Write;
 use std::process::Stdio;
 
-use crate::e2e::common::{TestRepo, data_files};
+use crate::e2e::common::{Repo, data_files};
 use crate::support::{pinned, swamp_bin};
 
 /// A repo whose namespace was just set: `plan` shows the moves, `apply`
 /// would make them.
-fn repo_with_pending_moves() -> TestRepo {
-    let repo = TestRepo::with_solo_data();
+fn repo_with_pending_moves() -> Repo {
+    let repo = Repo::with_solo_data();
     repo.run(&["datastore", "namespace", "set", "infra"])
         .expect(0);
     repo
@@ -19,7 +19,7 @@ fn repo_with_pending_moves() -> TestRepo {
 
 /// Runs swamp with its stdout a pipe whose reader is already gone, as
 /// `swamp plan | head -0` leaves it.
-fn run_with_closed_stdout(repo: &TestRepo, args: &[&str]) -> (Option<i32>, String) {
+fn run_with_closed_stdout(repo: &Repo, args: &[&str]) -> (Option<i32>, String) {
     let mut child = pinned(&mut std::process::Command::new(swamp_bin()), &repo.home)
         .current_dir(&repo.root)
         .args(args)
@@ -68,7 +68,7 @@ fn an_apply_whose_stdout_closes_still_finishes_the_work() {
 
 /// Runs `swamp ARGS` on a pseudo-terminal (util-linux's `script`), typing
 /// `answer` at the prompt. Returns the exit code and the screen's text.
-fn on_a_terminal(repo: &TestRepo, args: &str, answer: &str) -> (Option<i32>, String) {
+fn on_a_terminal(repo: &Repo, args: &str, answer: &str) -> (Option<i32>, String) {
     let bin = swamp_bin();
     let mut child = pinned(&mut std::process::Command::new("script"), &repo.home)
         .args(["-qec", &format!("{} {args}", bin.display()), "/dev/null"])
@@ -116,7 +116,7 @@ fn the_prompt_takes_only_yes_and_anything_else_cancels() {
 
 #[test]
 fn without_a_terminal_the_refusal_names_this_very_command_with_y() {
-    let repo = TestRepo::init(&["--datastore", "local"]);
+    let repo = Repo::local(&["--datastore", "local"]);
     repo.seed();
     repo.run(&["datastore", "namespace", "set", "infra"])
         .expect(0);
@@ -132,7 +132,7 @@ fn without_a_terminal_the_refusal_names_this_very_command_with_y() {
 
 #[test]
 fn usage_errors_under_json_are_one_json_document_with_exit_64() {
-    let repo = TestRepo::init(&[]);
+    let repo = Repo::local(&[]);
     for args in [
         &["--json", "plan", "--bogus"][..],
         &["--json", "plan", "--scope", "bogus"],
@@ -168,7 +168,7 @@ fn usage_errors_under_json_are_one_json_document_with_exit_64() {
 
 #[test]
 fn completions_generate_for_bash_zsh_and_fish() {
-    let repo = TestRepo::init(&[]);
+    let repo = Repo::local(&[]);
     for (shell, marker) in [
         ("bash", "complete -F"),
         ("zsh", "#compdef swamp"),
@@ -187,7 +187,7 @@ fn completions_generate_for_bash_zsh_and_fish() {
 
 #[test]
 fn the_man_page_renders_and_a_page_per_command_is_written() {
-    let repo = TestRepo::init(&[]);
+    let repo = Repo::local(&[]);
     let run = repo.run(&["man"]);
     run.expect(0);
     assert!(
@@ -213,7 +213,7 @@ fn the_man_page_renders_and_a_page_per_command_is_written() {
 
 #[test]
 fn swamp_toml_keeps_its_comments_when_swamp_writes_it() {
-    let repo = TestRepo::init(&[]);
+    let repo = Repo::local(&[]);
     let shared = tempfile::tempdir().unwrap();
     let example = std::fs::read_to_string(
         std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -304,7 +304,7 @@ fn the_demo_runs_to_completion_on_a_terminal() {
 /// changes nothing (exit 1).
 #[test]
 fn every_applying_command_follows_one_confirmation_rule() {
-    let repo = TestRepo::with_solo_data();
+    let repo = Repo::with_solo_data();
     // Something to undo (a version set aside) and moves pending (a
     // namespace recorded, its data not moved yet).
     repo.run(&["data", "gc", "--keep", "1"]).expect(0);

@@ -3,7 +3,6 @@
 //! and under any `SWAMP_HOME` (roots are named relative to the repository,
 //! a remote's cache as `$SWAMP_HOME/...`).
 
-use super::common::TestRepo;
 use crate::support::bucket::{Backend, Bucket, Repo};
 
 /// The three renderings of one plan command.
@@ -22,8 +21,8 @@ fn renderings(run: &dyn Fn(&[&str]) -> String, args: &[&str]) -> [String; 3] {
 
 #[test]
 fn the_same_repository_in_two_directories_plans_byte_identical_json_markdown_and_text() {
-    let a = TestRepo::with_solo_data();
-    let b = TestRepo::init(&[]);
+    let a = Repo::with_solo_data();
+    let b = Repo::local(&[]);
     std::fs::copy(a.path(".swamp.toml"), b.path(".swamp.toml")).unwrap();
     b.seed();
     assert_ne!(a.root, b.root);
@@ -33,7 +32,7 @@ fn the_same_repository_in_two_directories_plans_byte_identical_json_markdown_and
         repo.run(&["datastore", "namespace", "set", "alpha"])
             .expect(0);
     }
-    let plan = |repo: &TestRepo| {
+    let plan = |repo: &Repo| {
         renderings(
             &|args| {
                 let run = repo.run(args);

@@ -1,10 +1,10 @@
 //! Saved plans: `plan -o`, `show`, `apply FILE`, staleness.
 
-use crate::e2e::common::{TestRepo, data_files};
+use crate::e2e::common::{Repo, data_files};
 
 #[test]
 fn a_saved_plan_applies_exactly_once() {
-    let repo = TestRepo::with_solo_data();
+    let repo = Repo::with_solo_data();
     repo.run(&["datastore", "namespace", "set", "homelab"])
         .expect(0);
     repo.run(&["plan", "-o", "plan.json"]).expect(0);
@@ -25,7 +25,7 @@ fn a_saved_plan_applies_exactly_once() {
 
 #[test]
 fn a_stale_saved_plan_is_refused_naming_what_changed() {
-    let repo = TestRepo::with_solo_data();
+    let repo = Repo::with_solo_data();
     repo.run(&["datastore", "namespace", "set", "homelab"])
         .expect(0);
     repo.run(&["plan", "-o", "plan.json"]).expect(0);
@@ -66,7 +66,7 @@ fn a_stale_saved_plan_is_refused_naming_what_changed() {
 
 #[test]
 fn a_plan_made_against_nothing_is_not_reappliable_once_data_appears() {
-    let repo = TestRepo::init(&[]);
+    let repo = Repo::local(&[]);
     repo.run(&["datastore", "namespace", "set", "homelab"])
         .expect(0);
     repo.run(&["plan", "-o", "empty.json"]).expect(0);
@@ -86,7 +86,7 @@ fn a_plan_made_against_nothing_is_not_reappliable_once_data_appears() {
 /// what was reviewed (here: nothing).
 #[test]
 fn a_saved_empty_plan_stays_empty_when_unrelated_data_appears() {
-    let repo = TestRepo::init(&[]);
+    let repo = Repo::local(&[]);
     repo.run(&["plan", "-o", "empty.json"]).expect(0);
     repo.write(".swamp/outputs/x.yaml", "x\n");
     let run = repo.run(&["apply", "empty.json"]);
@@ -99,7 +99,7 @@ fn a_saved_empty_plan_stays_empty_when_unrelated_data_appears() {
 /// the saved plan carries its own scope, policy and --force.
 #[test]
 fn planning_options_with_a_saved_plan_are_a_usage_error() {
-    let repo = TestRepo::with_solo_data();
+    let repo = Repo::with_solo_data();
     repo.run(&["datastore", "namespace", "set", "homelab"])
         .expect(0);
     repo.run(&["plan", "-o", "plan.json"]).expect(0);
@@ -123,7 +123,7 @@ fn planning_options_with_a_saved_plan_are_a_usage_error() {
 /// nothing is applied: an action added, a path changed, a conflict removed.
 #[test]
 fn a_tampered_saved_plan_is_refused_and_changes_nothing() {
-    let repo = TestRepo::with_solo_data();
+    let repo = Repo::with_solo_data();
     repo.write(".swamp/homelab/audit/2026-11.log", "someone else\n");
     repo.run(&["datastore", "namespace", "set", "homelab"])
         .expect(0);
@@ -191,7 +191,7 @@ fn a_tampered_saved_plan_is_refused_and_changes_nothing() {
 
 #[test]
 fn a_saved_plan_is_refused_after_the_configuration_changed() {
-    let repo = TestRepo::with_solo_data();
+    let repo = Repo::with_solo_data();
     repo.run(&["datastore", "namespace", "set", "homelab"])
         .expect(0);
     repo.run(&["plan", "-o", "plan.json"]).expect(0);
@@ -208,7 +208,7 @@ fn a_saved_plan_is_refused_after_the_configuration_changed() {
 
 #[test]
 fn a_malformed_plan_file_is_refused_and_changes_nothing() {
-    let repo = TestRepo::with_solo_data();
+    let repo = Repo::with_solo_data();
     repo.run(&["datastore", "namespace", "set", "homelab"])
         .expect(0);
     repo.write("bad.json", "{\"format_version\": 1, \"actions\": 7}");
@@ -229,7 +229,7 @@ fn a_malformed_plan_file_is_refused_and_changes_nothing() {
 
 #[test]
 fn a_saved_plan_with_a_conflict_is_refused_with_exit_3() {
-    let repo = TestRepo::with_solo_data();
+    let repo = Repo::with_solo_data();
     repo.write(".swamp/homelab/audit/2026-11.log", "someone else\n");
     repo.run(&["datastore", "namespace", "set", "homelab"])
         .expect(0);

@@ -1,10 +1,10 @@
 //! `datastore setup`: local ⇄ filesystem, through the plan.
 
-use crate::e2e::common::{TestRepo, data_files, tree};
+use crate::e2e::common::{Repo, data_files, tree};
 
 #[test]
 fn local_to_filesystem_and_back_keeps_every_file_byte_identical() {
-    let repo = TestRepo::with_solo_data();
+    let repo = Repo::with_solo_data();
     repo.run(&[
         "datastore",
         "namespace",
@@ -52,7 +52,7 @@ fn local_to_filesystem_and_back_keeps_every_file_byte_identical() {
 
 #[test]
 fn setup_to_a_path_that_is_a_file_is_refused() {
-    let repo = TestRepo::with_solo_data();
+    let repo = Repo::with_solo_data();
     let f = tempfile::NamedTempFile::new().unwrap();
     let run = repo.run(&[
         "datastore",
@@ -67,7 +67,7 @@ fn setup_to_a_path_that_is_a_file_is_refused() {
 
 #[test]
 fn setup_with_a_relative_path_is_a_usage_error() {
-    let repo = TestRepo::init(&[]);
+    let repo = Repo::local(&[]);
     let config = repo.config();
     let run = repo.run(&["datastore", "setup", "file://relative/dir"]);
     run.expect(64);

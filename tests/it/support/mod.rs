@@ -6,6 +6,7 @@
 pub mod bucket;
 pub mod faults;
 pub mod kinds;
+pub mod repo;
 pub mod servers;
 
 use std::collections::BTreeMap;
