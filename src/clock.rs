@@ -1,8 +1,27 @@
 //! The wall clock as swamp writes it into manifests, sentinels and locks.
 //!
 //! In a test build (the `failpoints` feature, which the end-to-end tests
-//! run) `SWAMP_NOW` (RFC 3339) pins it; the binary as shipped reads only
+//! run) `SWAMP_NOW` (RFC 3339) pins the time written, and
+//! `SWAMP_CLOCK_SKEW` (seconds, may be negative) moves the clock a lock is
+//! judged and renewed by, so a test can stand a process past a lock's
+//! expiry without sleeping through it. The binary as shipped reads only
 //! the system clock, so no environment can make it lie about time.
+
+use std::time::SystemTime;
+
+/// The time now.
+pub(crate) fn now() -> SystemTime {
+    let now = SystemTime::now();
+    #[cfg(feature = "failpoints")]
+    if let Some(skew) = std::env::var("SWAMP_CLOCK_SKEW")
+        .ok()
+        .and_then(|s| s.parse::<i64>().ok())
+    {
+        let by = std::time::Duration::from_secs(skew.unsigned_abs());
+        return if skew < 0 { now - by } else { now + by };
+    }
+    now
+}
 
 /// RFC 3339 UTC, to the second.
 pub(crate) fn now_rfc3339() -> String {
@@ -10,7 +29,7 @@ pub(crate) fn now_rfc3339() -> String {
     if let Ok(fixed) = std::env::var("SWAMP_NOW") {
         return fixed;
     }
-    humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
+    humantime::format_rfc3339_seconds(now()).to_string()
 }
 
 /// Seconds since the epoch, from the same clock.

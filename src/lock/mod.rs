@@ -50,7 +50,7 @@ pub struct LockBody {
 
 impl LockBody {
     fn new(operation: &str, ttl: Duration) -> LockBody {
-        let now = SystemTime::now();
+        let now = crate::clock::now();
         LockBody {
             id: uuid::Uuid::new_v4().to_string(),
             operation: operation.to_string(),
@@ -251,7 +251,7 @@ pub(crate) async fn inspect(target: &LockTarget) -> Result<LockState, StoreError
     };
     Ok(match serde_json::from_slice::<LockBody>(&bytes) {
         Ok(body) => LockState::Held {
-            stale: body.is_stale(SystemTime::now()),
+            stale: body.is_stale(crate::clock::now()),
             body,
             version: meta.version,
         },
@@ -772,7 +772,7 @@ impl Held {
                 Err(_) => Continue(()),
             };
         }
-        let now = SystemTime::now();
+        let now = crate::clock::now();
         let body = {
             let mut b = self.body.lock().unwrap();
             if b.is_stale(now) {
@@ -875,7 +875,7 @@ impl LossWatch {
             }
             // Our own expiry, read here rather than left to the heartbeat:
             // after a stall this thread may run before the heartbeat does.
-            if h.body.lock().unwrap().is_stale(SystemTime::now()) {
+            if h.body.lock().unwrap().is_stale(crate::clock::now()) {
                 h.lose("it expired before it could be renewed (this process stalled)".into());
             }
             if let Some(r) = h.lost.lock().unwrap().as_ref() {

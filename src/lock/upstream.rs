@@ -117,7 +117,7 @@ pub(crate) async fn inspect(store: &dyn Store, key: &str) -> Result<UpstreamLock
         Err(StoreError::Integrity { .. }) => UpstreamBody::default(),
         Err(e) => return Err(e),
     };
-    Ok(judge(body, meta.modified, SystemTime::now()))
+    Ok(judge(body, meta.modified, crate::clock::now()))
 }
 
 /// Upstream's rule: stale once not written for longer than its TTL.

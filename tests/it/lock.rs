@@ -88,28 +88,35 @@ fn two_syncs_at_once_one_waits_for_the_other_and_nothing_is_lost(backend: Backen
         cache_data(&a).into_iter().chain(cache_data(&b)).collect();
     assert_eq!(expected.len(), 3);
 
-    // Each holds the lock a while once it has it, so the two overlap.
-    let hold = [("FAILPOINTS", "lock-acquired=sleep(1500)")];
-    let pa = a.spawn(&["datastore", "sync", "-y"], &hold);
-    let pb = b.spawn(&["datastore", "sync", "-y"], &hold);
-    let (pid_a, pid_b) = (pa.id(), pb.id());
+    // The first holds the lock a while once it has it; the second starts
+    // only then, so the two overlap however slow the machine is to start
+    // them (a fixed hold for both once raced on which started first).
+    let pa = a.spawn(
+        &["datastore", "sync", "-y"],
+        &[("FAILPOINTS", "lock-acquired=sleep(6000)")],
+    );
+    let pid_a = pa.id();
+    wait_for(&a, 30, "the first sync to take the lock", |s| {
+        held_by(s, pid_a)
+    });
+    let pb = b.spawn(&["datastore", "sync", "-y"], &[]);
+    let pid_b = pb.id();
     let (ra, rb) = (finish(pa), finish(pb));
     ra.expect(0);
     rb.expect(0);
     let waited = |run: &Run, other: u32| {
         run.stderr.contains("Waiting for the lock") && run.stderr.contains(&format!("pid {other}"))
     };
-    let (waited_a, waited_b) = (waited(&ra, pid_b), waited(&rb, pid_a));
     assert!(
-        waited_a ^ waited_b,
-        "exactly one waited, naming the other\n--- a\n{}\n--- b\n{}",
+        waited(&rb, pid_a) && !waited(&ra, pid_b),
+        "the second waited, naming the first\n--- a\n{}\n--- b\n{}",
         ra.stderr,
         rb.stderr
     );
 
     // The second to run pulled the first's files and pushed its own.
     assert_eq!(remote_data(&bucket), expected, "no lost update");
-    let (first, second) = if waited_a { (&b, &a) } else { (&a, &b) };
+    let (first, second) = (&a, &b);
     assert_eq!(cache_data(second), expected);
     // One more sync of the first: what a serial run ends with everywhere.
     first.run(&["datastore", "sync", "-y"]).expect(0);
@@ -121,9 +128,12 @@ fn two_syncs_at_once_one_waits_for_the_other_and_nothing_is_lost(backend: Backen
 /// A holder killed with SIGKILL never releases its lock. Another command
 /// is refused (exit 75, naming the holder and the commands to inspect or
 /// break it) until the TTL runs out, and takes it over after it, not before.
+/// The taker's clock is moved (`SWAMP_CLOCK_SKEW`, read by a test build)
+/// rather than the test sleeping through the TTL, so a loaded machine
+/// cannot let the lock expire before the refusals are checked.
 fn a_holder_killed_with_sigkill_is_taken_over_after_the_ttl_not_before(backend: Backend) {
     let bucket = Bucket::new(backend);
-    let a = repo_with_ttl(&bucket, 4);
+    let a = repo_with_ttl(&bucket, 120);
     a.put("alpha/state", "alpha: 1\n");
     let mut holder = a.spawn(
         &["datastore", "sync", "-y"],
@@ -154,17 +164,22 @@ fn a_holder_killed_with_sigkill_is_taken_over_after_the_ttl_not_before(backend: 
     json.expect(75);
     assert_eq!(json.json()["error"]["kind"], "lock-held");
 
-    let started = SystemTime::now();
-    assert!(
-        started < expires,
-        "the test must start waiting before the expiry"
-    );
-    let took = a.run(&["datastore", "sync", "-y"]);
+    // By a clock a little short of the expiry: still refused. By one past
+    // it: taken over at once, without waiting.
+    let to_expiry = expires
+        .duration_since(SystemTime::now())
+        .expect("the lock expires in the future")
+        .as_secs() as i64;
+    let skewed = |secs: i64| {
+        let skew = secs.to_string();
+        a.run_with(
+            &["--lock-timeout", "0", "datastore", "sync", "-y"],
+            &[("SWAMP_CLOCK_SKEW", skew.as_str())],
+        )
+    };
+    skewed(to_expiry - 30).expect(75);
+    let took = skewed(to_expiry + 2);
     took.expect(0);
-    assert!(
-        SystemTime::now() >= expires,
-        "taken over after the TTL, not before"
-    );
     assert!(
         took.stderr.contains("Took over the lock") && took.stderr.contains(&format!("pid {pid}")),
         "{}",

@@ -3,8 +3,6 @@
 //! datastore named by `--datastore SPEC` (no repository needed).
 use crate::cli::output::outln;
 
-use std::time::SystemTime;
-
 use serde_json::{Value, json};
 
 use crate::cli::args::LockWhere;
@@ -50,7 +48,7 @@ fn inspect(t: &LockTarget) -> Result<LockState, CliError> {
 }
 
 fn state_json(url: &str, state: &LockState) -> Value {
-    let now = SystemTime::now();
+    let now = crate::clock::now();
     match state {
         LockState::Free => json!({"url": url, "state": state.label()}),
         LockState::Held { body, version, .. } => json!({
@@ -82,7 +80,7 @@ fn state_json(url: &str, state: &LockState) -> Value {
 }
 
 fn print_state(url: &str, state: &LockState) {
-    let now = SystemTime::now();
+    let now = crate::clock::now();
     outln!("lock       {url}");
     match state {
         LockState::Free => outln!("state      free"),
