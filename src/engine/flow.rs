@@ -35,18 +35,21 @@ pub(crate) struct Record<'a> {
     pub up_front: bool,
 }
 
-/// What the caller is asked along the way.
-pub(crate) trait Ui {
+/// What the caller is asked along the way, about a plan of kind `P` (a
+/// plan of changes, [`SavedPlan`]; an undo, [`crate::plan::undo::UndoPlan`]).
+pub(crate) trait Ui<P> {
     /// What stopping at the confirmation means to the caller.
     type Stop;
     /// The plan is composed: show it.
-    fn show(&mut self, saved: &SavedPlan);
+    fn show(&mut self, plan: &P);
     /// Whether to apply the plan shown: `None` applies it, `Some` stops.
-    fn confirm(&mut self, saved: &SavedPlan) -> Option<Self::Stop>;
+    fn confirm(&mut self, plan: &P) -> Option<Self::Stop>;
     /// The plan is applied: whether its actions may go before the
     /// verifying plan observes again (the caller kept what it shows of
     /// them). At 100,000 actions they are the largest thing held.
-    fn release_actions(&mut self, saved: &SavedPlan) -> bool;
+    fn release_actions(&mut self, _plan: &P) -> bool {
+        false
+    }
 }
 
 /// How a flow ended.
@@ -85,7 +88,7 @@ impl Ran {
 
 /// Shows `planned`, asks `ui` to confirm, records what `record` says,
 /// applies, and verifies convergence.
-pub(crate) fn run<U: Ui>(
+pub(crate) fn run<U: Ui<SavedPlan>>(
     planned: Planned,
     at: &At<'_>,
     record: Record<'_>,

@@ -122,6 +122,42 @@ pub(crate) fn plan_undo(layout: &Layout, subject: &UndoSubject) -> Result<UndoPl
     Ok(crate::plan::undo::compose(&subject.journal, &observed))
 }
 
+/// How an undo's flow ended.
+pub(crate) enum UndoFlowed<S> {
+    /// Nothing to undo: every file is as it was before the apply.
+    Empty(UndoPlan),
+    /// Conflicts block it; nothing was changed.
+    Conflicts(UndoPlan),
+    /// The caller stopped at the confirmation.
+    Stopped(S),
+    /// Applied (and journaled, so it can be undone in turn).
+    Applied(UndoPlan, UndoReport),
+}
+
+/// An undo plan's flow, as [`super::flow::run`] is a plan of changes':
+/// shown, confirmed through `ui`, applied. Each step checks its
+/// precondition as it acts, and the next plan shows what is left.
+pub(crate) fn run<U: super::flow::Ui<UndoPlan>>(
+    plan: UndoPlan,
+    layout: &Layout,
+    subject: &UndoSubject,
+    command: &str,
+    ui: &mut U,
+) -> Result<UndoFlowed<U::Stop>, EngineError> {
+    ui.show(&plan);
+    if plan.is_empty() {
+        return Ok(UndoFlowed::Empty(plan));
+    }
+    if !plan.conflicts.is_empty() {
+        return Ok(UndoFlowed::Conflicts(plan));
+    }
+    if let Some(stop) = ui.confirm(&plan) {
+        return Ok(UndoFlowed::Stopped(stop));
+    }
+    let report = apply_undo(layout, subject, &plan, command)?;
+    Ok(UndoFlowed::Applied(plan, report))
+}
+
 /// Applies `plan` (journaled itself, so it can be undone in turn).
 /// `command` is the command line recorded in the history.
 pub(crate) fn apply_undo(

@@ -260,7 +260,7 @@ struct CliUi<'a> {
     spilled: Option<crate::cli::output::SpilledPlan>,
 }
 
-impl flow::Ui for CliUi<'_> {
+impl flow::Ui<SavedPlan> for CliUi<'_> {
     type Stop = Outcome;
 
     fn show(&mut self, saved: &SavedPlan) {

@@ -12,8 +12,10 @@ use crate::cli::locking::Locks;
 use crate::cli::output::print_json;
 use crate::cli::render::render_undo;
 use crate::cli::{CliError, Ctx, Outcome};
-use crate::engine::{self, undo::UndoSubject};
+use crate::engine;
+use crate::engine::undo::{UndoFlowed, UndoSubject};
 use crate::plan::file::SavedUndo;
+use crate::plan::undo::UndoPlan;
 
 /// How the undo plan is taken forward once shown.
 enum Then<'a> {
@@ -122,49 +124,77 @@ fn plan_and_apply(
         Then::Expect { saved, .. } => engine::rederive_undo(saved, subject, layout, &repo.config)?,
         _ => engine::undo::plan_undo(layout, subject)?,
     };
-    if !ctx.json {
-        out!("{}", render_undo(&plan));
-    }
     let (confirm, detailed_exitcode) = match then {
-        Then::Save(path) => return save(ctx, repo, &plan, path),
+        Then::Save(path) => {
+            if !ctx.json {
+                out!("{}", render_undo(&plan));
+            }
+            return save(ctx, repo, &plan, path);
+        }
         Then::Apply {
             confirm,
             detailed_exitcode,
-        } => (confirm, detailed_exitcode),
+        } => (Some(confirm), detailed_exitcode),
         // A saved plan is its own review.
-        Then::Expect { .. } => (
-            Confirm {
-                yes: true,
-                dry_run: false,
-            },
-            false,
-        ),
+        Then::Expect { .. } => (None, false),
     };
-    if plan.is_empty() {
-        if ctx.json {
-            print_json(&json!({ "undo": plan, "applied": null }));
-        } else {
-            outln!(
-                "Nothing to undo: every file of apply {} is as it was before it.",
-                subject.id()
-            );
+    let mut ui = UndoUi { ctx, confirm };
+    match engine::undo::run(plan, layout, subject, &crate::cli::command_line(), &mut ui)? {
+        UndoFlowed::Empty(plan) => {
+            if ctx.json {
+                print_json(&json!({ "undo": plan, "applied": null }));
+            } else {
+                outln!(
+                    "Nothing to undo: every file of apply {} is as it was before it.",
+                    subject.id()
+                );
+            }
+            Ok(Outcome::Success)
         }
-        return Ok(Outcome::Success);
-    }
-    if !plan.conflicts.is_empty() {
-        if ctx.json {
-            print_json(&json!({ "undo": plan, "applied": null }));
+        UndoFlowed::Conflicts(plan) => {
+            if ctx.json {
+                print_json(&json!({ "undo": plan, "applied": null }));
+            }
+            Ok(Outcome::Conflicts)
         }
-        return Ok(Outcome::Conflicts);
+        UndoFlowed::Stopped(outcome) => Ok(detailed(outcome, detailed_exitcode)),
+        UndoFlowed::Applied(plan, report) => {
+            show_undone(ctx, subject, &plan, &report);
+            Ok(Outcome::Success)
+        }
     }
-    if let Go::Stop(outcome) = decide(ctx, confirm, "\nDo you want to apply this undo?", || {
-        print_json(&json!({ "undo": plan, "applied": null, "preview": true }));
-    }) {
-        return Ok(detailed(outcome, detailed_exitcode));
+}
+
+/// The CLI's side of an undo's flow: the plan rendered, and the
+/// confirmation rule unless it is a saved plan's (its own review).
+struct UndoUi<'a> {
+    ctx: &'a Ctx,
+    confirm: Option<Confirm>,
+}
+
+impl engine::flow::Ui<UndoPlan> for UndoUi<'_> {
+    type Stop = Outcome;
+
+    fn show(&mut self, plan: &UndoPlan) {
+        if !self.ctx.json {
+            out!("{}", render_undo(plan));
+        }
     }
-    let report = engine::undo::apply_undo(layout, subject, &plan, &crate::cli::command_line())?;
-    show_undone(ctx, subject, &plan, &report);
-    Ok(Outcome::Success)
+
+    fn confirm(&mut self, plan: &UndoPlan) -> Option<Outcome> {
+        let confirm = self.confirm?;
+        match decide(
+            self.ctx,
+            confirm,
+            "\nDo you want to apply this undo?",
+            || {
+                print_json(&json!({ "undo": plan, "applied": null, "preview": true }));
+            },
+        ) {
+            Go::Apply => None,
+            Go::Stop(outcome) => Some(outcome),
+        }
+    }
 }
 
 /// `-o FILE`: the undo plan saved for `swamp apply FILE`.
