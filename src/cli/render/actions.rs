@@ -299,7 +299,7 @@ pub(super) fn action_row<'a>(
     }
 }
 
-/// Rows of moves and local bookkeeping.
+// Rows of moves and local bookkeeping.
 pub(super) fn move_row<'a>(a: &'a Move, target: &'a str, source_labels: &'a [String]) -> Row<'a> {
     let Move { path, source, .. } = a;
     (
@@ -387,7 +387,7 @@ pub(super) fn relocate_trash_row<'a>(
     )
 }
 
-/// Rows of transfers and deletes between cache and remotes.
+// Rows of transfers and deletes between cache and remotes.
 pub(super) fn upload_row<'a>(a: &'a Upload) -> Row<'a> {
     let Upload { path, .. } = a;
     (path.as_str().into(), "cache".into(), "remote".into())
@@ -449,7 +449,7 @@ pub(super) fn delete_source_remote_row<'a>(a: &'a DeleteSourceRemote, plan: &'a 
     )
 }
 
-/// Rows of remote bookkeeping: the base, delete records, notes, the sentinel.
+// Rows of remote bookkeeping: the base, delete records, notes, the sentinel.
 pub(super) fn record_base_row(a: &RecordBase) -> Row<'_> {
     let RecordBase {
         add,

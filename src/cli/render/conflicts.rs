@@ -129,7 +129,7 @@ pub(super) fn render_conflict(out: &mut String, c: &Conflict, plan: &Plan, targe
     }
 }
 
-/// A file at the target or a source that blocks a move.
+// A file at the target or a source that blocks a move.
 pub(super) fn different_at_target_conflict(
     out: &mut String,
     c: &DifferentAtTarget,
@@ -232,7 +232,7 @@ pub(super) fn not_a_file_conflict(out: &mut String, c: &NotAFile, plan: &Plan) {
     );
 }
 
-/// A remote object this cache cannot or must not hold.
+// A remote object this cache cannot or must not hold.
 pub(super) fn reserved_path_conflict(out: &mut String, c: &ReservedPath) {
     let ReservedPath { key } = c;
     let _ = writeln!(
@@ -282,7 +282,7 @@ pub(super) fn too_large_conflict(out: &mut String, c: &TooLarge) {
     );
 }
 
-/// Changes on both sides that the sync cannot settle by itself.
+// Changes on both sides that the sync cannot settle by itself.
 pub(super) fn both_changed_conflict(out: &mut String, c: &BothChanged, plan: &Plan) {
     let BothChanged {
         path,
@@ -367,7 +367,7 @@ pub(super) fn source_diverged_conflict(out: &mut String, c: &SourceDiverged, pla
     );
 }
 
-/// A delete guard tripped, or managed config published with other content.
+// A delete guard tripped, or managed config published with other content.
 pub(super) fn delete_guard_conflict(out: &mut String, c: &DeleteGuard) {
     let DeleteGuard { guard, message } = c;
     let _ = writeln!(out, "  ✗ delete guard `{guard}`: {message}");
