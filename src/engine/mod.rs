@@ -2,7 +2,8 @@
 //! state from the configuration and the command's scope, one observation
 //! ([`state::observe()`]), the pure [`compose`] into a plan; then apply,
 //! observe again, compose again, and confirm the new plan is empty
-//! (converged). A saved plan is re-derived the same way ([`rederive_plan`], [`rederive_undo`]).
+//! (converged); [`flow`] runs that sequence for a command. A saved plan is
+//! re-derived the same way ([`rederive_plan`], [`rederive_undo`]).
 
 pub(crate) mod flow;
 pub(crate) mod hydrate;

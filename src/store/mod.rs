@@ -7,8 +7,9 @@
 //! can enforce ([`Capabilities`]), here; typed errors that name the bucket
 //! or endpoint and the fix ([`error`]); listings split to run side by side
 //! ([`listing`]); where a download lands and how it is checked
-//! ([`landing`]); retries of transient failures ([`retry`]). Backends: [`fs`] (a directory), [`s3`] (`aws-sdk-s3`),
-//! [`gcs`] (`gcloud-storage`, the GCS JSON API).
+//! ([`landing`]); retries of transient failures ([`retry`]). Backends:
+//! [`fs`] (a directory), [`s3`] (`aws-sdk-s3`), [`gcs`] (`gcloud-storage`,
+//! the GCS JSON API).
 //!
 //! Does not own: key layout. Keys given to a store are full object keys
 //! built by [`crate::layout::Layout::remote_key`]; a store never adds the
