@@ -174,6 +174,36 @@ pub(crate) fn apply_undo(
     )?)
 }
 
+/// How `swamp undo --prune`'s flow ended.
+pub(crate) enum PruneFlowed<S> {
+    /// No trash is due.
+    Empty(Vec<Action>),
+    /// The caller stopped at the confirmation.
+    Stopped(S),
+    /// Pruned: each apply's id and what of its trash went.
+    Applied(Vec<Action>, Vec<(String, Pruned)>),
+}
+
+/// The retention `[undo]` asks for, as a flow: the trash due now shown,
+/// confirmed through `ui` (which takes whatever lock pruning the remote
+/// trash needs once it confirms), then pruned.
+pub(crate) fn run_prunes<U: super::flow::Ui<Vec<Action>>>(
+    layout: &Layout,
+    config: &Config,
+    ui: &mut U,
+) -> Result<PruneFlowed<U::Stop>, EngineError> {
+    let actions = due_prunes(layout, config)?;
+    ui.show(&actions);
+    if actions.is_empty() {
+        return Ok(PruneFlowed::Empty(actions));
+    }
+    if let Some(stop) = ui.confirm(&actions) {
+        return Ok(PruneFlowed::Stopped(stop));
+    }
+    let done = apply_prunes(layout, config, &actions)?;
+    Ok(PruneFlowed::Applied(actions, done))
+}
+
 /// The trash of earlier applies that `[undo]` says is due now, as
 /// `prune-trash` actions.
 pub(crate) fn due_prunes(layout: &Layout, config: &Config) -> Result<Vec<Action>, EngineError> {

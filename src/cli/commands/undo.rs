@@ -13,7 +13,8 @@ use crate::cli::output::print_json;
 use crate::cli::render::render_undo;
 use crate::cli::{CliError, Ctx, Outcome};
 use crate::engine;
-use crate::engine::undo::{UndoFlowed, UndoSubject};
+use crate::engine::undo::{PruneFlowed, UndoFlowed, UndoSubject};
+use crate::plan::Action;
 use crate::plan::file::SavedUndo;
 use crate::plan::undo::UndoPlan;
 
@@ -270,44 +271,84 @@ pub(super) fn prune(
     detailed_exitcode: bool,
 ) -> Result<Outcome, CliError> {
     let repo = ctx.open_repo()?;
-    let layout = &repo.layout;
-    let actions = engine::undo::due_prunes(layout, &repo.config)?;
-    if !ctx.json {
-        out!(
-            "{}",
-            crate::cli::render::render_prunes(&actions, &repo.config.undo)
-        );
-    }
-    if actions.is_empty() {
-        if ctx.json {
-            print_json(&json!({ "prune": actions, "applied": null }));
-        }
-        return Ok(Outcome::Success);
-    }
-    if let Go::Stop(outcome) = decide(ctx, confirm, "\nDo you want to prune this trash?", || {
-        print_json(&json!({ "prune": actions, "applied": null, "preview": true }));
-    }) {
-        return Ok(detailed(outcome, detailed_exitcode));
-    }
-    let locks = match engine::undo::prunes_write_remote(&actions) {
-        true => Some(Locks::take(ctx, layout, &repo.config, "undo --prune")?),
-        false => None,
+    let mut ui = PruneUi {
+        ctx,
+        repo: &repo,
+        confirm,
+        locks: None,
     };
-    let result = (|| {
-        let done = engine::undo::apply_prunes(layout, &repo.config, &actions)?;
-        if ctx.json {
-            let done: Vec<_> = done
-                .iter()
-                .map(|(id, pruned)| json!({ "id": id, "pruned": pruned }))
-                .collect();
-            print_json(&json!({ "prune": actions, "applied": done }));
-        } else {
-            outln!("\nPruned the trash of {} apply(s).", done.len());
+    let result = match engine::undo::run_prunes(&repo.layout, &repo.config, &mut ui) {
+        Ok(PruneFlowed::Empty(actions)) => {
+            if ctx.json {
+                print_json(&json!({ "prune": actions, "applied": null }));
+            }
+            Ok(Outcome::Success)
         }
-        Ok(Outcome::Success)
-    })();
-    match locks {
+        Ok(PruneFlowed::Stopped(stop)) => stop.map(|o| detailed(o, detailed_exitcode)),
+        Ok(PruneFlowed::Applied(actions, done)) => {
+            if ctx.json {
+                let done: Vec<_> = done
+                    .iter()
+                    .map(|(id, pruned)| json!({ "id": id, "pruned": pruned }))
+                    .collect();
+                print_json(&json!({ "prune": actions, "applied": done }));
+            } else {
+                outln!("\nPruned the trash of {} apply(s).", done.len());
+            }
+            Ok(Outcome::Success)
+        }
+        Err(e) => Err(e.into()),
+    };
+    match ui.locks {
         Some(l) => l.finish(result),
         None => result,
+    }
+}
+
+/// The CLI's side of `undo --prune`'s flow: the list rendered, the
+/// confirmation rule, and, once confirmed, the datastore's lock when the
+/// remote trash is pruned too (not held while a prompt waits).
+struct PruneUi<'a> {
+    ctx: &'a Ctx,
+    repo: &'a crate::cli::Repo,
+    confirm: Confirm,
+    locks: Option<Locks>,
+}
+
+impl engine::flow::Ui<Vec<Action>> for PruneUi<'_> {
+    /// How the command ends, or the lock it could not take.
+    type Stop = Result<Outcome, CliError>;
+
+    fn show(&mut self, actions: &Vec<Action>) {
+        if !self.ctx.json {
+            out!(
+                "{}",
+                crate::cli::render::render_prunes(actions, &self.repo.config.undo)
+            );
+        }
+    }
+
+    fn confirm(&mut self, actions: &Vec<Action>) -> Option<Self::Stop> {
+        if let Go::Stop(outcome) = decide(
+            self.ctx,
+            self.confirm,
+            "\nDo you want to prune this trash?",
+            || {
+                print_json(&json!({ "prune": actions, "applied": null, "preview": true }));
+            },
+        ) {
+            return Some(Ok(outcome));
+        }
+        if !engine::undo::prunes_write_remote(actions) {
+            return None;
+        }
+        let (layout, config) = (&self.repo.layout, &self.repo.config);
+        match Locks::take(self.ctx, layout, config, "undo --prune") {
+            Ok(l) => {
+                self.locks = Some(l);
+                None
+            }
+            Err(e) => Some(Err(e)),
+        }
     }
 }
