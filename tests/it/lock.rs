@@ -192,34 +192,40 @@ fn a_holder_killed_with_sigkill_is_taken_over_after_the_ttl_not_before(backend: 
 /// A holder stalled past its TTL (SIGSTOP) while a successor takes the
 /// lock over: once resumed (SIGCONT) it can neither renew nor delete the
 /// successor's lock, and it stops with an error instead of working on.
+/// The stall's length is the clock's, not the test's: while the holder is
+/// stopped its clock is moved past its lock's expiry (the file
+/// `SWAMP_CLOCK_FILE` names, which a test build reads), and the successor
+/// runs with a clock as far ahead; no TTL is waited out.
 fn a_stalled_holder_cannot_renew_or_delete_its_successors_lock(backend: Backend) {
     let bucket = Bucket::new(backend);
-    let a = repo_with_ttl(&bucket, 2);
+    let a = repo_with_ttl(&bucket, 60);
     let b = a.clone_elsewhere();
-    // The successor's own lock lives longer: on a loaded machine its
-    // heartbeat may not renew a 2 s lock in time, which is not what this
-    // test is about (the stalled holder's is).
-    let config = b.root.join(".swamp.toml");
-    let text = std::fs::read_to_string(&config).unwrap();
-    std::fs::write(&config, text.replace("ttl_secs = 2", "ttl_secs = 15")).unwrap();
+    let clock = tempfile::tempdir().unwrap();
+    let a_clock = clock.path().join("a-skew");
+    let a_clock_env = a_clock.to_str().unwrap().to_string();
     a.put("alpha/state", "alpha: 1\n");
     let stalled = a.spawn(
         &["datastore", "sync", "-y"],
-        &[("FAILPOINTS", "lock-acquired=sleep(3000)")],
+        &[
+            ("FAILPOINTS", "lock-acquired=sleep(3000)"),
+            ("SWAMP_CLOCK_FILE", a_clock_env.as_str()),
+        ],
     );
     let pid_a = stalled.id();
     wait_for(&a, 30, "the first holder", |s| held_by(s, pid_a));
     signal(&stalled, libc::SIGSTOP);
-    wait_for(&a, 30, "the stalled lock to expire", |s| {
-        s["state"] == "stale"
-    });
+    // Stalled for two minutes, by its own clock and by the successor's.
+    std::fs::write(&a_clock, "120").unwrap();
 
     // The successor has something to push (a run with nothing to write
     // takes no lock object in the bucket).
     b.put("beta/state", "beta: 1\n");
     let successor = b.spawn(
         &["datastore", "sync", "-y"],
-        &[("FAILPOINTS", "lock-acquired=sleep(4000)")],
+        &[
+            ("FAILPOINTS", "lock-acquired=sleep(4000)"),
+            ("SWAMP_CLOCK_SKEW", "120"),
+        ],
     );
     let pid_b = successor.id();
     let taken = wait_for(&a, 30, "the successor's takeover", |s| held_by(s, pid_b));

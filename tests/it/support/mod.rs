@@ -21,7 +21,7 @@ pub fn swamp_bin() -> std::path::PathBuf {
 /// Clears `cmd`'s environment and pins what a command may see: `PATH`
 /// (to find `script` and the like), `TMPDIR` if set, `HOME` and
 /// `SWAMP_HOME` at `home`, a fixed user, UTC, a UTF-8 C locale and no
-/// colour. Nothing else of the developer's shell (`SWAMP_NOW`, `SWAMP_CLOCK_SKEW`,
+/// colour. Nothing else of the developer's shell (`SWAMP_NOW`, `SWAMP_CLOCK_SKEW`, `SWAMP_CLOCK_FILE`,
 /// `SWAMP_LOCK_TIMEOUT`, `SWAMP_RETRY_BUDGET`, `AWS_PROFILE`, `FAILPOINTS`,
 /// …) leaks in: a test that wants one sets it.
 pub fn pinned<'c>(cmd: &'c mut Command, home: &Path) -> &'c mut Command {
