@@ -32,6 +32,16 @@ pub(crate) enum Go {
     Stop(Outcome),
 }
 
+impl Go {
+    /// The outcome the command ends with, unless it applies.
+    pub(crate) fn stop(self) -> Option<Outcome> {
+        match self {
+            Go::Apply => None,
+            Go::Stop(outcome) => Some(outcome),
+        }
+    }
+}
+
 /// Applies the rule. `question`: what to ask on a terminal; `json`: prints
 /// the document `--json` gives when nothing is applied (with
 /// `"preview": true`).

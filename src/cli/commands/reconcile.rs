@@ -7,7 +7,7 @@ use std::path::Path;
 use serde_json::json;
 
 use crate::cli::args::Confirm;
-use crate::cli::confirm::{Go, decide};
+use crate::cli::confirm::decide;
 use crate::cli::locking::{Locks, await_writers};
 use crate::cli::output::{print_json, print_plan_json};
 use crate::cli::render::human_bytes;
@@ -275,12 +275,10 @@ impl flow::Ui<SavedPlan> for CliUi<'_> {
             "\nDo you want to apply these {} action(s)?",
             saved.plan.actions.len()
         );
-        match decide(self.ctx, confirm, &question, || {
+        decide(self.ctx, confirm, &question, || {
             print_plan_json(saved, json!({"preview": true, "applied": null}));
-        }) {
-            Go::Apply => None,
-            Go::Stop(outcome) => Some(outcome),
-        }
+        })
+        .stop()
     }
 
     fn release_actions(&mut self, saved: &SavedPlan) -> bool {

@@ -184,17 +184,15 @@ impl engine::flow::Ui<UndoPlan> for UndoUi<'_> {
 
     fn confirm(&mut self, plan: &UndoPlan) -> Option<Outcome> {
         let confirm = self.confirm?;
-        match decide(
+        decide(
             self.ctx,
             confirm,
             "\nDo you want to apply this undo?",
             || {
                 print_json(&json!({ "undo": plan, "applied": null, "preview": true }));
             },
-        ) {
-            Go::Apply => None,
-            Go::Stop(outcome) => Some(outcome),
-        }
+        )
+        .stop()
     }
 }
 

@@ -526,3 +526,19 @@ pub(super) fn publish_sentinel_row(a: &PublishSentinel) -> Row<'_> {
         "remote".into(),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_group_is_named_by_at_most_depth_directories_of_its_path() {
+        assert_eq!(dir_at("outputs/deploy/x.yaml", 2), "outputs/deploy/");
+        assert_eq!(dir_at("outputs/deploy/x.yaml", 1), "outputs/");
+        assert_eq!(dir_at("outputs/deploy/x.yaml", 0), "");
+        assert_eq!(dir_at("data/a/b/c/raw", 2), "data/a/");
+        // Never the file's own name, however deep the grouping reaches.
+        assert_eq!(dir_at("data/raw", 2), "data/");
+        assert_eq!(dir_at("raw", 2), "");
+    }
+}

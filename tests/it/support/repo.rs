@@ -238,11 +238,7 @@ impl Repo {
 
     /// The command, pinned, for assertions on its output.
     pub fn cmd(&self) -> assert_cmd::Command {
-        let mut c = Command::new(super::swamp_bin());
-        super::pinned(&mut c, &self.home)
-            .current_dir(&self.root)
-            .envs(self.env.iter().map(|(k, v)| (*k, v.as_str())));
-        assert_cmd::Command::from_std(c)
+        assert_cmd::Command::from_std(self.command(&[]))
     }
 
     pub fn path(&self, rel: &str) -> PathBuf {
