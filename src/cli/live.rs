@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
+use crate::cli::render::human_bytes;
 use crate::progress::{Reading, meter};
 
 struct State {
@@ -139,7 +140,7 @@ fn new_bar(now: &Reading) -> ProgressBar {
     let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr_with_hz(10));
     let template = if now.bytes_total > 0 {
         bar.set_length(now.bytes_total);
-        "{spinner} {prefix} [{bar:25}] {binary_bytes}/{binary_total_bytes}{rate_eta} · {msg}"
+        "{spinner} {prefix} [{bar:25}] {done_bytes}/{total_bytes}{rate_eta} · {msg}"
     } else if now.files_total > 0 {
         bar.set_length(now.files_total);
         "{spinner} {prefix} [{bar:25}] {pos}/{len} actions{eta_known}{msg}"
@@ -149,6 +150,8 @@ fn new_bar(now: &Reading) -> ProgressBar {
     bar.set_style(
         ProgressStyle::with_template(template)
             .expect("valid template")
+            .with_key("done_bytes", done_bytes)
+            .with_key("total_bytes", total_bytes)
             .with_key("rate_eta", rate_eta)
             .with_key("eta_known", eta_known)
             .progress_chars("=> "),
@@ -158,6 +161,16 @@ fn new_bar(now: &Reading) -> ProgressBar {
     bar
 }
 
+/// Bytes as plans and summaries write them (`2.5 MiB`): one formatter,
+/// not indicatif's two-decimal one beside ours.
+fn done_bytes(state: &indicatif::ProgressState, w: &mut dyn std::fmt::Write) {
+    let _ = w.write_str(&human_bytes(state.pos()));
+}
+
+fn total_bytes(state: &indicatif::ProgressState, w: &mut dyn std::fmt::Write) {
+    let _ = w.write_str(&human_bytes(state.len().unwrap_or(0)));
+}
+
 /// `, 12 MiB/s, ETA 3s`, once something has moved: before that neither is
 /// known, and `0 B/s, ETA 0s` would be a guess shown as a fact.
 fn rate_eta(state: &indicatif::ProgressState, w: &mut dyn std::fmt::Write) {
@@ -165,7 +178,7 @@ fn rate_eta(state: &indicatif::ProgressState, w: &mut dyn std::fmt::Write) {
         let _ = write!(
             w,
             ", {}/s, ETA {:#}",
-            indicatif::BinaryBytes(state.per_sec() as u64),
+            human_bytes(state.per_sec() as u64),
             indicatif::HumanDuration(state.eta())
         );
     }
@@ -193,7 +206,7 @@ fn update(bar: &ProgressBar, now: &Reading) {
         bar.set_message(format!(
             ": {} ({})",
             now.files_done,
-            crate::cli::render::human_bytes(now.bytes_done)
+            human_bytes(now.bytes_done)
         ));
     }
 }

@@ -7,7 +7,7 @@
 use crate::config::Placement;
 use crate::layout::Layout;
 use crate::state::remote::RemoteIdentity;
-use crate::state::seen::{Seen, SeenManifest};
+use crate::state::remote_seen::{Seen, SeenManifest};
 use crate::store::{self, RemoteTarget, runtime};
 
 use super::EngineError;

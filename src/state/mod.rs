@@ -16,7 +16,7 @@ pub(crate) mod journaled;
 pub(crate) mod managed;
 pub(crate) mod observe;
 pub mod remote;
-pub(crate) mod seen;
+pub(crate) mod remote_seen;
 mod stat;
 pub(crate) mod tree;
 pub(crate) mod walk;

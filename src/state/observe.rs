@@ -410,7 +410,7 @@ fn identify(
         return Ok(None);
     };
     let path = layout.remote_seen_path(&remote.placement);
-    let mut seen = super::seen::Seen::load(&path, &remote.url);
+    let mut seen = super::remote_seen::Seen::load(&path, &remote.url);
     if let Some(identity) = seen.identity_at(listed) {
         return Ok(Some(identity));
     }

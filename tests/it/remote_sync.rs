@@ -845,7 +845,7 @@ fn a_push_on_a_terminal_shows_bytes_rate_and_files_as_it_goes() {
         .lines()
         .find(|l| {
             l.contains("applying")
-                && l.contains("/2.50 MiB")
+                && l.contains("/2.5 MiB")
                 && l.contains("/40 files")
                 && !l.contains(" 0/40 files")
                 && !l.contains("40/40 files")

@@ -292,6 +292,15 @@ fn a_terminal_gets_tables_fitted_to_its_width_and_coloured_kinds() {
         sha256: sha('a'),
         remote: RemoteExpect::Absent,
     }));
+    // Prose too: a conflict names its key outside any table.
+    p.conflicts
+        .push(swamp::plan::Conflict::BothChanged(BothChanged {
+            path: tp("outputs/evil\u{1b}]0;pwned\u{7}.yaml"),
+            local_sha256: sha('a'),
+            remote_version: "v2".into(),
+            remote_sha256: Some(sha('b')),
+            base_sha256: None,
+        }));
     let plain = render_styled(&p, false, Style::default());
     assert!(plain.lines().any(|l| l.chars().count() > 100), "{plain}");
     let fitted = render_styled(
@@ -331,6 +340,7 @@ fn a_terminal_gets_tables_fitted_to_its_width_and_coloured_kinds() {
     );
     assert!(colored.contains("\\x1b[8m"), "{colored}");
     assert!(colored.contains("evil\\x1b[32mgreen"), "{colored}");
+    assert!(colored.contains("evil\\x1b]0;pwned\\x07.yaml"), "{colored}");
     // Colour adds no width: the rows line up as without it.
     let strip = |s: &str| {
         s.replace("\u{1b}[32m", "")

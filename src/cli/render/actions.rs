@@ -187,11 +187,12 @@ pub(super) fn render_actions(out: &mut String, plan: &Plan, detail: bool, md: bo
     };
     let folded = md && grid.rows.len() > MD_FOLD_ABOVE;
     if folded {
+        // (a count: nothing here to escape)
         let _ = writeln!(out, "<details><summary>{n_actions} action(s)</summary>\n");
     }
     let _ = writeln!(out, "{}\n", grid.render(md, style));
     if let Some(note) = note {
-        let _ = writeln!(out, "{note}\n");
+        let _ = writeln!(out, "{}\n", escape_controls(&note));
     }
     if folded {
         out.push_str("</details>\n\n");

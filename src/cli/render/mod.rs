@@ -32,6 +32,7 @@ use crate::plan::undo::{Restore, RestoreRemote, SetAside};
 use std::borrow::Cow;
 use std::fmt::Write as _;
 
+use anstyle::AnsiColor;
 use comfy_table::{Cell, CellAlignment, LineStyle, Table, TableStyle};
 use unicode_width::UnicodeWidthStr;
 
@@ -68,14 +69,23 @@ pub struct Style {
 
 /// The colours of action kinds: the only escape sequences a rendered plan
 /// may hold (keys and paths come from strangers, and are escaped).
-const GREEN: &str = "\x1b[32m";
-const RED: &str = "\x1b[31m";
-const YELLOW: &str = "\x1b[33m";
-const RESET: &str = "\x1b[0m";
+const GREEN: AnsiColor = AnsiColor::Green;
+const RED: AnsiColor = AnsiColor::Red;
+const YELLOW: AnsiColor = AnsiColor::Yellow;
 
-/// Terraform's colours: green for what is created, red for what is
-/// deleted, yellow for what changes or moves.
-fn kind_color(kind: &str) -> Option<&'static str> {
+/// `kind` in Terraform's colours: green for what is created, red for what
+/// is deleted, yellow for what changes or moves; other text as it is.
+fn colored_kind(kind: &str) -> Cow<'_, str> {
+    match kind_color(kind) {
+        Some(color) => {
+            let style = anstyle::Style::new().fg_color(Some(color.into()));
+            Cow::Owned(format!("{style}{kind}{style:#}"))
+        }
+        None => Cow::Borrowed(kind),
+    }
+}
+
+fn kind_color(kind: &str) -> Option<AnsiColor> {
     Some(match kind {
         "upload" | "download" | "fetch" | "mirror-config" | "publish-sentinel" => GREEN,
         "delete-remote"
@@ -117,8 +127,8 @@ pub fn table_text(t: &Table) -> String {
 }
 
 impl Style {
-    /// Fits `t` to the width, as asked (colour is added to the rendered
-    /// text, see `color_kinds`).
+    /// Fits `t` to the width, as asked (colour is a cell's, see
+    /// `Grid::render`).
     pub fn apply(self, t: &mut Table) {
         if let Some(width) = self.width {
             t.set_width(width)
@@ -176,21 +186,20 @@ pub fn render_detail(plan: &Plan, detail: bool) -> String {
     render_styled(plan, detail, Style::default())
 }
 
-/// The plan for a terminal of `style`.
+/// The plan for a terminal of `style`. Colour is a cell style of the
+/// tables' `action` column; everything else is escaped as it is written
+/// (see `render_raw`), so the only escape sequences are those colours.
 pub fn render_styled(plan: &Plan, detail: bool, style: Style) -> String {
-    let plain = Style {
-        color: false,
-        ..style
-    };
-    let mut text = escape_controls(&render_raw(plan, detail, false, plain)).into_owned();
+    let mut text = render_raw(plan, detail, false, style);
+    if !style.color {
+        // Belt and braces where no colour is wanted: every section is
+        // escaped already, and escaping is idempotent.
+        text = escape_controls(&text).into_owned();
+    }
     if let Some(width) = style.width {
         text = wrap_prose(&text, usize::from(width));
     }
-    if style.color {
-        color_kinds(&text)
-    } else {
-        text
-    }
+    text
 }
 
 /// The plan's prose fitted to a terminal `width`, broken at spaces (a
@@ -253,45 +262,6 @@ fn wrap_line(line: &str, width: usize, hang: usize) -> String {
     out
 }
 
-/// Colours the action kinds in the tables of `text`, which is escaped
-/// already: the only escape sequences in the result are swamp's own, and
-/// only on the cells of an `action` column.
-fn color_kinds(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() + 256);
-    // The character column of the `action` header of the table being read.
-    let mut column: Option<usize> = None;
-    for line in text.split_inclusive('\n') {
-        let body = line.trim_end_matches('\n');
-        if body.trim().is_empty() {
-            column = None;
-        } else if column.is_none()
-            && body.starts_with(' ')
-            && !body.starts_with("  ")
-            && let Some(at) = body.find(" action ")
-        {
-            column = Some(body[..at].chars().count() + 1);
-            out.push_str(line);
-            continue;
-        }
-        let colored = column.and_then(|col| {
-            let start = body.char_indices().nth(col)?.0;
-            let word = body[start..].split(' ').next()?;
-            let color = kind_color(word)?;
-            let end = start + word.len();
-            Some(format!(
-                "{}{color}{word}{RESET}{}",
-                &body[..start],
-                &line[end..]
-            ))
-        });
-        match colored {
-            Some(c) => out.push_str(&c),
-            None => out.push_str(line),
-        }
-    }
-    out
-}
-
 /// The plan as Markdown, for a CI job to post on a pull request: the
 /// header as a list, the summary and the actions as tables (long ones
 /// folded), conflicts in a code block, the closing line.
@@ -327,14 +297,25 @@ impl Grid {
         let mut t = table();
         style.apply(&mut t);
         t.set_header(self.header.to_vec());
+        let kinds = style
+            .color
+            .then(|| self.header.iter().position(|h| *h == "action"))
+            .flatten();
         for row in self.rows {
             t.add_row(
                 row.into_iter()
                     .zip(self.right)
-                    .map(|(text, right)| {
+                    .enumerate()
+                    .map(|(column, (text, right))| {
                         // Escaped before the table measures it (`\x1b` takes
-                        // four columns on the screen, not none).
-                        let cell = Cell::new(escape_controls(&text));
+                        // four columns on the screen, not none); the table
+                        // measures a colour as no width.
+                        let text = escape_controls(&text);
+                        let cell = if Some(column) == kinds {
+                            Cell::new(colored_kind(&text))
+                        } else {
+                            Cell::new(text)
+                        };
                         if *right {
                             cell.set_alignment(CellAlignment::Right)
                         } else {
@@ -408,9 +389,12 @@ fn md_text(text: &str) -> String {
     out
 }
 
+/// The plan as text, every section escaped as it is written: prose here,
+/// table cells in `Grid::render` (whose colours are the only escape
+/// sequences that remain).
 fn render_raw(plan: &Plan, detail: bool, md: bool, style: Style) -> String {
     let mut out = String::new();
-    render_header(&mut out, plan, detail, md);
+    prose(&mut out, |o| render_header(o, plan, detail, md));
     if plan.is_empty() {
         out.push_str("No changes. The datastore matches the configuration.\n");
         return out;
@@ -418,24 +402,33 @@ fn render_raw(plan: &Plan, detail: bool, md: bool, style: Style) -> String {
     render_summary(&mut out, plan, md, style);
     if !plan.actions.is_empty() {
         render_actions(&mut out, plan, detail, md, style);
-        render_replaced(&mut out, plan, md);
+        prose(&mut out, |o| render_replaced(o, plan, md));
     }
     if plan.has_conflicts() {
-        render_conflicts(&mut out, plan, md);
+        prose(&mut out, |o| render_conflicts(o, plan, md));
     }
     let closing = closing_line(plan);
-    if md {
-        match closing.strip_prefix("Plan:") {
-            Some(rest) => {
-                let _ = write!(out, "**Plan:**{}", md_text(rest));
+    prose(&mut out, |o| {
+        if md {
+            match closing.strip_prefix("Plan:") {
+                Some(rest) => {
+                    let _ = write!(o, "**Plan:**{}", md_text(rest));
+                }
+                None => o.push_str(&md_text(&closing)),
             }
-            None => out.push_str(&md_text(&closing)),
+        } else {
+            o.push_str(&closing);
         }
-    } else {
-        out.push_str(&closing);
-    }
+    });
     out.push('\n');
     out
+}
+
+/// What `write` writes, escaped, appended to `out`.
+fn prose(out: &mut String, write: impl FnOnce(&mut String)) {
+    let mut text = String::new();
+    write(&mut text);
+    out.push_str(&escape_controls(&text));
 }
 
 /// A Markdown code fence longer than any run of backticks in `text`.

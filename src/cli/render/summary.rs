@@ -45,7 +45,7 @@ pub(super) fn render_summary(out: &mut String, plan: &Plan, md: bool, style: Sty
     }
     let _ = writeln!(out, "{}\n", summary.render(md, style));
     if let Some(line) = undo_line(plan, &s) {
-        let _ = writeln!(out, "{line}\n");
+        let _ = writeln!(out, "{}\n", escape_controls(&line));
     }
 }
 
