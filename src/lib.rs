@@ -2,7 +2,7 @@
 //! `swamp` keeps a repository's runtime data in a datastore and moves it
 //! between layouts with a Terraform-style reconcile loop:
 //! desired state ([`state::desired`]) + observed state ([`state::tree`])
-//! → typed diff ([`plan::diff`]) → rendered plan ([`cli::render`]) →
+//! → typed diff ([`plan::compose`]) → rendered plan ([`cli::render`]) →
 //! idempotent apply ([`apply`]).
 //!
 //! [`layout`] is the one module that turns configuration into paths.
@@ -24,5 +24,6 @@ pub mod plan;
 pub(crate) mod progress;
 pub mod state;
 pub mod store;
+pub mod telemetry;
 #[cfg(test)]
 pub(crate) mod testutil;

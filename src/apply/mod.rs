@@ -162,6 +162,15 @@ pub(crate) struct ApplyReport {
     /// verifying plan trusts these instead of reading the files back.
     #[serde(skip)]
     pub landed: crate::state::Learnt,
+    /// The requests the run sent, by class, from its first action to
+    /// giving back the datastore's lock (set by the engine's flow; the
+    /// heartbeat's apart).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub requests_sent: Option<crate::telemetry::RequestCounts>,
+    /// The lock heartbeat's requests meanwhile (looks and renewals: as
+    /// many as the run is slow, so no plan estimates them).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub heartbeat_requests: u64,
     /// Remote files recorded as in the remote only (lazy hydration).
     #[serde(skip_serializing_if = "is_zero")]
     pub recorded_remote_only: usize,
@@ -238,6 +247,7 @@ pub(crate) fn apply(
             i += 1;
             continue;
         }
+        let started = action_started(action);
         let step = match action {
             Action::Move(a) => run.move_file(i, a),
             Action::DropDuplicate(a) => run.drop_duplicate(a),
@@ -262,11 +272,43 @@ pub(crate) fn apply(
             | Action::Fetch(_)
             | Action::CopyRemote(_) => Err(StopCause::NoRemote),
         };
+        action_ended(action, started, step.as_ref().err());
         step.map_err(|cause| run.stopped(i, cause))?;
         run.done(action);
         i += 1;
     }
     run.finish()
+}
+
+/// An action starts (the trace's `{"event":"action","step":"start",…}`).
+fn action_started(action: &Action) -> std::time::Instant {
+    tracing::debug!(
+        target: "swamp::action",
+        event = "action",
+        step = "start",
+        kind = action.kind(),
+        path = action.path().map(|p| p.as_str()),
+    );
+    std::time::Instant::now()
+}
+
+/// An action ends, done or failed.
+fn action_ended<E: std::fmt::Display>(
+    action: &Action,
+    started: std::time::Instant,
+    failed: Option<&E>,
+) {
+    let error = failed.map(ToString::to_string);
+    tracing::debug!(
+        target: "swamp::action",
+        event = "action",
+        step = "end",
+        kind = action.kind(),
+        path = action.path().map(|p| p.as_str()),
+        ms = started.elapsed().as_secs_f64() * 1000.0,
+        ok = failed.is_none(),
+        error,
+    );
 }
 
 /// Test-only: SIGKILL ourselves, as `kill -9` would: no destructor, no

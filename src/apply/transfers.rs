@@ -328,6 +328,7 @@ pub(super) async fn run_one(
     if let Some(reason) = reason {
         return (i, Err(SyncActionError::NotStarted { reason }), None);
     }
+    let started = super::action_started(a);
     let work = async {
         match a {
             Action::Download(d) => remote::download(d, root, remotes, true).await,
@@ -343,6 +344,7 @@ pub(super) async fn run_one(
             reason,
         }),
     };
+    super::action_ended(a, started, outcome.as_ref().err());
     if let Err(e) = &outcome
         && e.is_systemic()
     {

@@ -39,6 +39,10 @@ pub(crate) struct UndoReport {
     /// Remote objects an earlier undo restored, taken away again (kept in
     /// this undo's remote trash).
     pub set_aside_remote: usize,
+    /// The requests the undo sent to the datastore, by class (set by the
+    /// engine; none for an undo of the cache only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub requests_sent: Option<crate::telemetry::RequestCounts>,
 }
 
 impl UndoReport {

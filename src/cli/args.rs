@@ -68,6 +68,16 @@ pub struct Cli {
     /// concurrency`)
     #[arg(long, global = true, value_name = "N", help_heading = "Global options", value_parser = clap::value_parser!(u16).range(1..=1024))]
     pub transfers: Option<u16>,
+    /// Write a JSON line per provider request, lock step and action
+    /// (start and end) to FILE, to find a slow or failing request
+    /// (`SWAMP_LOG=debug` logs the same and more to stderr)
+    #[arg(
+        long,
+        global = true,
+        value_name = "FILE",
+        help_heading = "Global options"
+    )]
+    pub trace: Option<PathBuf>,
     #[command(subcommand)]
     pub command: Command,
 }

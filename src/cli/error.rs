@@ -108,14 +108,18 @@ impl CliError {
         self
     }
 
+    /// The error as `--json` shows it, credentials a server's error
+    /// quoted cut (see [`crate::telemetry::redact`]).
     pub fn to_json(&self) -> serde_json::Value {
+        let cut = |s: &str| crate::telemetry::redact::redact(s).into_owned();
+        let hints: Vec<String> = self.hints.iter().map(|h| cut(h)).collect();
         serde_json::json!({
             "error": {
                 "kind": self.kind.as_str(),
                 "exit_code": self.kind.exit_code(),
-                "message": self.message,
-                "hint": self.hints.first(),
-                "hints": self.hints,
+                "message": cut(&self.message),
+                "hint": hints.first(),
+                "hints": hints,
             }
         })
     }

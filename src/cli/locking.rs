@@ -63,6 +63,12 @@ impl Locks {
         self.0.info()
     }
 
+    /// Gives back the datastore's locks now (the run writes nothing more
+    /// there); [`Locks::finish`] reports what that found.
+    pub(super) fn release_shared(&mut self) {
+        self.0.release_shared();
+    }
+
     /// Releases every lock and settles the command's result: a lock lost
     /// while working turns success into an error (what was done is kept;
     /// preconditions made every write safe).

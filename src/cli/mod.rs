@@ -10,6 +10,7 @@ mod error;
 mod hints;
 mod live;
 mod locking;
+mod logging;
 mod output;
 pub mod render;
 
@@ -152,6 +153,15 @@ pub fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => return usage_error(&e, args::wants_json(&args)),
     };
+    if let Err(e) = logging::init(cli.trace.as_deref()) {
+        let err = CliError::usage(e.to_string());
+        if cli.json {
+            output::print_json(&err.to_json());
+        } else {
+            errln!("{}", crate::cli::render::escape_controls(&err.to_string()));
+        }
+        return ExitCode::from(err.kind.exit_code());
+    }
     let ctx = Ctx {
         json: cli.json,
         color: color.enabled(std::io::stdout().is_terminal()),
@@ -207,11 +217,15 @@ pub fn main() -> ExitCode {
                     command_line(),
                 )];
             }
+            tracing::debug!(target: "swamp::cli", error = %err, "the command failed");
             if ctx.json {
                 output::print_json(&err.to_json());
             } else {
-                // Messages echo keys and paths: never raw control characters.
-                errln!("{}", crate::cli::render::escape_controls(&err.to_string()));
+                // Messages echo keys and paths: never raw control
+                // characters, nor a credential a server's error quoted.
+                let text = err.to_string();
+                let text = crate::telemetry::redact::redact(&text);
+                errln!("{}", crate::cli::render::escape_controls(&text));
             }
             ExitCode::from(err.kind.exit_code())
         }

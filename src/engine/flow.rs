@@ -50,6 +50,9 @@ pub(crate) trait Ui<P> {
     fn release_actions(&mut self, _plan: &P) -> bool {
         false
     }
+    /// The plan is applied and verified: the run writes nothing more to
+    /// the datastore (its locks may be given back).
+    fn verified(&mut self) {}
 }
 
 /// How a flow ended.
@@ -75,6 +78,8 @@ pub(crate) struct Ran {
     pub after: Planned,
     /// Bytes the plan carried up and down, and how long the apply took.
     pub carried: u64,
+    /// The requests the plan estimated (its actions may be gone).
+    pub estimated: crate::plan::RequestEstimate,
     pub elapsed: Duration,
 }
 
@@ -95,6 +100,12 @@ pub(crate) fn run<U: Ui<SavedPlan>>(
     ui: &mut U,
 ) -> Result<Flowed<U::Stop>, EngineError> {
     let mut saved = planned.into_saved(record.new_config.unwrap_or(at.config));
+    tracing::debug!(
+        target: "swamp::engine",
+        actions = saved.plan.actions.len(),
+        conflicts = saved.plan.conflicts.len(),
+        "planned"
+    );
     ui.show(&saved);
     if saved.plan.is_empty() {
         if record.up_front {
@@ -121,10 +132,20 @@ pub(crate) fn run<U: Ui<SavedPlan>>(
     let started = Instant::now();
     let summary = saved.plan.summary();
     let carried = summary.bytes_to_upload + summary.bytes_to_download;
+    let (sent_from, beats_from) = (
+        crate::telemetry::requests::counts(),
+        crate::telemetry::requests::heartbeat_count(),
+    );
     let report = apply_only(at.repo, at.layout, &saved.plan, at.transfers);
     let elapsed = started.elapsed();
     crate::progress::meter().idle();
     let mut report = report?;
+    tracing::debug!(
+        target: "swamp::engine",
+        completed = report.completed,
+        ms = elapsed.as_millis() as u64,
+        "applied; verifying"
+    );
     let learnt = std::mem::take(&mut report.landed);
     if ui.release_actions(&saved) {
         saved.plan.actions = Vec::new();
@@ -137,11 +158,21 @@ pub(crate) fn run<U: Ui<SavedPlan>>(
         learnt,
         listed,
     )?;
+    tracing::debug!(
+        target: "swamp::engine",
+        actions_left = after.plan.actions.len(),
+        conflicts_left = after.plan.conflicts.len(),
+        "verified"
+    );
+    ui.verified();
+    report.requests_sent = Some(crate::telemetry::requests::counts().since(&sent_from));
+    report.heartbeat_requests = crate::telemetry::requests::heartbeat_count() - beats_from;
     Ok(Flowed::Applied(Box::new(Ran {
         saved,
         report,
         after,
         carried,
+        estimated: summary.requests,
         elapsed,
     })))
 }

@@ -23,6 +23,9 @@ pub(crate) struct Locks {
     guards: Vec<LockGuard>,
     /// Where the datastore's own locks start (after this clone's, if taken).
     shared_from: usize,
+    /// What releasing the datastore's locks early found
+    /// ([`Locks::release_shared`]).
+    early: Released,
 }
 
 /// How [`Locks::take`] takes them.
@@ -91,6 +94,7 @@ impl Locks {
         Ok(Locks {
             guards,
             shared_from,
+            early: Released::default(),
         })
     }
 
@@ -109,6 +113,7 @@ impl Locks {
         Ok(Locks {
             guards: vec![lock::acquire(&target, &options, on_event)?],
             shared_from: 1,
+            early: Released::default(),
         })
     }
 
@@ -122,26 +127,41 @@ impl Locks {
         })
     }
 
+    /// Releases the datastore's locks now, once the run writes nothing
+    /// more there (its apply verified): the requests an apply reports
+    /// then include giving them back, as its plan estimated. This clone's
+    /// own lock stays until [`Locks::release`], which also reports what
+    /// releasing these found.
+    pub(crate) fn release_shared(&mut self) {
+        let shared: Vec<LockGuard> = self.guards.drain(self.shared_from..).collect();
+        let early = std::mem::take(&mut self.early);
+        self.early = release_guards(shared, early);
+    }
+
     /// Releases every lock, last taken first. Never deletes a successor's
     /// lock: a lock lost meanwhile is reported, not removed.
     pub(crate) fn release(self) -> Released {
-        let mut released = Released::default();
-        for g in self.guards.into_iter().rev() {
-            let (url, ttl_secs) = (g.url().to_string(), g.body().ttl_secs);
-            match g.release() {
-                Ok(()) => {}
-                Err(LockError::Store(error)) => released.unreleased.push(Unreleased {
-                    url,
-                    ttl_secs,
-                    error,
-                }),
-                Err(e) => {
-                    released.lost.get_or_insert(e);
-                }
+        release_guards(self.guards, self.early)
+    }
+}
+
+/// Releases `guards`, last taken first, into what `released` found so far.
+fn release_guards(guards: Vec<LockGuard>, mut released: Released) -> Released {
+    for g in guards.into_iter().rev() {
+        let (url, ttl_secs) = (g.url().to_string(), g.body().ttl_secs);
+        match g.release() {
+            Ok(()) => {}
+            Err(LockError::Store(error)) => released.unreleased.push(Unreleased {
+                url,
+                ttl_secs,
+                error,
+            }),
+            Err(e) => {
+                released.lost.get_or_insert(e);
             }
         }
-        released
     }
+    released
 }
 
 fn lock_options(config: &Config, how: TakeOptions<'_>, own: bool) -> LockOptions {

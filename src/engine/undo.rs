@@ -154,7 +154,11 @@ pub(crate) fn run<U: super::flow::Ui<UndoPlan>>(
     if let Some(stop) = ui.confirm(&plan) {
         return Ok(UndoFlowed::Stopped(stop));
     }
-    let report = apply_undo(layout, subject, &plan, command)?;
+    let from = crate::telemetry::requests::counts();
+    let mut report = apply_undo(layout, subject, &plan, command)?;
+    if subject.remote.is_some() {
+        report.requests_sent = Some(crate::telemetry::requests::counts().since(&from));
+    }
     Ok(UndoFlowed::Applied(plan, report))
 }
 

@@ -156,7 +156,7 @@ impl LockTarget {
             DatastoreConfig::Local => {
                 let dir = layout.state_dir();
                 Ok(LockTarget {
-                    store: store::open_fs(&dir),
+                    store: store::open_own_state(&dir),
                     key: "lock.json".into(),
                     url: dir.join("lock.json").display().to_string(),
                 })
@@ -379,6 +379,7 @@ pub(crate) fn acquire(
             &Precondition::CreateOnly,
         )) {
             Ok(meta) => {
+                lock_event(&target.url, "acquired", None);
                 return Ok(LockGuard::start(
                     target.clone(),
                     body,
@@ -408,6 +409,7 @@ pub(crate) fn acquire(
                     &Precondition::Matches(version),
                 )) {
                     Ok(meta) => {
+                        lock_event(&target.url, "took-over", Some(&old.describe()));
                         on_event(Event::TookOver {
                             url: &target.url,
                             previous: &old,
@@ -426,9 +428,19 @@ pub(crate) fn acquire(
                     Err(e) => return Err(e.into()),
                 }
             }
-            state => wait.on(state, on_event)?,
+            state => {
+                if let LockState::Held { body, .. } = &state {
+                    lock_event(&target.url, "waiting", Some(&body.describe()));
+                }
+                wait.on(state, on_event)?
+            }
         }
     }
+}
+
+/// A lock step, for the trace (`{"event":"lock","step":"acquired",…}`).
+fn lock_event(url: &str, step: &str, detail: Option<&str>) {
+    tracing::info!(target: "swamp::lock", event = "lock", step, url, detail);
 }
 
 /// A refused lock write whose read went through: the credentials can read
@@ -687,8 +699,12 @@ impl Held {
                 .store
                 .delete(&self.target.key, &Precondition::Matches(version)),
         ) {
+            Ok(()) => {
+                lock_event(&self.target.url, "released", None);
+                Ok(())
+            }
             // Not ours any more (taken over after we stalled): leave it.
-            Ok(()) | Err(StoreError::PreconditionFailed { .. }) => Ok(()),
+            Err(StoreError::PreconditionFailed { .. }) => Ok(()),
             Err(e) => Err(e),
         }
     }
@@ -696,6 +712,7 @@ impl Held {
     fn lose(&self, reason: String) {
         let mut lost = self.lost.lock().unwrap();
         if lost.is_none() {
+            lock_event(&self.target.url, "lost", Some(&reason));
             *lost = Some(reason);
         }
     }
@@ -754,7 +771,9 @@ impl Held {
         use std::ops::ControlFlow::{Break, Continue};
         if beat == Beat::Look {
             let version = self.version.lock().unwrap().clone();
-            return match rt.block_on(self.target.store.head(&self.target.key)) {
+            let look =
+                crate::telemetry::requests::heartbeat(self.target.store.head(&self.target.key));
+            return match rt.block_on(look) {
                 Ok(Some(meta)) if meta.version == version => Continue(()),
                 Ok(Some(_)) => {
                     self.lose("another process took it over".into());
@@ -789,12 +808,17 @@ impl Held {
             b.clone()
         };
         let version = self.version.lock().unwrap().clone();
-        match rt.block_on(self.target.store.put_bytes(
+        let ours = Precondition::Matches(version);
+        let renew = crate::telemetry::requests::heartbeat(self.target.store.put_bytes(
             &self.target.key,
             body.to_bytes(),
-            &Precondition::Matches(version),
-        )) {
-            Ok(meta) => *self.version.lock().unwrap() = meta.version,
+            &ours,
+        ));
+        match rt.block_on(renew) {
+            Ok(meta) => {
+                lock_event(&self.target.url, "renewed", None);
+                *self.version.lock().unwrap() = meta.version
+            }
             Err(StoreError::PreconditionFailed { .. } | StoreError::NotFound { .. }) => {
                 self.lose("another process took it over or broke it".into());
                 return Break(());

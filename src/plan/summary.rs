@@ -74,8 +74,14 @@ pub struct Summary {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RequestEstimate {
     pub list: u64,
-    pub put: u64,
     pub get: u64,
+    /// Reads of an object's metadata only (S3 HEAD, a GCS metadata GET).
+    #[serde(default)]
+    pub head: u64,
+    pub put: u64,
+    /// Server-side copies.
+    #[serde(default)]
+    pub copy: u64,
     pub delete: u64,
 }
 
@@ -241,10 +247,12 @@ impl Tally {
                 } else {
                     0
                 },
+                put: s.upload as u64,
                 // Each object deleted or replaced is first copied into the
-                // remote trash: one server-side copy, counted as a PUT.
-                put: (s.upload + s.trash_copies) as u64,
+                // remote trash: one server-side copy.
+                copy: s.trash_copies as u64,
                 get: s.download as u64,
+                head: 0,
                 // An abort is a DELETE of the upload.
                 delete: batched(deletes)
                     + batched(self.pruned_objects)
@@ -252,14 +260,14 @@ impl Tally {
                     + u64::from(writes_remote),
             };
         }
-        // Draining a remote source: a GET per fetch, a PUT (copy) per
-        // re-keyed object, a DELETE per object left behind.
+        // Draining a remote source: a GET per fetch, a copy per re-keyed
+        // object, a DELETE per object left behind.
         requests.get += s.fetch as u64;
-        requests.put += s.copy_remote as u64;
+        requests.copy += s.copy_remote as u64;
         requests.delete += s.delete_source_remote as u64;
-        // Publishing the sentinel: a HEAD per object it vouches for
-        // (counted with the GETs), then one PUT.
-        requests.get += self.sentinel_heads;
+        // Publishing the sentinel: a HEAD per object it vouches for, then
+        // one PUT.
+        requests.head += self.sentinel_heads;
         requests.put += s.publish_sentinel as u64;
         // A delete record or a note: one PUT each, and a DELETE per
         // record or note removed.
@@ -269,7 +277,7 @@ impl Tally {
         // first (the precondition checked before the request, as
         // fake-gcs-server does not enforce it on either).
         if remote.is_some_and(|r| r.url.starts_with("gs://")) {
-            requests.get += (s.delete_remote + s.trash_copies) as u64
+            requests.head += (s.delete_remote + s.trash_copies) as u64
                 + self.records_pruned
                 + u64::from(writes_remote);
         }

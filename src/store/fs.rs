@@ -20,6 +20,8 @@
 //! All filesystem work runs on tokio's blocking pool.
 
 use std::fs::{self, File, OpenOptions};
+
+use crate::telemetry::{Class, Request};
 use std::io::{self, Read, Write};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
@@ -40,12 +42,25 @@ const LOCK_ATTEMPTS: usize = 20;
 
 pub(crate) struct FsStore {
     root: PathBuf,
+    /// Whether its operations are a datastore's requests (reported and
+    /// counted), or the repository's own state (a clone's lock).
+    reported: bool,
 }
 
 impl FsStore {
     pub(crate) fn new(root: &Path) -> FsStore {
         FsStore {
             root: root.to_path_buf(),
+            reported: true,
+        }
+    }
+
+    /// A directory of the repository's own state: no provider's, so its
+    /// operations are no requests.
+    pub(crate) fn unreported(root: &Path) -> FsStore {
+        FsStore {
+            reported: false,
+            ..FsStore::new(root)
         }
     }
 
@@ -300,16 +315,47 @@ impl FsStore {
         Ok(out)
     }
 
-    /// Runs blocking filesystem work off the async threads.
-    async fn blocking<T, F>(&self, f: F) -> Result<T, StoreError>
+    /// Runs the blocking filesystem work of one request off the async
+    /// threads, and reports it as a request (see [`crate::telemetry`]:
+    /// the directory is this datastore's provider).
+    async fn blocking<T, F>(&self, request: (Class, &str, &str), f: F) -> Result<T, StoreError>
     where
         T: Send + 'static,
         F: FnOnce(FsStore) -> Result<T, StoreError> + Send + 'static,
     {
         let me = FsStore::new(&self.root);
-        tokio::task::spawn_blocking(move || f(me))
+        let started = std::time::Instant::now();
+        let result = tokio::task::spawn_blocking(move || f(me))
             .await
-            .map_err(|e| StoreError::task("filesystem task", e))?
+            .map_err(|e| StoreError::task("filesystem task", e))
+            .and_then(|r| r);
+        if !self.reported {
+            return result;
+        }
+        let (class, op, key) = request;
+        // The answer an HTTP server would have given.
+        let status = match &result {
+            Ok(_) => Some(200),
+            Err(StoreError::NotFound { .. }) => Some(404),
+            Err(StoreError::PreconditionFailed { .. }) => Some(412),
+            Err(_) => None,
+        };
+        let error = match (&result, status) {
+            (Err(e), None) => Some(e.to_string()),
+            _ => None,
+        };
+        Request {
+            class,
+            op,
+            bucket: &self.root.to_string_lossy(),
+            key,
+            status,
+            elapsed: started.elapsed(),
+            bytes: None,
+            error: error.as_deref(),
+        }
+        .sent();
+        result
     }
 }
 
@@ -333,13 +379,16 @@ impl Store for FsStore {
     }
 
     async fn list(&self, prefix: &str) -> Result<Vec<ObjectMeta>, StoreError> {
+        let request = (Class::List, "list", prefix);
         let prefix = prefix.to_string();
-        self.blocking(move |s| s.list_blocking(&prefix)).await
+        self.blocking(request, move |s| s.list_blocking(&prefix))
+            .await
     }
 
     async fn head(&self, key: &str) -> Result<Option<ObjectMeta>, StoreError> {
+        let request = (Class::Head, "head", key);
         let key = key.to_string();
-        self.blocking(move |s| {
+        self.blocking(request, move |s| {
             let path = s.path_of(&key)?;
             s.current(&key, &path)
         })
@@ -347,9 +396,10 @@ impl Store for FsStore {
     }
 
     async fn get_to_file(&self, key: &str, dest: &Path) -> Result<ObjectMeta, StoreError> {
+        let request = (Class::Get, "get", key);
         let key = key.to_string();
         let dest = dest.to_path_buf();
-        self.blocking(move |s| {
+        self.blocking(request, move |s| {
             let dir = dest.parent().filter(|p| !p.as_os_str().is_empty());
             let dir = dir.unwrap_or(Path::new("."));
             fs::create_dir_all(dir).map_err(|e| StoreError::io(dir, e))?;
@@ -368,8 +418,9 @@ impl Store for FsStore {
     }
 
     async fn get_bytes(&self, key: &str) -> Result<(ObjectMeta, Vec<u8>), StoreError> {
+        let request = (Class::Get, "get", key);
         let key = key.to_string();
-        self.blocking(move |s| {
+        self.blocking(request, move |s| {
             let mut buf = Vec::new();
             let meta = s.read_verified(&key, &mut buf)?;
             Ok((meta, buf))
@@ -384,13 +435,14 @@ impl Store for FsStore {
         sha256: &str,
         pre: &Precondition,
     ) -> Result<ObjectMeta, StoreError> {
+        let request = (Class::Put, "put", key);
         let (key, src, sha, pre) = (
             key.to_string(),
             src.to_path_buf(),
             sha256.to_string(),
             pre.clone(),
         );
-        self.blocking(move |s| {
+        self.blocking(request, move |s| {
             let mut file = File::open(&src).map_err(|e| StoreError::io(&src, e))?;
             let mismatch = |expected: &str, found: &str| StoreError::ChangedSinceHashed {
                 what: format!("{} to `{key}`", src.display()),
@@ -407,8 +459,9 @@ impl Store for FsStore {
         bytes: Vec<u8>,
         pre: &Precondition,
     ) -> Result<ObjectMeta, StoreError> {
+        let request = (Class::Put, "put", key);
         let (key, pre) = (key.to_string(), pre.clone());
-        self.blocking(move |s| {
+        self.blocking(request, move |s| {
             let unreachable = |_: &str, _: &str| unreachable!("no expected hash given");
             s.write_object(&key, &mut bytes.as_slice(), None, &unreachable, &pre)
         })
@@ -416,13 +469,16 @@ impl Store for FsStore {
     }
 
     async fn delete(&self, key: &str, pre: &Precondition) -> Result<(), StoreError> {
+        let request = (Class::Delete, "delete", key);
         let (key, pre) = (key.to_string(), pre.clone());
-        self.blocking(move |s| s.delete_blocking(&key, &pre)).await
+        self.blocking(request, move |s| s.delete_blocking(&key, &pre))
+            .await
     }
 
     async fn delete_many(&self, keys: &[String]) -> Result<(), StoreError> {
+        let request = (Class::Delete, "delete_many", "");
         let keys = keys.to_vec();
-        self.blocking(move |s| {
+        self.blocking(request, move |s| {
             keys.iter()
                 .try_for_each(|k| s.delete_blocking(k, &Precondition::None))
         })
@@ -435,8 +491,9 @@ impl Store for FsStore {
         to: &str,
         pre: &Precondition,
     ) -> Result<ObjectMeta, StoreError> {
+        let request = (Class::Copy, "copy", from);
         let (from, to, pre) = (from.to_string(), to.to_string(), pre.clone());
-        self.blocking(move |s| {
+        self.blocking(request, move |s| {
             let src_path = s.path_of(&from)?;
             let mut file = match open_object(&src_path) {
                 Ok(f) => f,

@@ -93,7 +93,11 @@ impl GcsStore {
             .build()
             .map_err(|e| StoreError::task("building an HTTP client", e))?;
         let config = ClientConfig {
-            http: Some(reqwest_middleware::ClientBuilder::new(http).build()),
+            http: Some(
+                reqwest_middleware::ClientBuilder::new(http)
+                    .with(super::gcs_traced::Traced)
+                    .build(),
+            ),
             ..ClientConfig::default()
         };
         let config = match &self.endpoint {
@@ -618,8 +622,8 @@ impl Store for GcsStore {
                     Ok(Some((bytes::Bytes::from(buf), (file, hasher, flag, want))))
                 },
             );
-            let result = client
-                .upload_streamed_object(&req, body, &upload_type)
+            let upload = client.upload_streamed_object(&req, body, &upload_type);
+            let result = crate::telemetry::requests::writing(key, upload)
                 .await
                 .map(|o| Self::meta(&o))
                 .map_err(|e| self.map_err(e, Scope::Object(key)));
@@ -651,8 +655,8 @@ impl Store for GcsStore {
         let upload_type = Self::upload_type(key, &sha);
         let bytes = bytes::Bytes::from(bytes);
         self.put_retrying(&sha, || async {
-            client
-                .upload_object(&req, bytes.clone(), &upload_type)
+            let upload = client.upload_object(&req, bytes.clone(), &upload_type);
+            crate::telemetry::requests::writing(key, upload)
                 .await
                 .map(|o| Self::meta(&o))
                 .map_err(|e| self.map_err(e, Scope::Object(key)))

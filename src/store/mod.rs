@@ -25,6 +25,7 @@
 mod error;
 pub(crate) mod fs;
 pub(crate) mod gcs;
+mod gcs_traced;
 mod landing;
 mod listing;
 pub mod resume;
@@ -423,6 +424,12 @@ pub fn open_with(
 /// A directory used as an object store (keys are relative paths under it).
 pub fn open_fs(root: &Path) -> Arc<dyn Store> {
     Arc::new(fs::FsStore::new(root))
+}
+
+/// The repository's own state directory as a store (a clone's lock): its
+/// operations are not a datastore's requests, so none is reported.
+pub(crate) fn open_own_state(root: &Path) -> Arc<dyn Store> {
+    Arc::new(fs::FsStore::unreported(root))
 }
 
 /// Checks a bucket name the way both S3 and GCS do (3-63 characters of

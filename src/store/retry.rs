@@ -224,6 +224,17 @@ pub(crate) fn classify_status(status: u16, code: Option<&str>) -> Class {
 /// too (a flipped bit in transit); one that keeps disagreeing is reported
 /// as corrupt. Once the store's [`Breaker`] has judged the server down, no
 /// request is sent: it fails at once with [`StoreError::Down`].
+/// Says why a request is tried again (the trace's `retry` event).
+fn retrying(attempt: u32, e: &StoreError) {
+    tracing::debug!(
+        target: "swamp::store",
+        event = "retry",
+        attempt,
+        reason = %e,
+        "trying again"
+    );
+}
+
 pub(crate) async fn with_retry<T, F, Fut>(policy: &RetryPolicy, mut op: F) -> Result<T, StoreError>
 where
     F: FnMut(u32) -> Fut,
@@ -235,7 +246,7 @@ where
             return Err(down);
         }
         let last = attempt >= policy.max_attempts.max(1);
-        match op(attempt).await {
+        match crate::telemetry::requests::attempt(attempt, op(attempt)).await {
             Ok(v) => {
                 policy.breaker.answered();
                 return Ok(v);
@@ -252,6 +263,7 @@ where
                     });
                     return Err(e);
                 }
+                retrying(attempt, &e);
             }
             Err(
                 e @ (StoreError::Integrity { .. }
@@ -262,6 +274,7 @@ where
                 if last {
                     return Err(e);
                 }
+                retrying(attempt, &e);
             }
             Err(e) => {
                 policy.breaker.answered();

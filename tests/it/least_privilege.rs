@@ -206,10 +206,7 @@ fn converged_requests(backend: crate::support::bucket::Backend, args: &[&str]) -
     b.run(&["plan", "--detailed-exitcode"]).expect(0);
     let from = proxy.seen().len();
     b.run(args).expect(0);
-    proxy.seen()[from..]
-        .iter()
-        .map(|s| format!("{} {}", s.method, s.target))
-        .collect()
+    proxy.seen()[from..].iter().map(|s| s.line()).collect()
 }
 
 /// A dozen files, converged: `plan` and `datastore sync -y` each send one
@@ -252,9 +249,7 @@ fn a_pull_lists_once_and_a_push_lists_again_to_verify() {
     use crate::support::bucket::{Backend, Bucket};
     for backend in [Backend::S3, Backend::Gcs] {
         let lists = |seen: &[crate::support::faults::Seen]| {
-            seen.iter()
-                .filter(|s| class(&format!("{} {}", s.method, s.target)) == "list")
-                .count()
+            seen.iter().filter(|s| s.class() == "list").count()
         };
         let (bucket, proxy) = Bucket::behind_proxy(backend);
         let a = Repo::init(&bucket, Some("lab"));
@@ -289,31 +284,13 @@ fn a_pull_lists_once_and_a_push_lists_again_to_verify() {
     }
 }
 
-/// A request as the counting proxy saw it, by the estimate's classes.
-fn class(request: &str) -> &'static str {
-    if request.contains("list-type=2") || (request.starts_with("GET ") && request.contains("/o?")) {
-        "list"
-    } else if request.starts_with("GET ") || request.starts_with("HEAD ") {
-        "get"
-    } else if request.starts_with("DELETE ") {
-        "delete"
-    } else {
-        "put"
-    }
-}
+use crate::support::faults::class;
 
 /// A sync with something of every kind to do, through a counting proxy:
 /// the plan's request estimate, and what the run sent once it had planned
 /// under the lock (after its second listing: the first is the plan made
 /// before any lock), by class.
-fn estimated_and_sent(
-    backend: crate::support::bucket::Backend,
-) -> (
-    serde_json::Value,
-    serde_json::Value,
-    Vec<String>,
-    Vec<String>,
-) {
+fn estimated_and_sent(backend: crate::support::bucket::Backend) -> Sent {
     use crate::support::bucket::Bucket;
     let (bucket, proxy) = Bucket::behind_proxy(backend);
     let a = Repo::init(&bucket, Some("lab"));
@@ -332,11 +309,10 @@ fn estimated_and_sent(
     b.run(&["data", "rm", "m/f0"]).expect(0);
     let plan = b.run(&["--json", "plan", "--scope", "sync"]).json();
     let from = proxy.seen().len();
-    b.run(&["datastore", "sync", "-y"]).expect(0);
-    let seen: Vec<String> = proxy.seen()[from..]
-        .iter()
-        .map(|s| format!("{} {}", s.method, s.target))
-        .collect();
+    let synced = b.run(&["--json", "datastore", "sync", "-y"]);
+    synced.expect(0);
+    let reported = synced.json()["applied"]["requests_sent"].clone();
+    let seen: Vec<String> = proxy.seen()[from..].iter().map(|s| s.line()).collect();
     let second_listing = seen
         .iter()
         .enumerate()
@@ -344,7 +320,8 @@ fn estimated_and_sent(
         .nth(1)
         .map(|(i, _)| i)
         .expect("planned twice");
-    let mut sent = serde_json::json!({"list": 0, "put": 0, "get": 0, "delete": 0});
+    let mut sent =
+        serde_json::json!({"list": 0, "get": 0, "head": 0, "put": 0, "copy": 0, "delete": 0});
     // The lock object's requests are counted apart: besides giving it back
     // (estimated: a DELETE, and on GCS the metadata read before it), the
     // heartbeat looks at it once a second and renews it (not estimated,
@@ -365,44 +342,67 @@ fn estimated_and_sent(
         *n = (n.as_u64().unwrap() + 1).into();
     }
     let lock_requests = after.iter().filter(|s| lock(s)).cloned().collect();
-    (
-        plan["summary"]["requests"].clone(),
+    Sent {
+        estimate: plan["summary"]["requests"].clone(),
         sent,
         seen,
         lock_requests,
-    )
+        reported,
+    }
+}
+
+/// What [`estimated_and_sent`] found.
+struct Sent {
+    /// The plan's estimate.
+    estimate: serde_json::Value,
+    /// What the proxy saw after the planning under the lock, the lock's
+    /// own requests aside, by class.
+    sent: serde_json::Value,
+    seen: Vec<String>,
+    /// The lock object's requests, in order.
+    lock_requests: Vec<String>,
+    /// What the run reported it sent (`applied.requests_sent`).
+    reported: serde_json::Value,
 }
 
 /// Estimated: the upload, the download, the trash copy, the delete, its
 /// record and this clone's note, the verifying listing and giving back the
 /// lock (on GCS also the metadata read before each conditional copy and
-/// delete); sent, on S3 and on GCS, exactly that.
+/// delete); sent, on S3 and on GCS, exactly that, and the run reports
+/// what it sent (`applied.requests_sent`) as the proxy counted it.
 #[test]
-fn a_sync_sends_the_requests_its_plan_estimated() {
+fn a_sync_sends_the_requests_its_plan_estimated_and_reports_what_it_sent() {
     use crate::support::bucket::Backend;
-    for (backend, gets, release_gets) in [(Backend::S3, 1, 0), (Backend::Gcs, 4, 1)] {
-        let (estimate, mut sent, seen, lock_requests) = estimated_and_sent(backend);
+    for (backend, heads, release_heads) in [(Backend::S3, 0, 0), (Backend::Gcs, 3, 1)] {
+        let Sent {
+            estimate,
+            mut sent,
+            seen,
+            lock_requests,
+            reported,
+        } = estimated_and_sent(backend);
         assert_eq!(
             estimate,
-            serde_json::json!({"list": 1, "put": 4, "get": gets, "delete": 2}),
+            serde_json::json!({"list": 1, "get": 1, "head": heads, "put": 3, "copy": 1, "delete": 2}),
             "{backend:?}"
         );
         // Giving back the lock, as sent: its last requests, once the
         // heartbeat has stopped, are the metadata reads the release makes
         // (GCS) and then the DELETE.
-        let release = &lock_requests[lock_requests.len().saturating_sub(1 + release_gets)..];
+        let release = &lock_requests[lock_requests.len().saturating_sub(1 + release_heads)..];
         assert!(
             release.last().is_some_and(|r| r.starts_with("DELETE "))
                 && release[..release.len() - 1]
                     .iter()
-                    .all(|r| class(r) == "get"),
-            "{backend:?}: the release is {release_gets} read(s) and a delete: {lock_requests:#?}"
+                    .all(|r| class(r) == "head"),
+            "{backend:?}: the release is {release_heads} read(s) and a delete: {lock_requests:#?}"
         );
         for r in release {
             let n = &mut sent[class(r)];
             *n = (n.as_u64().unwrap() + 1).into();
         }
         assert_eq!(sent, estimate, "{backend:?}: {seen:#?}");
+        assert_eq!(reported, sent, "{backend:?}: reported as sent: {seen:#?}");
     }
 }
 
@@ -422,10 +422,7 @@ fn converged_listing(backend: crate::support::bucket::Backend, n: usize) -> Vec<
     a.run(&["plan", "--detailed-exitcode"]).expect(0);
     let from = proxy.seen().len();
     a.run(&["plan", "--detailed-exitcode"]).expect(0);
-    proxy.seen()[from..]
-        .iter()
-        .map(|s| format!("{} {}", s.method, s.target))
-        .collect()
+    proxy.seen()[from..].iter().map(|s| s.line()).collect()
 }
 
 /// A namespace that fits one page is one plain LIST; one of 2,000 objects

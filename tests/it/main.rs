@@ -23,5 +23,6 @@ mod render;
 mod resume;
 mod schemas;
 mod store_conformance;
+mod telemetry;
 mod trust;
 mod undo;

@@ -783,8 +783,8 @@ fn no_undo_deletes_for_good_and_says_so(backend: Backend) {
     let kept = repo.json(&["--json", "plan"], 0);
     assert_eq!(kept["summary"]["trash_copies"], 1, "{kept}");
     assert_eq!(
-        kept["summary"]["requests"]["put"].as_u64().unwrap(),
-        plan["summary"]["requests"]["put"].as_u64().unwrap() + 1,
+        kept["summary"]["requests"]["copy"].as_u64().unwrap(),
+        plan["summary"]["requests"]["copy"].as_u64().unwrap() + 1,
         "the trash copy is counted"
     );
     let human = repo.run(&["plan", "--no-undo"]).stdout;

@@ -55,7 +55,8 @@ pub(super) fn migrate(ctx: &Ctx, confirm: Confirm) -> Result<Outcome, CliError> 
     } else {
         None
     };
-    let result = migrate_locked(ctx, &repo, &config, changed, confirm);
+    let mut locks = locks;
+    let result = migrate_locked(ctx, &repo, &config, changed, confirm, locks.as_mut());
     match locks {
         Some(l) => l.finish(result),
         None => result,
@@ -68,6 +69,7 @@ fn migrate_locked(
     config: &Config,
     changed: bool,
     confirm: Confirm,
+    locks: Option<&mut Locks>,
 ) -> Result<Outcome, CliError> {
     let yes = confirm.yes;
     let planned =
@@ -93,6 +95,7 @@ fn migrate_locked(
         record.then_some(config),
         SyncOptions::default(),
         confirm,
+        locks,
     )
     .map_err(|e| {
         // Confirmed and failed while applying: if the local copy is there,

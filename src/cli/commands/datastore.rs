@@ -150,23 +150,32 @@ fn retarget(
     // a filesystem datastore's directory for the lock). On a terminal the
     // preview may turn into an apply, so the lock is taken.
     if migrate && !confirm.may_apply(ctx) {
-        return retarget_locked(ctx, repo, &new_repo, &config, hydration, confirm, migrate);
+        return retarget_locked(ctx, repo, &new_repo, hydration, confirm, migrate, None);
     }
-    let locks = Locks::take(ctx, &new_repo.layout, &config, operation)?;
-    locks.finish(retarget_locked(
-        ctx, repo, &new_repo, &config, hydration, confirm, migrate,
-    ))
+    let mut locks = Locks::take(ctx, &new_repo.layout, &config, operation)?;
+    let result = retarget_locked(
+        ctx,
+        repo,
+        &new_repo,
+        hydration,
+        confirm,
+        migrate,
+        Some(&mut locks),
+    );
+    locks.finish(result)
 }
 
+/// `new_repo`: the repository as `.swamp.toml` will have it.
 fn retarget_locked(
     ctx: &Ctx,
     repo: &Repo,
     new_repo: &Repo,
-    config: &Config,
     hydration: Option<crate::config::Hydration>,
     confirm: Confirm,
     migrate: bool,
+    locks: Option<&mut Locks>,
 ) -> Result<Outcome, CliError> {
+    let config = &new_repo.config;
     if !migrate {
         if config.datastore.is_remote() {
             register_namespace(&config.target(), config.repo_id)?;
@@ -202,6 +211,7 @@ fn retarget_locked(
         changed.then_some(config),
         options,
         confirm,
+        locks,
     )
 }
 

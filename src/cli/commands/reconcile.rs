@@ -145,7 +145,7 @@ pub(super) fn apply(
             if read.writes {
                 return Ok(Err(read.vouched));
             }
-            run_flow(ctx, &repo, read.planned, None, options, confirm).map(Ok)
+            run_flow(ctx, &repo, read.planned, None, options, confirm, None).map(Ok)
         })();
         match locks.finish(read_only)? {
             Ok(outcome) => return Ok(outcome),
@@ -154,16 +154,25 @@ pub(super) fn apply(
             Err(seen) => vouched = seen,
         }
     }
-    let locks = Locks::take(ctx, &repo.layout, &repo.config, operation)?;
-    locks.finish((|| {
+    let mut locks = Locks::take(ctx, &repo.layout, &repo.config, operation)?;
+    let result = (|| {
         // Registered and given an id already, as the listing just showed:
         // nothing to read again.
         if scope != Scope::Layout && repo.config.datastore.is_remote() && !vouched {
             ensure_registered(&repo)?;
         }
         let planned = engine::plan_with(&repo.layout, &repo.config, scope, options)?;
-        run_flow(ctx, &repo, planned, None, options, confirm)
-    })())
+        run_flow(
+            ctx,
+            &repo,
+            planned,
+            None,
+            options,
+            confirm,
+            Some(&mut locks),
+        )
+    })();
+    locks.finish(result)
 }
 
 /// A sync of a remote datastore that drains nothing is planned before any
@@ -183,24 +192,40 @@ pub(super) fn apply_saved(ctx: &Ctx, file: &Path) -> Result<Outcome, CliError> {
         crate::plan::file::Loaded::Undo(undo) => return super::undo::apply_saved(ctx, &undo),
     };
     let repo = ctx.open_repo()?;
-    let locks = Locks::take(ctx, &repo.layout, &repo.config, "apply")?;
-    locks.finish(apply_saved_locked(ctx, &repo, saved))
+    let mut locks = Locks::take(ctx, &repo.layout, &repo.config, "apply")?;
+    let result = apply_saved_locked(ctx, &repo, saved, &mut locks);
+    locks.finish(result)
 }
 
 /// A saved plan is never trusted: it is planned again and applied only
 /// when the new plan equals it; the new plan is what runs.
-fn apply_saved_locked(ctx: &Ctx, repo: &Repo, saved: SavedPlan) -> Result<Outcome, CliError> {
+fn apply_saved_locked(
+    ctx: &Ctx,
+    repo: &Repo,
+    saved: SavedPlan,
+    locks: &mut Locks,
+) -> Result<Outcome, CliError> {
     let options = engine::saved_options(&saved);
     let planned = engine::rederive_plan(&saved, &repo.layout, &repo.config)?;
     // The file's own plan and observation are done with: the new plan is
     // what runs, and they need not stay through its apply and the
     // verifying plan.
     drop(saved);
-    flow(ctx, repo, planned, options, Record::default(), None)
+    flow(
+        ctx,
+        repo,
+        planned,
+        options,
+        Record::default(),
+        None,
+        Some(locks),
+    )
 }
 
 /// Shows `planned`, asks for (or takes) confirmation, records `new_config`
 /// in `.swamp.toml` when given, applies, and verifies convergence.
+/// `locks`: the command's, whose datastore locks are given back once the
+/// apply is verified (so the requests it reports include that).
 pub(super) fn run_flow(
     ctx: &Ctx,
     repo: &Repo,
@@ -208,12 +233,13 @@ pub(super) fn run_flow(
     new_config: Option<&Config>,
     options: SyncOptions,
     confirm: Confirm,
+    locks: Option<&mut Locks>,
 ) -> Result<Outcome, CliError> {
     let record = Record {
         new_config,
         up_front: confirm.yes,
     };
-    flow(ctx, repo, planned, options, record, Some(confirm))
+    flow(ctx, repo, planned, options, record, Some(confirm), locks)
 }
 
 /// The engine's flow, shown as it goes: asked at the confirmation unless
@@ -226,6 +252,7 @@ fn flow(
     options: SyncOptions,
     record: Record<'_>,
     confirm: Option<Confirm>,
+    locks: Option<&mut Locks>,
 ) -> Result<Outcome, CliError> {
     let at = flow::At {
         repo: &repo.root,
@@ -238,6 +265,7 @@ fn flow(
         ctx,
         confirm,
         spilled: None,
+        locks,
     };
     match flow::run(planned, &at, record, &mut ui)? {
         Flowed::Empty(saved) => {
@@ -258,6 +286,7 @@ struct CliUi<'a> {
     ctx: &'a Ctx,
     confirm: Option<Confirm>,
     spilled: Option<crate::cli::output::SpilledPlan>,
+    locks: Option<&'a mut Locks>,
 }
 
 impl flow::Ui<SavedPlan> for CliUi<'_> {
@@ -290,6 +319,12 @@ impl flow::Ui<SavedPlan> for CliUi<'_> {
         }
         self.spilled = crate::cli::output::SpilledPlan::new(saved).ok();
         self.spilled.is_some()
+    }
+
+    fn verified(&mut self) {
+        if let Some(locks) = self.locks.as_deref_mut() {
+            locks.release_shared();
+        }
     }
 }
 
@@ -342,6 +377,9 @@ fn applied(
         if let Some(line) = transferred_line(ran.carried, ran.elapsed) {
             outln!("{line}");
         }
+        if let Some(line) = requests_line(report, &ran.estimated) {
+            outln!("{line}");
+        }
         if converged {
             outln!("Converged: the datastore matches the configuration.");
         } else {
@@ -363,6 +401,57 @@ fn applied(
     } else {
         Outcome::Failed
     })
+}
+
+/// What the run sent, by class, beside what its plan estimated:
+/// `Sent 8 requests: 1 list, 4 put, 1 copy, 2 delete (as estimated).`
+/// `None` when it sent none.
+fn requests_line(
+    report: &engine::ApplyReport,
+    estimated: &crate::plan::RequestEstimate,
+) -> Option<String> {
+    let sent = report.requests_sent?;
+    if sent.total() == 0 {
+        return None;
+    }
+    let by_class = |counts: [(&str, u64); 6]| {
+        counts
+            .iter()
+            .filter(|(_, n)| *n > 0)
+            .map(|(class, n)| format!("{n} {class}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let estimate = [
+        ("list", estimated.list),
+        ("get", estimated.get),
+        ("head", estimated.head),
+        ("put", estimated.put),
+        ("copy", estimated.copy),
+        ("delete", estimated.delete),
+    ];
+    let sent_classes = [
+        ("list", sent.list),
+        ("get", sent.get),
+        ("head", sent.head),
+        ("put", sent.put),
+        ("copy", sent.copy),
+        ("delete", sent.delete),
+    ];
+    let against = if estimate == sent_classes {
+        "as estimated".to_string()
+    } else {
+        format!("estimated: {}", by_class(estimate))
+    };
+    let heartbeat = match report.heartbeat_requests {
+        0 => String::new(),
+        n => format!("; the lock's heartbeat {n} more"),
+    };
+    Some(format!(
+        "Sent {} request(s): {} ({against}{heartbeat}).",
+        sent.total(),
+        by_class(sent_classes),
+    ))
 }
 
 /// As rclone closes a transfer: how much, how long, and how fast on

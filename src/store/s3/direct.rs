@@ -38,7 +38,7 @@
 //! Express, multi-region SigV4a) keeps every request on the SDK.
 
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use aws_credential_types::Credentials;
 use aws_credential_types::provider::{ProvideCredentials, SharedCredentialsProvider};
@@ -52,6 +52,7 @@ use aws_smithy_types::Document;
 
 use super::super::retry::{Class, classify_status};
 use super::super::{ObjectMeta, SHA256_METADATA, StoreError, StoreOptions, checked_by_md5};
+use crate::telemetry::{Class as RequestClass, Request};
 
 /// Credentials this close to expiring are fetched again before use.
 const REFRESH_BEFORE: Duration = Duration::from_secs(60);
@@ -101,6 +102,8 @@ pub(super) struct Direct {
     region: String,
     /// The store's description, for errors.
     target: String,
+    /// The bucket's name, for the requests' trace.
+    bucket: String,
     provider: SharedCredentialsProvider,
     /// The identity last fetched, reused until near its expiry; fetched
     /// again by one request while the others wait.
@@ -174,6 +177,7 @@ impl Direct {
             base: endpoint.url().trim_end_matches('/').to_string(),
             region,
             target,
+            bucket: inputs.bucket.to_string(),
             provider,
             identity: tokio::sync::Mutex::new(Cached {
                 identity: credentials.into(),
@@ -224,7 +228,17 @@ impl Direct {
         let Some(request) = self.signed("PUT", &url, &headers).await else {
             return Put::Declined;
         };
-        let response = match request.body(body.to_vec()).send().await {
+        let started = Instant::now();
+        let sent = request.body(body.to_vec()).send().await;
+        self.report(
+            RequestClass::Put,
+            "PutObject",
+            key,
+            started,
+            &sent,
+            Some(body.len() as u64),
+        );
+        let response = match sent {
             Ok(response) => {
                 self.connect_failures.store(0, Ordering::Relaxed);
                 response
@@ -243,6 +257,30 @@ impl Direct {
             }
         };
         put_answer(&self.target, key, body.len() as u64, sha256, pre, response).await
+    }
+
+    /// Reports a request this path sent (see [`crate::telemetry`]).
+    fn report(
+        &self,
+        class: RequestClass,
+        op: &str,
+        key: &str,
+        started: Instant,
+        sent: &Result<reqwest::Response, reqwest::Error>,
+        put_bytes: Option<u64>,
+    ) {
+        let error = sent.as_ref().err().map(|e| e.to_string());
+        Request {
+            class,
+            op,
+            bucket: &self.bucket,
+            key,
+            status: sent.as_ref().ok().map(|r| r.status().as_u16()),
+            elapsed: started.elapsed(),
+            bytes: put_bytes.or_else(|| sent.as_ref().ok().and_then(|r| r.content_length())),
+            error: error.as_deref(),
+        }
+        .sent();
     }
 
     fn connect_failed(&self) {
@@ -299,7 +337,10 @@ impl Direct {
         // `x-id` as the SDK sends it: the same request on the wire.
         let url = format!("{}/{}?x-id=GetObject", self.base, super::encode_key(key));
         let request = self.signed("GET", &url, &[]).await?;
-        match request.send().await {
+        let started = Instant::now();
+        let sent = request.send().await;
+        self.report(RequestClass::Get, "GetObject", key, started, &sent, None);
+        match sent {
             Ok(response) => {
                 self.connect_failures.store(0, Ordering::Relaxed);
                 Some(response)
@@ -368,6 +409,7 @@ impl Direct {
             // A fetch that fails leaves the path to the SDK for this
             // request (which reports it), and is tried again next time.
             let credentials: Credentials = self.provider.provide_credentials().await.ok()?;
+            super::register_secrets(&credentials);
             *cached = Cached {
                 expiry: credentials.expiry(),
                 identity: credentials.into(),

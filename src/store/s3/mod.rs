@@ -41,6 +41,7 @@ use crate::fsutil;
 mod copy;
 mod direct;
 mod multipart;
+mod traced;
 
 /// The part size swamp's own multipart uploads use for a file of `size`
 /// bytes (to recognise them by their ETag).
@@ -237,8 +238,13 @@ impl S3Store {
             .provide_credentials()
             .await
             .map_err(|e| self.no_credentials(&error_chain(&e)))?;
+        register_secrets(&credentials);
         let conf = aws_sdk_s3::config::Builder::from(&sdk)
             .force_path_style(self.endpoint.is_some())
+            .interceptor(traced::Traced {
+                bucket: self.bucket.clone(),
+                path_style: self.endpoint.is_some(),
+            })
             .build();
         let endpoint_url = s3_endpoint_url(&sdk);
         let inputs = direct::EndpointInputs {
@@ -1118,6 +1124,14 @@ const KEY_ESCAPED: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUM
 
 /// Percent-encodes a key as S3 signs a request path: for
 /// `x-amz-copy-source` and the direct GET's and PUT's URL.
+/// Cuts these credentials' secrets from everything the run writes.
+fn register_secrets(credentials: &Credentials) {
+    crate::telemetry::redact::register(credentials.secret_access_key());
+    if let Some(token) = credentials.session_token() {
+        crate::telemetry::redact::register(token);
+    }
+}
+
 fn encode_key(key: &str) -> String {
     percent_encoding::utf8_percent_encode(key, KEY_ESCAPED).to_string()
 }

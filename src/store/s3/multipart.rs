@@ -207,6 +207,18 @@ impl S3Store {
                 }
             }
             match page.next_part_number_marker() {
+                // A server that hands back the marker it was given would
+                // be listed forever: what was listed is what there is (a
+                // part it never showed is sent again).
+                Some(next) if marker.as_deref() == Some(next) => {
+                    tracing::warn!(
+                        target: "swamp::store",
+                        key,
+                        marker = next,
+                        "the server repeated its part-listing marker; listing stopped"
+                    );
+                    return Ok(listed);
+                }
                 Some(next) if page.is_truncated() == Some(true) => marker = Some(next.to_string()),
                 _ => return Ok(listed),
             }

@@ -110,6 +110,48 @@ pub struct Seen {
     pub agent: String,
     /// The request's `Range` (empty if none).
     pub range: String,
+    /// An S3 server-side copy (`x-amz-copy-source` set).
+    pub copy_source: bool,
+}
+
+impl Seen {
+    /// `METHOD target`, marked ` (copy)` for an S3 server-side copy: what
+    /// [`class`] reads.
+    pub fn line(&self) -> String {
+        let copy = if self.copy_source { " (copy)" } else { "" };
+        format!("{} {}{copy}", self.method, self.target)
+    }
+
+    /// The request's class, as swamp's plans and applies count them.
+    pub fn class(&self) -> &'static str {
+        class(&self.line())
+    }
+}
+
+/// The class of a request line ([`Seen::line`]), as swamp counts them:
+/// `list`, `get` (content), `head` (metadata only: S3 HEAD, a GCS
+/// metadata GET), `put`, `copy`, `delete`.
+pub fn class(line: &str) -> &'static str {
+    let get = line.starts_with("GET ");
+    let gcs_object = line.contains("/storage/v1/b/") && line.contains("/o/");
+    if line.contains("list-type=2")
+        || (get && (line.contains("/o?") || line.ends_with("/o")))
+        || (get && (line.contains("?uploads") || line.contains("uploadId=")))
+    {
+        "list"
+    } else if line.ends_with(" (copy)") || line.contains("/copyTo/") || line.contains("/rewriteTo/")
+    {
+        "copy"
+    } else if line.starts_with("HEAD ") || (get && gcs_object && !line.contains("alt=media")) {
+        "head"
+    } else if get {
+        "get"
+    } else if line.starts_with("DELETE ") || (line.starts_with("POST ") && line.contains("?delete"))
+    {
+        "delete"
+    } else {
+        "put"
+    }
 }
 
 struct State {
@@ -215,6 +257,7 @@ fn serve(state: &State, client: TcpStream) {
             at: Instant::now(),
             agent: String::new(),
             range: String::new(),
+            copy_source: false,
         });
         reset(client);
         return;
@@ -253,6 +296,10 @@ fn serve(state: &State, client: TcpStream) {
                 .find(|(name, _)| name.eq_ignore_ascii_case("range"))
                 .map(|(_, value)| value.clone())
                 .unwrap_or_default(),
+            copy_source: req
+                .head
+                .iter()
+                .any(|(name, _)| name.eq_ignore_ascii_case("x-amz-copy-source")),
         });
         match fault {
             Some(Fault::Status(code)) => {
