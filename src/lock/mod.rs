@@ -46,6 +46,10 @@ pub struct LockBody {
     /// RFC 3339, UTC; pushed forward by every renewal.
     pub expires_at: String,
     pub ttl_secs: u64,
+    /// Boot, PID namespace and start time of the holder (see [`holder`]):
+    /// what tells a live holder from a gone one on a machine it shares.
+    #[serde(flatten)]
+    pub whereabouts: holder::Whereabouts,
 }
 
 impl LockBody {
@@ -60,6 +64,7 @@ impl LockBody {
             acquired_at: rfc3339(now),
             expires_at: rfc3339(now + ttl),
             ttl_secs: ttl.as_secs().max(1),
+            whereabouts: holder::Whereabouts::here(),
         }
     }
 
@@ -920,12 +925,18 @@ pub(crate) fn ensure_held() -> Result<(), String> {
     }
 }
 
-/// A holder on this machine whose process no longer runs.
+/// A holder on this machine whose process surely no longer runs: same
+/// `user@host`, and same boot and PID namespace with its pid free or
+/// reused (see [`holder`]). A body of an older swamp, which records none
+/// of that, is judged by its pid alone, as that swamp would.
 pub(crate) fn holder_is_gone(body: &LockBody) -> bool {
     if body.holder != who_am_i() {
         return false;
     }
-    libc::pid_t::try_from(body.pid).is_ok_and(crate::fsutil::process_gone)
+    match holder::surely_gone(body.pid, &body.whereabouts) {
+        Some(gone) => gone,
+        None => libc::pid_t::try_from(body.pid).is_ok_and(crate::fsutil::process_gone),
+    }
 }
 
 /// Releases every lock this process holds (conditional deletes of our own
@@ -950,6 +961,7 @@ fn secs_between(a: SystemTime, b: SystemTime) -> i64 {
     }
 }
 
+pub(crate) mod holder;
 pub(crate) mod upstream;
 
 fn small_runtime() -> tokio::runtime::Runtime {

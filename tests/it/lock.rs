@@ -425,3 +425,71 @@ on_every_backend!(
     doctor_reports_a_stale_lock_and_repair_breaks_it,
     ctrl_c_releases_the_lock,
 );
+
+/// A pid free in this PID namespace (so a holder recorded under it looks
+/// gone to a check by pid alone), at least 300.
+fn free_pid() -> u32 {
+    (300..30_000)
+        .find(|pid| !std::path::Path::new(&format!("/proc/{pid}")).exists())
+        .expect("a free pid")
+}
+
+/// A push holding the bucket's lock from another PID namespace (`unshare
+/// --pid --fork`, same user and host name, as a container sharing the
+/// host's UTS namespace is) under a pid that is free out here: a pull
+/// that has something to apply waits for it, as for any live holder, and
+/// gives up when its lock timeout runs out (exit 75). Judged by
+/// `user@host` and the pid alone it was taken for gone and walked past.
+#[test]
+fn a_holder_in_another_pid_namespace_is_waited_for_not_judged_gone() {
+    if !std::process::Command::new("unshare")
+        .args(["--pid", "--fork", "--mount-proc", "true"])
+        .status()
+        .is_ok_and(|s| s.success())
+    {
+        eprintln!("skipped: `unshare --pid --fork --mount-proc` is not permitted here");
+        return;
+    }
+    let bucket = Bucket::new(Backend::Fs);
+    let a = repo_with_ttl(&bucket, 60);
+    a.put("alpha/state", "alpha: 1\n");
+    a.run_ok(&["datastore", "sync", "-y"]);
+    let b = a.clone_elsewhere();
+    a.put("alpha/state", "alpha: 2\n");
+    // In its own PID namespace, the push runs as `pid`: the next pid
+    // after the one written to ns_last_pid.
+    let pid = free_pid();
+    let mut holder = std::process::Command::new("unshare");
+    crate::support::pinned(&mut holder, &a.home)
+        .current_dir(&a.root)
+        .envs(a.env.iter().map(|(k, v)| (*k, v.as_str())))
+        .env("FAILPOINTS", "lock-acquired=sleep(8000)")
+        .args(["--pid", "--fork", "--mount-proc", "sh", "-c"])
+        .arg(format!(
+            "echo {} > /proc/sys/kernel/ns_last_pid && \"$0\" datastore sync --push -y; exit $?",
+            pid - 1
+        ))
+        .arg(crate::support::swamp_bin())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let holder = holder.spawn().unwrap();
+    wait_for(&b, 30, "the namespaced push to take the lock", |s| {
+        held_by(s, pid)
+    });
+    let started = Instant::now();
+    let pull = b.run(&["--lock-timeout", "1", "datastore", "sync", "--pull", "-y"]);
+    pull.expect(75);
+    assert!(
+        pull.stderr.contains(&format!("pid {pid}")),
+        "{}",
+        pull.stderr
+    );
+    assert!(started.elapsed() >= Duration::from_secs(1), "it waited");
+    let pushed = finish(holder);
+    pushed.expect(0);
+    // Once it is given back, the pull goes through.
+    b.run_ok(&["datastore", "sync", "--pull", "-y"]);
+    let got = b.run(&["data", "get", "alpha/state"]);
+    got.expect(0);
+    assert_eq!(got.stdout, "alpha: 2\n");
+}
