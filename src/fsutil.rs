@@ -58,6 +58,30 @@ pub fn temp_writer_gone(name: &str) -> bool {
     process_gone(pid)
 }
 
+/// Opens `path` (created if missing) and holds an exclusive `flock` on
+/// it, waiting for whoever holds it; the lock goes with the returned
+/// file. A name removed or replaced while we waited is opened again, so
+/// the lock held is on the file the name now names.
+pub fn lock_file(path: &Path) -> io::Result<File> {
+    use std::os::unix::fs::MetadataExt;
+    loop {
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)?;
+        rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive)?;
+        let held = file.metadata()?;
+        match std::fs::symlink_metadata(path) {
+            Ok(now) if now.ino() == held.ino() && now.dev() == held.dev() => return Ok(file),
+            Ok(_) => continue,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(e),
+        }
+    }
+}
+
 /// True when no process with `pid` exists on this machine.
 pub fn process_gone(pid: i32) -> bool {
     // 0 and negative pids name process groups: never "gone".

@@ -98,8 +98,8 @@ impl Locks {
         })
     }
 
-    /// Takes this clone's own lock (in its `.swamp/state/`), not the
-    /// datastore's: for a run that changes this clone only, so that two
+    /// Takes this clone's own lock (in its cache's state, see
+    /// [`own_lock`]), not the datastore's: for a run that changes this clone only, so that two
     /// runs in one clone do not interleave while credentials that may only
     /// read the bucket still serve.
     pub(crate) fn take_local(
@@ -173,14 +173,14 @@ fn lock_options(config: &Config, how: TakeOptions<'_>, own: bool) -> LockOptions
     }
 }
 
-/// This clone's own lock, in its `.swamp/state/` (where a `local`
-/// datastore keeps its only lock).
+/// This clone's own lock, for a remote datastore's: in its cache's state
+/// (`$SWAMP_HOME/repos/<id>/.swamp/lock.json`), keyed by the cache rather
+/// than the checkout, so two worktrees of one repository, which share the
+/// cache, take turns with it.
 fn own_lock(layout: &Layout) -> Result<LockTarget, LockError> {
-    let here = Placement {
-        datastore: crate::config::DatastoreConfig::Local,
-        namespace: None,
-    };
-    Ok(LockTarget::of(layout, &here)?)
+    let dir = layout.cache_root().join(crate::layout::CACHE_STATE_DIR);
+    std::fs::create_dir_all(&dir).map_err(|e| StoreError::io(&dir, e))?;
+    Ok(LockTarget::in_dir(&dir))
 }
 
 /// Waits until nobody holds a fresh lock of this run's placements, taking

@@ -158,15 +158,18 @@ impl LockTarget {
     /// `.swamp/`, so its lock is repo-local state.
     pub(crate) fn of(layout: &Layout, placement: &Placement) -> Result<LockTarget, StoreError> {
         match &placement.datastore {
-            DatastoreConfig::Local => {
-                let dir = layout.state_dir();
-                Ok(LockTarget {
-                    store: store::open_own_state(&dir),
-                    key: "lock.json".into(),
-                    url: dir.join("lock.json").display().to_string(),
-                })
-            }
+            DatastoreConfig::Local => Ok(LockTarget::in_dir(&layout.state_dir())),
             _ => LockTarget::shared(placement),
+        }
+    }
+
+    /// A lock file `lock.json` in a directory of this machine's own state
+    /// (a clone's, or its cache's): no datastore's requests.
+    pub(crate) fn in_dir(dir: &std::path::Path) -> LockTarget {
+        LockTarget {
+            store: store::open_own_state(dir),
+            key: "lock.json".into(),
+            url: dir.join("lock.json").display().to_string(),
         }
     }
 

@@ -155,6 +155,13 @@ pub fn partial_name(key: &str, version: &str) -> String {
     format!("{}-{}.part", &k[..16], &v[..16])
 }
 
+/// The lock file of `key`'s partial downloads (any version), in
+/// `partial-locks/` beside the partial files: held while one is written.
+pub fn partial_lock_name(key: &str) -> String {
+    let k = crate::fsutil::sha256_bytes(key.as_bytes());
+    format!("{}.lock", &k[..16])
+}
+
 /// The bytes a partial download of `key` at `version` holds in `dir`
 /// (`None`: there is none, or it is not a plain file).
 pub fn partial_len(dir: &Path, key: &str, version: &str) -> Option<u64> {
@@ -217,6 +224,17 @@ pub async fn get_resumable(
     dest: &Path,
 ) -> Result<Option<ObjectMeta>, StoreError> {
     std::fs::create_dir_all(dir).map_err(|e| StoreError::io(dir, e))?;
+    // One process at a time per key: two downloads of one object (two
+    // `data get`, or one during a hydrating pull) would otherwise append
+    // to, truncate and rename one partial file between them.
+    let locks = dir.with_file_name("partial-locks");
+    std::fs::create_dir_all(&locks).map_err(|e| StoreError::io(&locks, e))?;
+    let lock = locks.join(partial_lock_name(&known.key));
+    let _held = tokio::task::spawn_blocking(move || {
+        crate::fsutil::lock_file(&lock).map_err(|e| StoreError::io(&lock, e))
+    })
+    .await
+    .map_err(|e| StoreError::task("waiting for a partial download", e))??;
     for stale in other_partials(dir, &known.key, &known.version) {
         let _ = std::fs::remove_file(stale);
     }
@@ -325,6 +343,25 @@ impl Partial<'_> {
                 found,
             });
         }
+        // The hash is of the bytes as they came; the file must hold just
+        // them. Appends only, so anything that cut the file meanwhile
+        // left it short.
+        let len = std::fs::symlink_metadata(self.path)
+            .map_err(|e| StoreError::io(self.path, e))?
+            .len();
+        if len != self.known.size {
+            let _ = std::fs::remove_file(self.path);
+            // Once more, whole; cut again, it is an error.
+            if !fresh {
+                return Ok(Attempt::Afresh);
+            }
+            return Err(StoreError::Integrity {
+                key: self.known.key.clone(),
+                algorithm: "size",
+                expected: self.known.size.to_string(),
+                found: format!("{len} (the partial file was changed while it was written)"),
+            });
+        }
         if let Some(parent) = dest.parent() {
             std::fs::create_dir_all(parent).map_err(|e| StoreError::io(parent, e))?;
         }
@@ -418,6 +455,16 @@ impl Partial<'_> {
                 .map_err(|e| StoreError::io(self.path, e))?;
             hasher.update(&chunk);
             *at += chunk.len() as u64;
+            // Test-only: another writer cuts the file between chunks
+            // (FAILPOINTS=partial-cut=1*return).
+            #[cfg(feature = "failpoints")]
+            if fail::eval("partial-cut", |_| ()).is_some() {
+                let _ = file.flush().await;
+                let _ = std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(self.path)
+                    .and_then(|f| f.set_len(0));
+            }
             #[cfg(feature = "failpoints")]
             if let Some(Some(n)) = fail::eval("download-partial", |arg| arg)
                 && n.parse::<u64>().is_ok_and(|n| *at >= n)
@@ -443,11 +490,12 @@ fn open_partial(
     use sha2::Digest;
     use std::io::{Read, Seek};
     let io = |e| StoreError::io(partial, e);
+    // Appends only: a file cut behind our back ends up short (caught
+    // before the rename), never with a hole where the cut bytes were.
     let mut file = std::fs::OpenOptions::new()
         .read(true)
-        .write(true)
+        .append(true)
         .create(true)
-        .truncate(false)
         .open(partial)
         .map_err(io)?;
     let len = file.metadata().map_err(io)?.len();

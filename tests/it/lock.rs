@@ -388,8 +388,11 @@ fn a_pull_waits_for_a_push_from_the_same_clone(backend: Backend) {
     let pull = a.run(&["datastore", "sync", "--pull", "-y"]);
     pull.expect(0);
     assert!(
-        pull.stderr.contains("Waiting for the lock") && pull.stderr.contains("state/lock.json"),
-        "waits on the clone's own lock, naming it: {}",
+        pull.stderr.contains("Waiting for the lock")
+            && pull
+                .stderr
+                .contains(&format!("repos/{}/.swamp/lock.json", a.repo_id())),
+        "waits on the clone's own lock (its cache's), naming it: {}",
         pull.stderr
     );
     let push = finish(pusher);

@@ -1320,3 +1320,53 @@ on_every_backend!(
     hydration_is_each_clones_own_choice,
     a_lazy_clone_moving_to_a_local_datastore_brings_every_file_home,
 );
+
+/// Three `data get` of one 24 MiB lazy version and a hydrating pull, all
+/// at once, in one clone: each get prints the version's bytes, the pull
+/// converges, and the cache holds the file whole. (They once shared one
+/// partial file, and two of three gets failed with "a cache file appeared
+/// where the plan expected none".)
+#[test]
+fn concurrent_reads_of_one_lazy_version_and_a_hydrating_pull_all_get_it_whole() {
+    let bucket = Bucket::new(Backend::S3);
+    let a = Repo::init(&bucket, Some("team"));
+    let mut body = String::with_capacity(24 << 20);
+    let mut i = 0u64;
+    while body.len() < 24 << 20 {
+        body.push_str(&format!("{i:015}\n"));
+        i += 1;
+    }
+    std::fs::write(a.root.join("big.txt"), &body).unwrap();
+    a.run_ok(&["data", "put", "m/big", "--file", "big.txt"]);
+    a.run_ok(&["datastore", "sync", "--push", "-y"]);
+    let b = lazy_clone_of(&a);
+
+    let gets: Vec<_> = (0..3)
+        .map(|_| b.spawn(&["--lock-timeout", "120", "data", "get", "m/big"], &[]))
+        .collect();
+    let pull = b.spawn(
+        &[
+            "--lock-timeout",
+            "120",
+            "datastore",
+            "sync",
+            "--pull",
+            "--hydrate",
+            "-y",
+        ],
+        &[],
+    );
+    for (n, get) in gets.into_iter().enumerate() {
+        let got = crate::support::bucket::finish(get);
+        got.expect(0);
+        assert!(
+            got.stdout == body,
+            "get {n}: {} bytes, not the version's",
+            got.stdout.len()
+        );
+    }
+    crate::support::bucket::finish(pull).expect(0);
+    let cached = std::fs::read_to_string(b.cache().join("team/data/m/big/1/raw")).unwrap();
+    assert!(cached == body, "the cache file is whole");
+    b.run(&["plan", "--detailed-exitcode"]).expect(0);
+}

@@ -403,3 +403,30 @@ mod gcs {
         super::a_server_that_ignores_ranges_gets_the_object_read_whole(Backend::Gcs);
     }
 }
+
+/// A partial file cut behind the download's back between two chunks (as
+/// a second process writing the same partial once did): the bytes
+/// streamed still hash right, but the file is short, and that is caught
+/// before it is renamed into the cache. The download is read again, once,
+/// and the file lands whole; nothing with a hole is ever seen at its path
+/// (without the check it landed with zeros where the cut bytes had
+/// been, and the pull exited 0).
+#[test]
+fn a_partial_cut_between_chunks_is_caught_before_the_rename() {
+    let bucket = Bucket::new(Backend::S3);
+    let a = Repo::init(&bucket, Some("alpha"));
+    let body = noise(PULLED, 13);
+    std::fs::create_dir_all(a.cache().join("alpha/outputs")).unwrap();
+    std::fs::write(a.cache().join("alpha/outputs/big.bin"), &body).unwrap();
+    a.run_ok(&["datastore", "sync", "--push", "-y"]);
+    let b = a.clone_elsewhere();
+    let pull = b.run_with(
+        &["datastore", "sync", "--pull", "-y"],
+        &[("FAILPOINTS", "partial-cut=1*return")],
+    );
+    pull.expect(0);
+    let file = b.cache().join("alpha/outputs/big.bin");
+    assert!(std::fs::read(&file).unwrap() == body, "the file is whole");
+    assert!(partials(&b).is_empty(), "{:?}", partials(&b));
+    b.run(&["plan", "--detailed-exitcode"]).expect(0);
+}

@@ -1005,3 +1005,46 @@ on_every_backend!(
     remote_gc_and_rm_set_every_removed_version_aside_byte_for_byte,
     remote_undo_brings_back_what_gc_removed_and_undo_of_undo_removes_it_again,
 );
+
+/// An undo that restores only the cache holds the cache's lock: while a
+/// push from the same clone holds it, the undo waits and, past its lock
+/// timeout, gives up (75) having changed nothing; once the push is done
+/// it goes through. (It took no lock, and could interleave with a pull or
+/// a `data get` writing the same files.)
+#[test]
+fn an_undo_of_the_cache_only_waits_for_the_clones_lock() {
+    let bucket = Bucket::new(Backend::Fs);
+    let a = Repo::init(&bucket, Some("alpha"));
+    a.write_cache("alpha/outputs/report.txt", "first\n");
+    a.run_ok(&["datastore", "sync", "-y"]);
+    let b = a.clone_elsewhere();
+    b.run_ok(&["datastore", "sync", "-y"]);
+    b.write_cache("alpha/outputs/report.txt", "b's version\n");
+    b.run_ok(&["datastore", "sync", "-y"]);
+    a.write_cache("alpha/outputs/report.txt", "a's unpushed edits\n");
+    a.run_ok(&["datastore", "sync", "--conflict", "remote", "-y"]);
+    let file = a.cache().join("alpha/outputs/report.txt");
+    assert_eq!(std::fs::read(&file).unwrap(), b"b's version\n");
+    let id = history_ids(&a).pop().expect("the sync is in the history");
+
+    a.write_cache("alpha/outputs/other.txt", "other\n");
+    let push = a.spawn(
+        &["datastore", "sync", "--push", "-y"],
+        &[("FAILPOINTS", "lock-acquired=sleep(4000)")],
+    );
+    let lock = a.cache().join(".swamp/lock.json");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !lock.exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the push took no lock"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let waited = a.run(&["--lock-timeout", "1", "undo", &id, "-y"]);
+    waited.expect(75);
+    assert_eq!(std::fs::read(&file).unwrap(), b"b's version\n", "unchanged");
+    crate::support::bucket::finish(push).expect(0);
+    a.run_ok(&["undo", &id, "-y"]);
+    assert_eq!(std::fs::read(&file).unwrap(), b"a's unpushed edits\n");
+}

@@ -10,6 +10,7 @@ use comfy_table::{Cell, CellAlignment};
 use serde_json::json;
 
 use crate::catalog::Catalog;
+use crate::cli::locking::Locks;
 use crate::cli::output::print_json;
 use crate::cli::render::{human_bytes, table};
 use crate::cli::{CliError, Ctx, Outcome, Repo};
@@ -32,6 +33,26 @@ fn remote_versions(repo: &Repo) -> Result<Vec<remote_only::RemoteVersion>, CliEr
     Ok(remote_only::versions(
         unhydrated.iter().map(|(p, u)| (p, u.size)),
     ))
+}
+
+/// Fetches `path` into the cache, under the cache's lock: two `data get`
+/// of one lazy version (or one during a hydrating pull) take turns, and
+/// the second finds it fetched already.
+fn hydrate(ctx: &Ctx, repo: &Repo, path: crate::layout::TierPath) -> Result<(), CliError> {
+    let locks = Locks::take_local(ctx, &repo.layout, &repo.config, "data get")?;
+    let fetched = crate::engine::hydrate::fetch(
+        &repo.root,
+        &repo.layout,
+        &repo.config,
+        std::slice::from_ref(&path),
+    )
+    .map(|_| ())
+    .map_err(|e| {
+        CliError::from(e).hint(
+            "the remote may have changed since the last pull: run `swamp datastore sync --pull`, then retry",
+        )
+    });
+    locks.finish(fetched)
 }
 
 fn store_with(repo: &Repo, remote_only: Vec<remote_only::RemoteVersion>) -> DataStore<'_> {
@@ -99,18 +120,12 @@ pub(super) fn put(ctx: &Ctx, name: &str, file: Option<&Path>) -> Result<Outcome,
 
 pub(super) fn get(ctx: &Ctx, name: &str, version: Option<u64>) -> Result<Outcome, CliError> {
     let repo = open(ctx)?;
-    let mut remote_only = remote_versions(&repo)?;
-    let (entry, path) = match store_with(&repo, remote_only.clone()).get(name, version) {
+    let (entry, path) = match store_with(&repo, remote_versions(&repo)?).get(name, version) {
         // Lazy hydration: fetched on first read, then read like any other.
         Err(DataError::NotHydrated { path, .. }) => {
-            crate::engine::hydrate::fetch(&repo.root, &repo.layout, &repo.config, std::slice::from_ref(&path))
-                .map_err(|e| {
-                    CliError::from(e).hint(
-                        "the remote may have changed since the last pull: run `swamp datastore sync --pull`, then retry",
-                    )
-                })?;
-            remote_only.retain(|v| v.path != path);
-            store_with(&repo, remote_only).get(name, version)?
+            hydrate(ctx, &repo, path)?;
+            // Read again: another process may have fetched it meanwhile.
+            store_with(&repo, remote_versions(&repo)?).get(name, version)?
         }
         found => found?,
     };

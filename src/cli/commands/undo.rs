@@ -103,9 +103,17 @@ fn undo_with(ctx: &Ctx, which: Which<'_>, then: Then<'_>) -> Result<Outcome, Cli
         Then::Expect { .. } => true,
         Then::Save(_) => false,
     };
-    let locks = match applies && subject.writes_remote() {
-        true => Some(Locks::take(ctx, &repo.layout, &repo.config, "undo")?),
+    // An undo that writes the bucket holds its lock; one that only
+    // restores the cache holds the cache's (so it never interleaves with
+    // a pull or a `data get` there); a local or filesystem datastore's
+    // files are the datastore's, under its lock.
+    let (layout, config) = (&repo.layout, &repo.config);
+    let locks = match applies {
         false => None,
+        true if subject.writes_remote() || !config.datastore.is_remote() => {
+            Some(Locks::take(ctx, layout, config, "undo")?)
+        }
+        true => Some(Locks::take_local(ctx, layout, config, "undo")?),
     };
     let result = plan_and_apply(ctx, &repo, &subject, then);
     match locks {
