@@ -4,7 +4,7 @@
 //! source removed), identical duplicates dropped, and swamp temp files
 //! cleared.
 
-use crate::plan::action::{DropDuplicate, Move, RelocateTrash, RemoveTemp};
+use crate::plan::action::{DropDuplicate, Move, RelocateTrash, RemovePartial, RemoveTemp};
 use std::path::{Path, PathBuf};
 
 use crate::journal;
@@ -121,6 +121,14 @@ impl Run<'_> {
         };
         moves::remove_temp(root, path)?;
         self.report.temps_removed += 1;
+        Ok(())
+    }
+
+    /// Removes a partial download no plan will continue, under its key's
+    /// partial lock (so never one a download is writing).
+    pub(super) fn remove_partial(&mut self, action: &RemovePartial) -> Result<(), StopCause> {
+        crate::store::resume::remove_partial(&self.layout.partial_dir(), &action.name)?;
+        self.report.partials_removed += 1;
         Ok(())
     }
 

@@ -149,6 +149,9 @@ pub(crate) struct ApplyReport {
     pub sentinel_published: bool,
     /// Orphaned swamp temp files removed.
     pub temps_removed: usize,
+    /// Partial downloads removed (no plan would continue them).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub partials_removed: usize,
     /// Earlier applies whose set-aside files moved out of the cache's tier
     /// tree into its own trash.
     #[serde(skip_serializing_if = "is_zero")]
@@ -252,6 +255,7 @@ pub(crate) fn apply(
             Action::Move(a) => run.move_file(i, a),
             Action::DropDuplicate(a) => run.drop_duplicate(a),
             Action::RemoveTemp(a) => run.remove_temp(a),
+            Action::RemovePartial(a) => run.remove_partial(a),
             Action::RelocateTrash(a) => run.relocate_trash(a),
             Action::RenameLocal(_) | Action::DeleteSourceRemote(_) | Action::AbortUpload(_) => {
                 run.remote_step(action)

@@ -282,6 +282,7 @@ pub(crate) async fn run(
         | Action::MirrorConfig(_)
         | Action::PublishSentinel(_)
         | Action::RemoveTemp(_)
+        | Action::RemovePartial(_)
         | Action::RelocateTrash(_)
         | Action::PruneTrash(_)
         | Action::Move(_)

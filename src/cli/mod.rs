@@ -153,14 +153,8 @@ pub fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => return usage_error(&e, args::wants_json(&args)),
     };
-    if let Err(e) = logging::init(cli.trace.as_deref()) {
-        let err = CliError::usage(e.to_string());
-        if cli.json {
-            output::print_json(&err.to_json());
-        } else {
-            errln!("{}", crate::cli::render::escape_controls(&err.to_string()));
-        }
-        return ExitCode::from(err.kind.exit_code());
+    if let Err(code) = start_logging(&cli) {
+        return code;
     }
     let ctx = Ctx {
         json: cli.json,
@@ -230,6 +224,20 @@ pub fn main() -> ExitCode {
             ExitCode::from(err.kind.exit_code())
         }
     }
+}
+
+/// `SWAMP_LOG` and `--trace`, set up; a bad filter or an unwritable trace
+/// file is bad input, reported before the command runs.
+fn start_logging(cli: &args::Cli) -> Result<(), ExitCode> {
+    logging::init(cli.trace.as_deref()).map_err(|e| {
+        let err = CliError::usage(e.to_string());
+        if cli.json {
+            output::print_json(&err.to_json());
+        } else {
+            errln!("{}", crate::cli::render::escape_controls(&err.to_string()));
+        }
+        ExitCode::from(err.kind.exit_code())
+    })
 }
 
 /// A command line clap refused (or `--help`/`--version`, which are not

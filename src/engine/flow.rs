@@ -100,12 +100,7 @@ pub(crate) fn run<U: Ui<SavedPlan>>(
     ui: &mut U,
 ) -> Result<Flowed<U::Stop>, EngineError> {
     let mut saved = planned.into_saved(record.new_config.unwrap_or(at.config));
-    tracing::debug!(
-        target: "swamp::engine",
-        actions = saved.plan.actions.len(),
-        conflicts = saved.plan.conflicts.len(),
-        "planned"
-    );
+    traced("planned", &saved.plan);
     ui.show(&saved);
     if saved.plan.is_empty() {
         if record.up_front {
@@ -158,12 +153,7 @@ pub(crate) fn run<U: Ui<SavedPlan>>(
         learnt,
         listed,
     )?;
-    tracing::debug!(
-        target: "swamp::engine",
-        actions_left = after.plan.actions.len(),
-        conflicts_left = after.plan.conflicts.len(),
-        "verified"
-    );
+    traced("verified: what is left", &after.plan);
     ui.verified();
     report.requests_sent = Some(crate::telemetry::requests::counts().since(&sent_from));
     report.heartbeat_requests = crate::telemetry::requests::heartbeat_count() - beats_from;
@@ -175,6 +165,16 @@ pub(crate) fn run<U: Ui<SavedPlan>>(
         estimated: summary.requests,
         elapsed,
     })))
+}
+
+/// A step of the flow, for `SWAMP_LOG=swamp::engine=debug`.
+fn traced(step: &str, plan: &crate::plan::Plan) {
+    tracing::debug!(
+        target: "swamp::engine",
+        actions = plan.actions.len(),
+        conflicts = plan.conflicts.len(),
+        "{step}"
+    );
 }
 
 /// Records what a confirmed run changes of the desired state: the new

@@ -32,6 +32,7 @@ pub enum Action {
     RecordBase(RecordBase),
     MirrorConfig(MirrorConfig),
     RemoveTemp(RemoveTemp),
+    RemovePartial(RemovePartial),
     AbortUpload(AbortUpload),
     PublishSentinel(PublishSentinel),
     RecordDeletes(RecordDeletes),
@@ -179,6 +180,32 @@ pub struct RemoveTemp {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<usize>,
     pub size: u64,
+}
+
+/// Remove a partial download no plan will continue (see
+/// [`crate::store::resume`]): its object was deleted, replaced or
+/// excluded since, or untouched for longer than
+/// [`crate::store::resume::PARTIAL_MAX_AGE_SECS`].
+/// Precondition: still a plain file of that name in the cache's partial
+/// directory; removed under its key's partial lock, never while a
+/// download writes it. One already gone is fine.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RemovePartial {
+    /// `<key hash>-<version hash>.part`.
+    pub name: String,
+    pub size: u64,
+    pub why: PartialWhy,
+}
+
+/// Why a partial download is removed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PartialWhy {
+    /// No object the remote lists is at that key and version now.
+    Unwanted,
+    /// Untouched for longer than
+    /// [`crate::store::resume::PARTIAL_MAX_AGE_SECS`].
+    Aged,
 }
 
 /// Abort a multipart upload an interrupted run of this clone left (its
@@ -360,7 +387,8 @@ impl Action {
             | Action::Fetch(Fetch { size, .. })
             | Action::CopyRemote(CopyRemote { size, .. })
             | Action::MirrorConfig(MirrorConfig { size, .. })
-            | Action::RemoveTemp(RemoveTemp { size, .. }) => Some(*size),
+            | Action::RemoveTemp(RemoveTemp { size, .. })
+            | Action::RemovePartial(RemovePartial { size, .. }) => Some(*size),
             Action::PruneTrash(PruneTrash { bytes, .. })
             | Action::RelocateTrash(RelocateTrash { bytes, .. }) => Some(*bytes),
             _ => None,
@@ -368,9 +396,10 @@ impl Action {
     }
 
     /// Stable names, in the order the summary lists them.
-    pub const KINDS: [&'static str; 22] = [
+    pub const KINDS: [&'static str; 23] = [
         "relocate-trash",
         "remove-temp",
+        "remove-partial",
         "abort-upload",
         "mirror-config",
         "move",
@@ -408,6 +437,7 @@ impl Action {
             | Action::AbortUpload(_) => true,
             Action::PruneTrash(PruneTrash { remote_objects, .. }) => *remote_objects > 0,
             Action::RemoveTemp(_)
+            | Action::RemovePartial(_)
             | Action::RelocateTrash(_)
             | Action::MirrorConfig(_)
             | Action::Move(_)
@@ -443,6 +473,7 @@ impl Action {
             Action::MirrorConfig(_) => "mirror-config",
             Action::PublishSentinel(_) => "publish-sentinel",
             Action::RemoveTemp(_) => "remove-temp",
+            Action::RemovePartial(_) => "remove-partial",
             Action::PruneTrash(_) => "prune-trash",
             Action::RelocateTrash(_) => "relocate-trash",
             Action::AbortUpload(_) => "abort-upload",
@@ -471,6 +502,7 @@ impl Action {
             | Action::PruneRecords(_)
             | Action::PruneTrash(_)
             | Action::RelocateTrash(_)
+            | Action::RemovePartial(_)
             | Action::DeleteSourceRemote(_) => None,
             Action::AbortUpload(AbortUpload { path, .. }) => Some(path),
         }
@@ -515,6 +547,11 @@ impl Action {
             Action::MirrorConfig(_) => "changed in the repository",
             Action::PublishSentinel(_) => "last, once every config object is verified",
             Action::RemoveTemp(_) => "left by an interrupted write",
+            Action::RemovePartial(RemovePartial {
+                why: PartialWhy::Unwanted,
+                ..
+            }) => "partial download of an object deleted or replaced since",
+            Action::RemovePartial(_) => "partial download untouched for a week",
             Action::PruneTrash(PruneTrash {
                 reason: PruneReason::Expired,
                 ..

@@ -279,6 +279,11 @@ impl SavedPlan {
         use super::{Action, Conflict};
         let n = self.plan.sources.len();
         for a in &self.plan.actions {
+            if let Action::RemovePartial(super::action::RemovePartial { name, .. }) = a
+                && !crate::store::resume::is_partial_name(name)
+            {
+                return Err(format!("{name:?} is not a partial download's name"));
+            }
             let source = match a {
                 Action::Move(Move { source, .. })
                 | Action::DropDuplicate(DropDuplicate { source, .. })

@@ -2,7 +2,7 @@
 //! downloads continue where an earlier run stopped, and which recorded
 //! uploads are aborted instead (see [`crate::store::resume`]).
 
-use crate::plan::action::{AbortUpload, Download, Upload};
+use crate::plan::action::{AbortUpload, Download, PartialWhy, RemovePartial, Upload};
 use serde::{Deserialize, Serialize};
 
 use super::{AbortWhy, Action, Plan};
@@ -95,6 +95,7 @@ pub fn add(plan: &mut Plan, snapshot: &RemoteSnapshot, now: u64, uploads: bool) 
             why,
         }));
     }
+    let removals = unwanted_partials(plan, snapshot);
     for a in &plan.actions {
         if let Action::Download(Download {
             path,
@@ -103,9 +104,9 @@ pub fn add(plan: &mut Plan, snapshot: &RemoteSnapshot, now: u64, uploads: bool) 
             ..
         }) = a
             && *size >= PARTIAL_MIN
-            && let Some(&done) = interrupted
-                .partials
-                .get(&partial_name(&key(path), &version.as_str()))
+            && let name = partial_name(&key(path), &version.as_str())
+            && !interrupted.aged.contains(&name)
+            && let Some(&done) = interrupted.partials.get(&name)
             && done > 0
             && done <= *size
         {
@@ -119,7 +120,48 @@ pub fn add(plan: &mut Plan, snapshot: &RemoteSnapshot, now: u64, uploads: bool) 
     }
     resumes.sort_by(|a, b| a.path.cmp(&b.path));
     plan.resumes = resumes;
-    plan.actions.splice(0..0, aborts);
+    plan.actions
+        .splice(0..0, removals.into_iter().chain(aborts));
+}
+
+/// The cache's partial downloads no plan would continue: untouched for a
+/// week, or of no (key, version) the remote lists now (deleted, replaced
+/// or excluded since). None while the plan drains a source, whose
+/// objects' partials share the directory.
+fn unwanted_partials(plan: &Plan, snapshot: &RemoteSnapshot) -> Vec<Action> {
+    let interrupted = &snapshot.interrupted;
+    if interrupted.partials.is_empty() || !plan.sources.is_empty() {
+        return Vec::new();
+    }
+    let wanted: std::collections::HashSet<String> = snapshot
+        .files
+        .iter()
+        .filter(|(_, r)| r.size >= PARTIAL_MIN)
+        .map(|(path, r)| {
+            partial_name(
+                &format!("{}{}", snapshot.key_prefix, path.as_str()),
+                &r.version.as_str(),
+            )
+        })
+        .collect();
+    interrupted
+        .partials
+        .iter()
+        .filter_map(|(name, &size)| {
+            let why = if interrupted.aged.contains(name) {
+                PartialWhy::Aged
+            } else if !wanted.contains(name) {
+                PartialWhy::Unwanted
+            } else {
+                return None;
+            };
+            Some(Action::RemovePartial(RemovePartial {
+                name: name.clone(),
+                size,
+                why,
+            }))
+        })
+        .collect()
 }
 
 #[cfg(test)]

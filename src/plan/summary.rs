@@ -36,6 +36,9 @@ pub struct Summary {
     pub mirror_config: usize,
     pub publish_sentinel: usize,
     pub remove_temp: usize,
+    /// Partial downloads to remove.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub remove_partial: usize,
     /// Interrupted multipart uploads to abort.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub abort_upload: usize,
@@ -189,6 +192,7 @@ impl Tally {
             }
             Action::MirrorConfig(_) => s.mirror_config += 1,
             Action::RemoveTemp(_) => s.remove_temp += 1,
+            Action::RemovePartial(_) => s.remove_partial += 1,
             Action::AbortUpload(_) => s.abort_upload += 1,
             Action::RelocateTrash(RelocateTrash { applies, .. }) => {
                 s.relocate_trash += applies.len()

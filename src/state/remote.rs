@@ -111,6 +111,10 @@ pub struct Interrupted {
     pub uploads: Vec<crate::store::resume::UploadRecord>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub partials: BTreeMap<String, u64>,
+    /// Those of `partials` untouched for longer than
+    /// [`crate::store::resume::PARTIAL_MAX_AGE_SECS`] when observed.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeSet::is_empty")]
+    pub aged: std::collections::BTreeSet<String>,
 }
 
 impl Interrupted {
@@ -125,17 +129,33 @@ impl Interrupted {
         placement: &crate::config::Placement,
     ) -> Interrupted {
         let uploads = crate::store::resume::read_records(&layout.uploads_dir(placement));
-        let partials = std::fs::read_dir(layout.partial_dir())
+        let now = crate::clock::now();
+        let max_age = std::time::Duration::from_secs(crate::store::resume::PARTIAL_MAX_AGE_SECS);
+        let mut partials = BTreeMap::new();
+        let mut aged = std::collections::BTreeSet::new();
+        for e in std::fs::read_dir(layout.partial_dir())
             .into_iter()
             .flatten()
             .flatten()
-            .filter_map(|e| {
-                let name = e.file_name().into_string().ok()?;
-                let m = e.metadata().ok()?;
-                (m.is_file() && name.ends_with(".part")).then_some((name, m.len()))
-            })
-            .collect();
-        Interrupted { uploads, partials }
+        {
+            let (Ok(name), Ok(m)) = (e.file_name().into_string(), e.metadata()) else {
+                continue;
+            };
+            if !m.is_file() || !crate::store::resume::is_partial_name(&name) {
+                continue;
+            }
+            if m.modified()
+                .is_ok_and(|t| now.duration_since(t).is_ok_and(|d| d > max_age))
+            {
+                aged.insert(name.clone());
+            }
+            partials.insert(name, m.len());
+        }
+        Interrupted {
+            uploads,
+            partials,
+            aged,
+        }
     }
 }
 

@@ -28,6 +28,11 @@ use super::{ObjectMeta, Store, StoreError};
 /// Downloads of objects at least this large land in a kept partial file.
 pub const PARTIAL_MIN: u64 = 16 << 20;
 
+/// Partial downloads untouched this long are removed by the next plan,
+/// whatever they hold: an object that large not pulled for a week has
+/// likely changed, and the bytes are the cache's, not the user's.
+pub const PARTIAL_MAX_AGE_SECS: u64 = 7 * 24 * 60 * 60;
+
 /// Recorded uploads older than this are aborted rather than resumed (the
 /// bucket may expire them any time after; S3's own advice is a day).
 pub const STALE_UPLOAD_SECS: u64 = 24 * 60 * 60;
@@ -153,6 +158,45 @@ pub fn partial_name(key: &str, version: &str) -> String {
     let k = crate::fsutil::sha256_bytes(key.as_bytes());
     let v = crate::fsutil::sha256_bytes(version.as_bytes());
     format!("{}-{}.part", &k[..16], &v[..16])
+}
+
+/// Whether `name` is one [`partial_name`] gives (a plan file naming
+/// anything else is refused, and nothing else is ever removed).
+pub fn is_partial_name(name: &str) -> bool {
+    let hex = |s: &str| s.len() == 16 && s.bytes().all(|b| b.is_ascii_hexdigit());
+    name.strip_suffix(".part")
+        .and_then(|stem| stem.split_once('-'))
+        .is_some_and(|(k, v)| hex(k) && hex(v))
+}
+
+/// Removes the partial download `name` from `dir`, under its key's lock
+/// (the name's first 16 characters are the key's hash): never one a
+/// download is writing. Already gone is fine; anything but a plain file
+/// is left, as an error.
+pub fn remove_partial(dir: &Path, name: &str) -> Result<(), StoreError> {
+    let path = dir.join(name);
+    if !is_partial_name(name) {
+        return Err(StoreError::io(
+            &path,
+            std::io::Error::other("not a partial download's name"),
+        ));
+    }
+    let locks = dir.with_file_name("partial-locks");
+    std::fs::create_dir_all(&locks).map_err(|e| StoreError::io(&locks, e))?;
+    let lock = locks.join(format!("{}.lock", &name[..16]));
+    let _held = crate::fsutil::lock_file(&lock).map_err(|e| StoreError::io(&lock, e))?;
+    match std::fs::symlink_metadata(&path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(StoreError::io(&path, e)),
+        Ok(m) if !m.file_type().is_file() => Err(StoreError::io(
+            &path,
+            std::io::Error::other("not a plain file; remove it"),
+        )),
+        Ok(_) => match std::fs::remove_file(&path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(StoreError::io(&path, e)),
+            _ => Ok(()),
+        },
+    }
 }
 
 /// The lock file of `key`'s partial downloads (any version), in
@@ -577,6 +621,15 @@ mod tests {
     #[test]
     fn partial_names_are_hashes_of_key_and_version() {
         let a = partial_name("../../etc/passwd", "v1");
+        assert!(is_partial_name(&a), "{a}");
+        for bad in [
+            "../x.part",
+            "0123456789abcdef.part",
+            "0123456789abcdef-0123456789abcdeg.part",
+            "x",
+        ] {
+            assert!(!is_partial_name(bad), "{bad}");
+        }
         assert!(!a.contains('/') && a.ends_with(".part"));
         assert_ne!(a, partial_name("../../etc/passwd", "v2"));
         assert_eq!(a[..17], partial_name("../../etc/passwd", "v2")[..17]);

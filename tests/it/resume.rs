@@ -383,6 +383,11 @@ mod s3 {
     fn a_server_that_ignores_ranges_gets_the_object_read_whole() {
         super::a_server_that_ignores_ranges_gets_the_object_read_whole(Backend::S3);
     }
+
+    #[test]
+    fn a_partial_of_a_deleted_object_is_removed_by_the_next_pull() {
+        super::a_partial_of_a_deleted_object_is_removed_by_the_next_pull(Backend::S3);
+    }
 }
 
 mod gcs {
@@ -401,6 +406,11 @@ mod gcs {
     #[test]
     fn a_server_that_ignores_ranges_gets_the_object_read_whole() {
         super::a_server_that_ignores_ranges_gets_the_object_read_whole(Backend::Gcs);
+    }
+
+    #[test]
+    fn a_partial_of_a_deleted_object_is_removed_by_the_next_pull() {
+        super::a_partial_of_a_deleted_object_is_removed_by_the_next_pull(Backend::Gcs);
     }
 }
 
@@ -429,4 +439,62 @@ fn a_partial_cut_between_chunks_is_caught_before_the_rename() {
     assert!(std::fs::read(&file).unwrap() == body, "the file is whole");
     assert!(partials(&b).is_empty(), "{:?}", partials(&b));
     b.run(&["plan", "--detailed-exitcode"]).expect(0);
+}
+
+/// A partial download of an object deleted since is removed by the next
+/// pull, through a planned `remove-partial` action (it was kept forever,
+/// 16 MiB or more each).
+fn a_partial_of_a_deleted_object_is_removed_by_the_next_pull(backend: Backend) {
+    let (_bucket, _proxy, a, b, _body) = pull_killed_part_way(backend);
+    assert_eq!(partials(&b).len(), 1);
+    // Other files stay, so the delete passes the delete guards.
+    for i in 0..3 {
+        a.write_cache(&format!("alpha/outputs/small{i}.txt"), "small\n");
+    }
+    a.run_ok(&["datastore", "sync", "-y"]);
+    std::fs::remove_file(a.cache().join("alpha/outputs/big.bin")).unwrap();
+    let deleted = a.run(&["datastore", "sync", "-y"]);
+    deleted.expect(0);
+
+    let plan = b.json(&["--json", "plan"], 0);
+    let kinds = crate::support::action_kinds(&plan);
+    assert!(kinds.contains(&"remove-partial"), "{kinds:?}");
+    assert!(plan.get("resumes").is_none(), "{plan:#}");
+    let shown = b.run(&["plan"]).stdout;
+    assert!(shown.contains("1 partial download(s) to remove"), "{shown}");
+    b.run_ok(&["datastore", "sync", "--pull", "-y"]);
+    assert!(partials(&b).is_empty(), "{:?}", partials(&b));
+    b.run(&["plan", "--detailed-exitcode"]).expect(0);
+}
+
+/// A partial download untouched for a week is removed by the next plan,
+/// even of an object still listed: the pull reads it whole again.
+#[test]
+fn a_partial_untouched_for_a_week_is_removed_and_read_whole_again() {
+    let (_bucket, proxy, _a, b, body) = pull_killed_part_way(Backend::S3);
+    assert_eq!(partials(&b).len(), 1);
+    // Eight days on, by the clock of a test build.
+    let week_on = (8 * 24 * 3600).to_string();
+    let plan = b.run_with(&["--json", "plan"], &[("SWAMP_CLOCK_SKEW", &week_on)]);
+    plan.expect(0);
+    let plan = plan.json();
+    let removed: Vec<_> = plan["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["kind"] == "remove-partial")
+        .collect();
+    assert_eq!(removed.len(), 1, "{plan:#}");
+    assert_eq!(removed[0]["why"], "aged");
+    assert!(plan.get("resumes").is_none(), "not resumed: {plan:#}");
+    let since = proxy.seen().len();
+    b.run_with(
+        &["datastore", "sync", "--pull", "-y"],
+        &[("SWAMP_CLOCK_SKEW", &week_on)],
+    )
+    .expect(0);
+    assert_eq!(reads(&proxy, since), vec!["bytes=0-".to_string()], "whole");
+    let file = b.cache().join("alpha/outputs/big.bin");
+    assert!(std::fs::read(&file).unwrap() == body);
+    assert!(partials(&b).is_empty());
 }

@@ -276,6 +276,7 @@ pub(super) fn action_row<'a>(
         Action::InvalidateCatalog => (".swamp/data/_catalog.db".into(), "".into(), "".into()),
         Action::FinishMigration => (".swamp.toml".into(), "".into(), "".into()),
         Action::RemoveTemp(a) => remove_temp_row(a, target, source_labels),
+        Action::RemovePartial(a) => remove_partial_row(a),
         Action::MirrorConfig(a) => mirror_config_row(a),
         Action::PruneTrash(a) => prune_trash_row(a),
         Action::RelocateTrash(a) => relocate_trash_row(a, target, source_labels),
@@ -331,6 +332,14 @@ pub(super) fn remove_temp_row<'a>(
             None => target.into(),
             Some(i) => source_labels[*i].as_str().into(),
         },
+        "(removed)".into(),
+    )
+}
+
+pub(super) fn remove_partial_row(a: &RemovePartial) -> Row<'_> {
+    (
+        a.name.as_str().into(),
+        "cache (.swamp/partial/)".into(),
         "(removed)".into(),
     )
 }

@@ -22,7 +22,8 @@ use summary::render_summary;
 use crate::plan::action::{
     AbortUpload, CopyRemote, DeleteLocal, DeleteRemote, DeleteSourceRemote, Download,
     DropDuplicate, Fetch, MirrorConfig, Move, NoteProgress, PruneRecords, PruneTrash,
-    PublishSentinel, RecordBase, RecordDeletes, RelocateTrash, RemoveTemp, RenameLocal, Upload,
+    PublishSentinel, RecordBase, RecordDeletes, RelocateTrash, RemovePartial, RemoveTemp,
+    RenameLocal, Upload,
 };
 use crate::plan::conflict::{
     BothChanged, ConfigAlreadyMigrated, DeleteGuard, DeletedAndChanged, DifferentAtTarget,
@@ -93,6 +94,7 @@ fn kind_color(kind: &str) -> Option<AnsiColor> {
         | "delete-source-remote"
         | "drop-duplicate"
         | "remove-temp"
+        | "remove-partial"
         | "prune-trash"
         | "conflict" => RED,
         "move" | "copy-remote" | "rename-local" => YELLOW,

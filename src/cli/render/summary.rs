@@ -10,9 +10,10 @@ pub(super) fn render_summary(out: &mut String, plan: &Plan, md: bool, style: Sty
         &[false, true, true],
         &[false, false, false],
     );
-    let rows: [(&str, usize, Option<u64>); 24] = [
+    let rows: [(&str, usize, Option<u64>); 25] = [
         ("relocate-trash", s.relocate_trash, None),
         ("remove-temp", s.remove_temp, None),
+        ("remove-partial", s.remove_partial, None),
         ("abort-upload", s.abort_upload, None),
         ("mirror-config", s.mirror_config, None),
         ("move", s.moves, Some(s.bytes_to_move)),
@@ -131,6 +132,12 @@ pub(super) fn file_parts(s: &crate::plan::Summary) -> Vec<String> {
     }
     if s.remove_temp > 0 {
         parts.push(format!("{} leftover temp file(s) to remove", s.remove_temp));
+    }
+    if s.remove_partial > 0 {
+        parts.push(format!(
+            "{} partial download(s) to remove",
+            s.remove_partial
+        ));
     }
     if s.abort_upload > 0 {
         parts.push(format!("{} interrupted upload(s) to abort", s.abort_upload));

@@ -192,6 +192,11 @@ pub fn every_action() -> Vec<swamp::plan::Action> {
             source: Some(0),
             size: 0,
         }),
+        Action::RemovePartial(swamp::plan::action::RemovePartial {
+            name: "0123456789abcdef-fedcba9876543210.part".into(),
+            size: 16 << 20,
+            why: swamp::plan::action::PartialWhy::Unwanted,
+        }),
         Action::MirrorConfig(MirrorConfig {
             path: tp("config/models/a.yaml"),
             size: 3,
