@@ -14,12 +14,23 @@ pub struct DatastoreSpecError {
 /// Refuses an endpoint that carries credentials (`http://KEY:SECRET@host`):
 /// they would be written to `.swamp.toml` and shown in every message.
 /// Credentials come from the provider's standard chain.
+///
+/// The endpoint is a URL, read by `url`; one without an authority to
+/// read (no `//`: `KEY:SECRET@host:8333`) is looked at up to its first
+/// `/`. (The spec
+/// around it is not given to `url`: it would resolve `..` in a prefix and
+/// decode the query, turning a spec that should be refused into another
+/// bucket path.)
 pub(super) fn check_endpoint(endpoint: &str) -> Result<(), String> {
-    let after_scheme = endpoint
-        .split_once("://")
-        .map_or(endpoint, |(_, rest)| rest);
-    let authority = after_scheme.split(['/', '?', '#']).next().unwrap_or("");
-    if authority.contains('@') {
+    let credentials = match url::Url::parse(endpoint) {
+        Ok(u) if !u.cannot_be_a_base() => !u.username().is_empty() || u.password().is_some(),
+        // `KEY:SECRET@host` parses as scheme `KEY` and an opaque path.
+        _ => endpoint
+            .split(['/', '?', '#'])
+            .next()
+            .is_some_and(|authority| authority.contains('@')),
+    };
+    if credentials {
         return Err(
             "the endpoint carries credentials (`user:secret@`); remove them and give them through the provider's credential chain instead (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or a profile for S3, application-default credentials for GCS)"
                 .to_string(),
@@ -109,6 +120,10 @@ mod tests {
         }
         // An `@` after the host is no credential.
         assert!(parse_datastore_spec("s3://b/p?endpoint=http://127.0.0.1:8333/a@b").is_ok());
+        // Nor one in a query; a user alone is, and so is one with no scheme.
+        assert!(parse_datastore_spec("s3://b/p?endpoint=http://h:1/?x=a@b").is_ok());
+        assert!(parse_datastore_spec("s3://b/p?endpoint=http://user@h:1").is_err());
+        assert!(parse_datastore_spec("s3://b/p?endpoint=KEY:SECRET@h:1").is_err());
     }
 
     #[test]
