@@ -230,7 +230,15 @@ pub fn main() -> ExitCode {
 /// file is bad input, reported before the command runs.
 fn start_logging(cli: &args::Cli) -> Result<(), ExitCode> {
     logging::init(cli.trace.as_deref()).map_err(|e| {
-        let err = CliError::usage(e.to_string());
+        let hint = match e {
+            logging::LoggingError::Filter { .. } => {
+                "unset SWAMP_LOG, or give a filter such as `debug` or `swamp::store=trace,info`"
+            }
+            logging::LoggingError::TraceFile { .. } => {
+                "give --trace a file in a directory that exists and can be written"
+            }
+        };
+        let err = CliError::usage(e.to_string()).hint(hint);
         if cli.json {
             output::print_json(&err.to_json());
         } else {

@@ -272,3 +272,31 @@ fn no_credential_reaches_stdout_stderr_a_trace_or_a_file_at_trace_level() {
         assert_eq!(leaks(&text), Vec::<String>::new(), "{path}");
     }
 }
+
+/// A log filter that does not parse, or a trace file that cannot be
+/// written, is bad input: exit 64 before the command runs, with a hint,
+/// in text and in `--json`.
+#[test]
+fn a_bad_log_filter_or_trace_file_is_refused_before_anything_runs() {
+    let repo = Repo::local(&[]);
+    let bad = repo.run_with(&["status"], &[("SWAMP_LOG", "swamp=[")]);
+    bad.expect(64);
+    assert!(bad.stderr.contains("is not a log filter"), "{}", bad.stderr);
+    assert!(
+        bad.stderr.contains("hint: unset SWAMP_LOG"),
+        "{}",
+        bad.stderr
+    );
+    let json = repo.run(&["--json", "--trace", "/nonexistent/dir/t.jsonl", "status"]);
+    json.expect(64);
+    let doc = json.json();
+    assert_eq!(doc["error"]["kind"], "usage", "{doc}");
+    assert!(
+        doc["error"]["hint"].as_str().unwrap().contains("--trace"),
+        "{doc}"
+    );
+    // Unset, nothing is logged: stderr stays as it was.
+    let quiet = repo.run(&["status"]);
+    quiet.expect(0);
+    assert!(!quiet.stderr.contains("INFO") && !quiet.stderr.contains("DEBUG"));
+}
