@@ -300,6 +300,110 @@ pub(crate) fn rebuild_catalog_step() -> Step {
     }
 }
 
+/// What interrupted transfers left on this machine: partial downloads in
+/// the cache (the next sync removes those no run would continue), and
+/// temp files an interrupted write left in a directory bucket
+/// (`endpoint=file://`) or a filesystem datastore, which no listing shows.
+pub(crate) struct LeftoversCheck;
+
+impl Check for LeftoversCheck {
+    fn name(&self) -> &'static str {
+        "leftovers"
+    }
+
+    fn run(&self, cx: &Context) -> Finding {
+        let name = self.name();
+        let (config, layout) = match cx.config(name) {
+            Ok(c) => c,
+            Err(skip) => return skip,
+        };
+        let mut found = Vec::new();
+        let mut fixes = Vec::new();
+        let (partials, bytes) = partial_downloads(&layout.partial_dir());
+        if partials > 0 {
+            found.push(format!(
+                "{partials} partial download(s) ({:.1} MiB) in {}",
+                bytes as f64 / f64::from(1u32 << 20),
+                layout.partial_dir().display()
+            ));
+            fixes.push(
+                "`swamp datastore sync` removes those no run would continue (an object deleted or replaced since, or untouched for a week) and resumes the rest"
+                    .to_string(),
+            );
+        }
+        if let Some(dir) = directory_bucket(config) {
+            let temps = temp_files(&dir);
+            if temps > 0 {
+                found.push(format!(
+                    "{temps} temp file(s) an interrupted write left under {}",
+                    dir.display()
+                ));
+                fixes.push(format!(
+                    "once no swamp writes there: `find {} -name '{}*' -delete`",
+                    dir.display(),
+                    crate::fsutil::TEMP_PREFIX
+                ));
+            }
+        }
+        if found.is_empty() {
+            Finding::pass(name, "no partial downloads or leftover temp files")
+        } else {
+            Finding::warn(name, found.join("; "), fixes.join("; "))
+        }
+    }
+}
+
+/// Partial download files in `dir`, and their bytes.
+fn partial_downloads(dir: &std::path::Path) -> (usize, u64) {
+    std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_str()
+                .is_some_and(crate::store::resume::is_partial_name)
+        })
+        .filter_map(|e| e.metadata().ok().filter(|m| m.is_file()))
+        .fold((0, 0), |(n, b), m| (n + 1, b + m.len()))
+}
+
+/// The directory a directory bucket or filesystem datastore keeps this
+/// repository's placement in, if it is one.
+fn directory_bucket(config: &Config) -> Option<std::path::PathBuf> {
+    use crate::config::DatastoreConfig;
+    let placement = config.target();
+    let root = match &placement.datastore {
+        DatastoreConfig::Filesystem { path } => path.as_path().to_path_buf(),
+        DatastoreConfig::S3 {
+            bucket,
+            endpoint: Some(e),
+            ..
+        }
+        | DatastoreConfig::Gcs {
+            bucket,
+            endpoint: Some(e),
+            ..
+        } => std::path::Path::new(e.strip_prefix("file://")?).join(bucket),
+        _ => return None,
+    };
+    Some(root.join(Layout::remote_prefix(&placement)))
+}
+
+/// Swamp temp files under `dir` (no symlink followed).
+fn temp_files(dir: &std::path::Path) -> usize {
+    walkdir::WalkDir::new(dir)
+        .into_iter()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_file())
+        .filter(|e| {
+            e.file_name()
+                .to_str()
+                .is_some_and(crate::fsutil::is_swamp_temp)
+        })
+        .count()
+}
+
 #[cfg(test)]
 mod tests {
     use uuid::Uuid;

@@ -5,7 +5,8 @@
 //!
 //! Owns: the check vocabulary ([`Finding`], [`Status`], [`Fix`]), the
 //! [`Check`] trait, the ordered list of checks ([`checks`]) and the runner.
-//! The checks themselves live in [`local`] (config, layout, catalog) and
+//! The checks themselves live in [`local`] (config, layout, catalog,
+//! leftovers) and
 //! [`remote`] (reachable, drift, sentinel, registration). Applying a fix is
 //! the caller's job: a [`Fix::Plan`] goes through the ordinary apply path
 //! (`engine::apply_and_verify`), a [`Fix::Step`] runs on its own.
@@ -252,6 +253,7 @@ pub fn checks() -> Vec<Box<dyn Check>> {
         Box::new(remote::Drift),
         Box::new(remote::Sentinel),
         Box::new(remote::Registration),
+        Box::new(local::LeftoversCheck),
     ]
 }
 

@@ -86,6 +86,7 @@ fn byte_identical_root_copies_in_the_cache_fail_layout_and_repair_drops_them(bac
                 ("drift", "pass"),
                 ("sentinel", "pass"),
                 ("registration", "pass"),
+                ("leftovers", "pass"),
             ]
             .map(|(k, v)| (k.to_string(), v.to_string()))
         ),

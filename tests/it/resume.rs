@@ -498,3 +498,51 @@ fn a_partial_untouched_for_a_week_is_removed_and_read_whole_again() {
     assert!(std::fs::read(&file).unwrap() == body);
     assert!(partials(&b).is_empty());
 }
+
+/// `doctor datastores` reports what interrupted transfers left on this
+/// machine: a partial download in the cache (which the next sync resumes
+/// or removes), and a temp file an interrupted write left in a directory
+/// bucket, which no listing shows; a warning, naming the fix.
+#[test]
+fn doctor_reports_partial_downloads_and_temp_files_in_a_directory_bucket() {
+    let bucket = Bucket::new(Backend::Fs);
+    let a = Repo::init(&bucket, Some("alpha"));
+    a.write_cache("alpha/outputs/report.txt", "one\n");
+    a.run_ok(&["datastore", "sync", "-y"]);
+    let clean = a.json(&["--json", "doctor", "datastores"], 0);
+    let finding = |doc: &serde_json::Value| {
+        doc["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == "leftovers")
+            .cloned()
+            .unwrap_or_else(|| panic!("no leftovers check: {doc:#}"))
+    };
+    assert_eq!(finding(&clean)["status"], "pass", "{clean:#}");
+
+    let partial = a.cache().join(".swamp/partial");
+    std::fs::create_dir_all(&partial).unwrap();
+    std::fs::write(
+        partial.join("0123456789abcdef-0123456789abcdef.part"),
+        vec![0u8; 1 << 20],
+    )
+    .unwrap();
+    let temp = bucket
+        .fs_root()
+        .join("bucket/swamp/alpha/outputs/.swamp-tmp-4242-abc");
+    std::fs::write(&temp, "half a write").unwrap();
+    let found = a.json(&["--json", "doctor", "datastores"], 0);
+    let f = finding(&found);
+    assert_eq!(f["status"], "warn", "{f:#}");
+    let message = f["message"].as_str().unwrap();
+    assert!(
+        message.contains("1 partial download(s) (1.0 MiB)"),
+        "{message}"
+    );
+    assert!(message.contains("1 temp file(s)"), "{message}");
+    assert!(
+        f["fix"].as_str().unwrap().contains("swamp datastore sync"),
+        "{f:#}"
+    );
+}
