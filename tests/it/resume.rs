@@ -546,3 +546,41 @@ fn doctor_reports_partial_downloads_and_temp_files_in_a_directory_bucket() {
         "{f:#}"
     );
 }
+
+/// A server whose ListParts repeats the marker it was asked from (here, a
+/// proxy that always says "truncated, next: part 1"): the resumed push
+/// stops listing when the marker comes back, sends what it could not see
+/// as held again, and completes. (It listed forever.)
+#[test]
+fn a_part_listing_that_repeats_its_marker_ends_and_the_upload_completes() {
+    let (bucket, proxy, repo, body) = push_killed_after_three_parts();
+    proxy.rule(
+        Rule::new(Fault::RepeatPartMarker)
+            .method("GET")
+            .target("uploadId="),
+    );
+    let before = proxy.seen().len();
+    let mut push = repo.spawn(&["datastore", "sync", "--push", "-y"], &[]);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    let status = loop {
+        if let Some(status) = push.try_wait().unwrap() {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = push.kill();
+            let lists = proxy.seen()[before..]
+                .iter()
+                .filter(|s| s.method == "GET" && s.target.contains("uploadId="))
+                .count();
+            panic!("the push never ended: {lists} part listings so far");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    assert!(status.success(), "{status}");
+    let lists = proxy.seen()[before..]
+        .iter()
+        .filter(|s| s.method == "GET" && s.target.contains("uploadId="))
+        .count();
+    assert_eq!(lists, 2, "the first page, then the repeat that ends it");
+    assert!(bucket.get(KEY).unwrap() == body, "the object is the file");
+}

@@ -41,6 +41,10 @@ pub enum Fault {
     /// The request reaches the server without its `Range` header (as
     /// through a gateway that drops it): the whole object comes back.
     IgnoreRange,
+    /// An S3 ListParts answer says it is truncated and names part 1 as the
+    /// next page's marker, whatever marker it was asked from: a server
+    /// that repeats its marker.
+    RepeatPartMarker,
 }
 
 /// Which requests a fault applies to, and how often.
@@ -345,6 +349,30 @@ fn serve(state: &State, client: TcpStream) {
                 let whole = answer.encode(&req.method);
                 let _ = client.write_all(&whole[..cut.min(whole.len())]);
                 return reset(client);
+            }
+            Some(Fault::RepeatPartMarker) => {
+                let mut a = answer;
+                let body = String::from_utf8_lossy(&a.body).into_owned();
+                let body = match body.split_once("<NextPartNumberMarker>") {
+                    Some((head, rest)) => {
+                        let tail = rest
+                            .split_once("</NextPartNumberMarker>")
+                            .map_or("", |(_, t)| t);
+                        format!("{head}{tail}")
+                    }
+                    None => body,
+                };
+                let body = body
+                    .replace(
+                        "<IsTruncated>false</IsTruncated>",
+                        "<IsTruncated>true</IsTruncated>",
+                    )
+                    .replace(
+                        "</ListPartsResult>",
+                        "<NextPartNumberMarker>1</NextPartNumberMarker></ListPartsResult>",
+                    );
+                a.body = body.into_bytes();
+                a.encode(&req.method)
             }
             Some(Fault::Corrupt) if !answer.body.is_empty() => {
                 let mut a = answer;
