@@ -72,21 +72,10 @@ pub struct Summary {
     pub requests: RequestEstimate,
 }
 
-/// Requests apply is expected to send (retries not counted). LIST covers
-/// the re-observation that confirms convergence.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RequestEstimate {
-    pub list: u64,
-    pub get: u64,
-    /// Reads of an object's metadata only (S3 HEAD, a GCS metadata GET).
-    #[serde(default)]
-    pub head: u64,
-    pub put: u64,
-    /// Server-side copies.
-    #[serde(default)]
-    pub copy: u64,
-    pub delete: u64,
-}
+/// Requests apply is expected to send (retries not counted), in the
+/// classes an apply reports what it sent: LIST covers the re-observation
+/// that confirms convergence.
+pub type RequestEstimate = crate::telemetry::RequestCounts;
 
 impl Plan {
     pub fn summary(&self) -> Summary {

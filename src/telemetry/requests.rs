@@ -59,14 +59,19 @@ impl Class {
     }
 }
 
-/// Requests by class: what an apply sent, or a difference of two
-/// readings of the counters.
+/// Requests by class: what a plan estimates, what an apply sent, or a
+/// difference of two readings of the counters. (`head` and `copy` default
+/// to 0: plans saved before they were counted apart lack them.)
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RequestCounts {
     pub list: u64,
     pub get: u64,
+    /// Reads of an object's metadata only (S3 HEAD, a GCS metadata GET).
+    #[serde(default)]
     pub head: u64,
     pub put: u64,
+    /// Server-side copies.
+    #[serde(default)]
     pub copy: u64,
     pub delete: u64,
 }
@@ -92,6 +97,16 @@ impl RequestCounts {
             Class::Copy => &mut self.copy,
             Class::Delete => &mut self.delete,
         }
+    }
+
+    /// `1 list, 3 put, 2 delete`: the classes sent, in order.
+    pub fn describe(&self) -> String {
+        Class::ALL
+            .iter()
+            .filter(|c| self.get(**c) > 0)
+            .map(|c| format!("{} {}", self.get(*c), c.as_str()))
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 
     pub fn total(&self) -> u64 {

@@ -459,12 +459,11 @@ fn a_conflict_local_overwrite_of_the_remote_is_undone(backend: Backend) {
     a.run(&["plan", "--detailed-exitcode"]).expect(0);
 }
 
-/// A `--conflict remote` sync replaced this clone's edited file with the
-/// remote's: the old bytes went to the trash first, and `undo` swaps them
-/// back (and its undo swaps again).
-fn a_conflict_remote_overwrite_of_the_cache_is_undone(backend: Backend) {
-    let bucket = Bucket::new(backend);
-    let a = Repo::init(&bucket, Some("alpha"));
+/// A clone whose unpushed edit of `alpha/outputs/report.txt` a
+/// `--conflict remote` sync replaced with a colleague's version (the
+/// edit went to the trash first): the clone and the file.
+fn cache_overwritten_by_conflict_remote(bucket: &Bucket) -> (Repo, std::path::PathBuf) {
+    let a = Repo::init(bucket, Some("alpha"));
     a.write_cache("alpha/outputs/report.txt", "first\n");
     a.run_ok(&["datastore", "sync", "-y"]);
     let b = a.clone_elsewhere();
@@ -476,6 +475,15 @@ fn a_conflict_remote_overwrite_of_the_cache_is_undone(backend: Backend) {
     a.run_ok(&["datastore", "sync", "--conflict", "remote", "-y"]);
     let file = a.cache().join("alpha/outputs/report.txt");
     assert_eq!(std::fs::read(&file).unwrap(), b"b's version\n");
+    (a, file)
+}
+
+/// A `--conflict remote` sync replaced this clone's edited file with the
+/// remote's: the old bytes went to the trash first, and `undo` swaps them
+/// back (and its undo swaps again).
+fn a_conflict_remote_overwrite_of_the_cache_is_undone(backend: Backend) {
+    let bucket = Bucket::new(backend);
+    let (a, file) = cache_overwritten_by_conflict_remote(&bucket);
     let undo = a.run(&["undo", "-y"]);
     undo.expect(0);
     assert!(
@@ -1014,17 +1022,7 @@ on_every_backend!(
 #[test]
 fn an_undo_of_the_cache_only_waits_for_the_clones_lock() {
     let bucket = Bucket::new(Backend::Fs);
-    let a = Repo::init(&bucket, Some("alpha"));
-    a.write_cache("alpha/outputs/report.txt", "first\n");
-    a.run_ok(&["datastore", "sync", "-y"]);
-    let b = a.clone_elsewhere();
-    b.run_ok(&["datastore", "sync", "-y"]);
-    b.write_cache("alpha/outputs/report.txt", "b's version\n");
-    b.run_ok(&["datastore", "sync", "-y"]);
-    a.write_cache("alpha/outputs/report.txt", "a's unpushed edits\n");
-    a.run_ok(&["datastore", "sync", "--conflict", "remote", "-y"]);
-    let file = a.cache().join("alpha/outputs/report.txt");
-    assert_eq!(std::fs::read(&file).unwrap(), b"b's version\n");
+    let (a, file) = cache_overwritten_by_conflict_remote(&bucket);
     let id = history_ids(&a).pop().expect("the sync is in the history");
 
     a.write_cache("alpha/outputs/other.txt", "other\n");

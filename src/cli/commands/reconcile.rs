@@ -414,34 +414,10 @@ fn requests_line(
     if sent.total() == 0 {
         return None;
     }
-    let by_class = |counts: [(&str, u64); 6]| {
-        counts
-            .iter()
-            .filter(|(_, n)| *n > 0)
-            .map(|(class, n)| format!("{n} {class}"))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    let estimate = [
-        ("list", estimated.list),
-        ("get", estimated.get),
-        ("head", estimated.head),
-        ("put", estimated.put),
-        ("copy", estimated.copy),
-        ("delete", estimated.delete),
-    ];
-    let sent_classes = [
-        ("list", sent.list),
-        ("get", sent.get),
-        ("head", sent.head),
-        ("put", sent.put),
-        ("copy", sent.copy),
-        ("delete", sent.delete),
-    ];
-    let against = if estimate == sent_classes {
+    let against = if *estimated == sent {
         "as estimated".to_string()
     } else {
-        format!("estimated: {}", by_class(estimate))
+        format!("estimated: {}", estimated.describe())
     };
     let heartbeat = match report.heartbeat_requests {
         0 => String::new(),
@@ -450,7 +426,7 @@ fn requests_line(
     Some(format!(
         "Sent {} request(s): {} ({against}{heartbeat}).",
         sent.total(),
-        by_class(sent_classes),
+        sent.describe(),
     ))
 }
 
