@@ -216,10 +216,9 @@ pub fn main() -> ExitCode {
                 output::print_json(&err.to_json());
             } else {
                 // Messages echo keys and paths: never raw control
-                // characters, nor a credential a server's error quoted.
-                let text = err.to_string();
-                let text = crate::telemetry::redact::redact(&text);
-                errln!("{}", crate::cli::render::escape_controls(&text));
+                // characters (and, as every stderr line, no credential a
+                // server's error quoted: see `output::write_stderr`).
+                errln!("{}", crate::cli::render::escape_controls(&err.to_string()));
             }
             ExitCode::from(err.kind.exit_code())
         }

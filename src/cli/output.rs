@@ -65,9 +65,14 @@ pub(super) fn write_stdout(args: std::fmt::Arguments<'_>) {
 }
 
 #[doc(hidden)]
+/// Every line the CLI writes to stderr (errors, warnings, notes) passes
+/// through the redaction: a server's message quoted in a warning can
+/// carry a credential as well as an error can.
 pub(super) fn write_stderr(args: std::fmt::Arguments<'_>) {
+    let text = args.to_string();
+    let text = crate::telemetry::redact::redact(&text);
     super::live::with_bar_hidden(|| {
-        let _ = std::io::stderr().lock().write_fmt(args);
+        let _ = std::io::stderr().lock().write_all(text.as_bytes());
     });
 }
 
