@@ -117,17 +117,15 @@ impl<'a> MakeWriter<'a> for Redacting {
     }
 }
 
-/// JSON lines of swamp's own events (those with an `event` field), each
-/// written whole as it happens: a run killed part-way keeps its trace.
+/// JSON lines of swamp's own events (filtered to `swamp` targets where it
+/// is installed; those with an `event` field), each written whole as it
+/// happens: a run killed part-way keeps its trace.
 struct TraceLayer {
     file: Mutex<File>,
 }
 
 impl<S: Subscriber> Layer<S> for TraceLayer {
     fn on_event(&self, event: &Event<'_>, _ctx: Context<'_, S>) {
-        if !event.metadata().target().starts_with("swamp") {
-            return;
-        }
         let mut fields = Fields(Map::new());
         fields.0.insert(
             "ts".into(),

@@ -319,7 +319,9 @@ impl Check for LeftoversCheck {
         };
         let mut found = Vec::new();
         let mut fixes = Vec::new();
-        let (partials, bytes) = partial_downloads(&layout.partial_dir());
+        let interrupted = crate::state::remote::Interrupted::read(layout, &config.target());
+        let partials = interrupted.partials.len();
+        let bytes: u64 = interrupted.partials.values().sum();
         if partials > 0 {
             found.push(format!(
                 "{partials} partial download(s) ({:.1} MiB) in {}",
@@ -353,21 +355,6 @@ impl Check for LeftoversCheck {
     }
 }
 
-/// Partial download files in `dir`, and their bytes.
-fn partial_downloads(dir: &std::path::Path) -> (usize, u64) {
-    std::fs::read_dir(dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter(|e| {
-            e.file_name()
-                .to_str()
-                .is_some_and(crate::store::resume::is_partial_name)
-        })
-        .filter_map(|e| e.metadata().ok().filter(|m| m.is_file()))
-        .fold((0, 0), |(n, b), m| (n + 1, b + m.len()))
-}
-
 /// The directory a directory bucket or filesystem datastore keeps this
 /// repository's placement in, if it is one.
 fn directory_bucket(config: &Config) -> Option<std::path::PathBuf> {
@@ -384,7 +371,7 @@ fn directory_bucket(config: &Config) -> Option<std::path::PathBuf> {
             bucket,
             endpoint: Some(e),
             ..
-        } => std::path::Path::new(e.strip_prefix("file://")?).join(bucket),
+        } if e.starts_with("file://") => crate::store::endpoint_dir(bucket, e).ok()?,
         _ => return None,
     };
     Some(root.join(Layout::remote_prefix(&placement)))

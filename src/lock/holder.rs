@@ -27,13 +27,16 @@ pub struct Whereabouts {
 }
 
 impl Whereabouts {
-    /// This process's.
+    /// This process's (read from /proc once: none of it changes while
+    /// the process runs, and lock waits ask every poll).
     pub(crate) fn here() -> Whereabouts {
-        Whereabouts {
+        static HERE: std::sync::OnceLock<Whereabouts> = std::sync::OnceLock::new();
+        HERE.get_or_init(|| Whereabouts {
             boot_id: boot_id(),
             pid_ns: pid_namespace(),
             started: start_ticks("self"),
-        }
+        })
+        .clone()
     }
 }
 

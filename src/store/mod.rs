@@ -379,9 +379,7 @@ pub fn open_with(
     match datastore {
         DatastoreConfig::Local => Err(StoreError::NoObjectStore),
         DatastoreConfig::Filesystem { path } => Ok(open_fs(path.as_path())),
-        // `endpoint=file:///dir`: the bucket is the directory `dir/<bucket>`,
-        // an object store on disk (for tests and trying swamp without a
-        // server). Same keys, same preconditions, same sha256 metadata.
+        // `endpoint=file:///dir`: see [`endpoint_dir`].
         DatastoreConfig::S3 {
             bucket,
             endpoint: Some(endpoint),
@@ -391,15 +389,7 @@ pub fn open_with(
             bucket,
             endpoint: Some(endpoint),
             ..
-        } if endpoint.starts_with("file://") => {
-            let dir = Path::new(&endpoint["file://".len()..]);
-            if !dir.is_absolute() {
-                return Err(StoreError::RelativeEndpoint {
-                    endpoint: endpoint.clone(),
-                });
-            }
-            Ok(open_fs(&dir.join(bucket)))
-        }
+        } if endpoint.starts_with("file://") => Ok(open_fs(&endpoint_dir(bucket, endpoint)?)),
         DatastoreConfig::S3 {
             bucket,
             region,
@@ -419,6 +409,20 @@ pub fn open_with(
             options,
         )?)),
     }
+}
+
+/// The directory of bucket `bucket` at `endpoint=file:///dir`: `dir/<bucket>`,
+/// an object store on disk (for tests and trying swamp without a server:
+/// same keys, same preconditions, same sha256 metadata). An endpoint
+/// naming a relative directory is an error.
+pub(crate) fn endpoint_dir(bucket: &str, endpoint: &str) -> Result<PathBuf, StoreError> {
+    let dir = Path::new(endpoint.strip_prefix("file://").unwrap_or(endpoint));
+    if !dir.is_absolute() {
+        return Err(StoreError::RelativeEndpoint {
+            endpoint: endpoint.to_string(),
+        });
+    }
+    Ok(dir.join(bucket))
 }
 
 /// A directory used as an object store (keys are relative paths under it).

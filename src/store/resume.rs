@@ -181,10 +181,7 @@ pub fn remove_partial(dir: &Path, name: &str) -> Result<(), StoreError> {
             std::io::Error::other("not a partial download's name"),
         ));
     }
-    let locks = dir.with_file_name("partial-locks");
-    std::fs::create_dir_all(&locks).map_err(|e| StoreError::io(&locks, e))?;
-    let lock = locks.join(format!("{}.lock", &name[..16]));
-    let _held = crate::fsutil::lock_file(&lock).map_err(|e| StoreError::io(&lock, e))?;
+    let _held = lock_partials(dir, &name[..16])?;
     match std::fs::symlink_metadata(&path) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
         Err(e) => Err(StoreError::io(&path, e)),
@@ -199,11 +196,15 @@ pub fn remove_partial(dir: &Path, name: &str) -> Result<(), StoreError> {
     }
 }
 
-/// The lock file of `key`'s partial downloads (any version), in
-/// `partial-locks/` beside the partial files: held while one is written.
-pub fn partial_lock_name(key: &str) -> String {
-    let k = crate::fsutil::sha256_bytes(key.as_bytes());
-    format!("{}.lock", &k[..16])
+/// Holds the lock of one key's partial downloads (any version): the
+/// file `partial-locks/<key_hash>.lock` beside `dir`, where `key_hash` is
+/// the first 16 characters of the key's [`partial_name`]s. Waits for
+/// whoever holds it; the lock goes with the returned file.
+fn lock_partials(dir: &Path, key_hash: &str) -> Result<std::fs::File, StoreError> {
+    let locks = dir.with_file_name("partial-locks");
+    std::fs::create_dir_all(&locks).map_err(|e| StoreError::io(&locks, e))?;
+    let lock = locks.join(format!("{key_hash}.lock"));
+    crate::fsutil::lock_file(&lock).map_err(|e| StoreError::io(&lock, e))
 }
 
 /// The bytes a partial download of `key` at `version` holds in `dir`
@@ -271,14 +272,13 @@ pub async fn get_resumable(
     // One process at a time per key: two downloads of one object (two
     // `data get`, or one during a hydrating pull) would otherwise append
     // to, truncate and rename one partial file between them.
-    let locks = dir.with_file_name("partial-locks");
-    std::fs::create_dir_all(&locks).map_err(|e| StoreError::io(&locks, e))?;
-    let lock = locks.join(partial_lock_name(&known.key));
-    let _held = tokio::task::spawn_blocking(move || {
-        crate::fsutil::lock_file(&lock).map_err(|e| StoreError::io(&lock, e))
-    })
-    .await
-    .map_err(|e| StoreError::task("waiting for a partial download", e))??;
+    let (locked, key_hash) = (
+        dir.to_path_buf(),
+        partial_name(&known.key, &known.version)[..16].to_string(),
+    );
+    let _held = tokio::task::spawn_blocking(move || lock_partials(&locked, &key_hash))
+        .await
+        .map_err(|e| StoreError::task("waiting for a partial download", e))??;
     for stale in other_partials(dir, &known.key, &known.version) {
         let _ = std::fs::remove_file(stale);
     }
