@@ -8,6 +8,9 @@ use std::fmt;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+mod served;
+pub use served::{Crc32c, Crc32cHasher, Served};
+
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Sha256(pub [u8; 32]);
 

@@ -769,10 +769,11 @@ pub(super) async fn download(
     let Download {
         path,
         version,
-        sha256,
+        expect,
         local,
         size,
     } = action;
+    let sha256 = expect.sha256();
     let file = check_no_symlink(root, path)?;
     still_as_planned(&file, path, local.as_deref(), remotes.hashes)?;
     let remote = remotes.target(path)?;
@@ -787,14 +788,16 @@ pub(super) async fn download(
         (None, true) => temp_beside(&file, "stage"),
         (None, false) => file.clone(),
     };
+    let served = expect.served();
     let known = crate::store::ObjectMeta {
         key: remote.key(path),
         size: *size,
         version: version.to_string(),
         sha256: sha256.map(|s| s.hex()),
         modified: None,
-        md5: None,
-        content_encoded: false,
+        md5: served.and_then(|s| s.md5),
+        crc32c: served.and_then(|s| s.crc32c),
+        content_encoded: served.is_some_and(|s| s.gzip),
     };
     let durability = if stage {
         Durability::Deferred
@@ -1019,7 +1022,7 @@ mod tests {
         Action::Download(Download {
             path: tp(path),
             version: meta.version.into(),
-            sha256: Some(Sha256::of(body)),
+            expect: crate::plan::Expect::Sha256(Sha256::of(body)),
             local: None,
             size: body.len() as u64,
         })

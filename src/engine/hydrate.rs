@@ -11,7 +11,7 @@ use std::path::Path;
 use crate::apply::{self, ApplyReport};
 use crate::config::Config;
 use crate::layout::{Layout, Tier, TierPath};
-use crate::plan::{Action, PlacementInfo, Plan, RemoteInfo};
+use crate::plan::{Action, Expect, PlacementInfo, Plan, RemoteInfo};
 use crate::state::{Scope, SyncBase, Unhydrated};
 use crate::store::RemoteTarget;
 
@@ -50,7 +50,7 @@ pub(crate) fn fetch(
                 path: p.clone(),
                 size: u.size,
                 version: u.version.clone(),
-                sha256: u.sha256.as_deref().copied(),
+                expect: Expect::of(u.sha256.as_deref().copied(), u.served.as_deref()),
                 local: None,
             }))
         })

@@ -74,14 +74,16 @@ pub struct Upload {
 }
 
 /// Download a remote object into the cache, verified against its
-/// sha256. Precondition: the cache file is as `local` says.
+/// sha256 (or the server's hashes). Precondition: the cache file is as `local` says.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Download {
     pub path: TierPath,
     pub size: u64,
     pub version: Version,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sha256: Option<Sha256>,
+    /// What the bytes are checked against (`sha256`, or the server's
+    /// hashes for an object another tool wrote).
+    #[serde(flatten)]
+    pub expect: super::Expect,
     /// The cache file's sha256 it replaces (`None`: absent). Boxed: a
     /// replacement is rare, and a million downloads held 24 bytes more
     /// each (every action has the size of the largest).
@@ -364,6 +366,9 @@ pub struct UnhydratedRecord {
     /// Boxed, as in [`crate::state::Unhydrated`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sha256: Option<Box<Sha256>>,
+    /// As in [`crate::state::Unhydrated`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub served: Option<Box<crate::digest::Served>>,
 }
 
 impl UnhydratedRecord {
@@ -372,6 +377,7 @@ impl UnhydratedRecord {
             size: self.size,
             version: self.version.clone(),
             sha256: self.sha256.clone(),
+            served: self.served.clone(),
         }
     }
 }

@@ -597,6 +597,7 @@ mod tests {
                             size: 1,
                             version: format!("v-{sha}").into(),
                             sha256: Some(Box::new((*sha).into())),
+                            served: None,
                             modified: None,
                         },
                     )

@@ -173,6 +173,7 @@ fn to_remote(
                 size: obj.size,
                 version: String::new().into(),
                 sha256: Some(Box::new(sha256)),
+                served: None,
                 modified: None,
             },
         );
@@ -263,6 +264,7 @@ mod tests {
                             size: 1,
                             version: format!("v-{p}").into(),
                             sha256: Some(Box::new((*sha).into())),
+                            served: None,
                             modified: None,
                         },
                     )

@@ -318,7 +318,7 @@ mod tests {
                 path: tp(path),
                 size: 64 << 20,
                 version: version.into(),
-                sha256: Some(Sha256([3; 32])),
+                expect: crate::plan::Expect::Sha256(Sha256([3; 32])),
                 local: None,
             })
         };

@@ -18,7 +18,7 @@ use crate::layout::{MANAGED_CONFIG_SENTINEL, TierPath};
 use crate::state::{BaseEntry, FileState, Obstacle, ObstacleKind, Unhydrated};
 
 use super::action::{Action, BaseRecord, RemoteExpect, UnhydratedRecord};
-use super::{Conflict, Side};
+use super::{Conflict, Expect, Side};
 
 pub(crate) use crate::state::Direction;
 pub(crate) use crate::state::remote::RemoteFile;
@@ -505,6 +505,7 @@ fn lazy_step(
             size: r.size,
             version: r.version.clone(),
             sha256: r.sha256.clone(),
+            served: r.served.clone(),
         })
     };
     Some(match (l, r, u) {
@@ -572,7 +573,7 @@ fn download(path: &TierPath, r: &RemoteFile, l: Option<&FileState>) -> Action {
         path: path.clone(),
         size: r.size,
         version: r.version.clone(),
-        sha256: r.sha(),
+        expect: Expect::of(r.sha(), r.served.as_deref()),
         local: l.map(|l| Box::new(l.sha256)),
     })
 }
@@ -994,6 +995,7 @@ mod tests {
                     size: 1,
                     version: version.into(),
                     sha256: Some(Box::new(sha.into())),
+                    served: None,
                     modified: Some(100),
                 },
             );
@@ -1017,6 +1019,7 @@ mod tests {
                     size: 1,
                     version: version.into(),
                     sha256: None,
+                    served: None,
                 },
             );
             self

@@ -167,7 +167,7 @@ pub(crate) fn wanted(
                 path,
                 size,
                 version,
-                sha256,
+                expect,
                 local: Some(_),
             }) => out.push(Wanted {
                 path: path.clone(),
@@ -178,7 +178,7 @@ pub(crate) fn wanted(
                 remote: Some(RemoteRef {
                     version: version.to_string(),
                     size: *size,
-                    sha256: *sha256,
+                    sha256: expect.sha256(),
                 }),
             }),
             _ => {}
@@ -348,7 +348,7 @@ mod tests {
                     path: TierPath::parse("outputs/fresh").unwrap(),
                     size: 1,
                     version: "v2".into(),
-                    sha256: None,
+                    expect: crate::plan::Expect::Unknown,
                     local: None,
                 }),
             ],

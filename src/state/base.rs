@@ -36,6 +36,10 @@ pub struct Unhydrated {
     /// (8 bytes each instead of 33; 7 more where GCS lists them).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sha256: Option<Box<crate::digest::Sha256>>,
+    /// The listing's hashes, for an object its sha256 does not check
+    /// alone (see [`crate::state::RemoteObject::served`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub served: Option<Box<crate::digest::Served>>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -325,6 +329,7 @@ mod tests {
                 size: 1,
                 version: "u".into(),
                 sha256: None,
+                served: None,
             },
         );
         start.set_unhydrated(
@@ -333,6 +338,7 @@ mod tests {
                 size: 1,
                 version: "u".into(),
                 sha256: None,
+                served: None,
             },
         );
         // Many (merged in) and a few (inserted), over old paths and new.
@@ -359,6 +365,7 @@ mod tests {
             size: 1,
             version: v.into(),
             sha256: None,
+            served: None,
         };
         // Every third path synced, every fifth recorded remote-only.
         let mut start = SyncBase::default();

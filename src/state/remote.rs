@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::digest::Sha256;
+use crate::digest::{Md5, Sha256};
 use crate::layout::{Tier, TierPath, is_repo_local_path, is_swamp_temp};
 use crate::store::{ObjectMeta, Store, StoreError, Version};
 
@@ -30,6 +30,11 @@ pub struct RemoteObject {
     /// objects listed so while it downloads them (8 bytes each, not 33).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sha256: Option<Box<crate::digest::Sha256>>,
+    /// The listing's MD5, CRC32C and encoding, kept for an object whose
+    /// sha256 does not check a download alone (another tool's, or stored
+    /// gzip-compressed): a download is then one request, checked by them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub served: Option<Box<crate::digest::Served>>,
     /// Last modified (seconds since the epoch), for `--conflict newer`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub modified: Option<i64>,
@@ -740,6 +745,13 @@ impl Page {
                 .filter(|b| b.version == meta.version)
                 .map(|b| b.sha256)
         });
+        // Kept where they check what a sha256 does not, and say more than
+        // the version does (an S3 single-part ETag is the MD5 already).
+        let served = meta
+            .served()
+            .filter(|s| sha256.is_none() || s.gzip)
+            .filter(|s| s.gzip || s.crc32c.is_some() || s.md5 != Md5::from_etag(&meta.version))
+            .map(Box::new);
         // Only the ambiguous ones get a HEAD (see `observe_remote`).
         if sha256.is_none() && (head_all || file.is_some()) {
             // (Only S3 versions are ETags of the `<hex>-<parts>` form: a
@@ -762,6 +774,7 @@ impl Page {
             path,
             RemoteObject {
                 size: meta.size,
+                served,
                 version: meta.version.into(),
                 sha256: sha256.map(Box::new),
                 modified: meta.modified,
@@ -830,6 +843,7 @@ mod tests {
             size: 1,
             version: "v".into(),
             sha256: None,
+            served: None,
             modified: None,
         };
         let files: BTreeMap<TierPath, RemoteObject> = [
@@ -880,6 +894,7 @@ mod tests {
             size: 1,
             version: "v".into(),
             sha256: None,
+            served: None,
             modified: None,
         };
         let tp = |p: &str| TierPath::parse(p).unwrap();

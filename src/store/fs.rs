@@ -551,6 +551,7 @@ fn meta_of(key: &str, path: &Path, file: &File) -> Result<ObjectMeta, StoreError
         sha256: get_sha_xattr(file).map_err(|e| StoreError::io(path, e))?,
         modified: Some(md.mtime()),
         md5: None,
+        crc32c: None,
         content_encoded: false,
     })
 }

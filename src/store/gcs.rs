@@ -36,7 +36,7 @@ use super::{
     Capabilities, Durability, Landing, ListPage, ObjectMeta, Pager, Precondition, SHA256_METADATA,
     Store, StoreError, StoreOptions, check_bucket_name, check_key, error_chain,
 };
-use crate::digest::Md5;
+use crate::digest::{Crc32c, Md5};
 use crate::fsutil;
 
 const CREDENTIALS_HINT: &str = "check the Google credentials: set GOOGLE_APPLICATION_CREDENTIALS to a \
@@ -96,6 +96,7 @@ impl GcsStore {
             http: Some(
                 reqwest_middleware::ClientBuilder::new(http)
                     .with(super::gcs_traced::Traced)
+                    .with(super::gcs_stored::AsStored)
                     .build(),
             ),
             ..ClientConfig::default()
@@ -198,6 +199,7 @@ impl GcsStore {
                 .cloned(),
             modified: o.updated.map(|t| t.unix_timestamp()),
             md5: o.md5_hash.as_deref().and_then(Md5::from_base64),
+            crc32c: o.crc32c.as_deref().and_then(Crc32c::from_base64),
             content_encoded: o
                 .content_encoding
                 .as_deref()
@@ -339,23 +341,26 @@ impl GcsStore {
         check_key(key)?;
         with_retry(&self.options.retry, |_| async move {
             let (meta, stream) = self.open_read(key).await?;
-            self.land(stream, dest, meta, durability).await
+            self.land(stream, dest, meta, durability, false).await
         })
         .await
     }
 
     /// Streams a download body into `dest` through a fresh [`Landing`] (a
     /// failed attempt's temp file is removed on drop), checked against
-    /// `meta`; returns `meta` with the sha256 of the bytes landed.
+    /// `meta` (`as_stored`: the body is the stored bytes, which for an
+    /// object stored gzip-compressed are decoded as they land); returns
+    /// `meta` with the sha256 of the bytes landed.
     async fn land(
         &self,
         stream: impl futures_util::Stream<Item = Result<bytes::Bytes, GcsError>>,
         dest: &Path,
         meta: ObjectMeta,
         durability: Durability,
+        as_stored: bool,
     ) -> Result<ObjectMeta, StoreError> {
         let mut stream = std::pin::pin!(stream);
-        let mut landing = Landing::new(dest, durability)?.checking_md5(&meta);
+        let mut landing = Landing::new(dest, durability)?.checking_served(&meta, as_stored);
         while let Some(chunk) = stream.next().await {
             let chunk = chunk.map_err(|e| self.stream_err(e))?;
             landing.write(&chunk).await?;
@@ -491,11 +496,13 @@ impl Store for GcsStore {
         let Ok(generation) = known.version.parse::<i64>() else {
             return self.get_landed(key, dest, durability).await;
         };
-        if known.sha256.is_none() && known.md5.is_none() {
-            // Nothing to check the media against (an object another tool
-            // wrote): its metadata first, for the md5Hash GCS keeps.
+        if known.sha256.is_none() && known.served().is_none() {
+            // Nothing to check the media against (a plan made without
+            // the listing's hashes): its metadata first, for them.
             return self.get_landed(key, dest, durability).await;
         }
+        // Stored compressed: read as stored, checked, decoded.
+        let as_stored = known.content_encoded;
         let client = self.client().await?;
         let req = GetObjectRequest {
             bucket: self.bucket.clone(),
@@ -504,13 +511,18 @@ impl Store for GcsStore {
             ..GetObjectRequest::default()
         };
         // One request: the media of the generation the listing saw, checked
-        // against the listing's size and sha256.
+        // against the listing's size and sha256, or its MD5 or CRC32C.
         let landed = with_retry(&self.options.retry, |_| async {
-            let stream = client
-                .download_streamed_object(&req, &Range::default())
+            let whole = Range::default();
+            let open = client.download_streamed_object(&req, &whole);
+            let stream = if as_stored {
+                super::gcs_stored::as_stored(open).await
+            } else {
+                open.await
+            }
+            .map_err(|e| self.map_err(e, Scope::Object(key)))?;
+            self.land(stream, dest, known.clone(), durability, as_stored)
                 .await
-                .map_err(|e| self.map_err(e, Scope::Object(key)))?;
-            self.land(stream, dest, known.clone(), durability).await
         })
         .await;
         match landed {
@@ -533,6 +545,11 @@ impl Store for GcsStore {
         let Ok(generation) = known.version.parse::<i64>() else {
             return Ok(None);
         };
+        if known.sha256.is_none() || known.content_encoded {
+            // Its answer carries no sha256 to check the whole against (nor
+            // ranges of the stored bytes, served decompressed): read whole.
+            return Ok(None);
+        }
         let client = self.client().await?;
         let req = GetObjectRequest {
             bucket: self.bucket.clone(),
@@ -567,8 +584,8 @@ impl Store for GcsStore {
                 stream.try_collect().await.map_err(|e| self.stream_err(e))?;
             let bytes = chunks.concat();
             let sha = fsutil::sha256_bytes(&bytes);
-            let md5 = super::md5_to_check(&meta, &bytes);
-            super::check_download(&self.describe(), &meta, bytes.len() as u64, &sha, md5)?;
+            let received = super::Received::of(&meta, &bytes);
+            super::check_download(&self.describe(), &meta, &received, &sha)?;
             Ok((meta, bytes))
         })
         .await

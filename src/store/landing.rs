@@ -33,10 +33,50 @@ pub(crate) struct Landing {
     /// The temp file, once a large body has spilled to it.
     spilled: Option<tempfile::NamedTempFile>,
     hasher: sha2::Sha256,
-    /// For an object the server vouches for only by MD5 (no sha256
-    /// metadata): the body's MD5, checked against it.
-    md5: Option<md5::Md5>,
+    /// The server's hashes of the body as it came, when they check it.
+    served: ServedHashes,
+    /// The body comes gzip-compressed (an object stored so, read as
+    /// stored): decoded before it lands.
+    gunzip: Option<flate2::write::MultiGzDecoder<Vec<u8>>>,
+    /// Set with `gunzip`, and kept once it is done.
+    gunzipped: bool,
+    /// Bytes of the body as it came.
+    received: u64,
+    /// Bytes landed (decoded, when the body is gzip-compressed).
     written: u64,
+}
+
+/// The MD5 and CRC32C of a body as the server sent it, computed only
+/// where they are the check (see [`checked_by_served`]).
+#[derive(Default)]
+struct ServedHashes {
+    md5: Option<md5::Md5>,
+    crc32c: Option<crate::digest::Crc32cHasher>,
+}
+
+/// What a body came to, as [`check_download`] checks it.
+pub(crate) struct Received {
+    /// Bytes as the server sent them.
+    pub(crate) bytes: u64,
+    /// Sent as stored, not decompressed on the way (see
+    /// [`ObjectMeta::content_encoded`]).
+    pub(crate) as_stored: bool,
+    /// Their MD5 and CRC32C, where computed.
+    pub(crate) md5: Option<crate::digest::Md5>,
+    pub(crate) crc32c: Option<crate::digest::Crc32c>,
+}
+
+impl Received {
+    /// A body read whole into memory, as served for `meta`.
+    pub(crate) fn of(meta: &ObjectMeta, body: &[u8]) -> Received {
+        let (md5, crc32c) = checked_by_served(meta, false);
+        Received {
+            bytes: body.len() as u64,
+            as_stored: !meta.content_encoded,
+            md5: md5.then(|| crate::digest::Md5::of(body)),
+            crc32c: crc32c.then(|| crate::digest::Crc32c::of(body)),
+        }
+    }
 }
 
 /// The directory a destination path lands in.
@@ -118,26 +158,55 @@ impl Landing {
             buf: Vec::new(),
             spilled: None,
             hasher: sha2::Sha256::default(),
-            md5: None,
+            served: ServedHashes::default(),
+            gunzip: None,
+            gunzipped: false,
+            received: 0,
             written: 0,
         })
     }
 
-    /// Also checks the body against `meta`'s MD5 when that is all the
-    /// server says of it (an object another tool wrote).
-    pub(crate) fn checking_md5(mut self, meta: &ObjectMeta) -> Landing {
-        if checked_by_md5(meta) {
-            self.md5 = Some(md5::Md5::default());
+    /// Also checks the body against `meta`'s MD5 or CRC32C when they are
+    /// the check (an object another tool wrote; `as_stored`: one stored
+    /// gzip-compressed and read so, which this then decodes).
+    pub(crate) fn checking_served(mut self, meta: &ObjectMeta, as_stored: bool) -> Landing {
+        let (md5, crc32c) = checked_by_served(meta, as_stored);
+        self.served = ServedHashes {
+            md5: md5.then(md5::Md5::default),
+            crc32c: crc32c.then(crate::digest::Crc32cHasher::default),
+        };
+        if as_stored && meta.content_encoded {
+            self.gunzip = Some(flate2::write::MultiGzDecoder::new(Vec::new()));
+            self.gunzipped = true;
         }
         self
     }
 
     pub(crate) async fn write(&mut self, chunk: &[u8]) -> Result<(), StoreError> {
-        use sha2::Digest;
-        self.hasher.update(chunk);
-        if let Some(m) = &mut self.md5 {
+        use md5::Digest as _;
+        self.received += chunk.len() as u64;
+        if let Some(m) = &mut self.served.md5 {
             m.update(chunk);
         }
+        if let Some(c) = &mut self.served.crc32c {
+            c.update(chunk);
+        }
+        match self.gunzip.as_mut() {
+            None => self.land(chunk).await,
+            Some(gunzip) => {
+                let decoded = decode(gunzip, chunk, &self.dest)?;
+                self.land(&decoded).await
+            }
+        }
+    }
+
+    /// Adds bytes of the content itself (decoded, if it came compressed).
+    async fn land(&mut self, chunk: &[u8]) -> Result<(), StoreError> {
+        use sha2::Digest;
+        if chunk.is_empty() {
+            return Ok(());
+        }
+        self.hasher.update(chunk);
         self.written += chunk.len() as u64;
         self.buf.extend_from_slice(chunk);
         if self.buf.len() >= Self::SPILL {
@@ -169,12 +238,28 @@ impl Landing {
         meta: ObjectMeta,
     ) -> Result<ObjectMeta, StoreError> {
         use sha2::Digest;
+        if let Some(mut gunzip) = self.gunzip.take() {
+            // A body that ends mid-stream is short, not whole.
+            use std::io::Write;
+            let rest = gunzip
+                .flush()
+                .and_then(|_| gunzip.try_finish())
+                .map(|_| std::mem::take(gunzip.get_mut()))
+                .map_err(|e| not_gzip(&meta.key, e))?;
+            self.land(&rest).await?;
+        }
         let found = hex::encode(self.hasher.finalize_reset());
-        let md5 = self
-            .md5
-            .take()
-            .map(|m| crate::digest::Md5(m.finalize().into()));
-        check_download(target, &meta, self.written, &found, md5)?;
+        let received = Received {
+            bytes: self.received,
+            as_stored: !meta.content_encoded || self.gunzipped,
+            md5: self
+                .served
+                .md5
+                .take()
+                .map(|m| crate::digest::Md5(m.finalize().into())),
+            crc32c: self.served.crc32c.take().map(|c| c.finish()),
+        };
+        check_download(target, &meta, &received, &found)?;
         let landed = ObjectMeta {
             sha256: Some(found),
             size: self.written,
@@ -221,49 +306,92 @@ impl Landing {
 
 /// Checks a finished download: the length the server announced (a short
 /// body is a dropped connection, worth a retry), the sha256 metadata, and
-/// for an object with none, the MD5 the server gave (`md5`: the body's,
-/// when it was computed, see [`Landing::checking_md5`]).
+/// for an object with none (or one stored gzip-compressed and read so),
+/// the MD5 and CRC32C the listing gave (`received`: the body's, where
+/// computed, see [`Landing::checking_served`]). `sha`: of the content as
+/// landed (decoded).
 pub(crate) fn check_download(
     target: &str,
     meta: &ObjectMeta,
-    written: u64,
+    received: &Received,
     sha: &str,
-    md5: Option<crate::digest::Md5>,
 ) -> Result<(), StoreError> {
-    if meta.content_encoded {
+    if !received.as_stored {
         // Served decompressed: only swamp's own sha256 (never written on
         // such an object by swamp, but honoured) could check it.
         return verify_sha256(&meta.key, meta.sha256.as_deref(), sha);
     }
-    if written != meta.size {
+    if received.bytes != meta.size {
         return Err(StoreError::Short {
             key: meta.key.clone(),
             target: target.to_string(),
-            got: written,
+            got: received.bytes,
             expected: meta.size,
         });
     }
     verify_sha256(&meta.key, meta.sha256.as_deref(), sha)?;
-    match (meta.sha256.as_ref(), meta.md5, md5) {
-        (None, Some(expected), Some(found)) if expected != found => Err(StoreError::Integrity {
-            key: meta.key.clone(),
-            algorithm: "md5",
-            expected: expected.hex(),
-            found: found.hex(),
-        }),
-        _ => Ok(()),
+    let mismatch = |algorithm, expected: String, found: String| StoreError::Integrity {
+        key: meta.key.clone(),
+        algorithm,
+        expected,
+        found,
+    };
+    if let (Some(expected), Some(found)) = (meta.md5, received.md5)
+        && expected != found
+    {
+        return Err(mismatch("md5", expected.hex(), found.hex()));
     }
+    if let (Some(expected), Some(found)) = (meta.crc32c, received.crc32c)
+        && expected != found
+    {
+        return Err(mismatch("crc32c", expected.hex(), found.hex()));
+    }
+    Ok(())
 }
 
-/// Whether only the server's MD5 can check a download of `meta`: no
-/// sha256 metadata, an MD5, and served as stored.
-pub(crate) fn checked_by_md5(meta: &ObjectMeta) -> bool {
-    meta.sha256.is_none() && meta.md5.is_some() && !meta.content_encoded
+/// Whether the server's MD5 and CRC32C check a download of `meta`: when
+/// it has no sha256 metadata or (`as_stored`) is read compressed as it is
+/// stored; never when served decompressed. One is enough: the MD5 where
+/// there is one.
+pub(crate) fn checked_by_served(meta: &ObjectMeta, as_stored: bool) -> (bool, bool) {
+    let useful = if meta.content_encoded {
+        as_stored
+    } else {
+        meta.sha256.is_none()
+    };
+    let md5 = useful && meta.md5.is_some();
+    (md5, useful && !md5 && meta.crc32c.is_some())
 }
 
-/// The MD5 of a body read whole, when only an MD5 can check it.
-pub(crate) fn md5_to_check(meta: &ObjectMeta, body: &[u8]) -> Option<crate::digest::Md5> {
-    checked_by_md5(meta).then(|| crate::digest::Md5::of(body))
+/// Whether the server's hashes alone can check a download of `meta` as
+/// served (no sha256 metadata, and not decompressed on the way).
+pub(crate) fn checked_by_served_only(meta: &ObjectMeta) -> bool {
+    let (md5, crc32c) = checked_by_served(meta, false);
+    md5 || crc32c
+}
+
+/// Feeds `chunk` to the decoder and takes what it decoded so far.
+fn decode(
+    gunzip: &mut flate2::write::MultiGzDecoder<Vec<u8>>,
+    chunk: &[u8],
+    dest: &Path,
+) -> Result<Vec<u8>, StoreError> {
+    use std::io::Write;
+    gunzip
+        .write_all(chunk)
+        .map_err(|e| not_gzip(&dest.display().to_string(), e))?;
+    Ok(std::mem::take(gunzip.get_mut()))
+}
+
+/// A body stored as gzip that does not decode (cut short, or not gzip).
+fn not_gzip(what: &str, e: std::io::Error) -> StoreError {
+    StoreError::Integrity {
+        key: what.to_string(),
+        algorithm: "gzip",
+        expected: "a whole gzip stream (the object is stored with Content-Encoding: gzip)"
+            .to_string(),
+        found: e.to_string(),
+    }
 }
 
 /// Checks the sha256 of downloaded content against the object's metadata.
@@ -295,6 +423,7 @@ mod tests {
             sha256: Some(crate::fsutil::sha256_bytes(body)),
             modified: None,
             md5: None,
+            crc32c: None,
             content_encoded: false,
         }
     }

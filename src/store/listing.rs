@@ -374,6 +374,7 @@ mod tests {
             sha256: None,
             modified: None,
             md5: None,
+            crc32c: None,
             content_encoded: false,
         };
         let level = |objects: &[&str], prefixes: &[&str]| Level {
@@ -404,6 +405,7 @@ mod tests {
                 sha256: None,
                 modified: None,
                 md5: None,
+                crc32c: None,
                 content_encoded: false,
             })
             .collect();

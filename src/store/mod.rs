@@ -25,6 +25,7 @@
 mod error;
 pub(crate) mod fs;
 pub(crate) mod gcs;
+mod gcs_stored;
 mod gcs_traced;
 mod landing;
 mod listing;
@@ -38,7 +39,9 @@ pub mod version;
 pub use error::StoreError;
 pub(crate) use error::error_chain;
 pub use landing::Durability;
-pub(crate) use landing::{Landing, check_download, checked_by_md5, md5_to_check, verify_sha256};
+pub(crate) use landing::{
+    Landing, Received, check_download, checked_by_served_only, verify_sha256,
+};
 pub use listing::{Level, list_split, list_split_parts};
 pub(crate) use listing::{ListPage, Pager};
 pub use target::{RemoteTarget, runtime};
@@ -78,10 +81,19 @@ pub struct ObjectMeta {
     /// GCS `md5Hash`): identity and verification for objects without
     /// sha256 metadata.
     pub md5: Option<crate::digest::Md5>,
-    /// Stored compressed and served decompressed (GCS `contentEncoding:
-    /// gzip`, as `gsutil cp -Z` writes): `size` and `md5` are the stored
-    /// bytes', so neither can check what a download receives.
+    /// GCS `crc32c`: the one hash a composite object has.
+    pub crc32c: Option<crate::digest::Crc32c>,
+    /// Stored gzip-compressed (GCS `contentEncoding: gzip`, as `gsutil cp
+    /// -Z` writes): `size`, `md5` and `crc32c` are the stored bytes', so
+    /// they check a download only when it is read as stored.
     pub content_encoded: bool,
+}
+
+impl ObjectMeta {
+    /// What the listing says of the bytes besides a sha256.
+    pub fn served(&self) -> Option<crate::digest::Served> {
+        crate::digest::Served::listed(self.md5, self.crc32c, self.content_encoded)
+    }
 }
 
 /// Condition a write or delete is made on, checked by the server.

@@ -251,7 +251,8 @@ const BREAKS: u32 = 5;
 
 /// Whether `known` is downloaded through a kept partial file.
 pub fn resumable(known: &ObjectMeta) -> bool {
-    known.size >= PARTIAL_MIN
+    // An object stored compressed has no ranges of what the cache holds.
+    known.size >= PARTIAL_MIN && !known.content_encoded
 }
 
 /// Downloads `known` (a [`resumable`] object at the version a plan saw)

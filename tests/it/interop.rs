@@ -506,44 +506,123 @@ fn keys_the_cache_cannot_hold_are_conflicts_at_plan_time(backend: Backend) {
     assert_eq!(b.run(&["data", "get", "m/y"]).stdout, "y\n");
 }
 
-/// `body` as a gzip member of one stored (uncompressed) deflate block:
-/// what `gsutil cp -Z` uploads, without a compressor in the test.
-fn gzip_stored(body: &[u8]) -> Vec<u8> {
-    let len = u16::try_from(body.len()).expect("one stored block");
-    let mut out = vec![0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff, 1];
-    out.extend_from_slice(&len.to_le_bytes());
-    out.extend_from_slice(&(!len).to_le_bytes());
-    out.extend_from_slice(body);
-    out.extend_from_slice(&crc32fast::hash(body).to_le_bytes());
-    out.extend_from_slice(&(body.len() as u32).to_le_bytes());
-    out
+/// `body` gzip-compressed, as `gsutil cp -Z` uploads it (stored blocks:
+/// the test's bodies are random, and this is quick in a debug build).
+fn gzipped(body: &[u8]) -> Vec<u8> {
+    use std::io::Write;
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::none());
+    gz.write_all(body).unwrap();
+    gz.finish().unwrap()
 }
 
-/// An object stored gzip-compressed (`Content-Encoding: gzip`) is served
-/// decompressed: it arrives as served (its stored size and MD5 cannot
-/// check that, so they are not held against it), and stays converged.
-fn a_gzip_encoded_gcs_object_arrives_as_served_and_stays_converged(backend: Backend) {
-    let bucket = Bucket::new(backend);
+/// An object stored gzip-compressed (`Content-Encoding: gzip`), large
+/// enough that it would be read through a partial file: GCS serves it
+/// decompressed unless asked for it as stored, and then neither its
+/// stored size nor its hashes can check the bytes. It is read as stored
+/// in one request, checked against the listing's MD5, decoded into the
+/// cache; a body damaged on the way is refused and read again, never
+/// written as the file; and it stays converged.
+fn a_large_gzip_encoded_gcs_object_arrives_decoded_checked_and_stays_converged(backend: Backend) {
+    let (bucket, proxy) = Bucket::behind_proxy(backend);
     bucket.foreign_put("swamp/infra/.namespace.json", &upstream_manifest("infra"));
-    let text = "line of a log\n".repeat(300);
+    let text = random_bytes(17 << 20);
+    let stored = gzipped(&text);
+    assert!(
+        stored.len() >= 16 << 20,
+        "stored as large as a resumable read"
+    );
     crate::support::servers::gcs().upload(
         &bucket.name,
         &serde_json::json!({
             "name": "swamp/infra/logs/run.log",
             "contentEncoding": "gzip",
-            "contentType": "text/plain",
+            "contentType": "application/octet-stream",
         }),
-        &gzip_stored(text.as_bytes()),
+        &stored,
     );
     let repo = upstream_joined(&bucket);
-    repo.run(&["datastore", "sync", "--pull", "-y"]).expect(0);
-    assert_eq!(
-        std::fs::read_to_string(repo.cache().join("infra/logs/run.log")).unwrap(),
-        text
+    let plan = repo.json(&["--json", "plan", "--scope", "sync"], 0);
+    let download = &plan["actions"][0];
+    assert_eq!(download["kind"], "download", "{plan}");
+    assert_eq!(download["content_encoding"], "gzip", "{download}");
+    assert!(download["md5"].is_string(), "{download}");
+    proxy.rule(
+        Rule::new(Fault::Corrupt)
+            .method("GET")
+            .target("run.log")
+            .times(1),
     );
+    repo.run(&["datastore", "sync", "--pull", "-y"]).expect(0);
+    assert_eq!(proxy.fired(), 1, "the damaged body was sent");
+    assert!(
+        std::fs::read(repo.cache().join("infra/logs/run.log")).unwrap() == text,
+        "the cache holds the object decoded"
+    );
+    let reads: Vec<String> = proxy
+        .seen()
+        .iter()
+        .filter(|s| s.target.contains("run.log"))
+        .map(|s| format!("{} [{}]", s.line(), s.class()))
+        .collect();
+    assert_eq!(
+        reads.len(),
+        2,
+        "the damaged read and one more, no metadata read, no range: {reads:?}"
+    );
+    assert!(reads.iter().all(|r| r.ends_with("[get]")), "{reads:?}");
     repo.run(&["datastore", "sync", "-y"]).expect(0);
     repo.run(&["plan", "--scope", "sync", "--detailed-exitcode"])
         .expect(0);
+}
+
+/// `n` bytes no compressor shrinks (a fixed seed: the same every run).
+fn random_bytes(n: usize) -> Vec<u8> {
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 24) as u8
+        })
+        .collect()
+}
+
+/// Files another tool wrote carry no sha256 metadata; the listing gives
+/// each one's generation, MD5 and CRC32C. A pull of N such files is N
+/// media requests (each pinned to the generation listed, checked against
+/// the listing's hashes) besides the listing: no metadata read first.
+fn a_gcs_pull_of_files_another_tool_wrote_sends_one_media_request_each(backend: Backend) {
+    let (bucket, proxy) = Bucket::behind_proxy(backend);
+    bucket.foreign_put("swamp/infra/.namespace.json", &upstream_manifest("infra"));
+    let names: Vec<String> = (0..7).map(|i| format!("outputs/vm/peer-{i}.txt")).collect();
+    for (i, name) in names.iter().enumerate() {
+        bucket.foreign_put(
+            &format!("swamp/infra/{name}"),
+            format!("peer {i}\n").as_bytes(),
+        );
+    }
+    let repo = upstream_joined(&bucket);
+    let before = proxy.seen().len();
+    repo.run(&["datastore", "sync", "--pull", "-y"]).expect(0);
+    let peer: Vec<(String, &str)> = proxy.seen()[before..]
+        .iter()
+        .filter(|s| s.target.contains("peer-"))
+        .map(|s| (s.line(), s.class()))
+        .collect();
+    let media = peer.iter().filter(|(_, c)| *c == "get").count();
+    assert_eq!(media, names.len(), "one media request per file: {peer:#?}");
+    assert_eq!(peer.len(), names.len(), "nothing else per file: {peer:#?}");
+    assert!(
+        peer.iter().all(|(l, _)| l.contains("generation=")),
+        "each pinned to the generation listed: {peer:#?}"
+    );
+    for (i, name) in names.iter().enumerate() {
+        assert_eq!(
+            std::fs::read_to_string(repo.cache().join("infra").join(name)).unwrap(),
+            format!("peer {i}\n")
+        );
+    }
 }
 
 /// The sha256 of a file, streamed (a 6 GiB file is never held whole).
@@ -613,10 +692,19 @@ mod s3_multipart {
     }
 }
 
-mod gcs_encoding {
+mod gcs_reads {
     #[test]
-    fn a_gzip_encoded_gcs_object_arrives_as_served_and_stays_converged() {
-        super::a_gzip_encoded_gcs_object_arrives_as_served_and_stays_converged(super::Backend::Gcs)
+    fn a_large_gzip_encoded_gcs_object_arrives_decoded_checked_and_stays_converged() {
+        super::a_large_gzip_encoded_gcs_object_arrives_decoded_checked_and_stays_converged(
+            super::Backend::Gcs,
+        )
+    }
+
+    #[test]
+    fn a_gcs_pull_of_files_another_tool_wrote_sends_one_media_request_each() {
+        super::a_gcs_pull_of_files_another_tool_wrote_sends_one_media_request_each(
+            super::Backend::Gcs,
+        )
     }
 }
 

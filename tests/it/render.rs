@@ -10,7 +10,7 @@ use swamp::plan::conflict::{BothChanged, DeletedAndChanged, DifferentAtTarget};
 use swamp::cli::render::render;
 use swamp::config::{ConflictPolicy, DatastoreConfig, Namespace};
 use swamp::plan::RemoteInfo;
-use swamp::plan::{Action, Conflict, PlacementInfo, Plan, RemoteExpect};
+use swamp::plan::{Action, Conflict, Expect, PlacementInfo, Plan, RemoteExpect};
 use swamp::state::Scope;
 
 use crate::support::kinds::{every_action, every_conflict, sha, tp};
@@ -169,14 +169,14 @@ fn sync_plan() -> Plan {
             path: tp("workflow-runs/nightly/run-0002.yaml"),
             size: 77,
             version: "\"0cc175b9c0f1b6a831c399e269772661\"".into(),
-            sha256: Some(sha('c')),
+            expect: Expect::Sha256(sha('c')),
             local: None,
         }),
         Action::Download(Download {
             path: tp("audit/2026-11.log"),
             size: 4096,
             version: "\"92eb5ffee6ae2fec3ad71c777531578f\"".into(),
-            sha256: Some(sha('d')),
+            expect: Expect::Sha256(sha('d')),
             local: Some(Box::new(sha('e'))),
         }),
         Action::DeleteRemote(DeleteRemote {
@@ -245,7 +245,7 @@ fn a_long_plan_is_grouped_by_kind_and_directory_and_detail_lists_every_row() {
         path: tp("audit/2026-11.log"),
         size: 77,
         version: "v1".into(),
-        sha256: Some(sha('c')),
+        expect: Expect::Sha256(sha('c')),
         local: None,
     }));
     actions.push(Action::InvalidateCatalog);
@@ -432,7 +432,7 @@ fn content_diffs_render_under_conflicts_and_replaced_files() {
             path: tp("data/weights/2/raw"),
             size: 900,
             version: "v5".into(),
-            sha256: Some(sha('b')),
+            expect: Expect::Sha256(sha('b')),
             local: Some(Box::new(sha('c'))),
         }),
     ];

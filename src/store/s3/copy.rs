@@ -141,6 +141,7 @@ impl S3Store {
             sha256: src.sha256.clone(),
             modified: None,
             md5: None,
+            crc32c: None,
             content_encoded: src.content_encoded,
         })
     }

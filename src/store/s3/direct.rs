@@ -51,7 +51,7 @@ use aws_smithy_runtime_api::client::identity::Identity;
 use aws_smithy_types::Document;
 
 use super::super::retry::{Class, classify_status};
-use super::super::{ObjectMeta, SHA256_METADATA, StoreError, StoreOptions, checked_by_md5};
+use super::super::{ObjectMeta, SHA256_METADATA, StoreError, StoreOptions, checked_by_served_only};
 use crate::telemetry::{Class as RequestClass, Request};
 
 /// Credentials this close to expiring are fetched again before use.
@@ -361,7 +361,7 @@ impl Direct {
         let status = response.status().as_u16();
         if status == 200 {
             return match meta_of(key, response.headers()) {
-                Some(meta) if meta.sha256.is_some() || checked_by_md5(&meta) => {
+                Some(meta) if meta.sha256.is_some() || checked_by_served_only(&meta) => {
                     Fetched::Body(meta, response)
                 }
                 _ => Fetched::Declined,
@@ -440,6 +440,7 @@ async fn put_answer(
             sha256: Some(sha256.to_string()),
             modified: None,
             md5: etag.and_then(crate::digest::Md5::from_etag),
+            crc32c: None,
             content_encoded: false,
         });
     }

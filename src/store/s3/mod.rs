@@ -122,7 +122,7 @@ impl S3Store {
             let (meta, mut body) = self.get_body(key, fast).await?;
             // Each attempt starts a fresh temp file; a failed one is dropped
             // (and removed) with its `Landing`.
-            let mut landing = Landing::new(dest, durability)?.checking_md5(&meta);
+            let mut landing = Landing::new(dest, durability)?.checking_served(&meta, false);
             while let Some(chunk) = self.next_chunk(key, &mut body).await? {
                 landing.write(&chunk).await?;
             }
@@ -366,6 +366,7 @@ impl S3Store {
             sha256: sha256.cloned(),
             modified: None,
             md5: etag.and_then(Md5::from_etag),
+            crc32c: None,
             content_encoded: false,
         }
     }
@@ -413,6 +414,7 @@ impl S3Store {
                 sha256: Some(sha256.to_string()),
                 modified: None,
                 md5: out.e_tag().and_then(Md5::from_etag),
+                crc32c: None,
                 content_encoded: false,
             }),
             // AWS answers If-Match on a missing key with 404 (SeaweedFS with
@@ -685,8 +687,8 @@ impl Store for S3Store {
                 bytes.extend_from_slice(&chunk);
             }
             let sha = fsutil::sha256_bytes(&bytes);
-            let md5 = super::md5_to_check(&meta, &bytes);
-            super::check_download(&self.describe(), &meta, bytes.len() as u64, &sha, md5)?;
+            let received = super::Received::of(&meta, &bytes);
+            super::check_download(&self.describe(), &meta, &received, &sha)?;
             Ok((meta, bytes))
         })
         .await
@@ -959,6 +961,7 @@ impl Store for S3Store {
                         sha256: src.sha256.clone(),
                         modified: None,
                         md5: src.md5,
+                        crc32c: None,
                         content_encoded: src.content_encoded,
                     }),
                     Err(e) if copy_source_too_large(&e) => Err(StoreError::CopyTooLarge {

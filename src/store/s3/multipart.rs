@@ -516,6 +516,7 @@ impl S3Store {
             sha256: Some(sha256.to_string()),
             modified: None,
             md5: None,
+            crc32c: None,
             content_encoded: false,
         })
     }

@@ -54,14 +54,19 @@ pub fn every_action() -> Vec<swamp::plan::Action> {
             path: tp("audit/2026-11.log"),
             size: 7,
             version: "1732938481000000".into(),
-            sha256: Some(sha('d')),
+            expect: swamp::plan::Expect::Sha256(sha('d')),
             local: None,
         }),
         Action::Download(Download {
             path: tp("audit/2026-12.log"),
             size: 7,
             version: "2".into(),
-            sha256: None,
+            // Another tool's object: the listing's hashes check it.
+            expect: swamp::plan::Expect::Served(Box::new(swamp::digest::Served {
+                md5: Some(swamp::digest::Md5([0x11; 16])),
+                crc32c: Some(swamp::digest::Crc32c(0xe306_9283)),
+                gzip: false,
+            })),
             local: Some(Box::new(sha('e'))),
         }),
         Action::DeleteLocal(DeleteLocal {
@@ -89,6 +94,7 @@ pub fn every_action() -> Vec<swamp::plan::Action> {
                 size: 5,
                 version: "6".into(),
                 sha256: None,
+                served: None,
             }],
             drop: vec![tp("data/c/1/raw")],
         }),
