@@ -28,7 +28,7 @@ impl Check for Reachable {
 
     fn run(&self, cx: &Context) -> Finding {
         let name = self.name();
-        let (config, _) = match cx.config(name) {
+        let (config, layout) = match cx.config(name) {
             Ok(c) => c,
             Err(skip) => return skip,
         };
@@ -58,7 +58,11 @@ impl Check for Reachable {
                 }
             }
             DatastoreConfig::S3 { .. } | DatastoreConfig::Gcs { .. } => {
-                reach_bucket(name, config, cx.check_write)
+                let mut finding = reach_bucket(name, config, cx.check_write);
+                if finding.status == super::Status::Pass {
+                    finding.message.push_str(&enforcement_note(layout, config));
+                }
+                finding
             }
         }
     }
@@ -114,6 +118,28 @@ fn reach_bucket(name: &'static str, config: &Config, check_write: bool) -> Findi
             format!("{}: {problem}", target.url),
             "fix what the message names (the endpoint, the credentials, or `bucket` in the [datastore] table of .swamp.toml), then run `swamp doctor datastores` again",
         ),
+    }
+}
+
+/// What this clone found the server enforce on deletes and copies (GCS:
+/// a probe, once per remote id), as a sentence to add to `reachable`.
+fn enforcement_note(layout: &Layout, config: &Config) -> String {
+    let placement = config.target();
+    if !RemoteTarget::open(&placement).is_ok_and(|t| t.store.probes_enforcement()) {
+        return String::new();
+    }
+    let seen = crate::state::remote_seen::Seen::load(
+        &layout.remote_seen_path(&placement),
+        &Layout::remote_url(&placement),
+    );
+    let found = seen
+        .remote_id
+        .as_ref()
+        .and_then(|id| seen.enforced_for(&id.id));
+    match found {
+        Some(e) if e.delete && e.copy => "; the server enforces `ifGenerationMatch` on deletes and copies (probed once for this remote), so each is one request".to_string(),
+        Some(_) => "; the server does not enforce preconditions (`ifGenerationMatch`) on deletes and copies (probed once for this remote; fake-gcs-server does not), so each reads the object's version just before it: a writer that changes the object in between is not caught".to_string(),
+        None => "; whether the server enforces preconditions on deletes and copies is not probed yet (a push probes it once); until then each reads the object's version first".to_string(),
     }
 }
 

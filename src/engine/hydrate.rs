@@ -75,6 +75,7 @@ pub(crate) fn fetch(
             key_prefix: target.key_prefix.clone(),
             objects: 0,
             batch_delete: false,
+            prechecked: Vec::new(),
             conflict_policy: config.sync.conflict,
             forced: false,
             forced_delete_local: false,

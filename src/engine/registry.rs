@@ -7,7 +7,7 @@
 use crate::config::Placement;
 use crate::layout::Layout;
 use crate::state::remote::RemoteIdentity;
-use crate::state::remote_seen::{Seen, SeenManifest};
+use crate::state::remote_seen::{Seen, SeenEnforced, SeenManifest};
 use crate::store::{self, RemoteTarget, runtime};
 
 use super::EngineError;
@@ -188,7 +188,13 @@ pub(crate) fn vouched(
         (Some(_), Some(v)) => seen.names_repo(v, repo_id),
         (Some(_), None) => false,
     };
-    manifest_ok && remote_id.is_some_and(|v| seen.identity_at(v).is_some())
+    let Some(identity) = remote_id.and_then(|v| seen.identity_at(v)) else {
+        return false;
+    };
+    // A server to probe that this clone has not probed: not yet.
+    manifest_ok
+        && (seen.enforced_for(&identity.id).is_some()
+            || RemoteTarget::open(placement).is_ok_and(|t| !t.store.probes_enforcement()))
 }
 
 /// Reads the manifest at `key`: its version when it names `repo_id`,
@@ -242,9 +248,35 @@ pub(crate) fn ensure_registered(
     if let Some((_, version)) = manifest {
         seen.manifest = Some(SeenManifest { version, repo_id });
     }
+    if seen.enforced_for(&identity.id).is_none() {
+        seen.enforced = probe_enforcement(placement).map(|enforced| SeenEnforced {
+            remote_id: identity.id.clone(),
+            enforced,
+        });
+    }
+    if let Some(e) = seen.enforced_for(&identity.id) {
+        store::enforced::learn(&RemoteTarget::open(placement)?.store.describe(), e);
+    }
     seen.remote_id = Some(identity);
     seen.save(&path);
     Ok(())
+}
+
+/// What the server enforces, probed with scratch objects under the
+/// namespace's `.swamp/` (`None`: nothing to probe, or the probe failed,
+/// so conditional deletes and copies keep reading the version first;
+/// the next writer's run probes again).
+fn probe_enforcement(placement: &Placement) -> Option<store::enforced::Enforced> {
+    let target = RemoteTarget::open(placement).ok()?;
+    let token = uuid::Uuid::new_v4().simple().to_string();
+    let scratch = Layout::enforcement_probe_key(placement, &token);
+    match runtime().block_on(target.store.probe_enforcement(&scratch)) {
+        Ok(found) => found,
+        Err(e) => {
+            tracing::warn!(target: "swamp::store", error = %e, "probing which preconditions the server enforces failed");
+            None
+        }
+    }
 }
 
 /// [`ensure_remote_id`], with the version of the object holding it.

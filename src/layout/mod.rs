@@ -468,6 +468,12 @@ impl Layout {
         )
     }
 
+    /// Scratch objects of the probe of what the server enforces (see
+    /// `store::enforced`), removed once it has run.
+    pub fn enforcement_probe_key(placement: &Placement, token: &str) -> String {
+        format!("{}.swamp/probe-{token}-", Layout::remote_prefix(placement))
+    }
+
     /// The id the remote itself holds, written once: binds a sync base to
     /// this very remote (`<prefix>/<ns>/.swamp/remote-id.json`).
     pub fn remote_id_key(placement: &Placement) -> String {

@@ -507,6 +507,7 @@ fn remote_info(
         key_prefix: snapshot.key_prefix.clone(),
         objects: snapshot.objects,
         batch_delete: false,
+        prechecked: snapshot.prechecked.clone(),
         conflict_policy: options.policy,
         forced: options.force,
         forced_delete_local: options.force && options.force_delete_local,
@@ -611,6 +612,7 @@ mod tests {
             unmanaged: vec![],
             identity: None,
             base_reset: None,
+            prechecked: Vec::new(),
             manifest: None,
             base: base
                 .iter()

@@ -278,6 +278,7 @@ mod tests {
             unmanaged: vec![],
             identity: None,
             base_reset: None,
+            prechecked: Vec::new(),
             manifest: manifest.then(|| "m1".into()),
             base: BTreeMap::new(),
             unhydrated: BTreeMap::new(),

@@ -125,6 +125,10 @@ pub struct RemoteInfo {
     pub objects: usize,
     /// Deletes go in batches of up to 1000 when the backend allows.
     pub batch_delete: bool,
+    /// Conditional requests the server is not known to enforce (`delete`,
+    /// `copy`): each reads the object's version just before it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub prechecked: Vec<crate::store::enforced::Prechecked>,
     /// How conflicts were settled (`fail` leaves them blocking).
     pub conflict_policy: ConflictPolicy,
     /// Delete guards were overridden with `--force`.

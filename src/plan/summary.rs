@@ -1,6 +1,7 @@
 //! A plan in numbers: counts and bytes per action kind, and an estimate
 //! of the requests apply will send ([`Summary`]).
 
+use crate::store::enforced::Prechecked;
 use serde::{Deserialize, Serialize};
 
 use super::action::*;
@@ -266,13 +267,16 @@ impl Tally {
         // record or note removed.
         requests.put += (s.record_deletes + s.note_progress) as u64;
         requests.delete += self.records_pruned;
-        // GCS: a conditional delete or copy reads the object's metadata
-        // first (the precondition checked before the request, as
-        // fake-gcs-server does not enforce it on either).
-        if remote.is_some_and(|r| r.url.starts_with("gs://")) {
-            requests.head += (s.delete_remote + s.trash_copies) as u64
-                + self.records_pruned
-                + u64::from(writes_remote);
+        // A conditional delete or copy the server is not known to enforce
+        // reads the object's version first (GCS until a probe shows it
+        // does; fake-gcs-server never does).
+        let prechecked = |p| remote.is_some_and(|r| r.prechecked.contains(&p));
+        if prechecked(Prechecked::Delete) {
+            requests.head +=
+                s.delete_remote as u64 + self.records_pruned + u64::from(writes_remote);
+        }
+        if prechecked(Prechecked::Copy) {
+            requests.head += s.trash_copies as u64;
         }
         requests
     }

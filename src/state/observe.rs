@@ -393,6 +393,9 @@ fn listed_with_base(
     }
     snapshot.unhydrated = base.unhydrated;
     snapshot.identity = identity;
+    let caps = remote.store.capabilities();
+    snapshot.prechecked =
+        crate::store::enforced::Prechecked::unless(caps.conditional_delete, caps.conditional_copy);
     snapshot.base_reset = reset;
     Ok(snapshot)
 }
@@ -412,6 +415,9 @@ fn identify(
     let path = layout.remote_seen_path(&remote.placement);
     let mut seen = super::remote_seen::Seen::load(&path, &remote.url);
     if let Some(identity) = seen.identity_at(listed) {
+        if let Some(e) = seen.enforced_for(&identity.id) {
+            crate::store::enforced::learn(&remote.store.describe(), e);
+        }
         return Ok(Some(identity));
     }
     let key = Layout::remote_id_key(&remote.placement);

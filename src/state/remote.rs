@@ -82,6 +82,10 @@ pub struct RemoteSnapshot {
     /// Why the sync base was set aside as made with another remote.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub base_reset: Option<String>,
+    /// Conditional requests the server is not known to enforce: each is
+    /// preceded by a read of the object's version.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub prechecked: Vec<crate::store::enforced::Prechecked>,
     /// Version of `<key_prefix>.namespace.json`, when present.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub manifest: Option<String>,
@@ -553,6 +557,7 @@ pub async fn observe_remote(
             .collect(),
         identity: None,
         base_reset: None,
+        prechecked: Vec::new(),
         manifest,
         base,
         unhydrated: BTreeMap::new(),

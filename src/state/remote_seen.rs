@@ -5,6 +5,9 @@
 //! the namespace's listing, so a listing that shows the same version
 //! vouches for them again with no GET: a converged run costs its LIST.
 //!
+//! It also keeps what the server was seen to enforce (a probe, once per
+//! remote id: [`crate::store::enforced`]), which no listing shows.
+//!
 //! Derived state in `.swamp/state/remote-seen-<hash>.json`: a record that
 //! is missing, unreadable or for another remote is no record (the objects
 //! are read again); a failed save costs a read next run.
@@ -30,6 +33,16 @@ pub(crate) struct Seen {
     pub remote_id: Option<RemoteIdentity>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub manifest: Option<SeenManifest>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enforced: Option<SeenEnforced>,
+}
+
+/// What a probe found the server enforce, for the remote id it ran on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct SeenEnforced {
+    pub remote_id: String,
+    #[serde(flatten)]
+    pub enforced: crate::store::enforced::Enforced,
 }
 
 impl Seen {
@@ -55,6 +68,14 @@ impl Seen {
     /// The remote's id, when the one read before is at the version listed.
     pub(crate) fn identity_at(&self, listed: &str) -> Option<RemoteIdentity> {
         self.remote_id.clone().filter(|i| i.version == listed)
+    }
+
+    /// What the server was seen to enforce, if probed for remote `id`.
+    pub(crate) fn enforced_for(&self, id: &str) -> Option<crate::store::enforced::Enforced> {
+        self.enforced
+            .as_ref()
+            .filter(|e| e.remote_id == id)
+            .map(|e| e.enforced)
     }
 
     /// Whether the manifest at the version listed was read before and named

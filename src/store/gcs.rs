@@ -10,9 +10,11 @@
 //! preconditions on multipart uploads only, and real GCS on all of them.
 //! The sha256 is custom metadata `sha256`, which listings return too.
 //!
-//! fake-gcs-server ignores `ifGenerationMatch` on DELETE and on copy, so
-//! those also check the version just before acting (and still send the
-//! parameter, which real GCS enforces); [`Capabilities`] says so.
+//! fake-gcs-server ignores `ifGenerationMatch` on DELETE and on copy;
+//! real GCS enforces it. Which one a server is, a probe finds out once per
+//! remote id ([`super::enforced`]); until one says so, a delete or copy
+//! also checks the version just before acting (and still sends the
+//! parameter); [`Capabilities`] says which.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -223,10 +225,23 @@ impl GcsStore {
         }
     }
 
-    /// Checks `pre` against the object's current state, for operations the
-    /// emulator does not enforce preconditions on (delete, copy).
-    async fn precheck(&self, key: &str, pre: &Precondition) -> Result<(), StoreError> {
-        if *pre == Precondition::None {
+    /// What this server was seen to enforce (nothing, until told).
+    fn enforced(&self) -> super::enforced::Enforced {
+        super::enforced::of(&self.describe()).unwrap_or(super::enforced::Enforced {
+            delete: false,
+            copy: false,
+        })
+    }
+
+    /// Checks `pre` against the object's current state, for an operation
+    /// the server is not known to enforce preconditions on (`enforced`).
+    async fn precheck(
+        &self,
+        key: &str,
+        pre: &Precondition,
+        enforced: bool,
+    ) -> Result<(), StoreError> {
+        if *pre == Precondition::None || enforced {
             return Ok(());
         }
         let ok = match (pre, self.head(key).await?) {
@@ -397,6 +412,92 @@ impl GcsStore {
             e => e,
         }
     }
+    /// A DELETE carrying `pre` as `ifGenerationMatch`, nothing checked
+    /// before it.
+    async fn delete_sent(&self, key: &str, pre: &Precondition) -> Result<(), StoreError> {
+        let client = self.client().await?;
+        let req = DeleteObjectRequest {
+            bucket: self.bucket.clone(),
+            object: key.to_string(),
+            if_generation_match: Self::generation_match(key, pre)?,
+            ..DeleteObjectRequest::default()
+        };
+        with_retry(&self.options.retry, |_| async {
+            match client.delete_object(&req).await {
+                Ok(()) => Ok(()),
+                Err(e) => match self.map_err(e, Scope::Object(key)) {
+                    StoreError::NotFound { key, .. } => match pre {
+                        Precondition::Matches(_) => Err(StoreError::PreconditionFailed { key }),
+                        _ => Ok(()),
+                    },
+                    e => Err(e),
+                },
+            }
+        })
+        .await
+    }
+
+    /// A copy carrying `pre` (on the destination) as `ifGenerationMatch`,
+    /// nothing checked before it.
+    async fn copy_sent(
+        &self,
+        from: &str,
+        to: &str,
+        pre: &Precondition,
+    ) -> Result<ObjectMeta, StoreError> {
+        let client = self.client().await?;
+        let req = CopyObjectRequest {
+            source_bucket: self.bucket.clone(),
+            source_object: from.to_string(),
+            destination_bucket: self.bucket.clone(),
+            destination_object: to.to_string(),
+            if_generation_match: Self::generation_match(to, pre)?,
+            // No metadata given: GCS keeps the source's (sha256 included).
+            metadata: None,
+            ..CopyObjectRequest::default()
+        };
+        with_retry(&self.options.retry, |_| async {
+            client
+                .copy_object(&req)
+                .await
+                .map(|o| Self::meta(&o))
+                .map_err(|e| match self.map_err(e, Scope::Object(from)) {
+                    // 412 is about the destination, 404 about the source.
+                    StoreError::PreconditionFailed { .. } => StoreError::PreconditionFailed {
+                        key: to.to_string(),
+                    },
+                    e => e,
+                })
+        })
+        .await
+    }
+
+    /// The probe of [`Store::probe_enforcement`]: a delete and a copy each
+    /// sent with a precondition that does not hold. Refused, the server
+    /// enforces it; carried out, it does not.
+    async fn probe(&self, a: &str, b: &str) -> Result<super::enforced::Enforced, StoreError> {
+        let body = || b"swamp precondition probe\n".to_vec();
+        let made = self.put_bytes(a, body(), &Precondition::CreateOnly).await?;
+        let wrong = made
+            .version
+            .parse::<i64>()
+            .map(|g| (g + 1).to_string())
+            .unwrap_or_default();
+        let delete = match self.delete_sent(a, &Precondition::Matches(wrong)).await {
+            Err(StoreError::PreconditionFailed { .. }) => true,
+            Ok(()) => false,
+            Err(e) => return Err(e),
+        };
+        // Deleted by a server that ignored the condition: made again.
+        self.put_bytes(a, body(), &Precondition::None).await?;
+        self.put_bytes(b, body(), &Precondition::CreateOnly).await?;
+        let copy = match self.copy_sent(a, b, &Precondition::CreateOnly).await {
+            Err(StoreError::PreconditionFailed { .. }) => true,
+            Ok(_) => false,
+            Err(e) => return Err(e),
+        };
+        Ok(super::enforced::Enforced { delete, copy })
+    }
 }
 
 #[async_trait]
@@ -444,11 +545,12 @@ impl Store for GcsStore {
     /// `ifGenerationMatch` (one winner among 16 concurrent creators);
     /// DELETE and copy ignore it.
     fn capabilities(&self) -> Capabilities {
+        let enforced = self.enforced();
         Capabilities {
             conditional_create: true,
             conditional_replace: true,
-            conditional_delete: false,
-            conditional_copy: false,
+            conditional_delete: enforced.delete,
+            conditional_copy: enforced.copy,
             batch_delete: false,
             server_side_copy: true,
             listing_has_sha256: true,
@@ -688,28 +790,9 @@ impl Store for GcsStore {
             Precondition::CreateOnly => &Precondition::None,
             p => p,
         };
-        // fake-gcs-server ignores ifGenerationMatch on DELETE: check first.
-        self.precheck(key, pre).await?;
-        let client = self.client().await?;
-        let req = DeleteObjectRequest {
-            bucket: self.bucket.clone(),
-            object: key.to_string(),
-            if_generation_match: Self::generation_match(key, pre)?,
-            ..DeleteObjectRequest::default()
-        };
-        with_retry(&self.options.retry, |_| async {
-            match client.delete_object(&req).await {
-                Ok(()) => Ok(()),
-                Err(e) => match self.map_err(e, Scope::Object(key)) {
-                    StoreError::NotFound { key, .. } => match pre {
-                        Precondition::Matches(_) => Err(StoreError::PreconditionFailed { key }),
-                        _ => Ok(()),
-                    },
-                    e => Err(e),
-                },
-            }
-        })
-        .await
+        // Not known to be enforced (fake-gcs-server): check first.
+        self.precheck(key, pre, self.enforced().delete).await?;
+        self.delete_sent(key, pre).await
     }
 
     async fn delete_many(&self, keys: &[String]) -> Result<(), StoreError> {
@@ -726,33 +809,30 @@ impl Store for GcsStore {
     ) -> Result<ObjectMeta, StoreError> {
         check_key(from)?;
         check_key(to)?;
-        // fake-gcs-server ignores ifGenerationMatch on copy: check first.
-        self.precheck(to, pre).await?;
-        let client = self.client().await?;
-        let req = CopyObjectRequest {
-            source_bucket: self.bucket.clone(),
-            source_object: from.to_string(),
-            destination_bucket: self.bucket.clone(),
-            destination_object: to.to_string(),
-            if_generation_match: Self::generation_match(to, pre)?,
-            // No metadata given: GCS keeps the source's (sha256 included).
-            metadata: None,
-            ..CopyObjectRequest::default()
-        };
-        with_retry(&self.options.retry, |_| async {
-            client
-                .copy_object(&req)
-                .await
-                .map(|o| Self::meta(&o))
-                .map_err(|e| match self.map_err(e, Scope::Object(from)) {
-                    // 412 is about the destination, 404 about the source.
-                    StoreError::PreconditionFailed { .. } => StoreError::PreconditionFailed {
-                        key: to.to_string(),
-                    },
-                    e => e,
-                })
-        })
-        .await
+        self.precheck(to, pre, self.enforced().copy).await?;
+        self.copy_sent(from, to, pre).await
+    }
+    fn probes_enforcement(&self) -> bool {
+        true
+    }
+
+    /// Two scratch objects, `<scratch>a` and `<scratch>b`, removed after
+    /// whatever the probe found.
+    async fn probe_enforcement(
+        &self,
+        scratch: &str,
+    ) -> Result<Option<super::enforced::Enforced>, StoreError> {
+        let (a, b) = (format!("{scratch}a"), format!("{scratch}b"));
+        check_key(&a)?;
+        let found = self.probe(&a, &b).await;
+        let removed = futures_util::future::join(
+            self.delete_sent(&a, &Precondition::None),
+            self.delete_sent(&b, &Precondition::None),
+        )
+        .await;
+        let found = found?;
+        removed.0.and(removed.1)?;
+        Ok(Some(found))
     }
 
     /// The source pinned with `ifSourceGenerationMatch`; the destination's
@@ -767,7 +847,7 @@ impl Store for GcsStore {
         check_key(from)?;
         check_key(to)?;
         let generation = Self::generation_match(from, &Precondition::Matches(version.into()))?;
-        self.precheck(to, pre).await?;
+        self.precheck(to, pre, self.enforced().copy).await?;
         let client = self.client().await?;
         let req = CopyObjectRequest {
             source_bucket: self.bucket.clone(),

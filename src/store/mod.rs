@@ -22,6 +22,7 @@
 //! extended attribute `user.swamp.sha256` on a filesystem), and downloads
 //! are checked against it before they land at their destination.
 
+pub mod enforced;
 mod error;
 pub(crate) mod fs;
 pub(crate) mod gcs;
@@ -373,6 +374,22 @@ pub trait Store: Send + Sync {
             }
         }
         self.copy(from, to, pre).await.map(|_| ())
+    }
+
+    /// Whether [`Store::probe_enforcement`] has anything to find out.
+    fn probes_enforcement(&self) -> bool {
+        false
+    }
+
+    /// Whether the server enforces preconditions on delete and copy, found
+    /// with scratch objects at keys starting `scratch` (removed after).
+    /// `None`: nothing to probe, [`Store::capabilities`] says.
+    async fn probe_enforcement(
+        &self,
+        scratch: &str,
+    ) -> Result<Option<enforced::Enforced>, StoreError> {
+        let _ = scratch;
+        Ok(None)
     }
 }
 

@@ -83,6 +83,18 @@ impl Store for Scoped {
         self.inner.capabilities()
     }
 
+    fn probes_enforcement(&self) -> bool {
+        self.inner.probes_enforcement()
+    }
+
+    async fn probe_enforcement(
+        &self,
+        scratch: &str,
+    ) -> Result<Option<super::enforced::Enforced>, StoreError> {
+        self.check(scratch)?;
+        self.inner.probe_enforcement(scratch).await
+    }
+
     async fn list(&self, prefix: &str) -> Result<Vec<ObjectMeta>, StoreError> {
         self.check_prefix(prefix)?;
         self.inner.list(prefix).await

@@ -625,6 +625,114 @@ fn a_gcs_pull_of_files_another_tool_wrote_sends_one_media_request_each(backend: 
     }
 }
 
+/// The clone's record of what it read of the remote (and what the
+/// server enforces): `.swamp/state/remote-seen-<hash>.json`.
+fn remote_seen(repo: &Repo) -> std::path::PathBuf {
+    fn find(dir: &std::path::Path) -> Option<std::path::PathBuf> {
+        for e in std::fs::read_dir(dir).ok()?.flatten() {
+            let p = e.path();
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name.starts_with("remote-seen-") && name.ends_with(".json") {
+                return Some(p);
+            }
+            if e.file_type().is_ok_and(|t| t.is_dir())
+                && let Some(found) = find(&p)
+            {
+                return Some(found);
+            }
+        }
+        None
+    }
+    find(&repo.root)
+        .or_else(|| find(&repo.home))
+        .expect("a remote-seen record")
+}
+
+/// fake-gcs-server ignores `ifGenerationMatch` on delete and copy; real
+/// GCS enforces it. A writer's first run finds out with a probe (scratch
+/// objects under the namespace's `.swamp/`, removed after), kept in the
+/// clone's state, so later runs do not probe again; here it finds neither
+/// enforced: the plan says each delete and copy reads the object's version
+/// first (and counts those reads), and `doctor` says so. Told instead that
+/// the server enforces both (what a probe of real GCS records), a
+/// conditional delete is the one request carrying the condition, with no
+/// metadata read first.
+fn gcs_preconditions_are_probed_once_per_remote_and_relied_on_only_where_enforced(
+    backend: Backend,
+) {
+    let (bucket, proxy) = Bucket::behind_proxy(backend);
+    let a = Repo::init(&bucket, Some("lab"));
+    for name in ["m/x", "m/y", "m/z"] {
+        a.put(name, &format!("{name}\n"));
+    }
+    a.run(&["datastore", "sync", "--push", "-y"]).expect(0);
+    let probe = |from: usize| {
+        proxy.seen()[from..]
+            .iter()
+            .filter(|s| s.target.contains("probe-"))
+            .count()
+    };
+    // (Uploads name their object in the body; deletes and copies in the URL.)
+    assert!(probe(0) >= 3, "a first writer's run probes the server");
+    assert!(
+        bucket.contents().keys().all(|k| !k.contains("probe-")),
+        "the probe's objects are removed"
+    );
+    let record: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(remote_seen(&a)).unwrap()).unwrap();
+    assert_eq!(record["enforced"]["delete"], false, "{record}");
+    assert_eq!(record["enforced"]["copy"], false, "{record}");
+    let doctor = a.run(&["doctor", "datastores"]);
+    assert!(
+        doctor.stdout.contains("does not enforce preconditions"),
+        "{}",
+        doctor.stdout
+    );
+
+    // Not enforced: a delete reads the version first, as the plan says.
+    std::fs::remove_file(a.cache().join("lab/data/m/x/1/raw")).ok();
+    a.run(&["data", "rm", "m/x"]).expect(0);
+    let before = proxy.seen().len();
+    let plan = a.json(&["--json", "plan", "--scope", "sync"], 0);
+    assert_eq!(
+        plan["remote"]["prechecked"],
+        serde_json::json!(["delete", "copy"]),
+        "{plan}"
+    );
+    let applied = a.json(&["--json", "datastore", "sync", "--push", "-y"], 0);
+    assert_eq!(probe(before), 0, "probed once per remote id");
+    let sent = &applied["applied"]["requests_sent"];
+    let estimated = &applied["plan"]["summary"]["requests"];
+    for class in ["get", "put", "copy", "delete", "head"] {
+        assert_eq!(sent[class], estimated[class], "{class}: {applied}");
+    }
+    assert!(sent["head"].as_u64().unwrap() > 0, "{applied}");
+
+    // Enforced (as real GCS records): no read before the delete.
+    let mut record = record;
+    record["enforced"]["delete"] = true.into();
+    record["enforced"]["copy"] = true.into();
+    std::fs::write(remote_seen(&a), record.to_string()).unwrap();
+    a.run(&["data", "rm", "m/y"]).expect(0);
+    let plan = a.json(&["--json", "plan", "--scope", "sync"], 0);
+    assert!(plan["remote"].get("prechecked").is_none(), "{plan}");
+    let before = proxy.seen().len();
+    let applied = a.json(&["--json", "datastore", "sync", "--push", "-y"], 0);
+    let on_y: Vec<String> = proxy.seen()[before..]
+        .iter()
+        .filter(|s| s.target.contains("%2Fy%2F") || s.target.contains("/y/"))
+        .map(|s| format!("{} [{}]", s.line(), s.class()))
+        .collect();
+    assert!(
+        on_y.iter().all(|l| !l.ends_with("[head]")),
+        "no metadata read of the object deleted: {on_y:#?}"
+    );
+    let sent = &applied["applied"]["requests_sent"];
+    assert_eq!(sent["head"], 0, "{applied}");
+    assert_eq!(sent, &applied["plan"]["summary"]["requests"], "{applied}");
+    assert!(bucket.get("swamp/lab/data/m/y/1/raw").is_none());
+}
+
 /// The sha256 of a file, streamed (a 6 GiB file is never held whole).
 fn sha256_of_file(path: &std::path::Path) -> String {
     use sha2::Digest;
@@ -696,6 +804,13 @@ mod gcs_reads {
     #[test]
     fn a_large_gzip_encoded_gcs_object_arrives_decoded_checked_and_stays_converged() {
         super::a_large_gzip_encoded_gcs_object_arrives_decoded_checked_and_stays_converged(
+            super::Backend::Gcs,
+        )
+    }
+
+    #[test]
+    fn gcs_preconditions_are_probed_once_per_remote_and_relied_on_only_where_enforced() {
+        super::gcs_preconditions_are_probed_once_per_remote_and_relied_on_only_where_enforced(
             super::Backend::Gcs,
         )
     }

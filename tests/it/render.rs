@@ -53,6 +53,7 @@ fn plan(actions: Vec<Action>, conflicts: Vec<swamp::plan::Conflict>) -> Plan {
             key_prefix: "repos/homelab/".into(),
             objects: 12,
             batch_delete: false,
+            prechecked: Vec::new(),
             conflict_policy: ConflictPolicy::Fail,
             forced: false,
             forced_delete_local: false,

@@ -928,6 +928,10 @@ fn a_sync_plan_document_matches_the_schema() {
             key_prefix: "repos/homelab/".into(),
             objects: 2500,
             batch_delete: true,
+            prechecked: vec![
+                swamp::store::enforced::Prechecked::Delete,
+                swamp::store::enforced::Prechecked::Copy,
+            ],
             conflict_policy: ConflictPolicy::KeepBoth,
             forced: false,
             forced_delete_local: false,
