@@ -18,13 +18,37 @@ pub fn is_swamp_temp(name: &str) -> bool {
     name.starts_with(TEMP_PREFIX)
 }
 
-/// A new temp file in `dir`, named [`TEMP_PREFIX`]`<pid>-<random>`: the
-/// writer's pid lets a later run tell a temp file a killed process left
-/// from one a live process is still writing.
+/// A new temp file in `dir`, named [`TEMP_PREFIX`]`<owner>-<random>`
+/// ([`temp_owner`]): the writer's pid and PID namespace let a later run
+/// tell a temp file a killed process left from one a live process is
+/// still writing.
 pub fn temp_file_in(dir: &Path) -> io::Result<tempfile::NamedTempFile> {
     tempfile::Builder::new()
-        .prefix(&format!("{TEMP_PREFIX}{}-", std::process::id()))
+        .prefix(&format!("{TEMP_PREFIX}{}-", temp_owner()))
         .tempfile_in(dir)
+}
+
+/// This process in a temp file's name: `<pid>.<pid namespace>` (just
+/// `<pid>` where the namespace cannot be read). A pid alone names a
+/// different process in each PID namespace (containers sharing a volume),
+/// so only a name from this namespace can show its writer gone.
+pub fn temp_owner() -> &'static str {
+    static OWNER: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    OWNER.get_or_init(|| match pid_namespace() {
+        Some(ns) => format!("{}.{ns}", std::process::id()),
+        None => std::process::id().to_string(),
+    })
+}
+
+/// This process's PID namespace (`/proc/self/ns/pid` reads
+/// `pid:[4026531836]`), read once.
+pub fn pid_namespace() -> Option<u64> {
+    static NS: std::sync::OnceLock<Option<u64>> = std::sync::OnceLock::new();
+    *NS.get_or_init(|| {
+        let link = std::fs::read_link("/proc/self/ns/pid").ok()?;
+        let text = link.to_str()?;
+        text.strip_prefix("pid:[")?.strip_suffix(']')?.parse().ok()
+    })
 }
 
 /// Removes the swamp temp files in `dir` whose writer is gone (best
@@ -42,20 +66,36 @@ pub fn sweep_dead_temps(dir: &Path) {
     }
 }
 
-/// True when the temp file `name` names its writer's pid and no process
-/// with that pid exists on this machine: its writer died (`kill -9`, a
-/// crash) and it will never be renamed into place. A live pid (possibly
-/// reused), our own, or a name without one says nothing: age decides.
+/// True when the temp file `name` names its writer ([`temp_owner`]) in
+/// this PID namespace and no process with that pid exists: its writer
+/// died (`kill -9`, a crash) and it will never be renamed into place. A
+/// live pid (possibly reused), our own, another namespace's (or one that
+/// cannot be compared), or a name without a pid says nothing: age
+/// decides. (A pid with no namespace is an older swamp's name, judged by
+/// the pid alone as it was then.)
 pub fn temp_writer_gone(name: &str) -> bool {
-    let Some(pid) = name
+    let Some(owner) = name
         .strip_prefix(TEMP_PREFIX)
         .and_then(|rest| rest.split_once('-'))
-        .and_then(|(pid, _)| pid.parse::<i32>().ok())
-        .filter(|&pid| pid > 0 && pid as u32 != std::process::id())
+        .map(|(owner, _)| owner)
     else {
         return false;
     };
-    process_gone(pid)
+    let (pid, ns) = match owner.split_once('.') {
+        Some((pid, ns)) => (pid, Some(ns)),
+        None => (owner, None),
+    };
+    let Some(pid) = pid.parse::<i32>().ok().filter(|&p| p > 0) else {
+        return false;
+    };
+    let here = match ns {
+        Some(ns) => match (ns.parse::<u64>().ok(), pid_namespace()) {
+            (Some(theirs), Some(ours)) if theirs == ours => true,
+            _ => return false,
+        },
+        None => true,
+    };
+    here && pid as u32 != std::process::id() && process_gone(pid)
 }
 
 /// Opens `path` (created if missing) and holds an exclusive `flock` on
@@ -452,13 +492,22 @@ mod tests {
             .unwrap()
             .to_string();
         assert!(
-            name.starts_with(&format!("{TEMP_PREFIX}{}-", std::process::id())),
+            name.starts_with(&format!("{TEMP_PREFIX}{}-", temp_owner())),
             "{name}"
         );
         assert!(!temp_writer_gone(&name), "our own temp file is in use");
         let mut child = std::process::Command::new("true").spawn().unwrap();
         let dead = child.id();
         child.wait().unwrap();
+        let ns = pid_namespace().expect("a PID namespace on Linux");
+        assert!(temp_writer_gone(&format!("{TEMP_PREFIX}{dead}.{ns}-abc")));
+        // The same pid in another PID namespace may be alive there.
+        assert!(!temp_writer_gone(&format!(
+            "{TEMP_PREFIX}{dead}.{}-abc",
+            ns + 1
+        )));
+        assert!(!temp_writer_gone(&format!("{TEMP_PREFIX}{dead}.x-abc")));
+        // An older swamp's name: the pid alone, as then.
         assert!(temp_writer_gone(&format!("{TEMP_PREFIX}{dead}-abc")));
         // pid 1 is alive; names without a pid (older swamp) say nothing.
         assert!(!temp_writer_gone(&format!("{TEMP_PREFIX}1-abc")));

@@ -941,7 +941,7 @@ fn temp_beside(file: &Path, what: &str) -> PathBuf {
     file.with_file_name(format!(
         "{}{}-{what}-{:x}",
         fsutil::TEMP_PREFIX,
-        std::process::id(),
+        fsutil::temp_owner(),
         NEXT.fetch_add(1, Ordering::Relaxed)
     ))
 }

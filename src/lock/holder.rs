@@ -33,7 +33,7 @@ impl Whereabouts {
         static HERE: std::sync::OnceLock<Whereabouts> = std::sync::OnceLock::new();
         HERE.get_or_init(|| Whereabouts {
             boot_id: boot_id(),
-            pid_ns: pid_namespace(),
+            pid_ns: crate::fsutil::pid_namespace(),
             started: start_ticks("self"),
         })
         .clone()
@@ -72,13 +72,6 @@ fn boot_id() -> Option<String> {
     let id = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
     let id = id.trim();
     (!id.is_empty()).then(|| id.to_string())
-}
-
-/// `pid:[4026531836]` → 4026531836.
-fn pid_namespace() -> Option<u64> {
-    let link = std::fs::read_link("/proc/self/ns/pid").ok()?;
-    let text = link.to_str()?;
-    text.strip_prefix("pid:[")?.strip_suffix(']')?.parse().ok()
 }
 
 /// Field 22 of `/proc/<pid>/stat`, counted after the command name (which
