@@ -788,17 +788,7 @@ pub(super) async fn download(
         (None, true) => temp_beside(&file, "stage"),
         (None, false) => file.clone(),
     };
-    let served = expect.served();
-    let known = crate::store::ObjectMeta {
-        key: remote.key(path),
-        size: *size,
-        version: version.to_string(),
-        sha256: sha256.map(|s| s.hex()),
-        modified: None,
-        md5: served.and_then(|s| s.md5),
-        crc32c: served.and_then(|s| s.crc32c),
-        content_encoded: served.is_some_and(|s| s.gzip),
-    };
+    let known = expect.object(remote.key(path), *size, version.to_string());
     let durability = if stage {
         Durability::Deferred
     } else {

@@ -31,6 +31,44 @@ pub(crate) fn unhydrated(
     Ok(SyncBase::load(&layout.sync_base_path(&placement), &url)?.unhydrated)
 }
 
+/// Reads what `paths` (those recorded as in the remote only) need into
+/// this clone's partial downloads, taking no lock of the cache: see
+/// `store::resume::prefetch`. Reads of different names so download side
+/// by side; [`fetch`], under the lock, then checks and lands them. Best
+/// effort: what fails here, `fetch` reads again and reports.
+pub(crate) fn prefetch(layout: &Layout, config: &Config, paths: &[TierPath]) {
+    let placement = config.target();
+    if !placement.datastore.is_remote() {
+        return;
+    }
+    let (Ok(target), Ok(base)) = (
+        RemoteTarget::open(&placement),
+        SyncBase::load(
+            &layout.sync_base_path(&placement),
+            &Layout::remote_url(&placement),
+        ),
+    ) else {
+        return;
+    };
+    let objects: Vec<_> = paths
+        .iter()
+        .filter_map(|p| {
+            let u = base.unhydrated.get(p)?;
+            let expect = Expect::of(u.sha256.as_deref().copied(), u.served.as_deref());
+            Some(expect.object(target.key(p), u.size, u.version.to_string()))
+        })
+        .collect();
+    let dir = layout.partial_dir();
+    let reads = objects
+        .iter()
+        .map(|o| crate::store::resume::prefetch(target.store.as_ref(), o, &dir));
+    for read in crate::store::runtime().block_on(futures_util::future::join_all(reads)) {
+        if let Err(e) = read {
+            tracing::debug!(target: "swamp::engine", error = %e, "reading ahead of the cache's lock failed");
+        }
+    }
+}
+
 /// Fetches `paths` (those of them still recorded as in the remote only)
 /// into the cache, as a pull of exactly those files would.
 pub(crate) fn fetch(

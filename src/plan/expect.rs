@@ -45,6 +45,22 @@ impl Expect {
         }
     }
 
+    /// The object a download of `key` at `version` reads, as the plan
+    /// knows it: what the store checks the bytes against.
+    pub fn object(&self, key: String, size: u64, version: String) -> crate::store::ObjectMeta {
+        let served = self.served();
+        crate::store::ObjectMeta {
+            key,
+            size,
+            version,
+            sha256: self.sha256().map(|s| s.hex()),
+            modified: None,
+            md5: served.and_then(|s| s.md5),
+            crc32c: served.and_then(|s| s.crc32c),
+            content_encoded: served.is_some_and(|s| s.gzip),
+        }
+    }
+
     /// The server's hashes, when they are the check.
     pub fn served(&self) -> Option<&Served> {
         match self {

@@ -269,30 +269,7 @@ pub async fn get_resumable(
     dir: &Path,
     dest: &Path,
 ) -> Result<Option<ObjectMeta>, StoreError> {
-    std::fs::create_dir_all(dir).map_err(|e| StoreError::io(dir, e))?;
-    // One process at a time per key: two downloads of one object (two
-    // `data get`, or one during a hydrating pull) would otherwise append
-    // to, truncate and rename one partial file between them.
-    let (locked, key_hash) = (
-        dir.to_path_buf(),
-        partial_name(&known.key, &known.version)[..16].to_string(),
-    );
-    let _held = tokio::task::spawn_blocking(move || lock_partials(&locked, &key_hash))
-        .await
-        .map_err(|e| StoreError::task("waiting for a partial download", e))??;
-    for stale in other_partials(dir, &known.key, &known.version) {
-        let _ = std::fs::remove_file(stale);
-    }
-    let partial = dir.join(partial_name(&known.key, &known.version));
-    // A link or directory under the name is not ours to continue.
-    if let Ok(m) = std::fs::symlink_metadata(&partial)
-        && !m.file_type().is_file()
-    {
-        return Err(StoreError::io(
-            &partial,
-            std::io::Error::other("not a plain file; remove it"),
-        ));
-    }
+    let (_held, partial) = take_partial(known, dir).await?;
     // Resumed at most once from what is there; a whole file that fails
     // its check is read again from byte 0, once.
     let mut expected = known.sha256.clone();
@@ -311,6 +288,58 @@ pub async fn get_resumable(
         // attempt; either way the caller may read the object whole.
         Attempt::Whole | Attempt::Afresh => None,
     })
+}
+
+/// Reads `known` (a [`resumable`] object) onto `dir`'s partial file
+/// ahead of the download that lands it: a `data get` does this outside
+/// the cache's lock, so reads of different names do not wait on each
+/// other's transfers; the download under the lock ([`get_resumable`])
+/// then finds the file whole, checks it and renames it. Where it cannot
+/// be resumed, this reads nothing and the download reads it whole.
+pub async fn prefetch(store: &dyn Store, known: &ObjectMeta, dir: &Path) -> Result<(), StoreError> {
+    if !resumable(known) {
+        return Ok(());
+    }
+    let (_held, partial) = take_partial(known, dir).await?;
+    let at = Partial {
+        store,
+        known,
+        path: &partial,
+    };
+    at.fill(&mut known.sha256.clone()).await
+}
+
+/// The partial file of `known` in `dir`, held by this process alone (the
+/// lock goes with the returned file): two downloads of one object (two
+/// `data get`, or one during a hydrating pull) would otherwise append to,
+/// truncate and rename one partial file between them. Partials of its
+/// other versions are removed.
+async fn take_partial(
+    known: &ObjectMeta,
+    dir: &Path,
+) -> Result<(std::fs::File, PathBuf), StoreError> {
+    std::fs::create_dir_all(dir).map_err(|e| StoreError::io(dir, e))?;
+    let (locked, key_hash) = (
+        dir.to_path_buf(),
+        partial_name(&known.key, &known.version)[..16].to_string(),
+    );
+    let held = tokio::task::spawn_blocking(move || lock_partials(&locked, &key_hash))
+        .await
+        .map_err(|e| StoreError::task("waiting for a partial download", e))??;
+    for stale in other_partials(dir, &known.key, &known.version) {
+        let _ = std::fs::remove_file(stale);
+    }
+    let partial = dir.join(partial_name(&known.key, &known.version));
+    // A link or directory under the name is not ours to continue.
+    if let Ok(m) = std::fs::symlink_metadata(&partial)
+        && !m.file_type().is_file()
+    {
+        return Err(StoreError::io(
+            &partial,
+            std::io::Error::other("not a plain file; remove it"),
+        ));
+    }
+    Ok((held, partial))
 }
 
 /// What one attempt at a partial download came to.
@@ -339,6 +368,24 @@ struct Partial<'a> {
 }
 
 impl Partial<'_> {
+    /// Reads the rest of the object onto the partial file and makes it
+    /// durable, leaving the check and the rename to [`Partial::attempt`].
+    async fn fill(&self, expected: &mut Option<String>) -> Result<(), StoreError> {
+        use tokio::io::AsyncWriteExt;
+        let (mut file, mut at, mut hasher) = {
+            let partial = self.path.to_path_buf();
+            let size = self.known.size;
+            tokio::task::spawn_blocking(move || open_partial(&partial, size, false))
+                .await
+                .map_err(|e| StoreError::task("reading a partial download", e))??
+        };
+        self.read_rest(&mut file, &mut at, &mut hasher, expected)
+            .await?;
+        let io = |e| StoreError::io(self.path, e);
+        file.flush().await.map_err(io)?;
+        file.sync_all().await.map_err(io)
+    }
+
     /// Reads the rest of the object onto the partial file (all of it when
     /// `fresh`), checks it whole and renames it to `dest`.
     async fn attempt(

@@ -1370,3 +1370,57 @@ fn concurrent_reads_of_one_lazy_version_and_a_hydrating_pull_all_get_it_whole() 
     assert!(cached == body, "the cache file is whole");
     b.run(&["plan", "--detailed-exitcode"]).expect(0);
 }
+
+/// Two `data get` of different large lazy versions: the cache's lock is
+/// held only while each lands, not through its transfer, so a read whose
+/// download is slow keeps no other read waiting.
+#[test]
+fn a_slow_lazy_read_keeps_no_read_of_another_name_waiting() {
+    use crate::support::faults::{Fault, Rule};
+    let (bucket, proxy) = Bucket::behind_proxy(Backend::S3);
+    let a = Repo::init(&bucket, Some("team"));
+    for (name, fill) in [("slow", b'a'), ("fast", b'b')] {
+        std::fs::write(a.root.join(name), vec![fill; 17 << 20]).unwrap();
+        a.run_ok(&["data", "put", &format!("m/{name}"), "--file", name]);
+    }
+    a.run_ok(&["datastore", "sync", "--push", "-y"]);
+    let b = lazy_clone_of(&a);
+    // The slow version's answers are held this long; the fast read must
+    // reach the server well inside it.
+    let held = std::time::Duration::from_secs(10);
+    proxy.rule(
+        Rule::new(Fault::Delay(held))
+            .method("GET")
+            .target("m/slow/")
+            .times(1),
+    );
+    let slow = b.spawn(&["--lock-timeout", "120", "data", "get", "m/slow"], &[]);
+    // Until the slow read's transfer has started.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while proxy.fired() == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the slow read never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let fast = b.run(&["--lock-timeout", "120", "data", "get", "m/fast"]);
+    fast.expect(0);
+    assert!(fast.stdout.len() == 17 << 20 && fast.stdout.bytes().all(|c| c == b'b'));
+    let seen = proxy.seen();
+    let slow_at = seen.iter().find(|s| s.fault.is_some()).unwrap().at;
+    let fast_at = seen
+        .iter()
+        .find(|s| s.method == "GET" && s.target.contains("m/fast/"))
+        .expect("the fast read's GET")
+        .at;
+    assert!(
+        fast_at < slow_at + held,
+        "the fast read waited for the slow one's transfer: it reached the server {:?} after it",
+        fast_at - slow_at
+    );
+    let slow = crate::support::bucket::finish(slow);
+    slow.expect(0);
+    assert!(slow.stdout.len() == 17 << 20 && slow.stdout.bytes().all(|c| c == b'a'));
+    b.run(&["plan", "--detailed-exitcode"]).expect(0);
+}

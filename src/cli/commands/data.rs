@@ -37,8 +37,11 @@ fn remote_versions(repo: &Repo) -> Result<Vec<remote_only::RemoteVersion>, CliEr
 
 /// Fetches `path` into the cache, under the cache's lock: two `data get`
 /// of one lazy version (or one during a hydrating pull) take turns, and
-/// the second finds it fetched already.
+/// the second finds it fetched already. A large version is read ahead,
+/// outside the lock, so reads of different names wait on each other
+/// only while each lands.
 fn hydrate(ctx: &Ctx, repo: &Repo, path: crate::layout::TierPath) -> Result<(), CliError> {
+    crate::engine::hydrate::prefetch(&repo.layout, &repo.config, std::slice::from_ref(&path));
     let locks = Locks::take_local(ctx, &repo.layout, &repo.config, "data get")?;
     let fetched = crate::engine::hydrate::fetch(
         &repo.root,
