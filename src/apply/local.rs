@@ -114,12 +114,32 @@ impl Run<'_> {
 
     /// Clears a swamp temp file whose writer is gone.
     pub(super) fn remove_temp(&mut self, action: &RemoveTemp) -> Result<(), StopCause> {
-        let RemoveTemp { path, source, .. } = action;
+        let RemoveTemp {
+            path,
+            source,
+            remote,
+            ..
+        } = action;
+        if *remote {
+            return self.remove_remote_temp(path);
+        }
         let root = match source {
             None => &self.plan.target.dir,
             Some(i) => &self.plan.sources[*i].dir,
         };
         moves::remove_temp(root, path)?;
+        self.report.temps_removed += 1;
+        Ok(())
+    }
+
+    /// Removes a temp file an interrupted write left in the remote
+    /// datastore (a directory bucket), if still untouched for a day.
+    fn remove_remote_temp(&mut self, path: &crate::layout::TierPath) -> Result<(), StopCause> {
+        let (Some(remote), Some(rt)) = (self.remote, self.rt) else {
+            return Ok(());
+        };
+        let key = remote.key(path);
+        rt.block_on(remote.store.remove_temp(&key, crate::store::TEMP_MAX_AGE))?;
         self.report.temps_removed += 1;
         Ok(())
     }

@@ -341,7 +341,7 @@ impl Check for LeftoversCheck {
                     dir.display()
                 ));
                 fixes.push(format!(
-                    "once no swamp writes there: `find {} -name '{}*' -delete`",
+                    "`swamp datastore sync` removes those under the namespace untouched for a day (a writer on any machine sharing the directory would have touched it); others, once no swamp writes there: `find {} -name '{}*' -delete`",
                     dir.display(),
                     crate::fsutil::TEMP_PREFIX
                 ));

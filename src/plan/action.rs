@@ -182,6 +182,11 @@ pub struct RemoveTemp {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<usize>,
     pub size: u64,
+    /// In the remote datastore (a directory bucket), not the cache:
+    /// untouched for [`crate::store::TEMP_MAX_AGE`], so no writer on any
+    /// machine sharing the directory still writes it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub remote: bool,
 }
 
 /// Remove a partial download no plan will continue (see
@@ -442,8 +447,8 @@ impl Action {
             | Action::PublishSentinel(_)
             | Action::AbortUpload(_) => true,
             Action::PruneTrash(PruneTrash { remote_objects, .. }) => *remote_objects > 0,
-            Action::RemoveTemp(_)
-            | Action::RemovePartial(_)
+            Action::RemoveTemp(RemoveTemp { remote, .. }) => *remote,
+            Action::RemovePartial(_)
             | Action::RelocateTrash(_)
             | Action::MirrorConfig(_)
             | Action::Move(_)
@@ -552,6 +557,9 @@ impl Action {
             Action::MirrorConfig(MirrorConfig { local: None, .. }) => "new in the repository",
             Action::MirrorConfig(_) => "changed in the repository",
             Action::PublishSentinel(_) => "last, once every config object is verified",
+            Action::RemoveTemp(RemoveTemp { remote: true, .. }) => {
+                "left in the datastore by an interrupted write, untouched for a day"
+            }
             Action::RemoveTemp(_) => "left by an interrupted write",
             Action::RemovePartial(RemovePartial {
                 why: PartialWhy::Unwanted,

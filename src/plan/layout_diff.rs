@@ -116,6 +116,7 @@ fn stale_temps(target: &PlacementState, sources: &[PlacementState], actions: &mu
                 path: t.path.clone(),
                 source,
                 size: t.size,
+                remote: false,
             }));
         }
     }

@@ -2,7 +2,7 @@
 //! downloads continue where an earlier run stopped, and which recorded
 //! uploads are aborted instead (see [`crate::store::resume`]).
 
-use crate::plan::action::{AbortUpload, Download, PartialWhy, RemovePartial, Upload};
+use crate::plan::action::{AbortUpload, Download, PartialWhy, RemovePartial, RemoveTemp, Upload};
 use serde::{Deserialize, Serialize};
 
 use super::{AbortWhy, Action, Plan};
@@ -95,7 +95,10 @@ pub fn add(plan: &mut Plan, snapshot: &RemoteSnapshot, now: u64, uploads: bool) 
             why,
         }));
     }
-    let removals = unwanted_partials(plan, snapshot);
+    let mut removals = unwanted_partials(plan, snapshot);
+    if uploads {
+        removals.extend(remote_temps(snapshot));
+    }
     for a in &plan.actions {
         if let Action::Download(Download {
             path,
@@ -122,6 +125,26 @@ pub fn add(plan: &mut Plan, snapshot: &RemoteSnapshot, now: u64, uploads: bool) 
     plan.resumes = resumes;
     plan.actions
         .splice(0..0, removals.into_iter().chain(aborts));
+}
+
+/// Temp files an interrupted write left in a directory store, untouched
+/// for a day (see [`crate::store::TEMP_MAX_AGE`]), under one of the
+/// namespace's tiers (others, `doctor` reports).
+fn remote_temps(snapshot: &RemoteSnapshot) -> Vec<Action> {
+    snapshot
+        .interrupted
+        .temps
+        .iter()
+        .filter_map(|t| {
+            let path = TierPath::parse(t.key.strip_prefix(&snapshot.key_prefix)?).ok()?;
+            Some(Action::RemoveTemp(RemoveTemp {
+                path,
+                source: None,
+                size: t.size,
+                remote: true,
+            }))
+        })
+        .collect()
 }
 
 /// The cache's partial downloads no plan would continue: untouched for a

@@ -118,6 +118,8 @@ struct Tally {
     pruned_objects: u64,
     /// Delete records and notes removed.
     records_pruned: u64,
+    /// Temp files removed from a directory bucket.
+    remote_temps: u64,
 }
 
 impl Tally {
@@ -181,7 +183,10 @@ impl Tally {
                 s.delete_source_remote += objects.len();
             }
             Action::MirrorConfig(_) => s.mirror_config += 1,
-            Action::RemoveTemp(_) => s.remove_temp += 1,
+            Action::RemoveTemp(RemoveTemp { remote, .. }) => {
+                s.remove_temp += 1;
+                self.remote_temps += u64::from(*remote);
+            }
             Action::RemovePartial(_) => s.remove_partial += 1,
             Action::AbortUpload(_) => s.abort_upload += 1,
             Action::RelocateTrash(RelocateTrash { applies, .. }) => {
@@ -266,7 +271,7 @@ impl Tally {
         // A delete record or a note: one PUT each, and a DELETE per
         // record or note removed.
         requests.put += (s.record_deletes + s.note_progress) as u64;
-        requests.delete += self.records_pruned;
+        requests.delete += self.records_pruned + self.remote_temps;
         // A conditional delete or copy the server is not known to enforce
         // reads the object's version first (GCS until a probe shows it
         // does; fake-gcs-server never does).

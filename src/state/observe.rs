@@ -146,6 +146,16 @@ fn finish_snapshot(
     // clone has passed the other clones' (see `deliberate`).
     deliberate_deletes(layout, desired, target, snapshot, rt)?;
     snapshot.interrupted = super::remote::Interrupted::read(layout, &target.placement);
+    let now = crate::clock::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64);
+    let aged = now - crate::store::TEMP_MAX_AGE.as_secs() as i64;
+    snapshot.interrupted.temps = target
+        .store
+        .temps_listed()
+        .into_iter()
+        .filter(|t| t.modified < aged && t.key.starts_with(&snapshot.key_prefix))
+        .collect();
     Ok(())
 }
 

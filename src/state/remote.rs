@@ -124,11 +124,16 @@ pub struct Interrupted {
     /// [`crate::store::resume::PARTIAL_MAX_AGE_SECS`] when observed.
     #[serde(default, skip_serializing_if = "std::collections::BTreeSet::is_empty")]
     pub aged: std::collections::BTreeSet<String>,
+    /// Temp files an interrupted write left in a directory store under
+    /// the namespace, untouched for [`crate::store::TEMP_MAX_AGE`] when
+    /// listed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub temps: Vec<crate::store::TempObject>,
 }
 
 impl Interrupted {
     pub fn is_empty(&self) -> bool {
-        self.uploads.is_empty() && self.partials.is_empty()
+        self.uploads.is_empty() && self.partials.is_empty() && self.temps.is_empty()
     }
 
     /// Reads the upload records of `placement` and the cache's partial
@@ -164,6 +169,8 @@ impl Interrupted {
             uploads,
             partials,
             aged,
+            // The remote's: its listing finds them (see `observe`).
+            temps: Vec::new(),
         }
     }
 }

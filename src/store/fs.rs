@@ -22,6 +22,7 @@
 use std::fs::{self, File, OpenOptions};
 
 use crate::telemetry::{Class, Request};
+use std::collections::BTreeMap;
 use std::io::{self, Read, Write};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
@@ -45,6 +46,9 @@ pub(crate) struct FsStore {
     /// Whether its operations are a datastore's requests (reported and
     /// counted), or the repository's own state (a clone's lock).
     reported: bool,
+    /// Temp files the listings walked past, by key, until taken
+    /// ([`Store::temps_listed`]).
+    temps: std::sync::Arc<std::sync::Mutex<BTreeMap<String, super::TempObject>>>,
 }
 
 impl FsStore {
@@ -52,6 +56,7 @@ impl FsStore {
         FsStore {
             root: root.to_path_buf(),
             reported: true,
+            temps: Default::default(),
         }
     }
 
@@ -266,6 +271,87 @@ impl FsStore {
         Ok(())
     }
 
+    /// Keeps a temp file the walk passed, if under `prefix`.
+    fn saw_temp(&self, entry: &walkdir::DirEntry, prefix: &str) {
+        let Some(key) = entry
+            .path()
+            .strip_prefix(&self.root)
+            .ok()
+            .and_then(|rel| rel.to_str())
+            .filter(|k| k.starts_with(prefix))
+        else {
+            return;
+        };
+        let Ok(meta) = entry.metadata() else { return };
+        let modified = meta
+            .modified()
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |d| d.as_secs() as i64);
+        let temp = super::TempObject {
+            key: key.to_string(),
+            size: meta.len(),
+            modified,
+        };
+        self.temps
+            .lock()
+            .expect("temps seen")
+            .insert(temp.key.clone(), temp);
+    }
+
+    /// Removes the temp file at `key` if it is a plain temp file untouched
+    /// for `untouched`.
+    fn remove_temp_blocking(
+        &self,
+        key: &str,
+        untouched: std::time::Duration,
+    ) -> Result<(), StoreError> {
+        check_key(key)?;
+        let (dir, name) = key.rsplit_once('/').unwrap_or(("", key));
+        if !is_swamp_temp(name) || dir.split('/').any(is_swamp_temp) {
+            return Err(StoreError::BadKey {
+                key: key.to_string(),
+                reason: "not a temp file's name".to_string(),
+            });
+        }
+        // No link on the way (the walk follows none either).
+        let mut at = self.root.clone();
+        for segment in dir.split('/').filter(|s| !s.is_empty()) {
+            at.push(segment);
+            match std::fs::symlink_metadata(&at) {
+                Ok(m) if m.file_type().is_dir() => {}
+                Ok(_) => {
+                    return Err(StoreError::Symlink {
+                        key: key.to_string(),
+                        path: at,
+                    });
+                }
+                Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+                Err(e) => return Err(StoreError::io(&at, e)),
+            }
+        }
+        let path = self.root.join(key);
+        let meta = match std::fs::symlink_metadata(&path) {
+            Ok(m) => m,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(StoreError::io(&path, e)),
+        };
+        let age = meta
+            .modified()
+            .ok()
+            .and_then(|t| crate::clock::now().duration_since(t).ok())
+            .unwrap_or_default();
+        if !meta.file_type().is_file() || age < untouched {
+            return Err(StoreError::PreconditionFailed {
+                key: key.to_string(),
+            });
+        }
+        match std::fs::remove_file(&path) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => Err(StoreError::io(&path, e)),
+            _ => Ok(()),
+        }
+    }
+
     fn list_blocking(&self, prefix: &str) -> Result<Vec<ObjectMeta>, StoreError> {
         // The deepest directory that holds every match: the prefix up to its
         // last `/` (a prefix need not end at a component boundary).
@@ -292,7 +378,11 @@ impl FsStore {
                     });
                 }
             };
-            if !entry.file_type().is_file() || is_swamp_temp(&entry.file_name().to_string_lossy()) {
+            if !entry.file_type().is_file() {
+                continue;
+            }
+            if is_swamp_temp(&entry.file_name().to_string_lossy()) {
+                self.saw_temp(&entry, prefix);
                 continue;
             }
             let rel = entry
@@ -323,7 +413,10 @@ impl FsStore {
         T: Send + 'static,
         F: FnOnce(FsStore) -> Result<T, StoreError> + Send + 'static,
     {
-        let me = FsStore::new(&self.root);
+        let me = FsStore {
+            temps: self.temps.clone(),
+            ..FsStore::new(&self.root)
+        };
         let started = std::time::Instant::now();
         let result = tokio::task::spawn_blocking(move || f(me))
             .await
@@ -472,6 +565,23 @@ impl Store for FsStore {
         let request = (Class::Delete, "delete", key);
         let (key, pre) = (key.to_string(), pre.clone());
         self.blocking(request, move |s| s.delete_blocking(&key, &pre))
+            .await
+    }
+
+    fn temps_listed(&self) -> Vec<super::TempObject> {
+        std::mem::take(&mut *self.temps.lock().expect("temps seen"))
+            .into_values()
+            .collect()
+    }
+
+    async fn remove_temp(
+        &self,
+        key: &str,
+        untouched: std::time::Duration,
+    ) -> Result<(), StoreError> {
+        let request = (Class::Delete, "remove temp", key);
+        let key = key.to_string();
+        self.blocking(request, move |s| s.remove_temp_blocking(&key, untouched))
             .await
     }
 

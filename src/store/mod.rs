@@ -97,6 +97,23 @@ impl ObjectMeta {
     }
 }
 
+/// How long a temp file in a directory store must be untouched before a
+/// plan removes it: a writer on any machine sharing the directory would
+/// have touched it since (a pid names a process on one machine only).
+pub const TEMP_MAX_AGE: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
+
+/// A temp file an interrupted write left in a directory store (an object
+/// store has none: a write there is one request, or an upload the plan
+/// aborts). Never an object: listings skip it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct TempObject {
+    /// Where it lies, as a key (its last segment a swamp temp name).
+    pub key: String,
+    pub size: u64,
+    /// Last modified, seconds since the epoch.
+    pub modified: i64,
+}
+
 /// Condition a write or delete is made on, checked by the server.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub enum Precondition {
@@ -374,6 +391,26 @@ pub trait Store: Send + Sync {
             }
         }
         self.copy(from, to, pre).await.map(|_| ())
+    }
+
+    /// The temp files the listings so far walked past, taken (each once).
+    fn temps_listed(&self) -> Vec<TempObject> {
+        Vec::new()
+    }
+
+    /// Removes the temp file at `key` if it is still a plain temp file
+    /// untouched for `untouched` (a writer on any machine sharing the
+    /// directory would have touched it since); one already gone is fine.
+    async fn remove_temp(
+        &self,
+        key: &str,
+        untouched: std::time::Duration,
+    ) -> Result<(), StoreError> {
+        let _ = untouched;
+        Err(StoreError::BadKey {
+            key: key.to_string(),
+            reason: "this store keeps no temp files".to_string(),
+        })
     }
 
     /// Whether [`Store::probe_enforcement`] has anything to find out.

@@ -83,6 +83,21 @@ impl Store for Scoped {
         self.inner.capabilities()
     }
 
+    fn temps_listed(&self) -> Vec<super::TempObject> {
+        let mut temps = self.inner.temps_listed();
+        temps.retain(|t| self.contains(&t.key));
+        temps
+    }
+
+    async fn remove_temp(
+        &self,
+        key: &str,
+        untouched: std::time::Duration,
+    ) -> Result<(), StoreError> {
+        self.check(key)?;
+        self.inner.remove_temp(key, untouched).await
+    }
+
     fn probes_enforcement(&self) -> bool {
         self.inner.probes_enforcement()
     }

@@ -547,6 +547,51 @@ fn doctor_reports_partial_downloads_and_temp_files_in_a_directory_bucket() {
     );
 }
 
+/// A push interrupted in a directory bucket leaves a temp file that no
+/// listing shows. Untouched for a day, the next sync removes it by a
+/// planned action (`remove-temp`, `remote: true`, counted as a request);
+/// a younger one, which a writer on another machine sharing the directory
+/// may still be writing, is left alone; then the plan is converged.
+#[test]
+fn a_temp_file_an_interrupted_push_left_in_a_directory_bucket_is_removed_once_a_day_old() {
+    let bucket = Bucket::new(Backend::Fs);
+    let a = Repo::init(&bucket, Some("alpha"));
+    a.write_cache("alpha/outputs/report.txt", "one\n");
+    a.run_ok(&["datastore", "sync", "-y"]);
+    let dir = bucket.fs_root().join("bucket/swamp/alpha/outputs");
+    let old = dir.join(".swamp-tmp-4242.1-abc");
+    let young = dir.join(".swamp-tmp-4243.1-def");
+    std::fs::write(&old, "half a write").unwrap();
+    std::fs::write(&young, "still writing").unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&old)
+        .unwrap()
+        .set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(2 * 86400))
+        .unwrap();
+
+    let plan = a.json(&["--json", "plan", "--scope", "sync"], 0);
+    let removals: Vec<_> = plan["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|x| x["kind"] == "remove-temp")
+        .collect();
+    assert_eq!(removals.len(), 1, "{plan:#}");
+    assert_eq!(removals[0]["path"], "outputs/.swamp-tmp-4242.1-abc");
+    assert_eq!(removals[0]["remote"], true);
+    let applied = a.json(&["--json", "datastore", "sync", "-y"], 0);
+    assert_eq!(
+        applied["applied"]["requests_sent"]["delete"],
+        applied["plan"]["summary"]["requests"]["delete"],
+        "{applied:#}"
+    );
+    assert!(!old.exists(), "the day-old temp file is removed");
+    assert!(young.exists(), "a younger one is left to its writer");
+    a.run(&["plan", "--scope", "sync", "--detailed-exitcode"])
+        .expect(0);
+}
+
 /// A server whose ListParts repeats the marker it was asked from (here, a
 /// proxy that always says "truncated, next: part 1"): the resumed push
 /// stops listing when the marker comes back, sends what it could not see

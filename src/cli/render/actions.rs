@@ -325,10 +325,16 @@ pub(super) fn remove_temp_row<'a>(
     target: &'a str,
     source_labels: &'a [String],
 ) -> Row<'a> {
-    let RemoveTemp { path, source, .. } = a;
+    let RemoveTemp {
+        path,
+        source,
+        remote,
+        ..
+    } = a;
     (
         path.as_str().into(),
         match source {
+            _ if *remote => "datastore".into(),
             None => target.into(),
             Some(i) => source_labels[*i].as_str().into(),
         },

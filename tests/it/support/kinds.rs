@@ -192,11 +192,14 @@ pub fn every_action() -> Vec<swamp::plan::Action> {
             path: tp("data/a/1/.swamp-tmp-x1"),
             source: None,
             size: 7,
+            // In a directory bucket.
+            remote: true,
         }),
         Action::RemoveTemp(RemoveTemp {
             path: tp("data/a/1/.swamp-tmp-x2"),
             source: Some(0),
             size: 0,
+            remote: false,
         }),
         Action::RemovePartial(swamp::plan::action::RemovePartial {
             name: "0123456789abcdef-fedcba9876543210.part".into(),
