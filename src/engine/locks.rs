@@ -4,6 +4,15 @@
 //! it still drains, for its whole run (planning included). What the lock
 //! reports while it waits goes to the caller's sink as [`LockEvent`]s; the
 //! engine prints nothing.
+//!
+//! One order, so no two runs each hold a lock the other waits for: this
+//! clone's own lock (in its cache's state, `$SWAMP_HOME/repos/<id>/`)
+//! first, then the placements' locks sorted by URL ([`LockTarget::all_of`],
+//! a local target's `.swamp/state/lock.json` among them like any other).
+//! The own lock is never a placement's, so it cannot also sit somewhere
+//! in the sorted run; a run that holds only it (`take_local`) waits for
+//! the placements' locks to be free ([`await_writers`]) without taking
+//! them.
 
 use std::time::Duration;
 
