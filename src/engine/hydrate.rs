@@ -114,6 +114,7 @@ pub(crate) fn fetch(
             objects: 0,
             batch_delete: false,
             prechecked: Vec::new(),
+            multipart_threshold: None,
             conflict_policy: config.sync.conflict,
             forced: false,
             forced_delete_local: false,

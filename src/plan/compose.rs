@@ -508,6 +508,7 @@ fn remote_info(
         objects: snapshot.objects,
         batch_delete: false,
         prechecked: snapshot.prechecked.clone(),
+        multipart_threshold: snapshot.multipart_threshold,
         conflict_policy: options.policy,
         forced: options.force,
         forced_delete_local: options.force && options.force_delete_local,

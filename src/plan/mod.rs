@@ -129,6 +129,10 @@ pub struct RemoteInfo {
     /// `copy`): each reads the object's version just before it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub prechecked: Vec<crate::store::enforced::Prechecked>,
+    /// Files at least this large upload in parts (S3): a request to
+    /// start, one per part, one to complete.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub multipart_threshold: Option<u64>,
     /// How conflicts were settled (`fail` leaves them blocking).
     pub conflict_policy: ConflictPolicy,
     /// Delete guards were overridden with `--force`.

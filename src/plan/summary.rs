@@ -85,6 +85,7 @@ impl Plan {
                 conflicts: self.conflicts.len(),
                 ..Summary::default()
             },
+            multipart_threshold: self.remote.as_ref().and_then(|r| r.multipart_threshold),
             ..Tally::default()
         };
         for a in &self.actions {
@@ -101,6 +102,19 @@ impl Plan {
             s.skipped_local = remote.skipped_local.len();
         }
         s.requests = tally.requests(&s, self.remote.as_ref(), self.writes_remote());
+        s.requests.put += tally.multipart_extra;
+        // A resumed multipart upload lists what the server holds and
+        // sends only the parts missing (estimated from the bytes done),
+        // with no request to start.
+        for r in &self.resumes {
+            if r.transfer == super::resume::Transfer::Upload
+                && tally.multipart_threshold.is_some_and(|t| r.size >= t)
+            {
+                let done = r.done / crate::store::multipart_part_size(r.size);
+                s.requests.list += 1;
+                s.requests.put = s.requests.put.saturating_sub(done + 1);
+            }
+        }
         // The reads planning made to show diffs.
         s.requests.get += self.diffs.iter().filter(|d| d.read_remote).count() as u64;
         s
@@ -120,6 +134,10 @@ struct Tally {
     records_pruned: u64,
     /// Temp files removed from a directory bucket.
     remote_temps: u64,
+    /// Uploads at least this large go in parts.
+    multipart_threshold: Option<u64>,
+    /// Requests beyond one per upload that multipart uploads send.
+    multipart_extra: u64,
 }
 
 impl Tally {
@@ -139,6 +157,11 @@ impl Tally {
             Action::Upload(Upload { size, remote, .. }) => {
                 s.upload += 1;
                 s.bytes_to_upload += size;
+                if self.multipart_threshold.is_some_and(|t| *size >= t) {
+                    // Start, each part, complete: one request counted.
+                    let parts = size.div_ceil(crate::store::multipart_part_size(*size));
+                    self.multipart_extra += parts + 1;
+                }
                 if matches!(remote, RemoteExpect::Version { .. }) {
                     s.trash_copies += 1;
                 }

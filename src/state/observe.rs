@@ -406,6 +406,7 @@ fn listed_with_base(
     let caps = remote.store.capabilities();
     snapshot.prechecked =
         crate::store::enforced::Prechecked::unless(caps.conditional_delete, caps.conditional_copy);
+    snapshot.multipart_threshold = remote.store.multipart_threshold();
     snapshot.base_reset = reset;
     Ok(snapshot)
 }

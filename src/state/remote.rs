@@ -86,6 +86,9 @@ pub struct RemoteSnapshot {
     /// preceded by a read of the object's version.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub prechecked: Vec<crate::store::enforced::Prechecked>,
+    /// Files at least this large upload in parts (S3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub multipart_threshold: Option<u64>,
     /// Version of `<key_prefix>.namespace.json`, when present.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub manifest: Option<String>,
@@ -565,6 +568,7 @@ pub async fn observe_remote(
         identity: None,
         base_reset: None,
         prechecked: Vec::new(),
+        multipart_threshold: None,
         manifest,
         base,
         unhydrated: BTreeMap::new(),

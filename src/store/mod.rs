@@ -393,6 +393,13 @@ pub trait Store: Send + Sync {
         self.copy(from, to, pre).await.map(|_| ())
     }
 
+    /// Files at least this large are uploaded in parts (of
+    /// [`multipart_part_size`] each): a request to start, one per part,
+    /// one to complete. `None`: every upload is one request.
+    fn multipart_threshold(&self) -> Option<u64> {
+        None
+    }
+
     /// The temp files the listings so far walked past, taken (each once).
     fn temps_listed(&self) -> Vec<TempObject> {
         Vec::new()
@@ -428,6 +435,12 @@ pub trait Store: Send + Sync {
         let _ = scratch;
         Ok(None)
     }
+}
+
+/// The part size of a multipart upload of `size` bytes (see
+/// [`Store::multipart_threshold`]).
+pub fn multipart_part_size(size: u64) -> u64 {
+    s3::part_size(size)
 }
 
 /// Opens the store behind a datastore configuration with default options.

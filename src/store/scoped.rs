@@ -83,6 +83,10 @@ impl Store for Scoped {
         self.inner.capabilities()
     }
 
+    fn multipart_threshold(&self) -> Option<u64> {
+        self.inner.multipart_threshold()
+    }
+
     fn temps_listed(&self) -> Vec<super::TempObject> {
         let mut temps = self.inner.temps_listed();
         temps.retain(|t| self.contains(&t.key));

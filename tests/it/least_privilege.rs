@@ -460,3 +460,42 @@ fn a_namespace_past_one_listing_page_splits_its_listing_and_a_small_one_never_do
         assert!(seen.len() <= 16, "{backend:?}: {seen:#?}");
     }
 }
+
+/// A file large enough to go in parts (S3: 256 MiB or more) is, in the
+/// plan's estimate, a request to start, one per part (8 MiB each) and one
+/// to complete: what the push sends and reports, as the proxy counts.
+#[test]
+fn a_multipart_push_sends_the_part_requests_its_plan_estimated() {
+    use crate::support::bucket::{Backend, Bucket};
+    let (bucket, proxy) = Bucket::behind_proxy(Backend::S3);
+    let a = Repo::init(&bucket, Some("lab"));
+    a.put("m/small", "small\n");
+    a.run(&["datastore", "sync", "--push", "-y"]).expect(0);
+    // Sparse, with bytes at both ends: 300 MiB is 38 parts of 8 MiB.
+    let big = a.cache().join("lab/files/big.bin");
+    std::fs::create_dir_all(big.parent().unwrap()).unwrap();
+    {
+        use std::io::{Seek, SeekFrom, Write};
+        let mut f = std::fs::File::create(&big).unwrap();
+        f.write_all(b"start").unwrap();
+        f.seek(SeekFrom::Start((300 << 20) - 3)).unwrap();
+        f.write_all(b"end").unwrap();
+    }
+    let from = proxy.seen().len();
+    let pushed = a.json(&["--json", "datastore", "sync", "--push", "-y"], 0);
+    let estimate = &pushed["plan"]["summary"]["requests"];
+    let reported = &pushed["applied"]["requests_sent"];
+    assert_eq!(
+        estimate["put"].as_u64().unwrap(),
+        38 + 2,
+        "start, 38 parts, complete: {estimate}"
+    );
+    let parts = proxy.seen()[from..]
+        .iter()
+        .filter(|s| s.method == "PUT" && s.target.contains("partNumber="))
+        .count();
+    assert_eq!(parts, 38);
+    for class in ["get", "put", "copy", "delete"] {
+        assert_eq!(reported[class], estimate[class], "{class}: {pushed:#}");
+    }
+}

@@ -54,6 +54,7 @@ fn plan(actions: Vec<Action>, conflicts: Vec<swamp::plan::Conflict>) -> Plan {
             objects: 12,
             batch_delete: false,
             prechecked: Vec::new(),
+            multipart_threshold: None,
             conflict_policy: ConflictPolicy::Fail,
             forced: false,
             forced_delete_local: false,

@@ -932,6 +932,7 @@ fn a_sync_plan_document_matches_the_schema() {
                 swamp::store::enforced::Prechecked::Delete,
                 swamp::store::enforced::Prechecked::Copy,
             ],
+            multipart_threshold: Some(256 << 20),
             conflict_policy: ConflictPolicy::KeepBoth,
             forced: false,
             forced_delete_local: false,
@@ -1042,7 +1043,8 @@ fn a_sync_plan_document_matches_the_schema() {
     let doc = saved.to_json();
     assert_valid(&v, &doc, "a sync plan built from the types");
     assert_eq!(doc["summary"]["upload"], 2);
-    assert_eq!(doc["summary"]["requests"]["list"], 3);
+    // Three, and the resumed multipart upload's listing of its parts.
+    assert_eq!(doc["summary"]["requests"]["list"], 4);
     assert_eq!(doc["remote"]["conflict_policy"], "keep-both");
     // And as a saved file, with the (empty) observed snapshot.
     assert_valid(

@@ -41,6 +41,7 @@ use crate::fsutil;
 mod copy;
 mod direct;
 mod multipart;
+pub(crate) use multipart::part_size;
 mod traced;
 
 /// The part size swamp's own multipart uploads use for a file of `size`
@@ -595,6 +596,10 @@ impl Store for S3Store {
     /// Observed against SeaweedFS 4.48 (`weed mini`): create-only and
     /// replace hold under 16 concurrent writers; `If-Match` on DeleteObject
     /// and `If-None-Match`/`If-Match` on CopyObject are answered with 412.
+    fn multipart_threshold(&self) -> Option<u64> {
+        Some(multipart::THRESHOLD)
+    }
+
     fn capabilities(&self) -> Capabilities {
         Capabilities {
             conditional_create: true,
