@@ -614,6 +614,7 @@ mod tests {
             identity: None,
             base_reset: None,
             prechecked: Vec::new(),
+            multipart_threshold: None,
             manifest: None,
             base: base
                 .iter()

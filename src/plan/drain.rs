@@ -279,6 +279,7 @@ mod tests {
             identity: None,
             base_reset: None,
             prechecked: Vec::new(),
+            multipart_threshold: None,
             manifest: manifest.then(|| "m1".into()),
             base: BTreeMap::new(),
             unhydrated: BTreeMap::new(),
