@@ -110,7 +110,7 @@ impl Plan {
             if r.transfer == super::resume::Transfer::Upload
                 && tally.multipart_threshold.is_some_and(|t| r.size >= t)
             {
-                let done = r.done / crate::store::multipart_part_size(r.size);
+                let done = r.done / crate::store::s3::multipart_part_size(r.size);
                 s.requests.list += 1;
                 s.requests.put = s.requests.put.saturating_sub(done + 1);
             }
@@ -159,7 +159,7 @@ impl Tally {
                 s.bytes_to_upload += size;
                 if self.multipart_threshold.is_some_and(|t| *size >= t) {
                     // Start, each part, complete: one request counted.
-                    let parts = size.div_ceil(crate::store::multipart_part_size(*size));
+                    let parts = size.div_ceil(crate::store::s3::multipart_part_size(*size));
                     self.multipart_extra += parts + 1;
                 }
                 if matches!(remote, RemoteExpect::Version { .. }) {

@@ -394,7 +394,7 @@ pub trait Store: Send + Sync {
     }
 
     /// Files at least this large are uploaded in parts (of
-    /// [`multipart_part_size`] each): a request to start, one per part,
+    /// `s3::multipart_part_size` each): a request to start, one per part,
     /// one to complete. `None`: every upload is one request.
     fn multipart_threshold(&self) -> Option<u64> {
         None
@@ -435,12 +435,6 @@ pub trait Store: Send + Sync {
         let _ = scratch;
         Ok(None)
     }
-}
-
-/// The part size of a multipart upload of `size` bytes (see
-/// [`Store::multipart_threshold`]).
-pub fn multipart_part_size(size: u64) -> u64 {
-    s3::part_size(size)
 }
 
 /// Opens the store behind a datastore configuration with default options.

@@ -41,11 +41,10 @@ use crate::fsutil;
 mod copy;
 mod direct;
 mod multipart;
-pub(crate) use multipart::part_size;
 mod traced;
 
 /// The part size swamp's own multipart uploads use for a file of `size`
-/// bytes (to recognise them by their ETag).
+/// bytes (to recognise them by their ETag, and to count their requests).
 pub(crate) fn multipart_part_size(size: u64) -> u64 {
     multipart::part_size(size)
 }

@@ -56,7 +56,7 @@ fn part_budget() -> &'static tokio::sync::Semaphore {
 
 /// The part size for a file of `size` bytes: 8 MiB, or larger (in whole
 /// MiB) when 10,000 parts of 8 MiB would not hold it.
-pub(crate) fn part_size(size: u64) -> u64 {
+pub(super) fn part_size(size: u64) -> u64 {
     let need = size.div_ceil(MAX_PARTS);
     need.max(MIN_PART).next_multiple_of(1 << 20)
 }
