@@ -342,6 +342,65 @@ async fn take_partial(
     Ok((held, partial))
 }
 
+/// How a whole partial file of an object with no sha256 (another tool's,
+/// on S3) is checked: against the ETag it was read at, the MD5 of a
+/// single-part upload or the MD5 of the parts' MD5s of a multipart one
+/// (the part sizes uploaders use tried in turn).
+enum EtagCheck {
+    Md5(crate::digest::Md5),
+    Multipart(crate::digest::MultipartEtag),
+}
+
+impl EtagCheck {
+    fn of(known: &ObjectMeta) -> Option<EtagCheck> {
+        crate::digest::Md5::from_etag(&known.version)
+            .map(EtagCheck::Md5)
+            .or_else(|| {
+                let etag = crate::digest::MultipartEtag::from_etag(&known.version)?;
+                let swamp_part = crate::store::s3::multipart_part_size(known.size);
+                (!etag.part_sizes(known.size, swamp_part).is_empty())
+                    .then_some(EtagCheck::Multipart(etag))
+            })
+    }
+
+    /// `None` when the file at `path` (of sha256 `streamed`, as it came)
+    /// is what the ETag says; else what failed, expected and found.
+    fn mismatch(
+        &self,
+        path: &Path,
+        streamed: &str,
+    ) -> Result<Option<(&'static str, String, String)>, StoreError> {
+        let io = |e| StoreError::io(path, e);
+        let (sha, algorithm, expected, found) = match self {
+            EtagCheck::Md5(md5) => {
+                let (sha, found) = crate::fsutil::sha256_md5_file(path).map_err(io)?;
+                (sha, "md5", md5.hex(), crate::digest::Md5(found).hex())
+            }
+            EtagCheck::Multipart(etag) => {
+                let size = std::fs::metadata(path).map_err(io)?.len();
+                let sizes = etag.part_sizes(size, crate::store::s3::multipart_part_size(size));
+                let (sha, parts) = crate::fsutil::sha256_and_part_md5s(path, &sizes).map_err(io)?;
+                let etags: Vec<_> = parts
+                    .iter()
+                    .map(|p| crate::digest::MultipartEtag::of_parts(p))
+                    .collect();
+                // The one that matches, else the first part size's.
+                let found = etags
+                    .iter()
+                    .find(|e| *e == etag)
+                    .or(etags.first())
+                    .map_or(String::new(), |e| e.to_string());
+                (sha, "multipart etag", etag.to_string(), found)
+            }
+        };
+        // The file must still hold the bytes that came.
+        if !hex::encode(sha).eq_ignore_ascii_case(streamed) {
+            return Ok(Some(("sha256", streamed.to_string(), hex::encode(sha))));
+        }
+        Ok((expected != found).then_some((algorithm, expected, found)))
+    }
+}
+
 /// What one attempt at a partial download came to.
 enum Attempt {
     /// Verified and renamed into place.
@@ -414,15 +473,27 @@ impl Partial<'_> {
         }
         drop(file);
         let found = hex::encode(hasher.finalize());
-        // A file already whole asked for no range: the listing vouches.
-        let expected = match expected.clone() {
-            Some(expected) if !whole => expected,
-            _ => {
-                let _ = std::fs::remove_file(self.path);
-                return Ok(Attempt::Whole);
-            }
+        if whole {
+            let _ = std::fs::remove_file(self.path);
+            return Ok(Attempt::Whole);
+        }
+        // Checked by the sha256 (the listing's, or the first answer's),
+        // else by the S3 ETag it was read at (another tool's object).
+        let mismatch = match expected.clone() {
+            Some(expected) => (!found.eq_ignore_ascii_case(&expected)).then_some((
+                "sha256",
+                expected,
+                found.clone(),
+            )),
+            None => match EtagCheck::of(self.known) {
+                Some(check) => check.mismatch(self.path, &found)?,
+                None => {
+                    let _ = std::fs::remove_file(self.path);
+                    return Ok(Attempt::Whole);
+                }
+            },
         };
-        if !found.eq_ignore_ascii_case(&expected) {
+        if let Some((algorithm, expected, found)) = mismatch {
             let _ = std::fs::remove_file(self.path);
             // What an earlier run left may be what failed: once, whole.
             if !fresh && resumed_from > 0 {
@@ -430,7 +501,7 @@ impl Partial<'_> {
             }
             return Err(StoreError::Integrity {
                 key: self.known.key.clone(),
-                algorithm: "sha256",
+                algorithm,
                 expected,
                 found,
             });
@@ -480,7 +551,11 @@ impl Partial<'_> {
         let mut breaks = 0;
         while *at < known.size {
             let body = match self.store.get_range(known, *at).await {
-                Ok(Some(ranged)) if expected.is_some() || ranged.sha256.is_some() => {
+                Ok(Some(ranged))
+                    if expected.is_some()
+                        || ranged.sha256.is_some()
+                        || EtagCheck::of(known).is_some() =>
+                {
                     *expected = expected.take().or(ranged.sha256);
                     ranged.body
                 }

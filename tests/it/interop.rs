@@ -625,6 +625,65 @@ fn a_gcs_pull_of_files_another_tool_wrote_sends_one_media_request_each(backend: 
     }
 }
 
+/// Large objects another tool wrote to S3 (no sha256 metadata; one put
+/// whole, one put in parts as `aws s3 cp` does) are read through a partial
+/// file like swamp's own: one GET each, checked against the ETag they
+/// were listed at (the MD5, or the MD5 of the parts' MD5s), never a
+/// second whole read; a body damaged on the way is refused, never
+/// written as the file, and the next run reads it again.
+fn large_objects_another_tool_wrote_to_s3_are_read_once_and_checked_by_their_etag(
+    backend: Backend,
+) {
+    let (bucket, proxy) = Bucket::behind_proxy(backend);
+    bucket.foreign_put("swamp/infra/.namespace.json", &upstream_manifest("infra"));
+    let whole = random_bytes(17 << 20);
+    bucket.foreign_put("swamp/infra/files/vm/whole.bin", &whole);
+    let mut parted = random_bytes(17 << 20);
+    parted.reverse();
+    let etag = crate::support::servers::s3().multipart_put(
+        &bucket.name,
+        "swamp/infra/files/vm/parted.bin",
+        &parted,
+        8 << 20,
+    );
+    assert!(etag.ends_with("-3"), "{etag}");
+    let repo = upstream_joined(&bucket);
+    let before = proxy.seen().len();
+    repo.run(&["datastore", "sync", "--pull", "-y"]).expect(0);
+    for name in ["whole.bin", "parted.bin"] {
+        let gets = proxy.seen()[before..]
+            .iter()
+            .filter(|s| s.method == "GET" && s.target.contains(name))
+            .count();
+        assert_eq!(gets, 1, "{name}: one read");
+    }
+    let cache = repo.cache().join("infra/files/vm");
+    assert!(std::fs::read(cache.join("whole.bin")).unwrap() == whole);
+    assert!(std::fs::read(cache.join("parted.bin")).unwrap() == parted);
+
+    // Damaged on the way: refused, nothing written; the next run reads
+    // it whole again.
+    let b = upstream_joined(&bucket);
+    proxy.rule(
+        Rule::new(Fault::Corrupt)
+            .method("GET")
+            .target("parted.bin")
+            .times(1),
+    );
+    let damaged = b.run(&["datastore", "sync", "--pull", "-y"]);
+    damaged.expect(1);
+    assert_eq!(proxy.fired(), 1, "the damaged body was sent");
+    assert!(
+        damaged.stderr.contains("multipart etag"),
+        "{}",
+        damaged.stderr
+    );
+    let landed = b.cache().join("infra/files/vm/parted.bin");
+    assert!(!landed.exists(), "nothing written as the file");
+    b.run(&["datastore", "sync", "--pull", "-y"]).expect(0);
+    assert!(std::fs::read(&landed).unwrap() == parted);
+}
+
 /// The clone's record of what it read of the remote (and what the
 /// server enforces): `.swamp/state/remote-seen-<hash>.json`.
 fn remote_seen(repo: &Repo) -> std::path::PathBuf {
@@ -835,5 +894,12 @@ mod s3_multipart_etag {
     #[test]
     fn an_aws_cli_multipart_object_is_recognised_by_its_composite_etag() {
         super::an_aws_cli_multipart_object_is_recognised_by_its_composite_etag(super::Backend::S3)
+    }
+
+    #[test]
+    fn large_objects_another_tool_wrote_to_s3_are_read_once_and_checked_by_their_etag() {
+        super::large_objects_another_tool_wrote_to_s3_are_read_once_and_checked_by_their_etag(
+            super::Backend::S3,
+        )
     }
 }
