@@ -110,7 +110,7 @@ impl Plan {
             if r.transfer == super::resume::Transfer::Upload
                 && tally.multipart_threshold.is_some_and(|t| r.size >= t)
             {
-                let done = r.done / crate::store::s3::multipart_part_size(r.size);
+                let done = r.done / crate::store::parts::part_size(r.size);
                 s.requests.list += 1;
                 s.requests.put = s.requests.put.saturating_sub(done + 1);
             }
@@ -141,6 +141,20 @@ struct Tally {
 }
 
 impl Tally {
+    fn count_upload(&mut self, Upload { size, remote, .. }: &Upload) {
+        let s = &mut self.summary;
+        s.upload += 1;
+        s.bytes_to_upload += size;
+        if self.multipart_threshold.is_some_and(|t| *size >= t) {
+            // Start, each part, complete: one request counted.
+            let parts = size.div_ceil(crate::store::parts::part_size(*size));
+            self.multipart_extra += parts + 1;
+        }
+        if matches!(remote, RemoteExpect::Version { .. }) {
+            s.trash_copies += 1;
+        }
+    }
+
     fn count(&mut self, a: &Action) {
         let s = &mut self.summary;
         match a {
@@ -154,18 +168,7 @@ impl Tally {
             }
             Action::InvalidateCatalog => s.invalidate_catalog += 1,
             Action::FinishMigration => s.finish_migration += 1,
-            Action::Upload(Upload { size, remote, .. }) => {
-                s.upload += 1;
-                s.bytes_to_upload += size;
-                if self.multipart_threshold.is_some_and(|t| *size >= t) {
-                    // Start, each part, complete: one request counted.
-                    let parts = size.div_ceil(crate::store::s3::multipart_part_size(*size));
-                    self.multipart_extra += parts + 1;
-                }
-                if matches!(remote, RemoteExpect::Version { .. }) {
-                    s.trash_copies += 1;
-                }
-            }
+            Action::Upload(u) => self.count_upload(u),
             Action::Download(Download { size, local, .. }) => {
                 s.download += 1;
                 s.bytes_to_download += size;

@@ -323,7 +323,7 @@ impl<'a> LocalDigests<'a> {
             // sync base records it then; once when it does not: that is
             // remembered, by content and ETag).
             ServerDigest::Multipart(etag) => {
-                let swamp_part = crate::store::s3::multipart_part_size(file.size);
+                let swamp_part = crate::store::parts::part_size(file.size);
                 let sizes = etag.part_sizes(file.size, swamp_part);
                 if sizes.is_empty() {
                     return false;

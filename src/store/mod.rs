@@ -30,6 +30,7 @@ mod gcs_stored;
 mod gcs_traced;
 mod landing;
 mod listing;
+pub mod parts;
 pub mod resume;
 pub(crate) mod retry;
 pub(crate) mod s3;
@@ -394,7 +395,7 @@ pub trait Store: Send + Sync {
     }
 
     /// Files at least this large are uploaded in parts (of
-    /// `s3::multipart_part_size` each): a request to start, one per part,
+    /// [`parts::part_size`] each): a request to start, one per part,
     /// one to complete. `None`: every upload is one request.
     fn multipart_threshold(&self) -> Option<u64> {
         None

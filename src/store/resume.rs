@@ -342,6 +342,15 @@ async fn take_partial(
     Ok((held, partial))
 }
 
+/// What checking a whole partial file found.
+enum Verdict {
+    /// Nothing can check it (no sha256, no usable ETag).
+    Unchecked,
+    Matches,
+    /// What failed: the check, what it expected, what it found.
+    Differs(&'static str, String, String),
+}
+
 /// How a whole partial file of an object with no sha256 (another tool's,
 /// on S3) is checked: against the ETag it was read at, the MD5 of a
 /// single-part upload or the MD5 of the parts' MD5s of a multipart one
@@ -357,7 +366,7 @@ impl EtagCheck {
             .map(EtagCheck::Md5)
             .or_else(|| {
                 let etag = crate::digest::MultipartEtag::from_etag(&known.version)?;
-                let swamp_part = crate::store::s3::multipart_part_size(known.size);
+                let swamp_part = crate::store::parts::part_size(known.size);
                 (!etag.part_sizes(known.size, swamp_part).is_empty())
                     .then_some(EtagCheck::Multipart(etag))
             })
@@ -378,7 +387,7 @@ impl EtagCheck {
             }
             EtagCheck::Multipart(etag) => {
                 let size = std::fs::metadata(path).map_err(io)?.len();
-                let sizes = etag.part_sizes(size, crate::store::s3::multipart_part_size(size));
+                let sizes = etag.part_sizes(size, crate::store::parts::part_size(size));
                 let (sha, parts) = crate::fsutil::sha256_and_part_md5s(path, &sizes).map_err(io)?;
                 let etags: Vec<_> = parts
                     .iter()
@@ -477,23 +486,12 @@ impl Partial<'_> {
             let _ = std::fs::remove_file(self.path);
             return Ok(Attempt::Whole);
         }
-        // Checked by the sha256 (the listing's, or the first answer's),
-        // else by the S3 ETag it was read at (another tool's object).
-        let mismatch = match expected.clone() {
-            Some(expected) => (!found.eq_ignore_ascii_case(&expected)).then_some((
-                "sha256",
-                expected,
-                found.clone(),
-            )),
-            None => match EtagCheck::of(self.known) {
-                Some(check) => check.mismatch(self.path, &found)?,
-                None => {
-                    let _ = std::fs::remove_file(self.path);
-                    return Ok(Attempt::Whole);
-                }
-            },
-        };
-        if let Some((algorithm, expected, found)) = mismatch {
+        let verdict = self.check(expected.as_deref(), &found)?;
+        if let Verdict::Unchecked = verdict {
+            let _ = std::fs::remove_file(self.path);
+            return Ok(Attempt::Whole);
+        }
+        if let Verdict::Differs(algorithm, expected, found) = verdict {
             let _ = std::fs::remove_file(self.path);
             // What an earlier run left may be what failed: once, whole.
             if !fresh && resumed_from > 0 {
@@ -533,6 +531,24 @@ impl Partial<'_> {
             sha256: Some(found),
             ..self.known.clone()
         }))
+    }
+
+    /// Checks the whole partial file, of sha256 `found` as it came: by the
+    /// sha256 `expected` (the listing's, or the first answer's), else by
+    /// the S3 ETag it was read at (another tool's object).
+    fn check(&self, expected: Option<&str>, found: &str) -> Result<Verdict, StoreError> {
+        let differs = match expected {
+            Some(expected) => (!found.eq_ignore_ascii_case(expected))
+                .then(|| ("sha256", expected.to_string(), found.to_string())),
+            None => match EtagCheck::of(self.known) {
+                Some(check) => check.mismatch(self.path, found)?,
+                None => return Ok(Verdict::Unchecked),
+            },
+        };
+        Ok(match differs {
+            Some((algorithm, expected, found)) => Verdict::Differs(algorithm, expected, found),
+            None => Verdict::Matches,
+        })
     }
 
     /// Reads the object from `at` to its end onto `file`, again from where

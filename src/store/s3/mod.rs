@@ -43,12 +43,6 @@ mod direct;
 mod multipart;
 mod traced;
 
-/// The part size swamp's own multipart uploads use for a file of `size`
-/// bytes (to recognise them by their ETag, and to count their requests).
-pub(crate) fn multipart_part_size(size: u64) -> u64 {
-    multipart::part_size(size)
-}
-
 /// Most keys one `DeleteObjects` request may name.
 const DELETE_BATCH: usize = 1000;
 

@@ -33,14 +33,9 @@ use crate::store::resume::{PartRecord, UploadJournal, UploadRecord};
 use crate::store::retry::with_retry;
 use crate::store::{ObjectMeta, Precondition, SHA256_METADATA, Store as _, StoreError};
 
-/// Files at least this large are uploaded in parts.
-pub(super) const THRESHOLD: u64 = 256 << 20;
-
-/// The smallest part (S3's minimum for all but the last is 5 MiB).
-const MIN_PART: u64 = 8 << 20;
-
-/// S3's limit on parts per upload.
-const MAX_PARTS: u64 = 10_000;
+#[cfg(test)]
+use crate::store::parts::MAX_PARTS;
+pub(super) use crate::store::parts::{THRESHOLD, part_size};
 
 /// Parts in flight at once, per upload.
 const CONCURRENCY: usize = 4;
@@ -52,13 +47,6 @@ const PART_BUDGET_MIB: u32 = 64;
 fn part_budget() -> &'static tokio::sync::Semaphore {
     static BUDGET: std::sync::OnceLock<tokio::sync::Semaphore> = std::sync::OnceLock::new();
     BUDGET.get_or_init(|| tokio::sync::Semaphore::new(PART_BUDGET_MIB as usize))
-}
-
-/// The part size for a file of `size` bytes: 8 MiB, or larger (in whole
-/// MiB) when 10,000 parts of 8 MiB would not hold it.
-pub(super) fn part_size(size: u64) -> u64 {
-    let need = size.div_ceil(MAX_PARTS);
-    need.max(MIN_PART).next_multiple_of(1 << 20)
 }
 
 /// The ETag S3 gives an object completed from parts with these MD5s.
