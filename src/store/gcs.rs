@@ -437,6 +437,26 @@ impl GcsStore {
         .await
     }
 
+    /// A copy of `from` to `to` in this bucket, `pre` (on the
+    /// destination) as `ifGenerationMatch`.
+    fn copy_request(
+        &self,
+        from: &str,
+        to: &str,
+        pre: &Precondition,
+    ) -> Result<CopyObjectRequest, StoreError> {
+        Ok(CopyObjectRequest {
+            source_bucket: self.bucket.clone(),
+            source_object: from.to_string(),
+            destination_bucket: self.bucket.clone(),
+            destination_object: to.to_string(),
+            if_generation_match: Self::generation_match(to, pre)?,
+            // No metadata given: GCS keeps the source's (sha256 included).
+            metadata: None,
+            ..CopyObjectRequest::default()
+        })
+    }
+
     /// A copy carrying `pre` (on the destination) as `ifGenerationMatch`,
     /// nothing checked before it.
     async fn copy_sent(
@@ -446,16 +466,7 @@ impl GcsStore {
         pre: &Precondition,
     ) -> Result<ObjectMeta, StoreError> {
         let client = self.client().await?;
-        let req = CopyObjectRequest {
-            source_bucket: self.bucket.clone(),
-            source_object: from.to_string(),
-            destination_bucket: self.bucket.clone(),
-            destination_object: to.to_string(),
-            if_generation_match: Self::generation_match(to, pre)?,
-            // No metadata given: GCS keeps the source's (sha256 included).
-            metadata: None,
-            ..CopyObjectRequest::default()
-        };
+        let req = self.copy_request(from, to, pre)?;
         with_retry(&self.options.retry, |_| async {
             client
                 .copy_object(&req)
@@ -850,17 +861,11 @@ impl Store for GcsStore {
         self.precheck(to, pre, self.enforced().copy).await?;
         let client = self.client().await?;
         let req = CopyObjectRequest {
-            source_bucket: self.bucket.clone(),
-            source_object: from.to_string(),
-            destination_bucket: self.bucket.clone(),
-            destination_object: to.to_string(),
-            if_generation_match: Self::generation_match(to, pre)?,
             // That very generation, and only while it is the live one: a
             // server that ignores the condition still copies no other.
             source_generation: generation,
             if_source_generation_match: generation,
-            metadata: None,
-            ..CopyObjectRequest::default()
+            ..self.copy_request(from, to, pre)?
         };
         with_retry(&self.options.retry, |_| async {
             client

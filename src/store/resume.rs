@@ -436,17 +436,20 @@ struct Partial<'a> {
 }
 
 impl Partial<'_> {
+    /// [`open_partial`], off the async threads.
+    async fn open(&self, fresh: bool) -> Result<(tokio::fs::File, u64, sha2::Sha256), StoreError> {
+        let partial = self.path.to_path_buf();
+        let size = self.known.size;
+        tokio::task::spawn_blocking(move || open_partial(&partial, size, fresh))
+            .await
+            .map_err(|e| StoreError::task("reading a partial download", e))?
+    }
+
     /// Reads the rest of the object onto the partial file and makes it
     /// durable, leaving the check and the rename to [`Partial::attempt`].
     async fn fill(&self, expected: &mut Option<String>) -> Result<(), StoreError> {
         use tokio::io::AsyncWriteExt;
-        let (mut file, mut at, mut hasher) = {
-            let partial = self.path.to_path_buf();
-            let size = self.known.size;
-            tokio::task::spawn_blocking(move || open_partial(&partial, size, false))
-                .await
-                .map_err(|e| StoreError::task("reading a partial download", e))??
-        };
+        let (mut file, mut at, mut hasher) = self.open(false).await?;
         self.read_rest(&mut file, &mut at, &mut hasher, expected)
             .await?;
         let io = |e| StoreError::io(self.path, e);
@@ -464,13 +467,7 @@ impl Partial<'_> {
     ) -> Result<Attempt, StoreError> {
         use sha2::Digest;
         use tokio::io::AsyncWriteExt;
-        let (mut file, mut at, mut hasher) = {
-            let partial = self.path.to_path_buf();
-            let size = self.known.size;
-            tokio::task::spawn_blocking(move || open_partial(&partial, size, fresh))
-                .await
-                .map_err(|e| StoreError::task("reading a partial download", e))??
-        };
+        let (mut file, mut at, mut hasher) = self.open(fresh).await?;
         let resumed_from = at;
         let whole = !self
             .read_rest(&mut file, &mut at, &mut hasher, expected)
