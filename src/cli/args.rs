@@ -147,7 +147,7 @@ pub(super) fn parse(args: &[OsString], color: ColorWhen) -> Result<Cli, clap::Er
     let mut command = Cli::command().color(choice);
     let matches = command
         .try_get_matches_from_mut(args)
-        .map_err(|e| with_habit_tip(e, args))?;
+        .map_err(|e| with_flag_tip(with_habit_tip(e, args), &command))?;
     Cli::from_arg_matches(&matches).map_err(|e| e.format(&mut command))
 }
 
@@ -194,6 +194,42 @@ fn with_habit_tip(mut e: clap::Error, args: &[OsString]) -> clap::Error {
         e.insert(
             ContextKind::SuggestedSubcommand,
             ContextValue::Strings(vec![(*ours).to_string()]),
+        );
+    }
+    e
+}
+
+/// An unknown `--flag` that is a typo of one the command line knows
+/// (`--yse`): that one as its tip. clap's own look-alike search misses
+/// short names with letters swapped.
+fn with_flag_tip(mut e: clap::Error, command: &clap::Command) -> clap::Error {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if e.kind() != ErrorKind::UnknownArgument || e.get(ContextKind::SuggestedArg).is_some() {
+        return e;
+    }
+    let Some(ContextValue::String(given)) = e.get(ContextKind::InvalidArg) else {
+        return e;
+    };
+    let Some(given) = given.strip_prefix("--") else {
+        return e;
+    };
+    let given = given.split_once('=').map_or(given, |(name, _)| name);
+    let mut longs = Vec::new();
+    let mut stack = vec![command];
+    while let Some(c) = stack.pop() {
+        for a in c.get_arguments() {
+            longs.extend(
+                a.get_long()
+                    .into_iter()
+                    .chain(a.get_all_aliases().into_iter().flatten()),
+            );
+        }
+        stack.extend(c.get_subcommands());
+    }
+    if let Some(m) = crate::config::did_you_mean(given, &longs) {
+        e.insert(
+            ContextKind::SuggestedArg,
+            ContextValue::String(format!("--{m}")),
         );
     }
     e

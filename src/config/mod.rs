@@ -11,6 +11,7 @@ mod spec;
 mod tier;
 
 pub use namespace::{Namespace, NamespaceError};
+pub(crate) use spec::did_you_mean;
 pub use spec::{DatastoreSpecError, parse_datastore_spec};
 pub use tier::Tier;
 
@@ -156,6 +157,13 @@ impl TryFrom<RawDatastore> for DatastoreConfig {
         }
         if let Some(endpoint) = &endpoint {
             spec::check_endpoint(endpoint).map_err(|e| format!("key `datastore.endpoint`: {e}"))?;
+        }
+        if let Some(prefix) = prefix
+            .as_deref()
+            .map(|p| p.trim_matches('/'))
+            .filter(|p| !p.is_empty())
+        {
+            spec::check_prefix(prefix).map_err(|e| format!("key `datastore.prefix`: {e}"))?;
         }
         let missing =
             |key: &str| format!("key `datastore.{key}` is required for a `{kind}` datastore");

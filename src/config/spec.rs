@@ -39,6 +39,36 @@ pub(super) fn check_endpoint(endpoint: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// Refuses a key prefix that is not a plain folder path in the bucket:
+/// a `.` or `..` segment (a prefix that would name another place once
+/// resolved, refused here rather than at the first object key), an empty
+/// one (`a//b`), or a backslash or NUL.
+pub(super) fn check_prefix(prefix: &str) -> Result<(), String> {
+    for segment in prefix.split('/') {
+        let why = match segment {
+            "" => "an empty segment (`//`)",
+            "." | ".." => "a `.` or `..` segment",
+            s if s.contains(['\\', '\0']) => "a backslash or NUL",
+            _ => continue,
+        };
+        return Err(format!(
+            "the prefix `{prefix}` has {why}: a prefix names a folder in the bucket, like `swamp` or `teams/infra`"
+        ));
+    }
+    Ok(())
+}
+
+/// The closest of `known` to `given`, when it is close enough to be a
+/// typo of it.
+pub(crate) fn did_you_mean<'a>(given: &str, known: &[&'a str]) -> Option<&'a str> {
+    known
+        .iter()
+        .map(|k| (strsim::damerau_levenshtein(given, k), *k))
+        .filter(|(d, k)| *d <= (k.len() / 3).max(1))
+        .min()
+        .map(|(_, k)| k)
+}
+
 pub fn parse_datastore_spec(spec: &str) -> Result<DatastoreConfig, DatastoreSpecError> {
     let err = |reason: &str| DatastoreSpecError {
         spec: spec.to_string(),
@@ -60,6 +90,10 @@ pub fn parse_datastore_spec(spec: &str) -> Result<DatastoreConfig, DatastoreSpec
         ("s3", rest)
     } else if let Some(rest) = spec.strip_prefix("gs://") {
         ("gs", rest)
+    } else if spec.starts_with('/') {
+        return Err(err(&format!(
+            "a path is given as a file URL: did you mean `file://{spec}`?"
+        )));
     } else {
         return Err(err(
             "expected `local`, `file:///abs/path`, `s3://bucket/prefix` or `gs://bucket/prefix`",
@@ -71,6 +105,9 @@ pub fn parse_datastore_spec(spec: &str) -> Result<DatastoreConfig, DatastoreSpec
         return Err(err("missing bucket name"));
     }
     let prefix = prefix.trim_matches('/');
+    if !prefix.is_empty() {
+        check_prefix(prefix).map_err(|e| err(&e))?;
+    }
     let prefix = (!prefix.is_empty()).then(|| prefix.to_string());
     let mut region = None;
     let mut endpoint = None;
@@ -78,6 +115,11 @@ pub fn parse_datastore_spec(spec: &str) -> Result<DatastoreConfig, DatastoreSpec
         let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
         match (scheme, k) {
             ("s3", "region") => region = Some(v.to_string()),
+            (_, "endpoint") if v.is_empty() => {
+                return Err(err(
+                    "`endpoint=` is empty: give the server's URL (like http://127.0.0.1:8333), or leave `endpoint` out for the provider's own",
+                ));
+            }
             (_, "endpoint") => {
                 check_endpoint(v).map_err(|reason| DatastoreSpecError {
                     // Never echo the secret back.
@@ -86,7 +128,18 @@ pub fn parse_datastore_spec(spec: &str) -> Result<DatastoreConfig, DatastoreSpec
                 })?;
                 endpoint = Some(v.to_string());
             }
-            _ => return Err(err(&format!("unknown parameter `{k}`"))),
+            _ => {
+                let known: &[&str] = if scheme == "s3" {
+                    &["region", "endpoint"]
+                } else {
+                    &["endpoint"]
+                };
+                let hint = match did_you_mean(k, known) {
+                    Some(m) => format!("; did you mean `{m}`?"),
+                    None => format!(" (known: {})", known.join(", ")),
+                };
+                return Err(err(&format!("unknown parameter `{k}`{hint}")));
+            }
         }
     }
     Ok(match scheme {
@@ -107,6 +160,29 @@ pub fn parse_datastore_spec(spec: &str) -> Result<DatastoreConfig, DatastoreSpec
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_prefix_that_would_resolve_elsewhere_is_a_bad_spec_with_help_for_typos() {
+        let reason = |spec: &str| parse_datastore_spec(spec).unwrap_err().reason;
+        for spec in [
+            "gs://b/../x",
+            "s3://b/a/../../x?region=r",
+            "s3://b/./x",
+            "s3://b/a//x",
+        ] {
+            assert!(
+                reason(spec).contains("the prefix"),
+                "{spec}: {}",
+                reason(spec)
+            );
+        }
+        assert!(parse_datastore_spec("s3://b/teams/infra/?region=r").is_ok());
+        assert!(reason("s3://b/x?endpoint=").contains("`endpoint=` is empty"));
+        assert!(reason("s3://b/x?regoin=r").ends_with("did you mean `region`?"));
+        assert!(reason("gs://b/x?endpiont=http://h").ends_with("did you mean `endpoint`?"));
+        assert!(reason("s3://b/x?foo=1").contains("(known: region, endpoint)"));
+        assert!(reason("/srv/swamp").contains("did you mean `file:///srv/swamp`?"));
+    }
 
     #[test]
     fn credentials_in_an_endpoint_are_refused_without_echoing_them() {

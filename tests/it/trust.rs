@@ -527,3 +527,52 @@ fn gcs_control_characters_in_a_remote_key_never_reach_the_terminal() {
 fn s3_control_characters_in_a_remote_key_never_reach_the_terminal() {
     control_characters_in_a_remote_key_never_reach_the_terminal(Backend::S3)
 }
+
+/// A datastore spec that must be refused (a prefix whose `..` would name
+/// another place in the bucket, an empty endpoint, a mistyped parameter
+/// or a bare path) is a usage error, exit 64, with help where a typo is
+/// likely, and refused before anything is written: `init --repo NEWDIR`
+/// leaves no NEWDIR and nothing under SWAMP_HOME.
+#[test]
+fn a_refused_init_leaves_no_directory_behind() {
+    let repo = Repo::empty(Vec::new());
+    let new = repo.root.join("NEW");
+    for (spec, says) in [
+        ("gs://bkt/../x?endpoint=http://127.0.0.1:9", "`..` segment"),
+        (
+            "s3://bkt/a/../../x?region=us-east-1&endpoint=http://127.0.0.1:9",
+            "`..` segment",
+        ),
+        ("s3://bkt/x?endpoint=", "`endpoint=` is empty"),
+        ("s3://bkt/x?regoin=us-east-1", "did you mean `region`?"),
+        ("/srv/swamp", "did you mean `file:///srv/swamp`?"),
+    ] {
+        let run = repo.run(&["init", "--repo", new.to_str().unwrap(), "--datastore", spec]);
+        run.expect(64);
+        assert!(run.stderr.contains(says), "{spec}: {}", run.stderr);
+        assert!(!new.exists(), "{spec}: NEWDIR was created");
+        let home: Vec<_> = std::fs::read_dir(&repo.home)
+            .map(|d| d.flatten().map(|e| e.path()).collect())
+            .unwrap_or_default();
+        assert!(home.is_empty(), "{spec}: left under SWAMP_HOME: {home:?}");
+    }
+}
+
+/// A mistyped flag is a usage error (exit 64) that names the flag meant,
+/// letters swapped (`--yse`) or dropped (`--detial`), in text and JSON.
+#[test]
+fn a_mistyped_flag_names_the_one_meant() {
+    let repo = Repo::empty(Vec::new());
+    for (typed, meant) in [("--yse", "--yes"), ("--detial", "--detail")] {
+        let run = repo.run(&["apply", typed]);
+        run.expect(64);
+        assert!(
+            run.stderr.contains(&format!("'{meant}'")),
+            "{typed}: {}",
+            run.stderr
+        );
+        let run = repo.run(&["--json", "apply", typed]);
+        run.expect(64);
+        assert!(run.stdout.contains(meant), "{typed}: {}", run.stdout);
+    }
+}
