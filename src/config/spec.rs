@@ -30,6 +30,15 @@ pub(super) fn check_endpoint(endpoint: &str) -> Result<(), String> {
             .next()
             .is_some_and(|authority| authority.contains('@')),
     };
+    if endpoint
+        .strip_prefix("file://")
+        .is_some_and(|dir| !dir.starts_with('/'))
+    {
+        return Err(
+            "a file endpoint needs an absolute path to the directory holding the buckets, like file:///srv/buckets"
+                .to_string(),
+        );
+    }
     if credentials {
         return Err(
             "the endpoint carries credentials (`user:secret@`); remove them and give them through the provider's credential chain instead (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or a profile for S3, application-default credentials for GCS)"

@@ -463,7 +463,18 @@ pub fn open_with(
             bucket,
             endpoint: Some(endpoint),
             ..
-        } if endpoint.starts_with("file://") => Ok(open_fs(&endpoint_dir(bucket, endpoint)?)),
+        } if endpoint.starts_with("file://") => {
+            // As a server answers for a bucket nobody made: a mistyped
+            // path must not become a new, empty bucket.
+            let dir = endpoint_dir(bucket, endpoint)?;
+            if !dir.is_dir() {
+                return Err(StoreError::NoSuchBucket {
+                    bucket: bucket.clone(),
+                    target: endpoint.clone(),
+                });
+            }
+            Ok(open_fs(&dir))
+        }
         DatastoreConfig::S3 {
             bucket,
             region,

@@ -546,6 +546,7 @@ fn a_refused_init_leaves_no_directory_behind() {
         ("s3://bkt/x?endpoint=", "`endpoint=` is empty"),
         ("s3://bkt/x?regoin=us-east-1", "did you mean `region`?"),
         ("/srv/swamp", "did you mean `file:///srv/swamp`?"),
+        ("s3://bkt/x?endpoint=file://rel", "needs an absolute path"),
     ] {
         let run = repo.run(&["init", "--repo", new.to_str().unwrap(), "--datastore", spec]);
         run.expect(64);
@@ -556,6 +557,25 @@ fn a_refused_init_leaves_no_directory_behind() {
             .unwrap_or_default();
         assert!(home.is_empty(), "{spec}: left under SWAMP_HOME: {home:?}");
     }
+    // A file endpoint whose bucket directory nobody made is no bucket
+    // (a mistyped path must not become a new, empty one).
+    let buckets = repo.root.join("buckets");
+    std::fs::create_dir(&buckets).unwrap();
+    let spec = format!("s3://typo/x?endpoint=file://{}", buckets.display());
+    let run = repo.run(&[
+        "init",
+        "--repo",
+        new.to_str().unwrap(),
+        "--datastore",
+        &spec,
+    ]);
+    run.expect(1);
+    assert!(
+        run.stderr.contains("bucket `typo` does not exist"),
+        "{}",
+        run.stderr
+    );
+    assert!(!buckets.join("typo").exists() && !new.exists());
 }
 
 /// A mistyped flag is a usage error (exit 64) that names the flag meant,
