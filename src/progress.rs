@@ -93,6 +93,14 @@ impl Meter {
         self.start("", 0, 0);
     }
 
+    /// Files done and in all, read without a lock (for an interrupt).
+    pub(crate) fn files(&self) -> (u64, u64) {
+        (
+            self.files_done.load(Ordering::Relaxed),
+            self.files_total.load(Ordering::Relaxed),
+        )
+    }
+
     pub(crate) fn read(&self) -> Reading {
         Reading {
             generation: self.generation.load(Ordering::Acquire),

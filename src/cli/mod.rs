@@ -184,9 +184,14 @@ pub fn main() -> ExitCode {
         } else {
             "\n"
         };
+        // How far the apply got: what finished stays done.
+        let got = match crate::progress::meter().files() {
+            (done, total) if total > 0 => format!(" after {done} of {total} file(s)"),
+            _ => String::new(),
+        };
         let _ = writeln!(
             stderr,
-            "{clear}Interrupted; released the datastore lock. Run `swamp plan` to see what is left."
+            "{clear}Interrupted{got}; released the datastore lock. What finished stays done: run `swamp plan` to see what is left."
         );
         std::process::exit(130);
     });

@@ -496,3 +496,50 @@ fn a_holder_in_another_pid_namespace_is_waited_for_not_judged_gone() {
     got.expect(0);
     assert_eq!(got.stdout, "alpha: 2\n");
 }
+
+/// Ctrl-C in the middle of a push says how far it got (how many of its
+/// files finished), and what finished stays done: the next push sends
+/// only the rest.
+#[test]
+fn an_interrupted_push_says_how_many_files_finished() {
+    let bucket = Bucket::new(Backend::Fs);
+    let a = repo_with_ttl(&bucket, 60);
+    for i in 0..8 {
+        a.put(&format!("alpha/f{i}"), &format!("{i}\n"));
+    }
+    // After three uploads, every later one stalls.
+    let pusher = a.spawn(
+        &["--transfers", "1", "datastore", "sync", "--push", "-y"],
+        &[("FAILPOINTS", "sync-action-done=3*off->sleep(60000)")],
+    );
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while bucket
+        .contents()
+        .keys()
+        .filter(|k| k.contains("/data/"))
+        .count()
+        < 4
+    {
+        assert!(Instant::now() < deadline, "the push never got going");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    signal(&pusher, libc::SIGINT);
+    let run = finish(pusher);
+    run.expect(130);
+    let said = run
+        .stderr
+        .split("Interrupted after ")
+        .nth(1)
+        .and_then(|rest| rest.split_once(" file(s)"))
+        .map(|(n, _)| n.to_string())
+        .unwrap_or_else(|| panic!("{}", run.stderr));
+    let (done, total) = said.split_once(" of ").unwrap();
+    let done: usize = done.parse().unwrap();
+    assert_eq!(total, "8", "{}", run.stderr);
+    assert!((1..8).contains(&done), "{}", run.stderr);
+    // The next push sends no file that finished (one whose upload landed
+    // as the interrupt came is recorded, not sent again).
+    let rest = a.json(&["--json", "datastore", "sync", "--push", "-y"], 0);
+    let uploads = rest["plan"]["summary"]["upload"].as_u64().unwrap() as usize;
+    assert!((1..=8 - done).contains(&uploads), "{rest}");
+}

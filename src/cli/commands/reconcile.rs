@@ -448,62 +448,71 @@ fn transferred_line(carried: u64, elapsed: std::time::Duration) -> Option<String
     ))
 }
 
-/// The one line that says what an apply did.
+/// The one line that says what an apply did: only what it did (a pull
+/// says what it downloaded, not that it moved nothing).
 fn applied_line(report: &engine::ApplyReport, remote: bool) -> String {
-    let transfers = if remote {
-        format!(
-            ", {} uploaded, {} downloaded, {} deleted from the remote, {} deleted from the cache",
-            report.uploaded, report.downloaded, report.deleted_remote, report.deleted_local
-        )
-    } else {
-        String::new()
-    };
-    let mut managed = String::new();
-    if report.mirrored > 0 {
-        managed = format!(
-            ", {} definition file(s) copied into the cache",
-            report.mirrored
+    let counted = |n: usize, what: &str| (n > 0).then(|| format!("{n} {what}"));
+    let mut parts: Vec<String> = [
+        (report.moved > 0).then(|| {
+            format!(
+                "{} moved ({})",
+                report.moved,
+                human_bytes(report.bytes_moved)
+            )
+        }),
+        counted(report.dropped, "identical duplicate(s) dropped"),
+        counted(report.mirrored, "definition file(s) copied into the cache"),
+        report
+            .sentinel_published
+            .then(|| "managed-config sentinel published".to_string()),
+        counted(
+            report.recorded_remote_only,
+            "remote file(s) recorded without downloading (hydration = lazy)",
+        ),
+        (report.trash_relocated > 0).then(|| {
+            format!(
+                "set-aside files of {} earlier apply(s) moved into the cache's trash",
+                report.trash_relocated
+            )
+        }),
+        (report.trash_pruned > 0).then(|| {
+            format!(
+                "trash of {} earlier apply(s) pruned ({})",
+                report.trash_pruned,
+                human_bytes(report.bytes_pruned)
+            )
+        }),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    if remote {
+        parts.extend(
+            [
+                counted(report.uploaded, "uploaded"),
+                counted(report.downloaded, "downloaded"),
+                counted(report.deleted_remote, "deleted from the remote"),
+                counted(report.deleted_local, "deleted from the cache"),
+            ]
+            .into_iter()
+            .flatten(),
         );
     }
-    if report.sentinel_published {
-        managed.push_str(", managed-config sentinel published");
+    if report.catalog_invalidated {
+        parts.push("catalog marked for rebuild".to_string());
     }
-    if report.recorded_remote_only > 0 {
-        managed.push_str(&format!(
-            ", {} remote file(s) recorded without downloading (hydration = lazy)",
-            report.recorded_remote_only
-        ));
+    if report.migration_finished {
+        parts.push("migration record cleared".to_string());
     }
-    if report.trash_relocated > 0 {
-        managed.push_str(&format!(
-            ", set-aside files of {} earlier apply(s) moved into the cache's trash",
-            report.trash_relocated
-        ));
+    if parts.is_empty() {
+        format!("Applied {} action(s).", report.completed)
+    } else {
+        format!(
+            "Applied {} action(s): {}.",
+            report.completed,
+            parts.join(", ")
+        )
     }
-    if report.trash_pruned > 0 {
-        managed.push_str(&format!(
-            ", trash of {} earlier apply(s) pruned ({})",
-            report.trash_pruned,
-            human_bytes(report.bytes_pruned)
-        ));
-    }
-    format!(
-        "Applied {} action(s): {} moved ({}), {} identical duplicate(s) dropped{managed}{transfers}{}{}.",
-        report.completed,
-        report.moved,
-        human_bytes(report.bytes_moved),
-        report.dropped,
-        if report.catalog_invalidated {
-            ", catalog marked for rebuild"
-        } else {
-            ""
-        },
-        if report.migration_finished {
-            ", migration record cleared"
-        } else {
-            ""
-        },
-    )
 }
 
 /// Claims the repository's namespace in its remote datastore, if it has one.
