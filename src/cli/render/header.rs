@@ -16,12 +16,12 @@ pub(super) fn render_header(out: &mut String, plan: &Plan, detail: bool, md: boo
             } else {
                 format!("{} ", md_code(code))
             };
-            let _ = writeln!(
-                out,
+            let line = format!(
                 "- **{}** {code}{}",
                 label.trim(),
                 md_text(text.trim_start())
             );
+            let _ = writeln!(out, "{}", line.trim_end());
         } else {
             let _ = writeln!(out, "  {label:<9} {code}{text}");
         }
@@ -32,9 +32,27 @@ pub(super) fn render_header(out: &mut String, plan: &Plan, detail: bool, md: boo
         let _ = writeln!(out, "Plan (scope: {})", plan.scope);
     }
     let sep = if md { "" } else { "  " };
+    // A remote plan names the bucket first (a reviewer without the
+    // terminal that made it must see which one), then the cache.
+    let target_label = match &plan.remote {
+        Some(remote) => {
+            let endpoint = match &plan.target.datastore {
+                crate::config::DatastoreConfig::S3 {
+                    endpoint: Some(e), ..
+                }
+                | crate::config::DatastoreConfig::Gcs {
+                    endpoint: Some(e), ..
+                } => format!("{sep}(endpoint {e})"),
+                _ => String::new(),
+            };
+            head(out, "remote", &remote.url, &endpoint);
+            "cache"
+        }
+        None => "target",
+    };
     head(
         out,
-        "target",
+        target_label,
         &target,
         &format!("{sep}({})", placement_label(&plan.target)),
     );
