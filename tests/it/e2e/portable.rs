@@ -91,7 +91,7 @@ fn two_clones_with_their_own_swamp_home_plan_the_same_sync_on_s3() {
     assert_eq!(doc["target"]["root"], cache.as_str());
     assert_eq!(doc["summary"]["download"], 2, "{doc:#}");
     assert!(
-        from_a[2].contains(&format!("  target    {cache}/")),
+        from_a[2].contains(&format!("  cache     {cache}/")),
         "{}",
         from_a[2]
     );
