@@ -11,7 +11,7 @@
 //!
 //! `data rm` and `data gc` are not asked: local, and undoable.
 use crate::cli::args::Confirm;
-use crate::cli::output::{ask, interactive, outln};
+use crate::cli::output::{ask, errln, interactive};
 use crate::cli::{Ctx, Outcome};
 
 /// What a command that applied nothing for want of confirmation exits with.
@@ -54,18 +54,20 @@ pub(crate) fn decide(ctx: &Ctx, confirm: Confirm, question: &str, json: impl FnO
             return Go::Apply;
         }
         // Not `yes`: nothing was changed.
-        crate::cli::output::errln!("\nApply cancelled.");
+        errln!("\nApply cancelled.");
         return Go::Stop(Outcome::Failed);
     }
     if ctx.json {
         json();
     } else if confirm.dry_run {
-        outln!(
+        // About the run, not the plan: stderr, so `> plan.txt` holds the
+        // plan alone and the terminal still says why nothing changed.
+        errln!(
             "\nThis was a dry run; nothing changed. Run `{}` to apply it.",
             rerun_with_yes()
         );
     } else {
-        outln!(
+        errln!(
             "\nNothing changed: applying needs confirmation, and there is no terminal to ask on. Run `{}` to apply it (--dry-run only previews).",
             rerun_with_yes()
         );

@@ -189,6 +189,9 @@ fn lock_options(config: &Config, how: TakeOptions<'_>, own: bool) -> LockOptions
 fn own_lock(layout: &Layout) -> Result<LockTarget, LockError> {
     let dir = layout.cache_root().join(crate::layout::CACHE_STATE_DIR);
     std::fs::create_dir_all(&dir).map_err(|e| StoreError::io(&dir, e))?;
+    // The lock's own writes (temp file, rename) leave a temp file when
+    // killed between the two: cleared once its writer is gone.
+    crate::fsutil::sweep_dead_temps(&dir);
     Ok(LockTarget::in_dir(&dir))
 }
 

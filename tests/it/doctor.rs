@@ -128,10 +128,10 @@ fn byte_identical_root_copies_in_the_cache_fail_layout_and_repair_drops_them(bac
     preview.expect(2);
     assert!(
         preview
-            .stdout
+            .stderr
             .contains("Nothing changed: applying needs confirmation"),
         "{}",
-        preview.stdout
+        preview.stderr
     );
     assert!(
         preview.stdout.contains("drop-duplicate"),

@@ -171,7 +171,7 @@ fn push_pull_and_sync_at_the_top_are_datastore_syncs() {
     for args in [&["sync"][..], &["push"], &["datastore", "sync"]] {
         let run = b.run(args);
         run.expect(2);
-        assert!(run.stdout.contains("Nothing changed"), "{}", run.stdout);
+        assert!(run.stderr.contains("Nothing changed"), "{}", run.stderr);
         assert!(
             !bucket
                 .contents()

@@ -147,10 +147,10 @@ fn undo_brings_back_what_gc_removed_and_undo_of_undo_removes_it_again(
     preview.expect(2);
     assert!(
         preview
-            .stdout
+            .stderr
             .contains("Nothing changed: applying needs confirmation"),
         "{}",
-        preview.stdout
+        preview.stderr
     );
     assert_eq!(versions(data).len(), 1);
     let run = repo.run(&["undo", "-y"]);

@@ -235,7 +235,7 @@ fn record_only(ctx: &Ctx, repo: &Repo, config: &Config) -> Result<Outcome, CliEr
             Some(ns) => outln!("Namespace set to `{ns}` in .swamp.toml."),
             None => outln!("Namespace removed from .swamp.toml."),
         }
-        if pending > 0 || summary.conflicts > 0 {
+        if (pending > 0 || summary.conflicts > 0) && !ctx.quiet {
             outln!(
                 "{pending} file(s) are still at the old location. Run `swamp plan` to review the move and `swamp apply` to make it."
             );

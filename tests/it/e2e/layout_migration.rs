@@ -96,7 +96,7 @@ fn migrate_preview_changes_nothing_and_confirm_moves_everything() {
     snapshot!("migrate_preview_human", repo.filter(&preview.stdout));
     assert!(
         preview
-            .stdout
+            .stderr
             .contains("Nothing changed: applying needs confirmation")
     );
     assert_eq!(repo.config(), config_before, "a preview writes nothing");
@@ -427,16 +427,16 @@ fn apply_without_a_terminal_or_yes_refuses_and_changes_nothing() {
     let before = repo.tree(".swamp");
     let run = repo.run(&["apply"]);
     run.expect(2);
-    assert!(run.stdout.contains("swamp apply -y"), "{}", run.stdout);
+    assert!(run.stderr.contains("swamp apply -y"), "{}", run.stderr);
     assert_eq!(data_files(&repo.tree(".swamp")), data_files(&before));
     // --dry-run: the same plan, nothing changed, exit 0.
     let dry = repo.run(&["apply", "--dry-run"]);
     dry.expect(0);
     assert!(
-        dry.stdout
+        dry.stderr
             .contains("This was a dry run; nothing changed. Run `swamp apply -y`"),
         "{}",
-        dry.stdout
+        dry.stderr
     );
     assert_eq!(data_files(&repo.tree(".swamp")), data_files(&before));
 }

@@ -123,10 +123,10 @@ fn without_a_terminal_the_refusal_names_this_very_command_with_y() {
     let run = repo.run(&["apply", "--scope", "layout"]);
     run.expect(2);
     assert!(
-        run.stdout
+        run.stderr
             .contains("Run `swamp apply --scope layout -y` to apply it"),
         "{}",
-        run.stdout
+        run.stderr
     );
 }
 
@@ -327,11 +327,11 @@ fn every_applying_command_follows_one_confirmation_rule() {
         let run = repo.run(&args);
         run.expect(2);
         assert!(
-            run.stdout.contains(&format!(
+            run.stderr.contains(&format!(
                 "Nothing changed: applying needs confirmation, and there is no terminal to ask on. Run `swamp {command} -y` to apply it"
             )),
             "{command}: {}",
-            run.stdout
+            run.stderr
         );
         assert_eq!(state(), before, "{command}");
 
@@ -340,11 +340,11 @@ fn every_applying_command_follows_one_confirmation_rule() {
         let run = repo.run(&dry);
         run.expect(0);
         assert!(
-            run.stdout.contains(&format!(
+            run.stderr.contains(&format!(
                 "This was a dry run; nothing changed. Run `swamp {command} -y` to apply it."
             )),
             "{command}: {}",
-            run.stdout
+            run.stderr
         );
         assert_eq!(state(), before, "{command} --dry-run");
         // (Asking on a terminal holds the lock, which makes its directory.)
@@ -366,10 +366,10 @@ fn every_applying_command_follows_one_confirmation_rule() {
     let run = repo.run(&["doctor", "datastores", "--repair"]);
     run.expect(2);
     assert!(
-        run.stdout
+        run.stderr
             .contains("Run `swamp doctor datastores --repair -y` to apply it"),
         "{}",
-        run.stdout
+        run.stderr
     );
     let (code, screen) = on_a_terminal(&repo, "doctor datastores --repair", "no\n");
     assert_eq!(code, Some(1), "{screen}");

@@ -21,7 +21,7 @@ fn local_to_filesystem_and_back_keeps_every_file_byte_identical() {
 
     let preview = repo.run(&["datastore", "setup", &spec, "--dry-run"]);
     preview.expect(0);
-    assert!(preview.stdout.contains("dry run"), "{}", preview.stdout);
+    assert!(preview.stderr.contains("dry run"), "{}", preview.stderr);
     assert!(!shared_path.exists(), "a preview creates nothing");
 
     repo.run(&["datastore", "setup", &spec, "-y"]).expect(0);
