@@ -681,6 +681,10 @@ pub enum DataCommand {
         /// not be a terminal)
         #[arg(long, value_name = "FILE")]
         file: Option<PathBuf>,
+        /// Store an empty version when stdin is empty (otherwise refused:
+        /// an empty stdin is usually a mistake upstream in a pipe)
+        #[arg(long)]
+        allow_empty: bool,
     },
     /// Print a version of NAME (the latest by default)
     #[command(after_help = "Examples:

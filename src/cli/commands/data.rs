@@ -88,7 +88,12 @@ fn warn_pending(repo: &Repo) {
     }
 }
 
-pub(super) fn put(ctx: &Ctx, name: &str, file: Option<&Path>) -> Result<Outcome, CliError> {
+pub(super) fn put(
+    ctx: &Ctx,
+    name: &str,
+    file: Option<&Path>,
+    allow_empty: bool,
+) -> Result<Outcome, CliError> {
     let repo = open(ctx)?;
     let store = store(&repo)?;
     let entry = match file {
@@ -104,7 +109,16 @@ pub(super) fn put(ctx: &Ctx, name: &str, file: Option<&Path>) -> Result<Outcome,
                     "Reading the content of `{name}` from the terminal; end it with Ctrl-D (or pass --file FILE)."
                 );
             }
-            store.put(name, &mut std::io::stdin().lock())?
+            let mut stdin = std::io::stdin().lock();
+            let first = first_byte(&mut stdin)?;
+            if first.is_none() && !allow_empty {
+                return Err(CliError::usage(format!(
+                    "nothing came on stdin for `{name}`; nothing was stored"
+                ))
+                .hint("pass --file FILE, or --allow-empty to store an empty version"));
+            }
+            let mut input = std::io::Read::chain(first.as_slice(), stdin);
+            store.put(name, &mut input)?
         }
     };
     if ctx.json {
@@ -119,6 +133,20 @@ pub(super) fn put(ctx: &Ctx, name: &str, file: Option<&Path>) -> Result<Outcome,
         );
     }
     Ok(Outcome::Success)
+}
+
+/// The first byte of `input` (`None`: it is empty), read so an empty
+/// stdin is caught before anything is stored.
+fn first_byte(input: &mut impl std::io::Read) -> Result<Option<u8>, CliError> {
+    let mut one = [0u8; 1];
+    loop {
+        match input.read(&mut one) {
+            Ok(0) => return Ok(None),
+            Ok(_) => return Ok(Some(one[0])),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(CliError::failure(format!("cannot read stdin: {e}"))),
+        }
+    }
 }
 
 pub(super) fn get(ctx: &Ctx, name: &str, version: Option<u64>) -> Result<Outcome, CliError> {

@@ -90,7 +90,11 @@ pub(super) fn run(ctx: &Ctx, command: Command) -> Result<Outcome, CliError> {
         }
         Command::Datastore { command } => datastore_command(ctx, command),
         Command::Data { command } => match command {
-            DataCommand::Put { name, file } => data::put(ctx, &name, file.as_deref()),
+            DataCommand::Put {
+                name,
+                file,
+                allow_empty,
+            } => data::put(ctx, &name, file.as_deref(), allow_empty),
             DataCommand::Get { name, version } => data::get(ctx, &name, version),
             DataCommand::List => data::list(ctx),
             DataCommand::Rm { name } => data::rm(ctx, &name),

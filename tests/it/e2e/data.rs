@@ -42,6 +42,25 @@ fn put_get_list_rm_gc_round_trip() {
     repo.run(&["data", "get", "model/output"]).expect(1);
 }
 
+/// An empty stdin is usually a mistake upstream in a pipe: refused (a
+/// usage error, nothing stored) unless `--allow-empty` says it is meant.
+#[test]
+fn an_empty_stdin_stores_nothing_unless_allowed() {
+    let repo = Repo::local(&[]);
+    let refused = repo.run(&["data", "put", "notes"]);
+    refused.expect(64);
+    assert!(
+        refused.stderr.contains("--allow-empty"),
+        "{}",
+        refused.stderr
+    );
+    let list = repo.run(&["--json", "data", "list"]);
+    assert_eq!(list.json()["data"].as_array().unwrap().len(), 0);
+    repo.run(&["data", "put", "notes", "--allow-empty"])
+        .expect(0);
+    assert_eq!(repo.run(&["data", "get", "notes"]).stdout, "");
+}
+
 #[test]
 fn put_reads_stdin_and_writes_under_the_namespace() {
     let repo = Repo::local(&["--namespace", "homelab"]);
