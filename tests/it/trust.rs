@@ -218,7 +218,15 @@ fn an_orphaned_temp_file_after_a_kill_is_never_uploaded_and_then_removed(backend
     let bucket = Bucket::new(backend);
     let a = synced_repo(&bucket);
     let mut child = a.spawn_piped(&["data", "put", "m/y"]);
-    let stdin = child.stdin.take();
+    // A first byte (an empty stdin is refused before anything is
+    // written), then the pipe held open: the writer waits for the rest.
+    let mut stdin = child.stdin.take();
+    {
+        use std::io::Write;
+        let pipe = stdin.as_mut().unwrap();
+        pipe.write_all(b"y").unwrap();
+        pipe.flush().unwrap();
+    }
     let version_dir = a.cache().join("alpha/data/m/y/1");
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
     let temp = loop {
