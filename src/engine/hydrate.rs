@@ -31,6 +31,12 @@ pub(crate) fn unhydrated(
     Ok(SyncBase::load(&layout.sync_base_path(&placement), &url)?.unhydrated)
 }
 
+/// What a download of a file recorded as in the remote only is checked
+/// against: what the listing told when it was recorded.
+fn expect_of(u: &Unhydrated) -> Expect {
+    Expect::of(u.sha256.as_deref().copied(), u.served.as_deref())
+}
+
 /// Reads what `paths` (those recorded as in the remote only) need into
 /// this clone's partial downloads, taking no lock of the cache: see
 /// `store::resume::prefetch`. Reads of different names so download side
@@ -54,8 +60,7 @@ pub(crate) fn prefetch(layout: &Layout, config: &Config, paths: &[TierPath]) {
         .iter()
         .filter_map(|p| {
             let u = base.unhydrated.get(p)?;
-            let expect = Expect::of(u.sha256.as_deref().copied(), u.served.as_deref());
-            Some(expect.object(target.key(p), u.size, u.version.to_string()))
+            Some(expect_of(u).object(target.key(p), u.size, u.version.to_string()))
         })
         .collect();
     let dir = layout.partial_dir();
@@ -88,7 +93,7 @@ pub(crate) fn fetch(
                 path: p.clone(),
                 size: u.size,
                 version: u.version.clone(),
-                expect: Expect::of(u.sha256.as_deref().copied(), u.served.as_deref()),
+                expect: expect_of(u),
                 local: None,
             }))
         })

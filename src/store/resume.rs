@@ -357,7 +357,9 @@ enum Verdict {
 /// (the part sizes uploaders use tried in turn).
 enum EtagCheck {
     Md5(crate::digest::Md5),
-    Multipart(crate::digest::MultipartEtag),
+    /// The ETag and the part sizes that could have made it for the
+    /// object's size.
+    Multipart(crate::digest::MultipartEtag, Vec<u64>),
 }
 
 impl EtagCheck {
@@ -367,8 +369,8 @@ impl EtagCheck {
             .or_else(|| {
                 let etag = crate::digest::MultipartEtag::from_etag(&known.version)?;
                 let swamp_part = crate::store::parts::part_size(known.size);
-                (!etag.part_sizes(known.size, swamp_part).is_empty())
-                    .then_some(EtagCheck::Multipart(etag))
+                let sizes = etag.part_sizes(known.size, swamp_part);
+                (!sizes.is_empty()).then_some(EtagCheck::Multipart(etag, sizes))
             })
     }
 
@@ -385,10 +387,8 @@ impl EtagCheck {
                 let (sha, found) = crate::fsutil::sha256_md5_file(path).map_err(io)?;
                 (sha, "md5", md5.hex(), crate::digest::Md5(found).hex())
             }
-            EtagCheck::Multipart(etag) => {
-                let size = std::fs::metadata(path).map_err(io)?.len();
-                let sizes = etag.part_sizes(size, crate::store::parts::part_size(size));
-                let (sha, parts) = crate::fsutil::sha256_and_part_md5s(path, &sizes).map_err(io)?;
+            EtagCheck::Multipart(etag, sizes) => {
+                let (sha, parts) = crate::fsutil::sha256_and_part_md5s(path, sizes).map_err(io)?;
                 let etags: Vec<_> = parts
                     .iter()
                     .map(|p| crate::digest::MultipartEtag::of_parts(p))
