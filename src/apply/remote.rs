@@ -383,7 +383,7 @@ fn delete_local(
     root: &Path,
     remotes: &Remotes<'_>,
 ) -> Result<BaseChange, SyncActionError> {
-    let DeleteLocal { path, sha256 } = action;
+    let DeleteLocal { path, sha256, .. } = action;
     let file = check_no_symlink(root, path)?;
     match local_sha(&file, path, remotes.hashes)? {
         None => {}
@@ -412,7 +412,7 @@ async fn delete_remote(
     action: &DeleteRemote,
     remotes: &Remotes<'_>,
 ) -> Result<BaseChange, SyncActionError> {
-    let DeleteRemote { path, version } = action;
+    let DeleteRemote { path, version, .. } = action;
     let remote = remotes.target(path)?;
     keep_in_remote_trash(remote, remotes, path, &version.as_str()).await?;
     remote
@@ -432,7 +432,9 @@ fn rename_local(
     root: &Path,
     remotes: &Remotes<'_>,
 ) -> Result<BaseChange, SyncActionError> {
-    let RenameLocal { path, to, sha256 } = action;
+    let RenameLocal {
+        path, to, sha256, ..
+    } = action;
     let from = check_no_symlink(root, path)?;
     let dest = check_no_symlink(root, to)?;
     match local_sha(&from, path, remotes.hashes)? {
@@ -772,6 +774,7 @@ pub(super) async fn download(
         expect,
         local,
         size,
+        ..
     } = action;
     let sha256 = expect.sha256();
     let file = check_no_symlink(root, path)?;
@@ -1015,6 +1018,7 @@ mod tests {
             expect: crate::plan::Expect::Sha256(Sha256::of(body)),
             local: None,
             size: body.len() as u64,
+            settled_by: None,
         })
     }
 

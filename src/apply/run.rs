@@ -269,7 +269,9 @@ fn journal_deletes(
         .actions
         .iter()
         .filter_map(|a| match a {
-            Action::DeleteLocal(DeleteLocal { path, sha256 }) => Some(local_entry(path, sha256)),
+            Action::DeleteLocal(DeleteLocal { path, sha256, .. }) => {
+                Some(local_entry(path, sha256))
+            }
             // A source's copy whose twin is at the target: set aside there.
             Action::DropDuplicate(DropDuplicate {
                 path,

@@ -189,7 +189,9 @@ mod from {
             };
             let kind = match &e {
                 EngineError::Apply(ApplyError::Conflicts(_)) => ErrorKind::Conflicts,
-                EngineError::ScopeNeedsRemote { .. } => ErrorKind::Usage,
+                EngineError::ScopeNeedsRemote { .. } | EngineError::PolicyMisfit(_) => {
+                    ErrorKind::Usage
+                }
                 _ => ErrorKind::Failure,
             };
             // The datastore settings come from .swamp.toml unless `main`

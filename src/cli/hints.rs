@@ -54,6 +54,7 @@ pub(super) fn engine(e: &EngineError) -> Option<String> {
             scope: Scope::Config,
             ..
         } => "managed config is kept in a remote datastore; set one up with `swamp datastore setup s3://bucket/prefix` (or `gs://bucket/prefix`)".into(),
+        EngineError::PolicyMisfit(m) => misfit_hint(m),
         EngineError::ConfigTierExcluded => "add `config` to `directories` in .swamp.toml (or remove the key), then run `swamp datastore config migrate`".into(),
         EngineError::ScopeNeedsRemote { .. } => "local and filesystem datastores need no sync; to use a bucket, run `swamp datastore setup s3://bucket/prefix` (or `gs://bucket/prefix`)".into(),
         EngineError::WrongRepo { .. } => {
@@ -314,4 +315,14 @@ impl Setting {
             ),
         }
     }
+}
+
+/// What to do when `--conflict` names a policy the plan's conflicts do
+/// not take.
+fn misfit_hint(m: &crate::plan::conflict::Misfit) -> String {
+    use crate::config::ConflictPolicy;
+    if m.policy == ConflictPolicy::Newer && m.kinds.contains(&"deleted-and-changed") {
+        return "a delete has no time to compare: settle deleted-and-changed conflicts with `--conflict local`, `--conflict remote` or `--conflict keep-both` (`swamp plan` shows each with its `fix:` line)".into();
+    }
+    "run the command without `--conflict` and fix each conflict as its `fix:` line says (`swamp plan` lists them)".into()
 }

@@ -292,6 +292,25 @@ pub enum ConflictPolicy {
     KeepBoth,
 }
 
+impl ConflictPolicy {
+    /// Its name as `--conflict` and `[sync] conflict` take it.
+    pub fn name(self) -> &'static str {
+        match self {
+            ConflictPolicy::Fail => "fail",
+            ConflictPolicy::Local => "local",
+            ConflictPolicy::Remote => "remote",
+            ConflictPolicy::Newer => "newer",
+            ConflictPolicy::KeepBoth => "keep-both",
+        }
+    }
+}
+
+impl std::fmt::Display for ConflictPolicy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SyncConfig {

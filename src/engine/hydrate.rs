@@ -95,6 +95,7 @@ pub(crate) fn fetch(
                 version: u.version.clone(),
                 expect: expect_of(u),
                 local: None,
+                settled_by: None,
             }))
         })
         .collect();

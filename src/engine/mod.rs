@@ -87,6 +87,14 @@ pub enum EngineError {
         "scope `{scope}` needs a remote datastore (s3 or gcs); this repository uses `{datastore}`"
     )]
     ScopeNeedsRemote { scope: Scope, datastore: String },
+    #[error(
+        "`--conflict {}` does not settle {} conflicts ({}); it settles {}; nothing was changed",
+        .0.policy,
+        .0.kinds.join(", "),
+        .0.paths.join(", "),
+        if .0.settles.is_empty() { "none".to_string() } else { .0.settles.join(" and ") }
+    )]
+    PolicyMisfit(crate::plan::conflict::Misfit),
     #[error("{datastore} datastores are not supported by this version of swamp")]
     DatastoreUnsupported { datastore: String },
     #[error(
@@ -414,6 +422,9 @@ fn plan_learnt(
     check_supported(config, scope)?;
     let desired = Desired::from_config(config, scope);
     let show_replaced = options.diff;
+    // Only a policy the command line names is refused where it misfits:
+    // `[sync] conflict` is a standing default, not a request for this plan.
+    let asked = options.conflict;
     let options = compose_options(layout, config, options)?;
     let observed = state::observe(
         layout,
@@ -427,6 +438,12 @@ fn plan_learnt(
     )?;
     crate::progress::meter().phase("planning");
     let mut plan = compose(&desired, &observed, &options);
+    if let Some(policy) = asked {
+        let settled = plan.remote.as_ref().map_or(0, |r| r.resolved.len());
+        if let Some(m) = crate::plan::conflict::misfit(policy, &plan.conflicts, settled) {
+            return Err(EngineError::PolicyMisfit(m));
+        }
+    }
     let prunes = match scope {
         Scope::Config => Vec::new(),
         _ => undo::due_prunes_at(layout, config, &plan.target.placement())?,

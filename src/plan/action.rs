@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::catalog::name::data_version;
+use crate::config::ConflictPolicy;
 use crate::digest::Sha256;
 use crate::layout::TierPath;
 use crate::store::Version;
@@ -71,6 +72,11 @@ pub struct Upload {
     pub size: u64,
     pub sha256: Sha256,
     pub remote: RemoteExpect,
+    /// The `--conflict` policy that chose this action over a conflict
+    /// (`None`: no conflict): a reviewer sees which rows replace or
+    /// delete what the other side changed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settled_by: Option<ConflictPolicy>,
 }
 
 /// Download a remote object into the cache, verified against its
@@ -89,6 +95,11 @@ pub struct Download {
     /// each (every action has the size of the largest).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub local: Option<Box<Sha256>>,
+    /// The `--conflict` policy that chose this action over a conflict
+    /// (`None`: no conflict): a reviewer sees which rows replace or
+    /// delete what the other side changed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settled_by: Option<ConflictPolicy>,
 }
 
 /// Delete a cache file the remote deleted. Precondition: it still has `sha256`.
@@ -96,6 +107,11 @@ pub struct Download {
 pub struct DeleteLocal {
     pub path: TierPath,
     pub sha256: Sha256,
+    /// The `--conflict` policy that chose this action over a conflict
+    /// (`None`: no conflict): a reviewer sees which rows replace or
+    /// delete what the other side changed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settled_by: Option<ConflictPolicy>,
 }
 
 /// Delete a remote object the cache deleted. Precondition: it is still
@@ -104,6 +120,11 @@ pub struct DeleteLocal {
 pub struct DeleteRemote {
     pub path: TierPath,
     pub version: Version,
+    /// The `--conflict` policy that chose this action over a conflict
+    /// (`None`: no conflict): a reviewer sees which rows replace or
+    /// delete what the other side changed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settled_by: Option<ConflictPolicy>,
 }
 
 /// Rename a cache file out of the way (`--conflict keep-both`).
@@ -112,6 +133,11 @@ pub struct RenameLocal {
     pub path: TierPath,
     pub to: TierPath,
     pub sha256: Sha256,
+    /// The `--conflict` policy that chose this action over a conflict
+    /// (`None`: no conflict): a reviewer sees which rows replace or
+    /// delete what the other side changed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settled_by: Option<ConflictPolicy>,
 }
 
 /// Download an object that only a remote source still holds straight
@@ -519,8 +545,37 @@ impl Action {
         }
     }
 
+    /// The `--conflict` policy that chose it over a conflict, if one did.
+    pub fn settled_by(&self) -> Option<ConflictPolicy> {
+        match self {
+            Action::Upload(a) => a.settled_by,
+            Action::Download(a) => a.settled_by,
+            Action::DeleteLocal(a) => a.settled_by,
+            Action::DeleteRemote(a) => a.settled_by,
+            Action::RenameLocal(a) => a.settled_by,
+            _ => None,
+        }
+    }
+
+    /// Marks it as chosen by `by` over a conflict (the kinds a policy
+    /// settles with; any other keeps `None`).
+    pub(crate) fn mark_settled(&mut self, by: Option<ConflictPolicy>) {
+        match self {
+            Action::Upload(a) => a.settled_by = by,
+            Action::Download(a) => a.settled_by = by,
+            Action::DeleteLocal(a) => a.settled_by = by,
+            Action::DeleteRemote(a) => a.settled_by = by,
+            Action::RenameLocal(a) => a.settled_by = by,
+            _ => {}
+        }
+    }
+
     /// Why the action exists, in a few words.
     pub fn reason(&self) -> &'static str {
+        if self.settled_by().is_some() {
+            // The plan's rows say which conflict and what it replaces.
+            return "conflict settled by `--conflict`";
+        }
         match self {
             Action::Move(_) => "not at the target yet",
             Action::DropDuplicate(_) => "identical copy already at the target",

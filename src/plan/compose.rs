@@ -365,7 +365,7 @@ fn delete_bookkeeping(
     let files: Vec<DeletedFile> = sync_actions
         .iter()
         .filter_map(|a| match a {
-            Action::DeleteRemote(DeleteRemote { path, version }) => {
+            Action::DeleteRemote(DeleteRemote { path, version, .. }) => {
                 let sha = snapshot.deleted_here.get(path)?;
                 base.get(path)
                     .is_some_and(|b| b.sha256 == *sha && b.version == *version)

@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::config::ConflictPolicy;
 use crate::digest::Sha256;
 use crate::layout::TierPath;
 
@@ -108,6 +109,10 @@ pub struct BothChanged {
     /// `None`: no sync base (first sync) for this file.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub base_sha256: Option<Sha256>,
+    /// When the remote's version was written (seconds since the epoch),
+    /// when the listing says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote_modified: Option<i64>,
 }
 
 /// One side deleted the file, the other changed it.
@@ -116,6 +121,10 @@ pub struct DeletedAndChanged {
     pub path: TierPath,
     pub deleted_in: Side,
     pub changed_sha256: Option<Sha256>,
+    /// When the remote's changed version was written (deleted in the
+    /// cache), when the listing says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote_modified: Option<i64>,
 }
 
 /// The old datastore's cache and bucket disagree about a file being
@@ -158,6 +167,24 @@ pub struct ConfigAlreadyMigrated {
 }
 
 impl Conflict {
+    /// What it is about, as the plan shows it (`None`: a guard).
+    pub fn path(&self) -> Option<String> {
+        Some(match self {
+            Conflict::DifferentAtTarget(c) => c.path.to_string(),
+            Conflict::Obstacle(c) => c.obstacle.clone(),
+            Conflict::NotAFile(c) => c.at.clone(),
+            Conflict::ReservedPath(c) => c.key.clone(),
+            Conflict::Unholdable(c) => c.key.clone(),
+            Conflict::TooLarge(c) => c.path.to_string(),
+            Conflict::Unsupported(c) => c.path.clone(),
+            Conflict::BothChanged(c) => c.path.to_string(),
+            Conflict::DeletedAndChanged(c) => c.path.to_string(),
+            Conflict::SourceDiverged(c) => c.path.to_string(),
+            Conflict::ConfigAlreadyMigrated(c) => c.path.to_string(),
+            Conflict::DeleteGuard(_) => return None,
+        })
+    }
+
     pub fn kind(&self) -> &'static str {
         match self {
             Conflict::DifferentAtTarget(_) => "different-at-target",
@@ -176,10 +203,125 @@ impl Conflict {
     }
 }
 
+/// A `--conflict` policy asked of a plan whose conflicts it cannot
+/// settle: refused at plan time rather than silently ignored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Misfit {
+    pub policy: ConflictPolicy,
+    /// The kinds it met and does not settle, each once, in plan order.
+    pub kinds: Vec<&'static str>,
+    /// A path of each (the first few).
+    pub paths: Vec<String>,
+    /// The kinds it does settle.
+    pub settles: &'static [&'static str],
+}
+
+/// The conflict kinds `policy` settles.
+pub fn settled_kinds(policy: ConflictPolicy) -> &'static [&'static str] {
+    match policy {
+        ConflictPolicy::Fail => &[],
+        // A delete has no time to compare.
+        ConflictPolicy::Newer => &["both-changed"],
+        _ => &["both-changed", "deleted-and-changed"],
+    }
+}
+
+/// Whether a `--conflict policy` the command line asked for misfits
+/// `conflicts` (those it left) after it settled `settled` of them: `newer`
+/// meeting a deleted-and-changed conflict, or any policy meeting only
+/// kinds it never settles (a layout conflict).
+pub fn misfit(policy: ConflictPolicy, conflicts: &[Conflict], settled: usize) -> Option<Misfit> {
+    let settles = settled_kinds(policy);
+    if policy == ConflictPolicy::Fail || conflicts.is_empty() {
+        return None;
+    }
+    let foreign = |c: &&Conflict| !settles.contains(&c.kind());
+    let refused: Vec<&Conflict> = if conflicts.iter().all(|c| foreign(&c)) && settled == 0 {
+        conflicts.iter().collect()
+    } else if policy == ConflictPolicy::Newer {
+        conflicts
+            .iter()
+            .filter(|c| matches!(c, Conflict::DeletedAndChanged(_)))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    if refused.is_empty() {
+        return None;
+    }
+    let mut kinds: Vec<&'static str> = Vec::new();
+    for c in &refused {
+        if !kinds.contains(&c.kind()) {
+            kinds.push(c.kind());
+        }
+    }
+    Some(Misfit {
+        policy,
+        kinds,
+        paths: refused.iter().filter_map(|c| c.path()).take(3).collect(),
+        settles,
+    })
+}
+
 /// The cache (local) or the remote side of a sync.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Side {
     Cache,
     Remote,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn both() -> Conflict {
+        Conflict::BothChanged(BothChanged {
+            path: TierPath::parse("outputs/a").unwrap(),
+            local_sha256: Sha256::from("a"),
+            remote_version: "v".into(),
+            remote_sha256: None,
+            base_sha256: None,
+            remote_modified: None,
+        })
+    }
+
+    fn deleted() -> Conflict {
+        Conflict::DeletedAndChanged(DeletedAndChanged {
+            path: TierPath::parse("outputs/d").unwrap(),
+            deleted_in: Side::Cache,
+            changed_sha256: None,
+            remote_modified: None,
+        })
+    }
+
+    fn layout() -> Conflict {
+        Conflict::DifferentAtTarget(DifferentAtTarget {
+            path: TierPath::parse("data/x/1/raw").unwrap(),
+            source: 0,
+            source_sha256: "s".into(),
+            target_sha256: "t".into(),
+            diff: None,
+        })
+    }
+
+    #[test]
+    fn newer_is_refused_on_a_delete_and_named_with_what_it_settles() {
+        let m = misfit(ConflictPolicy::Newer, &[both(), deleted()], 0).expect("refused");
+        assert_eq!(m.kinds, ["deleted-and-changed"]);
+        assert_eq!(m.paths, ["outputs/d"]);
+        assert_eq!(m.settles, ["both-changed"]);
+        assert_eq!(misfit(ConflictPolicy::Newer, &[both()], 0), None);
+        assert_eq!(misfit(ConflictPolicy::Local, &[deleted()], 0), None);
+    }
+
+    #[test]
+    fn a_policy_on_a_plan_of_layout_conflicts_only_is_refused_not_ignored() {
+        let m = misfit(ConflictPolicy::Local, &[layout()], 0).expect("refused");
+        assert_eq!(m.kinds, ["different-at-target"]);
+        // Beside a conflict it settled, another kind is left to block.
+        assert_eq!(misfit(ConflictPolicy::Local, &[layout()], 1), None);
+        assert_eq!(misfit(ConflictPolicy::Fail, &[layout()], 0), None);
+        assert_eq!(misfit(ConflictPolicy::Remote, &[], 0), None);
+    }
 }

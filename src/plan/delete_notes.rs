@@ -301,6 +301,7 @@ mod tests {
         Action::DeleteLocal(DeleteLocal {
             path: tp(path),
             sha256: Sha256::parse(&"a".repeat(64)).unwrap(),
+            settled_by: None,
         })
     }
 

@@ -221,6 +221,7 @@ mod tests {
             size: 30 << 20,
             sha256: sha,
             remote: RemoteExpect::Absent,
+            settled_by: None,
         })
     }
 
@@ -343,6 +344,7 @@ mod tests {
                 version: version.into(),
                 expect: crate::plan::Expect::Sha256(Sha256([3; 32])),
                 local: None,
+                settled_by: None,
             })
         };
         let mut plan = plan_with(vec![

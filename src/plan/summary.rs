@@ -67,6 +67,10 @@ pub struct Summary {
     #[serde(default, skip_serializing_if = "is_zero")]
     pub skipped_local: usize,
     pub conflicts: usize,
+    /// Conflicts a `--conflict` policy settled (`remote.resolved`): their
+    /// actions carry `settled_by`.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub settled: usize,
     pub bytes_to_move: u64,
     pub bytes_to_upload: u64,
     pub bytes_to_download: u64,
@@ -83,6 +87,7 @@ impl Plan {
         let mut tally = Tally {
             summary: Summary {
                 conflicts: self.conflicts.len(),
+                settled: self.remote.as_ref().map_or(0, |r| r.resolved.len()),
                 ..Summary::default()
             },
             multipart_threshold: self.remote.as_ref().and_then(|r| r.multipart_threshold),

@@ -363,6 +363,7 @@ impl Gathered {
             path: path.clone(),
             to: to.clone(),
             sha256: l.sha256,
+            settled_by: None,
         }));
         if input.direction.pulls() {
             self.keep_both.push(download(path, r, None));
@@ -373,6 +374,7 @@ impl Gathered {
                 size: l.size,
                 sha256: l.sha256,
                 remote: RemoteExpect::Absent,
+                settled_by: None,
             }));
         }
     }
@@ -435,7 +437,7 @@ impl Gathered {
             .deletes_remote
             .iter()
             .filter(|a| match (a, a.path().and_then(|p| input.base.get(p))) {
-                (Action::DeleteRemote(DeleteRemote { path, version }), Some(b)) => {
+                (Action::DeleteRemote(DeleteRemote { path, version, .. }), Some(b)) => {
                     *version != b.version || !input.cache_gone_on_purpose(path, b)
                 }
                 _ => true,
@@ -540,6 +542,7 @@ fn remote_owned(st: Step, path: &TierPath, l: Option<&FileState>, r: Option<&Rem
             (Some(l), None) => Step::Pull(Action::DeleteLocal(DeleteLocal {
                 path: path.clone(),
                 sha256: l.sha256,
+                settled_by: None,
             })),
             (None, None) => Step::Nothing,
         },
@@ -565,6 +568,7 @@ fn upload(path: &TierPath, l: &FileState, r: Option<&RemoteFile>) -> Action {
                 version: r.version.clone(),
             },
         },
+        settled_by: None,
     })
 }
 
@@ -575,6 +579,7 @@ fn download(path: &TierPath, r: &RemoteFile, l: Option<&FileState>) -> Action {
         version: r.version.clone(),
         expect: Expect::of(r.sha(), r.served.as_deref()),
         local: l.map(|l| Box::new(l.sha256)),
+        settled_by: None,
     })
 }
 
@@ -623,6 +628,7 @@ fn step(
             Step::Pull(Action::DeleteLocal(DeleteLocal {
                 path: path.clone(),
                 sha256: l.sha256,
+                settled_by: None,
             }))
         }
         (Some(l), None, Some(_)) => {
@@ -630,6 +636,7 @@ fn step(
                 path: path.clone(),
                 deleted_in: Side::Remote,
                 changed_sha256: Some(l.sha256),
+                remote_modified: None,
             }))
         }
         // Only in the remote.
@@ -638,6 +645,7 @@ fn step(
             Step::Push(Action::DeleteRemote(DeleteRemote {
                 path: path.clone(),
                 version: r.version.clone(),
+                settled_by: None,
             }))
         }
         (None, Some(r), Some(_)) => {
@@ -645,6 +653,7 @@ fn step(
                 path: path.clone(),
                 deleted_in: Side::Cache,
                 changed_sha256: r.sha(),
+                remote_modified: r.modified,
             }))
         }
         // On both sides.
@@ -666,13 +675,16 @@ fn step(
                     remote_version: r.version.to_string(),
                     remote_sha256: r.sha(),
                     base_sha256: b.map(|b| b.sha256),
+                    remote_modified: r.modified,
                 })),
             }
         }
     }
 }
 
-/// The actions a policy settles a conflict with, or `None` to leave it.
+/// The actions a policy settles a conflict with, each marked as settled
+/// by it, or `None` to leave the conflict. `newer` settles only a
+/// both-changed conflict with both times known (a delete has no time).
 fn settle(
     path: &TierPath,
     l: Option<&FileState>,
@@ -680,34 +692,32 @@ fn settle(
     input: &SyncInput<'_>,
     renumber: &mut Renumber<'_>,
 ) -> Option<Vec<Action>> {
+    let by = Some(input.policy);
     let policy = match input.policy {
         ConflictPolicy::Fail => return None,
         ConflictPolicy::Newer => {
             let lm = input.local_modified.get(path).copied();
             let rm = r.and_then(|r| r.modified);
-            match (l, r) {
-                // A delete has no time: keep the surviving change.
-                (Some(_), None) => ConflictPolicy::Local,
-                (None, Some(_)) => ConflictPolicy::Remote,
-                _ => match (lm, rm) {
-                    (Some(lm), Some(rm)) if lm > rm => ConflictPolicy::Local,
-                    (Some(_), Some(_)) => ConflictPolicy::Remote,
-                    _ => return None,
-                },
+            match (l, r, lm, rm) {
+                (Some(_), Some(_), Some(lm), Some(rm)) if lm > rm => ConflictPolicy::Local,
+                (Some(_), Some(_), Some(_), Some(_)) => ConflictPolicy::Remote,
+                _ => return None,
             }
         }
         p => p,
     };
-    Some(match (policy, l, r) {
+    let mut actions = match (policy, l, r) {
         (ConflictPolicy::Local, Some(l), r) => vec![upload(path, l, r)],
         (ConflictPolicy::Local, None, Some(r)) => vec![Action::DeleteRemote(DeleteRemote {
             path: path.clone(),
             version: r.version.clone(),
+            settled_by: None,
         })],
         (ConflictPolicy::Remote, l, Some(r)) => vec![download(path, r, l)],
         (ConflictPolicy::Remote, Some(l), None) => vec![Action::DeleteLocal(DeleteLocal {
             path: path.clone(),
             sha256: l.sha256,
+            settled_by: None,
         })],
         // Keep both: the cache copy moves aside (and is uploaded under its
         // new name), the remote one takes the path.
@@ -726,6 +736,7 @@ fn settle(
                     path: path.clone(),
                     to: to.clone(),
                     sha256: l.sha256,
+                    settled_by: None,
                 }),
                 download(path, r, None),
                 Action::Upload(Upload {
@@ -733,6 +744,7 @@ fn settle(
                     size: l.size,
                     sha256: l.sha256,
                     remote: RemoteExpect::Absent,
+                    settled_by: None,
                 }),
             ]
         }
@@ -740,7 +752,11 @@ fn settle(
         (ConflictPolicy::KeepBoth, Some(l), None) => vec![upload(path, l, None)],
         (ConflictPolicy::KeepBoth, None, Some(r)) => vec![download(path, r, None)],
         _ => return None,
-    })
+    };
+    for a in &mut actions {
+        a.mark_settled(by);
+    }
+    Some(actions)
 }
 
 /// A data version's path (`data/NAME/V/raw`): its name and number.
@@ -805,7 +821,7 @@ fn only_copies(input: &SyncInput<'_>, deletes: Vec<Action>) -> (Vec<TierPath>, V
     let mut kept = Vec::new();
     for a in deletes {
         match &a {
-            Action::DeleteLocal(DeleteLocal { path, sha256 })
+            Action::DeleteLocal(DeleteLocal { path, sha256, .. })
                 if !remote.contains(sha256) && !elsewhere.contains(sha256) =>
             {
                 only.push(path.clone())
@@ -1593,6 +1609,53 @@ mod tests {
             w.kinds(Both, ConflictPolicy::Local),
             ["delete-remote outputs/x"]
         );
+        // A delete has no time: `newer` leaves it (the engine refuses it).
+        assert_eq!(
+            w.kinds(Both, ConflictPolicy::Newer),
+            ["conflict deleted-and-changed"]
+        );
+    }
+
+    #[test]
+    fn every_action_a_policy_chose_says_which_policy_and_no_other_does() {
+        let w = World::default()
+            .local("outputs/x", "mine")
+            .remote("outputs/x", "theirs", "e2")
+            .base("outputs/x", "old", "e1")
+            .local("outputs/new", "n");
+        for policy in [
+            ConflictPolicy::Local,
+            ConflictPolicy::Remote,
+            ConflictPolicy::KeepBoth,
+        ] {
+            let d = w.diff(Both, policy);
+            let settled: Vec<_> = d
+                .actions
+                .iter()
+                .filter(|a| a.settled_by().is_some())
+                .map(|a| (a.kind(), a.settled_by()))
+                .collect();
+            let want = if policy == ConflictPolicy::KeepBoth {
+                3
+            } else {
+                1
+            };
+            assert_eq!(settled.len(), want, "{policy}: {settled:?}");
+            assert!(settled.iter().all(|(_, by)| *by == Some(policy)));
+            let plain = d
+                .actions
+                .iter()
+                .find(|a| a.path() == Some(&tp("outputs/new")));
+            assert_eq!(
+                plain.and_then(Action::settled_by),
+                None,
+                "an untouched upload"
+            );
+            match &d.resolved[..] {
+                [Conflict::BothChanged(c)] => assert_eq!(c.path, tp("outputs/x")),
+                other => panic!("{other:?}"),
+            }
+        }
     }
 
     #[test]

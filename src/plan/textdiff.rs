@@ -169,6 +169,7 @@ pub(crate) fn wanted(
                 version,
                 expect,
                 local: Some(_),
+                ..
             }) => out.push(Wanted {
                 path: path.clone(),
                 shown_for: DiffFor::Download,
@@ -335,6 +336,7 @@ mod tests {
                     size: 1,
                     sha256: sha,
                     remote: RemoteExpect::Absent,
+                    settled_by: None,
                 }),
                 Action::Upload(Upload {
                     path: TierPath::parse("outputs/old").unwrap(),
@@ -343,6 +345,7 @@ mod tests {
                     remote: RemoteExpect::Version {
                         version: "v1".into(),
                     },
+                    settled_by: None,
                 }),
                 Action::Download(Download {
                     path: TierPath::parse("outputs/fresh").unwrap(),
@@ -350,6 +353,7 @@ mod tests {
                     version: "v2".into(),
                     expect: crate::plan::Expect::Unknown,
                     local: None,
+                    settled_by: None,
                 }),
             ],
             conflicts: vec![],

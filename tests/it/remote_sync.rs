@@ -1424,3 +1424,70 @@ fn a_slow_lazy_read_keeps_no_read_of_another_name_waiting() {
     assert!(slow.stdout.len() == 17 << 20 && slow.stdout.bytes().all(|c| c == b'a'));
     b.run(&["plan", "--detailed-exitcode"]).expect(0);
 }
+
+/// `swamp sync --conflict local` showed `upload … changed in the cache`,
+/// like an upload nobody else touched, and `--conflict newer` on a
+/// deleted-versus-changed conflict was taken and shown as `new in the
+/// cache` (issue 42). Now each row a policy chose says which conflict it
+/// settles and what it replaces, the JSON action carries `settled_by`,
+/// and a policy that does not settle a conflict's kind is refused (64)
+/// before anything is written.
+#[test]
+fn a_row_settled_by_a_policy_says_so_and_newer_on_a_delete_is_refused() {
+    let bucket = Bucket::new(Backend::S3);
+    let a = Repo::init(&bucket, Some("ns"));
+    a.write_cache("ns/outputs/x.yaml", "base\n");
+    a.write_cache("ns/outputs/d.yaml", "base\n");
+    a.run(&["datastore", "sync", "-y"]).expect(0);
+    let b = a.clone_elsewhere();
+    b.run(&["datastore", "sync", "-y"]).expect(0);
+    a.write_cache("ns/outputs/x.yaml", "from a\n");
+    a.write_cache("ns/outputs/d.yaml", "changed by a\n");
+    a.run(&["datastore", "sync", "-y"]).expect(0);
+    b.write_cache("ns/outputs/x.yaml", "from b\n");
+    std::fs::remove_file(b.cache().join("ns/outputs/d.yaml")).unwrap();
+    let before = bucket.contents();
+
+    let newer = b.run(&["datastore", "sync", "-y", "--conflict", "newer"]);
+    newer.expect(64);
+    assert!(
+        newer.stderr.contains(
+            "`--conflict newer` does not settle deleted-and-changed conflicts (outputs/d.yaml)"
+        ),
+        "{}",
+        newer.stderr
+    );
+    assert!(
+        newer.stderr.contains("--conflict remote"),
+        "{}",
+        newer.stderr
+    );
+    assert_eq!(bucket.contents(), before, "refused before any write");
+
+    let preview = b.run(&["datastore", "sync", "--conflict", "local"]);
+    for row in [
+        "both changed: `--conflict local` keeps the cache's copy, replacing the remote's version written ",
+        "deleted in the cache, changed in the remote: `--conflict local` keeps the delete, deleting the remote's version written ",
+        "2 conflict(s) settled by `--conflict local`",
+    ] {
+        assert!(preview.stdout.contains(row), "{row}\n{}", preview.stdout);
+    }
+    let json = b.json(&["datastore", "sync", "--conflict", "local", "--json"], 2);
+    let settled: Vec<(&str, &str)> = json["plan"]["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a.get("settled_by").is_some())
+        .map(|a| (a["kind"].as_str().unwrap(), a["path"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        settled,
+        [
+            ("upload", "outputs/x.yaml"),
+            ("delete-remote", "outputs/d.yaml")
+        ],
+        "{json}"
+    );
+    assert_eq!(json["plan"]["summary"]["settled"], 2);
+    assert_eq!(bucket.contents(), before, "a preview writes nothing");
+}

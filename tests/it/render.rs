@@ -118,6 +118,7 @@ fn a_plan_renders_as_markdown_for_a_pull_request() {
         size: 1,
         sha256: sha('a'),
         remote: RemoteExpect::Absent,
+        settled_by: None,
     })];
     actions.push(Action::InvalidateCatalog);
     let p = plan(actions, every_conflict());
@@ -135,6 +136,7 @@ fn a_plan_renders_as_markdown_for_a_pull_request() {
             size: 4096,
             sha256: sha('a'),
             remote: RemoteExpect::Absent,
+            settled_by: None,
         }));
     }
     let mut p = plan(actions, vec![]);
@@ -158,6 +160,7 @@ fn sync_plan() -> Plan {
             size: 2048,
             sha256: sha('a'),
             remote: RemoteExpect::Absent,
+            settled_by: None,
         }),
         Action::Upload(Upload {
             path: tp("outputs/deploy/web-1.yaml"),
@@ -166,6 +169,7 @@ fn sync_plan() -> Plan {
             remote: RemoteExpect::Version {
                 version: "\"9b2cf535f27731c974343645a3985328\"".into(),
             },
+            settled_by: None,
         }),
         Action::Download(Download {
             path: tp("workflow-runs/nightly/run-0002.yaml"),
@@ -173,6 +177,7 @@ fn sync_plan() -> Plan {
             version: "\"0cc175b9c0f1b6a831c399e269772661\"".into(),
             expect: Expect::Sha256(sha('c')),
             local: None,
+            settled_by: None,
         }),
         Action::Download(Download {
             path: tp("audit/2026-11.log"),
@@ -180,14 +185,17 @@ fn sync_plan() -> Plan {
             version: "\"92eb5ffee6ae2fec3ad71c777531578f\"".into(),
             expect: Expect::Sha256(sha('d')),
             local: Some(Box::new(sha('e'))),
+            settled_by: None,
         }),
         Action::DeleteRemote(DeleteRemote {
             path: tp("data/web/state/1/raw"),
             version: "\"4a8a08f09d37b73795649038408b5f33\"".into(),
+            settled_by: None,
         }),
         Action::DeleteLocal(DeleteLocal {
             path: tp("outputs/deploy/web-0.yaml"),
             sha256: sha('f'),
+            settled_by: None,
         }),
         Action::InvalidateCatalog,
     ];
@@ -235,12 +243,14 @@ fn a_long_plan_is_grouped_by_kind_and_directory_and_detail_lists_every_row() {
             size: 4096,
             sha256: sha('a'),
             remote: RemoteExpect::Absent,
+            settled_by: None,
         }));
     }
     for i in 0..30 {
         actions.push(Action::DeleteRemote(DeleteRemote {
             path: tp(&format!("data/web/state/{i}/raw")),
             version: format!("v{i}").into(),
+            settled_by: None,
         }));
     }
     actions.push(Action::Download(Download {
@@ -249,6 +259,7 @@ fn a_long_plan_is_grouped_by_kind_and_directory_and_detail_lists_every_row() {
         version: "v1".into(),
         expect: Expect::Sha256(sha('c')),
         local: None,
+        settled_by: None,
     }));
     actions.push(Action::InvalidateCatalog);
     let conflicts = every_conflict()
@@ -286,6 +297,7 @@ fn a_terminal_gets_tables_fitted_to_its_width_and_coloured_kinds() {
         size: 1,
         sha256: sha('a'),
         remote: RemoteExpect::Absent,
+        settled_by: None,
     }));
     // Even a key holding swamp's own colour codes gets them escaped.
     p.actions.push(Action::Upload(Upload {
@@ -293,6 +305,7 @@ fn a_terminal_gets_tables_fitted_to_its_width_and_coloured_kinds() {
         size: 1,
         sha256: sha('a'),
         remote: RemoteExpect::Absent,
+        settled_by: None,
     }));
     // Prose too: a conflict names its key outside any table.
     p.conflicts
@@ -302,6 +315,7 @@ fn a_terminal_gets_tables_fitted_to_its_width_and_coloured_kinds() {
             remote_version: "v2".into(),
             remote_sha256: Some(sha('b')),
             base_sha256: None,
+            remote_modified: None,
         }));
     let plain = render_styled(&p, false, Style::default());
     assert!(plain.lines().any(|l| l.chars().count() > 100), "{plain}");
@@ -395,6 +409,7 @@ fn content_diffs_render_under_conflicts_and_replaced_files() {
             remote_version: "v2".into(),
             remote_sha256: Some(sha('b')),
             base_sha256: Some(sha('c')),
+            remote_modified: None,
         }),
         Conflict::BothChanged(BothChanged {
             path: tp("data/model/1/raw"),
@@ -402,16 +417,19 @@ fn content_diffs_render_under_conflicts_and_replaced_files() {
             remote_version: "v3".into(),
             remote_sha256: Some(sha('b')),
             base_sha256: Some(sha('c')),
+            remote_modified: None,
         }),
         Conflict::DeletedAndChanged(DeletedAndChanged {
             path: tp("outputs/big.log"),
             deleted_in: Side::Cache,
             changed_sha256: Some(sha('d')),
+            remote_modified: None,
         }),
         Conflict::DeletedAndChanged(DeletedAndChanged {
             path: tp("outputs/notes.md"),
             deleted_in: Side::Remote,
             changed_sha256: Some(sha('e')),
+            remote_modified: None,
         }),
         Conflict::BothChanged(BothChanged {
             path: tp("outputs/moving.txt"),
@@ -419,6 +437,7 @@ fn content_diffs_render_under_conflicts_and_replaced_files() {
             remote_version: "v9".into(),
             remote_sha256: Some(sha('b')),
             base_sha256: None,
+            remote_modified: None,
         }),
     ];
     let actions = vec![
@@ -429,6 +448,7 @@ fn content_diffs_render_under_conflicts_and_replaced_files() {
             remote: RemoteExpect::Version {
                 version: "v4".into(),
             },
+            settled_by: None,
         }),
         Action::Download(Download {
             path: tp("data/weights/2/raw"),
@@ -436,6 +456,7 @@ fn content_diffs_render_under_conflicts_and_replaced_files() {
             version: "v5".into(),
             expect: Expect::Sha256(sha('b')),
             local: Some(Box::new(sha('c'))),
+            settled_by: None,
         }),
     ];
     let mut p = plan(actions, conflicts);
@@ -591,4 +612,132 @@ fn a_plan_of_any_shape_renders_within_sixty_lines() {
             assert_eq!(rows.count(), n, "{name}: --detail lists every action");
         }
     }
+}
+
+/// `swamp sync --conflict local` used to show `upload … changed in the
+/// cache`, exactly like an upload nobody else touched (issue 42): a
+/// reviewer could not tell which row overwrites a teammate's change.
+fn settled_plan(policy: ConflictPolicy) -> Plan {
+    let both = tp("outputs/deploy/web-1.yaml");
+    let deleted = tp("outputs/deploy/web-0.yaml");
+    let mut actions = match policy {
+        ConflictPolicy::KeepBoth => vec![
+            Action::RenameLocal(swamp::plan::action::RenameLocal {
+                path: both.clone(),
+                to: tp("outputs/deploy/web-1.yaml.conflict-aaaaaaaa"),
+                sha256: sha('a'),
+                settled_by: Some(policy),
+            }),
+            Action::Download(Download {
+                path: both.clone(),
+                size: 311,
+                version: "\"9b2cf535f27731c974343645a3985328\"".into(),
+                expect: Expect::Sha256(sha('b')),
+                local: None,
+                settled_by: Some(policy),
+            }),
+            Action::Upload(Upload {
+                path: tp("outputs/deploy/web-1.yaml.conflict-aaaaaaaa"),
+                size: 310,
+                sha256: sha('a'),
+                remote: RemoteExpect::Absent,
+                settled_by: Some(policy),
+            }),
+        ],
+        _ => vec![
+            Action::Upload(Upload {
+                path: both.clone(),
+                size: 310,
+                sha256: sha('a'),
+                remote: RemoteExpect::Version {
+                    version: "\"9b2cf535f27731c974343645a3985328\"".into(),
+                },
+                settled_by: Some(policy),
+            }),
+            Action::DeleteRemote(DeleteRemote {
+                path: deleted.clone(),
+                version: "\"4a8a08f09d37b73795649038408b5f33\"".into(),
+                settled_by: Some(policy),
+            }),
+        ],
+    };
+    // A change nobody else touched, for contrast.
+    actions.push(Action::Upload(Upload {
+        path: tp("outputs/deploy/web-2.yaml"),
+        size: 12,
+        sha256: sha('c'),
+        remote: RemoteExpect::Absent,
+        settled_by: None,
+    }));
+    let mut p = plan(actions, vec![]);
+    p.scope = Scope::Sync;
+    p.sources.clear();
+    let remote = p.remote.as_mut().unwrap();
+    remote.conflict_policy = policy;
+    remote.resolved = vec![Conflict::BothChanged(BothChanged {
+        path: both,
+        local_sha256: sha('a'),
+        remote_version: "\"9b2cf535f27731c974343645a3985328\"".into(),
+        remote_sha256: Some(sha('b')),
+        base_sha256: Some(sha('e')),
+        // 2026-12-06 18:02:00 UTC
+        remote_modified: Some(1_796_580_120),
+    })];
+    if policy != ConflictPolicy::KeepBoth {
+        remote
+            .resolved
+            .push(Conflict::DeletedAndChanged(DeletedAndChanged {
+                path: deleted,
+                deleted_in: swamp::plan::Side::Cache,
+                changed_sha256: Some(sha('d')),
+                remote_modified: Some(1_796_580_120),
+            }));
+    }
+    p
+}
+
+#[test]
+fn a_row_a_conflict_policy_chose_says_which_conflict_and_what_it_replaces() {
+    let local = settled_plan(ConflictPolicy::Local);
+    let text = render(&local);
+    assert!(
+        text.contains("both changed: `--conflict local` keeps the cache's copy, replacing the remote's version written 2026-12-06 18:02 UTC"),
+        "{text}"
+    );
+    assert!(
+        text.contains("2 conflict(s) settled by `--conflict local`"),
+        "the closing line counts them: {text}"
+    );
+    assert!(
+        text.contains("new in the cache"),
+        "an untouched upload reads as before"
+    );
+    snapshot!("render_settled_local", text);
+    snapshot!(
+        "render_settled_keep_both",
+        render(&settled_plan(ConflictPolicy::KeepBoth))
+    );
+    snapshot!(
+        "render_markdown_settled_local",
+        swamp::cli::render::render_markdown(&local, false)
+    );
+    // JSON: each settled action carries `settled_by`, the summary counts
+    // the settled conflicts, and `remote.resolved` lists them.
+    let json = serde_json::to_value(&local).unwrap();
+    let by: Vec<_> = json["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.get("settled_by").cloned())
+        .collect();
+    assert_eq!(
+        by,
+        [Some("local".into()), Some("local".into()), None],
+        "{json}"
+    );
+    assert_eq!(local.summary().settled, 2);
+    assert_eq!(
+        json["remote"]["resolved"][0]["remote_modified"],
+        1_796_580_120
+    );
 }

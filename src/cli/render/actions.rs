@@ -171,14 +171,19 @@ pub(super) fn render_actions(out: &mut String, plan: &Plan, detail: bool, md: bo
             &[true, false, false, false, false, false],
             &[false, false, true, true, true, false],
         );
+        let settled = super::settled::Settled::of(plan);
         for (i, a, (path, from, to)) in rows {
+            let reason = settled
+                .as_ref()
+                .and_then(|s| s.reason(a))
+                .unwrap_or_else(|| resumed_reason(plan, a));
             actions.rows.push(vec![
                 (i + 1).to_string(),
                 a.kind().to_string(),
                 path.into_owned(),
                 from.into_owned(),
                 to.into_owned(),
-                resumed_reason(plan, a),
+                reason,
             ]);
         }
         (actions, None)

@@ -290,6 +290,7 @@ pub(super) fn both_changed_conflict(out: &mut String, c: &BothChanged, plan: &Pl
         remote_version,
         remote_sha256,
         base_sha256,
+        ..
     } = c;
     let _ = writeln!(
         out,
@@ -324,6 +325,7 @@ pub(super) fn deleted_and_changed_conflict(out: &mut String, c: &DeletedAndChang
         path,
         deleted_in,
         changed_sha256,
+        ..
     } = c;
     let (gone, kept) = match deleted_in {
         crate::plan::Side::Cache => ("cache", "remote"),

@@ -8,6 +8,7 @@
 mod actions;
 mod conflicts;
 mod header;
+mod settled;
 mod summary;
 mod undo;
 
@@ -545,6 +546,7 @@ mod tests {
                 remote_version: "v2".into(),
                 remote_sha256: Some("b".repeat(64).as_str().into()),
                 base_sha256: Some("c".repeat(64).as_str().into()),
+                remote_modified: None,
             })],
         };
         render(&plan)

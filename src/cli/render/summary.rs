@@ -10,7 +10,7 @@ pub(super) fn render_summary(out: &mut String, plan: &Plan, md: bool, style: Sty
         &[false, true, true],
         &[false, false, false],
     );
-    let rows: [(&str, usize, Option<u64>); 25] = [
+    let rows: [(&str, usize, Option<u64>); 26] = [
         ("relocate-trash", s.relocate_trash, None),
         ("remove-temp", s.remove_temp, None),
         ("remove-partial", s.remove_partial, None),
@@ -36,6 +36,7 @@ pub(super) fn render_summary(out: &mut String, plan: &Plan, md: bool, style: Sty
         ("prune-trash", s.prune_trash, Some(s.bytes_to_prune)),
         ("skipped", s.skipped + s.skipped_local, None),
         ("conflict", s.conflicts, None),
+        ("settled-conflict", s.settled, None),
     ];
     for (name, count, bytes) in rows.into_iter().filter(|r| r.1 > 0) {
         summary.rows.push(vec![
@@ -111,6 +112,13 @@ pub fn closing_line(plan: &Plan) -> String {
     } else {
         format!("Plan: {}.", parts.join(", "))
     };
+    if let Some(policy) = plan.remote.as_ref().filter(|_| s.settled > 0) {
+        let _ = write!(
+            line,
+            " {} conflict(s) settled by `--conflict {}`: each row says what it keeps and replaces.",
+            s.settled, policy.conflict_policy
+        );
+    }
     if s.conflicts > 0 {
         let _ = write!(
             line,

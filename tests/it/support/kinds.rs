@@ -41,6 +41,7 @@ pub fn every_action() -> Vec<swamp::plan::Action> {
             size: 5,
             sha256: sha('c'),
             remote: RemoteExpect::Absent,
+            settled_by: None,
         }),
         Action::Upload(Upload {
             path: tp("data/a/1/raw"),
@@ -49,6 +50,7 @@ pub fn every_action() -> Vec<swamp::plan::Action> {
             remote: RemoteExpect::Version {
                 version: "\"9b2cf535f27731c974343645a3985328\"".into(),
             },
+            settled_by: None,
         }),
         Action::Download(Download {
             path: tp("audit/2026-11.log"),
@@ -56,6 +58,7 @@ pub fn every_action() -> Vec<swamp::plan::Action> {
             version: "1732938481000000".into(),
             expect: swamp::plan::Expect::Sha256(sha('d')),
             local: None,
+            settled_by: None,
         }),
         Action::Download(Download {
             path: tp("audit/2026-12.log"),
@@ -68,19 +71,23 @@ pub fn every_action() -> Vec<swamp::plan::Action> {
                 gzip: false,
             })),
             local: Some(Box::new(sha('e'))),
+            settled_by: None,
         }),
         Action::DeleteLocal(DeleteLocal {
             path: tp("workflow-runs/w/run-1.yaml"),
             sha256: sha('f'),
+            settled_by: None,
         }),
         Action::DeleteRemote(DeleteRemote {
             path: tp("workflow-runs/w/run-2.yaml"),
             version: "3".into(),
+            settled_by: None,
         }),
         Action::RenameLocal(RenameLocal {
             path: tp("files/report.txt"),
             to: tp("files/report.conflict-cache.txt"),
             sha256: sha('0'),
+            settled_by: None,
         }),
         Action::RecordBase(RecordBase {
             add: vec![BaseRecord {
@@ -265,6 +272,7 @@ pub fn every_conflict() -> Vec<swamp::plan::Conflict> {
             remote_version: "\"etag\"".into(),
             remote_sha256: Some(sha('b')),
             base_sha256: Some(sha('c')),
+            remote_modified: None,
         }),
         Conflict::BothChanged(BothChanged {
             path: tp("data/a/1/raw"),
@@ -272,16 +280,19 @@ pub fn every_conflict() -> Vec<swamp::plan::Conflict> {
             remote_version: "7".into(),
             remote_sha256: None,
             base_sha256: None,
+            remote_modified: None,
         }),
         Conflict::DeletedAndChanged(DeletedAndChanged {
             path: tp("data/a/1/raw"),
             deleted_in: Side::Cache,
             changed_sha256: Some(sha('d')),
+            remote_modified: None,
         }),
         Conflict::DeletedAndChanged(DeletedAndChanged {
             path: tp("data/a/1/raw"),
             deleted_in: Side::Remote,
             changed_sha256: None,
+            remote_modified: None,
         }),
         Conflict::SourceDiverged(SourceDiverged {
             path: tp("outputs/x"),
