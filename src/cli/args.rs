@@ -49,7 +49,7 @@ pub struct Cli {
     /// (e.g. `30s`, `5m`, `0` to give up at once; default: `[lock] timeout_secs`)
     #[arg(long, global = true, help_heading = "Global options", value_name = "DURATION", env = "SWAMP_LOCK_TIMEOUT", value_parser = parse_duration)]
     pub lock_timeout: Option<std::time::Duration>,
-    /// List every action of a long plan (plans of more than 50 actions are otherwise grouped by kind and directory)
+    /// List every action, swamp's own sync records included (plans of more than 50 actions are otherwise grouped by kind and directory)
     #[arg(long, global = true, help_heading = "Global options")]
     pub detail: bool,
     /// No progress display and no notes on stderr (errors still go there)
@@ -135,6 +135,26 @@ pub(super) fn wants_json(args: &[OsString]) -> bool {
         .skip(1)
         .take_while(|a| *a != "--")
         .any(|a| a == "--json")
+}
+
+/// Whether the words of the command line (flags aside) name a command
+/// that applies a plan ([`Command::prints_run_doc`]): its usage errors
+/// are printed in the same shape as its other outcomes.
+pub(super) fn names_run_command(args: &[OsString]) -> bool {
+    let words: Vec<&str> = args
+        .iter()
+        .skip(1)
+        .take_while(|a| *a != "--")
+        .filter_map(|a| a.to_str())
+        .filter(|a| !a.starts_with('-'))
+        .take(3)
+        .collect();
+    matches!(
+        words.as_slice(),
+        ["apply" | "sync" | "push" | "pull", ..]
+            | ["datastore", "sync" | "setup", ..]
+            | ["datastore", "config", "migrate", ..]
+    )
 }
 
 /// Parses the command line with clap told the colour choice.
@@ -561,8 +581,13 @@ stays as it is in every other clone.")]
     /// Namespaces registered in the remote datastore, with their owning repo_id
     #[command(after_help = "Examples:
   swamp datastore namespaces
-  swamp datastore namespaces --json")]
-    Namespaces,
+  swamp datastore namespaces --json
+  swamp datastore namespaces --datastore s3://team-bucket/swamp")]
+    Namespaces {
+        /// A datastore spec (`s3://bucket/prefix?endpoint=…`, `gs://…`, `file:///path`); no repository needed
+        #[arg(long, value_name = "SPEC")]
+        datastore: Option<String>,
+    },
     /// Namespace of this repository's data
     Namespace {
         #[command(subcommand)]
@@ -714,8 +739,9 @@ pub enum DataCommand {
   swamp data gc --keep 5 --dry-run
   swamp data gc --keep 5")]
     Gc {
-        /// How many versions of each name to keep (the newest)
-        #[arg(long, default_value_t = 1, value_name = "N")]
+        /// How many versions of each name to keep (the newest); required:
+        /// what a gc deletes is never a default
+        #[arg(long, value_name = "N")]
         keep: usize,
         /// Show what would be removed, remove nothing
         #[arg(long)]
@@ -747,7 +773,26 @@ impl Command {
                         command: LockCommand::Status { at } | LockCommand::Release { at, .. },
                     },
             } => at.datastore.as_deref(),
+            Command::Datastore {
+                command: DatastoreCommand::Namespaces { datastore },
+            } => datastore.as_deref(),
             _ => None,
+        }
+    }
+
+    /// True for the commands whose `--json` is a run document (see
+    /// `cli::run_doc`): those that apply a plan through the one flow.
+    pub fn prints_run_doc(&self) -> bool {
+        match self {
+            Command::Apply { .. } | Command::Sync { .. } | Command::Push { .. } => true,
+            Command::Pull { .. } => true,
+            Command::Datastore { command } => matches!(
+                command,
+                DatastoreCommand::Sync { .. }
+                    | DatastoreCommand::Setup { .. }
+                    | DatastoreCommand::Config { .. }
+            ),
+            _ => false,
         }
     }
 
@@ -759,7 +804,7 @@ impl Command {
             Command::Show { .. } | Command::Status | Command::History => true,
             Command::Datastore { command } => matches!(
                 command,
-                DatastoreCommand::Namespaces
+                DatastoreCommand::Namespaces { .. }
                     | DatastoreCommand::Lock {
                         command: LockCommand::Status { .. }
                     }
@@ -847,7 +892,7 @@ impl SyncArgs {
 mod tests {
     use clap::CommandFactory;
 
-    use super::{ColorWhen, Command, color_choice, parse, wants_json};
+    use super::{ColorWhen, Command, color_choice, names_run_command, parse, wants_json};
 
     fn args(line: &str) -> Vec<std::ffi::OsString> {
         line.split(' ').map(Into::into).collect()
@@ -882,13 +927,32 @@ mod tests {
     }
 
     #[test]
+    fn a_usage_error_of_a_command_that_applies_is_known_by_its_words() {
+        for line in [
+            "swamp apply --yse",
+            "swamp --json pull --bogus",
+            "swamp datastore sync --x",
+            "swamp datastore config migrate --y",
+        ] {
+            assert!(names_run_command(&args(line)), "{line}");
+        }
+        for line in [
+            "swamp plan --x",
+            "swamp data put x -- apply",
+            "swamp datastore lock status",
+        ] {
+            assert!(!names_run_command(&args(line)), "{line}");
+        }
+    }
+
+    #[test]
     fn only_commands_that_change_nothing_may_end_at_a_closed_stdout() {
         let reads = [
             "swamp plan",
             "swamp status",
             "swamp show f",
             "swamp data list",
-            "swamp data gc --dry-run",
+            "swamp data gc --keep 1 --dry-run",
             "swamp doctor datastores",
             "swamp completions bash",
             "swamp man",
@@ -902,7 +966,7 @@ mod tests {
             "swamp apply -y",
             "swamp undo",
             "swamp undo x -o f",
-            "swamp data gc",
+            "swamp data gc --keep 1",
             "swamp doctor datastores --repair -y",
             "swamp man --out-dir d",
             "swamp datastore sync --pull",

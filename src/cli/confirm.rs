@@ -12,6 +12,7 @@
 //! `data rm` and `data gc` are not asked: local, and undoable.
 use crate::cli::args::Confirm;
 use crate::cli::output::{ask, errln, interactive};
+use crate::cli::run_doc::Reason;
 use crate::cli::{Ctx, Outcome};
 
 /// What a command that applied nothing for want of confirmation exits with.
@@ -43,9 +44,15 @@ impl Go {
 }
 
 /// Applies the rule. `question`: what to ask on a terminal; `json`: prints
-/// the document `--json` gives when nothing is applied (with
-/// `"preview": true`).
-pub(crate) fn decide(ctx: &Ctx, confirm: Confirm, question: &str, json: impl FnOnce()) -> Go {
+/// the document `--json` gives when nothing is applied (`"preview": true`),
+/// given why and the message stderr shows too (messages about the run go
+/// to stderr whatever the format: `--json` keeps stdout for the document).
+pub(crate) fn decide(
+    ctx: &Ctx,
+    confirm: Confirm,
+    question: &str,
+    json: impl FnOnce(Reason, &str),
+) -> Go {
     if confirm.yes {
         return Go::Apply;
     }
@@ -57,20 +64,30 @@ pub(crate) fn decide(ctx: &Ctx, confirm: Confirm, question: &str, json: impl FnO
         errln!("\nApply cancelled.");
         return Go::Stop(Outcome::Failed);
     }
-    if ctx.json {
-        json();
-    } else if confirm.dry_run {
-        // About the run, not the plan: stderr, so `> plan.txt` holds the
-        // plan alone and the terminal still says why nothing changed.
-        errln!(
-            "\nThis was a dry run; nothing changed. Run `{}` to apply it.",
-            rerun_with_yes()
-        );
+    let (reason, message) = if confirm.dry_run {
+        (
+            Reason::DryRun,
+            format!(
+                "This was a dry run; nothing changed. Run `{}` to apply it.",
+                rerun_with_yes()
+            ),
+        )
     } else {
-        errln!(
-            "\nNothing changed: applying needs confirmation, and there is no terminal to ask on. Run `{}` to apply it (--dry-run only previews).",
-            rerun_with_yes()
-        );
+        (
+            Reason::NotConfirmed,
+            format!(
+                "Nothing changed: applying needs confirmation, and there is no terminal to ask on. Run `{}` to apply it (--dry-run only previews).",
+                rerun_with_yes()
+            ),
+        )
+    };
+    if ctx.json {
+        json(reason, &message);
+    }
+    // About the run, not the plan: stderr, so `> plan.txt` holds the plan
+    // alone and the terminal still says why nothing changed.
+    if !ctx.quiet {
+        errln!("\n{message}");
     }
     Go::Stop(if confirm.dry_run {
         Outcome::Success

@@ -13,6 +13,7 @@ mod locking;
 mod logging;
 mod output;
 pub mod render;
+mod run_doc;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -151,7 +152,10 @@ pub fn main() -> ExitCode {
     let color = args::color_choice(&args);
     let cli = match args::parse(&args, color) {
         Ok(cli) => cli,
-        Err(e) => return usage_error(&e, args::wants_json(&args)),
+        Err(e) => {
+            let shape = args::names_run_command(&args);
+            return usage_error(&e, args::wants_json(&args), shape);
+        }
     };
     if let Err(code) = start_logging(&cli) {
         return code;
@@ -196,6 +200,7 @@ pub fn main() -> ExitCode {
         std::process::exit(130);
     });
     let spec_arg = cli.command.datastore_spec().map(str::to_string);
+    let run_doc = cli.command.prints_run_doc();
     match commands::run(&ctx, cli.command) {
         Ok(outcome) => ExitCode::from(outcome.exit_code()),
         Err(mut err) => {
@@ -217,7 +222,9 @@ pub fn main() -> ExitCode {
                 )];
             }
             tracing::debug!(target: "swamp::cli", error = %err, "the command failed");
-            if ctx.json {
+            if ctx.json && run_doc {
+                output::print_json(&run_doc::RunDoc::failed(&err));
+            } else if ctx.json {
                 output::print_json(&err.to_json());
             } else {
                 // Messages echo keys and paths: never raw control
@@ -255,7 +262,7 @@ fn start_logging(cli: &args::Cli) -> Result<(), ExitCode> {
 /// A command line clap refused (or `--help`/`--version`, which are not
 /// errors). Under `--json` the refusal is one JSON document on stdout, like
 /// every other error.
-fn usage_error(e: &clap::Error, json: bool) -> ExitCode {
+fn usage_error(e: &clap::Error, json: bool, run_doc: bool) -> ExitCode {
     use clap::error::ErrorKind as K;
     if matches!(
         e.kind(),
@@ -303,7 +310,11 @@ fn usage_error(e: &clap::Error, json: bool) -> ExitCode {
         hint = "see `swamp --help`, or `swamp COMMAND --help`".to_string();
     }
     let err = CliError::usage(message).hint(hint);
-    output::print_json(&err.to_json());
+    if run_doc {
+        output::print_json(&run_doc::RunDoc::failed(&err));
+    } else {
+        output::print_json(&err.to_json());
+    }
     ExitCode::from(ErrorKind::Usage.exit_code())
 }
 

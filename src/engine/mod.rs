@@ -84,7 +84,8 @@ pub enum EngineError {
     )]
     ConfigTierExcluded,
     #[error(
-        "scope `{scope}` needs a remote datastore (s3 or gcs); this repository uses `{datastore}`"
+        "{} needs a remote datastore (s3 or gcs); this repository uses `{datastore}`",
+        scope_needs(*scope)
     )]
     ScopeNeedsRemote { scope: Scope, datastore: String },
     #[error(
@@ -244,6 +245,17 @@ pub(crate) fn data_store<'a>(
     crate::data::DataStore::new(layout, desired.target)
         .with_sources(desired.sources)
         .with_remote_only(remote_only)
+}
+
+/// What a scope does, as a user would say it (they type commands, not
+/// scopes).
+fn scope_needs(scope: Scope) -> &'static str {
+    match scope {
+        Scope::Push => "pushing",
+        Scope::Pull => "pulling",
+        Scope::Config => "managed config",
+        _ => "syncing",
+    }
 }
 
 /// Refuses what this version cannot reconcile, naming why.

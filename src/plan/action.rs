@@ -545,6 +545,18 @@ impl Action {
         }
     }
 
+    /// swamp's own records of a sync (the sync base, delete records and
+    /// progress notes): a plan lists them only with `--detail`.
+    pub fn is_bookkeeping(&self) -> bool {
+        matches!(
+            self,
+            Action::RecordBase(_)
+                | Action::RecordDeletes(_)
+                | Action::NoteProgress(_)
+                | Action::PruneRecords(_)
+        )
+    }
+
     /// The `--conflict` policy that chose it over a conflict, if one did.
     pub fn settled_by(&self) -> Option<ConflictPolicy> {
         match self {

@@ -13,6 +13,7 @@ mod config_migrate;
 mod diffs;
 mod doctor;
 mod e2e;
+mod exit_codes;
 mod faults;
 mod interop;
 mod least_privilege;

@@ -943,7 +943,8 @@ fn a_peers_gc_reaches_other_clones_but_a_bucket_emptied_behind_swamps_back_still
     // between does not make it less so.
     a.run(&["data", "gc", "--keep", "1"]).expect(0);
     a.run(&["datastore", "sync", "--pull", "-y"]).expect(0);
-    let run = a.run(&["datastore", "sync", "-y"]);
+    // Sync records are listed by kind with --detail.
+    let run = a.run(&["--detail", "datastore", "sync", "-y"]);
     run.expect(0);
     assert!(run.stdout.contains("record-deletes"), "{}", run.stdout);
     let records: Vec<String> = bucket
@@ -1023,7 +1024,7 @@ fn a_delete_record_stays_until_every_other_clone_has_passed_it(backend: Backend)
     // week at least (a clone that never noted may still need it), then the
     // next sync that writes the bucket anywhere removes it.
     c.put("m/c", "c2\n");
-    let run = c.run(&["datastore", "sync", "-y"]);
+    let run = c.run(&["--detail", "datastore", "sync", "-y"]);
     run.expect(0);
     assert!(run.stdout.contains("note-progress"), "{}", run.stdout);
     let c_data: Vec<String> = files(&c.cache().join("ns/data")).into_keys().collect();
@@ -1046,12 +1047,13 @@ fn a_delete_record_stays_until_every_other_clone_has_passed_it(backend: Backend)
     )
     .to_string();
     // A pull alone would prune nothing: the prune rides along with a push.
-    let run = b.run_with(&["datastore", "sync", "-y"], &[("SWAMP_NOW", &week_later)]);
+    let detail = ["--detail", "datastore", "sync", "-y"];
+    let run = b.run_with(&detail, &[("SWAMP_NOW", &week_later)]);
     run.expect(0);
     assert!(!run.stdout.contains("prune-records"), "{}", run.stdout);
     assert_eq!(keys("deletes").len(), 1);
     b.put("m/b", "b3\n");
-    let run = b.run_with(&["datastore", "sync", "-y"], &[("SWAMP_NOW", &week_later)]);
+    let run = b.run_with(&detail, &[("SWAMP_NOW", &week_later)]);
     run.expect(0);
     assert!(run.stdout.contains("prune-records"), "{}", run.stdout);
     assert!(keys("deletes").is_empty(), "{:?}", keys("deletes"));

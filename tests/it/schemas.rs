@@ -1281,3 +1281,77 @@ fn s3_doctor_json_matches_the_schema() {
 fn gcs_doctor_json_matches_the_schema() {
     doctor_json_on_a_bucket_matches_the_schema(Backend::Gcs);
 }
+
+fn run_schema() -> Value {
+    read_json(&manifest_dir().join("schemas/run.schema.json"))
+}
+
+/// `swamp pull --json` without `-y` printed only `preview` and `applied`,
+/// an applied run `{plan, applied, converged, remaining}`, a conflict
+/// `{plan, applied, converged, recorded}` with no `error`, and a failure
+/// `{error}` alone (issue 42). Every outcome of a command that applies a
+/// plan now prints the same keys in the same order, valid against
+/// `schemas/run.schema.json`, with `reason` and `error` saying why.
+#[test]
+fn a_command_that_applies_prints_one_json_shape_whatever_the_outcome() {
+    let run = validator(&run_schema());
+    let plan = validator(&plan_schema());
+    let sb = sandbox("homelab");
+    let ns = sb.repo.join(".swamp/homelab");
+    fs::create_dir_all(ns.join("audit")).unwrap();
+    fs::write(ns.join("audit/2026-11.log"), "not the same\n").unwrap();
+    sb.run_ok(&["datastore", "namespace", "set", "homelab"]);
+
+    let mut keys: Option<Vec<String>> = None;
+    let mut check = |args: &[&str], code: i32, reason: Option<&str>, error: Option<&str>| {
+        let doc = sb.json(args, code);
+        assert_valid(&run, &doc, &format!("swamp {args:?}"));
+        for member in ["plan", "remaining"] {
+            if !doc[member].is_null() {
+                assert_valid(&plan, &doc[member], &format!("{member} of swamp {args:?}"));
+            }
+        }
+        let these: Vec<String> = doc.as_object().unwrap().keys().cloned().collect();
+        assert_eq!(
+            keys.get_or_insert_with(|| these.clone()),
+            &these,
+            "{args:?}"
+        );
+        assert_eq!(doc["reason"]["kind"].as_str(), reason, "{args:?}: {doc}");
+        assert_eq!(doc["error"]["kind"].as_str(), error, "{args:?}: {doc}");
+        if let Some(kind) = error {
+            assert_eq!(doc["error"]["exit_code"], code, "{kind}");
+        }
+        doc
+    };
+    let conflict = check(
+        &["apply", "-y", "--json"],
+        3,
+        Some("conflicts"),
+        Some("conflicts"),
+    );
+    assert_eq!(conflict["converged"], false);
+    fs::remove_file(ns.join("audit/2026-11.log")).unwrap();
+    let preview = check(&["apply", "--json"], 2, Some("not-confirmed"), None);
+    assert_eq!(preview["preview"], true);
+    assert!(preview["applied"].is_null());
+    check(&["apply", "--json", "--dry-run"], 0, Some("dry-run"), None);
+    let applied = check(&["apply", "-y", "--json"], 0, None, None);
+    assert_eq!(applied["converged"], true);
+    assert!(applied["applied"].is_object());
+    check(&["apply", "--json"], 0, Some("no-changes"), None);
+    // Failures before any plan: the same keys, `plan` null.
+    let failed = check(
+        &["datastore", "sync", "--json"],
+        64,
+        Some("failed"),
+        Some("usage"),
+    );
+    assert!(failed["plan"].is_null());
+    check(
+        &["apply", "--json", "--bogus"],
+        64,
+        Some("failed"),
+        Some("usage"),
+    );
+}

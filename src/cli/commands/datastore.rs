@@ -244,21 +244,38 @@ fn record_only(ctx: &Ctx, repo: &Repo, config: &Config) -> Result<Outcome, CliEr
     Ok(Outcome::Success)
 }
 
-pub(super) fn namespaces(ctx: &Ctx) -> Result<Outcome, CliError> {
-    let repo = ctx.open_repo()?;
-    if !repo.config.datastore.is_remote() {
+pub(super) fn namespaces(ctx: &Ctx, spec: Option<&str>) -> Result<Outcome, CliError> {
+    // `--datastore SPEC` needs no repository (as `lock status`).
+    let (placement, current) = match spec {
+        Some(spec) => {
+            let datastore =
+                parse_datastore_spec(spec).map_err(|e| CliError::usage(e.to_string()))?;
+            let placement = Placement {
+                datastore,
+                namespace: None,
+            };
+            (placement, None)
+        }
+        None => {
+            let repo = ctx.open_repo().map_err(|e| {
+                e.hint("run it inside a repository, or name the datastore: `swamp datastore namespaces --datastore s3://bucket/prefix`")
+            })?;
+            let current = repo
+                .config
+                .namespace
+                .as_ref()
+                .map(|n| n.as_str().to_string());
+            (repo.config.target(), current)
+        }
+    };
+    if !placement.datastore.is_remote() {
         return Err(CliError::usage(format!(
-            "namespaces are registered in remote datastores; this repository uses `{}`",
-            repo.config.datastore.kind()
+            "namespaces are registered in remote datastores; this one is `{}`",
+            placement.datastore.kind()
         ))
         .hint("set up a remote with `swamp datastore setup s3://bucket/prefix` or `gs://bucket/prefix`"));
     }
-    let all = list_namespaces(&repo.config.target())?;
-    let current = repo
-        .config
-        .namespace
-        .as_ref()
-        .map(|n| n.as_str().to_string());
+    let all = list_namespaces(&placement)?;
     let (registered, unrecognised): (Vec<_>, Vec<_>) = all
         .iter()
         .partition(|n| matches!(n, ListedNamespace::Registered(_)));

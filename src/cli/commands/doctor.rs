@@ -203,7 +203,7 @@ impl Repairs<'_> {
             ctx,
             confirm,
             "\nDo you want to apply these repairs?",
-            || {
+            |_, _| {
                 print_json(
                     &RepairDoc::unapplied(self.before, true, self.fixes_json, self.plans_json)
                         .to_json(),

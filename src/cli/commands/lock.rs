@@ -1,7 +1,7 @@
 //! `datastore lock status` and `datastore lock release [--force]`: inspect
 //! and break the distributed lock, of this repository's datastore or of any
 //! datastore named by `--datastore SPEC` (no repository needed).
-use crate::cli::output::outln;
+use crate::cli::output::{errln, outln};
 
 use serde_json::{Value, json};
 
@@ -115,8 +115,10 @@ fn print_state(url: &str, state: &LockState) {
 pub(super) fn status(ctx: &Ctx, at: &LockWhere) -> Result<Outcome, CliError> {
     let targets = targets(ctx, at)?;
     let mut rows = Vec::new();
+    let mut all_free = true;
     for (i, t) in targets.iter().enumerate() {
         let state = inspect(t)?;
+        all_free &= matches!(state, LockState::Free);
         if ctx.json {
             rows.push(state_json(&t.url, &state));
         } else {
@@ -126,10 +128,41 @@ pub(super) fn status(ctx: &Ctx, at: &LockWhere) -> Result<Outcome, CliError> {
             print_state(&t.url, &state);
         }
     }
+    // `--datastore` without `--namespace` names the solo layout's lock; a
+    // bucket of namespaces holds theirs under each: say which there are.
+    let elsewhere = match (&at.datastore, &at.namespace) {
+        (Some(spec), None) if all_free => namespaces_in(spec),
+        _ => Vec::new(),
+    };
     if ctx.json {
-        print_json(&json!({ "locks": rows }));
+        let mut doc = json!({ "locks": rows });
+        if !elsewhere.is_empty() {
+            doc["namespaces"] = json!(elsewhere);
+        }
+        print_json(&doc);
+    } else if !elsewhere.is_empty() && !ctx.quiet {
+        errln!(
+            "note: this is the lock of the datastore's solo layout; it holds namespace(s) {}: add `--namespace {}` for a namespace's lock.",
+            elsewhere.join(", "),
+            elsewhere[0]
+        );
     }
     Ok(Outcome::Success)
+}
+
+/// The namespaces registered under a solo layout's datastore (none when
+/// they cannot be listed: this is a hint, not the answer).
+fn namespaces_in(spec: &str) -> Vec<String> {
+    let Ok(datastore) = parse_datastore_spec(spec) else {
+        return Vec::new();
+    };
+    let solo = Placement {
+        datastore,
+        namespace: None,
+    };
+    crate::engine::registry::list_namespaces(&solo)
+        .map(|all| all.iter().map(|n| n.namespace().to_string()).collect())
+        .unwrap_or_default()
 }
 
 pub(super) fn release(ctx: &Ctx, at: &LockWhere, force: bool) -> Result<Outcome, CliError> {

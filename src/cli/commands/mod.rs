@@ -138,7 +138,9 @@ fn datastore_command(ctx: &Ctx, command: DatastoreCommand) -> Result<Outcome, Cl
             reconcile::apply(ctx, scope, sync.options(), confirm)
         }
         DatastoreCommand::Hydration { mode } => datastore::hydration(ctx, mode),
-        DatastoreCommand::Namespaces => datastore::namespaces(ctx),
+        DatastoreCommand::Namespaces { datastore: spec } => {
+            datastore::namespaces(ctx, spec.as_deref())
+        }
         DatastoreCommand::Lock { command } => match command {
             LockCommand::Status { at } => lock::status(ctx, &at),
             LockCommand::Release { at, force } => lock::release(ctx, &at, force),

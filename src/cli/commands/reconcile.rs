@@ -4,13 +4,12 @@ use crate::cli::output::{errln, out, outln};
 
 use std::path::Path;
 
-use serde_json::json;
-
 use crate::cli::args::Confirm;
 use crate::cli::confirm::decide;
 use crate::cli::locking::{Locks, await_writers};
 use crate::cli::output::{print_json, print_plan_json};
 use crate::cli::render::human_bytes;
+use crate::cli::run_doc::{Reason, RunDoc};
 use crate::cli::{CliError, Ctx, Outcome, Repo};
 use crate::config::Config;
 use crate::engine::Scope;
@@ -270,7 +269,14 @@ fn flow(
     match flow::run(planned, &at, record, &mut ui)? {
         Flowed::Empty(saved) => {
             if ctx.json {
-                print_plan_json(&saved, json!({"applied": null, "converged": true}));
+                let doc = RunDoc {
+                    converged: Some(true),
+                    ..RunDoc::stopped(
+                        Reason::NoChanges,
+                        "No changes. The datastore matches the configuration.",
+                    )
+                };
+                print_plan_json(&saved, doc.fields());
             }
             Ok(Outcome::Success)
         }
@@ -304,8 +310,12 @@ impl flow::Ui<SavedPlan> for CliUi<'_> {
             "\nDo you want to apply these {} action(s)?",
             saved.plan.actions.len()
         );
-        decide(self.ctx, confirm, &question, || {
-            print_plan_json(saved, json!({"preview": true, "applied": null}));
+        decide(self.ctx, confirm, &question, |reason, message| {
+            let doc = RunDoc {
+                preview: true,
+                ..RunDoc::stopped(reason, message)
+            };
+            print_plan_json(saved, doc.fields());
         })
         .stop()
     }
@@ -329,21 +339,27 @@ impl flow::Ui<SavedPlan> for CliUi<'_> {
 }
 
 fn conflicts(ctx: &Ctx, saved: &SavedPlan, recorded: bool) -> Result<Outcome, CliError> {
-    if ctx.json {
-        print_plan_json(
-            saved,
-            json!({"applied": null, "converged": false, "recorded": recorded}),
-        );
-    } else {
-        if recorded {
-            errln!(
-                "The new layout is recorded in .swamp.toml; once the conflicts are resolved, `swamp apply` finishes the move."
-            );
-        }
+    let message = format!(
+        "the plan has {} conflict(s); nothing was applied",
+        saved.plan.conflicts.len()
+    );
+    if recorded {
         errln!(
-            "error: the plan has {} conflict(s); nothing was applied",
-            saved.plan.conflicts.len()
+            "The new layout is recorded in .swamp.toml; once the conflicts are resolved, `swamp apply` finishes the move."
         );
+    }
+    if ctx.json {
+        let err = CliError::new(crate::cli::ErrorKind::Conflicts, message.clone()).hint(
+            "each conflict in `plan.conflicts` says how to fix it; run `swamp plan` to see them",
+        );
+        let doc = RunDoc {
+            converged: Some(false),
+            recorded,
+            ..RunDoc::stopped(Reason::Conflicts, message)
+        };
+        print_plan_json(saved, doc.with_error(&err).fields());
+    } else {
+        errln!("error: {message}");
     }
     Ok(Outcome::Conflicts)
 }
@@ -363,11 +379,22 @@ fn applied(
             let config = Config::load(&repo.root).unwrap_or_else(|_| repo.config.clone());
             after.clone().into_saved(&config).to_json()
         });
-        let rest = json!({
-            "applied": report,
-            "converged": converged,
-            "remaining": remaining,
-        });
+        let mut doc = RunDoc {
+            applied: serde_json::to_value(report).expect("a report serialises"),
+            converged: Some(converged),
+            remaining: remaining.unwrap_or_default(),
+            ..RunDoc::default()
+        };
+        if !converged {
+            let (message, kind) = not_converged(after);
+            doc.reason = Some((Reason::NotConverged, message.clone()));
+            let err = CliError::new(kind, message).hint(format!(
+                "what was applied stays applied; run `{}` again",
+                crate::cli::command_line()
+            ));
+            doc = doc.with_error(&err);
+        }
+        let rest = doc.fields();
         match spilled {
             Some(plan) => crate::cli::output::print_spilled_plan_json(plan, rest),
             None => print_plan_json(saved, rest),
@@ -387,9 +414,8 @@ fn applied(
             out!("{}", ctx.render_plan(&after.plan));
             // Exit 1 says it failed; stderr says why, as for any failure.
             errln!(
-                "error: not converged: {} action(s) and {} conflict(s) are left (the state changed while applying)\n  hint: what was applied stays applied; run `{}` again",
-                after.plan.actions.len(),
-                after.plan.conflicts.len(),
+                "error: {}\n  hint: what was applied stays applied; run `{}` again",
+                not_converged(after).0,
                 crate::cli::command_line()
             );
         }
@@ -401,6 +427,21 @@ fn applied(
     } else {
         Outcome::Failed
     })
+}
+
+/// What an apply that did not converge left, and how it exits.
+fn not_converged(after: &Planned) -> (String, crate::cli::ErrorKind) {
+    let kind = if after.plan.has_conflicts() {
+        crate::cli::ErrorKind::Conflicts
+    } else {
+        crate::cli::ErrorKind::Failure
+    };
+    let message = format!(
+        "not converged: {} action(s) and {} conflict(s) are left (the state changed while applying)",
+        after.plan.actions.len(),
+        after.plan.conflicts.len(),
+    );
+    (message, kind)
 }
 
 /// What the run sent, by class, beside what its plan estimated:

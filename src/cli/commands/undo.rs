@@ -14,6 +14,7 @@ use crate::cli::render::render_undo;
 use crate::cli::{CliError, Ctx, Outcome};
 use crate::engine;
 use crate::engine::undo::{PruneFlowed, UndoFlowed, UndoSubject};
+use crate::journal::UndoError;
 use crate::plan::Action;
 use crate::plan::file::SavedUndo;
 use crate::plan::undo::UndoPlan;
@@ -94,8 +95,16 @@ fn undo_with(ctx: &Ctx, which: Which<'_>, then: Then<'_>) -> Result<Outcome, Cli
         engine::same_repo(saved.repo_id, &repo.config)?;
     }
     let subject = match which {
-        Which::Undo(id) => engine::undo::subject(&repo.layout, &repo.config, id)?,
-        Which::Redo => engine::undo::redo_subject(&repo.layout, &repo.config)?,
+        Which::Undo(id) => engine::undo::subject(&repo.layout, &repo.config, id),
+        Which::Redo => engine::undo::redo_subject(&repo.layout, &repo.config),
+    };
+    let subject = match subject {
+        Ok(subject) => subject,
+        // Nothing to do is not an error (exit 0, as `Nothing to prune`).
+        Err(engine::EngineError::Undo(
+            e @ (UndoError::NoHistory | UndoError::AllUndone | UndoError::NothingToRedo),
+        )) => return nothing_to_do(ctx, &e),
+        Err(e) => return Err(e.into()),
     };
     // Saving a plan, or a preview, changes nothing: no lock.
     let applies = match &then {
@@ -120,6 +129,31 @@ fn undo_with(ctx: &Ctx, which: Which<'_>, then: Then<'_>) -> Result<Outcome, Cli
         Some(l) => l.finish(result),
         None => result,
     }
+}
+
+/// An undo or redo with nothing to reverse: said, and exit 0.
+fn nothing_to_do(ctx: &Ctx, e: &UndoError) -> Result<Outcome, CliError> {
+    let mut message = e.to_string();
+    // The error's own words, as a sentence, and where to go from here.
+    if let Some(first) = message.get(..1) {
+        message.replace_range(..1, &first.to_uppercase());
+    }
+    message.push('.');
+    match e {
+        UndoError::AllUndone => message.push_str(
+            " `swamp redo` re-applies what the last undo reversed; `swamp history` lists the applies.",
+        ),
+        UndoError::NothingToRedo => {
+            message.push_str(" `swamp undo` walks back one apply at a time.")
+        }
+        _ => {}
+    }
+    if ctx.json {
+        print_json(&json!({ "undo": null, "applied": null, "message": message }));
+    } else {
+        outln!("{message}");
+    }
+    Ok(Outcome::Success)
 }
 
 fn plan_and_apply(
@@ -196,7 +230,7 @@ impl engine::flow::Ui<UndoPlan> for UndoUi<'_> {
             self.ctx,
             confirm,
             "\nDo you want to apply this undo?",
-            || {
+            |_, _| {
                 print_json(&json!({ "undo": plan, "applied": null, "preview": true }));
             },
         )
@@ -339,7 +373,7 @@ impl engine::flow::Ui<Vec<Action>> for PruneUi<'_> {
             self.ctx,
             self.confirm,
             "\nDo you want to prune this trash?",
-            || {
+            |_, _| {
                 print_json(&json!({ "prune": actions, "applied": null, "preview": true }));
             },
         ) {

@@ -159,11 +159,21 @@ pub(super) fn render_actions(out: &mut String, plan: &Plan, detail: bool, md: bo
         .collect();
     // Made one at a time as they are shown or grouped: the rows of a
     // 100,000-action plan are never held at once.
-    let n_actions = plan.actions.len();
+    // swamp's own records are listed with `--detail`, else counted.
+    let hidden = match detail {
+        true => 0,
+        false => plan.actions.iter().filter(|a| a.is_bookkeeping()).count(),
+    };
+    let n_actions = plan.actions.len() - hidden;
+    if n_actions == 0 {
+        let _ = writeln!(out, "{}\n", bookkeeping_note(hidden));
+        return;
+    }
     let rows = plan
         .actions
         .iter()
         .enumerate()
+        .filter(|(_, a)| hidden == 0 || !a.is_bookkeeping())
         .map(|(i, a)| (i, a, action_row(a, plan, &target, &source_labels)));
     let (grid, note) = if detail || n_actions <= GROUP_ABOVE {
         let mut actions = Grid::new(
@@ -199,9 +209,17 @@ pub(super) fn render_actions(out: &mut String, plan: &Plan, detail: bool, md: bo
     if let Some(note) = note {
         let _ = writeln!(out, "{}\n", escape_controls(&note));
     }
+    if hidden > 0 {
+        let _ = writeln!(out, "{}\n", bookkeeping_note(hidden));
+    }
     if folded {
         out.push_str("</details>\n\n");
     }
+}
+
+/// The line that counts the rows of swamp's own records left out.
+fn bookkeeping_note(hidden: usize) -> String {
+    format!("And {hidden} update(s) of swamp's own sync records; `--detail` lists them.")
 }
 
 /// An action's reason, and for a transfer that continues an interrupted

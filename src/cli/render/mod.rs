@@ -402,7 +402,7 @@ fn render_raw(plan: &Plan, detail: bool, md: bool, style: Style) -> String {
         out.push_str("No changes. The datastore matches the configuration.\n");
         return out;
     }
-    render_summary(&mut out, plan, md, style);
+    render_summary(&mut out, plan, detail, md, style);
     if !plan.actions.is_empty() {
         render_actions(&mut out, plan, detail, md, style);
         prose(&mut out, |o| render_replaced(o, plan, md));

@@ -3,14 +3,20 @@
 use super::*;
 
 /// The summary table (actions by kind, with bytes) and the undo line.
-pub(super) fn render_summary(out: &mut String, plan: &Plan, md: bool, style: Style) {
+pub(super) fn render_summary(out: &mut String, plan: &Plan, detail: bool, md: bool, style: Style) {
     let s = plan.summary();
+    // swamp's own records: one row, unless `--detail` lists each kind.
+    let kept = |n: usize| if detail { n } else { 0 };
+    let bookkeeping = match detail {
+        true => 0,
+        false => s.record_base + s.record_deletes + s.note_progress + s.prune_records,
+    };
     let mut summary = Grid::new(
         &["action", "count", "bytes"],
         &[false, true, true],
         &[false, false, false],
     );
-    let rows: [(&str, usize, Option<u64>); 26] = [
+    let rows: [(&str, usize, Option<u64>); 27] = [
         ("relocate-trash", s.relocate_trash, None),
         ("remove-temp", s.remove_temp, None),
         ("remove-partial", s.remove_partial, None),
@@ -26,10 +32,11 @@ pub(super) fn render_summary(out: &mut String, plan: &Plan, md: bool, style: Sty
         ("delete-remote", s.delete_remote, None),
         ("delete-local", s.delete_local, None),
         ("rename-local", s.rename_local, None),
-        ("record-base", s.record_base, None),
-        ("record-deletes", s.record_deletes, None),
-        ("note-progress", s.note_progress, None),
-        ("prune-records", s.prune_records, None),
+        ("record-base", kept(s.record_base), None),
+        ("record-deletes", kept(s.record_deletes), None),
+        ("note-progress", kept(s.note_progress), None),
+        ("prune-records", kept(s.prune_records), None),
+        ("sync records", bookkeeping, None),
         ("invalidate-catalog", s.invalidate_catalog, None),
         ("finish-migration", s.finish_migration, None),
         ("publish-sentinel", s.publish_sentinel, None),
@@ -210,17 +217,9 @@ pub(super) fn bookkeeping_parts(plan: &Plan, s: &crate::plan::Summary) -> Vec<St
         parts.push(format!(
             "{lazy} remote file(s) to record without downloading (hydration = lazy)"
         ));
-    } else if s.record_base > 0 {
-        parts.push("sync base to record".to_string());
-    }
-    if s.record_deletes > 0 {
-        parts.push("deliberate deletes to record for the other clones".to_string());
-    }
-    if s.note_progress > 0 {
-        parts.push("this clone's sync progress to note for the other clones".to_string());
-    }
-    if s.prune_records > 0 {
-        parts.push("old delete records to remove".to_string());
+    } else if s.record_base + s.record_deletes + s.note_progress + s.prune_records > 0 {
+        // One phrase for swamp's own records (`--detail` lists each).
+        parts.push("sync records to update".to_string());
     }
     if s.fetch > 0 {
         parts.push(format!("{} to fetch from the old remote", s.fetch));

@@ -8,6 +8,7 @@ pub mod faults;
 pub mod kinds;
 pub mod repo;
 pub mod servers;
+pub mod vocabulary;
 
 use std::collections::BTreeMap;
 use std::path::Path;

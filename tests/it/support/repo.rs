@@ -113,11 +113,13 @@ impl Repo {
             .envs(env.iter().copied())
             .output()
             .unwrap();
-        Run {
+        let run = Run {
             code: out.status.code(),
             stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
             stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        }
+        };
+        super::vocabulary::check(args, &run.stdout, &run.stderr);
+        run
     }
 
     /// Runs on a pseudo-terminal (util-linux's `script`), as a person at a
@@ -141,11 +143,13 @@ impl Repo {
             .stdin(Stdio::null())
             .output()
             .expect("util-linux `script` runs a command on a pseudo-terminal");
-        Run {
+        let run = Run {
             code: out.status.code(),
             stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
             stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        }
+        };
+        super::vocabulary::check(args, &run.stdout, &run.stderr);
+        run
     }
 
     /// Starts the binary without waiting for it (output captured).
@@ -298,9 +302,14 @@ impl Repo {
 /// The output of a spawned child, once it exits.
 pub fn finish(child: Child) -> Run {
     let out = child.wait_with_output().unwrap();
-    Run {
+    let run = Run {
         code: out.status.code(),
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    };
+    // Its arguments are not known here: a JSON document is left aside.
+    if !run.stdout.trim_start().starts_with('{') {
+        super::vocabulary::check(&[], &run.stdout, &run.stderr);
     }
+    run
 }
