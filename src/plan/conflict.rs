@@ -100,9 +100,10 @@ pub struct TooLarge {
 
 /// Cache and remote both changed the file since the last sync.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "BothChangedDoc", into = "BothChangedDoc")]
 pub struct BothChanged {
     pub path: TierPath,
-    pub local_sha256: Sha256,
+    pub cache_sha256: Sha256,
     pub remote_version: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub remote_sha256: Option<Sha256>,
@@ -113,6 +114,57 @@ pub struct BothChanged {
     /// when the listing says.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub remote_modified: Option<i64>,
+}
+
+/// A both-changed conflict as JSON: the cache's sha256 is `cache_sha256`
+/// (STYLE.md's vocabulary); `local_sha256`, its name before, is printed
+/// too and read when alone, through plan `format_version` 1.
+#[derive(Serialize, Deserialize)]
+struct BothChangedDoc {
+    path: TierPath,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    cache_sha256: Option<Sha256>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    local_sha256: Option<Sha256>,
+    remote_version: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    remote_sha256: Option<Sha256>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    base_sha256: Option<Sha256>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    remote_modified: Option<i64>,
+}
+
+impl TryFrom<BothChangedDoc> for BothChanged {
+    type Error = &'static str;
+
+    fn try_from(d: BothChangedDoc) -> Result<Self, Self::Error> {
+        Ok(BothChanged {
+            path: d.path,
+            cache_sha256: d
+                .cache_sha256
+                .or(d.local_sha256)
+                .ok_or("a both-changed conflict needs `cache_sha256`")?,
+            remote_version: d.remote_version,
+            remote_sha256: d.remote_sha256,
+            base_sha256: d.base_sha256,
+            remote_modified: d.remote_modified,
+        })
+    }
+}
+
+impl From<BothChanged> for BothChangedDoc {
+    fn from(c: BothChanged) -> Self {
+        BothChangedDoc {
+            path: c.path,
+            cache_sha256: Some(c.cache_sha256),
+            local_sha256: Some(c.cache_sha256),
+            remote_version: c.remote_version,
+            remote_sha256: c.remote_sha256,
+            base_sha256: c.base_sha256,
+            remote_modified: c.remote_modified,
+        }
+    }
 }
 
 /// One side deleted the file, the other changed it.
@@ -278,7 +330,7 @@ mod tests {
     fn both() -> Conflict {
         Conflict::BothChanged(BothChanged {
             path: TierPath::parse("outputs/a").unwrap(),
-            local_sha256: Sha256::from("a"),
+            cache_sha256: Sha256::from("a"),
             remote_version: "v".into(),
             remote_sha256: None,
             base_sha256: None,
@@ -303,6 +355,21 @@ mod tests {
             target_sha256: "t".into(),
             diff: None,
         })
+    }
+
+    #[test]
+    fn a_both_changed_conflict_says_cache_sha256_and_still_reads_local_sha256() {
+        let json = serde_json::to_value(both()).unwrap();
+        assert_eq!(json["kind"], "both-changed");
+        assert_eq!(json["cache_sha256"], json["local_sha256"], "{json}");
+        let mut old = json.clone();
+        old.as_object_mut().unwrap().remove("cache_sha256");
+        let read: Conflict = serde_json::from_value(old).unwrap();
+        assert_eq!(read, both(), "a plan saved before the rename still loads");
+        let mut neither = json;
+        neither.as_object_mut().unwrap().remove("cache_sha256");
+        neither.as_object_mut().unwrap().remove("local_sha256");
+        assert!(serde_json::from_value::<Conflict>(neither).is_err());
     }
 
     #[test]

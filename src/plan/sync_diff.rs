@@ -671,7 +671,7 @@ fn step(
                 Some(b) if l.sha256 == b.sha256 => Step::Pull(download(path, r, Some(l))),
                 _ => Step::Conflict(Conflict::BothChanged(BothChanged {
                     path: path.clone(),
-                    local_sha256: l.sha256,
+                    cache_sha256: l.sha256,
                     remote_version: r.version.to_string(),
                     remote_sha256: r.sha(),
                     base_sha256: b.map(|b| b.sha256),

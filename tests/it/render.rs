@@ -315,7 +315,7 @@ fn a_terminal_gets_tables_fitted_to_its_width_and_coloured_kinds() {
     p.conflicts
         .push(swamp::plan::Conflict::BothChanged(BothChanged {
             path: tp("outputs/evil\u{1b}]0;pwned\u{7}.yaml"),
-            local_sha256: sha('a'),
+            cache_sha256: sha('a'),
             remote_version: "v2".into(),
             remote_sha256: Some(sha('b')),
             base_sha256: None,
@@ -409,7 +409,7 @@ fn content_diffs_render_under_conflicts_and_replaced_files() {
     let conflicts = vec![
         Conflict::BothChanged(BothChanged {
             path: tp("outputs/report.txt"),
-            local_sha256: sha('a'),
+            cache_sha256: sha('a'),
             remote_version: "v2".into(),
             remote_sha256: Some(sha('b')),
             base_sha256: Some(sha('c')),
@@ -417,7 +417,7 @@ fn content_diffs_render_under_conflicts_and_replaced_files() {
         }),
         Conflict::BothChanged(BothChanged {
             path: tp("data/model/1/raw"),
-            local_sha256: sha('a'),
+            cache_sha256: sha('a'),
             remote_version: "v3".into(),
             remote_sha256: Some(sha('b')),
             base_sha256: Some(sha('c')),
@@ -437,7 +437,7 @@ fn content_diffs_render_under_conflicts_and_replaced_files() {
         }),
         Conflict::BothChanged(BothChanged {
             path: tp("outputs/moving.txt"),
-            local_sha256: sha('a'),
+            cache_sha256: sha('a'),
             remote_version: "v9".into(),
             remote_sha256: Some(sha('b')),
             base_sha256: None,
@@ -680,7 +680,7 @@ fn settled_plan(policy: ConflictPolicy) -> Plan {
     remote.conflict_policy = policy;
     remote.resolved = vec![Conflict::BothChanged(BothChanged {
         path: both,
-        local_sha256: sha('a'),
+        cache_sha256: sha('a'),
         remote_version: "\"9b2cf535f27731c974343645a3985328\"".into(),
         remote_sha256: Some(sha('b')),
         base_sha256: Some(sha('e')),

@@ -286,7 +286,7 @@ pub(super) fn too_large_conflict(out: &mut String, c: &TooLarge) {
 pub(super) fn both_changed_conflict(out: &mut String, c: &BothChanged, plan: &Plan) {
     let BothChanged {
         path,
-        local_sha256,
+        cache_sha256,
         remote_version,
         remote_sha256,
         base_sha256,
@@ -296,7 +296,7 @@ pub(super) fn both_changed_conflict(out: &mut String, c: &BothChanged, plan: &Pl
         out,
         "  ✗ {path}: changed in both the cache and the remote since the last sync"
     );
-    let _ = writeln!(out, "      cache  sha256 {local_sha256}");
+    let _ = writeln!(out, "      cache  sha256 {cache_sha256}");
     let _ = writeln!(
         out,
         "      remote sha256 {} (version {remote_version})",

@@ -542,7 +542,7 @@ mod tests {
             resumes: Vec::new(),
             conflicts: vec![Conflict::BothChanged(BothChanged {
                 path: TierPath::parse(path).unwrap(),
-                local_sha256: "a".repeat(64).as_str().into(),
+                cache_sha256: "a".repeat(64).as_str().into(),
                 remote_version: "v2".into(),
                 remote_sha256: Some("b".repeat(64).as_str().into()),
                 base_sha256: Some("c".repeat(64).as_str().into()),

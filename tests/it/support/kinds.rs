@@ -268,7 +268,7 @@ pub fn every_conflict() -> Vec<swamp::plan::Conflict> {
         }),
         Conflict::BothChanged(BothChanged {
             path: tp("data/a/1/raw"),
-            local_sha256: sha('a'),
+            cache_sha256: sha('a'),
             remote_version: "\"etag\"".into(),
             remote_sha256: Some(sha('b')),
             base_sha256: Some(sha('c')),
@@ -276,7 +276,7 @@ pub fn every_conflict() -> Vec<swamp::plan::Conflict> {
         }),
         Conflict::BothChanged(BothChanged {
             path: tp("data/a/1/raw"),
-            local_sha256: sha('a'),
+            cache_sha256: sha('a'),
             remote_version: "7".into(),
             remote_sha256: None,
             base_sha256: None,
