@@ -780,19 +780,24 @@ impl Command {
         }
     }
 
-    /// True for the commands whose `--json` is a run document (see
-    /// `cli::run_doc`): those that apply a plan through the one flow.
-    pub fn prints_run_doc(&self) -> bool {
+    /// The `--json` document of the commands that apply a plan (see
+    /// `cli::run_doc`): the same keys whatever the outcome, a failure's
+    /// included. `None`: the command's own document, or `{error}`.
+    pub(crate) fn json_shape(&self) -> Option<crate::cli::run_doc::Shape> {
+        use crate::cli::run_doc::Shape;
         match self {
-            Command::Apply { .. } | Command::Sync { .. } | Command::Push { .. } => true,
-            Command::Pull { .. } => true,
+            Command::Apply { .. } | Command::Sync { .. } | Command::Push { .. } => Some(Shape::Run),
+            Command::Pull { .. } => Some(Shape::Run),
             Command::Datastore { command } => matches!(
                 command,
                 DatastoreCommand::Sync { .. }
                     | DatastoreCommand::Setup { .. }
                     | DatastoreCommand::Config { .. }
-            ),
-            _ => false,
+            )
+            .then_some(Shape::Run),
+            Command::Undo { prune: true, .. } => Some(Shape::Prune),
+            Command::Undo { .. } | Command::Redo { .. } => Some(Shape::Undo),
+            _ => None,
         }
     }
 

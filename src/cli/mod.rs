@@ -153,7 +153,7 @@ pub fn main() -> ExitCode {
     let cli = match args::parse(&args, color) {
         Ok(cli) => cli,
         Err(e) => {
-            let shape = args::names_run_command(&args);
+            let shape = args::names_run_command(&args).then_some(run_doc::Shape::Run);
             return usage_error(&e, args::wants_json(&args), shape);
         }
     };
@@ -200,7 +200,7 @@ pub fn main() -> ExitCode {
         std::process::exit(130);
     });
     let spec_arg = cli.command.datastore_spec().map(str::to_string);
-    let run_doc = cli.command.prints_run_doc();
+    let shape = cli.command.json_shape();
     match commands::run(&ctx, cli.command) {
         Ok(outcome) => ExitCode::from(outcome.exit_code()),
         Err(mut err) => {
@@ -222,8 +222,8 @@ pub fn main() -> ExitCode {
                 )];
             }
             tracing::debug!(target: "swamp::cli", error = %err, "the command failed");
-            if ctx.json && run_doc {
-                output::print_json(&run_doc::RunDoc::failed(&err));
+            if let (true, Some(shape)) = (ctx.json, shape) {
+                output::print_json(&run_doc::RunDoc::failed(&err, shape));
             } else if ctx.json {
                 output::print_json(&err.to_json());
             } else {
@@ -262,7 +262,7 @@ fn start_logging(cli: &args::Cli) -> Result<(), ExitCode> {
 /// A command line clap refused (or `--help`/`--version`, which are not
 /// errors). Under `--json` the refusal is one JSON document on stdout, like
 /// every other error.
-fn usage_error(e: &clap::Error, json: bool, run_doc: bool) -> ExitCode {
+fn usage_error(e: &clap::Error, json: bool, shape: Option<run_doc::Shape>) -> ExitCode {
     use clap::error::ErrorKind as K;
     if matches!(
         e.kind(),
@@ -310,8 +310,8 @@ fn usage_error(e: &clap::Error, json: bool, run_doc: bool) -> ExitCode {
         hint = "see `swamp --help`, or `swamp COMMAND --help`".to_string();
     }
     let err = CliError::usage(message).hint(hint);
-    if run_doc {
-        output::print_json(&run_doc::RunDoc::failed(&err));
+    if let Some(shape) = shape {
+        output::print_json(&run_doc::RunDoc::failed(&err, shape));
     } else {
         output::print_json(&err.to_json());
     }

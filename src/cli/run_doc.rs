@@ -3,6 +3,10 @@
 //! config migrate`): the same top-level keys whatever the outcome, so a
 //! script reads one shape (`schemas/run.schema.json`):
 //!
+//! `undo`/`redo` and `undo --prune` keep the same rule with their own
+//! first keys ([`Shape`]): `{undo, preview, applied, saved, reason,
+//! error}` and `{prune, preview, applied, reason, error}`.
+//!
 //! `plan` (null when the command failed before planning), `preview`,
 //! `applied` (the report, null unless it applied), `converged` (null
 //! unless it got that far), `remaining` (the plan left when it did not
@@ -29,6 +33,73 @@ pub(crate) enum Reason {
     NotConverged,
     /// The command failed (the `error` object says how).
     Failed,
+    /// `-o FILE`: saved for `swamp apply FILE`, not applied.
+    Saved,
+}
+
+/// Which document a command prints: the keys before `reason` and `error`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Shape {
+    /// `apply`, `sync`/`push`/`pull`, `datastore sync/setup/config migrate`.
+    Run,
+    /// `undo`, `redo`.
+    Undo,
+    /// `undo --prune`.
+    Prune,
+}
+
+impl Shape {
+    /// Its keys before `reason` and `error`, as a failure before any plan
+    /// prints them (null; `false` for flags).
+    fn blank(self) -> Vec<(&'static str, Value)> {
+        let null = |k| (k, Value::Null);
+        let no = |k| (k, Value::Bool(false));
+        match self {
+            Shape::Run => vec![
+                null("plan"),
+                no("preview"),
+                null("applied"),
+                null("converged"),
+                null("remaining"),
+                no("recorded"),
+            ],
+            Shape::Undo => vec![null("undo"), no("preview"), null("applied"), null("saved")],
+            Shape::Prune => vec![null("prune"), no("preview"), null("applied")],
+        }
+    }
+}
+
+/// `fields` followed by `reason` and `error`: a document of any [`Shape`].
+pub(crate) fn document(
+    fields: Vec<(&'static str, Value)>,
+    reason: Option<(Reason, &str)>,
+    error: Option<&CliError>,
+) -> Value {
+    let error = error.map_or(Value::Null, |e| e.to_json()["error"].clone());
+    with_outcome(fields, reason, error)
+}
+
+fn with_outcome(
+    fields: Vec<(&'static str, Value)>,
+    reason: Option<(Reason, &str)>,
+    error: Value,
+) -> Value {
+    let mut doc = serde_json::Map::new();
+    for (k, v) in fields {
+        doc.insert(k.into(), v);
+    }
+    doc.insert("reason".into(), reason_json(reason));
+    doc.insert("error".into(), error);
+    Value::Object(doc)
+}
+
+/// `{kind, message}`, the message cut of credentials as the error's is
+/// (a failure's may quote a server's error).
+fn reason_json(reason: Option<(Reason, &str)>) -> Value {
+    reason.map_or(
+        Value::Null,
+        |(r, m)| json!({"kind": r.kind(), "message": crate::telemetry::redact::redact(m)}),
+    )
 }
 
 impl Reason {
@@ -40,6 +111,7 @@ impl Reason {
             Reason::Conflicts => "conflicts",
             Reason::NotConverged => "not-converged",
             Reason::Failed => "failed",
+            Reason::Saved => "saved",
         }
     }
 }
@@ -73,31 +145,27 @@ impl RunDoc {
 
     /// The fields after `plan`, in the documented order.
     pub(crate) fn fields(&self) -> Value {
-        json!({
-            "preview": self.preview,
-            "applied": self.applied,
-            "converged": self.converged,
-            "remaining": self.remaining,
-            "recorded": self.recorded,
-            // A failure's message may quote a server's error: cut as
-            // the error object's own is.
-            "reason": self.reason.as_ref().map(|(r, m)| json!({
-                "kind": r.kind(),
-                "message": crate::telemetry::redact::redact(m),
-            })),
-            "error": self.error,
-        })
+        with_outcome(
+            vec![
+                ("preview", Value::Bool(self.preview)),
+                ("applied", self.applied.clone()),
+                ("converged", json!(self.converged)),
+                ("remaining", self.remaining.clone()),
+                ("recorded", Value::Bool(self.recorded)),
+            ],
+            self.reason.as_ref().map(|(r, m)| (*r, m.as_str())),
+            self.error.clone().unwrap_or(Value::Null),
+        )
     }
 
-    /// The whole document of a run that failed before it had a plan.
-    pub(crate) fn failed(err: &CliError) -> Value {
-        let rest = RunDoc::stopped(Reason::Failed, err.message.clone()).with_error(err);
-        let mut doc = serde_json::Map::new();
-        doc.insert("plan".into(), Value::Null);
-        if let Value::Object(fields) = rest.fields() {
-            doc.extend(fields);
-        }
-        Value::Object(doc)
+    /// The whole document of a command of `shape` that failed before it
+    /// had a plan.
+    pub(crate) fn failed(err: &CliError, shape: Shape) -> Value {
+        document(
+            shape.blank(),
+            Some((Reason::Failed, &err.message)),
+            Some(err),
+        )
     }
 }
 
@@ -126,10 +194,16 @@ mod tests {
         ] {
             assert_eq!(keys(&doc.fields()), want);
         }
-        let failed = RunDoc::failed(&err);
+        let failed = RunDoc::failed(&err, Shape::Run);
         assert_eq!(keys(&failed)[0], "plan");
         assert_eq!(keys(&failed)[1..], want);
         assert_eq!(failed["error"]["exit_code"], 75);
         assert_eq!(failed["reason"]["kind"], "failed");
+        let undo = RunDoc::failed(&err, Shape::Undo);
+        let undo_keys = keys(&undo);
+        assert_eq!(
+            undo_keys,
+            ["undo", "preview", "applied", "saved", "reason", "error"]
+        );
     }
 }

@@ -1354,4 +1354,32 @@ fn a_command_that_applies_prints_one_json_shape_whatever_the_outcome() {
         Some("failed"),
         Some("usage"),
     );
+
+    // `undo` keeps the rule with its own first key: `undo`, not `plan`.
+    // (A gc sets a version aside: an apply to undo.)
+    fs::write(sb.repo.join("v.txt"), "one\n").unwrap();
+    sb.run_ok(&["data", "put", "notes", "--file", "v.txt"]);
+    fs::write(sb.repo.join("v.txt"), "two\n").unwrap();
+    sb.run_ok(&["data", "put", "notes", "--file", "v.txt"]);
+    sb.run_ok(&["data", "gc", "--keep", "1"]);
+    let mut undo_keys: Option<Vec<String>> = None;
+    let mut undo = |args: &[&str], code: i32, reason: Option<&str>| {
+        let doc = sb.json(args, code);
+        let these: Vec<String> = doc.as_object().unwrap().keys().cloned().collect();
+        assert_eq!(
+            undo_keys.get_or_insert_with(|| these.clone()),
+            &these,
+            "{args:?}"
+        );
+        assert_eq!(doc["reason"]["kind"].as_str(), reason, "{args:?}: {doc}");
+        doc
+    };
+    assert_eq!(
+        undo(&["undo", "--json"], 2, Some("not-confirmed"))["preview"],
+        true
+    );
+    assert!(undo(&["undo", "-y", "--json"], 0, None)["applied"].is_object());
+    undo(&["undo", "-y", "--json"], 0, Some("no-changes"));
+    let failed = undo(&["undo", "nosuch", "--json"], 1, Some("failed"));
+    assert_eq!(failed["error"]["exit_code"], 1);
 }

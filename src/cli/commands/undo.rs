@@ -11,6 +11,7 @@ use crate::cli::confirm::{Go, decide};
 use crate::cli::locking::Locks;
 use crate::cli::output::print_json;
 use crate::cli::render::render_undo;
+use crate::cli::run_doc::{Reason, document};
 use crate::cli::{CliError, Ctx, Outcome};
 use crate::engine;
 use crate::engine::undo::{PruneFlowed, UndoFlowed, UndoSubject};
@@ -18,6 +19,71 @@ use crate::journal::UndoError;
 use crate::plan::Action;
 use crate::plan::file::SavedUndo;
 use crate::plan::undo::UndoPlan;
+
+/// What an undo's or a prune's `--json` says besides its plan (one shape
+/// whatever the outcome, see `cli::run_doc`).
+#[derive(Default)]
+struct Doc<'a> {
+    preview: bool,
+    applied: serde_json::Value,
+    saved: Option<&'a Path>,
+    reason: Option<(Reason, &'a str)>,
+    error: Option<CliError>,
+}
+
+impl<'a> Doc<'a> {
+    fn stopped(reason: Reason, message: &'a str) -> Doc<'a> {
+        Doc {
+            reason: Some((reason, message)),
+            ..Doc::default()
+        }
+    }
+}
+
+/// A plan with conflicts: not applied (exit 3).
+fn conflicts_doc(n: usize) -> Doc<'static> {
+    Doc {
+        reason: Some((
+            Reason::Conflicts,
+            "the undo plan has conflicts; nothing was applied",
+        )),
+        error: Some(
+            CliError::new(
+                crate::cli::ErrorKind::Conflicts,
+                format!("the undo plan has {n} conflict(s); nothing was applied"),
+            )
+            .hint("each conflict in `undo.conflicts` says what stands in the way"),
+        ),
+        ..Doc::default()
+    }
+}
+
+/// `{undo, preview, applied, saved, reason, error}`.
+fn undo_doc(plan: Option<&UndoPlan>, d: Doc<'_>) -> serde_json::Value {
+    document(
+        vec![
+            ("undo", json!(plan)),
+            ("preview", json!(d.preview)),
+            ("applied", d.applied),
+            ("saved", json!(d.saved)),
+        ],
+        d.reason,
+        d.error.as_ref(),
+    )
+}
+
+/// `{prune, preview, applied, reason, error}`.
+fn prune_doc(actions: &[Action], d: Doc<'_>) -> serde_json::Value {
+    document(
+        vec![
+            ("prune", json!(actions)),
+            ("preview", json!(d.preview)),
+            ("applied", d.applied),
+        ],
+        d.reason,
+        d.error.as_ref(),
+    )
+}
 
 /// How the undo plan is taken forward once shown.
 enum Then<'a> {
@@ -149,7 +215,7 @@ fn nothing_to_do(ctx: &Ctx, e: &UndoError) -> Result<Outcome, CliError> {
         _ => {}
     }
     if ctx.json {
-        print_json(&json!({ "undo": null, "applied": null, "message": message }));
+        print_json(&undo_doc(None, Doc::stopped(Reason::NoChanges, &message)));
     } else {
         outln!("{message}");
     }
@@ -184,19 +250,24 @@ fn plan_and_apply(
     let mut ui = UndoUi { ctx, confirm };
     match engine::undo::run(plan, layout, subject, &crate::cli::command_line(), &mut ui)? {
         UndoFlowed::Empty(plan) => {
+            let message = format!(
+                "Nothing to undo: every file of apply {} is as it was before it.",
+                subject.id()
+            );
             if ctx.json {
-                print_json(&json!({ "undo": plan, "applied": null }));
+                print_json(&undo_doc(
+                    Some(&plan),
+                    Doc::stopped(Reason::NoChanges, &message),
+                ));
             } else {
-                outln!(
-                    "Nothing to undo: every file of apply {} is as it was before it.",
-                    subject.id()
-                );
+                outln!("{message}");
             }
             Ok(Outcome::Success)
         }
         UndoFlowed::Conflicts(plan) => {
             if ctx.json {
-                print_json(&json!({ "undo": plan, "applied": null }));
+                let doc = conflicts_doc(plan.conflicts.len());
+                print_json(&undo_doc(Some(&plan), doc));
             }
             Ok(Outcome::Conflicts)
         }
@@ -230,8 +301,12 @@ impl engine::flow::Ui<UndoPlan> for UndoUi<'_> {
             self.ctx,
             confirm,
             "\nDo you want to apply this undo?",
-            |_, _| {
-                print_json(&json!({ "undo": plan, "applied": null, "preview": true }));
+            |reason, message| {
+                let doc = Doc {
+                    preview: true,
+                    ..Doc::stopped(reason, message)
+                };
+                print_json(&undo_doc(Some(plan), doc));
             },
         )
         .stop()
@@ -249,7 +324,17 @@ fn save(
         .save(path)
         .map_err(|e| CliError::failure(e.to_string()))?;
     if ctx.json {
-        print_json(&json!({ "undo": plan, "saved": path }));
+        let message = format!(
+            "Saved the undo plan to {}; `swamp apply {}` applies it if nothing changed.",
+            path.display(),
+            path.display()
+        );
+        let mut doc = match plan.conflicts.len() {
+            0 => Doc::stopped(Reason::Saved, &message),
+            n => conflicts_doc(n),
+        };
+        doc.saved = Some(path);
+        print_json(&undo_doc(Some(plan), doc));
     } else {
         outln!(
             "\nSaved the undo plan to {}; `swamp apply {}` applies it if nothing changed.",
@@ -272,7 +357,11 @@ fn show_undone(
     report: &engine::undo::UndoReport,
 ) {
     if ctx.json {
-        print_json(&json!({ "undo": plan, "applied": report }));
+        let doc = Doc {
+            applied: json!(report),
+            ..Doc::default()
+        };
+        print_json(&undo_doc(Some(plan), doc));
     } else {
         let mut remote = match report.restored_remote {
             0 => String::new(),
@@ -320,7 +409,8 @@ pub(super) fn prune(
     let result = match engine::undo::run_prunes(&repo.layout, &repo.config, &mut ui) {
         Ok(PruneFlowed::Empty(actions)) => {
             if ctx.json {
-                print_json(&json!({ "prune": actions, "applied": null }));
+                let doc = Doc::stopped(Reason::NoChanges, "Nothing to prune.");
+                print_json(&prune_doc(&actions, doc));
             }
             Ok(Outcome::Success)
         }
@@ -331,7 +421,11 @@ pub(super) fn prune(
                     .iter()
                     .map(|(id, pruned)| json!({ "id": id, "pruned": pruned }))
                     .collect();
-                print_json(&json!({ "prune": actions, "applied": done }));
+                let doc = Doc {
+                    applied: json!(done),
+                    ..Doc::default()
+                };
+                print_json(&prune_doc(&actions, doc));
             } else {
                 outln!("\nPruned the trash of {} apply(s).", done.len());
             }
@@ -373,8 +467,12 @@ impl engine::flow::Ui<Vec<Action>> for PruneUi<'_> {
             self.ctx,
             self.confirm,
             "\nDo you want to prune this trash?",
-            |_, _| {
-                print_json(&json!({ "prune": actions, "applied": null, "preview": true }));
+            |reason, message| {
+                let doc = Doc {
+                    preview: true,
+                    ..Doc::stopped(reason, message)
+                };
+                print_json(&prune_doc(actions, doc));
             },
         ) {
             return Some(Ok(outcome));
