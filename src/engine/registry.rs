@@ -352,6 +352,33 @@ pub(crate) fn list_namespaces(placement: &Placement) -> Result<Vec<ListedNamespa
     })
 }
 
+/// The directories beside the placement's namespace under `<prefix>/`
+/// (tiers of a solo layout and swamp's own aside): the namespaces a
+/// bucket holds, as a hint for a namespace that holds nothing. One
+/// delimited listing where the server offers one, never the whole bucket
+/// (or the whole listing where it does not: a directory bucket).
+pub(crate) fn neighbour_namespaces(placement: &Placement) -> Result<Vec<String>, EngineError> {
+    let solo = Placement {
+        datastore: placement.datastore.clone(),
+        namespace: None,
+    };
+    let store = store::open(&solo.datastore)?;
+    if !store.capabilities().delimited_listing {
+        return Ok(Vec::new());
+    }
+    let key_prefix = Layout::remote_prefix(&solo);
+    let level = runtime().block_on(store.list_level(&key_prefix))?;
+    let own = placement.namespace.as_ref().map(|n| n.as_str());
+    Ok(level
+        .prefixes
+        .iter()
+        .filter_map(|p| p.strip_prefix(&key_prefix)?.strip_suffix('/'))
+        .filter(|d| crate::config::Tier::parse(d).is_none() && !d.starts_with('.'))
+        .filter(|d| Some(*d) != own)
+        .map(str::to_string)
+        .collect())
+}
+
 pub(crate) use crate::clock::now_rfc3339;
 
 #[cfg(test)]

@@ -92,14 +92,59 @@ pub struct Download {
     pub expect: super::Expect,
     /// The cache file's sha256 it replaces (`None`: absent). Boxed: a
     /// replacement is rare, and a million downloads held 24 bytes more
-    /// each (every action has the size of the largest).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// each (every action has the size of the largest). In JSON
+    /// `replaces_sha256`, and `local` (its name before STYLE.md's
+    /// vocabulary) beside it through plan `format_version` 1.
+    #[serde(flatten, with = "replaces")]
     pub local: Option<Box<Sha256>>,
     /// The `--conflict` policy that chose this action over a conflict
     /// (`None`: no conflict): a reviewer sees which rows replace or
     /// delete what the other side changed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub settled_by: Option<ConflictPolicy>,
+}
+
+/// A download's `replaces_sha256`, written with its old name `local`
+/// beside it, read from either.
+mod replaces {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    use crate::digest::Sha256;
+
+    #[derive(Serialize)]
+    struct Both<'a> {
+        #[serde(skip_serializing_if = "Option::is_none")]
+        replaces_sha256: Option<&'a Sha256>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        local: Option<&'a Sha256>,
+    }
+
+    #[derive(Deserialize)]
+    struct Either {
+        #[serde(default)]
+        replaces_sha256: Option<Sha256>,
+        #[serde(default)]
+        local: Option<Sha256>,
+    }
+
+    pub(super) fn serialize<S: Serializer>(
+        v: &Option<Box<Sha256>>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        let v = v.as_deref();
+        Both {
+            replaces_sha256: v,
+            local: v,
+        }
+        .serialize(s)
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<Box<Sha256>>, D::Error> {
+        let e = Either::deserialize(d)?;
+        Ok(e.replaces_sha256.or(e.local).map(Box::new))
+    }
 }
 
 /// Delete a cache file the remote deleted. Precondition: it still has `sha256`.
@@ -654,6 +699,36 @@ impl Action {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_download_says_replaces_sha256_and_still_reads_local() {
+        use super::{Action, Download};
+        use crate::digest::Sha256;
+        let d = Action::Download(Download {
+            path: crate::layout::TierPath::parse("outputs/a").unwrap(),
+            size: 1,
+            version: "v1".into(),
+            expect: crate::plan::Expect::Sha256(Sha256::from("new")),
+            local: Some(Box::new(Sha256::from("old"))),
+            settled_by: None,
+        });
+        let json = serde_json::to_value(&d).unwrap();
+        assert_eq!(json["replaces_sha256"], json["local"], "{json}");
+        assert_eq!(json["sha256"], serde_json::json!(Sha256::from("new")));
+        let mut old = json.clone();
+        old.as_object_mut().unwrap().remove("replaces_sha256");
+        assert_eq!(serde_json::from_value::<Action>(old).unwrap(), d);
+        let mut fresh = json;
+        fresh.as_object_mut().unwrap().remove("local");
+        assert_eq!(serde_json::from_value::<Action>(fresh).unwrap(), d);
+        let mut none = serde_json::to_value(&d).unwrap();
+        none.as_object_mut().unwrap().remove("local");
+        none.as_object_mut().unwrap().remove("replaces_sha256");
+        match serde_json::from_value::<Action>(none).unwrap() {
+            Action::Download(d) => assert_eq!(d.local, None),
+            a => panic!("{a:?}"),
+        }
+    }
+
     #[test]
     fn an_action_is_small_enough_to_hold_a_million() {
         // Every action takes the size of the largest kind, and a plan of a

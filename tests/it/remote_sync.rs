@@ -1493,3 +1493,57 @@ fn a_row_settled_by_a_policy_says_so_and_newer_on_a_delete_is_refused() {
     assert_eq!(json["plan"]["summary"]["settled"], 2);
     assert_eq!(bucket.contents(), before, "a preview writes nothing");
 }
+
+/// `lock status --datastore …` without `--namespace` reported the unused
+/// top-level lock `free`, and a plan under a mistyped namespace showed an
+/// empty remote, neither naming the namespace the bucket does hold
+/// (issue 42). Both now say which namespaces are there.
+#[test]
+fn a_lock_or_plan_that_finds_nothing_names_the_namespaces_the_bucket_holds() {
+    let bucket = Bucket::new(Backend::S3);
+    let a = Repo::init(&bucket, Some("team"));
+    a.put("m/x", "x\n");
+    a.run(&["datastore", "sync", "-y"]).expect(0);
+
+    let spec = bucket.spec();
+    let lock = a.run(&["datastore", "lock", "status", "--datastore", &spec]);
+    lock.expect(0);
+    assert!(lock.stdout.contains("free"), "{}", lock.stdout);
+    assert!(
+        lock.stderr
+            .contains("it holds namespace(s) team: add `--namespace team`"),
+        "{}",
+        lock.stderr
+    );
+    let json = a.json(
+        &[
+            "--json",
+            "datastore",
+            "lock",
+            "status",
+            "--datastore",
+            &spec,
+        ],
+        0,
+    );
+    assert_eq!(json["namespaces"], serde_json::json!(["team"]));
+    let listed = a.json(
+        &["--json", "datastore", "namespaces", "--datastore", &spec],
+        0,
+    );
+    assert_eq!(
+        listed["namespaces"][0]["namespace"], "team",
+        "no repository needed"
+    );
+
+    let typo = Repo::init(&bucket, Some("tema"));
+    let plan = typo.run(&["plan"]);
+    plan.expect(0);
+    assert!(
+        plan.stderr.contains("beside it the datastore holds team"),
+        "{}",
+        plan.stderr
+    );
+    let quiet = typo.run(&["-q", "plan"]);
+    assert!(!quiet.stderr.contains("beside it"), "-q silences notes");
+}

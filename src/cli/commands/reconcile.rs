@@ -56,6 +56,7 @@ pub(super) fn plan(
         // Only shown: no fingerprint (a hash of the whole observation,
         // tens of megabytes of JSON at 100,000 files) is needed.
         out!("{}", ctx.render_plan(&planned.plan));
+        note_empty_namespace(ctx, &repo, &planned.plan);
         return Ok(outcome);
     }
     let mut saved = planned.into_saved(&repo.config);
@@ -79,6 +80,27 @@ pub(super) fn plan(
         }
     }
     Ok(plan_outcome(&saved.plan, detailed_exitcode))
+}
+
+/// A namespace that holds nothing yet beside others that do: perhaps a
+/// mistyped `--namespace`; named on stderr (a note: `-q` silences it).
+fn note_empty_namespace(ctx: &Ctx, repo: &Repo, plan: &crate::plan::Plan) {
+    let Some(remote) = &plan.remote else { return };
+    // Nothing listed but, at most, its own manifest (`.namespace.json`,
+    // which `init` writes).
+    if remote.objects > 1 || repo.config.namespace.is_none() || ctx.quiet {
+        return;
+    }
+    let others = engine::registry::neighbour_namespaces(&repo.config.target()).unwrap_or_default();
+    if others.is_empty() {
+        return;
+    }
+    errln!(
+        "note: nothing is stored under {} yet; beside it the datastore holds {}. If you meant one of those, run `swamp datastore namespace set {}` (`swamp datastore namespaces` says whose each is).",
+        remote.url,
+        others.join(", "),
+        others[0]
+    );
 }
 
 /// How `plan` exits: conflicts, or (asked for) changes, or success.
