@@ -220,10 +220,12 @@ fn a_stalled_holder_cannot_renew_or_delete_its_successors_lock(backend: Backend)
     // The successor has something to push (a run with nothing to write
     // takes no lock object in the bucket).
     b.put("beta/state", "beta: 1\n");
+    // It holds the lock long enough for the stalled holder to resume,
+    // fail and be checked, even on a loaded machine (4 s was not).
     let successor = b.spawn(
         &["datastore", "sync", "-y"],
         &[
-            ("FAILPOINTS", "lock-acquired=sleep(4000)"),
+            ("FAILPOINTS", "lock-acquired=sleep(12000)"),
             ("SWAMP_CLOCK_SKEW", "120"),
         ],
     );

@@ -17,6 +17,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use super::gcs_sessions::Handled;
+
 /// What the client gets instead of the server's answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Fault {
@@ -165,6 +167,11 @@ struct State {
     chaos: Mutex<Option<(fastrand::Rng, f64)>>,
     down: AtomicBool,
     seen: Mutex<Vec<Seen>>,
+    /// GCS resumable-upload sessions, emulated here (fake-gcs-server's
+    /// are not faithful: see `gcs_sessions`).
+    sessions: super::gcs_sessions::Sessions,
+    /// `http://127.0.0.1:PORT`: where the sessions' URIs point.
+    endpoint: String,
 }
 
 pub struct FaultProxy {
@@ -184,6 +191,8 @@ impl FaultProxy {
             chaos: Mutex::new(None),
             down: AtomicBool::new(false),
             seen: Mutex::new(Vec::new()),
+            sessions: Default::default(),
+            endpoint: endpoint.clone(),
         });
         let shared = Arc::clone(&state);
         std::thread::spawn(move || {
@@ -338,10 +347,58 @@ fn serve(state: &State, client: TcpStream) {
             req.head
                 .retain(|(name, _)| !name.eq_ignore_ascii_case("range"));
         }
+        let mut finalizing = None;
+        match state.sessions.handle(
+            &req.method,
+            &req.target,
+            header(&req.head, "content-range"),
+            &req.body,
+            &state.endpoint,
+        ) {
+            None => {}
+            Some(Handled::Answer(bytes)) => {
+                if fault == Some(Fault::LostAck) {
+                    return reset(client);
+                }
+                if client.write_all(&bytes).is_err() {
+                    return;
+                }
+                continue;
+            }
+            Some(Handled::Finalize {
+                session,
+                target,
+                content_type,
+                body,
+            }) => {
+                let mut head: Vec<(String, String)> = req
+                    .head
+                    .iter()
+                    .filter(|(k, _)| {
+                        !k.eq_ignore_ascii_case("content-range")
+                            && !k.eq_ignore_ascii_case("content-type")
+                    })
+                    .cloned()
+                    .collect();
+                head.push(("Content-Type".into(), content_type));
+                req = Request {
+                    method: "POST".into(),
+                    target,
+                    head,
+                    body,
+                };
+                finalizing = Some(session);
+            }
+        }
         let answer = match forward(&state.upstream, &req) {
             Ok(a) => a,
             Err(_) => return reset(client),
         };
+        if let Some(session) = finalizing {
+            state
+                .sessions
+                .finalized(&session, &answer.status_line, &answer.body);
+        }
         let bytes = match fault {
             Some(Fault::LostAck) => return reset(client),
             Some(Fault::Truncate) => {
