@@ -212,6 +212,7 @@ mod tests {
                     md5: String::new(),
                 })
                 .collect(),
+            session: None,
         }
     }
 

@@ -91,6 +91,10 @@ impl Plan {
                 ..Summary::default()
             },
             multipart_threshold: self.remote.as_ref().and_then(|r| r.multipart_threshold),
+            sessions: self
+                .remote
+                .as_ref()
+                .is_some_and(|r| r.url.starts_with("gs://")),
             ..Tally::default()
         };
         for a in &self.actions {
@@ -110,14 +114,19 @@ impl Plan {
         s.requests.put += tally.multipart_extra;
         // A resumed multipart upload lists what the server holds and
         // sends only the parts missing (estimated from the bytes done),
-        // with no request to start.
+        // with no request to start; a resumed GCS session is asked what
+        // it holds (a PUT, instead of opening one) and sent the rest.
         for r in &self.resumes {
             if r.transfer == super::resume::Transfer::Upload
                 && tally.multipart_threshold.is_some_and(|t| r.size >= t)
             {
                 let done = r.done / crate::store::parts::part_size(r.size);
-                s.requests.list += 1;
-                s.requests.put = s.requests.put.saturating_sub(done + 1);
+                if tally.sessions {
+                    s.requests.put = s.requests.put.saturating_sub(done);
+                } else {
+                    s.requests.list += 1;
+                    s.requests.put = s.requests.put.saturating_sub(done + 1);
+                }
             }
         }
         // The reads planning made to show diffs.
@@ -143,6 +152,8 @@ struct Tally {
     multipart_threshold: Option<u64>,
     /// Requests beyond one per upload that multipart uploads send.
     multipart_extra: u64,
+    /// Large uploads go in GCS resumable sessions, not S3 multipart.
+    sessions: bool,
 }
 
 impl Tally {
@@ -151,9 +162,10 @@ impl Tally {
         s.upload += 1;
         s.bytes_to_upload += size;
         if self.multipart_threshold.is_some_and(|t| *size >= t) {
-            // Start, each part, complete: one request counted.
+            // S3: start, each part, complete; GCS: open the session, then
+            // each chunk (the last completes). One request counted.
             let parts = size.div_ceil(crate::store::parts::part_size(*size));
-            self.multipart_extra += parts + 1;
+            self.multipart_extra += if self.sessions { parts } else { parts + 1 };
         }
         if matches!(remote, RemoteExpect::Version { .. }) {
             s.trash_copies += 1;
@@ -283,10 +295,15 @@ impl Tally {
                 copy: s.trash_copies as u64,
                 get: s.download as u64,
                 head: 0,
-                // An abort is a DELETE of the upload.
+                // An abort is a DELETE of the upload (S3; a GCS session
+                // is let go, to expire).
                 delete: batched(deletes)
                     + batched(self.pruned_objects)
-                    + s.abort_upload as u64
+                    + if self.sessions {
+                        0
+                    } else {
+                        s.abort_upload as u64
+                    }
                     + u64::from(writes_remote),
             };
         }

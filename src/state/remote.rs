@@ -145,7 +145,12 @@ impl Interrupted {
         layout: &crate::layout::Layout,
         placement: &crate::config::Placement,
     ) -> Interrupted {
-        let uploads = crate::store::resume::read_records(&layout.uploads_dir(placement));
+        let mut uploads = crate::store::resume::read_records(&layout.uploads_dir(placement));
+        // A GCS session's URI is a capability: it stays in the record
+        // file, out of the observation a saved plan carries.
+        for u in &mut uploads {
+            u.session = None;
+        }
         let now = crate::clock::now();
         let max_age = std::time::Duration::from_secs(crate::store::resume::PARTIAL_MAX_AGE_SECS);
         let mut partials = BTreeMap::new();

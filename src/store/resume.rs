@@ -54,6 +54,10 @@ pub struct UploadRecord {
     pub path: String,
     pub key: String,
     pub upload_id: String,
+    /// GCS: the resumable session's URI (a capability: never in a plan;
+    /// `upload_id` is then a hash of it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
     pub size: u64,
     /// Hex sha256 of the file being uploaded.
     pub sha256: String,
@@ -721,6 +725,7 @@ mod tests {
                     md5: String::new(),
                 })
                 .collect(),
+            session: None,
         }
     }
 

@@ -264,6 +264,7 @@ impl S3Store {
                     part_size,
                     started: crate::clock::now_secs(),
                     parts: Vec::new(),
+                    session: None,
                 };
                 // Recorded before the first part: a run killed from here
                 // on leaves an upload the next one knows of.

@@ -6,8 +6,10 @@
 //! login`, or the metadata server on Google Cloud).
 //!
 //! Versions are generations. Every write is a `uploadType=multipart` upload
-//! with `ifGenerationMatch` (0 = create-only): fake-gcs-server enforces
-//! preconditions on multipart uploads only, and real GCS on all of them.
+//! with `ifGenerationMatch` (0 = create-only), but for files of at least
+//! [`resumable::RESUMABLE_MIN`], which go up in a resumable
+//! session opened with it: fake-gcs-server enforces preconditions on
+//! multipart uploads only, and real GCS on all of them.
 //! The sha256 is custom metadata `sha256`, which listings return too.
 //!
 //! fake-gcs-server ignores `ifGenerationMatch` on DELETE and on copy;
@@ -15,6 +17,8 @@
 //! remote id ([`super::enforced`]); until one says so, a delete or copy
 //! also checks the version just before acting (and still sends the
 //! parameter); [`Capabilities`] says which.
+
+mod resumable;
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -53,10 +57,12 @@ const DELETE_CONCURRENCY: usize = 16;
 const READ_RACE_ATTEMPTS: usize = 3;
 
 pub(crate) struct GcsStore {
-    bucket: String,
+    pub(super) bucket: String,
     endpoint: Option<String>,
-    options: StoreOptions,
-    client: OnceCell<Client>,
+    pub(super) options: StoreOptions,
+    /// The JSON-API client, and its HTTP stack (a resumable session's
+    /// requests go to its URI through the same middleware).
+    client: OnceCell<(Client, reqwest_middleware::ClientWithMiddleware)>,
 }
 
 /// Whether an operation is about an object or only the bucket, to tell
@@ -84,23 +90,31 @@ impl GcsStore {
 
     /// The client, built on first use (finding application default
     /// credentials is async and may query the metadata server).
-    async fn client(&self) -> Result<&Client, StoreError> {
-        self.client.get_or_try_init(|| self.connect()).await
+    pub(super) async fn client(&self) -> Result<&Client, StoreError> {
+        Ok(&self.client.get_or_try_init(|| self.connect()).await?.0)
     }
 
-    async fn connect(&self) -> Result<Client, StoreError> {
+    /// The HTTP stack the client sends through (tracing, as-stored reads).
+    pub(super) async fn http(
+        &self,
+    ) -> Result<&reqwest_middleware::ClientWithMiddleware, StoreError> {
+        Ok(&self.client.get_or_try_init(|| self.connect()).await?.1)
+    }
+
+    async fn connect(
+        &self,
+    ) -> Result<(Client, reqwest_middleware::ClientWithMiddleware), StoreError> {
         let http = reqwest::Client::builder()
             .connect_timeout(self.options.connect_timeout)
             .read_timeout(self.options.read_timeout)
             .build()
             .map_err(|e| StoreError::task("building an HTTP client", e))?;
+        let stack = reqwest_middleware::ClientBuilder::new(http)
+            .with(super::gcs_traced::Traced)
+            .with(super::gcs_stored::AsStored)
+            .build();
         let config = ClientConfig {
-            http: Some(
-                reqwest_middleware::ClientBuilder::new(http)
-                    .with(super::gcs_traced::Traced)
-                    .with(super::gcs_stored::AsStored)
-                    .build(),
-            ),
+            http: Some(stack.clone()),
             ..ClientConfig::default()
         };
         let config = match &self.endpoint {
@@ -115,7 +129,12 @@ impl GcsStore {
                 hint: CREDENTIALS_HINT.to_string(),
             })?,
         };
-        Ok(Client::new(config))
+        Ok((Client::new(config), stack))
+    }
+
+    /// [`Self::map_err`] of a request about the object `key`.
+    pub(super) fn map_gcs_err(&self, e: GcsError, key: &str) -> StoreError {
+        self.map_err(e, Scope::Object(key))
     }
 
     fn map_err(&self, e: GcsError, scope: Scope<'_>) -> StoreError {
@@ -189,7 +208,7 @@ impl GcsStore {
         }
     }
 
-    fn meta(o: &Object) -> ObjectMeta {
+    pub(super) fn meta(o: &Object) -> ObjectMeta {
         ObjectMeta {
             key: o.name.clone(),
             size: o.size.max(0) as u64,
@@ -211,7 +230,10 @@ impl GcsStore {
 
     /// The generation a precondition asks for; `Err` when a `Matches`
     /// version is not a generation at all (so it cannot match).
-    fn generation_match(key: &str, pre: &Precondition) -> Result<Option<i64>, StoreError> {
+    pub(super) fn generation_match(
+        key: &str,
+        pre: &Precondition,
+    ) -> Result<Option<i64>, StoreError> {
         match pre {
             Precondition::None => Ok(None),
             Precondition::CreateOnly => Ok(Some(0)),
@@ -259,7 +281,7 @@ impl GcsStore {
         }
     }
 
-    fn upload_type(key: &str, sha256: &str) -> UploadType {
+    pub(super) fn upload_type(key: &str, sha256: &str) -> UploadType {
         UploadType::Multipart(Box::new(Object {
             name: key.to_string(),
             content_type: Some("application/octet-stream".into()),
@@ -766,6 +788,28 @@ impl Store for GcsStore {
             }
         })
         .await
+    }
+
+    async fn put_file_resumable(
+        &self,
+        key: &str,
+        src: &Path,
+        sha256: &str,
+        pre: &Precondition,
+        journal: &super::resume::UploadJournal,
+    ) -> Result<ObjectMeta, StoreError> {
+        let size = std::fs::metadata(src)
+            .map_err(|e| StoreError::io(src, e))?
+            .len();
+        if size < resumable::RESUMABLE_MIN {
+            return self.put_file(key, src, sha256, pre).await;
+        }
+        check_key(key)?;
+        self.put_resumable(key, src, sha256, pre, journal).await
+    }
+
+    fn multipart_threshold(&self) -> Option<u64> {
+        Some(resumable::RESUMABLE_MIN)
     }
 
     async fn put_bytes(
