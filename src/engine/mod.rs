@@ -258,8 +258,9 @@ fn scope_needs(scope: Scope) -> &'static str {
     }
 }
 
-/// Refuses what this version cannot reconcile, naming why.
-fn check_supported(config: &Config, scope: Scope) -> Result<(), EngineError> {
+/// Refuses what this version cannot reconcile, naming why: before a
+/// command writes anything for it (a refused move registers nothing).
+pub(crate) fn check_supported(config: &Config, scope: Scope) -> Result<(), EngineError> {
     // A remote source drains into a local target, or into another
     // namespace of the same bucket (server-side copies); not across buckets.
     if let Some(p) = config.migrating_from.iter().find(|p| {

@@ -129,8 +129,9 @@ pub struct RemoteInfo {
     /// `copy`): each reads the object's version just before it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub prechecked: Vec<crate::store::enforced::Prechecked>,
-    /// Files at least this large upload in parts (S3): a request to
-    /// start, one per part, one to complete.
+    /// Files at least this large upload in parts: S3 a request to start,
+    /// one per part, one to complete; GCS a request to open a resumable
+    /// session, then one per chunk.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub multipart_threshold: Option<u64>,
     /// How conflicts were settled (`fail` leaves them blocking).

@@ -187,6 +187,9 @@ fn retarget_locked(
     } else {
         Scope::Layout
     };
+    // A move this version refuses is refused before the new place is
+    // registered (it once wrote the new bucket's id, then refused).
+    engine::check_supported(config, scope)?;
     if confirm.may_apply(ctx) && config.datastore.is_remote() {
         // As before any sync: the namespace is claimed in the bucket
         // before .swamp.toml changes, and the bucket holds the id the sync
