@@ -141,14 +141,29 @@ pub(super) fn wants_json(args: &[OsString]) -> bool {
 /// that applies a plan ([`Command::prints_run_doc`]): its usage errors
 /// are printed in the same shape as its other outcomes.
 pub(super) fn names_run_command(args: &[OsString]) -> bool {
-    let words: Vec<&str> = args
-        .iter()
-        .skip(1)
-        .take_while(|a| *a != "--")
-        .filter_map(|a| a.to_str())
-        .filter(|a| !a.starts_with('-'))
-        .take(3)
-        .collect();
+    // The global options that take a value as the next word.
+    const VALUED: [&str; 5] = [
+        "--repo",
+        "--color",
+        "--lock-timeout",
+        "--transfers",
+        "--trace",
+    ];
+    let mut words: Vec<&str> = Vec::new();
+    let mut value_next = false;
+    for a in args.iter().skip(1).filter_map(|a| a.to_str()) {
+        if a == "--" || words.len() == 3 {
+            break;
+        }
+        if std::mem::take(&mut value_next) {
+            continue;
+        }
+        if a.starts_with('-') {
+            value_next = VALUED.contains(&a);
+            continue;
+        }
+        words.push(a);
+    }
     matches!(
         words.as_slice(),
         ["apply" | "sync" | "push" | "pull", ..]
@@ -938,6 +953,8 @@ mod tests {
             "swamp --json pull --bogus",
             "swamp datastore sync --x",
             "swamp datastore config migrate --y",
+            "swamp --lock-timeout 5s --json push --bogus",
+            "swamp --repo /r apply --yse",
         ] {
             assert!(names_run_command(&args(line)), "{line}");
         }

@@ -757,3 +757,52 @@ fn a_gcs_upload_goes_in_chunks_as_estimated_and_a_changed_file_starts_a_new_sess
     assert!(bucket.get(KEY).unwrap() == newer, "the new content, whole");
     assert!(records(&repo).is_empty());
 }
+
+/// A recorded GCS session that cannot be continued starts over in a new
+/// one, in the same run: one the server no longer has (expired), and one
+/// whose recorded chunk the file no longer matches (the session holds
+/// bytes the file does not: never completed with them).
+#[test]
+fn a_gcs_session_expired_or_holding_other_bytes_starts_over_in_a_new_one() {
+    let (bucket, proxy) = Bucket::behind_proxy(Backend::Gcs);
+    let repo = Repo::init(&bucket, Some("alpha"));
+    let push = ["datastore", "sync", "--push", "-y"];
+    let skew = [("SWAMP_CLOCK_SKEW", "120")];
+    for (i, how) in ["expired", "other bytes"].iter().enumerate() {
+        let body = noise(40 << 20, 100 + 20 * i as u64);
+        std::fs::create_dir_all(repo.cache().join("alpha/outputs")).unwrap();
+        std::fs::write(repo.cache().join("alpha/outputs/big.bin"), &body).unwrap();
+        killed(&repo, &push, "gcs-chunk-recorded=1*off->return");
+        match *how {
+            "expired" => proxy.expire_sessions(),
+            _ => {
+                // The record says chunk 1 was other bytes than the file's.
+                let dir = std::fs::read_dir(repo.root.join(".swamp/state"))
+                    .unwrap()
+                    .flatten()
+                    .find(|d| d.file_name().to_string_lossy().starts_with("uploads-"))
+                    .unwrap();
+                let file = std::fs::read_dir(dir.path())
+                    .unwrap()
+                    .flatten()
+                    .next()
+                    .unwrap();
+                let mut rec: serde_json::Value =
+                    serde_json::from_slice(&std::fs::read(file.path()).unwrap()).unwrap();
+                rec["parts"][0]["md5"] = "00000000000000000000000000000000".into();
+                std::fs::write(file.path(), serde_json::to_vec(&rec).unwrap()).unwrap();
+            }
+        }
+        let before = proxy.seen().len();
+        let run = repo.run_with(&push, &skew);
+        run.expect(0);
+        let sent: Vec<_> = proxy.seen().split_off(before);
+        let opened = sent
+            .iter()
+            .filter(|s| s.method == "POST" && s.target.contains("uploadType=resumable"))
+            .count();
+        assert_eq!(opened, 1, "{how}: a new session");
+        assert!(bucket.get(KEY).unwrap() == body, "{how}: the file, whole");
+        assert!(records(&repo).is_empty(), "{how}");
+    }
+}

@@ -107,7 +107,39 @@ fn remote_written(c: &Conflict) -> Option<String> {
         Conflict::DeletedAndChanged(d) => d.remote_modified,
         _ => None,
     }?;
+    // The listing's word (hostile input): only a time RFC 3339 can write
+    // (before the year 10000) is shown.
+    if !(0..253_402_300_800).contains(&secs) {
+        return None;
+    }
     let at = std::time::UNIX_EPOCH + std::time::Duration::from_secs(u64::try_from(secs).ok()?);
     let stamp = humantime::format_rfc3339_seconds(at).to_string();
     Some(format!("{} {} UTC", &stamp[..10], &stamp[11..16]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::conflict::BothChanged;
+
+    #[test]
+    fn a_remote_time_no_rfc_3339_can_write_is_left_out_not_a_panic() {
+        let c = |secs| {
+            Conflict::BothChanged(BothChanged {
+                path: TierPath::parse("outputs/a").unwrap(),
+                cache_sha256: crate::digest::Sha256::from("a"),
+                remote_version: "v".into(),
+                remote_sha256: None,
+                base_sha256: None,
+                remote_modified: Some(secs),
+            })
+        };
+        assert_eq!(
+            remote_written(&c(1_796_580_120)).as_deref(),
+            Some("2026-12-06 18:02 UTC")
+        );
+        for hostile in [300_000_000_000, -1, i64::MAX, i64::MIN] {
+            assert_eq!(remote_written(&c(hostile)), None, "{hostile}");
+        }
+    }
 }

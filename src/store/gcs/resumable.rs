@@ -36,6 +36,25 @@ use crate::store::{ObjectMeta, Precondition, Store, StoreError, parts};
 /// in one request (a session costs a request more).
 pub(crate) const RESUMABLE_MIN: u64 = 32 << 20;
 
+/// A session request's error: a session the server no longer has (404,
+/// 410: expired or cancelled) is [`StoreError::NotFound`], whatever
+/// else it said, so the attempt opens another.
+fn session_err(store: &GcsStore, e: gcloud_storage::http::Error, key: &str) -> StoreError {
+    let status = match &e {
+        gcloud_storage::http::Error::Response(r) => Some(r.code),
+        gcloud_storage::http::Error::HttpClient(re)
+        | gcloud_storage::http::Error::RawResponse(re, _) => re.status().map(|s| s.as_u16()),
+        _ => None,
+    };
+    match status {
+        Some(404 | 410) => StoreError::NotFound {
+            key: key.to_string(),
+            target: Store::describe(store),
+        },
+        _ => store.map_gcs_err(e, key),
+    }
+}
+
 /// How a record names its session in plans: a hash, never the URI.
 fn session_id(uri: &str) -> String {
     format!(
@@ -93,13 +112,18 @@ impl GcsStore {
                 let result = self
                     .send_rest(key, src, sha256, size, record, fresh, journal)
                     .await;
-                if matches!(result, Err(StoreError::NotFound { .. })) {
-                    // The session is gone (expired, or cancelled): the
-                    // next attempt opens another.
-                    *session.lock().expect("session") = None;
-                    journal.clear()?;
+                match result {
+                    // The session is gone (expired, cancelled), or holds
+                    // bytes the file no longer has: another, from byte 0.
+                    Err(StoreError::NotFound { .. } | StoreError::Corrupt { .. }) if !fresh => {
+                        journal.clear()?;
+                        let record = self.open_session(key, size, sha256, pre, journal).await?;
+                        *session.lock().expect("session") = Some(record.clone());
+                        self.send_rest(key, src, sha256, size, record, true, journal)
+                            .await
+                    }
+                    r => r,
                 }
-                result
             }
         })
         .await
@@ -165,7 +189,7 @@ impl GcsStore {
             true => UploadStatus::NotStarted,
             false => crate::telemetry::requests::writing(key, uploader.status(Some(size)))
                 .await
-                .map_err(|e| self.map_gcs_err(e, key))?,
+                .map_err(|e| session_err(self, e, key))?,
         };
         let mut offset = match status {
             UploadStatus::Ok(object) => return self.finished(key, sha256, &object, journal),
@@ -183,9 +207,10 @@ impl GcsStore {
         let mut file = tokio::fs::File::open(src)
             .await
             .map_err(|e| StoreError::io(src, e))?;
-        // What an earlier run sent is hashed again from the file.
+        // What an earlier run sent is hashed again from the file, each
+        // chunk it recorded checked against the MD5 it sent.
         let mut hasher = sha2::Sha256::default();
-        hash_prefix(&mut file, offset, &mut hasher, src).await?;
+        hash_prefix(&mut file, offset, &record, &mut hasher, src).await?;
         let chunk = record.part_size;
         loop {
             let len = chunk.min(size - offset);
@@ -194,6 +219,7 @@ impl GcsStore {
                 .await
                 .map_err(|e| StoreError::io(src, e))?;
             hasher.update(&buf);
+            let sent_md5 = hex::encode(md5::Md5::digest(&buf));
             if offset + len == size {
                 let found = hex::encode(std::mem::take(&mut hasher).finalize());
                 check_whole(key, src, sha256, &found, journal)?;
@@ -206,7 +232,7 @@ impl GcsStore {
             record.parts.push(PartRecord {
                 number: offset.div_ceil(chunk) as i32,
                 etag: String::new(),
-                md5: String::new(),
+                md5: sent_md5,
             });
             journal.save(&record)?;
             #[cfg(feature = "failpoints")]
@@ -233,7 +259,7 @@ impl GcsStore {
         let sent =
             crate::telemetry::requests::writing(key, uploader.upload_multiple_chunk(buf, &range))
                 .await
-                .map_err(|e| self.map_gcs_err(e, key));
+                .map_err(|e| session_err(self, e, key));
         match sent {
             Ok(UploadStatus::Ok(object)) => Ok(Some(object)),
             Ok(UploadStatus::ResumeIncomplete(held)) if held.last_byte == last => Ok(None),
@@ -293,25 +319,46 @@ fn check_whole(
     })
 }
 
-/// Hashes the file's first `len` bytes into `hasher`, leaving it there.
+/// Hashes the file's first `len` bytes (what the session holds) into
+/// `hasher`, leaving the file there. Each chunk `record` says was sent is
+/// checked against the MD5 sent: bytes the file no longer has are
+/// [`StoreError::Corrupt`] (the session is then let go).
 async fn hash_prefix(
     file: &mut tokio::fs::File,
     len: u64,
+    record: &UploadRecord,
     hasher: &mut sha2::Sha256,
     src: &Path,
 ) -> Result<(), StoreError> {
     file.seek(std::io::SeekFrom::Start(0))
         .await
         .map_err(|e| StoreError::io(src, e))?;
-    let mut left = len;
-    let mut buf = vec![0u8; 1 << 20];
-    while left > 0 {
-        let n = (left as usize).min(buf.len());
-        file.read_exact(&mut buf[..n])
+    let chunk = record.part_size.max(1);
+    let mut at = 0u64;
+    let mut buf = Vec::new();
+    while at < len {
+        let n = chunk.min(len - at);
+        buf.resize(n as usize, 0);
+        file.read_exact(&mut buf)
             .await
             .map_err(|e| StoreError::io(src, e))?;
-        hasher.update(&buf[..n]);
-        left -= n as u64;
+        hasher.update(&buf);
+        let number = (at / chunk + 1) as i32;
+        let sent = record.parts.iter().find(|p| p.number == number);
+        if let Some(p) = sent.filter(|p| !p.md5.is_empty())
+            && !p
+                .md5
+                .eq_ignore_ascii_case(&hex::encode(md5::Md5::digest(&buf)))
+        {
+            return Err(StoreError::Corrupt {
+                key: record.key.clone(),
+                detail: format!(
+                    "chunk {number} the upload session holds is not what {} has now",
+                    src.display()
+                ),
+            });
+        }
+        at += n;
     }
     Ok(())
 }

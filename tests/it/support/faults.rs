@@ -244,6 +244,11 @@ impl FaultProxy {
             .count()
     }
 
+    /// Forgets the GCS upload sessions it emulates (they expired).
+    pub fn expire_sessions(&self) {
+        self.state.sessions.expire();
+    }
+
     /// Requests with `method` whose target contains `target`.
     pub fn count(&self, method: &str, target: &str) -> usize {
         self.seen()

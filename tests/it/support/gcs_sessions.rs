@@ -113,7 +113,12 @@ impl Sessions {
     }
 
     fn open(&self, path: &str, params: &[&str], body: &[u8], endpoint: &str) -> Handled {
-        let id = format!("sess{}", self.next.fetch_add(1, Ordering::SeqCst));
+        // Long enough to be registered for redaction (as Google's are).
+        let id = format!(
+            "sess{:04}{:016x}",
+            self.next.fetch_add(1, Ordering::SeqCst),
+            fastrand::u64(..)
+        );
         let query = params
             .iter()
             .filter(|p| !p.starts_with("uploadType="))
@@ -195,6 +200,11 @@ impl Sessions {
             content_type: format!("multipart/related; boundary={boundary}"),
             body: multipart,
         }
+    }
+
+    /// Forgets every open session, as Google does a week after one opens.
+    pub fn expire(&self) {
+        self.open.lock().unwrap().clear();
     }
 
     /// Keeps the finalizing upload's answer (a success only: a refused
