@@ -141,6 +141,7 @@ pub(crate) fn fetch(
         no_undo: false,
         diffs: Vec::new(),
         resumes: Vec::new(),
+        other_clones: Vec::new(),
     };
     Ok(apply::apply(
         &plan,

@@ -136,11 +136,32 @@ fn add_remote(scope: Scope, observed: &Observed, options: &Options, plan: &mut P
         plan.actions
             .retain(|a| !matches!(a, Action::PublishSentinel(_)));
     }
+    plan.other_clones = other_clones(observed);
     if let Some(snapshot) = target {
         let mut info = remote_info(snapshot, options, sync.resolved);
         info.skipped_local = skipped_local(&observed.placements[0].obstacles, &plan.conflicts);
         plan.remote = Some(info);
     }
+}
+
+/// The other clones whose notes are in a remote source (one this plan
+/// drains): whoever still syncs with the place being left.
+fn other_clones(observed: &Observed) -> Vec<super::OtherClone> {
+    observed.placements[1..]
+        .iter()
+        .enumerate()
+        .filter_map(|(i, p)| Some((i, p.remote.as_ref()?)))
+        .flat_map(|(source, r)| {
+            r.clone_notes
+                .iter()
+                .filter(|n| !n.mine)
+                .map(move |n| super::OtherClone {
+                    source,
+                    clone: n.clone.clone(),
+                    noted: n.modified,
+                })
+        })
+        .collect()
 }
 
 /// What in the cache a sync leaves alone and no conflict names: a
@@ -637,6 +658,7 @@ mod tests {
                 clone: "me".into(),
                 passed: crate::state::delete_records::NO_STEM.into(),
                 mine: true,
+                modified: None,
             }],
             deleted_here: BTreeMap::new(),
             listed: Default::default(),

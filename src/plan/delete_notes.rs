@@ -278,6 +278,7 @@ mod tests {
             clone: clone.into(),
             passed: passed.into(),
             mine: clone == "me",
+            modified: None,
         }
     }
 

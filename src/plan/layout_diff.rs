@@ -89,6 +89,7 @@ pub fn diff(desired: &Desired, observed: &Observed) -> Plan {
         no_undo: false,
         diffs: Vec::new(),
         resumes: Vec::new(),
+        other_clones: Vec::new(),
     }
 }
 

@@ -198,6 +198,22 @@ pub struct Plan {
     /// Transfers that continue where an interrupted run stopped.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub resumes: Vec<resume::Resume>,
+    /// Other clones whose progress notes sit in a remote source this plan
+    /// moves away from: they still sync with the old place.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub other_clones: Vec<OtherClone>,
+}
+
+/// Another clone that synced a remote source (its progress note there).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OtherClone {
+    /// Index into `sources`.
+    pub source: usize,
+    /// Its clone id (`.swamp/clones/<id>/` in the bucket).
+    pub clone: String,
+    /// When its note was last written (seconds since the epoch), if listed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub noted: Option<i64>,
 }
 
 impl Plan {

@@ -360,6 +360,7 @@ mod tests {
             no_undo: false,
             diffs: vec![],
             resumes: vec![],
+            other_clones: Vec::new(),
         };
         let none = std::collections::BTreeMap::new();
         assert!(wanted(&plan, &none, false).is_empty());

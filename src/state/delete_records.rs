@@ -110,6 +110,10 @@ pub struct CloneNote {
     /// This clone's own note.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub mine: bool,
+    /// When it was last written (seconds since the epoch), as listed:
+    /// when that clone last synced past a record.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub modified: Option<i64>,
 }
 
 /// The body of a note: for people reading the bucket; never read back.
@@ -143,7 +147,12 @@ fn is_clone_id(s: &str) -> bool {
 
 /// Reads a listed key under `notes_prefix` as a clone's note
 /// (`<clone-id>/<stem>.json`); anything else there is not one.
-pub fn parse_note(notes_prefix: &str, key: &str, version: &str) -> Option<CloneNote> {
+pub fn parse_note(
+    notes_prefix: &str,
+    key: &str,
+    version: &str,
+    modified: Option<i64>,
+) -> Option<CloneNote> {
     let rest = key.strip_prefix(notes_prefix)?;
     let (clone, name) = rest.split_once('/')?;
     let stem = name.strip_suffix(".json")?;
@@ -153,6 +162,7 @@ pub fn parse_note(notes_prefix: &str, key: &str, version: &str) -> Option<CloneN
         clone: clone.to_string(),
         passed: stem.to_string(),
         mine: false,
+        modified,
     })
 }
 
@@ -400,7 +410,7 @@ mod tests {
         let id = "0123456789abcdef0123456789abcdef";
         let stem = "001764000000000-0123456789ab";
         let prefix = "p/ns/.swamp/clones/";
-        let note = parse_note(prefix, &format!("{prefix}{id}/{stem}.json"), "v").unwrap();
+        let note = parse_note(prefix, &format!("{prefix}{id}/{stem}.json"), "v", None).unwrap();
         assert_eq!((note.clone.as_str(), note.passed.as_str()), (id, stem));
         for bad in [
             format!("{prefix}{id}/{stem}.tmp"),
@@ -409,7 +419,7 @@ mod tests {
             format!("{prefix}{id}/0017640-0123.json"),
             format!("{prefix}{id}.json"),
         ] {
-            assert!(parse_note(prefix, &bad, "v").is_none(), "{bad}");
+            assert!(parse_note(prefix, &bad, "v", None).is_none(), "{bad}");
         }
         assert_eq!(
             record_stem(&format!("p/.swamp/deletes/{stem}.json")),

@@ -202,6 +202,9 @@ fn observe_remote_sources(
     digests: &mut LocalDigests<'_>,
     rt: &tokio::runtime::Runtime,
 ) -> Result<(), ObserveError> {
+    // Which notes are this clone's: the others name who still uses a
+    // place this plan moves away from.
+    let me = super::delete_records::clone_id(layout).ok();
     for i in 1..observed.placements.len() {
         let placement = observed.placements[i].placement.clone();
         if !placement.datastore.is_remote() {
@@ -222,6 +225,10 @@ fn observe_remote_sources(
                 &mut |p, f, d| digests.matches(&here.root, &here.files, p, f, d),
             ))?)
         })?;
+        let mut snapshot = snapshot;
+        for note in &mut snapshot.clone_notes {
+            note.mine = me.as_deref() == Some(note.clone.as_str());
+        }
         observed.placements[i].remote = Some(snapshot);
     }
     Ok(())

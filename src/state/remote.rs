@@ -738,7 +738,7 @@ impl Page {
             return None;
         }
         if let Some(note) =
-            super::delete_records::parse_note(&names.notes, &meta.key, &meta.version)
+            super::delete_records::parse_note(&names.notes, &meta.key, &meta.version, meta.modified)
         {
             self.clone_notes.push(note);
             return None;

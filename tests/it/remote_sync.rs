@@ -1570,3 +1570,37 @@ fn a_move_to_another_bucket_this_version_refuses_writes_nothing_there() {
         config
     );
 }
+
+/// `datastore setup local` in one clone planned `410 old object(s) to
+/// delete` without a word about the other clones whose progress notes sat
+/// in the bucket, who then found it emptied (issue 43). A plan moving
+/// away from a bucket names each other clone that synced there.
+#[test]
+fn a_plan_moving_away_from_a_bucket_names_the_other_clones_that_sync_there() {
+    let bucket = Bucket::new(Backend::Fs);
+    let a = Repo::init(&bucket, Some("team"));
+    a.put("m/x", "x\n");
+    a.run(&["datastore", "sync", "-y"]).expect(0);
+    let b = a.clone_elsewhere();
+    b.run(&["datastore", "sync", "-y"]).expect(0);
+    b.put("m/y", "y\n");
+    b.run(&["datastore", "sync", "-y"]).expect(0);
+    let b_id = std::fs::read_to_string(b.root.join(".swamp/state/clone-id")).unwrap();
+    let b_id = b_id.trim();
+
+    let preview = a.run(&["datastore", "setup", "local"]);
+    preview.expect(2);
+    assert!(
+        preview.stdout.contains(&format!(
+            "1 other clone(s) synced with source 0: {}",
+            &b_id[..12]
+        )),
+        "{}",
+        preview.stdout
+    );
+    let json = a.json(&["--json", "datastore", "setup", "local"], 2);
+    let others = json["plan"]["other_clones"].as_array().unwrap();
+    assert_eq!(others.len(), 1, "{json}");
+    assert_eq!(others[0]["clone"], b_id);
+    assert!(others[0]["noted"].is_i64(), "{json}");
+}

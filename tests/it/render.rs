@@ -73,6 +73,7 @@ fn plan(actions: Vec<Action>, conflicts: Vec<swamp::plan::Conflict>) -> Plan {
         no_undo: false,
         diffs: Vec::new(),
         resumes: Vec::new(),
+        other_clones: Vec::new(),
     }
 }
 

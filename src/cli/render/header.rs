@@ -65,7 +65,52 @@ pub(super) fn render_header(out: &mut String, plan: &Plan, detail: bool, md: boo
         );
     }
     remote_notes(out, plan, detail, &head);
+    other_clones(out, plan, &head);
     out.push('\n');
+}
+
+/// Who else still syncs with a remote source this plan moves away from
+/// (their progress notes there): once it is drained, their next sync
+/// finds it empty, so a reviewer sees whom to tell.
+fn other_clones(out: &mut String, plan: &Plan, head: &dyn Fn(&mut String, &str, &str, &str)) {
+    for (i, _) in plan.sources.iter().enumerate() {
+        let others: Vec<String> = plan
+            .other_clones
+            .iter()
+            .filter(|c| c.source == i)
+            .map(|c| match c.noted.and_then(day) {
+                Some(day) => format!("{} (synced {day})", short(&c.clone)),
+                None => short(&c.clone).to_string(),
+            })
+            .collect();
+        if others.is_empty() {
+            continue;
+        }
+        head(
+            out,
+            "note",
+            "",
+            &format!(
+                "{} other clone(s) synced with source {i}: {}; once it is drained, each must follow with the same `swamp datastore setup` (their next sync finds the old place empty)",
+                others.len(),
+                others.join(", ")
+            ),
+        );
+    }
+}
+
+/// A clone id as shown: its first 12 characters.
+fn short(id: &str) -> &str {
+    id.get(..12).unwrap_or(id)
+}
+
+/// The UTC day of a listed time (RFC 3339 can only write years to 9999).
+fn day(secs: i64) -> Option<String> {
+    if !(0..253_402_300_800).contains(&secs) {
+        return None;
+    }
+    let at = std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs as u64);
+    Some(humantime::format_rfc3339_seconds(at).to_string()[..10].to_string())
 }
 
 /// The header's notes on the remote: a base set aside, files in the

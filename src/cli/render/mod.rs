@@ -548,6 +548,7 @@ mod tests {
                 base_sha256: Some("c".repeat(64).as_str().into()),
                 remote_modified: None,
             })],
+            other_clones: Vec::new(),
         };
         render(&plan)
     }
