@@ -138,17 +138,16 @@ pub(super) fn wants_json(args: &[OsString]) -> bool {
 }
 
 /// Whether the words of the command line (flags aside) name a command
-/// that applies a plan ([`Command::prints_run_doc`]): its usage errors
+/// that applies a plan ([`Command::json_shape`]): its usage errors
 /// are printed in the same shape as its other outcomes.
 pub(super) fn names_run_command(args: &[OsString]) -> bool {
-    // The global options that take a value as the next word.
-    const VALUED: [&str; 5] = [
-        "--repo",
-        "--color",
-        "--lock-timeout",
-        "--transfers",
-        "--trace",
-    ];
+    // The top-level options that take a value as the next word, as clap
+    // knows them (a usage error's path only: the definitions are built).
+    let valued: Vec<String> = Cli::command()
+        .get_arguments()
+        .filter(|a| a.get_action().takes_values())
+        .filter_map(|a| a.get_long().map(|l| format!("--{l}")))
+        .collect();
     let mut words: Vec<&str> = Vec::new();
     let mut value_next = false;
     for a in args.iter().skip(1).filter_map(|a| a.to_str()) {
@@ -159,7 +158,7 @@ pub(super) fn names_run_command(args: &[OsString]) -> bool {
             continue;
         }
         if a.starts_with('-') {
-            value_next = VALUED.contains(&a);
+            value_next = valued.iter().any(|v| v == a);
             continue;
         }
         words.push(a);

@@ -156,6 +156,20 @@ pub(super) fn in_key(key: &Option<String>) -> String {
 }
 
 impl StoreError {
+    /// The file `src` going to `key` hashed to `found`, not the `expected`
+    /// sha256 it was planned with.
+    pub(crate) fn hashed_otherwise(
+        src: &std::path::Path,
+        key: &str,
+        found: &str,
+        expected: &str,
+    ) -> StoreError {
+        StoreError::ChangedSinceHashed {
+            what: format!("{} to `{key}`", src.display()),
+            now: format!("its content has sha256 {found}, not {expected}"),
+        }
+    }
+
     /// Whether trying the same request again may succeed (see [`retry`]).
     pub fn is_transient(&self) -> bool {
         matches!(

@@ -537,9 +537,8 @@ impl Store for FsStore {
         );
         self.blocking(request, move |s| {
             let mut file = File::open(&src).map_err(|e| StoreError::io(&src, e))?;
-            let mismatch = |expected: &str, found: &str| StoreError::ChangedSinceHashed {
-                what: format!("{} to `{key}`", src.display()),
-                now: format!("its content has sha256 {found}, not {expected}"),
+            let mismatch = |expected: &str, found: &str| {
+                StoreError::hashed_otherwise(&src, &key, found, expected)
             };
             s.write_object(&key, &mut file, Some(&sha), &mismatch, &pre)
         })

@@ -45,6 +45,14 @@ fn killed(repo: &Repo, args: &[&str], failpoint: &str) {
     );
 }
 
+/// How many of `run` were `method` requests whose target holds every one
+/// of `parts`.
+fn sent(run: &[crate::support::faults::Seen], method: &str, parts: &[&str]) -> usize {
+    run.iter()
+        .filter(|s| s.method == method && parts.iter().all(|p| s.target.contains(p)))
+        .count()
+}
+
 /// The upload records in the clone's state.
 fn records(repo: &Repo) -> Vec<serde_json::Value> {
     let state = repo.root.join(".swamp/state");
@@ -145,11 +153,7 @@ fn a_push_killed_after_its_third_part_resumes_with_the_parts_it_lacks() {
     let before = proxy.seen().len();
     repo.run_ok(&["datastore", "sync", "--push", "-y"]);
     let run: Vec<_> = proxy.seen().split_off(before);
-    let count = |method: &str, parts: &[&str]| {
-        run.iter()
-            .filter(|s| s.method == method && parts.iter().all(|p| s.target.contains(p)))
-            .count()
-    };
+    let count = |method: &str, parts: &[&str]| sent(&run, method, parts);
     assert_eq!(
         count("GET", &["uploadId="]),
         1,
@@ -198,11 +202,7 @@ fn a_file_changed_after_the_kill_aborts_the_old_upload_and_starts_over() {
     let before = proxy.seen().len();
     repo.run_ok(&["datastore", "sync", "--push", "-y"]);
     let run: Vec<_> = proxy.seen().split_off(before);
-    let count = |method: &str, parts: &[&str]| {
-        run.iter()
-            .filter(|s| s.method == method && parts.iter().all(|p| s.target.contains(p)))
-            .count()
-    };
+    let count = |method: &str, parts: &[&str]| sent(&run, method, parts);
     assert_eq!(
         count("DELETE", &["uploadId=", &old_id]),
         1,
@@ -690,11 +690,7 @@ fn a_gcs_upload_killed_after_its_third_chunk_sends_only_the_rest() {
     push.expect(0);
     assert!(push.stdout.contains("(as estimated"), "{}", push.stdout);
     let run: Vec<_> = proxy.seen().split_off(before);
-    let count = |method: &str, part: &str| {
-        run.iter()
-            .filter(|s| s.method == method && s.target.contains(part))
-            .count()
-    };
+    let count = |method: &str, part: &str| sent(&run, method, &[part]);
     assert_eq!(count("POST", "uploadType=resumable"), 0, "no new session");
     assert_eq!(
         count("PUT", "upload_id="),
@@ -727,11 +723,7 @@ fn a_gcs_upload_goes_in_chunks_as_estimated_and_a_changed_file_starts_a_new_sess
     push.expect(0);
     assert!(push.stdout.contains("(as estimated"), "{}", push.stdout);
     let run: Vec<_> = proxy.seen().split_off(before);
-    let count = |method: &str, part: &str| {
-        run.iter()
-            .filter(|s| s.method == method && s.target.contains(part))
-            .count()
-    };
+    let count = |method: &str, part: &str| sent(&run, method, &[part]);
     assert_eq!(count("POST", "uploadType=resumable"), 1, "one session");
     assert_eq!(count("PUT", "upload_id="), 5, "five chunks of 8 MiB");
     assert!(bucket.get(KEY).unwrap() == body);
@@ -794,13 +786,9 @@ fn a_gcs_session_expired_or_holding_other_bytes_starts_over_in_a_new_one() {
             }
         }
         let before = proxy.seen().len();
-        let run = repo.run_with(&push, &skew);
-        run.expect(0);
-        let sent: Vec<_> = proxy.seen().split_off(before);
-        let opened = sent
-            .iter()
-            .filter(|s| s.method == "POST" && s.target.contains("uploadType=resumable"))
-            .count();
+        repo.run_with(&push, &skew).expect(0);
+        let run: Vec<_> = proxy.seen().split_off(before);
+        let opened = sent(&run, "POST", &["uploadType=resumable"]);
         assert_eq!(opened, 1, "{how}: a new session");
         assert!(bucket.get(KEY).unwrap() == body, "{how}: the file, whole");
         assert!(records(&repo).is_empty(), "{how}");

@@ -104,13 +104,9 @@ fn short(id: &str) -> &str {
     id.get(..12).unwrap_or(id)
 }
 
-/// The UTC day of a listed time (RFC 3339 can only write years to 9999).
+/// The UTC day of a listed time.
 fn day(secs: i64) -> Option<String> {
-    if !(0..253_402_300_800).contains(&secs) {
-        return None;
-    }
-    let at = std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs as u64);
-    Some(humantime::format_rfc3339_seconds(at).to_string()[..10].to_string())
+    Some(listed_time(secs)?[..10].to_string())
 }
 
 /// The header's notes on the remote: a base set aside, files in the

@@ -42,6 +42,17 @@ use crate::plan::Side;
 use crate::plan::textdiff::{ContentDiff, DiffBody, DiffFor};
 use crate::plan::{Action, Conflict, PlacementInfo, Plan};
 
+/// A time a listing gave (seconds since the epoch; hostile input) as RFC
+/// 3339 UTC to the second, `None` for one RFC 3339 cannot write (before
+/// 1970 or after the year 9999, where the formatter would fail).
+fn listed_time(secs: i64) -> Option<String> {
+    if !(0..253_402_300_800).contains(&secs) {
+        return None;
+    }
+    let at = std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs as u64);
+    Some(humantime::format_rfc3339_seconds(at).to_string())
+}
+
 fn placement_label(p: &PlacementInfo) -> String {
     let ns = match &p.namespace {
         Some(ns) => format!("namespace {ns}"),

@@ -107,13 +107,7 @@ fn remote_written(c: &Conflict) -> Option<String> {
         Conflict::DeletedAndChanged(d) => d.remote_modified,
         _ => None,
     }?;
-    // The listing's word (hostile input): only a time RFC 3339 can write
-    // (before the year 10000) is shown.
-    if !(0..253_402_300_800).contains(&secs) {
-        return None;
-    }
-    let at = std::time::UNIX_EPOCH + std::time::Duration::from_secs(u64::try_from(secs).ok()?);
-    let stamp = humantime::format_rfc3339_seconds(at).to_string();
+    let stamp = listed_time(secs)?;
     Some(format!("{} {} UTC", &stamp[..10], &stamp[11..16]))
 }
 

@@ -145,7 +145,8 @@ impl GcsStore {
         };
         let status_err = |status: u16, message: String| match (status, scope) {
             (412, _) => StoreError::PreconditionFailed { key: key.clone() },
-            (404, Scope::Object(_)) => StoreError::NotFound {
+            // 410: a resumable upload session that expired.
+            (404 | 410, Scope::Object(_)) => StoreError::NotFound {
                 key: key.clone(),
                 target: target.clone(),
             },
@@ -780,10 +781,7 @@ impl Store for GcsStore {
                 .map(|o| Self::meta(&o))
                 .map_err(|e| self.map_err(e, Scope::Object(key)));
             match mismatch.lock().expect("mismatch flag").take() {
-                Some(found) => Err(StoreError::ChangedSinceHashed {
-                    what: format!("{} to `{key}`", src.display()),
-                    now: format!("its content has sha256 {found}, not {sha256}"),
-                }),
+                Some(found) => Err(StoreError::hashed_otherwise(src, key, &found, sha256)),
                 None => result,
             }
         })

@@ -36,25 +36,6 @@ use crate::store::{ObjectMeta, Precondition, Store, StoreError, parts};
 /// in one request (a session costs a request more).
 pub(crate) const RESUMABLE_MIN: u64 = 32 << 20;
 
-/// A session request's error: a session the server no longer has (404,
-/// 410: expired or cancelled) is [`StoreError::NotFound`], whatever
-/// else it said, so the attempt opens another.
-fn session_err(store: &GcsStore, e: gcloud_storage::http::Error, key: &str) -> StoreError {
-    let status = match &e {
-        gcloud_storage::http::Error::Response(r) => Some(r.code),
-        gcloud_storage::http::Error::HttpClient(re)
-        | gcloud_storage::http::Error::RawResponse(re, _) => re.status().map(|s| s.as_u16()),
-        _ => None,
-    };
-    match status {
-        Some(404 | 410) => StoreError::NotFound {
-            key: key.to_string(),
-            target: Store::describe(store),
-        },
-        _ => store.map_gcs_err(e, key),
-    }
-}
-
 /// How a record names its session in plans: a hash, never the URI.
 fn session_id(uri: &str) -> String {
     format!(
@@ -189,7 +170,7 @@ impl GcsStore {
             true => UploadStatus::NotStarted,
             false => crate::telemetry::requests::writing(key, uploader.status(Some(size)))
                 .await
-                .map_err(|e| session_err(self, e, key))?,
+                .map_err(|e| self.map_gcs_err(e, key))?,
         };
         let mut offset = match status {
             UploadStatus::Ok(object) => return self.finished(key, sha256, &object, journal),
@@ -259,7 +240,7 @@ impl GcsStore {
         let sent =
             crate::telemetry::requests::writing(key, uploader.upload_multiple_chunk(buf, &range))
                 .await
-                .map_err(|e| session_err(self, e, key));
+                .map_err(|e| self.map_gcs_err(e, key));
         match sent {
             Ok(UploadStatus::Ok(object)) => Ok(Some(object)),
             Ok(UploadStatus::ResumeIncomplete(held)) if held.last_byte == last => Ok(None),
@@ -313,10 +294,7 @@ fn check_whole(
         return Ok(());
     }
     journal.clear()?;
-    Err(StoreError::ChangedSinceHashed {
-        what: format!("{} to `{key}`", src.display()),
-        now: format!("its content has sha256 {found}, not {sha256}"),
-    })
+    Err(StoreError::hashed_otherwise(src, key, found, sha256))
 }
 
 /// Hashes the file's first `len` bytes (what the session holds) into
