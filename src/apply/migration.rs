@@ -16,7 +16,18 @@ impl Run<'_> {
     pub(super) fn finish_migration(&mut self) -> Result<(), StopCause> {
         let (plan, layout) = (self.plan, self.layout);
         let mut config = Config::load(self.repo)?;
+        // A move between remotes keeps the cache where it is: the source's
+        // files are the target's then.
+        let shares_cache = |p: &crate::config::Placement| {
+            layout
+                .tiers()
+                .iter()
+                .all(|&t| layout.tier_dir(p, t) == layout.tier_dir(&config.target(), t))
+        };
         for source in &plan.sources {
+            if shares_cache(&source.placement()) {
+                continue;
+            }
             if let Some(left) = first_datastore_file(layout, &source.placement()) {
                 return Err(StopCause::SourceNotEmpty {
                     root: source.dir.clone(),

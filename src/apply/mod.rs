@@ -23,6 +23,7 @@
 //! apply has stopped), and each object it vouches for is verified in the
 //! remote before the create-only write.
 
+mod copy;
 mod local;
 mod migration;
 mod moves;
@@ -220,21 +221,33 @@ fn concurrent_class(action: &Action) -> Option<u8> {
 /// action on its own, each by the executor of its family. Stops at the
 /// first action that fails (what is done stays done), and when the lock
 /// this command holds is lost.
+///
+/// `switch`, when given, records the desired state once every copy is
+/// verified: before the first action that lets go of a source (its
+/// objects deleted, the migration finished), or at the end.
 pub(crate) fn apply(
     plan: &Plan,
     layout: &Layout,
     repo: &Path,
-    remote: Option<&RemoteTarget>,
-    sources: &[Option<RemoteTarget>],
+    remotes: (Option<&RemoteTarget>, &[Option<RemoteTarget>]),
     concurrency: u16,
+    mut switch: Option<Switch<'_>>,
 ) -> Result<ApplyReport, ApplyError> {
     if plan.has_conflicts() {
         return Err(ApplyError::Conflicts(plan.conflicts.len()));
     }
+    let (remote, sources) = remotes;
     let mut run = Run::start(plan, layout, repo, remote, sources, concurrency)?;
     let mut i = 0;
     while i < plan.actions.len() {
         let action = &plan.actions[i];
+        if matches!(
+            action,
+            Action::DeleteSourceRemote(_) | Action::FinishMigration
+        ) && let Some(switch) = switch.take()
+        {
+            switch().map_err(|e| run.stopped_on(i, ".swamp.toml", StopCause::Config(e)))?;
+        }
         // A holder that stalled past its lock's TTL stops here instead of
         // working alongside its successor (remote writes are conditional
         // either way).
@@ -281,8 +294,15 @@ pub(crate) fn apply(
         run.done(action);
         i += 1;
     }
+    if let Some(switch) = switch {
+        let last = plan.actions.len().saturating_sub(1);
+        switch().map_err(|e| run.stopped_on(last, ".swamp.toml", StopCause::Config(e)))?;
+    }
     run.finish()
 }
+
+/// Records the desired state (the new `.swamp.toml`) from inside an apply.
+pub(crate) type Switch<'a> = &'a mut dyn FnMut() -> Result<(), crate::config::ConfigError>;
 
 /// An action starts (the trace's `{"event":"action","step":"start",…}`).
 fn action_started(action: &Action) -> std::time::Instant {

@@ -6,8 +6,8 @@
 //! Running many side by side is [`super::transfers`]'s.
 
 use crate::plan::action::{
-    AbortUpload, CopyRemote, DeleteLocal, DeleteRemote, DeleteSourceRemote, Download, Fetch,
-    RenameLocal, Upload,
+    AbortUpload, DeleteLocal, DeleteRemote, DeleteSourceRemote, Download, Fetch, RenameLocal,
+    Upload,
 };
 use std::path::{Path, PathBuf};
 
@@ -199,15 +199,22 @@ pub(crate) struct ResumeDirs {
     pub uploads: PathBuf,
     /// The cache's partial downloads.
     pub partials: PathBuf,
+    /// Large objects a streamed copy carries between providers, on their
+    /// way (in `.swamp/state/`, never in the cache).
+    pub spool: PathBuf,
 }
 
 impl Remotes<'_> {
-    fn target(&self, path: &TierPath) -> Result<&RemoteTarget, SyncActionError> {
+    pub(super) fn target(&self, path: &TierPath) -> Result<&RemoteTarget, SyncActionError> {
         self.target
             .ok_or_else(|| SyncActionError::NoRemote { path: path.clone() })
     }
 
-    fn source(&self, i: usize, path: &TierPath) -> Result<&RemoteTarget, SyncActionError> {
+    pub(super) fn source(
+        &self,
+        i: usize,
+        path: &TierPath,
+    ) -> Result<&RemoteTarget, SyncActionError> {
         self.sources
             .get(i)
             .and_then(Option::as_ref)
@@ -272,7 +279,7 @@ pub(crate) async fn run(
         Action::DeleteRemote(a) => delete_remote(a, remotes).await,
         Action::RenameLocal(a) => rename_local(a, root, remotes),
         Action::Fetch(a) => fetch(a, root, remotes).await,
-        Action::CopyRemote(a) => copy_remote(a, remotes).await,
+        Action::CopyRemote(a) => super::copy::copy_remote(a, remotes).await,
         Action::DeleteSourceRemote(a) => delete_source_remote(a, remotes).await,
         Action::AbortUpload(a) => abort_upload(a, remotes).await,
         Action::RecordBase(_)
@@ -293,7 +300,7 @@ pub(crate) async fn run(
 }
 
 /// A store error on `path`'s object, as a sync action's error.
-fn store_err(path: &TierPath) -> impl FnOnce(StoreError) -> SyncActionError + use<> {
+pub(super) fn store_err(path: &TierPath) -> impl FnOnce(StoreError) -> SyncActionError + use<> {
     let path = path.clone();
     move |source| SyncActionError::Store { path, source }
 }
@@ -488,47 +495,16 @@ async fn fetch(
     Ok(BaseChange::Nothing)
 }
 
-/// Copies a source remote's object to the target, server-side, create-only.
-async fn copy_remote(
-    action: &CopyRemote,
-    remotes: &Remotes<'_>,
-) -> Result<BaseChange, SyncActionError> {
-    let CopyRemote {
-        path,
-        source,
-        sha256,
-        size,
-        in_cache,
-        ..
-    } = action;
-    let from = remotes.source(*source, path)?;
-    let to = remotes.target(path)?;
-    let meta = to
-        .store
-        .copy(&from.key(path), &to.key(path), &Precondition::CreateOnly)
-        .await
-        .map_err(store_err(path))?;
-    // The cache copy moved earlier in this plan: both sides agree.
-    Ok(if *in_cache {
-        BaseChange::Set(
-            path.clone(),
-            BaseEntry {
-                sha256: *sha256,
-                size: *size,
-                version: meta.version.into(),
-            },
-        )
-    } else {
-        BaseChange::Nothing
-    })
-}
-
 /// Deletes a drained source remote's objects at the versions the plan saw.
 async fn delete_source_remote(
     action: &DeleteSourceRemote,
     remotes: &Remotes<'_>,
 ) -> Result<BaseChange, SyncActionError> {
-    let DeleteSourceRemote { source, objects } = action;
+    let DeleteSourceRemote {
+        source,
+        objects,
+        moved_to,
+    } = action;
     let from = remotes
         .sources
         .get(*source)
@@ -551,6 +527,22 @@ async fn delete_source_remote(
     .await;
     for r in results {
         r?;
+    }
+    // Last, once nothing of the datastore is left there: the marker the
+    // clones still on the old place stop at.
+    if let Some(moved) = moved_to {
+        let marker = crate::state::moved::Moved {
+            to: moved.to.clone(),
+            spec: moved.spec.clone(),
+            at: crate::clock::now_rfc3339(),
+            by: crate::lock::who_am_i(),
+        };
+        crate::state::moved::leave(from, &marker)
+            .await
+            .map_err(|source| SyncActionError::Object {
+                key: crate::layout::Layout::moved_marker_key(&from.placement),
+                source,
+            })?;
     }
     Ok(BaseChange::Nothing)
 }

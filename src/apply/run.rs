@@ -172,6 +172,7 @@ impl<'a> Run<'a> {
             resume: self.remote.map(|r| remote::ResumeDirs {
                 uploads: self.layout.uploads_dir(&r.placement),
                 partials: self.layout.partial_dir(),
+                spool: self.layout.state_dir().join("moving"),
             }),
         }
     }

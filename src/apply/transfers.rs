@@ -167,7 +167,10 @@ impl Run<'_> {
                 &self.remotes(trash.as_ref()),
             ))?;
         }
-        if let Action::DeleteSourceRemote(DeleteSourceRemote { objects, source }) = action {
+        if let Action::DeleteSourceRemote(DeleteSourceRemote {
+            objects, source, ..
+        }) = action
+        {
             self.report.deleted_remote += objects.len();
             let base = self
                 .layout

@@ -557,6 +557,10 @@ pub enum DatastoreCommand {
         /// What a pull does in this clone with files the cache lacks: `full` (download them) or `lazy` (record them; each is fetched on first read). This clone's setting (`swamp datastore hydration`), never written to .swamp.toml
         #[arg(long, value_name = "MODE", value_parser = parse_hydration)]
         hydration: Option<crate::config::Hydration>,
+        /// Moving from a bucket: copy, and keep the old place's objects (a
+        /// `moved` marker there still stops the clones on it)
+        #[arg(long)]
+        keep_source: bool,
         #[command(flatten)]
         confirm: Confirm,
     },
@@ -903,6 +907,7 @@ impl SyncArgs {
             hydrate: self.hydrate,
             hydration: None,
             diff: false,
+            keep_source: false,
         }
     }
 }

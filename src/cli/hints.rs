@@ -55,6 +55,12 @@ pub(super) fn engine(e: &EngineError) -> Option<String> {
             ..
         } => "managed config is kept in a remote datastore; set one up with `swamp datastore setup s3://bucket/prefix` (or `gs://bucket/prefix`)".into(),
         EngineError::PolicyMisfit(m) => misfit_hint(m),
+        EngineError::MovedAway { spec: Some(spec), .. } => format!(
+            "take the .swamp.toml that names the new place (e.g. `git pull`), or follow it from here: `swamp datastore setup '{spec}' -y`"
+        ),
+        EngineError::MovedAway { spec: None, to, .. } => format!(
+            "the data moved out of the bucket into {to} in another clone; take that clone's .swamp.toml (e.g. `git pull`) or ask whoever moved it"
+        ),
         EngineError::ConfigTierExcluded => "add `config` to `directories` in .swamp.toml (or remove the key), then run `swamp datastore config migrate`".into(),
         EngineError::ScopeNeedsRemote { .. } => "local and filesystem datastores need no sync; to use a bucket, run `swamp datastore setup s3://bucket/prefix` (or `gs://bucket/prefix`)".into(),
         EngineError::WrongRepo { .. } => {

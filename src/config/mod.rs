@@ -12,7 +12,7 @@ mod tier;
 
 pub use namespace::{Namespace, NamespaceError};
 pub(crate) use spec::did_you_mean;
-pub use spec::{DatastoreSpecError, parse_datastore_spec};
+pub use spec::{DatastoreSpecError, datastore_spec, parse_datastore_spec};
 pub use tier::Tier;
 
 use std::fmt;
@@ -208,6 +208,54 @@ impl DatastoreConfig {
     /// has a limit.
     pub fn max_object_size(&self) -> Option<u64> {
         self.is_remote().then_some(5 << 40)
+    }
+
+    /// The bucket of a remote datastore.
+    pub fn bucket(&self) -> Option<&str> {
+        match self {
+            DatastoreConfig::S3 { bucket, .. } | DatastoreConfig::Gcs { bucket, .. } => {
+                Some(bucket)
+            }
+            _ => None,
+        }
+    }
+
+    /// Whether an object of this remote datastore reaches `other` by a
+    /// server-side copy: one provider at one endpoint (S3 `CopyObject`
+    /// names the source bucket, GCS `copyTo` both). Across providers or
+    /// endpoints, or between `file://` test buckets (each a directory
+    /// store of its own), objects are streamed through this machine.
+    pub fn copies_server_side_to(&self, other: &DatastoreConfig) -> bool {
+        let on_disk = |e: &Option<String>| e.as_deref().is_some_and(|e| e.starts_with("file://"));
+        match (self, other) {
+            (
+                DatastoreConfig::S3 {
+                    bucket: a,
+                    endpoint: ea,
+                    region: ra,
+                    ..
+                },
+                DatastoreConfig::S3 {
+                    bucket: b,
+                    endpoint: eb,
+                    region: rb,
+                    ..
+                },
+            ) => ea == eb && (a == b || (ra == rb && !on_disk(ea))),
+            (
+                DatastoreConfig::Gcs {
+                    bucket: a,
+                    endpoint: ea,
+                    ..
+                },
+                DatastoreConfig::Gcs {
+                    bucket: b,
+                    endpoint: eb,
+                    ..
+                },
+            ) => ea == eb && (a == b || !on_disk(ea)),
+            _ => false,
+        }
     }
 }
 
@@ -532,6 +580,18 @@ impl Config {
             datastore: self.datastore.clone(),
             namespace: self.namespace.clone(),
         }
+    }
+
+    /// Whether this configuration moves the datastore from one remote to
+    /// another (another bucket, prefix or provider), the cache staying
+    /// where it is: its objects are copied, not moved with the cache.
+    pub fn moves_between_remotes(&self) -> bool {
+        self.datastore.is_remote()
+            && self.migrating_from.iter().any(|p| {
+                p.datastore.is_remote()
+                    && p.datastore != self.datastore
+                    && p.namespace == self.namespace
+            })
     }
 
     /// Records a new desired placement, remembering where data may still

@@ -78,6 +78,37 @@ pub(crate) fn did_you_mean<'a>(given: &str, known: &[&'a str]) -> Option<&'a str
         .map(|(_, k)| k)
 }
 
+/// The spec [`parse_datastore_spec`] reads back as `datastore`: what
+/// `swamp datastore setup` takes to reach it.
+pub fn datastore_spec(datastore: &DatastoreConfig) -> String {
+    let (scheme, bucket, prefix, region, endpoint) = match datastore {
+        DatastoreConfig::Local => return "local".into(),
+        DatastoreConfig::Filesystem { path } => return format!("file://{}", path.0.display()),
+        DatastoreConfig::S3 {
+            bucket,
+            prefix,
+            region,
+            endpoint,
+        } => ("s3", bucket, prefix, region.as_deref(), endpoint),
+        DatastoreConfig::Gcs {
+            bucket,
+            prefix,
+            endpoint,
+        } => ("gs", bucket, prefix, None, endpoint),
+    };
+    let mut spec = format!("{scheme}://{bucket}/{}", prefix.as_deref().unwrap_or(""));
+    let query: Vec<String> = region
+        .map(|r| format!("region={r}"))
+        .into_iter()
+        .chain(endpoint.as_ref().map(|e| format!("endpoint={e}")))
+        .collect();
+    if !query.is_empty() {
+        spec.push('?');
+        spec.push_str(&query.join("&"));
+    }
+    spec
+}
+
 pub fn parse_datastore_spec(spec: &str) -> Result<DatastoreConfig, DatastoreSpecError> {
     let err = |reason: &str| DatastoreSpecError {
         spec: spec.to_string(),

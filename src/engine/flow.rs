@@ -33,6 +33,10 @@ pub(crate) struct Record<'a> {
     /// Confirmed up front (`-y`): recorded even when nothing is applied (an
     /// empty plan, or one blocked by conflicts).
     pub up_front: bool,
+    /// A move between remotes: recorded only once every copy is verified
+    /// (never before, never for a plan that conflicts), so a move killed
+    /// or refused leaves `.swamp.toml` naming the place that holds it all.
+    pub after_copies: bool,
 }
 
 /// What the caller is asked along the way, about a plan of kind `P` (a
@@ -109,16 +113,18 @@ pub(crate) fn run<U: Ui<SavedPlan>>(
         return Ok(Flowed::Empty(saved));
     }
     if saved.plan.has_conflicts() {
-        if record.up_front {
+        let recorded = record.new_config.is_some() && record.up_front && !record.after_copies;
+        if recorded {
             save_desired(at, record)?;
         }
-        let recorded = record.new_config.is_some() && record.up_front;
         return Ok(Flowed::Conflicts { saved, recorded });
     }
     if let Some(stop) = ui.confirm(&saved) {
         return Ok(Flowed::Stopped(stop));
     }
-    save_desired(at, record)?;
+    if !record.after_copies {
+        save_desired(at, record)?;
+    }
     // Apply reads only the plan: the observation it came from (the
     // largest thing held) need not stay while the verifying plan observes,
     // but for the remote listing of a run that writes nothing there.
@@ -131,7 +137,9 @@ pub(crate) fn run<U: Ui<SavedPlan>>(
         crate::telemetry::requests::counts(),
         crate::telemetry::requests::heartbeat_count(),
     );
-    let report = apply_only(at.repo, at.layout, &saved.plan, at.transfers);
+    let mut switch = || save_desired(at, record);
+    let switch: Option<crate::apply::Switch<'_>> = record.after_copies.then_some(&mut switch);
+    let report = apply_only(at.repo, at.layout, &saved.plan, at.transfers, switch);
     let elapsed = started.elapsed();
     crate::progress::meter().idle();
     let mut report = report?;
@@ -180,7 +188,7 @@ fn traced(step: &str, plan: &crate::plan::Plan) {
 /// Records what a confirmed run changes of the desired state: the new
 /// `.swamp.toml`, and this run's hydration as this clone's own setting
 /// (never in `.swamp.toml`, which the team shares).
-fn save_desired(at: &At<'_>, record: Record<'_>) -> Result<(), EngineError> {
+fn save_desired(at: &At<'_>, record: Record<'_>) -> Result<(), crate::config::ConfigError> {
     if let Some(c) = record.new_config {
         c.save(at.repo)?;
     }

@@ -147,8 +147,8 @@ pub(crate) fn fetch(
         &plan,
         layout,
         repo,
-        Some(&target),
-        &[],
+        (Some(&target), &[]),
         config.sync.concurrency,
+        None,
     )?)
 }

@@ -50,7 +50,14 @@ pub(crate) fn mirror_offline(
     let mut plan = crate::plan::diff(&desired, &observed);
     plan.actions = actions;
     plan.conflicts.clear();
-    let report = apply::apply(&plan, layout, repo, None, &[], config.sync.concurrency)?;
+    let report = apply::apply(
+        &plan,
+        layout,
+        repo,
+        (None, &[]),
+        config.sync.concurrency,
+        None,
+    )?;
     Ok(Some(report))
 }
 

@@ -55,6 +55,9 @@ pub struct SyncOptions {
     pub hydration: Option<crate::config::Hydration>,
     /// `plan --diff`: also show what each replaced text file changes.
     pub diff: bool,
+    /// `datastore setup --keep-source`: a move copies, and leaves the old
+    /// place's objects where they are (with its `moved` marker).
+    pub keep_source: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -96,12 +99,15 @@ pub enum EngineError {
         if .0.settles.is_empty() { "none".to_string() } else { .0.settles.join(" and ") }
     )]
     PolicyMisfit(crate::plan::conflict::Misfit),
+    #[error("the datastore moved away from {from}: it is at {to} now; nothing was changed")]
+    MovedAway {
+        from: String,
+        to: String,
+        /// What `swamp datastore setup` takes to follow it (a remote).
+        spec: Option<String>,
+    },
     #[error("{datastore} datastores are not supported by this version of swamp")]
     DatastoreUnsupported { datastore: String },
-    #[error(
-        "moving data from {from} to another bucket is not supported by this version of swamp; nothing was changed"
-    )]
-    RemoteSourceUnsupported { from: String },
     #[error(
         "the saved {}plan is stale; since it was made:\n  - {}",
         if .undoes.is_some() { "undo " } else { "" },
@@ -261,15 +267,6 @@ fn scope_needs(scope: Scope) -> &'static str {
 /// Refuses what this version cannot reconcile, naming why: before a
 /// command writes anything for it (a refused move registers nothing).
 pub(crate) fn check_supported(config: &Config, scope: Scope) -> Result<(), EngineError> {
-    // A remote source drains into a local target, or into another
-    // namespace of the same bucket (server-side copies); not across buckets.
-    if let Some(p) = config.migrating_from.iter().find(|p| {
-        p.datastore.is_remote() && config.datastore.is_remote() && p.datastore != config.datastore
-    }) {
-        return Err(EngineError::RemoteSourceUnsupported {
-            from: p.to_string(),
-        });
-    }
     match scope {
         Scope::All | Scope::Layout => Ok(()),
         Scope::Sync | Scope::Push | Scope::Pull if config.datastore.is_remote() => Ok(()),
@@ -326,6 +323,7 @@ fn compose_options(
         max_delete_percent: config.sync.max_delete_percent,
         lazy: config.datastore.is_remote() && hydration == crate::config::Hydration::Lazy,
         hydrate: options.hydrate,
+        keep_source: options.keep_source,
     })
 }
 
@@ -423,6 +421,32 @@ fn vouched(layout: &Layout, config: &Config, planned: &Planned) -> bool {
     )
 }
 
+/// A clone still configured for a place a move left (its `moved` marker
+/// listed, and no move of this clone's own under way) stops before
+/// planning anything, naming the new place.
+fn moved_away(desired: &Desired, observed: &state::Observed) -> Result<(), EngineError> {
+    let Some(remote) = observed
+        .remote
+        .as_ref()
+        .filter(|r| r.listed.moved.is_some())
+    else {
+        return Ok(());
+    };
+    if !desired.sources.is_empty() {
+        return Ok(());
+    }
+    let target = RemoteTarget::open(&desired.target)?;
+    let marker = crate::store::runtime().block_on(state::moved::read(&target))?;
+    match marker {
+        Some(m) => Err(EngineError::MovedAway {
+            from: remote.url.clone(),
+            to: m.to,
+            spec: m.spec,
+        }),
+        None => Ok(()),
+    }
+}
+
 /// [`plan_with`], trusting what this run `learnt` of files it wrote.
 fn plan_learnt(
     layout: &Layout,
@@ -449,6 +473,7 @@ fn plan_learnt(
         learnt,
         listed,
     )?;
+    moved_away(&desired, &observed)?;
     crate::progress::meter().phase("planning");
     let mut plan = compose(&desired, &observed, &options);
     if let Some(policy) = asked {
@@ -516,6 +541,10 @@ pub(crate) fn saved_options(saved: &SavedPlan) -> SyncOptions {
         hydrate: saved.plan.remote.as_ref().is_some_and(|r| r.hydrate),
         hydration: None,
         diff: false,
+        // A kept source is the only drain that deletes nothing.
+        keep_source: saved.plan.actions.iter().any(
+            |a| matches!(a, crate::plan::Action::DeleteSourceRemote(d) if d.objects.is_empty()),
+        ),
     }
 }
 
@@ -628,7 +657,7 @@ pub(crate) fn apply_and_verify(
     options: SyncOptions,
     transfers: Option<u16>,
 ) -> Result<ApplyReport, EngineError> {
-    let mut report = apply_only(repo, layout, plan, transfers)?;
+    let mut report = apply_only(repo, layout, plan, transfers, None)?;
     let learnt = std::mem::take(&mut report.landed);
     verify(repo, layout, plan.scope, options, learnt, None)?;
     Ok(report)
@@ -643,6 +672,7 @@ fn apply_only(
     layout: &Layout,
     plan: &Plan,
     transfers: Option<u16>,
+    switch: Option<apply::Switch<'_>>,
 ) -> Result<ApplyReport, EngineError> {
     let config = Config::load(repo)?;
     let remote = match &plan.remote {
@@ -663,9 +693,9 @@ fn apply_only(
         plan,
         layout,
         repo,
-        remote.as_ref(),
-        &sources,
+        (remote.as_ref(), &sources),
         transfers.unwrap_or(config.sync.concurrency),
+        switch,
     )?;
     Ok(report)
 }

@@ -233,6 +233,13 @@ pub(crate) fn ensure_remote_id(placement: &Placement) -> Result<String, EngineEr
     Ok(remote_identity(placement)?.id)
 }
 
+/// A move into `placement`: the `moved` marker an earlier move away
+/// left there goes, so the clones on it work again.
+pub(crate) fn clear_moved(placement: &Placement) -> Result<(), EngineError> {
+    let target = RemoteTarget::open(placement)?;
+    Ok(crate::store::runtime().block_on(crate::state::moved::clear(&target))?)
+}
+
 /// Before a writer's sync plans: the namespace claimed for `repo_id` and
 /// the remote holding an id, both kept in this clone's record of what it
 /// read (`state::seen`), so the next listing vouches for them.

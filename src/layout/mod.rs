@@ -474,6 +474,18 @@ impl Layout {
         format!("{}.swamp/probe-{token}-", Layout::remote_prefix(placement))
     }
 
+    /// The marker a move leaves at the place it left
+    /// (`<prefix>/<ns>/.swamp/moved.json`), naming where the datastore
+    /// went: a clone still configured for it stops there.
+    pub fn moved_marker_key(placement: &Placement) -> String {
+        Layout::moved_marker_key_in(&Layout::remote_prefix(placement))
+    }
+
+    /// [`Layout::moved_marker_key`] under a key prefix.
+    pub fn moved_marker_key_in(key_prefix: &str) -> String {
+        format!("{key_prefix}.swamp/moved.json")
+    }
+
     /// The id the remote itself holds, written once: binds a sync base to
     /// this very remote (`<prefix>/<ns>/.swamp/remote-id.json`).
     pub fn remote_id_key(placement: &Placement) -> String {

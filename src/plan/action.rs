@@ -197,8 +197,9 @@ pub struct Fetch {
     pub sha256: Option<Sha256>,
 }
 
-/// Server-side copy from a remote source's key to the target's key in
-/// the same bucket (create-only at the destination).
+/// A copy from a remote source's key to the target's key (create-only at
+/// the destination, its sha256 carried and checked): server-side on one
+/// provider and endpoint, streamed through this machine otherwise.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CopyRemote {
     pub path: TierPath,
@@ -208,6 +209,10 @@ pub struct CopyRemote {
     pub sha256: Sha256,
     /// The cache copy moves in this plan too, so both sides will agree.
     pub in_cache: bool,
+    /// GET from the source, PUT to the target (never through the cache):
+    /// the two are on different providers or endpoints.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub streamed: bool,
 }
 
 /// Delete what a remote source holds once everything is at the target:
@@ -216,6 +221,20 @@ pub struct CopyRemote {
 pub struct DeleteSourceRemote {
     pub source: usize,
     pub objects: Vec<RemoteObjectRef>,
+    /// Where the datastore went: said in the `moved` marker left at the
+    /// source once its objects are gone, for the clones still on it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub moved_to: Option<MovedTo>,
+}
+
+/// The place a move went, as its `moved` marker names it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MovedTo {
+    /// A URL, `local`, or a directory.
+    pub to: String,
+    /// What `swamp datastore setup` takes to follow (remote targets).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spec: Option<String>,
 }
 
 /// Record in the sync base the files both sides already agree on (and
@@ -664,7 +683,10 @@ impl Action {
             Action::NoteProgress(_) => "this clone's base has passed other clones' deletes",
             Action::PruneRecords(_) => "every clone has passed them, or they are too old",
             Action::Fetch(_) => "only the old remote has it",
-            Action::CopyRemote(_) => "re-keyed inside the bucket",
+            Action::CopyRemote(CopyRemote {
+                streamed: false, ..
+            }) => "server-side copy",
+            Action::CopyRemote(_) => "streamed: another provider or endpoint",
             Action::DeleteSourceRemote(_) => "everything is at the target",
             Action::MirrorConfig(MirrorConfig { local: None, .. }) => "new in the repository",
             Action::MirrorConfig(_) => "changed in the repository",

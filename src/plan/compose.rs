@@ -54,6 +54,8 @@ pub(crate) struct Options {
     pub lazy: bool,
     /// `--hydrate`: this run downloads what lazy pulls recorded.
     pub hydrate: bool,
+    /// `--keep-source`: a drained remote source keeps its objects.
+    pub keep_source: bool,
 }
 
 /// What planning read beside the observation, for [`amend`].
@@ -105,7 +107,7 @@ pub(crate) fn compose(desired: &Desired, observed: &Observed, options: &Options)
 fn add_remote(scope: Scope, observed: &Observed, options: &Options, plan: &mut Plan) {
     let mut local = cache_after_plan(scope, observed, plan);
     let target = observed.remote.as_ref();
-    let drain = drain(observed, target);
+    let drain = drain(observed, target, options.keep_source);
     let reserved = key_conflicts(observed);
     let direction = scope.direction();
     let mut sync = SyncStep::default();

@@ -10,7 +10,7 @@
 //!
 //! The old objects are deleted last, each only at the version observed.
 
-use crate::plan::action::{CopyRemote, DeleteSourceRemote, Fetch};
+use crate::plan::action::{CopyRemote, DeleteSourceRemote, Fetch, MovedTo};
 use crate::plan::conflict::{DifferentAtTarget, SourceDiverged};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -35,7 +35,12 @@ pub(crate) struct Drain {
 }
 
 /// `target_remote`: the target's own remote snapshot when it is remote.
-pub(crate) fn drain(observed: &Observed, target_remote: Option<&RemoteSnapshot>) -> Drain {
+/// `keep_source`: the sources' objects stay (only the marker is left).
+pub(crate) fn drain(
+    observed: &Observed,
+    target_remote: Option<&RemoteSnapshot>,
+    keep_source: bool,
+) -> Drain {
     let mut out = Drain::default();
     let target = &observed.placements[0];
     let target_files: BTreeSet<&str> = target.files.keys().map(TierPath::as_str).collect();
@@ -45,6 +50,10 @@ pub(crate) fn drain(observed: &Observed, target_remote: Option<&RemoteSnapshot>)
             continue;
         };
         let conflicts_before = out.conflicts.len();
+        let streamed = !source
+            .placement
+            .datastore
+            .copies_server_side_to(&target.placement.datastore);
         for (path, obj) in &remote.files {
             let cache = source.files.get(path);
             if let Some(c) = cache
@@ -69,16 +78,18 @@ pub(crate) fn drain(observed: &Observed, target_remote: Option<&RemoteSnapshot>)
                     obj,
                     cache.is_some(),
                 ),
-                Some(tr) => to_remote(&mut out, tr, i, path, obj, cache.is_some()),
+                Some(tr) => to_remote(&mut out, tr, (i, streamed), path, obj, cache.is_some()),
             }
         }
         if out.conflicts.len() == conflicts_before && blocked.is_empty() {
             let objects = drained_objects(remote);
             if !objects.is_empty() {
+                let objects = if keep_source { Vec::new() } else { objects };
                 out.deletes
                     .push(Action::DeleteSourceRemote(DeleteSourceRemote {
                         source: i,
                         objects,
+                        moved_to: Some(moved_to(&target.placement)),
                     }));
             }
         }
@@ -130,12 +141,13 @@ fn to_local(
     }
 }
 
-/// A source object re-keyed into the target bucket: a server-side copy,
-/// unless the target already holds it (or other content there).
+/// A source object copied to the target remote (server-side, or streamed
+/// across providers), unless the target already holds it (adopted) or
+/// other content there (a conflict).
 fn to_remote(
     out: &mut Drain,
     tr: &RemoteSnapshot,
-    i: usize,
+    (i, streamed): (usize, bool),
     path: &TierPath,
     obj: &RemoteFile,
     in_cache: bool,
@@ -185,7 +197,22 @@ fn to_remote(
         version: obj.version.clone(),
         sha256,
         in_cache,
+        streamed,
     }));
+}
+
+/// Where a drained source's clones are told the datastore went.
+fn moved_to(target: &crate::config::Placement) -> MovedTo {
+    if target.datastore.is_remote() {
+        return MovedTo {
+            to: crate::layout::Layout::remote_url(target),
+            spec: Some(crate::config::datastore_spec(&target.datastore)),
+        };
+    }
+    MovedTo {
+        to: target.datastore.to_string(),
+        spec: None,
+    }
 }
 
 /// Every object a drained source remote holds that goes with it: its
@@ -342,7 +369,7 @@ mod tests {
             ],
             ..Observed::default()
         };
-        let d = drain(&observed, None);
+        let d = drain(&observed, None, false);
         assert!(d.conflicts.is_empty());
         assert_eq!(d.transfers.len(), 1);
         assert!(
@@ -382,7 +409,7 @@ mod tests {
             ..Observed::default()
         };
         let target_remote = snapshot("swamp/h/", &[], true);
-        let d = drain(&observed, Some(&target_remote));
+        let d = drain(&observed, Some(&target_remote), false);
         assert_eq!(d.transfers.len(), 2);
         assert!(d.settled.contains(&tp("data/a/1/raw")));
         assert!(d.incoming.contains_key(&tp("data/b/1/raw")));
@@ -409,7 +436,7 @@ mod tests {
             ],
             ..Observed::default()
         };
-        let d = drain(&observed, None);
+        let d = drain(&observed, None, false);
         assert_eq!(d.conflicts.len(), 1);
         assert!(d.deletes.is_empty());
     }

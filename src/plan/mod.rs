@@ -45,8 +45,8 @@ pub use summary::{RequestEstimate, Summary};
 pub const FORMAT_VERSION: u32 = 1;
 
 /// For `skip_serializing_if`: a count of nothing is left out.
-fn is_zero(n: &usize) -> bool {
-    *n == 0
+fn is_zero<T: Default + PartialEq>(n: &T) -> bool {
+    *n == T::default()
 }
 
 /// `root` relative to `repo` when inside it, with a trailing slash (an

@@ -31,6 +31,12 @@ pub struct Summary {
     pub prune_records: usize,
     pub fetch: usize,
     pub copy_remote: usize,
+    /// Of those, copies streamed through this machine (GET, then PUT:
+    /// another provider or endpoint), and the bytes they carry.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub copy_streamed: usize,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub bytes_streamed: u64,
     pub delete_source_remote: usize,
     pub invalidate_catalog: usize,
     pub finish_migration: usize,
@@ -221,7 +227,13 @@ impl Tally {
                 s.fetch += 1;
                 s.bytes_to_download += size;
             }
-            Action::CopyRemote(_) => s.copy_remote += 1,
+            Action::CopyRemote(c) => {
+                s.copy_remote += 1;
+                if c.streamed {
+                    s.copy_streamed += 1;
+                    s.bytes_streamed += c.size;
+                }
+            }
             Action::DeleteSourceRemote(DeleteSourceRemote { objects, .. }) => {
                 s.delete_source_remote += objects.len();
             }
@@ -307,10 +319,12 @@ impl Tally {
                     + u64::from(writes_remote),
             };
         }
-        // Draining a remote source: a GET per fetch, a copy per re-keyed
-        // object, a DELETE per object left behind.
-        requests.get += s.fetch as u64;
-        requests.copy += s.copy_remote as u64;
+        // Draining a remote source: a GET per fetch, a copy per object
+        // copied server-side (a GET and a PUT per one streamed), a DELETE
+        // per object left behind.
+        requests.get += (s.fetch + s.copy_streamed) as u64;
+        requests.copy += (s.copy_remote - s.copy_streamed) as u64;
+        requests.put += s.copy_streamed as u64;
         requests.delete += s.delete_source_remote as u64;
         // Publishing the sentinel: a HEAD per object it vouches for, then
         // one PUT.

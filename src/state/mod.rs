@@ -14,6 +14,7 @@ pub(crate) mod gallop;
 pub(crate) mod hash_cache;
 pub(crate) mod journaled;
 pub(crate) mod managed;
+pub(crate) mod moved;
 pub(crate) mod observe;
 pub mod remote;
 pub(crate) mod remote_seen;

@@ -191,6 +191,8 @@ pub struct ListedOwn {
     pub remote_id: Option<String>,
     /// `.swamp/lock.json`: a writer is, or was, at work.
     pub lock: Option<String>,
+    /// `.swamp/moved.json`: the datastore moved away from here.
+    pub moved: Option<String>,
 }
 
 /// A remote object the cache cannot hold as a file.
@@ -648,6 +650,7 @@ struct Names<'a> {
     manifest: String,
     remote_id: String,
     lock: String,
+    moved: String,
     /// Other clones' delete records: listed with the rest, read later (see
     /// `deliberate::read_records`).
     records: String,
@@ -664,6 +667,7 @@ impl Names<'_> {
             manifest: format!("{key_prefix}.namespace.json"),
             remote_id: format!("{key_prefix}.swamp/remote-id.json"),
             lock: format!("{key_prefix}.swamp/lock.json"),
+            moved: crate::layout::Layout::moved_marker_key_in(key_prefix),
             records: format!("{key_prefix}.swamp/deletes/"),
             notes: format!("{key_prefix}.swamp/clones/"),
         }
@@ -705,6 +709,7 @@ impl Page {
         self.manifest = self.manifest.take().or(page.manifest);
         self.own.remote_id = self.own.remote_id.take().or(page.own.remote_id);
         self.own.lock = self.own.lock.take().or(page.own.lock);
+        self.own.moved = self.own.moved.take().or(page.own.moved);
         self.reserved.append(&mut page.reserved);
         self.folder_markers += page.folder_markers;
         for (name, n) in page.unmanaged {
@@ -828,6 +833,8 @@ impl Page {
                 page.own.remote_id = Some(meta.version.clone());
             } else if meta.key == names.lock {
                 page.own.lock = Some(meta.version.clone());
+            } else if meta.key == names.moved {
+                page.own.moved = Some(meta.version.clone());
             }
             let Some(meta) = page.take_bookkeeping(meta, names) else {
                 continue;

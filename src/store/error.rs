@@ -139,6 +139,8 @@ pub enum StoreError {
         "the `local` datastore is the repository's own .swamp/ directory and has no object store; use `swamp datastore setup` to move it to a filesystem, s3 or gcs datastore"
     )]
     NoObjectStore,
+    #[error("{target} cannot copy from another bucket server-side")]
+    NoCrossBucketCopy { target: String },
     #[error("endpoint {endpoint:?} must name an absolute directory (file:///path)")]
     RelativeEndpoint { endpoint: String },
     /// Work handed to another task or thread that failed there.

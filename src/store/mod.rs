@@ -394,6 +394,25 @@ pub trait Store: Send + Sync {
         self.copy(from, to, pre).await.map(|_| ())
     }
 
+    /// Copies `from`, an object of `bucket` (another bucket of this
+    /// store's own service: one provider, endpoint and credentials), to
+    /// `to` here, server-side, keeping its sha256 metadata; `pre` applies
+    /// to the destination. A backend without such copies says so with
+    /// [`StoreError::NoCrossBucketCopy`]; callers ask only where
+    /// [`crate::config::DatastoreConfig::copies_server_side_to`] holds.
+    async fn copy_from_bucket(
+        &self,
+        bucket: &str,
+        from: &str,
+        to: &str,
+        pre: &Precondition,
+    ) -> Result<ObjectMeta, StoreError> {
+        let _ = (bucket, from, to, pre);
+        Err(StoreError::NoCrossBucketCopy {
+            target: self.describe(),
+        })
+    }
+
     /// Files at least this large are uploaded in parts (of
     /// [`parts::part_size`] each): a request to start, one per part,
     /// one to complete. `None`: every upload is one request.

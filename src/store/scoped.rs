@@ -247,6 +247,19 @@ impl Store for Scoped {
         self.check(to)?;
         self.inner.copy_at(from, version, to, pre).await
     }
+
+    /// Only `to` is this scope's: `from` is another bucket's key, which
+    /// the source's own scope vouched for when it was listed.
+    async fn copy_from_bucket(
+        &self,
+        bucket: &str,
+        from: &str,
+        to: &str,
+        pre: &Precondition,
+    ) -> Result<ObjectMeta, StoreError> {
+        self.check(to)?;
+        self.inner.copy_from_bucket(bucket, from, to, pre).await
+    }
 }
 
 #[cfg(test)]

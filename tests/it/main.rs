@@ -19,6 +19,7 @@ mod interop;
 mod least_privilege;
 mod lock;
 mod mirror;
+mod moves;
 mod remote_sync;
 mod render;
 mod resume;

@@ -1548,29 +1548,6 @@ fn a_lock_or_plan_that_finds_nothing_names_the_namespaces_the_bucket_holds() {
     assert!(!quiet.stderr.contains("beside it"), "-q silences notes");
 }
 
-/// `datastore setup` to another bucket was refused ("not supported by
-/// this version"), yet had written the new bucket's remote id and
-/// namespace manifest first (issue 43). A refusal writes nothing, there
-/// or here.
-#[test]
-fn a_move_to_another_bucket_this_version_refuses_writes_nothing_there() {
-    let from = Bucket::new(Backend::S3);
-    let to = Bucket::new(Backend::S3);
-    let a = Repo::init(&from, Some("team"));
-    a.put("m/x", "x\n");
-    a.run(&["datastore", "sync", "-y"]).expect(0);
-    let config = std::fs::read_to_string(a.root.join(".swamp.toml")).unwrap();
-
-    let run = a.run(&["datastore", "setup", &to.spec(), "-y"]);
-    run.expect(1);
-    assert!(run.stderr.contains("not supported"), "{}", run.stderr);
-    assert!(to.contents().is_empty(), "{:?}", to.contents().keys());
-    assert_eq!(
-        std::fs::read_to_string(a.root.join(".swamp.toml")).unwrap(),
-        config
-    );
-}
-
 /// `datastore setup local` in one clone planned `410 old object(s) to
 /// delete` without a word about the other clones whose progress notes sat
 /// in the bucket, who then found it emptied (issue 43). A plan moving

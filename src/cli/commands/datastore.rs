@@ -15,10 +15,11 @@ use crate::engine::Scope;
 use crate::engine::registry::{ListedNamespace, list_namespaces, register_namespace};
 use crate::engine::{self, SyncOptions};
 
+/// `options`: this run's hydration and `--keep-source`.
 pub(super) fn setup(
     ctx: &Ctx,
     spec: &str,
-    hydration: Option<crate::config::Hydration>,
+    options: SyncOptions,
     confirm: Confirm,
 ) -> Result<Outcome, CliError> {
     let repo = ctx.open_repo()?;
@@ -40,12 +41,12 @@ pub(super) fn setup(
         datastore,
         namespace: repo.config.namespace.clone(),
     };
-    if hydration == Some(crate::config::Hydration::Lazy) && !target.datastore.is_remote() {
+    if options.hydration == Some(crate::config::Hydration::Lazy) && !target.datastore.is_remote() {
         return Err(CliError::usage(
             "--hydration lazy needs an s3:// or gs:// datastore: a local or filesystem datastore holds every file already",
         ));
     }
-    retarget(ctx, &repo, target, None, hydration, confirm, true)
+    retarget(ctx, &repo, target, None, options, confirm, true)
 }
 
 pub(super) fn namespace_set(
@@ -68,7 +69,15 @@ pub(super) fn namespace_set(
         datastore: repo.config.datastore.clone(),
         namespace: Some(ns),
     };
-    retarget(ctx, &repo, target, None, None, confirm, migrate)
+    retarget(
+        ctx,
+        &repo,
+        target,
+        None,
+        SyncOptions::default(),
+        confirm,
+        migrate,
+    )
 }
 
 pub(super) fn namespace_unset(
@@ -89,7 +98,15 @@ pub(super) fn namespace_unset(
         datastore: repo.config.datastore.clone(),
         namespace: None,
     };
-    retarget(ctx, &repo, target, None, None, confirm, migrate)
+    retarget(
+        ctx,
+        &repo,
+        target,
+        None,
+        SyncOptions::default(),
+        confirm,
+        migrate,
+    )
 }
 
 pub(super) fn namespace_migrate(
@@ -115,7 +132,15 @@ pub(super) fn namespace_migrate(
     };
     let solo_has_data = crate::engine::holds_data(&repo.layout, &solo);
     let extra = solo_has_data.then_some(solo);
-    retarget(ctx, &repo, repo.config.target(), extra, None, confirm, true)
+    retarget(
+        ctx,
+        &repo,
+        repo.config.target(),
+        extra,
+        SyncOptions::default(),
+        confirm,
+        true,
+    )
 }
 
 /// Changes the desired placement to `target` (also draining `extra_source`)
@@ -125,7 +150,7 @@ fn retarget(
     repo: &Repo,
     target: Placement,
     extra_source: Option<Placement>,
-    hydration: Option<crate::config::Hydration>,
+    options: SyncOptions,
     confirm: Confirm,
     migrate: bool,
 ) -> Result<Outcome, CliError> {
@@ -150,14 +175,14 @@ fn retarget(
     // a filesystem datastore's directory for the lock). On a terminal the
     // preview may turn into an apply, so the lock is taken.
     if migrate && !confirm.may_apply(ctx) {
-        return retarget_locked(ctx, repo, &new_repo, hydration, confirm, migrate, None);
+        return retarget_locked(ctx, repo, &new_repo, options, confirm, migrate, None);
     }
     let mut locks = Locks::take(ctx, &new_repo.layout, &config, operation)?;
     let result = retarget_locked(
         ctx,
         repo,
         &new_repo,
-        hydration,
+        options,
         confirm,
         migrate,
         Some(&mut locks),
@@ -170,7 +195,7 @@ fn retarget_locked(
     ctx: &Ctx,
     repo: &Repo,
     new_repo: &Repo,
-    hydration: Option<crate::config::Hydration>,
+    options: SyncOptions,
     confirm: Confirm,
     migrate: bool,
     locks: Option<&mut Locks>,
@@ -198,13 +223,10 @@ fn retarget_locked(
         // another remote).
         register_namespace(&config.target(), config.repo_id)?;
         crate::engine::registry::ensure_remote_id(&config.target())?;
+        crate::engine::registry::clear_moved(&config.target())?;
     }
     // This run's hydration plans this run (a lazy setup records what it
     // would download) and becomes this clone's setting when it applies.
-    let options = SyncOptions {
-        hydration,
-        ..SyncOptions::default()
-    };
     let planned = engine::plan_with(&new_repo.layout, config, scope, options)?;
     let changed = *config != repo.config;
     run_flow(

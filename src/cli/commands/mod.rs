@@ -122,8 +122,16 @@ fn datastore_command(ctx: &Ctx, command: DatastoreCommand) -> Result<Outcome, Cl
         DatastoreCommand::Setup {
             spec,
             hydration,
+            keep_source,
             confirm,
-        } => datastore::setup(ctx, &spec, hydration, confirm),
+        } => {
+            let options = crate::engine::SyncOptions {
+                hydration,
+                keep_source,
+                ..Default::default()
+            };
+            datastore::setup(ctx, &spec, options, confirm)
+        }
         DatastoreCommand::Sync {
             push,
             pull,

@@ -259,6 +259,7 @@ pub(super) fn run_flow(
     let record = Record {
         new_config,
         up_front: confirm.yes,
+        after_copies: new_config.is_some_and(Config::moves_between_remotes),
     };
     flow(ctx, repo, planned, options, record, Some(confirm), locks)
 }

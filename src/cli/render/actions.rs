@@ -478,7 +478,9 @@ pub(super) fn copy_remote_row<'a>(a: &'a CopyRemote, plan: &'a Plan) -> Row<'a> 
 }
 
 pub(super) fn delete_source_remote_row<'a>(a: &'a DeleteSourceRemote, plan: &'a Plan) -> Row<'a> {
-    let DeleteSourceRemote { source, objects } = a;
+    let DeleteSourceRemote {
+        source, objects, ..
+    } = a;
     (
         format!("{} object(s)", objects.len()).into(),
         plan.sources[*source]

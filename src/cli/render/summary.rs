@@ -224,8 +224,16 @@ pub(super) fn bookkeeping_parts(plan: &Plan, s: &crate::plan::Summary) -> Vec<St
     if s.fetch > 0 {
         parts.push(format!("{} to fetch from the old remote", s.fetch));
     }
-    if s.copy_remote > 0 {
-        parts.push(format!("{} to re-key in the bucket", s.copy_remote));
+    let server_side = s.copy_remote - s.copy_streamed;
+    if server_side > 0 {
+        parts.push(format!("{server_side} to copy server-side"));
+    }
+    if s.copy_streamed > 0 {
+        parts.push(format!(
+            "{} to copy streamed through this machine ({})",
+            s.copy_streamed,
+            crate::cli::render::human_bytes(s.bytes_streamed)
+        ));
     }
     if s.delete_source_remote > 0 {
         parts.push(format!(

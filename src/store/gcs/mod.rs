@@ -488,11 +488,21 @@ impl GcsStore {
         to: &str,
         pre: &Precondition,
     ) -> Result<ObjectMeta, StoreError> {
-        let client = self.client().await?;
         let req = self.copy_request(from, to, pre)?;
+        self.copy_req_sent(&req, from, to).await
+    }
+
+    /// Sends a prepared copy (retried); its errors named by `from` and `to`.
+    async fn copy_req_sent(
+        &self,
+        req: &CopyObjectRequest,
+        from: &str,
+        to: &str,
+    ) -> Result<ObjectMeta, StoreError> {
+        let client = self.client().await?;
         with_retry(&self.options.retry, |_| async {
             client
-                .copy_object(&req)
+                .copy_object(req)
                 .await
                 .map(|o| Self::meta(&o))
                 .map_err(|e| match self.map_err(e, Scope::Object(from)) {
@@ -865,6 +875,22 @@ impl Store for GcsStore {
         self.precheck(to, pre, self.enforced().copy).await?;
         self.copy_sent(from, to, pre).await
     }
+
+    async fn copy_from_bucket(
+        &self,
+        bucket: &str,
+        from: &str,
+        to: &str,
+        pre: &Precondition,
+    ) -> Result<ObjectMeta, StoreError> {
+        check_key(from)?;
+        check_key(to)?;
+        self.precheck(to, pre, self.enforced().copy).await?;
+        let mut req = self.copy_request(from, to, pre)?;
+        req.source_bucket = bucket.to_string();
+        self.copy_req_sent(&req, from, to).await
+    }
+
     fn probes_enforcement(&self) -> bool {
         true
     }

@@ -10,7 +10,11 @@
 
 use futures_util::StreamExt;
 
-use super::{S3Store, encode_key, quote_etag};
+use aws_sdk_s3::types::MetadataDirective;
+
+use super::{
+    S3Store, conditional_headers, copy_source_too_large, encode_key, quote_etag, strip_etag,
+};
 use crate::store::retry::with_retry;
 use crate::store::{ObjectMeta, Precondition, Store as _, StoreError};
 
@@ -35,16 +39,97 @@ pub(super) fn copy_part_size(size: u64) -> u64 {
 /// Part copies in flight at once, per copy.
 const CONCURRENCY: usize = 4;
 
+/// The object a copy reads: a key of this store's bucket or of another
+/// bucket on the same service.
+#[derive(Clone, Copy)]
+pub(super) struct CopySource<'a> {
+    pub bucket: &'a str,
+    pub key: &'a str,
+}
+
+impl CopySource<'_> {
+    /// The `x-amz-copy-source` header's value.
+    fn header(&self) -> String {
+        format!("{}/{}", self.bucket, encode_key(self.key))
+    }
+}
+
 impl S3Store {
-    /// Copies `from` (as HEAD showed it: `src`) to `to` in parts.
-    pub(super) async fn copy_multipart(
+    /// Copies `from` (as HEAD showed it: `src`) to `to` in one CopyObject
+    /// (in parts when too large for one), pinned to `src`'s ETag.
+    pub(super) async fn copy_from(
         &self,
-        from: &str,
+        from: CopySource<'_>,
         src: &ObjectMeta,
         to: &str,
         pre: &Precondition,
     ) -> Result<ObjectMeta, StoreError> {
-        let carried = self.carried(from).await?;
+        if src.size > COPY_LIMIT {
+            return self.copy_multipart(from, src, to, pre).await;
+        }
+        let client = self.client().await?;
+        let copied = with_retry(&self.options.retry, |attempt| {
+            let mut req = client
+                .copy_object()
+                .bucket(&self.bucket)
+                .key(to)
+                .copy_source(from.header())
+                // Pin the source we looked at, so size and sha256 below are
+                // the copied object's.
+                .copy_source_if_match(quote_etag(&src.version))
+                .metadata_directive(MetadataDirective::Copy);
+            let (none_match, matches) = conditional_headers(pre);
+            req = req.set_if_none_match(none_match).set_if_match(matches);
+            async move {
+                match req.send().await {
+                    Ok(out) => Ok(ObjectMeta {
+                        key: to.to_string(),
+                        size: src.size,
+                        version: strip_etag(out.copy_object_result().and_then(|r| r.e_tag())),
+                        sha256: src.sha256.clone(),
+                        modified: None,
+                        md5: src.md5,
+                        crc32c: None,
+                        content_encoded: src.content_encoded,
+                    }),
+                    Err(e) if copy_source_too_large(&e) => Err(StoreError::CopyTooLarge {
+                        key: from.key.to_string(),
+                    }),
+                    Err(e) => match self.map_err(e, Some(to)) {
+                        StoreError::NotFound { key, .. }
+                            if matches!(pre, Precondition::Matches(_)) =>
+                        {
+                            Err(StoreError::PreconditionFailed { key })
+                        }
+                        // See `put_retrying`: a repeat may meet its own success.
+                        StoreError::PreconditionFailed { key } if attempt > 1 => {
+                            match self.head(to).await? {
+                                Some(m) if m.sha256.is_some() && m.sha256 == src.sha256 => Ok(m),
+                                _ => Err(StoreError::PreconditionFailed { key }),
+                            }
+                        }
+                        e => Err(e),
+                    },
+                }
+            }
+        })
+        .await;
+        match copied {
+            // A server with a lower limit than ours: in parts, then.
+            Err(StoreError::CopyTooLarge { .. }) => self.copy_multipart(from, src, to, pre).await,
+            copied => copied,
+        }
+    }
+
+    /// Copies `from` (as HEAD showed it: `src`) to `to` in parts.
+    pub(super) async fn copy_multipart(
+        &self,
+        from: CopySource<'_>,
+        src: &ObjectMeta,
+        to: &str,
+        pre: &Precondition,
+    ) -> Result<ObjectMeta, StoreError> {
+        let carried = self.carried_in(from.bucket, from.key).await?;
         self.in_upload(
             to,
             src.sha256.as_deref(),
@@ -59,7 +144,7 @@ impl S3Store {
 
     async fn copy_parts_and_complete(
         &self,
-        from: &str,
+        from: CopySource<'_>,
         src: &ObjectMeta,
         to: &str,
         pre: &Precondition,
@@ -74,7 +159,7 @@ impl S3Store {
                 (i as i32 + 1, start, end)
             })
             .collect();
-        let source = format!("{}/{}", self.bucket, encode_key(from));
+        let source = from.header();
         let mut parts: Vec<(i32, String)> =
             futures_util::stream::iter(ranges.into_iter().map(|(number, start, end)| {
                 let (client, source) = (&client, &source);
@@ -93,7 +178,7 @@ impl S3Store {
                         async move {
                             req.send()
                                 .await
-                                .map_err(|e| self.map_err(e, Some(from)))
+                                .map_err(|e| self.map_err(e, Some(from.key)))
                                 .map(|out| {
                                     out.copy_part_result()
                                         .and_then(|r| r.e_tag())

@@ -170,6 +170,42 @@ impl S3Store {
     /// The client, built on first use: loading the AWS configuration is
     /// async and may touch the network (instance metadata), which `open`
     /// should not.
+    /// HEAD of `key` in `bucket` (this store's, or another on the same
+    /// service: a cross-bucket copy's source).
+    async fn head_in(&self, bucket: &str, key: &str) -> Result<Option<ObjectMeta>, StoreError> {
+        check_key(key)?;
+        let client = self.client().await?;
+        with_retry(&self.options.retry, |_| {
+            let req = client.head_object().bucket(bucket).key(key);
+            async move {
+                match req.send().await {
+                    Ok(o) => Ok(Some(ObjectMeta {
+                        modified: o.last_modified().map(|t| t.secs()),
+                        md5: if etag_is_no_md5(
+                            o.server_side_encryption(),
+                            o.sse_customer_algorithm(),
+                        ) {
+                            None
+                        } else {
+                            o.e_tag().and_then(Md5::from_etag)
+                        },
+                        ..Self::meta(
+                            key,
+                            o.content_length(),
+                            o.e_tag(),
+                            o.metadata().and_then(|m| m.get(SHA256_METADATA)),
+                        )
+                    })),
+                    Err(e) => match self.map_err(e, Some(key)) {
+                        StoreError::NotFound { .. } => Ok(None),
+                        e => Err(e),
+                    },
+                }
+            }
+        })
+        .await
+    }
+
     async fn client(&self) -> Result<&Client, StoreError> {
         Ok(&self.connection().await?.client)
     }
@@ -627,37 +663,7 @@ impl Store for S3Store {
     }
 
     async fn head(&self, key: &str) -> Result<Option<ObjectMeta>, StoreError> {
-        check_key(key)?;
-        let client = self.client().await?;
-        with_retry(&self.options.retry, |_| {
-            let req = client.head_object().bucket(&self.bucket).key(key);
-            async move {
-                match req.send().await {
-                    Ok(o) => Ok(Some(ObjectMeta {
-                        modified: o.last_modified().map(|t| t.secs()),
-                        md5: if etag_is_no_md5(
-                            o.server_side_encryption(),
-                            o.sse_customer_algorithm(),
-                        ) {
-                            None
-                        } else {
-                            o.e_tag().and_then(Md5::from_etag)
-                        },
-                        ..Self::meta(
-                            key,
-                            o.content_length(),
-                            o.e_tag(),
-                            o.metadata().and_then(|m| m.get(SHA256_METADATA)),
-                        )
-                    })),
-                    Err(e) => match self.map_err(e, Some(key)) {
-                        StoreError::NotFound { .. } => Ok(None),
-                        e => Err(e),
-                    },
-                }
-            }
-        })
-        .await
+        self.head_in(&self.bucket, key).await
     }
 
     async fn get_to_file(&self, key: &str, dest: &Path) -> Result<ObjectMeta, StoreError> {
@@ -927,68 +933,28 @@ impl Store for S3Store {
         to: &str,
         pre: &Precondition,
     ) -> Result<ObjectMeta, StoreError> {
+        let bucket = self.bucket.clone();
+        self.copy_from_bucket(&bucket, from, to, pre).await
+    }
+
+    async fn copy_from_bucket(
+        &self,
+        bucket: &str,
+        from: &str,
+        to: &str,
+        pre: &Precondition,
+    ) -> Result<ObjectMeta, StoreError> {
         check_key(from)?;
         check_key(to)?;
-        let src = self.head(from).await?.ok_or_else(|| StoreError::NotFound {
-            key: from.to_string(),
-            target: self.describe(),
-        })?;
-        if src.size > copy::COPY_LIMIT {
-            return self.copy_multipart(from, &src, to, pre).await;
-        }
-        let client = self.client().await?;
-        let copied = with_retry(&self.options.retry, |attempt| {
-            let mut req = client
-                .copy_object()
-                .bucket(&self.bucket)
-                .key(to)
-                .copy_source(format!("{}/{}", self.bucket, encode_key(from)))
-                // Pin the source we looked at, so size and sha256 below are
-                // the copied object's.
-                .copy_source_if_match(quote_etag(&src.version))
-                .metadata_directive(MetadataDirective::Copy);
-            let (none_match, matches) = conditional_headers(pre);
-            req = req.set_if_none_match(none_match).set_if_match(matches);
-            let src = &src;
-            async move {
-                match req.send().await {
-                    Ok(out) => Ok(ObjectMeta {
-                        key: to.to_string(),
-                        size: src.size,
-                        version: strip_etag(out.copy_object_result().and_then(|r| r.e_tag())),
-                        sha256: src.sha256.clone(),
-                        modified: None,
-                        md5: src.md5,
-                        crc32c: None,
-                        content_encoded: src.content_encoded,
-                    }),
-                    Err(e) if copy_source_too_large(&e) => Err(StoreError::CopyTooLarge {
-                        key: from.to_string(),
-                    }),
-                    Err(e) => match self.map_err(e, Some(to)) {
-                        StoreError::NotFound { key, .. }
-                            if matches!(pre, Precondition::Matches(_)) =>
-                        {
-                            Err(StoreError::PreconditionFailed { key })
-                        }
-                        // See `put_retrying`: a repeat may meet its own success.
-                        StoreError::PreconditionFailed { key } if attempt > 1 => {
-                            match self.head(to).await? {
-                                Some(m) if m.sha256.is_some() && m.sha256 == src.sha256 => Ok(m),
-                                _ => Err(StoreError::PreconditionFailed { key }),
-                            }
-                        }
-                        e => Err(e),
-                    },
-                }
-            }
-        })
-        .await;
-        match copied {
-            // A server with a lower limit than ours: in parts, then.
-            Err(StoreError::CopyTooLarge { .. }) => self.copy_multipart(from, &src, to, pre).await,
-            copied => copied,
-        }
+        let src = self
+            .head_in(bucket, from)
+            .await?
+            .ok_or_else(|| StoreError::NotFound {
+                key: from.to_string(),
+                target: self.describe(),
+            })?;
+        let from = copy::CopySource { bucket, key: from };
+        self.copy_from(from, &src, to, pre).await
     }
 
     /// One request: the source pinned with `x-amz-copy-source-if-match`.
@@ -1040,6 +1006,10 @@ impl Store for S3Store {
             // from the very version asked for.
             Err(StoreError::CopyTooLarge { .. }) => match self.head(from).await? {
                 Some(src) if src.version == version => {
+                    let from = copy::CopySource {
+                        bucket: &self.bucket,
+                        key: from,
+                    };
                     self.copy_multipart(from, &src, to, pre).await.map(|_| ())
                 }
                 _ => Err(StoreError::PreconditionFailed {

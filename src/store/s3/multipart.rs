@@ -83,10 +83,10 @@ impl S3Store {
     /// What a copy carries from its source that CopyObject would have
     /// (`MetadataDirective: COPY`): the headers an object is served with
     /// and its user metadata.
-    pub(super) async fn carried(&self, key: &str) -> Result<Carried, StoreError> {
+    pub(super) async fn carried_in(&self, bucket: &str, key: &str) -> Result<Carried, StoreError> {
         let client = self.client().await?;
         let out = with_retry(&self.options.retry, |_| {
-            let req = client.head_object().bucket(&self.bucket).key(key);
+            let req = client.head_object().bucket(bucket).key(key);
             async move { req.send().await.map_err(|e| self.map_err(e, Some(key))) }
         })
         .await?;

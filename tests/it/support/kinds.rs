@@ -150,6 +150,7 @@ pub fn every_action() -> Vec<swamp::plan::Action> {
             version: "etag-e".into(),
             sha256: sha('3'),
             in_cache: true,
+            streamed: false,
         }),
         Action::DeleteSourceRemote(DeleteSourceRemote {
             source: 0,
@@ -157,6 +158,7 @@ pub fn every_action() -> Vec<swamp::plan::Action> {
                 key: "swamp/data/e/1/raw".into(),
                 version: "etag-e".into(),
             }],
+            moved_to: None,
         }),
         Action::InvalidateCatalog,
         Action::FinishMigration,

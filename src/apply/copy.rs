@@ -1,0 +1,179 @@
+//! The copy executor: a remote source's object copied to the target's key
+//! when a datastore moves between buckets, prefixes or providers. On one
+//! provider and endpoint the server copies it (the same bucket, or another
+//! one named as the source); otherwise it is streamed through this machine,
+//! a small object in memory and a large one through a spool file in
+//! `.swamp/state/` (never the cache, so a lazy clone moves without
+//! hydrating), uploaded resumably. Every copy is create-only at the
+//! destination, and its sha256 is the plan's or it fails.
+
+use std::path::Path;
+
+use crate::digest::Sha256;
+use crate::layout::TierPath;
+use crate::plan::action::CopyRemote;
+use crate::state::BaseEntry;
+use crate::store::{ObjectMeta, Precondition, RemoteTarget, StoreError};
+
+use super::remote::{BaseChange, Remotes, SyncActionError, store_err};
+
+/// Objects up to this size are streamed in memory; larger ones through a
+/// spool file (so memory stays bounded by the transfers in flight).
+const IN_MEMORY: u64 = 1 << 20;
+
+/// Copies a source remote's object to the target, create-only, checking
+/// the copy holds the sha256 the plan carries.
+pub(super) async fn copy_remote(
+    action: &CopyRemote,
+    remotes: &Remotes<'_>,
+) -> Result<BaseChange, SyncActionError> {
+    let CopyRemote {
+        path,
+        source,
+        sha256,
+        size,
+        in_cache,
+        streamed,
+        ..
+    } = action;
+    let from = remotes.source(*source, path)?;
+    let to = remotes.target(path)?;
+    let copied = if *streamed {
+        stream(from, to, path, *sha256, *size, remotes).await
+    } else {
+        server_side(from, to, path).await
+    };
+    let meta = match copied {
+        Ok(meta) => meta,
+        // Already there (a rerun after a kill, or a retry meeting its own
+        // success): adopted when it is the same content.
+        Err(StoreError::PreconditionFailed { .. }) => adopt(to, path, *sha256).await?,
+        Err(source) => {
+            return Err(SyncActionError::Store {
+                path: path.clone(),
+                source,
+            });
+        }
+    };
+    let found = meta.sha256.as_deref().and_then(Sha256::parse);
+    if found != Some(*sha256) {
+        return Err(SyncActionError::Integrity {
+            path: path.clone(),
+            expected: sha256.hex(),
+            found: meta.sha256.unwrap_or_else(|| "none".into()),
+        });
+    }
+    // The cache copy moved earlier in this plan (or stays where it is):
+    // both sides agree.
+    Ok(if *in_cache {
+        BaseChange::Set(
+            path.clone(),
+            BaseEntry {
+                sha256: *sha256,
+                size: *size,
+                version: meta.version.into(),
+            },
+        )
+    } else {
+        BaseChange::Nothing
+    })
+}
+
+/// One request to the server: within the bucket, or from the source's.
+async fn server_side(
+    from: &RemoteTarget,
+    to: &RemoteTarget,
+    path: &TierPath,
+) -> Result<ObjectMeta, StoreError> {
+    let (src, dst) = (from.key(path), to.key(path));
+    match from.placement.datastore.bucket() {
+        Some(bucket) if from.placement.datastore.bucket() != to.placement.datastore.bucket() => {
+            to.store
+                .copy_from_bucket(bucket, &src, &dst, &Precondition::CreateOnly)
+                .await
+        }
+        _ => to.store.copy(&src, &dst, &Precondition::CreateOnly).await,
+    }
+}
+
+/// GET from the source, PUT to the target, the bytes checked in between.
+async fn stream(
+    from: &RemoteTarget,
+    to: &RemoteTarget,
+    path: &TierPath,
+    sha256: Sha256,
+    size: u64,
+    remotes: &Remotes<'_>,
+) -> Result<ObjectMeta, StoreError> {
+    let (src, dst) = (from.key(path), to.key(path));
+    let spool = remotes.resume.as_ref().map(|d| (&d.spool, &d.uploads));
+    let Some((spool, uploads)) = spool.filter(|_| size > IN_MEMORY) else {
+        let (_, bytes) = from.store.get_bytes(&src).await?;
+        let got =
+            Sha256::parse(&crate::fsutil::sha256_bytes(&bytes)).expect("a sha256 is 64 hex digits");
+        check(&src, sha256, got)?;
+        return to
+            .store
+            .put_bytes(&dst, bytes, &Precondition::CreateOnly)
+            .await;
+    };
+    std::fs::create_dir_all(spool).map_err(|e| io(spool, e))?;
+    let file = spool.join(format!("{}.body", sha256.hex()));
+    let result = async {
+        let landed = from.store.get_to_file(&src, &file).await?;
+        let got = match landed.sha256.as_deref().and_then(Sha256::parse) {
+            Some(sha) => sha,
+            None => Sha256(crate::fsutil::sha256_file_raw(&file).map_err(|e| io(&file, e))?),
+        };
+        check(&src, sha256, got)?;
+        let journal = crate::store::resume::UploadJournal::new(uploads, path.as_str());
+        to.store
+            .put_file_resumable(
+                &dst,
+                &file,
+                &sha256.hex(),
+                &Precondition::CreateOnly,
+                &journal,
+            )
+            .await
+    }
+    .await;
+    let _ = std::fs::remove_file(&file);
+    result
+}
+
+/// What the target holds at `path` when a create-only copy found it taken:
+/// the copy (adopted) when it has the plan's sha256, else the conflict.
+async fn adopt(
+    to: &RemoteTarget,
+    path: &TierPath,
+    sha256: Sha256,
+) -> Result<ObjectMeta, SyncActionError> {
+    let key = to.key(path);
+    match to.store.head(&key).await.map_err(store_err(path))? {
+        Some(m) if m.sha256.as_deref().and_then(Sha256::parse) == Some(sha256) => Ok(m),
+        _ => Err(SyncActionError::Store {
+            path: path.clone(),
+            source: StoreError::PreconditionFailed { key },
+        }),
+    }
+}
+
+fn check(key: &str, expected: Sha256, got: Sha256) -> Result<(), StoreError> {
+    if expected == got {
+        return Ok(());
+    }
+    Err(StoreError::Integrity {
+        key: key.to_string(),
+        algorithm: "sha256",
+        expected: expected.hex(),
+        found: got.hex(),
+    })
+}
+
+fn io(path: &Path, source: std::io::Error) -> StoreError {
+    StoreError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
