@@ -41,7 +41,7 @@ pub(super) async fn copy_remote(
     let copied = if *streamed {
         stream(from, to, path, *sha256, *size, remotes).await
     } else {
-        server_side(from, to, path).await
+        server_side(from, to, action).await
     };
     let meta = match copied {
         Ok(meta) => meta,
@@ -63,8 +63,8 @@ pub(super) async fn copy_remote(
             found: meta.sha256.unwrap_or_else(|| "none".into()),
         });
     }
-    // The cache copy moved earlier in this plan (or stays where it is):
-    // both sides agree.
+    // The cache holds it (moved earlier in this plan, or staying where it
+    // is): both sides agree.
     Ok(if *in_cache {
         BaseChange::Set(
             path.clone(),
@@ -75,25 +75,50 @@ pub(super) async fn copy_remote(
             },
         )
     } else {
-        BaseChange::Nothing
+        // Only the remote holds it: recorded at the version written, so
+        // the next plan need not record it again.
+        BaseChange::SetUnhydrated(
+            path.clone(),
+            crate::state::Unhydrated {
+                size: *size,
+                version: meta.version.into(),
+                sha256: Some(Box::new(*sha256)),
+                served: None,
+            },
+        )
     })
 }
 
-/// One request to the server: within the bucket, or from the source's.
+/// One request to the server (within the bucket, or from the source's),
+/// reading the version the plan saw: no request reads the source first.
 async fn server_side(
     from: &RemoteTarget,
     to: &RemoteTarget,
-    path: &TierPath,
+    action: &CopyRemote,
 ) -> Result<ObjectMeta, StoreError> {
-    let (src, dst) = (from.key(path), to.key(path));
-    match from.placement.datastore.bucket() {
-        Some(bucket) if from.placement.datastore.bucket() != to.placement.datastore.bucket() => {
-            to.store
-                .copy_from_bucket(bucket, &src, &dst, &Precondition::CreateOnly)
-                .await
-        }
-        _ => to.store.copy(&src, &dst, &Precondition::CreateOnly).await,
-    }
+    let Some(bucket) = from.placement.datastore.bucket() else {
+        return Err(StoreError::NoCrossBucketCopy {
+            target: from.url.clone(),
+        });
+    };
+    let known = ObjectMeta {
+        key: from.key(&action.path),
+        size: action.size,
+        version: action.version.to_string(),
+        sha256: Some(action.sha256.hex()),
+        modified: None,
+        md5: None,
+        crc32c: None,
+        content_encoded: false,
+    };
+    to.store
+        .copy_from_bucket(
+            bucket,
+            &known,
+            &to.key(&action.path),
+            &Precondition::CreateOnly,
+        )
+        .await
 }
 
 /// GET from the source, PUT to the target, the bytes checked in between.

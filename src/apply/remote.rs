@@ -97,6 +97,9 @@ impl SyncActionError {
 /// What a completed sync action means for the base.
 pub(crate) enum BaseChange {
     Set(TierPath, BaseEntry),
+    /// In the remote only: a copy a lazy clone does not download (or one a
+    /// download later in the plan records in full).
+    SetUnhydrated(TierPath, crate::state::Unhydrated),
     Remove(TierPath),
     Nothing,
 }
@@ -279,7 +282,10 @@ pub(crate) async fn run(
         Action::DeleteRemote(a) => delete_remote(a, remotes).await,
         Action::RenameLocal(a) => rename_local(a, root, remotes),
         Action::Fetch(a) => fetch(a, root, remotes).await,
-        Action::CopyRemote(a) => super::copy::copy_remote(a, remotes).await,
+        // Copies run with the transfers (`super::copy`), never here.
+        Action::CopyRemote(_) => Err(SyncActionError::NotStarted {
+            reason: "a copy runs with the transfers".into(),
+        }),
         Action::DeleteSourceRemote(a) => delete_source_remote(a, remotes).await,
         Action::AbortUpload(a) => abort_upload(a, remotes).await,
         Action::RecordBase(_)
@@ -944,6 +950,7 @@ pub(super) fn action_done_for_tests() {
 pub(crate) fn record(base: &mut SyncBase, change: BaseChange) {
     match change {
         BaseChange::Set(path, entry) => base.set(path, entry),
+        BaseChange::SetUnhydrated(path, object) => base.set_unhydrated(path, object),
         BaseChange::Remove(path) => base.forget(&path),
         BaseChange::Nothing => {}
     }

@@ -335,6 +335,9 @@ pub(super) async fn run_one(
     let work = async {
         match a {
             Action::Download(d) => remote::download(d, root, remotes, true).await,
+            Action::CopyRemote(c) => super::copy::copy_remote(c, remotes)
+                .await
+                .map(|change| (change, None)),
             _ => remote::run(a, root, remotes)
                 .await
                 .map(|change| (change, None)),

@@ -421,6 +421,14 @@ fn vouched(layout: &Layout, config: &Config, planned: &Planned) -> bool {
     )
 }
 
+/// The other clones a move names are those that noted their progress in
+/// the last `[undo] keep_days` (one with no time listed stays named).
+fn recent_clones(plan: &mut crate::plan::Plan, keep_days: u32) {
+    let since = crate::clock::now_secs() as i64 - i64::from(keep_days) * 86_400;
+    plan.other_clones
+        .retain(|c| c.noted.is_none_or(|t| t >= since));
+}
+
 /// A clone still configured for a place a move left (its `moved` marker
 /// listed, and no move of this clone's own under way) stops before
 /// planning anything, naming the new place.
@@ -476,6 +484,7 @@ fn plan_learnt(
     moved_away(&desired, &observed)?;
     crate::progress::meter().phase("planning");
     let mut plan = compose(&desired, &observed, &options);
+    recent_clones(&mut plan, config.undo.keep_days);
     if let Some(policy) = asked {
         let settled = plan.remote.as_ref().map_or(0, |r| r.resolved.len());
         if let Some(m) = crate::plan::conflict::misfit(policy, &plan.conflicts, settled) {

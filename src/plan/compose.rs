@@ -326,6 +326,7 @@ fn sync_step(
         resolved: diff.resolved,
     };
     too_large(plan, &mut step);
+    left_to_copies(&mut step.actions, drain);
     let drain_writes = drain
         .transfers
         .iter()
@@ -333,6 +334,24 @@ fn sync_step(
         .any(Action::writes_remote);
     delete_bookkeeping(options, snapshot, &base, drain_writes, &mut step.actions);
     step
+}
+
+/// A copy records what only the remote holds at the version it wrote,
+/// which no plan can know before: the sync's record of it goes.
+fn left_to_copies(actions: &mut Vec<Action>, drain: &Drain) {
+    if drain.incoming.is_empty() {
+        return;
+    }
+    for action in actions.iter_mut() {
+        if let Action::RecordBase(r) = action {
+            r.unhydrated
+                .retain(|u| !drain.incoming.contains_key(&u.path));
+        }
+    }
+    actions.retain(|a| {
+        !matches!(a, Action::RecordBase(r)
+            if r.add.is_empty() && r.unhydrated.is_empty() && r.drop.is_empty())
+    });
 }
 
 /// Deletes swamp made on purpose: the other clones' records, and this
@@ -677,6 +696,7 @@ mod tests {
             hydrate: false,
             no_undo: false,
             max_delete_percent: 100,
+            keep_source: false,
         }
     }
 

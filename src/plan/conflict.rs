@@ -32,6 +32,12 @@ pub struct DifferentAtTarget {
     pub source: usize,
     pub source_sha256: String,
     pub target_sha256: String,
+    /// Both sides' sizes, where the plan knows them (a move between
+    /// remotes: from the listings).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_size: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_size: Option<u64>,
     /// Unified diff (target → source) for small text files.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub diff: Option<String>,
@@ -353,6 +359,8 @@ mod tests {
             source: 0,
             source_sha256: "s".into(),
             target_sha256: "t".into(),
+            source_size: None,
+            target_size: None,
             diff: None,
         })
     }

@@ -123,6 +123,8 @@ fn to_local(
                 source: i,
                 source_sha256: obj.sha().map(|s| s.hex()).unwrap_or_default(),
                 target_sha256: t.sha256.hex(),
+                source_size: Some(obj.size),
+                target_size: Some(t.size),
                 diff: None,
             })),
         None => match super::layout_diff::obstacle_for(target, target_files, path) {
@@ -170,6 +172,8 @@ fn to_remote(
                     source: i,
                     source_sha256: sha256.hex(),
                     target_sha256: t.sha().map(|s| s.hex()).unwrap_or_default(),
+                    source_size: Some(obj.size),
+                    target_size: Some(t.size),
                     diff: None,
                 }));
             return;

@@ -162,6 +162,8 @@ impl<'s> Into<'_, 's> {
                     source: i,
                     source_sha256: file.sha256.hex(),
                     target_sha256: t.sha256.hex(),
+                    source_size: Some(file.size),
+                    target_size: Some(t.size),
                     diff: None,
                 })),
             None => match obstacle_for(self.target, self.target_files, path) {

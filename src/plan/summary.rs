@@ -88,6 +88,17 @@ pub struct Summary {
 /// that confirms convergence.
 pub type RequestEstimate = crate::telemetry::RequestCounts;
 
+impl Summary {
+    /// A copy, and whether it is streamed (the bytes it carries then).
+    fn count_copy(&mut self, c: &super::action::CopyRemote) {
+        self.copy_remote += 1;
+        if c.streamed {
+            self.copy_streamed += 1;
+            self.bytes_streamed += c.size;
+        }
+    }
+}
+
 impl Plan {
     pub fn summary(&self) -> Summary {
         let mut tally = Tally {
@@ -227,13 +238,7 @@ impl Tally {
                 s.fetch += 1;
                 s.bytes_to_download += size;
             }
-            Action::CopyRemote(c) => {
-                s.copy_remote += 1;
-                if c.streamed {
-                    s.copy_streamed += 1;
-                    s.bytes_streamed += c.size;
-                }
-            }
+            Action::CopyRemote(c) => s.count_copy(c),
             Action::DeleteSourceRemote(DeleteSourceRemote { objects, .. }) => {
                 s.delete_source_remote += objects.len();
             }

@@ -594,6 +594,19 @@ impl Store for FsStore {
         .await
     }
 
+    /// A directory store is one bucket: asked only for a copy within it
+    /// (a namespace re-keyed), as `copies_server_side_to` says.
+    async fn copy_from_bucket(
+        &self,
+        bucket: &str,
+        from: &ObjectMeta,
+        to: &str,
+        pre: &Precondition,
+    ) -> Result<ObjectMeta, StoreError> {
+        let _ = bucket;
+        self.copy(&from.key, to, pre).await
+    }
+
     async fn copy(
         &self,
         from: &str,

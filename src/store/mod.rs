@@ -394,16 +394,20 @@ pub trait Store: Send + Sync {
         self.copy(from, to, pre).await.map(|_| ())
     }
 
-    /// Copies `from`, an object of `bucket` (another bucket of this
-    /// store's own service: one provider, endpoint and credentials), to
-    /// `to` here, server-side, keeping its sha256 metadata; `pre` applies
-    /// to the destination. A backend without such copies says so with
-    /// [`StoreError::NoCrossBucketCopy`]; callers ask only where
-    /// [`crate::config::DatastoreConfig::copies_server_side_to`] holds.
+    /// Copies `from`, an object of `bucket` (this store's own, or another
+    /// bucket of its service: one provider, endpoint and credentials) as a
+    /// listing showed it (key, version, size, sha256), to `to` here,
+    /// server-side, keeping its sha256 metadata; the copy reads that very
+    /// version (S3 `x-amz-copy-source-if-match`, GCS
+    /// `ifSourceGenerationMatch`) and no request reads the source first.
+    /// `pre` applies to the destination. A backend without such copies
+    /// says so with [`StoreError::NoCrossBucketCopy`]; callers ask only
+    /// where [`crate::config::DatastoreConfig::copies_server_side_to`]
+    /// holds.
     async fn copy_from_bucket(
         &self,
         bucket: &str,
-        from: &str,
+        from: &ObjectMeta,
         to: &str,
         pre: &Precondition,
     ) -> Result<ObjectMeta, StoreError> {

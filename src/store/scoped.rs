@@ -253,7 +253,7 @@ impl Store for Scoped {
     async fn copy_from_bucket(
         &self,
         bucket: &str,
-        from: &str,
+        from: &ObjectMeta,
         to: &str,
         pre: &Precondition,
     ) -> Result<ObjectMeta, StoreError> {

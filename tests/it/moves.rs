@@ -135,3 +135,227 @@ fn moves_server_side(backend: Backend) {
 fn a_move_to_another_bucket_on_one_s3_server_copies_server_side() {
     moves_server_side(Backend::S3);
 }
+
+#[test]
+fn a_move_to_another_bucket_on_one_gcs_server_copies_server_side() {
+    moves_server_side(Backend::Gcs);
+}
+
+/// Every data file in namespace `team` of the cache at `cache`.
+fn cached_files(cache: &std::path::Path) -> Vec<String> {
+    walkdir::WalkDir::new(cache.join("team/data"))
+        .into_iter()
+        .flatten()
+        .filter(|e| e.file_type().is_file())
+        .map(|e| e.path().display().to_string())
+        .collect()
+}
+
+/// The sha256 metadata of every data object under `swamp/team/`, checked
+/// against the bytes.
+fn assert_sha256_metadata(bucket: &Bucket) {
+    let store = bucket.store();
+    for (key, body) in data(bucket.contents()) {
+        let key = format!("swamp/team/{key}");
+        let meta = Bucket::block_on(store.head(&key)).unwrap().unwrap();
+        assert_eq!(
+            meta.sha256.as_deref(),
+            Some(crate::support::bucket::sha(&body).as_str()),
+            "{key}"
+        );
+    }
+}
+
+/// Across providers nothing can be copied server-side: each object is
+/// streamed (GET, then PUT with its sha256), a large one through a spool
+/// file, never the cache; moving back is the same move the other way,
+/// into the place whose marker it clears.
+#[test]
+fn a_move_from_s3_to_gcs_and_back_streams_every_byte_with_its_sha256() {
+    let s3 = Bucket::new(Backend::S3);
+    let gcs = Bucket::new(Backend::Gcs);
+    let mut env = s3.env();
+    env.extend(gcs.env());
+    let a = Repo::empty(env);
+    a.run(&["init", "--datastore", &s3.spec(), "--namespace", "team"])
+        .expect(0);
+    a.put("m/x", "x\n");
+    // Over the 1 MiB held in memory: through the spool file.
+    let big: String = (0..300_000).map(|i| format!("{i:07}\n")).collect();
+    a.put("m/big", &big);
+    a.run(&["datastore", "sync", "-y"]).expect(0);
+    let before = data(s3.contents());
+    assert_eq!(before.len(), 2);
+
+    let doc = a.json(&["--json", "datastore", "setup", &gcs.spec(), "-y"], 0);
+    let copies: Vec<_> = doc["plan"]["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["kind"] == "copy-remote")
+        .collect();
+    assert_eq!(copies.len(), 2, "{doc}");
+    assert!(copies.iter().all(|c| c["streamed"] == true), "{doc}");
+    assert_eq!(doc["plan"]["summary"]["copy_streamed"], 2, "{doc}");
+    assert_eq!(sent(&doc, "copy"), 0, "{doc}");
+    assert_eq!(sent(&doc, "get"), 2, "{doc}");
+    assert_eq!(data(gcs.contents()), before);
+    assert_sha256_metadata(&gcs);
+    let left: Vec<String> = s3.contents().into_keys().collect();
+    assert_eq!(left, ["swamp/team/.swamp/moved.json"]);
+    assert!(
+        !a.exists(".swamp/state/moving")
+            || std::fs::read_dir(a.path(".swamp/state/moving"))
+                .unwrap()
+                .next()
+                .is_none()
+    );
+
+    a.json(&["--json", "datastore", "setup", &s3.spec(), "-y"], 0);
+    assert_eq!(data(s3.contents()), before);
+    assert_sha256_metadata(&s3);
+    assert!(
+        s3.get("swamp/team/.swamp/moved.json").is_none(),
+        "moving back clears the marker"
+    );
+    let left: Vec<String> = gcs.contents().into_keys().collect();
+    assert_eq!(left, ["swamp/team/.swamp/moved.json"]);
+    let again = a.json(&["--json", "datastore", "sync", "-y"], 0);
+    assert_eq!(again["plan"]["summary"]["upload"], 0, "{again}");
+    assert_eq!(again["plan"]["summary"]["download"], 0, "{again}");
+}
+
+/// What the new place already holds with the same sha256 is adopted (no
+/// copy); other content there is a conflict: exit 3, nothing copied,
+/// nothing deleted, `.swamp.toml` as it was, both sides named.
+#[test]
+fn an_object_already_at_the_new_place_is_adopted_and_a_different_one_blocks_the_move() {
+    let from = Bucket::new(Backend::S3);
+    let to = Bucket::new(Backend::S3);
+    let a = pushed(&from);
+    let before = data(from.contents());
+    let config = a.config();
+    to.put("swamp/team/data/m/x/1/raw", b"x\n");
+    to.put("swamp/team/data/m/y/1/raw", b"not y\n");
+
+    let run = a.run(&["datastore", "setup", &to.spec(), "-y"]);
+    run.expect(3);
+    assert!(
+        run.stdout
+            .contains("data/m/y/1/raw: a different file is already at the target"),
+        "{}",
+        run.stdout
+    );
+    let (ours, theirs) = (
+        crate::support::bucket::sha(b"y\n"),
+        crate::support::bucket::sha(b"not y\n"),
+    );
+    assert!(
+        run.stdout.contains(&format!("sha256 {ours}  2 bytes")),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains(&format!("sha256 {theirs}  6 bytes")),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(a.config(), config, ".swamp.toml unchanged");
+    assert_eq!(data(from.contents()), before, "nothing deleted");
+    assert_eq!(data(to.contents()).len(), 2, "nothing copied");
+    assert_eq!(to.get("swamp/team/data/m/y/1/raw").unwrap(), b"not y\n");
+
+    to.delete("swamp/team/data/m/y/1/raw");
+    let doc = a.json(&["--json", "datastore", "setup", &to.spec(), "-y"], 0);
+    assert_eq!(doc["plan"]["summary"]["copy_remote"], 1, "x adopted: {doc}");
+    assert_eq!(data(to.contents()), before);
+}
+
+/// `--keep-source` copies and keeps the old objects; the marker still
+/// tells the clones there where the datastore went.
+#[test]
+fn keep_source_copies_and_leaves_the_old_objects_with_the_marker() {
+    let from = Bucket::new(Backend::S3);
+    let to = Bucket::new(Backend::S3);
+    let a = pushed(&from);
+    let before = data(from.contents());
+    a.run(&["datastore", "setup", &to.spec(), "--keep-source", "-y"])
+        .expect(0);
+    assert_eq!(data(from.contents()), before);
+    assert!(from.get("swamp/team/.swamp/moved.json").is_some());
+    assert_eq!(data(to.contents()), before);
+    assert!(a.config().contains(&to.name), "{}", a.config());
+    assert!(!a.config().contains("migrating_from"), "{}", a.config());
+    let again = a.json(&["--json", "datastore", "sync", "-y"], 0);
+    assert_eq!(again["converged"], true, "{again}");
+}
+
+/// A lazy clone holds few files: its move copies bucket to bucket and
+/// downloads nothing; what it had recorded as in the remote only is then
+/// in the new remote only, fetched from there when asked.
+#[test]
+fn a_lazy_clone_moves_the_datastore_without_hydrating_anything() {
+    let from = Bucket::new(Backend::S3);
+    let to = Bucket::new(Backend::S3);
+    let a = pushed(&from);
+    let before = data(from.contents());
+    let lazy = a.clone_elsewhere();
+    lazy.run(&["datastore", "hydration", "lazy"]).expect(0);
+    lazy.run(&["datastore", "sync", "--pull", "-y"]).expect(0);
+    assert!(cached_files(&lazy.cache()).is_empty());
+
+    let doc = lazy.json(&["--json", "datastore", "setup", &to.spec(), "-y"], 0);
+    assert_eq!(sent(&doc, "get"), 0, "{doc}");
+    assert_eq!(doc["plan"]["summary"]["download"], 0, "{doc}");
+    assert!(cached_files(&lazy.cache()).is_empty());
+    assert_eq!(data(to.contents()), before);
+
+    lazy.run(&["datastore", "sync", "--pull", "--hydrate", "-y"])
+        .expect(0);
+    assert_eq!(cached_files(&lazy.cache()).len(), 2);
+}
+
+/// Killed after some copies: `.swamp.toml` still names the old place
+/// (which still holds everything), and the same command again copies only
+/// what is missing, then finishes the move.
+#[test]
+fn a_move_killed_part_way_is_finished_by_a_rerun_that_copies_only_what_is_missing() {
+    let from = Bucket::new(Backend::S3);
+    let to = Bucket::new(Backend::S3);
+    let a = Repo::init(&from, Some("team"));
+    for i in 0..6 {
+        a.put(&format!("m/f{i}"), &format!("{i}\n"));
+    }
+    a.run(&["datastore", "sync", "-y"]).expect(0);
+    let before = data(from.contents());
+    let config = a.config();
+
+    let killed = a.run_with(
+        &["--transfers", "1", "datastore", "setup", &to.spec(), "-y"],
+        &[("FAILPOINTS", "sync-action-done=2*off->return")],
+    );
+    assert_ne!(killed.code, Some(0), "{}", killed.stderr);
+    let copied = data(to.contents()).len();
+    assert!((1..6).contains(&copied), "{copied}");
+    assert_eq!(
+        a.config(),
+        config,
+        ".swamp.toml switches only after every copy"
+    );
+    assert_eq!(data(from.contents()), before);
+
+    let rerun = a.run_with(
+        &["--json", "datastore", "setup", &to.spec(), "-y"],
+        &[("SWAMP_CLOCK_SKEW", "120")],
+    );
+    rerun.expect(0);
+    let doc = rerun.json();
+    assert_eq!(
+        doc["plan"]["summary"]["copy_remote"].as_u64(),
+        Some(6 - copied as u64),
+        "{doc}"
+    );
+    assert_eq!(data(to.contents()), before);
+    assert!(a.config().contains(&to.name));
+    assert!(data(from.contents()).is_empty());
+}

@@ -423,8 +423,11 @@ fn setup_round_trip_leaves_files_identical_and_the_bucket_empty(backend: Backend
     let left: Vec<String> = bucket.contents().into_keys().collect();
     assert_eq!(
         left,
-        ["swamp/other/data/theirs/1/raw"],
-        "only the other repo's key is left"
+        [
+            "swamp/lab/.swamp/moved.json",
+            "swamp/other/data/theirs/1/raw"
+        ],
+        "only the other repo's key is left, and the marker of the move"
     );
     assert!(
         !repo.cache().join("lab").exists(),
@@ -476,9 +479,11 @@ fn setting_a_namespace_re_keys_remote_objects(backend: Backend) {
     );
     // The new namespace holds the id its sync base is bound to, written
     // before the move was planned.
+    // The solo prefix keeps only the marker of the move.
     assert_eq!(
         keys,
         [
+            "swamp/.swamp/moved.json",
             "swamp/homelab/.namespace.json",
             "swamp/homelab/.swamp/remote-id.json",
             "swamp/homelab/data/x/1/raw",
@@ -494,6 +499,14 @@ fn setting_a_namespace_re_keys_remote_objects(backend: Backend) {
     );
     assert_eq!(cache["homelab/outputs/from-b.yaml"], b"b\n");
     a.run(&["plan", "--detailed-exitcode"]).expect(0);
+    // B, still on the solo prefix, is told where the data went.
+    let stopped = b.run(&["datastore", "sync", "-y"]);
+    stopped.expect(1);
+    assert!(
+        stopped.stderr.contains("swamp/homelab"),
+        "{}",
+        stopped.stderr
+    );
 }
 
 /// A symlink in the cache is never followed out of it.
@@ -1580,4 +1593,13 @@ fn a_plan_moving_away_from_a_bucket_names_the_other_clones_that_sync_there() {
     assert_eq!(others.len(), 1, "{json}");
     assert_eq!(others[0]["clone"], b_id);
     assert!(others[0]["noted"].is_i64(), "{json}");
+    // A clone that last noted its progress past `[undo] keep_days` (7)
+    // is not named.
+    let week_on = (8 * 86_400).to_string();
+    let later = a.run_with(
+        &["datastore", "setup", "local"],
+        &[("SWAMP_CLOCK_SKEW", &week_on)],
+    );
+    later.expect(2);
+    assert!(!later.stdout.contains("other clone(s)"), "{}", later.stdout);
 }

@@ -599,6 +599,8 @@ fn a_plan_of_any_shape_renders_within_sixty_lines() {
             source: 0,
             source_sha256: sha('a').to_string(),
             target_sha256: sha('b').to_string(),
+            source_size: None,
+            target_size: None,
             diff: None,
         });
         let p = plan(actions, vec![conflict]);

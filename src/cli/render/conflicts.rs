@@ -141,12 +141,23 @@ pub(super) fn different_at_target_conflict(
         source,
         source_sha256,
         target_sha256,
+        source_size,
+        target_size,
         diff,
     } = c;
     let src = plan.sources[*source].shown();
+    let size = |n: &Option<u64>| n.map_or(String::new(), |n| format!("  {n} bytes"));
     let _ = writeln!(out, "  ✗ {path}: a different file is already at the target");
-    let _ = writeln!(out, "      source {src}{path}  sha256 {source_sha256}");
-    let _ = writeln!(out, "      target {target}{path}  sha256 {target_sha256}");
+    let _ = writeln!(
+        out,
+        "      source {src}{path}  sha256 {source_sha256}{}",
+        size(source_size)
+    );
+    let _ = writeln!(
+        out,
+        "      target {target}{path}  sha256 {target_sha256}{}",
+        size(target_size)
+    );
     let _ = writeln!(
         out,
         "      fix: keep one copy (remove or rename the other), then plan again"

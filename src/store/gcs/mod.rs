@@ -879,16 +879,17 @@ impl Store for GcsStore {
     async fn copy_from_bucket(
         &self,
         bucket: &str,
-        from: &str,
+        from: &ObjectMeta,
         to: &str,
         pre: &Precondition,
     ) -> Result<ObjectMeta, StoreError> {
-        check_key(from)?;
+        check_key(&from.key)?;
         check_key(to)?;
         self.precheck(to, pre, self.enforced().copy).await?;
-        let mut req = self.copy_request(from, to, pre)?;
+        let mut req = self.copy_request(&from.key, to, pre)?;
         req.source_bucket = bucket.to_string();
-        self.copy_req_sent(&req, from, to).await
+        req.if_source_generation_match = from.version.parse().ok();
+        self.copy_req_sent(&req, &from.key, to).await
     }
 
     fn probes_enforcement(&self) -> bool {

@@ -933,28 +933,33 @@ impl Store for S3Store {
         to: &str,
         pre: &Precondition,
     ) -> Result<ObjectMeta, StoreError> {
-        let bucket = self.bucket.clone();
-        self.copy_from_bucket(&bucket, from, to, pre).await
+        check_key(from)?;
+        check_key(to)?;
+        let src = self.head(from).await?.ok_or_else(|| StoreError::NotFound {
+            key: from.to_string(),
+            target: self.describe(),
+        })?;
+        let source = copy::CopySource {
+            bucket: &self.bucket,
+            key: from,
+        };
+        self.copy_from(source, &src, to, pre).await
     }
 
     async fn copy_from_bucket(
         &self,
         bucket: &str,
-        from: &str,
+        from: &ObjectMeta,
         to: &str,
         pre: &Precondition,
     ) -> Result<ObjectMeta, StoreError> {
-        check_key(from)?;
+        check_key(&from.key)?;
         check_key(to)?;
-        let src = self
-            .head_in(bucket, from)
-            .await?
-            .ok_or_else(|| StoreError::NotFound {
-                key: from.to_string(),
-                target: self.describe(),
-            })?;
-        let from = copy::CopySource { bucket, key: from };
-        self.copy_from(from, &src, to, pre).await
+        let source = copy::CopySource {
+            bucket,
+            key: &from.key,
+        };
+        self.copy_from(source, from, to, pre).await
     }
 
     /// One request: the source pinned with `x-amz-copy-source-if-match`.

@@ -247,6 +247,8 @@ pub fn every_conflict() -> Vec<swamp::plan::Conflict> {
             source: 0,
             source_sha256: hex('a'),
             target_sha256: hex('b'),
+            source_size: None,
+            target_size: None,
             diff: Some("--- target\n+++ source\n@@ -1 +1 @@\n-a\n+b\n".into()),
         }),
         Conflict::DifferentAtTarget(DifferentAtTarget {
@@ -254,6 +256,8 @@ pub fn every_conflict() -> Vec<swamp::plan::Conflict> {
             source: 0,
             source_sha256: hex('a'),
             target_sha256: hex('b'),
+            source_size: None,
+            target_size: None,
             diff: None,
         }),
         Conflict::Obstacle(Obstacle {
