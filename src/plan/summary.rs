@@ -100,6 +100,40 @@ impl Summary {
 }
 
 impl Plan {
+    /// What a run that writes adds for the remote places it drains: each
+    /// one's lock given back (a DELETE), and, on the target's service when
+    /// the target's deletes are read first, a HEAD before that and before
+    /// each old object's delete. (A source on another service is assumed
+    /// to enforce its preconditions.)
+    fn source_requests(&self, mut requests: RequestEstimate) -> RequestEstimate {
+        let prechecked = self
+            .remote
+            .as_ref()
+            .is_some_and(|r| r.prechecked.contains(&Prechecked::Delete));
+        for (i, source) in self.sources.iter().enumerate() {
+            if !source.datastore.is_remote() {
+                continue;
+            }
+            requests.delete += 1;
+            if prechecked
+                && source
+                    .datastore
+                    .copies_server_side_to(&self.target.datastore)
+            {
+                let objects: usize = self
+                    .actions
+                    .iter()
+                    .filter_map(|a| match a {
+                        Action::DeleteSourceRemote(d) if d.source == i => Some(d.objects.len()),
+                        _ => None,
+                    })
+                    .sum();
+                requests.head += 1 + objects as u64;
+            }
+        }
+        requests
+    }
+
     pub fn summary(&self) -> Summary {
         let mut tally = Tally {
             summary: Summary {
@@ -127,7 +161,13 @@ impl Plan {
                 remote.folder_markers + remote.unmanaged.iter().map(|u| u.objects).sum::<usize>();
             s.skipped_local = remote.skipped_local.len();
         }
-        s.requests = tally.requests(&s, self.remote.as_ref(), self.writes_remote());
+        let writes_remote = self.writes_remote();
+        s.requests = tally.requests(&s, self.remote.as_ref(), writes_remote);
+        // A run that writes holds the lock of each remote place it drains
+        // too, and gives each back.
+        if writes_remote {
+            s.requests = self.source_requests(s.requests);
+        }
         s.requests.put += tally.multipart_extra;
         // A resumed multipart upload lists what the server holds and
         // sends only the parts missing (estimated from the bytes done),
@@ -165,6 +205,8 @@ struct Tally {
     records_pruned: u64,
     /// Temp files removed from a directory bucket.
     remote_temps: u64,
+    /// `moved` markers left at drained sources (a PUT each).
+    markers: u64,
     /// Uploads at least this large go in parts.
     multipart_threshold: Option<u64>,
     /// Requests beyond one per upload that multipart uploads send.
@@ -239,8 +281,11 @@ impl Tally {
                 s.bytes_to_download += size;
             }
             Action::CopyRemote(c) => s.count_copy(c),
-            Action::DeleteSourceRemote(DeleteSourceRemote { objects, .. }) => {
+            Action::DeleteSourceRemote(DeleteSourceRemote {
+                objects, moved_to, ..
+            }) => {
                 s.delete_source_remote += objects.len();
+                self.markers += u64::from(moved_to.is_some());
             }
             Action::MirrorConfig(_) => s.mirror_config += 1,
             Action::RemoveTemp(RemoveTemp { remote, .. }) => {
@@ -329,7 +374,7 @@ impl Tally {
         // per object left behind.
         requests.get += (s.fetch + s.copy_streamed) as u64;
         requests.copy += (s.copy_remote - s.copy_streamed) as u64;
-        requests.put += s.copy_streamed as u64;
+        requests.put += s.copy_streamed as u64 + self.markers;
         requests.delete += s.delete_source_remote as u64;
         // Publishing the sentinel: a HEAD per object it vouches for, then
         // one PUT.
@@ -348,7 +393,7 @@ impl Tally {
                 s.delete_remote as u64 + self.records_pruned + u64::from(writes_remote);
         }
         if prechecked(Prechecked::Copy) {
-            requests.head += s.trash_copies as u64;
+            requests.head += (s.trash_copies + s.copy_remote - s.copy_streamed) as u64;
         }
         requests
     }

@@ -29,6 +29,20 @@ fn pushed(bucket: &Bucket) -> Repo {
     a
 }
 
+/// A run sent exactly the requests its plan estimated, class by class.
+#[track_caller]
+fn assert_as_estimated(doc: &serde_json::Value) {
+    let estimated = &doc["plan"]["summary"]["requests"];
+    for class in ["list", "get", "head", "put", "copy", "delete"] {
+        assert_eq!(
+            sent(doc, class),
+            estimated[class].as_u64().unwrap_or(0),
+            "{class}: sent {} estimated {estimated}",
+            doc["applied"]["requests_sent"]
+        );
+    }
+}
+
 /// The requests of a run, from its `--json` document.
 fn sent(doc: &serde_json::Value, class: &str) -> u64 {
     doc["applied"]["requests_sent"][class].as_u64().unwrap_or(0)
@@ -81,6 +95,7 @@ fn moves_server_side(backend: Backend) {
         0,
         "no object body through this machine: {doc}"
     );
+    assert_as_estimated(&doc);
     assert_eq!(data(to.contents()), data(before.clone()), "{doc}");
     assert_eq!(data(to.contents()).len(), 2, "{doc}");
     assert!(a.config().contains(&to.name), "{}", a.config());
@@ -199,6 +214,7 @@ fn a_move_from_s3_to_gcs_and_back_streams_every_byte_with_its_sha256() {
     assert_eq!(doc["plan"]["summary"]["copy_streamed"], 2, "{doc}");
     assert_eq!(sent(&doc, "copy"), 0, "{doc}");
     assert_eq!(sent(&doc, "get"), 2, "{doc}");
+    assert_as_estimated(&doc);
     assert_eq!(data(gcs.contents()), before);
     assert_sha256_metadata(&gcs);
     let left: Vec<String> = s3.contents().into_keys().collect();
