@@ -2,7 +2,7 @@
 //! downloads continue where an earlier run stopped, and which recorded
 //! uploads are aborted instead (see [`crate::store::resume`]).
 
-use crate::plan::action::{AbortUpload, Download, PartialWhy, RemovePartial, RemoveTemp, Upload};
+use crate::plan::action::{AbortUpload, CopyRemote, Download, PartialWhy, RemovePartial, RemoveTemp, Upload};
 use serde::{Deserialize, Serialize};
 
 use super::{AbortWhy, Action, Plan};
@@ -67,6 +67,14 @@ pub fn add(plan: &mut Plan, snapshot: &RemoteSnapshot, now: u64, uploads: bool) 
                 path: p,
                 size,
                 sha256,
+                ..
+            }) if *p == path => Some((*size, sha256.hex())),
+            // A streamed copy uploads too (from its spool file).
+            Action::CopyRemote(CopyRemote {
+                path: p,
+                size,
+                sha256,
+                streamed: true,
                 ..
             }) if *p == path => Some((*size, sha256.hex())),
             _ => None,

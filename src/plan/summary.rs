@@ -216,6 +216,12 @@ struct Tally {
 }
 
 impl Tally {
+    /// A drained source's old objects, and the `moved` marker left there.
+    fn count_drained(&mut self, d: &DeleteSourceRemote) {
+        self.summary.delete_source_remote += d.objects.len();
+        self.markers += u64::from(d.moved_to.is_some());
+    }
+
     fn count_upload(&mut self, Upload { size, remote, .. }: &Upload) {
         let s = &mut self.summary;
         s.upload += 1;
@@ -281,12 +287,7 @@ impl Tally {
                 s.bytes_to_download += size;
             }
             Action::CopyRemote(c) => s.count_copy(c),
-            Action::DeleteSourceRemote(DeleteSourceRemote {
-                objects, moved_to, ..
-            }) => {
-                s.delete_source_remote += objects.len();
-                self.markers += u64::from(moved_to.is_some());
-            }
+            Action::DeleteSourceRemote(d) => self.count_drained(d),
             Action::MirrorConfig(_) => s.mirror_config += 1,
             Action::RemoveTemp(RemoveTemp { remote, .. }) => {
                 s.remove_temp += 1;
