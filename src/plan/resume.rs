@@ -2,7 +2,9 @@
 //! downloads continue where an earlier run stopped, and which recorded
 //! uploads are aborted instead (see [`crate::store::resume`]).
 
-use crate::plan::action::{AbortUpload, CopyRemote, Download, PartialWhy, RemovePartial, RemoveTemp, Upload};
+use crate::plan::action::{
+    AbortUpload, CopyRemote, Download, PartialWhy, RemovePartial, RemoveTemp, Upload,
+};
 use serde::{Deserialize, Serialize};
 
 use super::{AbortWhy, Action, Plan};

@@ -794,3 +794,55 @@ fn a_gcs_session_expired_or_holding_other_bytes_starts_over_in_a_new_one() {
         assert!(records(&repo).is_empty(), "{how}");
     }
 }
+
+/// A large object streamed from S3 into GCS (a move between providers)
+/// and cut off after its third chunk: `.swamp.toml` still names S3, and
+/// the same move again reads the object from S3 into its spool file once
+/// more and sends GCS only the chunks the session lacks, in the same
+/// session (issue 43).
+#[test]
+fn a_streamed_copy_killed_after_its_third_chunk_sends_only_the_rest() {
+    let s3 = Bucket::new(Backend::S3);
+    let (gcs, proxy) = Bucket::behind_proxy(Backend::Gcs);
+    let mut env = s3.env();
+    env.extend(gcs.env());
+    let repo = Repo::empty(env);
+    repo.run(&["init", "--datastore", &s3.spec(), "--namespace", "alpha"])
+        .expect(0);
+    let body = noise(40 << 20, 13);
+    std::fs::create_dir_all(repo.cache().join("alpha/outputs")).unwrap();
+    std::fs::write(repo.cache().join("alpha/outputs/big.bin"), &body).unwrap();
+    repo.run(&["datastore", "sync", "--push", "-y"]).expect(0);
+    let config = repo.config();
+
+    let spec = gcs.spec();
+    killed(
+        &repo,
+        &["datastore", "setup", &spec, "-y"],
+        "gcs-chunk-recorded=2*off->return",
+    );
+    let recorded = records(&repo);
+    assert_eq!(recorded.len(), 1, "the session is recorded: {recorded:?}");
+    assert_eq!(recorded[0]["parts"].as_array().unwrap().len(), 3);
+    assert_eq!(repo.config(), config, ".swamp.toml still names S3");
+    assert!(gcs.get(KEY).is_none());
+
+    let before = proxy.seen().len();
+    let rerun = repo.run_with(
+        &["datastore", "setup", &spec, "-y"],
+        &[("SWAMP_CLOCK_SKEW", "120")],
+    );
+    rerun.expect(0);
+    assert!(rerun.stdout.contains("resume"), "{}", rerun.stdout);
+    let run: Vec<_> = proxy.seen().split_off(before);
+    let count = |method: &str, part: &str| sent(&run, method, &[part]);
+    assert_eq!(count("POST", "uploadType=resumable"), 0, "no new session");
+    assert_eq!(
+        count("PUT", "upload_id="),
+        3,
+        "one status query, then only the two chunks the session lacked"
+    );
+    assert!(gcs.get(KEY).unwrap() == body, "byte for byte");
+    assert!(records(&repo).is_empty());
+    assert!(repo.config().contains("gcs"), "{}", repo.config());
+}
