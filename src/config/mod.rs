@@ -718,6 +718,32 @@ mod tests {
 
     const ID: &str = "repo_id = \"0b3c5bd4-4f5e-4a0e-9d4c-6d8a9c1e2f30\"\n";
 
+    /// Server-side only on one provider and endpoint; `file://` test
+    /// buckets are directory stores of their own, copied within one only.
+    #[test]
+    fn a_copy_is_server_side_only_on_one_provider_and_endpoint() {
+        let ds = |s: &str| parse_datastore_spec(s).unwrap();
+        let on = |a: &str, b: &str| ds(a).copies_server_side_to(&ds(b));
+        let e = "endpoint=http://127.0.0.1:8333";
+        assert!(on(&format!("s3://a/p?{e}"), &format!("s3://b/q?{e}")));
+        assert!(!on(&format!("s3://a/p?{e}"), "s3://b/q"));
+        assert!(!on(
+            "s3://a/p?region=eu-west-1",
+            "s3://b/p?region=us-east-1"
+        ));
+        assert!(on("gs://a/p", "gs://b/p"));
+        assert!(!on("s3://a/p", "gs://a/p"));
+        assert!(!on(
+            "s3://a/p?endpoint=file:///x",
+            "s3://b/p?endpoint=file:///x"
+        ));
+        assert!(on(
+            "s3://a/p?endpoint=file:///x",
+            "s3://a/q?endpoint=file:///x"
+        ));
+        assert!(!on("local", "s3://a/p"));
+    }
+
     #[test]
     fn minimal_config_defaults_to_local_solo() {
         let c = parse(ID).unwrap();

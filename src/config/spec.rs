@@ -201,6 +201,27 @@ pub fn parse_datastore_spec(spec: &str) -> Result<DatastoreConfig, DatastoreSpec
 mod tests {
     use super::*;
 
+    /// The spec a `moved` marker names is one `datastore setup` reads back
+    /// as the same datastore.
+    #[test]
+    fn a_datastore_spec_reads_back_as_the_same_datastore() {
+        for spec in [
+            "local",
+            "file:///srv/swamp",
+            "s3://b/p?region=eu-west-1&endpoint=http://127.0.0.1:8333",
+            "s3://b/",
+            "gs://b/deep/prefix?endpoint=http://127.0.0.1:4443",
+        ] {
+            let parsed = parse_datastore_spec(spec).unwrap();
+            let written = datastore_spec(&parsed);
+            assert_eq!(
+                parse_datastore_spec(&written).unwrap(),
+                parsed,
+                "{spec} -> {written}"
+            );
+        }
+    }
+
     #[test]
     fn a_prefix_that_would_resolve_elsewhere_is_a_bad_spec_with_help_for_typos() {
         let reason = |spec: &str| parse_datastore_spec(spec).unwrap_err().reason;

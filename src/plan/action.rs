@@ -686,7 +686,7 @@ impl Action {
             Action::CopyRemote(CopyRemote {
                 streamed: false, ..
             }) => "server-side copy",
-            Action::CopyRemote(_) => "streamed: another provider or endpoint",
+            Action::CopyRemote(_) => "streamed through this machine",
             Action::DeleteSourceRemote(_) => "everything is at the target",
             Action::MirrorConfig(MirrorConfig { local: None, .. }) => "new in the repository",
             Action::MirrorConfig(_) => "changed in the repository",

@@ -295,8 +295,13 @@ fn keep_source_copies_and_leaves_the_old_objects_with_the_marker() {
     let to = Bucket::new(Backend::S3);
     let a = pushed(&from);
     let before = data(from.contents());
-    a.run(&["datastore", "setup", &to.spec(), "--keep-source", "-y"])
-        .expect(0);
+    let run = a.run(&["datastore", "setup", &to.spec(), "--keep-source", "-y"]);
+    run.expect(0);
+    assert!(
+        run.stdout.contains("2 copied to the new place"),
+        "{}",
+        run.stdout
+    );
     assert_eq!(data(from.contents()), before);
     assert!(from.get("swamp/team/.swamp/moved.json").is_some());
     assert_eq!(data(to.contents()), before);

@@ -555,6 +555,7 @@ fn applied_line(report: &engine::ApplyReport, remote: bool) -> String {
             [
                 counted(report.uploaded, "uploaded"),
                 counted(report.downloaded, "downloaded"),
+                counted(report.copied, "copied to the new place"),
                 counted(report.deleted_remote, "deleted from the remote"),
                 counted(report.deleted_local, "deleted from the cache"),
             ]
