@@ -31,6 +31,9 @@ pub struct Summary {
     pub prune_records: usize,
     pub fetch: usize,
     pub copy_remote: usize,
+    /// The bytes those copies carry (server-side or streamed).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub bytes_to_copy: u64,
     /// Of those, copies streamed through this machine (GET, then PUT:
     /// another provider or endpoint), and the bytes they carry.
     #[serde(default, skip_serializing_if = "is_zero")]
@@ -92,6 +95,7 @@ impl Summary {
     /// A copy, and whether it is streamed (the bytes it carries then).
     fn count_copy(&mut self, c: &super::action::CopyRemote) {
         self.copy_remote += 1;
+        self.bytes_to_copy += c.size;
         if c.streamed {
             self.copy_streamed += 1;
             self.bytes_streamed += c.size;

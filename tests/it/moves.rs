@@ -380,3 +380,45 @@ fn a_move_killed_part_way_is_finished_by_a_rerun_that_copies_only_what_is_missin
     assert!(a.config().contains(&to.name));
     assert!(data(from.contents()).is_empty());
 }
+
+/// Another prefix of the same bucket: copied by the server inside the
+/// bucket, the old prefix left with the marker alone.
+fn moves_to_another_prefix(backend: Backend) {
+    let bucket = Bucket::new(backend);
+    let a = pushed(&bucket);
+    let before = data(bucket.contents());
+    let spec = bucket.spec().replacen("/swamp?", "/moved?", 1);
+    let doc = a.json(&["--json", "datastore", "setup", &spec, "-y"], 0);
+    assert_eq!(sent(&doc, "copy"), 2, "{doc}");
+    assert_eq!(sent(&doc, "get"), 0, "{doc}");
+    assert_as_estimated(&doc);
+    let moved: BTreeMap<String, Vec<u8>> = bucket
+        .contents()
+        .into_iter()
+        .filter_map(|(k, v)| {
+            Some((
+                k.strip_prefix("moved/")?
+                    .replacen("team/", "swamp/team/", 1),
+                v,
+            ))
+        })
+        .collect();
+    assert_eq!(data(moved), before);
+    let old: Vec<String> = bucket
+        .contents()
+        .into_keys()
+        .filter(|k| k.starts_with("swamp/"))
+        .collect();
+    assert_eq!(old, ["swamp/team/.swamp/moved.json"]);
+    assert!(a.config().contains("prefix = \"moved\""), "{}", a.config());
+}
+
+#[test]
+fn a_move_to_another_prefix_of_one_s3_bucket_copies_server_side() {
+    moves_to_another_prefix(Backend::S3);
+}
+
+#[test]
+fn a_move_to_another_prefix_of_one_gcs_bucket_copies_server_side() {
+    moves_to_another_prefix(Backend::Gcs);
+}

@@ -25,7 +25,7 @@ pub(super) fn render_summary(out: &mut String, plan: &Plan, detail: bool, md: bo
         ("move", s.moves, Some(s.bytes_to_move)),
         ("drop-duplicate", s.drop_duplicate, None),
         ("fetch", s.fetch, None),
-        ("copy-remote", s.copy_remote, None),
+        ("copy-remote", s.copy_remote, Some(s.bytes_to_copy)),
         ("delete-source-remote", s.delete_source_remote, None),
         ("upload", s.upload, Some(s.bytes_to_upload)),
         ("download", s.download, Some(s.bytes_to_download)),
