@@ -7,15 +7,13 @@
 //! hydrating), uploaded resumably. Every copy is create-only at the
 //! destination, and its sha256 is the plan's or it fails.
 
-use std::path::Path;
-
 use crate::digest::Sha256;
 use crate::layout::TierPath;
 use crate::plan::action::CopyRemote;
 use crate::state::BaseEntry;
 use crate::store::{ObjectMeta, Precondition, RemoteTarget, StoreError};
 
-use super::remote::{BaseChange, Remotes, SyncActionError, store_err};
+use super::remote::{BaseChange, Remotes, SyncActionError, store_err, verify_landed};
 
 /// Objects up to this size are streamed in memory; larger ones through a
 /// spool file (so memory stays bounded by the transfers in flight).
@@ -41,28 +39,23 @@ pub(super) async fn copy_remote(
     let copied = if *streamed {
         stream(from, to, path, *sha256, *size, remotes).await
     } else {
-        server_side(from, to, action).await
+        server_side(from, to, action).await.map_err(store_err(path))
     };
     let meta = match copied {
         Ok(meta) => meta,
         // Already there (a rerun after a kill, or a retry meeting its own
         // success): adopted when it is the same content.
-        Err(StoreError::PreconditionFailed { .. }) => adopt(to, path, *sha256).await?,
-        Err(source) => {
-            return Err(SyncActionError::Store {
-                path: path.clone(),
-                source,
-            });
-        }
+        Err(SyncActionError::Store {
+            source: StoreError::PreconditionFailed { .. },
+            ..
+        }) => adopt(to, path, *sha256).await?,
+        Err(e) => return Err(e),
     };
-    let found = meta.sha256.as_deref().and_then(Sha256::parse);
-    if found != Some(*sha256) {
-        return Err(SyncActionError::Integrity {
-            path: path.clone(),
-            expected: sha256.hex(),
-            found: meta.sha256.unwrap_or_else(|| "none".into()),
-        });
-    }
+    holds(
+        path,
+        *sha256,
+        meta.sha256.as_deref().and_then(Sha256::parse),
+    )?;
     // The cache holds it (moved earlier in this plan, or staying where it
     // is): both sides agree.
     Ok(if *in_cache {
@@ -121,7 +114,8 @@ async fn server_side(
         .await
 }
 
-/// GET from the source, PUT to the target, the bytes checked in between.
+/// GET from the source, PUT to the target, the bytes checked in between
+/// (a spool file as a download's landed file is, by [`verify_landed`]).
 async fn stream(
     from: &RemoteTarget,
     to: &RemoteTarget,
@@ -129,28 +123,30 @@ async fn stream(
     sha256: Sha256,
     size: u64,
     remotes: &Remotes<'_>,
-) -> Result<ObjectMeta, StoreError> {
+) -> Result<ObjectMeta, SyncActionError> {
     let (src, dst) = (from.key(path), to.key(path));
     let spool = remotes.resume.as_ref().map(|d| (&d.spool, &d.uploads));
     let Some((spool, uploads)) = spool.filter(|_| size > IN_MEMORY) else {
-        let (_, bytes) = from.store.get_bytes(&src).await?;
-        let got =
-            Sha256::parse(&crate::fsutil::sha256_bytes(&bytes)).expect("a sha256 is 64 hex digits");
-        check(&src, sha256, got)?;
+        let (_, bytes) = from.store.get_bytes(&src).await.map_err(store_err(path))?;
+        holds(path, sha256, Some(Sha256::of(&bytes)))?;
         return to
             .store
             .put_bytes(&dst, bytes, &Precondition::CreateOnly)
-            .await;
+            .await
+            .map_err(store_err(path));
     };
-    std::fs::create_dir_all(spool).map_err(|e| io(spool, e))?;
+    std::fs::create_dir_all(spool).map_err(|source| SyncActionError::Io {
+        path: path.clone(),
+        source,
+    })?;
     let file = spool.join(format!("{}.body", sha256.hex()));
     let result = async {
-        let landed = from.store.get_to_file(&src, &file).await?;
-        let got = match landed.sha256.as_deref().and_then(Sha256::parse) {
-            Some(sha) => sha,
-            None => Sha256(crate::fsutil::sha256_file_raw(&file).map_err(|e| io(&file, e))?),
-        };
-        check(&src, sha256, got)?;
+        let landed = from
+            .store
+            .get_to_file(&src, &file)
+            .await
+            .map_err(store_err(path))?;
+        verify_landed(&file, path, landed.sha256, Some(sha256))?;
         let journal = crate::store::resume::UploadJournal::new(uploads, path.as_str());
         to.store
             .put_file_resumable(
@@ -161,6 +157,7 @@ async fn stream(
                 &journal,
             )
             .await
+            .map_err(store_err(path))
     }
     .await;
     let _ = std::fs::remove_file(&file);
@@ -184,21 +181,14 @@ async fn adopt(
     }
 }
 
-fn check(key: &str, expected: Sha256, got: Sha256) -> Result<(), StoreError> {
-    if expected == got {
+/// Bytes read, or an object written, hold the plan's sha256 (`found`).
+fn holds(path: &TierPath, expected: Sha256, found: Option<Sha256>) -> Result<(), SyncActionError> {
+    if found == Some(expected) {
         return Ok(());
     }
-    Err(StoreError::Integrity {
-        key: key.to_string(),
-        algorithm: "sha256",
+    Err(SyncActionError::Integrity {
+        path: path.clone(),
         expected: expected.hex(),
-        found: got.hex(),
+        found: found.map_or_else(|| "none".into(), |f| f.hex()),
     })
-}
-
-fn io(path: &Path, source: std::io::Error) -> StoreError {
-    StoreError::Io {
-        path: path.to_path_buf(),
-        source,
-    }
 }

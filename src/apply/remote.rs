@@ -153,7 +153,7 @@ fn prune_after_failure(file: &Path, root: &Path) {
 /// Checks the sha256 of a file a download just landed (`landed`, as the
 /// store hashed the bytes it wrote; read again only when the store did not
 /// say) against `expected`, removing it on a mismatch. Returns its sha256.
-fn verify_landed(
+pub(super) fn verify_landed(
     file: &Path,
     path: &TierPath,
     landed: Option<String>,

@@ -12,11 +12,25 @@ use crate::support::bucket::{Backend, Bucket, Repo};
 /// The data objects under `swamp/team/` (not swamp's own records), by
 /// their key below the namespace.
 fn data(contents: BTreeMap<String, Vec<u8>>) -> BTreeMap<String, Vec<u8>> {
+    data_in(contents, "swamp/team/")
+}
+
+/// [`data`] under the namespace prefix `ns`.
+fn data_in(contents: BTreeMap<String, Vec<u8>>, ns: &str) -> BTreeMap<String, Vec<u8>> {
     contents
         .into_iter()
-        .filter(|(k, _)| k.starts_with("swamp/team/"))
-        .filter(|(k, _)| !k.contains("/.swamp/") && !k.ends_with(".namespace.json"))
-        .map(|(k, v)| (k["swamp/team/".len()..].to_string(), v))
+        .filter_map(|(k, v)| Some((k.strip_prefix(ns)?.to_string(), v)))
+        .filter(|(k, _)| !k.starts_with(".swamp/") && k != ".namespace.json")
+        .collect()
+}
+
+/// The copy actions of a run's plan, from its `--json` document.
+fn copies(doc: &serde_json::Value) -> Vec<&serde_json::Value> {
+    doc["plan"]["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["kind"] == "copy-remote")
         .collect()
 }
 
@@ -81,12 +95,7 @@ fn moves_server_side(backend: Backend) {
 
     let doc = a.json(&["--json", "datastore", "setup", &to.spec(), "-y"], 0);
     assert_eq!(doc["converged"], true, "{doc}");
-    let copies: Vec<_> = doc["plan"]["actions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|a| a["kind"] == "copy-remote")
-        .collect();
+    let copies = copies(&doc);
     assert_eq!(copies.len(), 2, "{doc}");
     assert!(copies.iter().all(|c| c.get("streamed").is_none()), "{doc}");
     assert_eq!(sent(&doc, "copy"), 2, "{doc}");
@@ -203,12 +212,7 @@ fn a_move_from_s3_to_gcs_and_back_streams_every_byte_with_its_sha256() {
     assert_eq!(before.len(), 2);
 
     let doc = a.json(&["--json", "datastore", "setup", &gcs.spec(), "-y"], 0);
-    let copies: Vec<_> = doc["plan"]["actions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|a| a["kind"] == "copy-remote")
-        .collect();
+    let copies = copies(&doc);
     assert_eq!(copies.len(), 2, "{doc}");
     assert!(copies.iter().all(|c| c["streamed"] == true), "{doc}");
     assert_eq!(doc["plan"]["summary"]["copy_streamed"], 2, "{doc}");
@@ -392,18 +396,7 @@ fn moves_to_another_prefix(backend: Backend) {
     assert_eq!(sent(&doc, "copy"), 2, "{doc}");
     assert_eq!(sent(&doc, "get"), 0, "{doc}");
     assert_as_estimated(&doc);
-    let moved: BTreeMap<String, Vec<u8>> = bucket
-        .contents()
-        .into_iter()
-        .filter_map(|(k, v)| {
-            Some((
-                k.strip_prefix("moved/")?
-                    .replacen("team/", "swamp/team/", 1),
-                v,
-            ))
-        })
-        .collect();
-    assert_eq!(data(moved), before);
+    assert_eq!(data_in(bucket.contents(), "moved/team/"), before);
     let old: Vec<String> = bucket
         .contents()
         .into_keys()
