@@ -123,25 +123,6 @@ PY
 # the parallel progress meter on (curl 7.88).
 CURL_CMD=(curl --silent --no-progress-meter --show-error --parallel --parallel-max 64)
 
-# Objects under s3://BUCKET/PREFIX, listed directly.
-s3_count() {
-    python3 - "$S3" "$1" "$2" <<'PY'
-import re, sys, urllib.parse, urllib.request
-s3, bucket, prefix = sys.argv[1:]
-n, token = 0, None
-while True:
-    q = {"list-type": "2", "prefix": prefix, "max-keys": "1000"}
-    if token:
-        q["continuation-token"] = token
-    body = urllib.request.urlopen(f"{s3}/{bucket}?{urllib.parse.urlencode(q)}").read().decode()
-    n += body.count("<Key>")
-    m = re.search(r"<NextContinuationToken>([^<]+)</NextContinuationToken>", body)
-    if "<IsTruncated>true</IsTruncated>" not in body or not m:
-        break
-    token = m.group(1)
-print(n)
-PY
-}
 expect_count() {
     local what="$1" got="$2" want="$3"
     [[ "$got" -eq "$want" ]] || { echo "error: $what: $got object(s), expected $want" >&2; exit 1; }
@@ -220,7 +201,7 @@ push() {
         tail -n 20 "$WORK/push.log" >&2
         exit 1
     fi
-    expect_count "s3://$2/swamp/team/outputs/ after the push" "$(s3_count "$2" swamp/team/outputs/)" "$3"
+    expect_count "s3://$2/swamp/team/outputs/ after the push" "$(bucket_count "$2" swamp/team/outputs/)" "$3"
 }
 
 RCLONE_CONF="$WORK/rclone.conf"
@@ -253,7 +234,7 @@ stage "== uploading the same files into s3://peer-src/bench for rclone and curl 
 make_bucket peer-src
 curl_config "$LIST" "$WORK/upload.cfg" upload "$CACHE/outputs/bench" "$S3/peer-src/bench"
 "${CURL_CMD[@]}" -K "$WORK/upload.cfg"
-expect_count "s3://peer-src/bench/" "$(s3_count peer-src bench/)" "$N"
+expect_count "s3://peer-src/bench/" "$(bucket_count peer-src bench/)" "$N"
 
 # ------------------------------------------------------------ S3 -> S3: the runs
 
@@ -267,20 +248,20 @@ for run in $(seq "$RUNS"); do
     to="swamp-$run"
     make_bucket "$to"
     swamp_move "$L_SWAMP" "$REPO" "$(s3_spec "$to")"
-    expect_count "s3://$to/swamp/team/outputs/ after the move" "$(s3_count "$to" swamp/team/outputs/)" "$N"
-    expect_count "s3://$from/swamp/team/outputs/ after the move" "$(s3_count "$from" swamp/team/outputs/)" 0
+    expect_count "s3://$to/swamp/team/outputs/ after the move" "$(bucket_count "$to" swamp/team/outputs/)" "$N"
+    expect_count "s3://$from/swamp/team/outputs/ after the move" "$(bucket_count "$from" swamp/team/outputs/)" 0
 
     make_bucket "rclone-$run"
     counted "$L_RCLONE" "${RCLONE[@]}" copy weed:peer-src/bench "weed:rclone-$run/bench"
-    expect_count "s3://rclone-$run/bench/ after rclone copy" "$(s3_count "rclone-$run" bench/)" "$N"
+    expect_count "s3://rclone-$run/bench/ after rclone copy" "$(bucket_count "rclone-$run" bench/)" "$N"
 
     make_bucket "curl-$run"
     curl_config "$LIST" "$WORK/copy.cfg" copy peer-src/bench "$S3/curl-$run/bench"
     counted "$L_CURL" "${CURL_CMD[@]}" -K "$WORK/copy.cfg"
-    expect_count "s3://curl-$run/bench/ after the curl copies" "$(s3_count "curl-$run" bench/)" "$N"
+    expect_count "s3://curl-$run/bench/ after the curl copies" "$(bucket_count "curl-$run" bench/)" "$N"
     curl_config "$LIST" "$WORK/delete.cfg" delete "$S3/curl-$run/bench"
     counted "$L_CURL_DEL" "${CURL_CMD[@]}" -K "$WORK/delete.cfg"
-    expect_count "s3://curl-$run/bench/ after the curl deletes" "$(s3_count "curl-$run" bench/)" 0
+    expect_count "s3://curl-$run/bench/ after the curl deletes" "$(bucket_count "curl-$run" bench/)" 0
 done
 
 # ------------------------------------------------------------ S3 -> GCS
@@ -344,14 +325,14 @@ EOF
     make_bucket peer-gsrc
     curl_config "$WORK/gcs-files.list" "$WORK/upload.cfg" upload "$GCACHE/outputs/bench" "$S3/peer-gsrc/bench"
     "${CURL_CMD[@]}" -K "$WORK/upload.cfg"
-    expect_count "s3://peer-gsrc/bench/" "$(s3_count peer-gsrc bench/)" "$GCS_N"
+    expect_count "s3://peer-gsrc/bench/" "$(bucket_count peer-gsrc bench/)" "$GCS_N"
 
     stage "== $GCS_N objects S3 -> GCS, streamed ($RUNS run(s) each, alternating)"
     for run in $(seq "$RUNS"); do
         gcs_bucket "gdst-$run"
         swamp_move "$L_GSWAMP" "$GREPO" "gs://gdst-$run/swamp?endpoint=$GCS_EP"
         expect_count "gs://gdst-$run/swamp/team/outputs/ after the move" "$(gcs_count "gdst-$run" swamp/team/outputs/)" "$GCS_N"
-        expect_count "s3://gsrc-$((run - 1))/swamp/team/outputs/ after the move" "$(s3_count "gsrc-$((run - 1))" swamp/team/outputs/)" 0
+        expect_count "s3://gsrc-$((run - 1))/swamp/team/outputs/ after the move" "$(bucket_count "gsrc-$((run - 1))" swamp/team/outputs/)" 0
 
         gcs_bucket "rclone-g-$run"
         counted "$L_GRCLONE" "${RCLONE[@]}" copy weed:peer-gsrc/bench "gcs:rclone-g-$run/bench"
@@ -359,7 +340,7 @@ EOF
 
         make_bucket "gsrc-$run"
         swamp_move "$L_GBACK" "$GREPO" "$(s3_spec "gsrc-$run")"
-        expect_count "s3://gsrc-$run/swamp/team/outputs/ after the way back" "$(s3_count "gsrc-$run" swamp/team/outputs/)" "$GCS_N"
+        expect_count "s3://gsrc-$run/swamp/team/outputs/ after the way back" "$(bucket_count "gsrc-$run" swamp/team/outputs/)" "$GCS_N"
     done
 fi
 

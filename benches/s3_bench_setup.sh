@@ -137,6 +137,27 @@ make_bucket() {
     [[ "$code" == 200 ]] || { echo "error: creating bucket $1: HTTP $code" >&2; cat "$WORK/bucket.out" >&2; exit 1; }
 }
 
+# bucket_count BUCKET PREFIX: the objects under s3://BUCKET/PREFIX, listed
+# straight from SeaweedFS (not through the proxy), page by page.
+bucket_count() {
+    python3 - "$S3" "$1" "$2" <<'PY'
+import re, sys, urllib.parse, urllib.request
+s3, bucket, prefix = sys.argv[1:]
+n, token = 0, None
+while True:
+    q = {"list-type": "2", "prefix": prefix, "max-keys": "1000"}
+    if token:
+        q["continuation-token"] = token
+    body = urllib.request.urlopen(f"{s3}/{bucket}?{urllib.parse.urlencode(q)}").read().decode()
+    n += body.count("<Key>")
+    m = re.search(r"<NextContinuationToken>([^<]+)</NextContinuationToken>", body)
+    if "<IsTruncated>true</IsTruncated>" not in body or not m:
+        break
+    token = m.group(1)
+print(n)
+PY
+}
+
 # SeaweedFS's own count of S3 requests (all buckets, all codes).
 weed_requests() {
     curl -s "http://127.0.0.1:$METRICS_PORT/metrics" |

@@ -87,25 +87,6 @@ same_tree() {
         { echo "error: $dir differs from the source tree" >&2; return 1; }
 }
 
-# Objects under s3://BUCKET/PREFIX, listed directly (not through the proxy).
-bucket_count() {
-    python3 - "$S3" "$1" "$2" <<'PY'
-import re, sys, urllib.parse, urllib.request
-s3, bucket, prefix = sys.argv[1:]
-n, token = 0, None
-while True:
-    q = {"list-type": "2", "prefix": prefix, "max-keys": "1000"}
-    if token:
-        q["continuation-token"] = token
-    body = urllib.request.urlopen(f"{s3}/{bucket}?{urllib.parse.urlencode(q)}").read().decode()
-    n += body.count("<Key>")
-    m = re.search(r"<NextContinuationToken>([^<]+)</NextContinuationToken>", body)
-    if "<IsTruncated>true</IsTruncated>" not in body or not m:
-        break
-    token = m.group(1)
-print(n)
-PY
-}
 
 # ------------------------------------------------------------ measuring
 

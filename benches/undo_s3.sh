@@ -75,24 +75,6 @@ PY
 write_files "$WORK/src/v1" one
 write_files "$WORK/src/v2" two
 
-count_under() {
-    python3 - "$S3" "$1" "$2" <<'PY'
-import re, sys, urllib.parse, urllib.request
-s3, bucket, prefix = sys.argv[1:]
-n, token = 0, None
-while True:
-    q = {"list-type": "2", "prefix": prefix, "max-keys": "1000"}
-    if token:
-        q["continuation-token"] = token
-    body = urllib.request.urlopen(f"{s3}/{bucket}?{urllib.parse.urlencode(q)}").read().decode()
-    n += body.count("<Key>")
-    m = re.search(r"<NextContinuationToken>([^<]+)</NextContinuationToken>", body)
-    if "<IsTruncated>true</IsTruncated>" not in body or not m:
-        break
-    token = m.group(1)
-print(n)
-PY
-}
 
 # ------------------------------------------------------------ swamp
 
@@ -122,13 +104,13 @@ swamp_round() {
     rm -rf "$cache/outputs/bench"
     timed delete "$label" "${SW[@]}" datastore sync --push --force $flag -y
     local trash
-    trash=$(count_under "$bucket" "swamp/.swamp/trash/")
+    trash=$(bucket_count "$bucket" "swamp/.swamp/trash/")
     echo "   ($label: $trash object(s) in the remote trash)" >&2
     if [[ -z "$flag" ]]; then
         [[ "$trash" -eq $((2 * N)) ]] || { echo "error: expected $((2 * N)) trash objects, found $trash" >&2; exit 1; }
         timed no-op "$label (trash listed)" "${SW[@]}" datastore sync -y
         timed undo "swamp undo (of the delete)" "${SW[@]}" undo -y
-        [[ $(count_under "$bucket" "swamp/outputs/") -eq "$N" ]] ||
+        [[ $(bucket_count "$bucket" "swamp/outputs/") -eq "$N" ]] ||
             { echo "error: undo did not bring back $N objects" >&2; exit 1; }
     else
         [[ "$trash" -eq 0 ]] || { echo "error: --no-undo left $trash trash objects" >&2; exit 1; }
