@@ -49,22 +49,8 @@ pub(crate) fn prune(
     if journal.pruned.is_some() {
         return Ok(done);
     }
-    let keys: Vec<String> = journal
-        .entries
-        .iter()
-        .filter(|e| e.op == Op::RemoteSetAside && &e.placement == target)
-        .map(|e| Layout::remote_trash_key(&e.placement, id, &e.path))
-        .collect();
-    if !keys.is_empty() {
-        let remote = remote.ok_or(PruneError::NoRemote)?;
-        // Keys under `.swamp/trash/<id>/`, which only apply `id` wrote
-        // (create-only): nothing else can be there to lose.
-        match crate::store::runtime().block_on(remote.store.delete_many(&keys)) {
-            Ok(()) | Err(StoreError::NotFound { .. }) => {}
-            Err(e) => return Err(e.into()),
-        }
-        done.remote_objects = keys.len();
-    }
+    let moved_from;
+    (done.remote_objects, moved_from) = prune_remote(&journal, target, remote)?;
     for e in journal.entries.iter().filter(|e| e.op == Op::SetAside) {
         let path = layout.set_aside_path(&e.placement, &e.path, id);
         match std::fs::symlink_metadata(&path) {
@@ -98,12 +84,60 @@ pub(crate) fn prune(
         }
         let _ = std::fs::remove_dir(&id_root);
     }
-    journal
-        .entries
-        .retain(|e| e.op == Op::RemoteSetAside && &e.placement != target);
+    journal.entries.retain(|e| {
+        e.op == Op::RemoteSetAside
+            && &e.placement != target
+            && moved_from.as_ref() != Some(&e.placement)
+    });
     if journal.entries.is_empty() {
         journal.pruned = Some(crate::clock::now_rfc3339());
     }
     journal.save(layout)?;
     Ok(done)
+}
+
+/// Prunes the remote trash of `journal`'s apply in `target` (through
+/// `remote`) and, for a move to `target`, at the place it left (nothing
+/// else would ever prune that). Returns the copies removed, and that
+/// place.
+fn prune_remote(
+    journal: &Journal,
+    target: &Placement,
+    remote: Option<&RemoteTarget>,
+) -> Result<(usize, Option<Placement>), PruneError> {
+    let keys_at = |placement: &Placement| -> Vec<String> {
+        journal
+            .entries
+            .iter()
+            .filter(|e| e.op == Op::RemoteSetAside && &e.placement == placement)
+            .map(|e| Layout::remote_trash_key(&e.placement, &journal.id, &e.path))
+            .collect()
+    };
+    let mut removed = 0;
+    let keys = keys_at(target);
+    if !keys.is_empty() {
+        let remote = remote.ok_or(PruneError::NoRemote)?;
+        removed += delete_trash(remote, &keys)?;
+    }
+    let moved_from = journal
+        .moved
+        .as_ref()
+        .filter(|m| &m.to == target)
+        .map(|m| m.from.clone());
+    if let Some(from) = &moved_from {
+        let keys = keys_at(from);
+        if !keys.is_empty() {
+            removed += delete_trash(&RemoteTarget::open(from)?, &keys)?;
+        }
+    }
+    Ok((removed, moved_from))
+}
+
+/// Deletes apply trash `keys` (under `.swamp/trash/<id>/`, which only that
+/// apply wrote, create-only: nothing else can be there to lose).
+fn delete_trash(remote: &RemoteTarget, keys: &[String]) -> Result<usize, PruneError> {
+    match crate::store::runtime().block_on(remote.store.delete_many(keys)) {
+        Ok(()) | Err(StoreError::NotFound { .. }) => Ok(keys.len()),
+        Err(e) => Err(e.into()),
+    }
 }

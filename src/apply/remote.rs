@@ -15,7 +15,7 @@ use futures_util::StreamExt;
 
 use crate::digest::Sha256;
 use crate::fsutil;
-use crate::layout::TierPath;
+use crate::layout::{Layout, TierPath};
 use crate::plan::{Action, RemoteExpect};
 use crate::state::{BaseEntry, HashCache, SyncBase};
 use crate::store::RemoteTarget;
@@ -522,17 +522,23 @@ async fn delete_source_remote(
         .get(*source)
         .and_then(Option::as_ref)
         .ok_or(SyncActionError::NoSourceRemote)?;
-    let results = futures_util::stream::iter(objects.iter().map(|o| {
-        let store = from.store.clone();
-        async move {
-            store
-                .delete(&o.key, &Precondition::Matches(o.version.to_string()))
+    // Each file first goes to this apply's trash at the old place (one
+    // server-side copy), as any remote delete's does.
+    let trash = remotes.trash.map(|t| t.id);
+    let results = futures_util::stream::iter(objects.iter().map(|o| async move {
+        let object_err = |source| SyncActionError::Object {
+            key: o.key.clone(),
+            source,
+        };
+        if let (Some(id), Some(path)) = (trash, Layout::remote_file_path(&from.placement, &o.key)) {
+            keep_in_trash(from, id, &path, &o.version.as_str())
                 .await
-                .map_err(|source| SyncActionError::Object {
-                    key: o.key.clone(),
-                    source,
-                })
+                .map_err(object_err)?;
         }
+        from.store
+            .delete(&o.key, &Precondition::Matches(o.version.to_string()))
+            .await
+            .map_err(object_err)
     }))
     .buffer_unordered(DRAIN_DELETES)
     .collect::<Vec<_>>()

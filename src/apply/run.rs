@@ -266,7 +266,7 @@ fn journal_deletes(
             written: None,
         };
     let local_entry = |path: &TierPath, sha256: &Sha256| entry_in(placement.clone(), path, sha256);
-    let entries: Vec<journal::Entry> = plan
+    let mut entries: Vec<journal::Entry> = plan
         .actions
         .iter()
         .filter_map(|a| match a {
@@ -297,6 +297,8 @@ fn journal_deletes(
             _ => None,
         })
         .collect();
+    let (drained, moved) = drained_entries(plan);
+    entries.extend(drained);
     if entries.is_empty() {
         return Ok(None);
     }
@@ -318,6 +320,35 @@ fn journal_deletes(
     };
     let mut j = journal::Journal::begin(layout, &journal::command_line(), summary, entries);
     j.no_undo = plan.no_undo;
+    j.moved = moved.filter(|_| !plan.no_undo);
     j.save(layout)?;
     Ok(Some(j))
+}
+
+/// The journal entries of a drained source's files, which go to its own
+/// remote trash before they are deleted (undoing the move puts the old
+/// place back), and the move they are part of.
+fn drained_entries(plan: &Plan) -> (Vec<journal::Entry>, Option<journal::MovedPlaces>) {
+    let mut entries = Vec::new();
+    let mut moved = None;
+    for d in plan.actions.iter().filter_map(|a| match a {
+        Action::DeleteSourceRemote(d) => Some(d),
+        _ => None,
+    }) {
+        let from = plan.sources[d.source].placement();
+        let before = entries.len();
+        entries.extend(
+            d.objects
+                .iter()
+                .filter_map(|o| Layout::remote_file_path(&from, &o.key))
+                .map(|path| journal::Entry::remote_set_aside(&from, &path, None)),
+        );
+        if entries.len() > before && d.moved_to.is_some() {
+            moved = Some(journal::MovedPlaces {
+                from,
+                to: plan.target.placement(),
+            });
+        }
+    }
+    (entries, moved)
 }

@@ -67,6 +67,7 @@ pub(crate) fn apply(
     let summary = format!("undo of {}", plan.undoes);
     let mut journal = Journal::begin(layout, command, summary, entries);
     journal.undoes = Some(plan.undoes.clone());
+    journal.moved = plan.moves_back.clone();
     journal.save(layout)?;
     let mut cache = HashCache::load(&layout.hash_cache_path());
     let mut report = UndoReport {

@@ -7,7 +7,8 @@
 use crate::apply::prune::Pruned;
 pub(crate) use crate::apply::undo::UndoReport;
 use crate::config::Config;
-use crate::journal::{Journal, Op, UndoError};
+use crate::config::Placement;
+use crate::journal::{Journal, MovedPlaces, Op, UndoError};
 use crate::layout::Layout;
 use crate::plan::Action;
 use crate::plan::action::PruneTrash;
@@ -21,6 +22,9 @@ use super::EngineError;
 pub(crate) struct UndoSubject {
     journal: Journal,
     remote: Option<RemoteTarget>,
+    /// The apply moved the datastore here from where the cache also
+    /// serves: the undo moves `.swamp.toml` back.
+    moves_back: Option<MovedPlaces>,
 }
 
 impl UndoSubject {
@@ -32,6 +36,22 @@ impl UndoSubject {
     /// Whether undoing writes remote objects (and so needs the lock).
     pub(crate) fn writes_remote(&self) -> bool {
         self.remote.is_some()
+    }
+
+    /// The configuration whose datastore lock the undo takes: `config`'s,
+    /// or, undoing a move, the old place's (where it writes back).
+    pub(crate) fn locked_config(&self, config: &Config) -> Config {
+        let mut locked = config.clone();
+        if let Some(r) = self
+            .remote
+            .as_ref()
+            .filter(|r| r.placement != config.target())
+        {
+            locked.datastore = r.placement.datastore.clone();
+            locked.namespace = r.placement.namespace.clone();
+            locked.migrating_from.clear();
+        }
+        locked
     }
 }
 
@@ -49,7 +69,7 @@ pub(crate) fn subject(
             w.next_undo()
         })?,
     };
-    subject_of(journal, config)
+    subject_of(journal, layout, config)
 }
 
 /// What `swamp redo` reverses: the newest undo not redone yet (since the
@@ -61,7 +81,7 @@ pub(crate) fn redo_subject(layout: &Layout, config: &Config) -> Result<UndoSubje
         UndoError::NothingToRedo,
         |w| w.next_redo(),
     )?;
-    subject_of(journal, config)
+    subject_of(journal, layout, config)
 }
 
 /// The journal `pick` chooses from where the history stands (`empty`: no
@@ -91,23 +111,47 @@ fn walked(
 }
 
 /// The undo of `journal`, once it is known to be undoable.
-fn subject_of(journal: Journal, config: &Config) -> Result<UndoSubject, EngineError> {
+fn subject_of(
+    journal: Journal,
+    layout: &Layout,
+    config: &Config,
+) -> Result<UndoSubject, EngineError> {
     if journal.no_undo {
         return Err(UndoError::NotKept { id: journal.id }.into());
     }
     if let Some(at) = journal.pruned {
         return Err(UndoError::Pruned { id: journal.id, at }.into());
     }
+    let target = config.target();
+    // A move to where the configuration still names: its old place's
+    // objects come back there.
+    let moved = journal.moved.as_ref().filter(|m| m.to == target);
+    let moves_back = moved
+        .filter(|m| shares_cache(layout, &m.from, &m.to))
+        .map(MovedPlaces::reversed);
     // Remote objects are restored through the placement's own store.
     let remote = journal
         .entries
         .iter()
         .find(|e| matches!(e.op, Op::RemoteSetAside | Op::RemoteRestored))
         .map(|e| &e.placement)
-        .filter(|p| **p == config.target())
+        .filter(|p| **p == target || moved.is_some_and(|m| m.from == **p))
         .map(RemoteTarget::open)
         .transpose()?;
-    Ok(UndoSubject { journal, remote })
+    Ok(UndoSubject {
+        journal,
+        remote,
+        moves_back,
+    })
+}
+
+/// Whether this clone's cache of `a` is its cache of `b` (two remotes,
+/// one namespace): `.swamp.toml` can name either without moving a file.
+fn shares_cache(layout: &Layout, a: &Placement, b: &Placement) -> bool {
+    layout
+        .tiers()
+        .iter()
+        .all(|&t| layout.tier_dir(a, t) == layout.tier_dir(b, t))
 }
 
 /// Observes the files and objects of the subject's apply as they are now,
@@ -119,7 +163,9 @@ pub(crate) fn plan_undo(layout: &Layout, subject: &UndoSubject) -> Result<UndoPl
                 id: subject.journal.id.clone(),
                 source,
             })?;
-    Ok(crate::plan::undo::compose(&subject.journal, &observed))
+    let mut plan = crate::plan::undo::compose(&subject.journal, &observed);
+    plan.moves_back = subject.moves_back.clone();
+    Ok(plan)
 }
 
 /// How an undo's flow ended.
@@ -170,12 +216,33 @@ pub(crate) fn apply_undo(
     plan: &UndoPlan,
     command: &str,
 ) -> Result<UndoReport, EngineError> {
-    Ok(crate::apply::undo::apply(
-        layout,
-        plan,
-        command,
-        subject.remote.as_ref(),
-    )?)
+    let report = crate::apply::undo::apply(layout, plan, command, subject.remote.as_ref())?;
+    if let Some(back) = &plan.moves_back {
+        move_back(layout, back)?;
+    }
+    Ok(report)
+}
+
+/// Once an undone move's objects are back at `back.to`: `.swamp.toml`
+/// names it again, its `moved` marker goes, and one at `back.from` points
+/// the clones there to it. Each step converges when run again.
+fn move_back(layout: &Layout, back: &MovedPlaces) -> Result<(), EngineError> {
+    let mut config = Config::load(layout.repo())?;
+    if config.target() == back.from {
+        config.datastore = back.to.datastore.clone();
+        config.namespace = back.to.namespace.clone();
+        config
+            .migrating_from
+            .retain(|p| *p != back.to && *p != back.from);
+        config.save(layout.repo())?;
+    }
+    super::registry::clear_moved(&back.to)?;
+    if back.from.datastore.is_remote() {
+        let left = RemoteTarget::open(&back.from)?;
+        let marker = crate::state::moved::Moved::to(&back.to);
+        crate::store::runtime().block_on(crate::state::moved::leave(&left, &marker))?;
+    }
+    Ok(())
 }
 
 /// How `swamp undo --prune`'s flow ended.

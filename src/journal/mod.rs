@@ -100,7 +100,31 @@ pub(crate) struct Journal {
     /// longer be undone, but stays in the history.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pruned: Option<String>,
+    /// The apply moved the datastore: `.swamp.toml` went from one place
+    /// to the other, and the old place's objects (its entries) went to
+    /// its trash. Undoing it moves `.swamp.toml` back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub moved: Option<MovedPlaces>,
     pub entries: Vec<Entry>,
+}
+
+/// The two places of a move, as a journal records it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MovedPlaces {
+    /// The place the datastore left.
+    pub from: Placement,
+    /// The place `.swamp.toml` named afterwards.
+    pub to: Placement,
+}
+
+impl MovedPlaces {
+    /// The same move, the other way.
+    pub fn reversed(&self) -> MovedPlaces {
+        MovedPlaces {
+            from: self.to.clone(),
+            to: self.from.clone(),
+        }
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -182,6 +206,7 @@ impl Journal {
             undoes: None,
             no_undo: false,
             pruned: None,
+            moved: None,
             entries,
         }
     }
@@ -403,6 +428,7 @@ mod tests {
             undoes: undoes.map(Into::into),
             no_undo: false,
             pruned: None,
+            moved: None,
             entries: Vec::new(),
         }
     }

@@ -382,6 +382,14 @@ impl Layout {
         key
     }
 
+    /// The datastore file a key of `placement`'s bucket holds, or `None`
+    /// for swamp's own records there (`.swamp/…`, `.namespace.json`) and
+    /// keys of other placements.
+    pub fn remote_file_path(placement: &Placement, key: &str) -> Option<TierPath> {
+        key.strip_prefix(&Layout::remote_prefix(placement))
+            .and_then(|rest| TierPath::parse(rest).ok())
+    }
+
     /// `s3://bucket/<prefix>/<ns>/`: names the remote side in plans.
     pub fn remote_url(placement: &Placement) -> String {
         let (scheme, bucket) = match &placement.datastore {
@@ -629,6 +637,34 @@ mod tests {
     }
 
     use crate::testutil::tp;
+
+    #[test]
+    fn a_remote_key_names_a_datastore_file_only_below_its_placement() {
+        let c = config(
+            DatastoreConfig::S3 {
+                bucket: "b".into(),
+                prefix: Some("p".into()),
+                region: None,
+                endpoint: None,
+            },
+            Some("team"),
+        );
+        let at = c.target();
+        assert_eq!(
+            Layout::remote_file_path(&at, "p/team/data/m/1/raw"),
+            Some(tp("data/m/1/raw"))
+        );
+        // swamp's own records there, and another namespace's files
+        for key in [
+            "p/team/.swamp/remote-id.json",
+            "p/team/.namespace.json",
+            "p/team/.swamp/trash/x/data/m/1/raw",
+            "p/other/data/m/1/raw",
+            "p/team/data",
+        ] {
+            assert_eq!(Layout::remote_file_path(&at, key), None, "{key}");
+        }
+    }
 
     #[test]
     fn plans_name_roots_the_same_on_every_machine() {

@@ -207,16 +207,8 @@ fn to_remote(
 
 /// Where a drained source's clones are told the datastore went.
 fn moved_to(target: &crate::config::Placement) -> MovedTo {
-    if target.datastore.is_remote() {
-        return MovedTo {
-            to: crate::layout::Layout::remote_url(target),
-            spec: Some(crate::config::datastore_spec(&target.datastore)),
-        };
-    }
-    MovedTo {
-        to: target.datastore.to_string(),
-        spec: None,
-    }
+    let (to, spec) = crate::state::moved::named(target);
+    MovedTo { to, spec }
 }
 
 /// Every object a drained source remote holds that goes with it: its

@@ -73,7 +73,7 @@ impl SavedUndo {
 #[derive(Debug)]
 pub(crate) enum Loaded {
     Plan(Box<SavedPlan>),
-    Undo(SavedUndo),
+    Undo(Box<SavedUndo>),
 }
 
 /// Reads a plan file of either kind, checking its format version first.
@@ -107,7 +107,7 @@ pub(crate) fn load_any(path: &Path) -> Result<Loaded, PlanFileError> {
     if head.kind.as_ref().and_then(|k| k.as_str()) == Some("undo") {
         let saved: SavedUndo =
             serde_json::from_slice(&bytes).map_err(|e| malformed(e.to_string()))?;
-        return Ok(Loaded::Undo(saved));
+        return Ok(Loaded::Undo(Box::new(saved)));
     }
     Ok(Loaded::Plan(Box::new(SavedPlan::from_slice(path, &bytes)?)))
 }

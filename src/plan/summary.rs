@@ -114,6 +114,10 @@ impl Plan {
             .remote
             .as_ref()
             .is_some_and(|r| r.prechecked.contains(&Prechecked::Delete));
+        let copies_prechecked = self
+            .remote
+            .as_ref()
+            .is_some_and(|r| r.prechecked.contains(&Prechecked::Copy));
         for (i, source) in self.sources.iter().enumerate() {
             if !source.datastore.is_remote() {
                 continue;
@@ -124,18 +128,41 @@ impl Plan {
                     .datastore
                     .copies_server_side_to(&self.target.datastore)
             {
-                let objects: usize = self
-                    .actions
-                    .iter()
-                    .filter_map(|a| match a {
-                        Action::DeleteSourceRemote(d) if d.source == i => Some(d.objects.len()),
+                let drains = || {
+                    self.actions.iter().filter_map(|a| match a {
+                        Action::DeleteSourceRemote(d) if d.source == i => Some(d),
                         _ => None,
                     })
-                    .sum();
+                };
+                let objects: usize = drains().map(|d| d.objects.len()).sum();
                 requests.head += 1 + objects as u64;
+                // Its trash copies read the object's version first too.
+                if copies_prechecked && !self.no_undo {
+                    requests.head += drains().map(|d| self.trash_copies_of(d)).sum::<u64>();
+                }
             }
         }
         requests
+    }
+
+    /// The files drained sources delete (not swamp's own records there),
+    /// each first copied server-side into that source's remote trash.
+    pub fn drained_trash_copies(&self) -> u64 {
+        self.actions
+            .iter()
+            .filter_map(|a| match a {
+                Action::DeleteSourceRemote(d) => Some(self.trash_copies_of(d)),
+                _ => None,
+            })
+            .sum()
+    }
+
+    fn trash_copies_of(&self, d: &DeleteSourceRemote) -> u64 {
+        let from = self.sources[d.source].placement();
+        d.objects
+            .iter()
+            .filter(|o| crate::layout::Layout::remote_file_path(&from, &o.key).is_some())
+            .count() as u64
     }
 
     pub fn summary(&self) -> Summary {
@@ -156,9 +183,12 @@ impl Plan {
             tally.count(a);
         }
         let mut s = std::mem::take(&mut tally.summary);
+        tally.drained_trash = self.drained_trash_copies();
+        s.trash_copies += tally.drained_trash as usize;
         if self.no_undo {
             s.set_aside = 0;
             s.trash_copies = 0;
+            tally.drained_trash = 0;
         }
         if let Some(remote) = &self.remote {
             s.skipped =
@@ -211,6 +241,9 @@ struct Tally {
     remote_temps: u64,
     /// `moved` markers left at drained sources (a PUT each).
     markers: u64,
+    /// Of the trash copies, those of drained sources' files (made at the
+    /// source, whose server may not be the target's).
+    drained_trash: u64,
     /// Uploads at least this large go in parts.
     multipart_threshold: Option<u64>,
     /// Requests beyond one per upload that multipart uploads send.
@@ -398,7 +431,8 @@ impl Tally {
                 s.delete_remote as u64 + self.records_pruned + u64::from(writes_remote);
         }
         if prechecked(Prechecked::Copy) {
-            requests.head += (s.trash_copies + s.copy_remote - s.copy_streamed) as u64;
+            requests.head +=
+                (s.trash_copies + s.copy_remote - s.copy_streamed) as u64 - self.drained_trash;
         }
         requests
     }

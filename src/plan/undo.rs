@@ -12,7 +12,7 @@ use std::collections::BTreeSet;
 use serde::{Deserialize, Serialize};
 
 use crate::config::Placement;
-use crate::journal::{Entry, Journal, Op};
+use crate::journal::{Entry, Journal, MovedPlaces, Op};
 use crate::layout::TierPath;
 use crate::state::journaled::{EntryState, Found, UndoObserved};
 
@@ -129,11 +129,16 @@ pub struct UndoPlan {
     pub command: String,
     pub actions: Vec<UndoAction>,
     pub conflicts: Vec<UndoConflict>,
+    /// The apply moved the datastore and this clone's cache serves both
+    /// places: once its objects are back, `.swamp.toml` names `to` again
+    /// and a `moved` marker at `from` points there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub moves_back: Option<MovedPlaces>,
 }
 
 impl UndoPlan {
     pub fn is_empty(&self) -> bool {
-        self.actions.is_empty() && self.conflicts.is_empty()
+        self.actions.is_empty() && self.conflicts.is_empty() && self.moves_back.is_none()
     }
 }
 
@@ -153,6 +158,7 @@ pub(crate) fn compose(journal: &Journal, observed: &UndoObserved) -> UndoPlan {
         command: journal.command.clone(),
         actions: Vec::new(),
         conflicts: Vec::new(),
+        moves_back: None,
     };
     // Restored entries first: what they set aside makes room for what the
     // others restore at the same path.
@@ -355,6 +361,7 @@ mod tests {
             undoes: None,
             no_undo: false,
             pruned: None,
+            moved: None,
             entries,
         }
     }

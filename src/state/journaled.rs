@@ -206,7 +206,14 @@ pub(crate) fn held(
                         Err(e) => return Err(e.into()),
                     }
                 }
-                Op::RemoteSetAside if &e.placement == target => h.remote_objects += 1,
+                Op::RemoteSetAside
+                    if &e.placement == target
+                        || j.moved
+                            .as_ref()
+                            .is_some_and(|m| &m.to == target && m.from == e.placement) =>
+                {
+                    h.remote_objects += 1
+                }
                 _ => {}
             }
         }

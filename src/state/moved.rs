@@ -20,6 +20,31 @@ pub(crate) struct Moved {
     pub by: String,
 }
 
+impl Moved {
+    /// A marker naming `place`, left now by this user.
+    pub(crate) fn to(place: &crate::config::Placement) -> Moved {
+        let (to, spec) = named(place);
+        Moved {
+            to,
+            spec,
+            at: crate::clock::now_rfc3339(),
+            by: crate::lock::who_am_i(),
+        }
+    }
+}
+
+/// How a marker names `place`: its URL and the spec that follows it (a
+/// remote), or what `.swamp.toml` says (a local or filesystem datastore).
+pub(crate) fn named(place: &crate::config::Placement) -> (String, Option<String>) {
+    if place.datastore.is_remote() {
+        return (
+            crate::layout::Layout::remote_url(place),
+            Some(crate::config::datastore_spec(&place.datastore)),
+        );
+    }
+    (place.datastore.to_string(), None)
+}
+
 /// Reads the marker at `remote`'s place (None: there is none, or it is
 /// not one of ours).
 pub(crate) async fn read(remote: &RemoteTarget) -> Result<Option<Moved>, StoreError> {

@@ -613,8 +613,36 @@ impl Store for FsStore {
         to: &str,
         pre: &Precondition,
     ) -> Result<ObjectMeta, StoreError> {
+        self.copy_pinned(from, None, to, pre).await
+    }
+
+    /// One request, as S3's `x-amz-copy-source-if-match`: the file opened
+    /// is the version checked, so no read of it goes first.
+    async fn copy_at(
+        &self,
+        from: &str,
+        version: &str,
+        to: &str,
+        pre: &Precondition,
+    ) -> Result<(), StoreError> {
+        self.copy_pinned(from, Some(version), to, pre)
+            .await
+            .map(|_| ())
+    }
+}
+
+impl FsStore {
+    /// Copies `from` (only at `version`, when given) to `to`.
+    async fn copy_pinned(
+        &self,
+        from: &str,
+        version: Option<&str>,
+        to: &str,
+        pre: &Precondition,
+    ) -> Result<ObjectMeta, StoreError> {
         let request = (Class::Copy, "copy", from);
         let (from, to, pre) = (from.to_string(), to.to_string(), pre.clone());
+        let version = version.map(str::to_string);
         self.blocking(request, move |s| {
             let src_path = s.path_of(&from)?;
             let mut file = match open_object(&src_path) {
@@ -623,6 +651,9 @@ impl Store for FsStore {
                 Err(e) => return Err(open_error(&from, &src_path, e)),
             };
             let src_meta = meta_of(&from, &src_path, &file)?;
+            if version.as_ref().is_some_and(|v| *v != src_meta.version) {
+                return Err(StoreError::PreconditionFailed { key: from });
+            }
             // The recorded hash of the source must match what is copied, so
             // a corrupt source is not blessed with a fresh hash.
             let mismatch = |expected: &str, found: &str| StoreError::Integrity {

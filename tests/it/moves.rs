@@ -24,6 +24,27 @@ fn data_in(contents: BTreeMap<String, Vec<u8>>, ns: &str) -> BTreeMap<String, Ve
         .collect()
 }
 
+/// The keys of `contents` outside swamp's trash (`.swamp/trash/…`).
+fn outside_trash(contents: BTreeMap<String, Vec<u8>>) -> Vec<String> {
+    contents
+        .into_keys()
+        .filter(|k| !k.contains("/.swamp/trash/"))
+        .collect()
+}
+
+/// What the trash under `ns` holds, by the key each file had (the apply
+/// id left out).
+fn trash_in(contents: BTreeMap<String, Vec<u8>>, ns: &str) -> BTreeMap<String, Vec<u8>> {
+    let trash = format!("{ns}.swamp/trash/");
+    contents
+        .into_iter()
+        .filter_map(|(k, v)| {
+            let (_id, key) = k.strip_prefix(&trash)?.split_once('/')?;
+            Some((key.to_string(), v))
+        })
+        .collect()
+}
+
 /// The copy actions of a run's plan, from its `--json` document.
 fn copies(doc: &serde_json::Value) -> Vec<&serde_json::Value> {
     doc["plan"]["actions"]
@@ -98,7 +119,8 @@ fn moves_server_side(backend: Backend) {
     let copies = copies(&doc);
     assert_eq!(copies.len(), 2, "{doc}");
     assert!(copies.iter().all(|c| c.get("streamed").is_none()), "{doc}");
-    assert_eq!(sent(&doc, "copy"), 2, "{doc}");
+    // Two into the new bucket, two into the old place's trash.
+    assert_eq!(sent(&doc, "copy"), 4, "{doc}");
     assert_eq!(
         sent(&doc, "get"),
         0,
@@ -109,8 +131,13 @@ fn moves_server_side(backend: Backend) {
     assert_eq!(data(to.contents()).len(), 2, "{doc}");
     assert!(a.config().contains(&to.name), "{}", a.config());
     assert!(!a.config().contains("migrating_from"), "{}", a.config());
-    let left: Vec<String> = from.contents().into_keys().collect();
+    let left = outside_trash(from.contents());
     assert_eq!(left, ["swamp/team/.swamp/moved.json"], "{left:?}");
+    assert_eq!(
+        trash_in(from.contents(), "swamp/team/"),
+        data(before.clone()),
+        "the old objects wait in the old place's trash"
+    );
     let marker: serde_json::Value =
         serde_json::from_slice(&from.get("swamp/team/.swamp/moved.json").unwrap()).unwrap();
     assert!(
@@ -216,12 +243,13 @@ fn a_move_from_s3_to_gcs_and_back_streams_every_byte_with_its_sha256() {
     assert_eq!(copies.len(), 2, "{doc}");
     assert!(copies.iter().all(|c| c["streamed"] == true), "{doc}");
     assert_eq!(doc["plan"]["summary"]["copy_streamed"], 2, "{doc}");
-    assert_eq!(sent(&doc, "copy"), 0, "{doc}");
+    // Server-side only the old objects' copies into their trash.
+    assert_eq!(sent(&doc, "copy"), 2, "{doc}");
     assert_eq!(sent(&doc, "get"), 2, "{doc}");
     assert_as_estimated(&doc);
     assert_eq!(data(gcs.contents()), before);
     assert_sha256_metadata(&gcs);
-    let left: Vec<String> = s3.contents().into_keys().collect();
+    let left = outside_trash(s3.contents());
     assert_eq!(left, ["swamp/team/.swamp/moved.json"]);
     assert!(
         !a.exists(".swamp/state/moving")
@@ -238,7 +266,7 @@ fn a_move_from_s3_to_gcs_and_back_streams_every_byte_with_its_sha256() {
         s3.get("swamp/team/.swamp/moved.json").is_none(),
         "moving back clears the marker"
     );
-    let left: Vec<String> = gcs.contents().into_keys().collect();
+    let left = outside_trash(gcs.contents());
     assert_eq!(left, ["swamp/team/.swamp/moved.json"]);
     let again = a.json(&["--json", "datastore", "sync", "-y"], 0);
     assert_eq!(again["plan"]["summary"]["upload"], 0, "{again}");
@@ -393,13 +421,12 @@ fn moves_to_another_prefix(backend: Backend) {
     let before = data(bucket.contents());
     let spec = bucket.spec().replacen("/swamp?", "/moved?", 1);
     let doc = a.json(&["--json", "datastore", "setup", &spec, "-y"], 0);
-    assert_eq!(sent(&doc, "copy"), 2, "{doc}");
+    assert_eq!(sent(&doc, "copy"), 4, "{doc}");
     assert_eq!(sent(&doc, "get"), 0, "{doc}");
     assert_as_estimated(&doc);
     assert_eq!(data_in(bucket.contents(), "moved/team/"), before);
-    let old: Vec<String> = bucket
-        .contents()
-        .into_keys()
+    let old: Vec<String> = outside_trash(bucket.contents())
+        .into_iter()
         .filter(|k| k.starts_with("swamp/"))
         .collect();
     assert_eq!(old, ["swamp/team/.swamp/moved.json"]);
@@ -414,4 +441,105 @@ fn a_move_to_another_prefix_of_one_s3_bucket_copies_server_side() {
 #[test]
 fn a_move_to_another_prefix_of_one_gcs_bucket_copies_server_side() {
     moves_to_another_prefix(Backend::Gcs);
+}
+
+/// `swamp undo` after a move between buckets puts the old place back: its
+/// objects come back from its trash, `.swamp.toml` names it again, its
+/// marker goes and one at the new place points back. The clone that
+/// stayed on the old place syncs again with nothing to transfer, as does
+/// the one that undid; `swamp redo` moves forward again.
+fn undo_of_a_move_puts_the_old_place_back(backend: Backend) {
+    let from = Bucket::new(backend);
+    let to = Bucket::new(backend);
+    let a = pushed(&from);
+    let stays = a.clone_elsewhere();
+    stays.run(&["datastore", "sync", "-y"]).expect(0);
+    let config = a.config();
+    let before = data(from.contents());
+    a.run(&["datastore", "setup", &to.spec(), "-y"]).expect(0);
+    stays.run(&["datastore", "sync", "-y"]).expect(1);
+
+    let preview = a.run(&["undo", "--dry-run"]);
+    preview.expect(0);
+    assert!(
+        preview.stdout.contains("The datastore moves back"),
+        "{}",
+        preview.stdout
+    );
+    assert!(preview.stdout.contains(&from.name), "{}", preview.stdout);
+    assert!(from.get("swamp/team/.swamp/moved.json").is_some());
+
+    let undone = a.run(&["undo", "-y"]);
+    undone.expect(0);
+    assert!(undone.stdout.contains("names"), "{}", undone.stdout);
+    assert_eq!(data(from.contents()), before, "{}", undone.stdout);
+    assert!(
+        from.get("swamp/team/.swamp/moved.json").is_none(),
+        "the old place's marker goes"
+    );
+    let marker: serde_json::Value =
+        serde_json::from_slice(&to.get("swamp/team/.swamp/moved.json").unwrap()).unwrap();
+    assert!(
+        marker["to"].as_str().unwrap().contains(&from.name),
+        "{marker}"
+    );
+    assert!(a.config().contains(&from.name), "{}", a.config());
+    assert!(!a.config().contains(&to.name), "{}", a.config());
+    assert_eq!(a.config(), config);
+
+    for clone in [&a, &stays] {
+        let doc = clone.json(&["--json", "datastore", "sync", "-y"], 0);
+        let s = &doc["plan"]["summary"];
+        assert_eq!(
+            (s["upload"].as_u64(), s["download"].as_u64()),
+            (Some(0), Some(0)),
+            "{doc}"
+        );
+    }
+
+    let redone = a.run(&["redo", "-y"]);
+    redone.expect(0);
+    assert!(a.config().contains(&to.name), "{}", a.config());
+    assert!(data(from.contents()).is_empty(), "{:?}", from.contents());
+    assert!(from.get("swamp/team/.swamp/moved.json").is_some());
+    assert!(to.get("swamp/team/.swamp/moved.json").is_none());
+    assert_eq!(data(to.contents()), before);
+    let doc = a.json(&["--json", "datastore", "sync", "-y"], 0);
+    assert_eq!(doc["plan"]["summary"]["download"], 0, "{doc}");
+    assert_eq!(doc["plan"]["summary"]["upload"], 0, "{doc}");
+}
+
+#[test]
+fn undo_of_a_move_between_s3_buckets_puts_the_old_place_back() {
+    undo_of_a_move_puts_the_old_place_back(Backend::S3);
+}
+
+#[test]
+fn undo_of_a_move_between_gcs_buckets_puts_the_old_place_back() {
+    undo_of_a_move_puts_the_old_place_back(Backend::Gcs);
+}
+
+/// The old place's trash after a move is pruned by retention like any
+/// other (nothing else would ever prune it): past `[undo] keep_days`,
+/// `swamp undo --prune` empties it, and the move can no longer be undone.
+#[test]
+fn retention_prunes_the_old_places_trash_after_a_move() {
+    let from = Bucket::new(Backend::S3);
+    let to = Bucket::new(Backend::S3);
+    let a = pushed(&from);
+    let doc = a.json(&["--json", "datastore", "setup", &to.spec(), "-y"], 0);
+    assert_eq!(trash_in(from.contents(), "swamp/team/").len(), 2, "{doc}");
+
+    let later = [("SWAMP_NOW", "2027-06-01T00:00:00Z")];
+    let pruned = a.run_with(&["undo", "--prune", "-y"], &later);
+    pruned.expect(0);
+    assert_eq!(
+        from.contents().into_keys().collect::<Vec<_>>(),
+        ["swamp/team/.swamp/moved.json"],
+        "{}",
+        pruned.stdout
+    );
+    let undo = a.run_with(&["undo", "-y"], &later);
+    assert!(undo.stderr.contains("pruned"), "{}", undo.stderr);
+    assert_eq!(data(to.contents()).len(), 2);
 }

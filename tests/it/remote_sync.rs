@@ -420,15 +420,20 @@ fn setup_round_trip_leaves_files_identical_and_the_bucket_empty(backend: Backend
         before,
         "byte-identical"
     );
-    let left: Vec<String> = bucket.contents().into_keys().collect();
+    let (trash, left): (Vec<String>, Vec<String>) = bucket
+        .contents()
+        .into_keys()
+        .partition(|k| k.starts_with("swamp/lab/.swamp/trash/"));
     assert_eq!(
         left,
         [
             "swamp/lab/.swamp/moved.json",
             "swamp/other/data/theirs/1/raw"
         ],
-        "only the other repo's key is left, and the marker of the move"
+        "only the other repo's key is left, the marker of the move and its trash"
     );
+    // What the drain deleted waits in its trash, for `swamp undo`.
+    assert_eq!(trash.len(), 3, "{trash:?}");
     assert!(
         !repo.cache().join("lab").exists(),
         "the old cache is drained"
@@ -467,9 +472,14 @@ fn setting_a_namespace_re_keys_remote_objects(backend: Backend) {
         "-y",
     ])
     .expect(0);
-    let (notes, keys): (Vec<String>, Vec<String>) = bucket
+    let (trash, kept): (Vec<String>, Vec<String>) = bucket
         .contents()
         .into_keys()
+        .partition(|k| k.starts_with("swamp/.swamp/trash/"));
+    // The old prefix's files wait in its trash, for `swamp undo`.
+    assert_eq!(trash.len(), 3, "{trash:?}");
+    let (notes, keys): (Vec<String>, Vec<String>) = kept
+        .into_iter()
         .partition(|k| k.contains("/.swamp/clones/"));
     // The old prefix's notes went with it; the new namespace has A's.
     assert_eq!(notes.len(), 1, "{notes:?}");

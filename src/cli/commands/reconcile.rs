@@ -480,6 +480,8 @@ fn requests_line(
     }
     let against = if *estimated == sent {
         "as estimated".to_string()
+    } else if estimated.total() == 0 {
+        "estimated: none".to_string()
     } else {
         format!("estimated: {}", estimated.describe())
     };

@@ -185,9 +185,12 @@ fn undo_with(ctx: &Ctx, which: Which<'_>, then: Then<'_>) -> Result<Outcome, Cli
     let (layout, config) = (&repo.layout, &repo.config);
     let locks = match applies {
         false => None,
-        true if subject.writes_remote() || !config.datastore.is_remote() => {
-            Some(Locks::take(ctx, layout, config, "undo")?)
-        }
+        true if subject.writes_remote() || !config.datastore.is_remote() => Some(Locks::take(
+            ctx,
+            layout,
+            &subject.locked_config(config),
+            "undo",
+        )?),
         true => Some(Locks::take_local(ctx, layout, config, "undo")?),
     };
     let result = plan_and_apply(ctx, &repo, &subject, then);
@@ -371,6 +374,12 @@ fn show_undone(
             remote.push_str(&format!(
                 ", {} remote object(s) set aside",
                 report.set_aside_remote
+            ));
+        }
+        if let Some(back) = &plan.moves_back {
+            remote.push_str(&format!(
+                "; `.swamp.toml` names {} again",
+                crate::layout::Layout::remote_url(&back.to)
             ));
         }
         outln!(

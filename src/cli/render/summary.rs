@@ -78,7 +78,10 @@ pub(super) fn undo_line(plan: &Plan, s: &crate::plan::Summary) -> Option<String>
                 })
         )
     });
-    let (cache, remote) = (cache.count(), remote.count());
+    let (cache, remote) = (
+        cache.count(),
+        remote.count() + plan.drained_trash_copies() as usize,
+    );
     if cache + remote == 0 {
         return None;
     }

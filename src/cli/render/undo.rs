@@ -46,6 +46,14 @@ pub fn render_undo(plan: &crate::plan::undo::UndoPlan) -> String {
             undo_conflict(&mut out, c, &plan.undoes);
         }
     }
+    if let Some(back) = &plan.moves_back {
+        let _ = writeln!(
+            out,
+            "\nThe datastore moves back: `.swamp.toml` names {} again, and a `moved` marker at {} sends the clones there back.",
+            crate::layout::Layout::remote_url(&back.to),
+            crate::layout::Layout::remote_url(&back.from),
+        );
+    }
     let count = |kind: &str| plan.actions.iter().filter(|a| a.kind() == kind).count();
     let remote = match count("restore-remote") {
         0 => String::new(),
