@@ -222,7 +222,7 @@ impl DatastoreConfig {
 
     /// Whether an object of this remote datastore reaches `other` by a
     /// server-side copy: one provider at one endpoint (S3 `CopyObject`
-    /// names the source bucket, GCS `copyTo` both). Across providers or
+    /// names the source bucket, GCS `rewrite` both). Across providers or
     /// endpoints, or between `file://` test buckets (each a directory
     /// store of its own), objects are streamed through this machine.
     pub fn copies_server_side_to(&self, other: &DatastoreConfig) -> bool {

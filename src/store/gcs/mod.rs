@@ -19,6 +19,7 @@
 //! parameter); [`Capabilities`] says which.
 
 mod resumable;
+mod rewrite;
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -112,6 +113,7 @@ impl GcsStore {
         let stack = reqwest_middleware::ClientBuilder::new(http)
             .with(super::gcs_traced::Traced)
             .with(super::gcs_stored::AsStored)
+            .with(rewrite::RewriteConditions)
             .build();
         let config = ClientConfig {
             http: Some(stack.clone()),
@@ -886,10 +888,7 @@ impl Store for GcsStore {
         check_key(&from.key)?;
         check_key(to)?;
         self.precheck(to, pre, self.enforced().copy).await?;
-        let mut req = self.copy_request(&from.key, to, pre)?;
-        req.source_bucket = bucket.to_string();
-        req.if_source_generation_match = from.version.parse().ok();
-        self.copy_req_sent(&req, &from.key, to).await
+        self.rewrite_from(bucket, from, to, pre).await
     }
 
     fn probes_enforcement(&self) -> bool {
