@@ -2,6 +2,9 @@
 
 // A pull or push allocates per request on many threads (the S3 and HTTP
 // stacks), where glibc's malloc showed up as a sixth of a pull's profile.
+// `--features system-alloc` keeps glibc's, which heap profilers
+// (heaptrack) see into; mimalloc maps its own memory.
+#[cfg(not(feature = "system-alloc"))]
 #[global_allocator]
 static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
@@ -15,6 +18,7 @@ fn main() -> std::process::ExitCode {
     // benchmark.
     // SAFETY: mimalloc's C options API, which has no safe wrapper; called
     // before any other thread exists, with options that exist.
+    #[cfg(not(feature = "system-alloc"))]
     unsafe {
         libmimalloc_sys::mi_option_set(15, 0);
         libmimalloc_sys::mi_option_set(4, 0);
