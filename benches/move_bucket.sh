@@ -378,6 +378,11 @@ printf '  %-58s %6sx  (<= 1.2x)     %s\n' "swamp move / curl CopyObject ceiling 
 both=$(echo "$(med "$L_CURL") $(med "$L_CURL_DEL")" | awk '{print $1 + $2}')
 printf '  %-58s %6sx  (information: swamp deletes the old objects too)\n' \
     "swamp move / (curl CopyObject + curl DELETE)" "$(ratio "$(med "$L_SWAMP")" "$both")"
+# What swamp sends per object: a copy to the new place, one into the old
+# place's trash (so `swamp undo` can put it back), a delete.
+work=$(echo "$(med "$L_CURL") $(med "$L_CURL_DEL")" | awk '{print 2 * $1 + $2}')
+printf '  %-58s %6sx  (information: the same requests as swamp sends)\n' \
+    "swamp move / (2 x curl CopyObject + curl DELETE)" "$(ratio "$(med "$L_SWAMP")" "$work")"
 printf '  %-58s %6sx  (> 1: swamp is faster; rclone deletes nothing)\n' \
     "rclone copy / swamp move" "$(ratio "$(med "$L_RCLONE")" "$(med "$L_SWAMP")")"
 m=$(mb "$L_SWAMP")
