@@ -45,16 +45,7 @@ SWAMP_HOME="$REPO_DIR/home" "$SWAMP" --repo "$REPO_DIR/repo" init \
 id=$(awk -F'"' '/^repo_id *=/ {print $2; exit}' "$REPO_DIR/repo/.swamp.toml")
 SRC="$REPO_DIR/home/repos/$id/outputs/bench"
 stage "== writing $N files of 4 KiB under $SRC"
-python3 - "$SRC" "$N" <<'PY'
-import os, sys
-root, n = sys.argv[1], int(sys.argv[2])
-for i in range(n):
-    d = os.path.join(root, f"{i // 1000:04d}")
-    if i % 1000 == 0:
-        os.makedirs(d, exist_ok=True)
-    with open(os.path.join(d, f"f{i:07d}.txt"), "w") as f:
-        f.write(os.urandom(2048).hex())
-PY
+write_bench_files "$SRC" "$N"
 cp "$REPO_DIR/repo/.swamp.toml" "$CLONE/repo/.swamp.toml"
 
 # profiled STEP HOME REPO ARGS...: one swamp run under heaptrack.

@@ -62,16 +62,7 @@ id=$(awk -F'"' '/^repo_id *=/ {print $2; exit}' "$REPO_DIR/repo/.swamp.toml")
 CACHE="$REPO_DIR/home/repos/$id"
 SRC="$CACHE/outputs/bench"
 stage "== writing $N files of 4 KiB (1,000 a directory) under $SRC"
-python3 - "$SRC" "$N" <<'PY'
-import os, sys
-root, n = sys.argv[1], int(sys.argv[2])
-for i in range(n):
-    d = os.path.join(root, f"{i // 1000:04d}")
-    if i % 1000 == 0:
-        os.makedirs(d, exist_ok=True)
-    with open(os.path.join(d, f"f{i:07d}.txt"), "w") as f:
-        f.write(os.urandom(2048).hex())   # 4096 distinct bytes
-PY
+write_bench_files "$SRC" "$N"
 (cd "$SRC" && find . -type f -print0 | sort -z | xargs -0 sha256sum) >"$WORK/src.sha256"
 [[ "$(wc -l <"$WORK/src.sha256")" -eq "$N" ]] || { echo "error: expected $N files under $SRC" >&2; exit 1; }
 same_tree() {

@@ -131,6 +131,21 @@ if [[ "$ready" != 1 ]]; then
     exit 1
 fi
 
+# write_bench_files DIR N: N files of 4 KiB of distinct random hex, 1,000 a
+# directory (DIR/0000/f0000000.txt, ...).
+write_bench_files() {
+    python3 - "$1" "$2" <<'PY'
+import os, sys
+root, n = sys.argv[1], int(sys.argv[2])
+for i in range(n):
+    d = os.path.join(root, f"{i // 1000:04d}")
+    if i % 1000 == 0:
+        os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, f"f{i:07d}.txt"), "w") as f:
+        f.write(os.urandom(2048).hex())   # 4096 distinct bytes
+PY
+}
+
 make_bucket() {
     local code
     code="$(curl -s -o "$WORK/bucket.out" -w '%{http_code}' -X PUT "$S3/$1")"

@@ -335,7 +335,9 @@ fn drained_entries(plan: &Plan) -> (Vec<journal::Entry>, Option<journal::MovedPl
         Action::DeleteSourceRemote(d) => Some(d),
         _ => None,
     }) {
-        let from = plan.sources[d.source].placement();
+        let Some(from) = plan.sources.get(d.source).map(|s| s.placement()) else {
+            continue;
+        };
         let before = entries.len();
         entries.extend(
             d.objects

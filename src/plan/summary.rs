@@ -158,7 +158,10 @@ impl Plan {
     }
 
     fn trash_copies_of(&self, d: &DeleteSourceRemote) -> u64 {
-        let from = self.sources[d.source].placement();
+        // A plan read from a file may name a source it lacks: none then.
+        let Some(from) = self.sources.get(d.source).map(|s| s.placement()) else {
+            return 0;
+        };
         d.objects
             .iter()
             .filter(|o| crate::layout::Layout::remote_file_path(&from, &o.key).is_some())
