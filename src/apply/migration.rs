@@ -18,14 +18,8 @@ impl Run<'_> {
         let mut config = Config::load(self.repo)?;
         // A move between remotes keeps the cache where it is: the source's
         // files are the target's then.
-        let shares_cache = |p: &crate::config::Placement| {
-            layout
-                .tiers()
-                .iter()
-                .all(|&t| layout.tier_dir(p, t) == layout.tier_dir(&config.target(), t))
-        };
         for source in &plan.sources {
-            if shares_cache(&source.placement()) {
+            if layout.shares_cache(&source.placement(), &config.target()) {
                 continue;
             }
             if let Some(left) = first_datastore_file(layout, &source.placement()) {

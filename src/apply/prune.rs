@@ -119,11 +119,7 @@ fn prune_remote(
         let remote = remote.ok_or(PruneError::NoRemote)?;
         removed += delete_trash(remote, &keys)?;
     }
-    let moved_from = journal
-        .moved
-        .as_ref()
-        .filter(|m| &m.to == target)
-        .map(|m| m.from.clone());
+    let moved_from = journal.moved_from(target).cloned();
     if let Some(from) = &moved_from {
         let keys = keys_at(from);
         if !keys.is_empty() {

@@ -530,7 +530,8 @@ async fn delete_source_remote(
             key: o.key.clone(),
             source,
         };
-        if let (Some(id), Some(path)) = (trash, Layout::remote_file_path(&from.placement, &o.key)) {
+        if let (Some(id), Some(path)) = (trash, Layout::remote_file_path(&from.key_prefix, &o.key))
+        {
             keep_in_trash(from, id, &path, &o.version.as_str())
                 .await
                 .map_err(object_err)?;

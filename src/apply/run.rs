@@ -339,10 +339,11 @@ fn drained_entries(plan: &Plan) -> (Vec<journal::Entry>, Option<journal::MovedPl
             continue;
         };
         let before = entries.len();
+        let prefix = Layout::remote_prefix(&from);
         entries.extend(
             d.objects
                 .iter()
-                .filter_map(|o| Layout::remote_file_path(&from, &o.key))
+                .filter_map(|o| Layout::remote_file_path(&prefix, &o.key))
                 .map(|path| journal::Entry::remote_set_aside(&from, &path, None)),
         );
         if entries.len() > before && d.moved_to.is_some() {

@@ -7,7 +7,6 @@
 use crate::apply::prune::Pruned;
 pub(crate) use crate::apply::undo::UndoReport;
 use crate::config::Config;
-use crate::config::Placement;
 use crate::journal::{Journal, MovedPlaces, Op, UndoError};
 use crate::layout::Layout;
 use crate::plan::Action;
@@ -125,9 +124,11 @@ fn subject_of(
     let target = config.target();
     // A move to where the configuration still names: its old place's
     // objects come back there.
-    let moved = journal.moved.as_ref().filter(|m| m.to == target);
-    let moves_back = moved
-        .filter(|m| shares_cache(layout, &m.from, &m.to))
+    let moved_from = journal.moved_from(&target);
+    // Back in `.swamp.toml` too, where one cache serves both places.
+    let moves_back = moved_from
+        .filter(|from| layout.shares_cache(from, &target))
+        .and(journal.moved.as_ref())
         .map(MovedPlaces::reversed);
     // Remote objects are restored through the placement's own store.
     let remote = journal
@@ -135,7 +136,7 @@ fn subject_of(
         .iter()
         .find(|e| matches!(e.op, Op::RemoteSetAside | Op::RemoteRestored))
         .map(|e| &e.placement)
-        .filter(|p| **p == target || moved.is_some_and(|m| m.from == **p))
+        .filter(|p| **p == target || moved_from == Some(*p))
         .map(RemoteTarget::open)
         .transpose()?;
     Ok(UndoSubject {
@@ -143,15 +144,6 @@ fn subject_of(
         remote,
         moves_back,
     })
-}
-
-/// Whether this clone's cache of `a` is its cache of `b` (two remotes,
-/// one namespace): `.swamp.toml` can name either without moving a file.
-fn shares_cache(layout: &Layout, a: &Placement, b: &Placement) -> bool {
-    layout
-        .tiers()
-        .iter()
-        .all(|&t| layout.tier_dir(a, t) == layout.tier_dir(b, t))
 }
 
 /// Observes the files and objects of the subject's apply as they are now,

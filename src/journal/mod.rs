@@ -117,6 +117,17 @@ pub struct MovedPlaces {
     pub to: Placement,
 }
 
+impl Journal {
+    /// The place this apply moved the datastore from, when it moved it to
+    /// `target`: its entries there are the old objects it set aside.
+    pub(crate) fn moved_from(&self, target: &Placement) -> Option<&Placement> {
+        self.moved
+            .as_ref()
+            .filter(|m| &m.to == target)
+            .map(|m| &m.from)
+    }
+}
+
 impl MovedPlaces {
     /// The same move, the other way.
     pub fn reversed(&self) -> MovedPlaces {

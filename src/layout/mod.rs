@@ -235,6 +235,14 @@ impl Layout {
         }
     }
 
+    /// Whether `a`'s tier directories are `b`'s (two remotes, one
+    /// namespace: one cache): a file of one is the other's.
+    pub fn shares_cache(&self, a: &Placement, b: &Placement) -> bool {
+        self.tiers()
+            .iter()
+            .all(|&t| self.tier_dir(a, t) == self.tier_dir(b, t))
+    }
+
     /// The absolute path of a tier file at a placement.
     pub fn file_path(&self, placement: &Placement, path: &TierPath) -> PathBuf {
         let mut p = self.tier_dir(placement, path.tier());
@@ -382,11 +390,12 @@ impl Layout {
         key
     }
 
-    /// The datastore file a key of `placement`'s bucket holds, or `None`
-    /// for swamp's own records there (`.swamp/…`, `.namespace.json`) and
-    /// keys of other placements.
-    pub fn remote_file_path(placement: &Placement, key: &str) -> Option<TierPath> {
-        key.strip_prefix(&Layout::remote_prefix(placement))
+    /// The datastore file a key of the placement whose prefix is
+    /// `prefix` ([`Layout::remote_prefix`], made once for many keys)
+    /// holds, or `None` for swamp's own records there (`.swamp/…`,
+    /// `.namespace.json`) and keys of other placements.
+    pub fn remote_file_path(prefix: &str, key: &str) -> Option<TierPath> {
+        key.strip_prefix(prefix)
             .and_then(|rest| TierPath::parse(rest).ok())
     }
 
@@ -649,7 +658,7 @@ mod tests {
             },
             Some("team"),
         );
-        let at = c.target();
+        let at = Layout::remote_prefix(&c.target());
         assert_eq!(
             Layout::remote_file_path(&at, "p/team/data/m/1/raw"),
             Some(tp("data/m/1/raw"))

@@ -162,9 +162,10 @@ impl Plan {
         let Some(from) = self.sources.get(d.source).map(|s| s.placement()) else {
             return 0;
         };
+        let prefix = crate::layout::Layout::remote_prefix(&from);
         d.objects
             .iter()
-            .filter(|o| crate::layout::Layout::remote_file_path(&from, &o.key).is_some())
+            .filter(|o| crate::layout::Layout::remote_file_path(&prefix, &o.key).is_some())
             .count() as u64
     }
 

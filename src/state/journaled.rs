@@ -207,10 +207,7 @@ pub(crate) fn held(
                     }
                 }
                 Op::RemoteSetAside
-                    if &e.placement == target
-                        || j.moved
-                            .as_ref()
-                            .is_some_and(|m| &m.to == target && m.from == e.placement) =>
+                    if &e.placement == target || j.moved_from(target) == Some(&e.placement) =>
                 {
                     h.remote_objects += 1
                 }
