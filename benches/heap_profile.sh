@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Where a sync's peak heap goes (issue 43, item 3: a million objects in
 # 300 MB): N files of 4 KiB (default 100000) pushed into SeaweedFS, synced
-# again (a no-op) and pulled into a new clone, each under heaptrack, with
+# again (a no-op), pulled into a new clone and moved to another bucket of
+# the server, each under heaptrack, with
 # swamp built with the system allocator (`--features system-alloc`:
 # heaptrack cannot see into mimalloc). Prints each step's peak heap, bytes
 # per file, and the swamp functions holding it at the peak (the innermost
@@ -60,8 +61,14 @@ profiled push "$REPO_DIR/home" "$REPO_DIR/repo" datastore sync --push -y
 profiled noop "$REPO_DIR/home" "$REPO_DIR/repo" datastore sync -y
 grep -q "No changes" "$WORK/noop.log" || { echo "error: the no-op sync was not a no-op" >&2; exit 1; }
 profiled pull "$CLONE/home" "$CLONE/repo" datastore sync --pull -y
+# The datastore moved to another bucket of the server: a server-side copy
+# of each object, each old one copied into the old place's trash and
+# deleted.
+make_bucket heap-moved
+profiled move "$REPO_DIR/home" "$REPO_DIR/repo" datastore setup \
+    "s3://heap-moved/swamp?region=$REGION&endpoint=$S3" -y
 
-for step in push noop pull; do
+for step in push noop pull move; do
     heaptrack_print -f "$WORK/$step.zst" --flamegraph-cost-type peak -F "$WORK/$step.folded" >/dev/null 2>&1
     python3 - "$WORK/$step.folded" "$step" "$N" "$TOP" <<'PY'
 import collections, re, sys

@@ -39,7 +39,9 @@ pub(super) async fn copy_remote(
     let copied = if *streamed {
         stream(from, to, path, *sha256, *size, remotes).await
     } else {
-        server_side(from, to, action).await.map_err(store_err(path))
+        server_side(from, to, action, &remotes.resume)
+            .await
+            .map_err(store_err(path))
     };
     let meta = match copied {
         Ok(meta) => meta,
@@ -88,6 +90,7 @@ async fn server_side(
     from: &RemoteTarget,
     to: &RemoteTarget,
     action: &CopyRemote,
+    resume: &Option<super::remote::ResumeDirs>,
 ) -> Result<ObjectMeta, StoreError> {
     let Some(bucket) = from.placement.datastore.bucket() else {
         return Err(StoreError::NoCrossBucketCopy {
@@ -104,12 +107,18 @@ async fn server_side(
         crc32c: None,
         content_encoded: false,
     };
+    // A copy in parts (S3 above 5 GiB) is recorded, as an upload is, so
+    // that a rerun copies only the parts the server lacks.
+    let journal = resume
+        .as_ref()
+        .map(|d| crate::store::resume::UploadJournal::new(&d.uploads, action.path.as_str()));
     to.store
         .copy_from_bucket(
             bucket,
             &known,
             &to.key(&action.path),
             &Precondition::CreateOnly,
+            journal.as_ref(),
         )
         .await
 }

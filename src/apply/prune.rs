@@ -86,7 +86,7 @@ pub(crate) fn prune(
     }
     journal.entries.retain(|e| {
         e.op == Op::RemoteSetAside
-            && &e.placement != target
+            && *e.placement != *target
             && moved_from.as_ref() != Some(&e.placement)
     });
     if journal.entries.is_empty() {
@@ -109,7 +109,7 @@ fn prune_remote(
         journal
             .entries
             .iter()
-            .filter(|e| e.op == Op::RemoteSetAside && &e.placement == placement)
+            .filter(|e| e.op == Op::RemoteSetAside && *e.placement == *placement)
             .map(|e| Layout::remote_trash_key(&e.placement, &journal.id, &e.path))
             .collect()
     };

@@ -525,7 +525,7 @@ async fn delete_source_remote(
     // Each file first goes to this apply's trash at the old place (one
     // server-side copy), as any remote delete's does.
     let trash = remotes.trash.map(|t| t.id);
-    let results = futures_util::stream::iter(objects.iter().map(|o| async move {
+    let mut results = futures_util::stream::iter(objects.iter().map(|o| async move {
         let object_err = |source| SyncActionError::Object {
             key: o.key.clone(),
             source,
@@ -541,11 +541,17 @@ async fn delete_source_remote(
             .await
             .map_err(object_err)
     }))
-    .buffer_unordered(DRAIN_DELETES)
-    .collect::<Vec<_>>()
-    .await;
-    for r in results {
-        r?;
+    .buffer_unordered(DRAIN_DELETES);
+    // The first failure, once the rest are done (not a result held for
+    // each of a million objects).
+    let mut failed = None;
+    while let Some(r) = results.next().await {
+        if let Err(e) = r {
+            failed.get_or_insert(e);
+        }
+    }
+    if let Some(e) = failed {
+        return Err(e);
     }
     // Last, once nothing of the datastore is left there: the marker the
     // clones still on the old place stop at.

@@ -6,6 +6,7 @@
 
 use crate::plan::action::{DeleteLocal, DeleteRemote, Download, DropDuplicate, Upload};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::digest::Sha256;
 use crate::journal;
@@ -250,12 +251,18 @@ fn journal_deletes(
     plan: &Plan,
     layout: &Layout,
 ) -> Result<Option<journal::Journal>, journal::UndoError> {
-    let placement = plan.target.placement();
+    // Shared by the entries of each place.
+    let placement = Arc::new(plan.target.placement());
+    let sources: Vec<_> = plan
+        .sources
+        .iter()
+        .map(|s| Arc::new(s.placement()))
+        .collect();
     let remote_entry = |path: &TierPath, written: Option<&Sha256>| {
         journal::Entry::remote_set_aside(&placement, path, written.map(Sha256::hex))
     };
-    let entry_in =
-        |placement: crate::config::Placement, path: &TierPath, sha256: &Sha256| journal::Entry {
+    let entry_in = |placement: Arc<crate::config::Placement>, path: &TierPath, sha256: &Sha256| {
+        journal::Entry {
             op: journal::Op::SetAside,
             size: std::fs::symlink_metadata(layout.file_path(&placement, path))
                 .map(|m| m.len())
@@ -264,7 +271,8 @@ fn journal_deletes(
             path: path.clone(),
             sha256: sha256.hex(),
             written: None,
-        };
+        }
+    };
     let local_entry = |path: &TierPath, sha256: &Sha256| entry_in(placement.clone(), path, sha256);
     let mut entries: Vec<journal::Entry> = plan
         .actions
@@ -279,7 +287,7 @@ fn journal_deletes(
                 source,
                 sha256,
                 ..
-            }) => Some(entry_in(plan.sources[*source].placement(), path, sha256)),
+            }) => Some(entry_in(Arc::clone(&sources[*source]), path, sha256)),
             // A replaced cache file: what it held goes to the trash; what
             // replaced it is recorded once it has landed.
             Action::Download(Download {
@@ -335,7 +343,7 @@ fn drained_entries(plan: &Plan) -> (Vec<journal::Entry>, Option<journal::MovedPl
         Action::DeleteSourceRemote(d) => Some(d),
         _ => None,
     }) {
-        let Some(from) = plan.sources.get(d.source).map(|s| s.placement()) else {
+        let Some(from) = plan.sources.get(d.source).map(|s| Arc::new(s.placement())) else {
             continue;
         };
         let before = entries.len();
@@ -348,7 +356,7 @@ fn drained_entries(plan: &Plan) -> (Vec<journal::Entry>, Option<journal::MovedPl
         );
         if entries.len() > before && d.moved_to.is_some() {
             moved = Some(journal::MovedPlaces {
-                from,
+                from: (*from).clone(),
                 to: plan.target.placement(),
             });
         }

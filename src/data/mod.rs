@@ -272,12 +272,13 @@ impl<'a> DataStore<'a> {
         command: &str,
         summary: String,
     ) -> Result<String, DataError> {
+        let placement = std::sync::Arc::new(self.placement.clone());
         let entries = versions
             .iter()
             .map(|e| {
                 Ok(journal::Entry {
                     op: journal::Op::SetAside,
-                    placement: self.placement.clone(),
+                    placement: std::sync::Arc::clone(&placement),
                     path: TierPath::parse(&raw_tier_path(&e.name, e.version))?,
                     sha256: e.sha256.clone(),
                     size: e.size,

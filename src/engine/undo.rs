@@ -135,7 +135,7 @@ fn subject_of(
         .entries
         .iter()
         .find(|e| matches!(e.op, Op::RemoteSetAside | Op::RemoteRestored))
-        .map(|e| &e.placement)
+        .map(|e| &*e.placement)
         .filter(|p| **p == target || moved_from == Some(*p))
         .map(RemoteTarget::open)
         .transpose()?;

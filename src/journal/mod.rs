@@ -13,6 +13,7 @@
 
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -42,7 +43,9 @@ pub(crate) enum Op {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Entry {
     pub op: Op,
-    pub placement: Placement,
+    /// Shared by the entries of one place (a move's hundred thousand old
+    /// objects held a copy of its bucket, prefix and endpoint each).
+    pub placement: Arc<Placement>,
     pub path: TierPath,
     pub sha256: String,
     pub size: u64,
@@ -58,13 +61,13 @@ impl Entry {
     /// What the trash copy holds is read back from it by `undo`, so no
     /// sha256 or size is recorded.
     pub(crate) fn remote_set_aside(
-        placement: &Placement,
+        placement: &Arc<Placement>,
         path: &TierPath,
         written: Option<String>,
     ) -> Entry {
         Entry {
             op: Op::RemoteSetAside,
-            placement: placement.clone(),
+            placement: Arc::clone(placement),
             path: path.clone(),
             sha256: String::new(),
             size: 0,
@@ -245,21 +248,45 @@ impl Journal {
             }
             Err(e) => return Err(io_err("read", &path)(e)),
         };
-        serde_json::from_slice(&bytes).map_err(|e| UndoError::Malformed {
-            path,
-            message: e.to_string(),
-        })
+        let mut journal: Journal =
+            serde_json::from_slice(&bytes).map_err(|e| UndoError::Malformed {
+                path,
+                message: e.to_string(),
+            })?;
+        journal.share_placements();
+        Ok(journal)
+    }
+
+    /// One placement for each run of entries of the same place (each
+    /// entry's is read as its own).
+    fn share_placements(&mut self) {
+        let mut last: Option<Arc<Placement>> = None;
+        for e in &mut self.entries {
+            match &last {
+                Some(l) if **l == *e.placement => e.placement = Arc::clone(l),
+                _ => last = Some(Arc::clone(&e.placement)),
+            }
+        }
     }
 
     /// Every journal of this repository, oldest first.
     pub(crate) fn all(layout: &Layout) -> Result<Vec<Journal>, UndoError> {
+        let mut out = Vec::new();
+        Journal::each(layout, |j| out.push(j))?;
+        out.sort_by(|a, b| (a.seq, &a.id).cmp(&(b.seq, &b.id)));
+        Ok(out)
+    }
+
+    /// Hands each journal of this repository to `visit`, one at a time
+    /// and in no order: what reads only a little of each (retention) need
+    /// not hold them all (a move's journal has an entry per object).
+    pub(crate) fn each(layout: &Layout, mut visit: impl FnMut(Journal)) -> Result<(), UndoError> {
         let dir = layout.trash_dir();
         let entries = match std::fs::read_dir(&dir) {
             Ok(e) => e,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
             Err(e) => return Err(io_err("read", &dir)(e)),
         };
-        let mut out = Vec::new();
         for entry in entries {
             let entry = entry.map_err(io_err("read", &dir))?;
             let name = entry.file_name().to_string_lossy().into_owned();
@@ -267,11 +294,10 @@ impl Journal {
                 continue;
             };
             if is_id(id) {
-                out.push(Journal::load(layout, id)?);
+                visit(Journal::load(layout, id)?);
             }
         }
-        out.sort_by(|a, b| (a.seq, &a.id).cmp(&(b.seq, &b.id)));
-        Ok(out)
+        Ok(())
     }
 
     /// Bytes this apply set aside.

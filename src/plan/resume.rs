@@ -18,6 +18,8 @@ use crate::store::resume::{PARTIAL_MIN, partial_name};
 pub enum Transfer {
     Upload,
     Download,
+    /// A server-side copy in parts (S3 `UploadPartCopy`).
+    Copy,
 }
 
 /// A transfer of the plan that continues an interrupted one.
@@ -64,35 +66,19 @@ pub fn add(plan: &mut Plan, snapshot: &RemoteSnapshot, now: u64, uploads: bool) 
         if record.key != key(&path) {
             continue;
         }
-        let upload = plan.actions.iter().find_map(|a| match a {
-            Action::Upload(Upload {
-                path: p,
-                size,
-                sha256,
-                ..
-            }) if *p == path => Some((*size, sha256.hex())),
-            // A streamed copy uploads too (from its spool file).
-            Action::CopyRemote(CopyRemote {
-                path: p,
-                size,
-                sha256,
-                streamed: true,
-                ..
-            }) if *p == path => Some((*size, sha256.hex())),
-            _ => None,
-        });
+        let upload = plan.actions.iter().find_map(|a| sent_in_parts(a, &path));
         let why = match upload {
             _ if record.is_stale(now) => AbortWhy::Stale,
             None => AbortWhy::Unneeded,
-            Some((size, sha))
+            Some((size, sha, _))
                 if size != record.size || !sha.eq_ignore_ascii_case(&record.sha256) =>
             {
                 AbortWhy::FileChanged
             }
-            Some((size, _)) => {
+            Some((size, _, transfer)) => {
                 resumes.push(Resume {
                     path,
-                    transfer: Transfer::Upload,
+                    transfer,
                     done: record.done_bytes().min(size),
                     size,
                 });
@@ -135,6 +121,36 @@ pub fn add(plan: &mut Plan, snapshot: &RemoteSnapshot, now: u64, uploads: bool) 
     plan.resumes = resumes;
     plan.actions
         .splice(0..0, removals.into_iter().chain(aborts));
+}
+
+/// What `action` sends to `path` that a recorded upload could be of: its
+/// size, hex sha256 and how it goes.
+fn sent_in_parts(action: &Action, path: &TierPath) -> Option<(u64, String, Transfer)> {
+    match action {
+        Action::Upload(Upload {
+            path: p,
+            size,
+            sha256,
+            ..
+        }) if p == path => Some((*size, sha256.hex(), Transfer::Upload)),
+        // A streamed copy uploads too (from its spool file); a large
+        // server-side copy is in parts.
+        Action::CopyRemote(CopyRemote {
+            path: p,
+            size,
+            sha256,
+            streamed,
+            ..
+        }) if p == path => {
+            let how = if *streamed {
+                Transfer::Upload
+            } else {
+                Transfer::Copy
+            };
+            Some((*size, sha256.hex(), how))
+        }
+        _ => None,
+    }
 }
 
 /// Temp files an interrupted write left in a directory store, untouched
@@ -223,6 +239,7 @@ mod tests {
                 })
                 .collect(),
             session: None,
+            source: None,
         }
     }
 

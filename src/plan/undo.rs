@@ -8,6 +8,7 @@
 //! again.
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -30,7 +31,7 @@ pub enum UndoAction {
 /// trash copy hashes to `sha256` and the destination is absent.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Restore {
-    pub placement: Placement,
+    pub placement: Arc<Placement>,
     pub path: TierPath,
     pub from: String,
     pub sha256: String,
@@ -41,7 +42,7 @@ pub struct Restore {
 /// hashes to `sha256`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SetAside {
-    pub placement: Placement,
+    pub placement: Arc<Placement>,
     pub path: TierPath,
     pub sha256: String,
     pub size: u64,
@@ -52,7 +53,7 @@ pub struct SetAside {
 /// version the apply wrote.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RestoreRemote {
-    pub placement: Placement,
+    pub placement: Arc<Placement>,
     pub path: TierPath,
     pub from: String,
     pub sha256: String,
@@ -65,7 +66,7 @@ pub struct RestoreRemote {
 /// Precondition: the object is still at `version`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SetAsideRemote {
-    pub placement: Placement,
+    pub placement: Arc<Placement>,
     pub path: TierPath,
     pub sha256: String,
     pub version: String,
@@ -134,6 +135,10 @@ pub struct UndoPlan {
     /// and a `moved` marker at `from` points there.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub moves_back: Option<MovedPlaces>,
+    /// The apply reversed is itself an undo (of this apply): this plan
+    /// redoes that one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redoes: Option<String>,
 }
 
 impl UndoPlan {
@@ -159,6 +164,7 @@ pub(crate) fn compose(journal: &Journal, observed: &UndoObserved) -> UndoPlan {
         actions: Vec::new(),
         conflicts: Vec::new(),
         moves_back: None,
+        redoes: journal.undoes.clone(),
     };
     // Restored entries first: what they set aside makes room for what the
     // others restore at the same path.
@@ -338,10 +344,10 @@ mod tests {
     fn entry(op: Op, path: &str, sha: &str) -> Entry {
         Entry {
             op,
-            placement: Placement {
+            placement: Arc::new(Placement {
                 datastore: crate::config::DatastoreConfig::Local,
                 namespace: None,
-            },
+            }),
             path: TierPath::parse(path).unwrap(),
             sha256: sha.into(),
             size: 1,

@@ -233,7 +233,7 @@ pub fn deleted_here(layout: &Layout, placement: &Placement) -> BTreeMap<TierPath
     journals.sort_by(|a, b| (a.seq, &a.id).cmp(&(b.seq, &b.id)));
     for journal in journals {
         for e in journal.entries {
-            if e.placement != *placement {
+            if *e.placement != *placement {
                 continue;
             }
             match e.op {
@@ -397,7 +397,7 @@ mod tests {
     fn entry(placement: &Placement, op: Op, path: &str, sha: char) -> Entry {
         Entry {
             op,
-            placement: placement.clone(),
+            placement: placement.clone().into(),
             path: TierPath::parse(path).unwrap(),
             sha256: sha.to_string().repeat(64),
             size: 1,

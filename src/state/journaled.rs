@@ -100,7 +100,7 @@ pub(crate) fn observe(
     let mut remote_states = Vec::new();
     if !remote_entries.is_empty() {
         for e in &remote_entries {
-            if remote.is_none_or(|r| r.placement != e.placement) {
+            if remote.is_none_or(|r| r.placement != *e.placement) {
                 return Err(UndoObserveError::NoRemote {
                     id: journal.id.clone(),
                     url: Layout::remote_url(&e.placement),
@@ -177,46 +177,63 @@ pub(crate) fn held(
     layout: &Layout,
     target: &crate::config::Placement,
 ) -> Result<Vec<Held>, UndoObserveError> {
-    use crate::journal::Op;
-    let journals = Journal::all(layout)?;
     let mut out = Vec::new();
-    for j in journals.iter().filter(|j| j.pruned.is_none()) {
-        let mut h = Held {
-            id: j.id.clone(),
-            at: j.at.clone(),
-            at_secs: humantime::parse_rfc3339(&j.at)
-                .ok()
-                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-                .map(|d| d.as_secs()),
-            files: 0,
-            bytes: 0,
-            remote_objects: 0,
-        };
-        for e in &j.entries {
-            match e.op {
-                Op::SetAside => {
-                    let path = layout.set_aside_path(&e.placement, &e.path, &j.id);
-                    match std::fs::symlink_metadata(&path) {
-                        Ok(m) if m.is_file() => {
-                            h.files += 1;
-                            h.bytes += m.len();
-                        }
-                        Ok(_) => {}
-                        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-                        Err(e) => return Err(e.into()),
-                    }
-                }
-                Op::RemoteSetAside
-                    if &e.placement == target || j.moved_from(target) == Some(&e.placement) =>
-                {
-                    h.remote_objects += 1
-                }
-                _ => {}
+    let mut failed = None;
+    Journal::each(layout, |j| {
+        if failed.is_none() && j.pruned.is_none() {
+            match held_by(layout, target, &j) {
+                Ok(Some(h)) => out.push((j.seq, h)),
+                Ok(None) => {}
+                Err(e) => failed = Some(e),
             }
         }
-        if h.files > 0 || h.remote_objects > 0 {
-            out.push(h);
+    })?;
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    out.sort_by(|a, b| (a.0, &a.1.id).cmp(&(b.0, &b.1.id)));
+    Ok(out.into_iter().map(|(_, h)| h).collect())
+}
+
+/// What apply `j` still holds (`None`: nothing).
+fn held_by(
+    layout: &Layout,
+    target: &crate::config::Placement,
+    j: &Journal,
+) -> Result<Option<Held>, UndoObserveError> {
+    use crate::journal::Op;
+    let mut h = Held {
+        id: j.id.clone(),
+        at: j.at.clone(),
+        at_secs: humantime::parse_rfc3339(&j.at)
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map(|d| d.as_secs()),
+        files: 0,
+        bytes: 0,
+        remote_objects: 0,
+    };
+    for e in &j.entries {
+        match e.op {
+            Op::SetAside => {
+                let path = layout.set_aside_path(&e.placement, &e.path, &j.id);
+                match std::fs::symlink_metadata(&path) {
+                    Ok(m) if m.is_file() => {
+                        h.files += 1;
+                        h.bytes += m.len();
+                    }
+                    Ok(_) => {}
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            Op::RemoteSetAside
+                if *e.placement == *target || j.moved_from(target) == Some(&*e.placement) =>
+            {
+                h.remote_objects += 1
+            }
+            _ => {}
         }
     }
-    Ok(out)
+    Ok((h.files > 0 || h.remote_objects > 0).then_some(h))
 }

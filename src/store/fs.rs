@@ -595,16 +595,19 @@ impl Store for FsStore {
     }
 
     /// A directory store is one bucket: asked only for a copy within it
-    /// (a namespace re-keyed), as `copies_server_side_to` says.
+    /// (a namespace re-keyed), as `copies_server_side_to` says; of the
+    /// version listed, as on S3 and GCS. One request: nothing to resume.
     async fn copy_from_bucket(
         &self,
         bucket: &str,
         from: &ObjectMeta,
         to: &str,
         pre: &Precondition,
+        _journal: Option<&super::resume::UploadJournal>,
     ) -> Result<ObjectMeta, StoreError> {
         let _ = bucket;
-        self.copy(&from.key, to, pre).await
+        self.copy_pinned(&from.key, Some(&from.version), to, pre)
+            .await
     }
 
     async fn copy(

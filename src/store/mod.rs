@@ -400,18 +400,22 @@ pub trait Store: Send + Sync {
     /// server-side, keeping its sha256 metadata; the copy reads that very
     /// version (S3 `x-amz-copy-source-if-match`, GCS
     /// `ifSourceGenerationMatch`) and no request reads the source first.
-    /// `pre` applies to the destination. A backend without such copies
-    /// says so with [`StoreError::NoCrossBucketCopy`]; callers ask only
-    /// where [`crate::config::DatastoreConfig::copies_server_side_to`]
-    /// holds.
+    /// `pre` applies to the destination. A copy in parts (S3 above 5 GiB)
+    /// is recorded in `journal`, when given, as an upload is (see
+    /// [`Store::put_file_resumable`]): a run stopped part-way is continued
+    /// by the next, which copies only the parts the server lacks. A
+    /// backend without such copies says so with
+    /// [`StoreError::NoCrossBucketCopy`]; callers ask only where
+    /// [`crate::config::DatastoreConfig::copies_server_side_to`] holds.
     async fn copy_from_bucket(
         &self,
         bucket: &str,
         from: &ObjectMeta,
         to: &str,
         pre: &Precondition,
+        journal: Option<&resume::UploadJournal>,
     ) -> Result<ObjectMeta, StoreError> {
-        let _ = (bucket, from, to, pre);
+        let _ = (bucket, from, to, pre, journal);
         Err(StoreError::NoCrossBucketCopy {
             target: self.describe(),
         })

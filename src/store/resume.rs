@@ -58,6 +58,11 @@ pub struct UploadRecord {
     /// `upload_id` is then a hash of it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session: Option<String>,
+    /// A server-side copy in parts (S3 `UploadPartCopy`): the object it
+    /// reads, as `bucket/key@etag`; the upload is continued only from
+    /// that very version.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
     pub size: u64,
     /// Hex sha256 of the file being uploaded.
     pub sha256: String,
@@ -726,6 +731,7 @@ mod tests {
                 })
                 .collect(),
             session: None,
+            source: None,
         }
     }
 

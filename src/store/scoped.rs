@@ -256,9 +256,12 @@ impl Store for Scoped {
         from: &ObjectMeta,
         to: &str,
         pre: &Precondition,
+        journal: Option<&crate::store::resume::UploadJournal>,
     ) -> Result<ObjectMeta, StoreError> {
         self.check(to)?;
-        self.inner.copy_from_bucket(bucket, from, to, pre).await
+        self.inner
+            .copy_from_bucket(bucket, from, to, pre, journal)
+            .await
     }
 }
 

@@ -33,10 +33,15 @@ fn noise(n: usize, seed: u64) -> Vec<u8> {
 /// was killed.
 #[track_caller]
 fn killed(repo: &Repo, args: &[&str], failpoint: &str) {
-    let out = repo
-        .spawn(args, &[("FAILPOINTS", failpoint)])
-        .wait_with_output()
-        .unwrap();
+    killed_with(repo, args, failpoint, &[]);
+}
+
+/// [`killed`], with more of the environment set.
+#[track_caller]
+fn killed_with(repo: &Repo, args: &[&str], failpoint: &str, env: &[(&str, &str)]) {
+    let mut env = env.to_vec();
+    env.push(("FAILPOINTS", failpoint));
+    let out = repo.spawn(args, &env).wait_with_output().unwrap();
     assert_eq!(
         out.status.signal(),
         Some(9),
@@ -177,6 +182,107 @@ fn a_push_killed_after_its_third_part_resumes_with_the_parts_it_lacks() {
     assert_eq!(uploads_in_progress(&bucket), 0);
     // Done: the next plan has nothing to do.
     repo.run(&["plan", "--detailed-exitcode"]).expect(0);
+}
+
+/// A server-side copy in parts (S3 `UploadPartCopy`, for objects over
+/// 5 GiB: here a 51 MiB object in 11 parts of 5 MiB, the proxy answering
+/// the CopyObject as AWS answers one too large) killed after its third
+/// part (four are copied at once, so the server holds 3 to 6 of them):
+/// the rerun lists the parts the server holds and copies the rest into
+/// the same upload. A part the server holds counts only as recorded (its
+/// size and ETag): one copied but not yet recorded when the kill came is
+/// copied again, as nothing here has its bytes to check it by.
+#[test]
+fn a_move_killed_during_a_copy_in_parts_copies_only_the_parts_it_lacks() {
+    const SIZE: usize = 51 << 20;
+    const COPY_PARTS: usize = 11;
+    let (from, proxy) = Bucket::behind_proxy(Backend::S3);
+    let to = from.beside();
+    let repo = Repo::init(&from, Some("team"));
+    // The killed run's lock expires at once.
+    repo.append_config("\n[lock]\nttl_secs = 1\n");
+    let body = noise(SIZE, 11);
+    std::fs::create_dir_all(repo.cache().join("team/outputs")).unwrap();
+    std::fs::write(repo.cache().join("team/outputs/big.bin"), &body).unwrap();
+    repo.write_cache("team/outputs/small.txt", "s\n");
+    repo.run_ok(&["datastore", "sync", "--push", "-y"]);
+    let key = "swamp/team/outputs/big.bin";
+    let too_large = || {
+        Rule::new(Fault::S3Error(
+            400,
+            "InvalidRequest",
+            "The specified copy source is larger than the maximum allowable size for a copy source: 5368709120",
+        ))
+        .method("PUT")
+        .target(&format!("/{}/{key}", to.name))
+        .times(1)
+    };
+    let parts = [("SWAMP_COPY_PART_MIB", "5")];
+    let setup = ["datastore", "setup", &to.spec(), "-y"];
+    proxy.rule(too_large());
+    killed_with(
+        &repo,
+        &setup,
+        "multipart-part-recorded=2*off->return",
+        &parts,
+    );
+    let recorded = records(&repo);
+    assert_eq!(recorded.len(), 1, "the copy is recorded: {recorded:?}");
+    let upload_id = recorded[0]["upload_id"].as_str().unwrap().to_string();
+    assert_eq!(recorded[0]["parts"].as_array().unwrap().len(), 3);
+    assert_eq!(recorded[0]["key"], key);
+    let source = recorded[0]["source"].as_str().unwrap();
+    assert!(
+        source.starts_with(&format!("{}/{key}@", from.name)),
+        "{source}"
+    );
+    assert!(
+        to.get(key).is_none(),
+        "nothing is visible before the complete"
+    );
+    assert!(!repo.config().contains(&to.name), "{}", repo.config());
+
+    // The plan says what is left, from the record alone.
+    let dry = repo.run_with(
+        &["--json", "datastore", "setup", &to.spec(), "--dry-run"],
+        &parts,
+    );
+    dry.expect(0);
+    let plan = dry.json();
+    let resumes = &plan["plan"]["resumes"];
+    assert_eq!(resumes[0]["path"], "outputs/big.bin", "{plan:#}");
+    assert_eq!(resumes[0]["transfer"], "copy", "{plan:#}");
+    assert_eq!(resumes[0]["done"], 15 << 20, "{plan:#}");
+
+    let held = parts_on_server(&to, key, &upload_id);
+    assert!(held.len() >= 3 && held.len() < COPY_PARTS, "{held:?}");
+    proxy.rule(too_large());
+    let before = proxy.seen().len();
+    repo.run_with(&setup, &parts).expect(0);
+    let run: Vec<_> = proxy.seen().split_off(before);
+    let count = |method: &str, parts: &[&str]| sent(&run, method, parts);
+    assert_eq!(
+        count("GET", &["uploadId=", &upload_id]),
+        1,
+        "one ListParts of the recorded copy"
+    );
+    assert_eq!(count("POST", &["uploads"]), 0, "no new upload is created");
+    assert_eq!(
+        count("PUT", &["partNumber=", &upload_id]),
+        COPY_PARTS - 3,
+        "only the parts not recorded are copied (the server held {held:?})"
+    );
+    assert_eq!(count("POST", &["uploadId=", &upload_id]), 1, "one complete");
+    assert!(
+        to.get(key).unwrap() == body,
+        "the copy is the object byte for byte"
+    );
+    assert!(
+        records(&repo).is_empty(),
+        "the record goes once it completes"
+    );
+    assert_eq!(uploads_in_progress(&to), 0);
+    assert!(repo.config().contains(&to.name), "{}", repo.config());
 }
 
 #[test]

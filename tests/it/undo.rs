@@ -330,7 +330,11 @@ fn undo_plan_and_history_snapshots() {
     let rm_plan = repo.run(&["undo"]);
     let gc_plan = repo.run(&[
         "undo",
-        regex_lite_id(&repo.run(&["history"]).stdout)[0].as_str(),
+        // The table shows the newest first: the gc is the last row.
+        regex_lite_id(&repo.run(&["history"]).stdout)
+            .last()
+            .unwrap()
+            .as_str(),
     ]);
     // The holder names this machine: the JSON document, with it masked.
     let mut history = repo.json(&["--json", "history"], 0);
@@ -894,7 +898,9 @@ fn a_remote_undo_killed_mid_way_converges_when_run_again(backend: Backend) {
 
 /// Objects a sync deleted, brought back by `undo`; the undo of that undo
 /// takes them away again (kept in its own remote trash), and undoing it in
-/// turn brings them back, byte for byte.
+/// turn brings them back, byte for byte. The undo points to `redo`, and the
+/// redo says it is one: its header, its summary counting the objects it
+/// sets aside, and its closing line.
 fn a_remote_delete_undone_then_redone_then_undone_again(backend: Backend) {
     let bucket = Bucket::new(backend);
     let a = Repo::init(&bucket, Some("alpha"));
@@ -906,13 +912,45 @@ fn a_remote_delete_undone_then_redone_then_undone_again(backend: Backend) {
     std::fs::remove_dir_all(a.cache().join("alpha/outputs")).unwrap();
     a.run_ok(&["datastore", "sync", "--force", "-y"]);
     assert!(bucket.contents_under("swamp/alpha/outputs/").is_empty());
-    a.run_ok(&["undo", "-y"]);
+    let sync = history_ids(&a).pop().unwrap();
+    let undo = a.run(&["undo", "-y"]);
+    undo.expect(0);
+    assert!(
+        undo.stdout.contains(&format!("Undid apply {sync}: ")),
+        "{}",
+        undo.stdout
+    );
+    assert!(
+        undo.stdout.contains("`swamp redo` puts it back"),
+        "{}",
+        undo.stdout
+    );
+    let undo_id = history_ids(&a).pop().unwrap();
     assert_eq!(bucket.contents_under("swamp/alpha/outputs/"), before);
     let redo = a.run(&["redo", "-y"]);
     redo.expect(0);
     assert!(redo.stdout.contains("set-aside-remote"), "{}", redo.stdout);
     assert!(
+        redo.stdout.contains(&format!(
+            "Redo of apply {sync}: reverses its undo, apply {undo_id}"
+        )),
+        "{}",
+        redo.stdout
+    );
+    assert!(
+        redo.stdout.contains(
+            "Redo: 0 to restore, 0 to set aside, 3 remote object(s) to set aside, 0 conflict(s)."
+        ),
+        "{}",
+        redo.stdout
+    );
+    assert!(
         redo.stdout.contains("3 remote object(s) set aside"),
+        "{}",
+        redo.stdout
+    );
+    assert!(
+        redo.stdout.contains(&format!("Redid apply {sync}: ")),
         "{}",
         redo.stdout
     );

@@ -382,14 +382,19 @@ fn show_undone(
                 crate::layout::Layout::remote_url(&back.to)
             ));
         }
-        outln!(
-            "\nUndid apply {}: {} restored, {} set aside{remote}. Recorded as apply {}; `swamp undo {}` reverses it.",
-            subject.id(),
-            report.restored,
-            report.set_aside,
-            report.apply_id,
-            report.apply_id
+        let done = format!(
+            "{} restored, {} set aside{remote}. Recorded as apply {}",
+            report.restored, report.set_aside, report.apply_id
         );
+        match &plan.redoes {
+            Some(redone) => {
+                outln!("\nRedid apply {redone}: {done}; `swamp undo` reverses it again.")
+            }
+            None => outln!(
+                "\nUndid apply {}: {done}; `swamp redo` puts it back.",
+                subject.id()
+            ),
+        }
     }
 }
 

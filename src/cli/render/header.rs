@@ -188,6 +188,7 @@ pub(super) fn resume_notes(
                 match r.transfer {
                     crate::plan::resume::Transfer::Upload => "upload",
                     crate::plan::resume::Transfer::Download => "download",
+                    crate::plan::resume::Transfer::Copy => "server-side copy",
                 },
                 human_bytes(r.left()),
                 human_bytes(r.size)

@@ -7,12 +7,21 @@ use super::*;
 pub fn render_undo(plan: &crate::plan::undo::UndoPlan) -> String {
     use crate::plan::undo::UndoAction;
     let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "Undo of apply {} ({})",
-        plan.undoes,
-        escape_controls(&plan.command)
-    );
+    match &plan.redoes {
+        Some(redone) => writeln!(
+            out,
+            "Redo of apply {redone}: reverses its undo, apply {} ({})",
+            plan.undoes,
+            escape_controls(&plan.command)
+        ),
+        None => writeln!(
+            out,
+            "Undo of apply {} ({})",
+            plan.undoes,
+            escape_controls(&plan.command)
+        ),
+    }
+    .ok();
     if !plan.actions.is_empty() {
         let mut t = table();
         t.set_header(["#", "action", "path", "from", "size"]);
@@ -54,19 +63,34 @@ pub fn render_undo(plan: &crate::plan::undo::UndoPlan) -> String {
             crate::layout::Layout::remote_url(&back.from),
         );
     }
+    out.push_str(&undo_summary(plan));
+    out
+}
+
+/// An undo plan's closing line: what it restores and sets aside.
+fn undo_summary(plan: &crate::plan::undo::UndoPlan) -> String {
     let count = |kind: &str| plan.actions.iter().filter(|a| a.kind() == kind).count();
-    let remote = match count("restore-remote") {
-        0 => String::new(),
-        n => format!(", {n} remote object(s) to restore"),
-    };
-    let _ = writeln!(
-        out,
-        "\nUndo: {} to restore, {} to set aside{remote}, {} conflict(s).",
+    let mut remote = String::new();
+    for (kind, what) in [
+        ("restore-remote", "to restore"),
+        ("set-aside-remote", "to set aside"),
+    ] {
+        match count(kind) {
+            0 => {}
+            n => remote.push_str(&format!(", {n} remote object(s) {what}")),
+        }
+    }
+    format!(
+        "\n{}: {} to restore, {} to set aside{remote}, {} conflict(s).\n",
+        if plan.redoes.is_some() {
+            "Redo"
+        } else {
+            "Undo"
+        },
         count("restore"),
         count("set-aside"),
         plan.conflicts.len()
-    );
-    out
+    )
 }
 
 /// One conflict of an undo plan, with its fix.

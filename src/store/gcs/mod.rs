@@ -878,12 +878,15 @@ impl Store for GcsStore {
         self.copy_sent(from, to, pre).await
     }
 
+    /// One rewrite, called again with its token until done (not
+    /// journaled: within a location the first call copies it all).
     async fn copy_from_bucket(
         &self,
         bucket: &str,
         from: &ObjectMeta,
         to: &str,
         pre: &Precondition,
+        _journal: Option<&crate::store::resume::UploadJournal>,
     ) -> Result<ObjectMeta, StoreError> {
         check_key(&from.key)?;
         check_key(to)?;

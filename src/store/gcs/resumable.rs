@@ -139,6 +139,7 @@ impl GcsStore {
             key: key.to_string(),
             upload_id: session_id(&uri),
             session: Some(uri),
+            source: None,
             size,
             sha256: sha256.to_string(),
             part_size: parts::part_size(size),

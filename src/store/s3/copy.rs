@@ -7,14 +7,23 @@
 //! user metadata, sha256 included, and its Content-Type, -Encoding,
 //! -Disposition, -Language and Cache-Control) is set on it; the result is
 //! checked by HEAD (its size and sha256 are the source's).
+//!
+//! Given a journal, a copy in parts is recorded as an upload is (see
+//! [`crate::store::resume`]): before its first part, with the source's
+//! bucket, key and ETag, and again as each part is acknowledged. A run
+//! stopped part-way leaves it for the next, which lists the parts the
+//! server holds, copies only those it lacks (a part counts when the server
+//! lists it at the size and ETag recorded) and completes.
 
 use futures_util::StreamExt;
 
 use aws_sdk_s3::types::MetadataDirective;
 
+use super::multipart::{Listed, Progress};
 use super::{
     S3Store, conditional_headers, copy_source_too_large, encode_key, quote_etag, strip_etag,
 };
+use crate::store::resume::{UploadJournal, UploadRecord};
 use crate::store::retry::with_retry;
 use crate::store::{ObjectMeta, Precondition, Store as _, StoreError};
 
@@ -56,16 +65,18 @@ impl CopySource<'_> {
 
 impl S3Store {
     /// Copies `from` (as HEAD showed it: `src`) to `to` in one CopyObject
-    /// (in parts when too large for one), pinned to `src`'s ETag.
+    /// (in parts when too large for one, recorded in `journal` when
+    /// given), pinned to `src`'s ETag.
     pub(super) async fn copy_from(
         &self,
         from: CopySource<'_>,
         src: &ObjectMeta,
         to: &str,
         pre: &Precondition,
+        journal: Option<&UploadJournal>,
     ) -> Result<ObjectMeta, StoreError> {
         if src.size > COPY_LIMIT {
-            return self.copy_multipart(from, src, to, pre).await;
+            return self.copy_multipart(from, src, to, pre, journal).await;
         }
         let client = self.client().await?;
         let copied = with_retry(&self.options.retry, |attempt| {
@@ -116,32 +127,152 @@ impl S3Store {
         .await;
         match copied {
             // A server with a lower limit than ours: in parts, then.
-            Err(StoreError::CopyTooLarge { .. }) => self.copy_multipart(from, src, to, pre).await,
+            Err(StoreError::CopyTooLarge { .. }) => {
+                self.copy_multipart(from, src, to, pre, journal).await
+            }
             copied => copied,
         }
     }
 
-    /// Copies `from` (as HEAD showed it: `src`) to `to` in parts.
+    /// Copies `from` (as HEAD showed it: `src`) to `to` in parts; with a
+    /// `journal`, continuing the copy recorded there when it is of this
+    /// very source to this key.
     pub(super) async fn copy_multipart(
         &self,
         from: CopySource<'_>,
         src: &ObjectMeta,
         to: &str,
         pre: &Precondition,
+        journal: Option<&UploadJournal>,
     ) -> Result<ObjectMeta, StoreError> {
+        if let Some(journal) = journal {
+            return self
+                .copy_multipart_resumable(from, src, to, pre, journal)
+                .await;
+        }
         let carried = self.carried_in(from.bucket, from.key).await?;
         self.in_upload(
             to,
             src.sha256.as_deref(),
             Some(&carried),
             |upload_id| async move {
-                self.copy_parts_and_complete(from, src, to, pre, &upload_id)
+                self.copy_parts_and_complete(from, src, to, pre, &upload_id, None)
                     .await
             },
         )
         .await
     }
 
+    /// [`S3Store::copy_multipart`] recorded in `journal`. A copy that can
+    /// never complete as planned (the precondition failed, the source
+    /// changed, the result is not the source) is aborted and forgotten;
+    /// one stopped by the network or the server is kept for the next run.
+    async fn copy_multipart_resumable(
+        &self,
+        from: CopySource<'_>,
+        src: &ObjectMeta,
+        to: &str,
+        pre: &Precondition,
+        journal: &UploadJournal,
+    ) -> Result<ObjectMeta, StoreError> {
+        let (record, listed) = match self.recorded_copy(from, src, to, journal).await? {
+            Some(resumed) => resumed,
+            None => (
+                self.start_copy(from, src, to, journal).await?,
+                Listed::new(),
+            ),
+        };
+        let upload_id = record.upload_id.clone();
+        let mut progress = Progress {
+            journal,
+            record,
+            listed,
+        };
+        let result = self
+            .copy_parts_and_complete(from, src, to, pre, &upload_id, Some(&mut progress))
+            .await;
+        match &result {
+            Ok(_) => journal.clear()?,
+            Err(
+                StoreError::PreconditionFailed { .. }
+                | StoreError::Integrity { .. }
+                | StoreError::UploadGone { .. },
+            ) => {
+                let _ = self.abort_upload(to, &upload_id).await;
+                journal.clear()?;
+            }
+            Err(_) => {}
+        }
+        result
+    }
+
+    /// The copy `journal` records, with the parts the server holds of it,
+    /// when it is of `src` (this bucket, key and ETag) to `to` in parts of
+    /// today's size; another copy or upload of `to` is aborted and
+    /// forgotten (another key's is never touched here).
+    async fn recorded_copy(
+        &self,
+        from: CopySource<'_>,
+        src: &ObjectMeta,
+        to: &str,
+        journal: &UploadJournal,
+    ) -> Result<Option<(UploadRecord, Listed)>, StoreError> {
+        let Some(r) = journal.read() else {
+            return Ok(None);
+        };
+        let same = r.key == to
+            && r.source.as_deref() == Some(source_of(from, src).as_str())
+            && r.size == src.size
+            && r.part_size == copy_part_size(src.size);
+        if same {
+            match self.list_parts(to, &r.upload_id).await {
+                Ok(listed) => return Ok(Some((r, listed))),
+                Err(StoreError::UploadGone { .. }) => {}
+                Err(e) => return Err(e),
+            }
+        } else if r.key == to {
+            self.abort_upload(to, &r.upload_id).await?;
+        }
+        journal.clear()?;
+        Ok(None)
+    }
+
+    /// Creates the multipart upload of a copy and records it before its
+    /// first part: a run killed from here on leaves a copy the next one
+    /// knows of.
+    async fn start_copy(
+        &self,
+        from: CopySource<'_>,
+        src: &ObjectMeta,
+        to: &str,
+        journal: &UploadJournal,
+    ) -> Result<UploadRecord, StoreError> {
+        let carried = self.carried_in(from.bucket, from.key).await?;
+        let upload_id = self
+            .create_upload(to, src.sha256.as_deref(), Some(&carried))
+            .await?;
+        let record = UploadRecord {
+            path: journal.path().to_string(),
+            key: to.to_string(),
+            upload_id,
+            session: None,
+            source: Some(source_of(from, src)),
+            size: src.size,
+            sha256: src.sha256.clone().unwrap_or_default(),
+            part_size: copy_part_size(src.size),
+            started: crate::clock::now_secs(),
+            parts: Vec::new(),
+        };
+        if let Err(e) = journal.save(&record) {
+            let _ = self.abort_upload(to, &record.upload_id).await;
+            return Err(e);
+        }
+        Ok(record)
+    }
+
+    /// Copies the parts of `src` the upload lacks (those `progress` holds
+    /// are not copied again), a few at once, recording each as it is
+    /// acknowledged; then completes under `pre` and checks the result.
     async fn copy_parts_and_complete(
         &self,
         from: CopySource<'_>,
@@ -149,59 +280,97 @@ impl S3Store {
         to: &str,
         pre: &Precondition,
         upload_id: &str,
+        mut progress: Option<&mut Progress<'_>>,
     ) -> Result<ObjectMeta, StoreError> {
-        let client = self.client().await?;
         let part = copy_part_size(src.size);
-        let ranges: Vec<(i32, u64, u64)> = (0..src.size.div_ceil(part).max(1))
-            .map(|i| {
-                let start = i * part;
-                let end = (start + part).min(src.size).saturating_sub(1);
-                (i as i32 + 1, start, end)
-            })
-            .collect();
-        let source = from.header();
-        let mut parts: Vec<(i32, String)> =
-            futures_util::stream::iter(ranges.into_iter().map(|(number, start, end)| {
-                let (client, source) = (&client, &source);
-                async move {
-                    let etag = with_retry(&self.options.retry, |_| {
-                        let req = client
-                            .upload_part_copy()
-                            .bucket(&self.bucket)
-                            .key(to)
-                            .upload_id(upload_id)
-                            .part_number(number)
-                            .copy_source(source)
-                            // Every range from the very object HEAD saw.
-                            .copy_source_if_match(quote_etag(&src.version))
-                            .copy_source_range(format!("bytes={start}-{end}"));
-                        async move {
-                            req.send()
-                                .await
-                                .map_err(|e| self.map_err(e, Some(from.key)))
-                                .map(|out| {
-                                    out.copy_part_result()
-                                        .and_then(|r| r.e_tag())
-                                        .unwrap_or_default()
-                                        .to_string()
-                                })
-                        }
-                    })
-                    .await?;
-                    Ok::<_, StoreError>((number, etag))
-                }
-            }))
-            .buffer_unordered(CONCURRENCY)
-            .collect::<Vec<_>>()
-            .await
-            .into_iter()
-            .collect::<Result<_, _>>()?;
+        let mut parts: Vec<(i32, String)> = Vec::new();
+        let mut ranges: Vec<(i32, u64, u64)> = Vec::new();
+        for i in 0..src.size.div_ceil(part).max(1) {
+            let start = i * part;
+            let end = (start + part).min(src.size).saturating_sub(1);
+            let number = i as i32 + 1;
+            let held = progress
+                .as_ref()
+                .and_then(|p| p.holds_copied(number, end + 1 - start));
+            match held {
+                Some(etag) => parts.push((number, etag)),
+                None => ranges.push((number, start, end)),
+            }
+        }
+        let upload = (to, upload_id);
+        let mut copied = futures_util::stream::iter(
+            ranges
+                .into_iter()
+                .map(|range| self.copy_part(from, src, upload, range)),
+        )
+        .buffer_unordered(CONCURRENCY);
+        while let Some(part) = copied.next().await {
+            let part = part?;
+            if let Some(p) = progress.as_mut() {
+                // A copied part's ETag is the MD5 of its bytes where
+                // ETags are MD5s; nothing here read them otherwise.
+                let md5 = crate::digest::Md5::from_etag(&part.1).map_or([0; 16], |m| m.0);
+                p.record(&(part.0, part.1.clone(), md5))?;
+            }
+            parts.push(part);
+        }
         parts.sort_by_key(|p| p.0);
+        self.complete_copy(src, to, pre, upload_id, &parts).await
+    }
+
+    /// One range of `src` (part `number`, bytes `start` to `end`) copied
+    /// into upload `upload_id` of `to`; its number and ETag.
+    async fn copy_part(
+        &self,
+        from: CopySource<'_>,
+        src: &ObjectMeta,
+        (to, upload_id): (&str, &str),
+        (number, start, end): (i32, u64, u64),
+    ) -> Result<(i32, String), StoreError> {
+        let client = self.client().await?;
+        let source = from.header();
+        let etag = with_retry(&self.options.retry, |_| {
+            let req = client
+                .upload_part_copy()
+                .bucket(&self.bucket)
+                .key(to)
+                .upload_id(upload_id)
+                .part_number(number)
+                .copy_source(&source)
+                // Every range from the very object HEAD saw.
+                .copy_source_if_match(quote_etag(&src.version))
+                .copy_source_range(format!("bytes={start}-{end}"));
+            async move {
+                req.send()
+                    .await
+                    .map_err(|e| self.map_err(e, Some(from.key)))
+                    .map(|out| {
+                        out.copy_part_result()
+                            .and_then(|r| r.e_tag())
+                            .unwrap_or_default()
+                            .to_string()
+                    })
+            }
+        })
+        .await?;
+        Ok((number, etag))
+    }
+
+    /// Completes the copy from its `parts` under `pre`, and checks that
+    /// the object made holds the source's size and sha256.
+    async fn complete_copy(
+        &self,
+        src: &ObjectMeta,
+        to: &str,
+        pre: &Precondition,
+        upload_id: &str,
+        parts: &[(i32, String)],
+    ) -> Result<ObjectMeta, StoreError> {
         let is_copy = |m: &ObjectMeta| m.size == src.size && m.sha256 == src.sha256;
         // After a lost answer: the copy, if its sha256 can show it.
         let ours = |m: &ObjectMeta| src.sha256.is_some() && is_copy(m);
         let version = self
-            .complete_upload(to, upload_id, &parts, pre, &ours)
+            .complete_upload(to, upload_id, parts, pre, &ours)
             .await?;
         // What the copy holds is checked; never deleted (under If-Match
         // what it replaced is gone already).
@@ -230,6 +399,16 @@ impl S3Store {
             content_encoded: src.content_encoded,
         })
     }
+}
+
+/// How a copy's record names its source: `bucket/key@etag`.
+fn source_of(from: CopySource<'_>, src: &ObjectMeta) -> String {
+    format!(
+        "{}/{}@{}",
+        from.bucket,
+        from.key,
+        src.version.trim_matches('"')
+    )
 }
 
 #[cfg(test)]

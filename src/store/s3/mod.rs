@@ -943,7 +943,7 @@ impl Store for S3Store {
             bucket: &self.bucket,
             key: from,
         };
-        self.copy_from(source, &src, to, pre).await
+        self.copy_from(source, &src, to, pre, None).await
     }
 
     async fn copy_from_bucket(
@@ -952,6 +952,7 @@ impl Store for S3Store {
         from: &ObjectMeta,
         to: &str,
         pre: &Precondition,
+        journal: Option<&super::resume::UploadJournal>,
     ) -> Result<ObjectMeta, StoreError> {
         check_key(&from.key)?;
         check_key(to)?;
@@ -959,7 +960,7 @@ impl Store for S3Store {
             bucket,
             key: &from.key,
         };
-        self.copy_from(source, from, to, pre).await
+        self.copy_from(source, from, to, pre, journal).await
     }
 
     /// One request: the source pinned with `x-amz-copy-source-if-match`.
@@ -1015,7 +1016,9 @@ impl Store for S3Store {
                         bucket: &self.bucket,
                         key: from,
                     };
-                    self.copy_multipart(from, &src, to, pre).await.map(|_| ())
+                    self.copy_multipart(from, &src, to, pre, None)
+                        .await
+                        .map(|_| ())
                 }
                 _ => Err(StoreError::PreconditionFailed {
                     key: from.to_string(),

@@ -125,7 +125,7 @@ impl S3Store {
     }
 
     /// Creates a multipart upload of `key`; returns its id.
-    async fn create_upload(
+    pub(super) async fn create_upload(
         &self,
         key: &str,
         sha256: Option<&str>,
@@ -165,7 +165,11 @@ impl S3Store {
     /// The parts the server holds of upload `upload_id` (`ListParts`, a
     /// page per 1,000 parts): number, ETag and size. An upload gone is
     /// [`StoreError::UploadGone`].
-    async fn list_parts(&self, key: &str, upload_id: &str) -> Result<Listed, StoreError> {
+    pub(super) async fn list_parts(
+        &self,
+        key: &str,
+        upload_id: &str,
+    ) -> Result<Listed, StoreError> {
         let client = self.client().await?;
         let mut listed = Listed::new();
         let mut marker: Option<String> = None;
@@ -265,6 +269,7 @@ impl S3Store {
                     started: crate::clock::now_secs(),
                     parts: Vec::new(),
                     session: None,
+                    source: None,
                 };
                 // Recorded before the first part: a run killed from here
                 // on leaves an upload the next one knows of.
@@ -521,17 +526,28 @@ struct FileToSend<'a> {
 }
 
 /// Parts a server holds of an upload: number to ETag and size.
-type Listed = std::collections::HashMap<i32, (String, i64)>;
+pub(super) type Listed = std::collections::HashMap<i32, (String, i64)>;
 
 /// A recorded upload in progress: its journal, its record, and the parts
 /// the server held when it was resumed.
-struct Progress<'a> {
-    journal: &'a UploadJournal,
-    record: UploadRecord,
-    listed: Listed,
+pub(super) struct Progress<'a> {
+    pub(super) journal: &'a UploadJournal,
+    pub(super) record: UploadRecord,
+    pub(super) listed: Listed,
 }
 
 impl Progress<'_> {
+    /// A copied part the server holds: listed at `len` bytes with the
+    /// ETag recorded when it was acknowledged (no bytes here to hash).
+    pub(super) fn holds_copied(&self, number: i32, len: u64) -> Option<String> {
+        let (etag, size) = self.listed.get(&number)?;
+        let recorded = |r: &&crate::store::resume::PartRecord| {
+            r.number == number && r.etag.trim_matches('"') == etag.trim_matches('"')
+        };
+        (*size == len as i64 && self.record.parts.iter().any(|r| recorded(&r)))
+            .then(|| etag.clone())
+    }
+
     /// Whether the server holds `part` as it was read now: the same size,
     /// and an ETag that is its MD5 (or, where ETags are no MD5s, the one
     /// recorded for a part of this MD5).
@@ -553,7 +569,7 @@ impl Progress<'_> {
     }
 
     /// Records a part the server acknowledged.
-    fn record(&mut self, part: &(i32, String, [u8; 16])) -> Result<(), StoreError> {
+    pub(super) fn record(&mut self, part: &(i32, String, [u8; 16])) -> Result<(), StoreError> {
         self.record.parts.retain(|r| r.number != part.0);
         self.record.parts.push(PartRecord {
             number: part.0,

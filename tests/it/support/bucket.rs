@@ -67,6 +67,15 @@ impl Bucket {
         (bucket, proxy)
     }
 
+    /// Another bucket on the same server, reached the same way (through
+    /// this one's fault proxy, if any): a move between the two is a
+    /// server-side copy the proxy sees.
+    pub fn beside(&self) -> Bucket {
+        let mut other = Bucket::new(self.backend);
+        other.via = self.via.clone();
+        other
+    }
+
     pub fn fs_root(&self) -> PathBuf {
         self.dir.as_ref().unwrap().path().canonicalize().unwrap()
     }
