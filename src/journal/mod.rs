@@ -225,15 +225,18 @@ impl Journal {
         }
     }
 
-    /// Writes the journal atomically.
+    /// Writes the journal atomically, streamed to the file (a move's
+    /// journal of 100,000 entries is tens of megabytes of JSON).
     pub(crate) fn save(&self, layout: &Layout) -> Result<(), UndoError> {
         let path = layout.journal_path(&self.id);
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).map_err(io_err("create", dir))?;
         }
-        let mut bytes = serde_json::to_vec_pretty(self).expect("a journal serialises");
-        bytes.push(b'\n');
-        fsutil::atomic_write(&path, &bytes).map_err(io_err("write", &path))
+        fsutil::atomic_write_with(&path, |w| {
+            serde_json::to_writer_pretty(&mut *w, self).map_err(io::Error::other)?;
+            w.write_all(b"\n")
+        })
+        .map_err(io_err("write", &path))
     }
 
     pub(crate) fn load(layout: &Layout, id: &str) -> Result<Journal, UndoError> {
