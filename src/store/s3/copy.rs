@@ -163,10 +163,8 @@ impl S3Store {
         .await
     }
 
-    /// [`S3Store::copy_multipart`] recorded in `journal`. A copy that can
-    /// never complete as planned (the precondition failed, the source
-    /// changed, the result is not the source) is aborted and forgotten;
-    /// one stopped by the network or the server is kept for the next run.
+    /// [`S3Store::copy_multipart`] recorded in `journal` (settled as an
+    /// upload is: [`S3Store::settle_recorded`]).
     async fn copy_multipart_resumable(
         &self,
         from: CopySource<'_>,
@@ -191,19 +189,7 @@ impl S3Store {
         let result = self
             .copy_parts_and_complete(from, src, to, pre, &upload_id, Some(&mut progress))
             .await;
-        match &result {
-            Ok(_) => journal.clear()?,
-            Err(
-                StoreError::PreconditionFailed { .. }
-                | StoreError::Integrity { .. }
-                | StoreError::UploadGone { .. },
-            ) => {
-                let _ = self.abort_upload(to, &upload_id).await;
-                journal.clear()?;
-            }
-            Err(_) => {}
-        }
-        result
+        self.settle_recorded(journal, to, &upload_id, result).await
     }
 
     /// The copy `journal` records, with the parts the server holds of it,

@@ -295,6 +295,21 @@ impl S3Store {
                 Some(&mut progress),
             )
             .await;
+        self.settle_recorded(journal, key, &upload_id, result).await
+    }
+
+    /// What a recorded upload (or copy in parts) leaves once it ends: its
+    /// record goes when it completed, and with the upload when it can
+    /// never complete as planned (the file or source changed, the
+    /// precondition failed, the result was not ours, the upload is gone);
+    /// one stopped by the network or the server is kept for the next run.
+    pub(super) async fn settle_recorded<T>(
+        &self,
+        journal: &UploadJournal,
+        key: &str,
+        upload_id: &str,
+        result: Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
         match &result {
             Ok(_) => journal.clear()?,
             Err(
@@ -303,7 +318,7 @@ impl S3Store {
                 | StoreError::Integrity { .. }
                 | StoreError::UploadGone { .. },
             ) => {
-                let _ = self.abort_upload(key, &upload_id).await;
+                let _ = self.abort_upload(key, upload_id).await;
                 journal.clear()?;
             }
             Err(_) => {}
