@@ -173,7 +173,13 @@ impl S3Store {
         pre: &Precondition,
         journal: &UploadJournal,
     ) -> Result<ObjectMeta, StoreError> {
-        let (record, listed) = match self.recorded_copy(from, src, to, journal).await? {
+        // Of this very source (bucket, key and ETag), in parts of today's size.
+        let same = |r: &UploadRecord| {
+            r.source.as_deref() == Some(source_of(from, src).as_str())
+                && r.size == src.size
+                && r.part_size == copy_part_size(src.size)
+        };
+        let (record, listed) = match self.recorded(journal, to, same).await? {
             Some(resumed) => resumed,
             None => (
                 self.start_copy(from, src, to, journal).await?,
@@ -192,40 +198,8 @@ impl S3Store {
         self.settle_recorded(journal, to, &upload_id, result).await
     }
 
-    /// The copy `journal` records, with the parts the server holds of it,
-    /// when it is of `src` (this bucket, key and ETag) to `to` in parts of
-    /// today's size; another copy or upload of `to` is aborted and
-    /// forgotten (another key's is never touched here).
-    async fn recorded_copy(
-        &self,
-        from: CopySource<'_>,
-        src: &ObjectMeta,
-        to: &str,
-        journal: &UploadJournal,
-    ) -> Result<Option<(UploadRecord, Listed)>, StoreError> {
-        let Some(r) = journal.read() else {
-            return Ok(None);
-        };
-        let same = r.key == to
-            && r.source.as_deref() == Some(source_of(from, src).as_str())
-            && r.size == src.size
-            && r.part_size == copy_part_size(src.size);
-        if same {
-            match self.list_parts(to, &r.upload_id).await {
-                Ok(listed) => return Ok(Some((r, listed))),
-                Err(StoreError::UploadGone { .. }) => {}
-                Err(e) => return Err(e),
-            }
-        } else if r.key == to {
-            self.abort_upload(to, &r.upload_id).await?;
-        }
-        journal.clear()?;
-        Ok(None)
-    }
-
     /// Creates the multipart upload of a copy and records it before its
-    /// first part: a run killed from here on leaves a copy the next one
-    /// knows of.
+    /// first part ([`S3Store::record_started`]).
     async fn start_copy(
         &self,
         from: CopySource<'_>,
@@ -249,11 +223,7 @@ impl S3Store {
             started: crate::clock::now_secs(),
             parts: Vec::new(),
         };
-        if let Err(e) = journal.save(&record) {
-            let _ = self.abort_upload(to, &record.upload_id).await;
-            return Err(e);
-        }
-        Ok(record)
+        self.record_started(journal, record).await
     }
 
     /// Copies the parts of `src` the upload lacks (those `progress` holds

@@ -234,28 +234,10 @@ impl S3Store {
         journal: &UploadJournal,
     ) -> Result<ObjectMeta, StoreError> {
         let part_size = part_size(size);
-        let mut resumed = None;
-        if let Some(r) = journal.read() {
-            if r.key == key
-                && r.sha256.eq_ignore_ascii_case(sha256)
-                && r.size == size
-                && r.part_size == part_size
-            {
-                match self.list_parts(key, &r.upload_id).await {
-                    Ok(listed) => resumed = Some((r, listed)),
-                    Err(StoreError::UploadGone { .. }) => journal.clear()?,
-                    Err(e) => return Err(e),
-                }
-            } else {
-                // Of another file (a plan aborts it first; this is the
-                // moment of acting). Another key's is never touched here.
-                if r.key == key {
-                    self.abort_upload(key, &r.upload_id).await?;
-                }
-                journal.clear()?;
-            }
-        }
-        let (record, listed) = match resumed {
+        let same = |r: &UploadRecord| {
+            r.sha256.eq_ignore_ascii_case(sha256) && r.size == size && r.part_size == part_size
+        };
+        let (record, listed) = match self.recorded(journal, key, same).await? {
             Some(r) => r,
             None => {
                 let upload_id = self.create_upload(key, Some(sha256), None).await?;
@@ -271,13 +253,7 @@ impl S3Store {
                     session: None,
                     source: None,
                 };
-                // Recorded before the first part: a run killed from here
-                // on leaves an upload the next one knows of.
-                if let Err(e) = journal.save(&record) {
-                    let _ = self.abort_upload(key, &record.upload_id).await;
-                    return Err(e);
-                }
-                (record, Listed::new())
+                (self.record_started(journal, record).await?, Listed::new())
             }
         };
         let upload_id = record.upload_id.clone();
@@ -296,6 +272,48 @@ impl S3Store {
             )
             .await;
         self.settle_recorded(journal, key, &upload_id, result).await
+    }
+
+    /// The upload `journal` records, with the parts the server holds of
+    /// it, when it is of `key` and `same` (what is sent now, unchanged);
+    /// any other record is forgotten, its upload aborted when it is of
+    /// `key` (a plan aborts it first; this is the moment of acting).
+    /// Another key's upload is never touched here.
+    pub(super) async fn recorded(
+        &self,
+        journal: &UploadJournal,
+        key: &str,
+        same: impl FnOnce(&UploadRecord) -> bool,
+    ) -> Result<Option<(UploadRecord, Listed)>, StoreError> {
+        let Some(r) = journal.read() else {
+            return Ok(None);
+        };
+        if r.key == key && same(&r) {
+            match self.list_parts(key, &r.upload_id).await {
+                Ok(listed) => return Ok(Some((r, listed))),
+                Err(StoreError::UploadGone { .. }) => {}
+                Err(e) => return Err(e),
+            }
+        } else if r.key == key {
+            self.abort_upload(key, &r.upload_id).await?;
+        }
+        journal.clear()?;
+        Ok(None)
+    }
+
+    /// Records a new upload (or copy in parts) before its first part: a
+    /// run killed from here on leaves one the next knows of. One that
+    /// cannot be recorded is aborted.
+    pub(super) async fn record_started(
+        &self,
+        journal: &UploadJournal,
+        record: UploadRecord,
+    ) -> Result<UploadRecord, StoreError> {
+        if let Err(e) = journal.save(&record) {
+            let _ = self.abort_upload(&record.key, &record.upload_id).await;
+            return Err(e);
+        }
+        Ok(record)
     }
 
     /// What a recorded upload (or copy in parts) leaves once it ends: its
