@@ -24,6 +24,7 @@
 //! remote before the create-only write.
 
 mod copy;
+mod history;
 mod local;
 mod migration;
 mod moves;
@@ -124,6 +125,11 @@ pub enum StopCause {
     /// own words).
     #[error("{0}")]
     LockLost(String),
+    #[error("cannot write the history record {}: {source}", .path.display())]
+    HistoryRecord {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("a sync action needs the remote")]
     NoRemote,
     #[error("the sentinel must be the plan's last action; plan again")]
@@ -230,14 +236,26 @@ pub(crate) fn apply(
     layout: &Layout,
     repo: &Path,
     remotes: (Option<&RemoteTarget>, &[Option<RemoteTarget>]),
-    concurrency: u16,
-    mut switch: Option<Switch<'_>>,
+    options: Options<'_>,
 ) -> Result<ApplyReport, ApplyError> {
     if plan.has_conflicts() {
         return Err(ApplyError::Conflicts(plan.conflicts.len()));
     }
     let (remote, sources) = remotes;
-    let mut run = Run::start(plan, layout, repo, remote, sources, concurrency)?;
+    let Options {
+        concurrency,
+        mut switch,
+        fingerprint,
+    } = options;
+    let mut run = Run::start(
+        plan,
+        layout,
+        repo,
+        remote,
+        sources,
+        concurrency,
+        fingerprint,
+    )?;
     let mut i = 0;
     while i < plan.actions.len() {
         let action = &plan.actions[i];
@@ -299,6 +317,27 @@ pub(crate) fn apply(
         switch().map_err(|e| run.stopped_on(last, ".swamp.toml", StopCause::Config(e)))?;
     }
     run.finish()
+}
+
+/// How an apply runs, beyond its plan and places.
+pub(crate) struct Options<'a> {
+    /// Transfers side by side.
+    pub concurrency: u16,
+    /// Records the desired state once every copy is verified (see [`apply`]).
+    pub switch: Option<Switch<'a>>,
+    /// The fingerprint of the plan applied, for its history record.
+    pub fingerprint: Option<String>,
+}
+
+impl Options<'_> {
+    /// `concurrency` transfers, nothing else.
+    pub(crate) fn transfers(concurrency: u16) -> Options<'static> {
+        Options {
+            concurrency,
+            switch: None,
+            fingerprint: None,
+        }
+    }
 }
 
 /// Records the desired state (the new `.swamp.toml`) from inside an apply.

@@ -36,6 +36,9 @@ pub(super) struct Run<'a> {
     pub(super) watch: crate::lock::LossWatch,
     /// The undo journal of a plan that deletes or replaces anything.
     pub(super) journaled: Option<journal::Journal>,
+    /// This apply's record in the bucket's history, when it changes any
+    /// object there.
+    pub(super) recorded: Option<super::history::Recorded>,
     /// Replaced cache files and the sha256 of what replaced them.
     pub(super) replaced_by: Vec<(TierPath, String)>,
     /// Whether each action is a move done by renaming a whole directory
@@ -58,6 +61,7 @@ impl<'a> Run<'a> {
         remote: Option<&'a RemoteTarget>,
         sources: &'a [Option<RemoteTarget>],
         concurrency: u16,
+        fingerprint: Option<String>,
     ) -> Result<Run<'a>, ApplyError> {
         let before = |kind, what: &str, source: StopCause| ApplyError::Stopped {
             index: 0,
@@ -91,6 +95,25 @@ impl<'a> Run<'a> {
         let watch = crate::lock::watch();
         let journaled = journal_deletes(plan, layout)
             .map_err(|e| before("journal", "the undo journal", e.into()))?;
+        let rt =
+            (remote.is_some() || sources.iter().any(Option::is_some)).then(crate::store::runtime);
+        let recorded = match (rt, remote) {
+            (Some(rt), Some(target)) => {
+                let id = journaled
+                    .as_ref()
+                    .map_or_else(journal::new_id, |j| j.id.clone());
+                let author = super::history::Author {
+                    id: &id,
+                    clone: crate::state::delete_records::clone_id(layout)
+                        .map_err(|e| before("history", "the clone id", e.into()))?,
+                    fingerprint,
+                    undoes: None,
+                };
+                super::history::begin(rt, layout, plan, target, author)
+                    .map_err(|e| before("history", "the history record", e))?
+            }
+            _ => None,
+        };
         Ok(Run {
             plan,
             layout,
@@ -98,14 +121,14 @@ impl<'a> Run<'a> {
             remote,
             sources,
             concurrency,
-            rt: (remote.is_some() || sources.iter().any(Option::is_some))
-                .then(crate::store::runtime),
+            rt,
             cache: HashCache::load(&layout.hash_cache_path()),
             report: ApplyReport::default(),
             base,
             base_unsaved: 0,
             watch,
             journaled,
+            recorded,
             replaced_by: Vec::new(),
             moved_whole: Vec::new(),
             scanned_to: 0,
@@ -212,6 +235,7 @@ impl<'a> Run<'a> {
             j.finished = true;
             let _ = j.save(self.layout);
         }
+        self.finish_record();
         // A lock lost during the last step: what was done stays done, but
         // the run did not hold the lock throughout, so it must not report
         // success.
@@ -232,6 +256,22 @@ impl<'a> Run<'a> {
             let _ = crate::fsutil::atomic_write(&marker, crate::clock::now_rfc3339().as_bytes());
         }
         Ok(self.report)
+    }
+}
+
+impl Run<'_> {
+    /// Rewrites this apply's history record as finished. The apply's work
+    /// is done whatever happens to it: a failure is logged, and the record
+    /// stays as it was (cut short, to a reader).
+    fn finish_record(&mut self) {
+        let (Some(recorded), Some(rt), Some(target)) = (self.recorded.take(), self.rt, self.remote)
+        else {
+            return;
+        };
+        let base = self.base.as_ref().map(|(b, _)| b);
+        if let Err(e) = super::history::finish(rt, self.layout, self.plan, target, recorded, base) {
+            tracing::warn!(target: "swamp::apply", "the history record was not finished: {e}");
+        }
     }
 }
 

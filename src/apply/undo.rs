@@ -69,6 +69,7 @@ pub(crate) fn apply(
     journal.undoes = Some(plan.undoes.clone());
     journal.moved = plan.moves_back.clone();
     journal.save(layout)?;
+    let mut recorded = record(layout, plan, remote, &journal.id)?;
     let mut cache = HashCache::load(&layout.hash_cache_path());
     let mut report = UndoReport {
         apply_id: journal.id.clone(),
@@ -112,7 +113,41 @@ pub(crate) fn apply(
     }
     journal.finished = true;
     journal.save(layout)?;
+    if let (Some(recorded), Some(target)) = (recorded.take(), remote) {
+        let rt = crate::store::runtime();
+        if let Err(e) = super::history::finish_undo(rt, layout, plan, target, recorded) {
+            tracing::warn!(target: "swamp::apply", "the history record was not finished: {e}");
+        }
+    }
     Ok(report)
+}
+
+/// The undo's record in the team's history, written before its first
+/// remote step (when it has one).
+fn record(
+    layout: &Layout,
+    plan: &UndoPlan,
+    remote: Option<&crate::store::RemoteTarget>,
+    id: &str,
+) -> Result<Option<super::history::Recorded>, UndoApplyError> {
+    let Some(target) = remote else {
+        return Ok(None);
+    };
+    let stopped = |reason: String| UndoApplyError::Stopped {
+        path: "the history record".to_string(),
+        reason,
+        completed: 0,
+        undoes: plan.undoes.clone(),
+    };
+    let author = super::history::Author {
+        id,
+        clone: crate::state::delete_records::clone_id(layout)
+            .map_err(|e| stopped(e.to_string()))?,
+        fingerprint: None,
+        undoes: Some(plan.undoes.clone()),
+    };
+    super::history::begin_undo(crate::store::runtime(), layout, plan, target, author)
+        .map_err(|e| stopped(e.to_string()))
 }
 
 /// A remote step of an undo, as its action holds it.

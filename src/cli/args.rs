@@ -393,11 +393,22 @@ pub enum Command {
   swamp status
   swamp status --json")]
     Status,
-    /// The applies of this repository that set files aside, newest last
-    #[command(after_help = "Examples:
+    /// Every clone's applies to the namespace (and this clone's own), newest first
+    #[command(
+        args_conflicts_with_subcommands = true,
+        after_help = "Examples:
   swamp history
-  swamp undo <ID>   # reverse one of them")]
-    History,
+  swamp history --mine           # this clone's applies only
+  swamp history show <ID>        # what one apply changed
+  swamp undo <ID>                # reverse one of them"
+    )]
+    History {
+        /// Only this clone's applies (read from this machine, no request)
+        #[arg(long)]
+        mine: bool,
+        #[command(subcommand)]
+        command: Option<HistoryCommand>,
+    },
     /// Reverse an apply (default: the newest not undone yet, so each undo walks one further back): plan, review, confirm
     #[command(after_help = "Examples:
   swamp undo                  # the newest apply not undone yet; again for the one before
@@ -635,6 +646,18 @@ pub struct LockWhere {
 }
 
 #[derive(Debug, Subcommand)]
+pub enum HistoryCommand {
+    /// What one apply changed, key by key, as the team's history records it
+    #[command(after_help = "Examples:
+  swamp history show 20261207T081500Z-3fa29c
+  swamp history show 20261207T081500Z-3fa29c --json")]
+    Show {
+        /// The apply, as `swamp history` lists it
+        id: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
 pub enum LockCommand {
     /// Who holds the lock, since when, and until when
     #[command(after_help = "Examples:
@@ -824,7 +847,7 @@ impl Command {
     pub fn only_reads(&self) -> bool {
         match self {
             Command::Plan { out, .. } => out.is_none(),
-            Command::Show { .. } | Command::Status | Command::History => true,
+            Command::Show { .. } | Command::Status | Command::History { .. } => true,
             Command::Datastore { command } => matches!(
                 command,
                 DatastoreCommand::Namespaces { .. }

@@ -139,7 +139,15 @@ pub(crate) fn run<U: Ui<SavedPlan>>(
     );
     let mut switch = || save_desired(at, record);
     let switch: Option<crate::apply::Switch<'_>> = record.after_copies.then_some(&mut switch);
-    let report = apply_only(at.repo, at.layout, &saved.plan, at.transfers, switch);
+    let fingerprint = Some(saved.fingerprint.to_string());
+    let report = apply_only(
+        at.repo,
+        at.layout,
+        &saved.plan,
+        at.transfers,
+        switch,
+        fingerprint,
+    );
     let elapsed = started.elapsed();
     crate::progress::meter().idle();
     let mut report = report?;

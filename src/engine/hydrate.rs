@@ -148,7 +148,6 @@ pub(crate) fn fetch(
         layout,
         repo,
         (Some(&target), &[]),
-        config.sync.concurrency,
-        None,
+        apply::Options::transfers(config.sync.concurrency),
     )?)
 }

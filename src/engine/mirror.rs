@@ -55,8 +55,7 @@ pub(crate) fn mirror_offline(
         layout,
         repo,
         (None, &[]),
-        config.sync.concurrency,
-        None,
+        apply::Options::transfers(config.sync.concurrency),
     )?;
     Ok(Some(report))
 }

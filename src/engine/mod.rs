@@ -6,6 +6,7 @@
 //! re-derived the same way ([`rederive_plan`], [`rederive_undo`]).
 
 pub(crate) mod flow;
+pub(crate) mod history;
 pub(crate) mod hydrate;
 pub(crate) mod locks;
 pub(crate) mod mirror;
@@ -80,6 +81,8 @@ pub enum EngineError {
     Registration(#[from] registry::RegistrationError),
     #[error(transparent)]
     Managed(#[from] managed::ManagedError),
+    #[error("cannot read the team's history: {0}")]
+    History(crate::state::history::HistoryReadError),
     #[error("cannot read the undo trash: {0}")]
     Trash(#[from] crate::state::journaled::UndoObserveError),
     #[error(
@@ -666,7 +669,7 @@ pub(crate) fn apply_and_verify(
     options: SyncOptions,
     transfers: Option<u16>,
 ) -> Result<ApplyReport, EngineError> {
-    let mut report = apply_only(repo, layout, plan, transfers, None)?;
+    let mut report = apply_only(repo, layout, plan, transfers, None, None)?;
     let learnt = std::mem::take(&mut report.landed);
     verify(repo, layout, plan.scope, options, learnt, None)?;
     Ok(report)
@@ -682,6 +685,7 @@ fn apply_only(
     plan: &Plan,
     transfers: Option<u16>,
     switch: Option<apply::Switch<'_>>,
+    fingerprint: Option<String>,
 ) -> Result<ApplyReport, EngineError> {
     let config = Config::load(repo)?;
     let remote = match &plan.remote {
@@ -703,8 +707,11 @@ fn apply_only(
         layout,
         repo,
         (remote.as_ref(), &sources),
-        transfers.unwrap_or(config.sync.concurrency),
-        switch,
+        apply::Options {
+            concurrency: transfers.unwrap_or(config.sync.concurrency),
+            switch,
+            fingerprint,
+        },
     )?;
     Ok(report)
 }

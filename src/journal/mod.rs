@@ -11,6 +11,8 @@
 //! through planned actions (`plan::retention`, `apply::prune`) and marks
 //! the journal `pruned`; `--no-undo` runs are journaled with nothing kept.
 
+pub(crate) mod record;
+
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -244,17 +246,22 @@ impl Journal {
             return Err(UndoError::NoSuchApply { id: id.to_string() });
         }
         let path = layout.journal_path(id);
-        let bytes = match std::fs::read(&path) {
-            Ok(b) => b,
+        let file = match std::fs::File::open(&path) {
+            Ok(f) => f,
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
                 return Err(UndoError::NoSuchApply { id: id.to_string() });
             }
             Err(e) => return Err(io_err("read", &path)(e)),
         };
+        // Read as a stream: a move's journal is tens of megabytes of JSON,
+        // which retention (every sync) need not hold beside the entries.
         let mut journal: Journal =
-            serde_json::from_slice(&bytes).map_err(|e| UndoError::Malformed {
-                path,
-                message: e.to_string(),
+            serde_json::from_reader(io::BufReader::new(file)).map_err(|e| match e.classify() {
+                serde_json::error::Category::Io => io_err("read", &path)(e.into()),
+                _ => UndoError::Malformed {
+                    path: path.clone(),
+                    message: e.to_string(),
+                },
             })?;
         journal.share_placements();
         Ok(journal)
@@ -402,15 +409,27 @@ enum Step {
 
 impl Walk {
     pub(crate) fn of(journals: &[Journal]) -> Walk {
+        Walk::of_steps(
+            journals
+                .iter()
+                .filter(|j| j.finished)
+                .map(|j| (j.id.as_str(), j.undoes.as_deref())),
+        )
+    }
+
+    /// The walk of finished applies in order, each an id and what it
+    /// undoes (a journal's, or a record's in the team's history).
+    pub(crate) fn of_steps<'a>(
+        steps: impl IntoIterator<Item = (&'a str, Option<&'a str>)>,
+    ) -> Walk {
         use std::collections::HashMap;
         // Each journal's kind, and the apply it is (or acts on).
         let mut seen: HashMap<&str, (Step, &str)> = HashMap::new();
         let mut walk = Walk::default();
-        for j in journals.iter().filter(|j| j.finished) {
-            let id = j.id.as_str();
-            let Some(target) = j.undoes.as_deref() else {
+        for (id, undoes) in steps {
+            let Some(target) = undoes else {
                 seen.insert(id, (Step::Apply, id));
-                walk.done.push(j.id.clone());
+                walk.done.push(id.to_string());
                 // New work: what was undone before it stays undone.
                 walk.redoable.clear();
                 continue;
@@ -420,12 +439,12 @@ impl Walk {
                 seen.insert(id, (Step::Redo, apply));
                 walk.redoable.retain(|u| u != target);
                 walk.undone.remove(apply);
-                walk.done.push(j.id.clone());
+                walk.done.push(id.to_string());
             } else {
                 seen.insert(id, (Step::Undo, apply));
                 walk.done.retain(|d| d != target);
-                walk.undone.insert(apply.to_string(), j.id.clone());
-                walk.redoable.push(j.id.clone());
+                walk.undone.insert(apply.to_string(), id.to_string());
+                walk.redoable.push(id.to_string());
             }
         }
         walk

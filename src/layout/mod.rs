@@ -455,6 +455,14 @@ impl Layout {
             .join(format!("delete-records-{}.json", &id[..16]))
     }
 
+    /// The team's history records of `placement`'s remote already read,
+    /// one file per apply, and the version each was read at:
+    /// `.swamp/state/history-<id>/` (see `state::history`).
+    pub fn history_cache_dir(&self, placement: &Placement) -> PathBuf {
+        let id = crate::fsutil::sha256_bytes(Layout::remote_url(placement).as_bytes());
+        self.state_dir().join(format!("history-{}", &id[..16]))
+    }
+
     /// What this clone read and checked of `placement`'s own objects (its
     /// remote id, the namespace manifest), by version: see `state::seen`.
     pub fn remote_seen_path(&self, placement: &Placement) -> PathBuf {
@@ -513,6 +521,17 @@ impl Layout {
     /// other clones' delete guards: `<prefix>/<ns>/.swamp/deletes/`.
     pub fn remote_deletes_prefix(placement: &Placement) -> String {
         format!("{}.swamp/deletes/", Layout::remote_prefix(placement))
+    }
+
+    /// Where every apply that changed the namespace's objects keeps its
+    /// record, for the whole team: `<prefix>/<ns>/.swamp/history/`.
+    pub fn remote_history_prefix(placement: &Placement) -> String {
+        format!("{}.swamp/history/", Layout::remote_prefix(placement))
+    }
+
+    /// Apply `id`'s record: `<prefix>/<ns>/.swamp/history/<id>.json`.
+    pub fn remote_history_key(placement: &Placement, id: &str) -> String {
+        format!("{}{id}.json", Layout::remote_history_prefix(placement))
     }
 
     /// Where clones note how far their sync bases have passed the delete

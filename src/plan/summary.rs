@@ -207,6 +207,13 @@ impl Plan {
             s.requests = self.source_requests(s.requests);
         }
         s.requests.put += tally.multipart_extra;
+        // The apply's record in the team's history: written before its
+        // first change to the bucket, and again when it ends.
+        if self.remote.is_some()
+            && s.upload + s.copy_remote + s.delete_remote + s.delete_source_remote > 0
+        {
+            s.requests.put += 2;
+        }
         // A resumed multipart upload lists what the server holds and
         // sends only the parts missing (estimated from the bytes done),
         // with no request to start; a resumed GCS session is asked what

@@ -1,83 +1,242 @@
-//! `swamp history`: the applies that set files aside (their journals in
-//! `.swamp/state/trash/`), with what `swamp undo ID` would bring back,
-//! newest first as `git log` and `jj op log` show theirs: the id and time
-//! (what `undo ID` needs) are never cut, the rest shortens to the
-//! terminal's width; `--json` lists them oldest first, whole.
-use crate::cli::output::outln;
+//! `swamp history`: the team's applies to the namespace (every clone's
+//! records in the bucket, `.swamp/history/`) and this clone's own (its
+//! journals in `.swamp/state/trash/`, which also hold what it set aside
+//! on this machine), newest first as `git log` and `jj op log` show
+//! theirs: the id and time (what `undo ID` needs) are never cut, the rest
+//! shortens to the terminal's width; `--json` lists them oldest first,
+//! whole. `--mine`: this clone's alone, read from this machine only.
+//! `history show ID`: what one apply changed, key by key.
+use crate::cli::output::{errln, outln};
 
 use serde_json::json;
 
+use crate::cli::args::HistoryCommand;
 use crate::cli::output::print_json;
 use crate::cli::render::{Style, escape_controls, human_bytes};
 use crate::cli::{CliError, Ctx, Outcome};
 use crate::journal::Journal;
+use crate::journal::record::RecordHead;
 
-pub(super) fn run(ctx: &Ctx) -> Result<Outcome, CliError> {
+pub(super) fn run(
+    ctx: &Ctx,
+    mine: bool,
+    command: Option<HistoryCommand>,
+) -> Result<Outcome, CliError> {
+    if let Some(HistoryCommand::Show { id }) = command {
+        return show::run(ctx, &id);
+    }
     let repo = ctx.open_repo()?;
     let journals = Journal::all(&repo.layout)?;
-    let walk = crate::journal::Walk::of(&journals);
-    if ctx.json {
-        let applies: Vec<_> = journals
+    let team = if mine {
+        None
+    } else {
+        match crate::engine::history::team(&repo.layout, &repo.config) {
+            Ok(team) => team,
+            Err(e) => {
+                errln!(
+                    "warning: cannot read the team's history ({e}); showing this clone's applies only"
+                );
+                None
+            }
+        }
+    };
+    let items = merged(&journals, team.as_ref());
+    let walk = crate::journal::Walk::of_steps(
+        items
             .iter()
-            .map(|j| {
-                json!({
-                    "id": j.id,
-                    "seq": j.seq,
-                    "at": j.at,
-                    "holder": j.holder,
-                    "command": j.command,
-                    "summary": j.summary,
-                    "finished": j.finished,
-                    "files": j.entries.len(),
-                    "bytes_set_aside": j.set_aside_bytes(),
-                    "undoable": j.pruned.is_none() && !j.no_undo,
-                    "pruned": j.pruned,
-                    "undone_by": walk.undone.get(&j.id),
-                })
-            })
-            .collect();
+            .filter(|i| i.finished)
+            .map(|i| (i.id, i.undoes)),
+    );
+    if ctx.json {
+        let applies: Vec<_> = items.iter().map(|i| i.json(&walk)).collect();
         print_json(&json!({ "applies": applies }));
         return Ok(Outcome::Success);
     }
-    if journals.is_empty() {
+    if items.is_empty() {
         outln!(
-            "No applies in the history yet: `data rm` and `data gc` set what they remove aside here."
+            "No applies in the history yet: syncs that change the bucket, `data rm` and `data gc` are listed here."
         );
         return Ok(Outcome::Success);
     }
-    outln!("{}", render(&journals, &walk, ctx.style()));
+    outln!("{}", render(&items, &walk, ctx.style()));
     Ok(Outcome::Success)
 }
 
+mod show;
+
+/// One apply as the history shows it: this clone's journal of it, the
+/// team's record of it, or both.
+struct Item<'a> {
+    id: &'a str,
+    at: &'a str,
+    by: &'a str,
+    command: &'a str,
+    summary: &'a str,
+    finished: bool,
+    undoes: Option<&'a str>,
+    /// This clone ran it.
+    mine: bool,
+    journal: Option<&'a Journal>,
+    record: Option<&'a RecordHead>,
+    /// Order among this clone's applies of the same second.
+    seq: u64,
+}
+
+impl<'a> Item<'a> {
+    fn of_journal(j: &'a Journal) -> Item<'a> {
+        Item {
+            id: &j.id,
+            at: &j.at,
+            by: &j.holder,
+            command: &j.command,
+            summary: &j.summary,
+            finished: j.finished,
+            undoes: j.undoes.as_deref(),
+            mine: true,
+            journal: Some(j),
+            record: None,
+            seq: j.seq,
+        }
+    }
+
+    fn of_record(r: &'a RecordHead, me: &str) -> Item<'a> {
+        Item {
+            id: &r.id,
+            at: &r.at,
+            by: &r.by,
+            command: &r.command,
+            summary: &r.summary,
+            finished: r.finished,
+            undoes: r.undoes.as_deref(),
+            mine: r.clone == me,
+            journal: None,
+            record: Some(r),
+            seq: 0,
+        }
+    }
+
+    fn json(&self, walk: &crate::journal::Walk) -> serde_json::Value {
+        let mut doc = json!({
+            "id": self.id,
+            "at": self.at,
+            "by": self.by,
+            "holder": self.by,
+            "command": self.command,
+            "summary": self.summary,
+            "finished": self.finished,
+            "mine": self.mine,
+            "undone_by": walk.undone.get(self.id),
+        });
+        let fields = doc.as_object_mut().expect("an object");
+        if let Some(j) = self.journal {
+            fields.insert("seq".into(), json!(j.seq));
+            fields.insert("files".into(), json!(j.entries.len()));
+            fields.insert("bytes_set_aside".into(), json!(j.set_aside_bytes()));
+            fields.insert("undoable".into(), json!(j.pruned.is_none() && !j.no_undo));
+            fields.insert("pruned".into(), json!(j.pruned));
+        }
+        if let Some(r) = self.record {
+            fields.insert("clone".into(), json!(r.clone));
+            fields.insert("tool".into(), json!(r.tool));
+            fields.insert("fingerprint".into(), json!(r.fingerprint));
+            fields.insert("in_bucket".into(), json!(true));
+        }
+        if let Some(u) = self.undoes {
+            fields.insert("undoes".into(), json!(u));
+        }
+        doc
+    }
+
+    /// What is kept to undo it: on this machine, in the bucket.
+    fn kept(&self) -> String {
+        let Some(j) = self.journal else {
+            return match self.record {
+                Some(r) if r.no_undo => "nothing kept".to_string(),
+                _ => "recorded in the bucket".to_string(),
+            };
+        };
+        if j.pruned.is_some() {
+            return "trash pruned".to_string();
+        }
+        if j.no_undo {
+            return "nothing kept".to_string();
+        }
+        let remote = j
+            .entries
+            .iter()
+            .filter(|e| e.op == crate::journal::Op::RemoteSetAside)
+            .count();
+        let local = j
+            .entries
+            .iter()
+            .any(|e| e.op == crate::journal::Op::SetAside);
+        match (j.set_aside_bytes(), remote) {
+            (_, 0) if !local => "nothing kept".to_string(),
+            (_, 0) => format!("{} kept", human_bytes(j.set_aside_bytes())),
+            (0, n) => format!("{n} object(s) kept in the bucket"),
+            (bytes, n) => format!("{} kept, {n} object(s) in the bucket", human_bytes(bytes)),
+        }
+    }
+}
+
+/// This clone's journals and the team's records, one item per apply,
+/// oldest first (by time; this clone's own of one second in their order).
+fn merged<'a>(
+    journals: &'a [Journal],
+    team: Option<&'a crate::engine::history::TeamHistory>,
+) -> Vec<Item<'a>> {
+    let mut items: Vec<Item<'a>> = journals.iter().map(Item::of_journal).collect();
+    if let Some(team) = team {
+        let local: std::collections::HashMap<&str, usize> =
+            items.iter().enumerate().map(|(i, it)| (it.id, i)).collect();
+        let mut more = Vec::new();
+        for r in &team.records {
+            match local.get(r.id.as_str()) {
+                // The journal says what is kept here; the record who ran
+                // it and what it changed in the bucket.
+                Some(&i) => {
+                    items[i].record = Some(r);
+                    items[i].summary = &r.summary;
+                }
+                None => more.push(Item::of_record(r, &team.me)),
+            }
+        }
+        items.extend(more);
+    }
+    items.sort_by(|a, b| (a.at, a.seq, a.id).cmp(&(b.at, b.seq, b.id)));
+    items
+}
+
 /// The history, newest first, as `jj op log` shows operations: a line
-/// with the id, the time (the two `undo ID` needs: never cut), the holder
+/// with the id, the time (the two `undo ID` needs: never cut), who ran it
 /// and what is kept, then the command and summary indented below. Each
 /// line is shortened to `style`'s width (on a terminal) with `…`.
-fn render(journals: &[Journal], walk: &crate::journal::Walk, style: Style) -> String {
+fn render(items: &[Item<'_>], walk: &crate::journal::Walk, style: Style) -> String {
     // The id and the time, whole, whatever the width.
     let width = style.width.map(|w| usize::from(w).max(ID_AND_TIME + 1));
     let mut out = String::new();
-    for j in journals.iter().rev() {
-        let mut summary = if j.finished {
-            j.summary.clone()
+    for item in items.iter().rev() {
+        let mut summary = if item.finished {
+            item.summary.to_string()
         } else {
-            format!("{} (cut short)", j.summary)
+            format!("{} (cut short)", item.summary)
         };
-        if let Some(undo) = walk.undone.get(&j.id) {
+        if let Some(undo) = walk.undone.get(item.id) {
             summary.push_str(&format!(" (undone by {undo})"));
         }
-        let kept = match &j.pruned {
-            Some(at) => {
-                summary.push_str(&format!(" (trash pruned {at})"));
-                "trash pruned".to_string()
-            }
-            None if j.no_undo => "nothing kept".to_string(),
-            None => format!("{} kept", human_bytes(j.set_aside_bytes())),
-        };
-        let head = format!("{}  {}  {}  {kept}", j.id, j.at, escape_controls(&j.holder));
+        if let Some(at) = item.journal.and_then(|j| j.pruned.as_ref()) {
+            summary.push_str(&format!(" (trash pruned {at})"));
+        }
+        let head = format!(
+            "{}  {}  {}  {}",
+            item.id,
+            item.at,
+            escape_controls(item.by),
+            item.kept()
+        );
         let body = format!(
             "    {}: {}",
-            escape_controls(&j.command),
+            escape_controls(item.command),
             escape_controls(&summary)
         );
         for line in [head, body] {
@@ -126,12 +285,13 @@ mod tests {
             applied(new, "2026-12-01T10:00:00Z", &long),
         ];
         let walk = crate::journal::Walk::of(&journals);
+        let items = merged(&journals, None);
         let at = |width| {
             let style = Style {
                 width: Some(width),
                 color: false,
             };
-            render(&journals, &walk, style)
+            render(&items, &walk, style)
         };
         let text = at(80);
         let lines: Vec<&str> = text.lines().collect();
@@ -164,7 +324,7 @@ mod tests {
         );
         // Not on a terminal: nothing is cut.
         let whole = render(
-            &journals,
+            &items,
             &walk,
             Style {
                 width: None,

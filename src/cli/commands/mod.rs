@@ -53,7 +53,7 @@ pub(super) fn run(ctx: &Ctx, command: Command) -> Result<Outcome, CliError> {
         } => reconcile::apply(ctx, scope, sync.options(), confirm),
         Command::Show { file, format } => reconcile::show(&ctx.with_format(format), &file),
         Command::Status => status::run(ctx),
-        Command::History => history::run(ctx),
+        Command::History { mine, command } => history::run(ctx, mine, command),
         Command::Undo {
             prune: true,
             detailed_exitcode,

@@ -1,0 +1,425 @@
+//! This apply's record in the team's history (see `journal::record`):
+//! written create-only before the first remote change, naming every key
+//! the plan changes; rewritten when the apply ends, only over the version
+//! it wrote, saying it finished and what version each write made. Both are
+//! streamed from the plan to a temp file and uploaded from there.
+
+use std::io::Write;
+
+use crate::config::Placement;
+use crate::journal::record::{self, Change, ChangeOp, RecordHead};
+use crate::layout::{Layout, TierPath};
+use crate::plan::action::{CopyRemote, DeleteRemote, DeleteSourceRemote, Upload};
+use crate::plan::undo::{RestoreRemote, SetAsideRemote, UndoAction, UndoPlan};
+use crate::plan::{Action, Plan, RemoteExpect};
+use crate::state::SyncBase;
+use crate::store::{Precondition, RemoteTarget};
+
+use super::StopCause;
+
+/// A record written, to be rewritten when the apply ends.
+pub(super) struct Recorded {
+    head: RecordHead,
+    key: String,
+    version: String,
+}
+
+/// Who ran the apply, for the record's head.
+pub(super) struct Author<'a> {
+    pub id: &'a str,
+    pub clone: String,
+    pub fingerprint: Option<String>,
+    pub undoes: Option<String>,
+}
+
+impl Author<'_> {
+    /// The head of a record of this apply, at `target`, not finished yet.
+    pub(super) fn head(self, target: &RemoteTarget, summary: String, no_undo: bool) -> RecordHead {
+        RecordHead {
+            format: record::FORMAT,
+            id: self.id.to_string(),
+            at: crate::clock::now_rfc3339(),
+            by: crate::lock::who_am_i(),
+            clone: self.clone,
+            tool: concat!("swamp ", env!("CARGO_PKG_VERSION")).to_string(),
+            command: crate::journal::command_line(),
+            fingerprint: self.fingerprint,
+            summary,
+            prefix: target.key_prefix.clone(),
+            undoes: self.undoes,
+            no_undo,
+            finished: false,
+        }
+    }
+}
+
+/// Writes a record of `head` to `target` (create-only), its changes
+/// streamed by `body`.
+pub(super) fn start(
+    rt: &tokio::runtime::Runtime,
+    layout: &Layout,
+    target: &RemoteTarget,
+    head: RecordHead,
+    body: impl FnOnce(&mut dyn Write, &RecordHead) -> std::io::Result<()>,
+) -> Result<Recorded, StopCause> {
+    let key = Layout::remote_history_key(&target.placement, &head.id);
+    let version = upload(
+        rt,
+        layout,
+        target,
+        &key,
+        &head,
+        &Precondition::CreateOnly,
+        |w| body(w, &head),
+    )?;
+    Ok(Recorded { head, key, version })
+}
+
+/// Rewrites `recorded` as finished, only over the version written, its
+/// changes streamed by `body`.
+pub(super) fn end(
+    rt: &tokio::runtime::Runtime,
+    layout: &Layout,
+    target: &RemoteTarget,
+    recorded: Recorded,
+    body: impl FnOnce(&mut dyn Write, &RecordHead) -> std::io::Result<()>,
+) -> Result<(), StopCause> {
+    let Recorded {
+        mut head,
+        key,
+        version,
+    } = recorded;
+    head.finished = true;
+    let pre = Precondition::Matches(version);
+    upload(rt, layout, target, &key, &head, &pre, |w| body(w, &head))?;
+    Ok(())
+}
+
+/// Writes `plan`'s record to `target` (create-only) when the plan changes
+/// any of its objects; `None` when it changes none.
+pub(super) fn begin(
+    rt: &tokio::runtime::Runtime,
+    layout: &Layout,
+    plan: &Plan,
+    target: &RemoteTarget,
+    author: Author<'_>,
+) -> Result<Option<Recorded>, StopCause> {
+    let counts = Counts::of(plan);
+    if counts.is_empty() {
+        return Ok(None);
+    }
+    let head = author.head(target, counts.summary(plan.scope.as_str()), plan.no_undo);
+    start(rt, layout, target, head, |w, head| {
+        write_changes(w, head, plan, None)
+    })
+    .map(Some)
+}
+
+/// Rewrites the record as finished, with the versions the apply's writes
+/// made as `base` (the sync base it advanced) holds them.
+pub(super) fn finish(
+    rt: &tokio::runtime::Runtime,
+    layout: &Layout,
+    plan: &Plan,
+    target: &RemoteTarget,
+    recorded: Recorded,
+    base: Option<&SyncBase>,
+) -> Result<(), StopCause> {
+    end(rt, layout, target, recorded, |w, head| {
+        write_changes(w, head, plan, base)
+    })
+}
+
+fn write_changes(
+    w: &mut dyn Write,
+    head: &RecordHead,
+    plan: &Plan,
+    base: Option<&SyncBase>,
+) -> std::io::Result<()> {
+    let mut w = w;
+    record::write(&mut w, head, changes(plan, &head.id, base))
+}
+
+/// Streams a record to a temp file in `.swamp/state/` and uploads it on
+/// `pre`, returning the version written.
+fn upload(
+    rt: &tokio::runtime::Runtime,
+    layout: &Layout,
+    target: &RemoteTarget,
+    key: &str,
+    head: &RecordHead,
+    pre: &Precondition,
+    body: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> Result<String, StopCause> {
+    let dir = layout.state_dir();
+    let io = |source| StopCause::HistoryRecord {
+        path: dir.join(format!("{}.json", head.id)),
+        source,
+    };
+    std::fs::create_dir_all(&dir).map_err(io)?;
+    let mut file = tempfile::NamedTempFile::new_in(&dir).map_err(io)?;
+    {
+        let mut w = std::io::BufWriter::new(file.as_file_mut());
+        body(&mut w).map_err(io)?;
+        w.flush().map_err(io)?;
+    }
+    let sha256 = crate::fsutil::sha256_file(file.path()).map_err(io)?;
+    let meta = rt.block_on(target.store.put_file(key, file.path(), &sha256, pre))?;
+    Ok(meta.version)
+}
+
+/// The keys `plan` changes, in its order: uploads, copies in, deletes,
+/// and a move's deletes at its old place. `base`: the sync base after the
+/// apply, which says what version each write made.
+fn changes<'a>(
+    plan: &'a Plan,
+    id: &'a str,
+    base: Option<&'a SyncBase>,
+) -> impl Iterator<Item = Change> + 'a {
+    let target = plan.target.placement();
+    let prefix = Layout::remote_prefix(&target);
+    let sources: Vec<Placement> = plan.sources.iter().map(|s| s.placement()).collect();
+    let kept = !plan.no_undo;
+    plan.actions.iter().flat_map(move |a| {
+        let at = |path: &TierPath| format!("{prefix}{}", path.as_str());
+        let trash = |place: &Placement, path: &TierPath| {
+            kept.then(|| Layout::remote_trash_key(place, id, path))
+        };
+        let after = |path: &TierPath, sha256: &crate::digest::Sha256| {
+            base.and_then(|b| b.files.get(path))
+                .filter(|e| e.sha256 == *sha256)
+                .map(|e| e.version.to_string())
+        };
+        let one = |c: Change| vec![c];
+        match a {
+            Action::Upload(Upload {
+                path,
+                size,
+                sha256,
+                remote,
+                ..
+            }) => one(Change {
+                op: match remote {
+                    RemoteExpect::Absent => ChangeOp::Create,
+                    RemoteExpect::Version { .. } => ChangeOp::Replace,
+                },
+                key: at(path),
+                place: None,
+                before: match remote {
+                    RemoteExpect::Absent => None,
+                    RemoteExpect::Version { version } => Some(version.to_string()),
+                },
+                after: after(path, sha256),
+                sha256: Some(sha256.hex()),
+                size: Some(*size),
+                trash: match remote {
+                    RemoteExpect::Absent => None,
+                    RemoteExpect::Version { .. } => trash(&target, path),
+                },
+            }),
+            Action::CopyRemote(CopyRemote {
+                path, size, sha256, ..
+            }) => one(Change {
+                op: ChangeOp::Create,
+                key: at(path),
+                place: None,
+                before: None,
+                after: after(path, sha256),
+                sha256: Some(sha256.hex()),
+                size: Some(*size),
+                trash: None,
+            }),
+            Action::DeleteRemote(DeleteRemote { path, version, .. }) => one(Change {
+                op: ChangeOp::Delete,
+                key: at(path),
+                place: None,
+                before: Some(version.to_string()),
+                after: None,
+                sha256: None,
+                size: None,
+                trash: trash(&target, path),
+            }),
+            Action::DeleteSourceRemote(DeleteSourceRemote {
+                source, objects, ..
+            }) => {
+                let Some(from) = sources.get(*source) else {
+                    return Vec::new();
+                };
+                let from_prefix = Layout::remote_prefix(from);
+                let url = Layout::remote_url(from);
+                objects
+                    .iter()
+                    .map(|o| Change {
+                        op: ChangeOp::Delete,
+                        key: o.key.clone(),
+                        place: Some(url.clone()),
+                        before: Some(o.version.to_string()),
+                        after: None,
+                        sha256: None,
+                        size: None,
+                        trash: Layout::remote_file_path(&from_prefix, &o.key)
+                            .and_then(|path| trash(from, &path)),
+                    })
+                    .collect()
+            }
+            _ => Vec::new(),
+        }
+    })
+}
+
+/// Writes an undo's record (it names the apply it reverses) when the
+/// undo changes objects at `target`.
+pub(super) fn begin_undo(
+    rt: &tokio::runtime::Runtime,
+    layout: &Layout,
+    plan: &UndoPlan,
+    target: &RemoteTarget,
+    author: Author<'_>,
+) -> Result<Option<Recorded>, StopCause> {
+    let (mut restored, mut set_aside) = (0, 0);
+    for a in &plan.actions {
+        match a {
+            UndoAction::RestoreRemote(_) => restored += 1,
+            UndoAction::SetAsideRemote(_) => set_aside += 1,
+            _ => {}
+        }
+    }
+    if restored + set_aside == 0 {
+        return Ok(None);
+    }
+    let what = match &plan.redoes {
+        Some(redone) => format!("redo of {redone}"),
+        None => format!("undo of {}", plan.undoes),
+    };
+    let summary = format!("{what}: {restored} object(s) restored, {set_aside} set aside");
+    let head = author.head(target, summary, false);
+    start(rt, layout, target, head, |w, head| {
+        let mut w = w;
+        record::write(&mut w, head, undo_changes(plan, &head.id))
+    })
+    .map(Some)
+}
+
+/// Rewrites an undo's record as finished.
+pub(super) fn finish_undo(
+    rt: &tokio::runtime::Runtime,
+    layout: &Layout,
+    plan: &UndoPlan,
+    target: &RemoteTarget,
+    recorded: Recorded,
+) -> Result<(), StopCause> {
+    end(rt, layout, target, recorded, |w, head| {
+        let mut w = w;
+        record::write(&mut w, head, undo_changes(plan, &head.id))
+    })
+}
+
+/// The keys an undo changes: what it restores from the trash, what it
+/// takes away again into its own.
+fn undo_changes<'a>(plan: &'a UndoPlan, id: &'a str) -> impl Iterator<Item = Change> + 'a {
+    let key = |place: &Placement, path: &TierPath| {
+        format!("{}{}", Layout::remote_prefix(place), path.as_str())
+    };
+    plan.actions.iter().filter_map(move |a| match a {
+        UndoAction::RestoreRemote(RestoreRemote {
+            placement,
+            path,
+            sha256,
+            expect,
+            ..
+        }) => Some(Change {
+            op: match expect {
+                Some(_) => ChangeOp::Replace,
+                None => ChangeOp::Create,
+            },
+            key: key(placement, path),
+            place: None,
+            before: expect.clone(),
+            after: None,
+            sha256: (!sha256.is_empty()).then(|| sha256.clone()),
+            size: None,
+            trash: None,
+        }),
+        UndoAction::SetAsideRemote(SetAsideRemote {
+            placement,
+            path,
+            version,
+            ..
+        }) => Some(Change {
+            op: ChangeOp::Delete,
+            key: key(placement, path),
+            place: None,
+            before: Some(version.clone()),
+            after: None,
+            sha256: None,
+            size: None,
+            trash: Some(Layout::remote_trash_key(placement, id, path)),
+        }),
+        UndoAction::Restore(_) | UndoAction::SetAside(_) => None,
+    })
+}
+
+/// How many keys a plan creates, replaces and deletes.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Counts {
+    created: usize,
+    replaced: usize,
+    deleted: usize,
+}
+
+impl Counts {
+    fn of(plan: &Plan) -> Counts {
+        let mut c = Counts::default();
+        for a in &plan.actions {
+            match a {
+                Action::Upload(Upload {
+                    remote: RemoteExpect::Absent,
+                    ..
+                })
+                | Action::CopyRemote(_) => c.created += 1,
+                Action::Upload(_) => c.replaced += 1,
+                Action::DeleteRemote(_) => c.deleted += 1,
+                Action::DeleteSourceRemote(d) => c.deleted += d.objects.len(),
+                _ => {}
+            }
+        }
+        c
+    }
+
+    fn is_empty(&self) -> bool {
+        *self == Counts::default()
+    }
+
+    /// `push: 3 object(s) created, 1 replaced, 2 deleted` (the zeros left out).
+    fn summary(&self, scope: &str) -> String {
+        let mut out = format!("{scope}:");
+        let counted = [
+            (self.created, "created"),
+            (self.replaced, "replaced"),
+            (self.deleted, "deleted"),
+        ];
+        for (i, (n, what)) in counted.iter().filter(|(n, _)| *n > 0).enumerate() {
+            if i == 0 {
+                out.push_str(&format!(" {n} object(s) {what}"));
+            } else {
+                out.push_str(&format!(", {n} {what}"));
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_summary_counts_what_the_plan_changes_leaving_out_zeros() {
+        let c = Counts {
+            created: 3,
+            replaced: 0,
+            deleted: 2,
+        };
+        assert_eq!(c.summary("sync"), "sync: 3 object(s) created, 2 deleted");
+    }
+}

@@ -1,0 +1,150 @@
+//! `swamp history show ID`: one apply, key by key, as the team's record
+//! in the bucket names its changes (what it created, replaced and
+//! deleted, the versions before and after, where what it replaced or
+//! deleted is kept); an apply of this clone's that changed nothing in a
+//! bucket (`data rm`, `data gc`), as its journal names what it set aside.
+
+use std::fmt::Write as _;
+
+use serde_json::json;
+
+use crate::cli::output::{outln, print_json};
+use crate::cli::render::{escape_controls, human_bytes, table};
+use crate::cli::{CliError, Ctx, Outcome};
+use crate::journal::record::{Change, ChangeOp, RecordHead};
+use crate::journal::{Journal, Op};
+
+pub(super) fn run(ctx: &Ctx, id: &str) -> Result<Outcome, CliError> {
+    let repo = ctx.open_repo()?;
+    if !crate::journal::is_id(id) {
+        return Err(crate::journal::UndoError::NoSuchApply { id: id.to_string() }.into());
+    }
+    if let Some((head, changes)) = crate::engine::history::show(&repo.layout, &repo.config, id)? {
+        if ctx.json {
+            print_json(&json!({ "apply": head, "changes": changes }));
+        } else {
+            outln!("{}", render_record(&head, &changes));
+        }
+        return Ok(Outcome::Success);
+    }
+    let journal = Journal::load(&repo.layout, id)?;
+    if ctx.json {
+        print_json(&json!({ "apply": journal }));
+    } else {
+        outln!("{}", render_journal(&journal));
+    }
+    Ok(Outcome::Success)
+}
+
+/// A record's head and a table of its changes, the plan's words for each
+/// (`upload`, `delete-remote`, …), paths relative to the namespace.
+pub(super) fn render_record(head: &RecordHead, changes: &[Change]) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "Apply {} by {} at {}{}",
+        head.id,
+        escape_controls(&head.by),
+        head.at,
+        if head.finished { "" } else { " (cut short)" }
+    );
+    let _ = writeln!(out, "  command   {}", escape_controls(&head.command));
+    if let Some(u) = &head.undoes {
+        let _ = writeln!(out, "  undoes    {u}");
+    }
+    let _ = writeln!(
+        out,
+        "  clone     {} ({})",
+        escape_controls(&head.clone),
+        escape_controls(&head.tool)
+    );
+    if let Some(f) = &head.fingerprint {
+        let _ = writeln!(out, "  plan      fingerprint {}", escape_controls(f));
+    }
+    if !changes.is_empty() {
+        let mut t = table();
+        t.set_header(["#", "action", "path", "size", "before", "after"]);
+        for (i, c) in changes.iter().enumerate() {
+            let path = match &c.place {
+                Some(place) => format!("{place} {}", c.key),
+                None => c
+                    .key
+                    .strip_prefix(&head.prefix)
+                    .unwrap_or(&c.key)
+                    .to_string(),
+            };
+            let action = match (c.op, &c.place) {
+                (ChangeOp::Create, _) => "upload",
+                (ChangeOp::Replace, _) => "upload (replace)",
+                (ChangeOp::Delete, None) => "delete-remote",
+                (ChangeOp::Delete, Some(_)) => "delete-source-remote",
+            };
+            let gone = match c.op {
+                ChangeOp::Delete => "(removed)",
+                _ => "",
+            };
+            t.add_row(vec![
+                (i + 1).to_string(),
+                action.to_string(),
+                escape_controls(&path).into_owned(),
+                c.size.map(human_bytes).unwrap_or_default(),
+                escape_controls(c.before.as_deref().unwrap_or("(absent)")).into_owned(),
+                escape_controls(c.after.as_deref().unwrap_or(gone)).into_owned(),
+            ]);
+        }
+        let _ = writeln!(out, "\n{t}");
+    }
+    let kept = changes.iter().filter(|c| c.trash.is_some()).count();
+    if kept > 0 {
+        let _ = writeln!(
+            out,
+            "\nKept: {kept} object(s) it deleted or replaced, in the bucket's trash (.swamp/trash/{}/).",
+            head.id
+        );
+    }
+    let _ = write!(out, "\n{}", escape_controls(&head.summary));
+    out
+}
+
+/// A journal of this clone's that no record in a bucket names: what it
+/// set aside or restored.
+fn render_journal(j: &Journal) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "Apply {} by {} at {}{}",
+        j.id,
+        escape_controls(&j.holder),
+        j.at,
+        if j.finished { "" } else { " (cut short)" }
+    );
+    let _ = writeln!(out, "  command   {}", escape_controls(&j.command));
+    if let Some(u) = &j.undoes {
+        let _ = writeln!(out, "  undoes    {u}");
+    }
+    if !j.entries.is_empty() {
+        let mut t = table();
+        t.set_header(["#", "action", "path", "size"]);
+        for (i, e) in j.entries.iter().enumerate() {
+            let action = match e.op {
+                Op::SetAside => "set-aside",
+                Op::Restored => "restore",
+                Op::RemoteSetAside => "set-aside-remote",
+                Op::RemoteRestored => "restore-remote",
+            };
+            t.add_row(vec![
+                (i + 1).to_string(),
+                action.to_string(),
+                escape_controls(e.path.as_str()).into_owned(),
+                if e.size > 0 {
+                    human_bytes(e.size)
+                } else {
+                    String::new()
+                },
+            ]);
+        }
+        let _ = writeln!(out, "\n{t}");
+    }
+    let _ = write!(out, "\n{}", escape_controls(&j.summary));
+    out
+}

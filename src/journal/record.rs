@@ -1,0 +1,213 @@
+//! The team's history: a record of each apply that changed a namespace's
+//! objects, kept in the bucket at `<prefix>/<ns>/.swamp/history/<id>.json`
+//! beside the trash copies it made, so every clone can see who changed
+//! what (`swamp history`), not only the clone that did.
+//!
+//! Owns the record's format. A record is written create-only before the
+//! apply's first remote change, naming what it will change, and rewritten
+//! once (only over the version it wrote) when the apply ends, with the
+//! versions its writes made. Its changes are streamed in and out: a
+//! million-object push's record is a million changes, never held whole.
+
+use std::io::{self, Write};
+
+use serde::{Deserialize, Serialize};
+
+/// What a record's format is: readers skip a record of a newer one.
+pub(crate) const FORMAT: u32 = 1;
+
+/// Everything a record says but its changes: what `swamp history` lists.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct RecordHead {
+    pub format: u32,
+    /// The apply id (the local journal's, when the apply has one).
+    pub id: String,
+    /// RFC 3339, UTC.
+    pub at: String,
+    /// `user@host`.
+    pub by: String,
+    /// The clone that ran it (`.swamp/state/clone-id`).
+    pub clone: String,
+    /// `swamp 0.1.0`.
+    pub tool: String,
+    /// The command line, as typed.
+    pub command: String,
+    /// The fingerprint of the plan applied, when it had one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fingerprint: Option<String>,
+    /// The plan's summary.
+    pub summary: String,
+    /// The key prefix of the namespace (`<prefix>/<ns>/`): a change's key
+    /// less it is the file's path.
+    pub prefix: String,
+    /// For an undo (or a redo): the apply (or undo) it reverses.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub undoes: Option<String>,
+    /// `--no-undo`: nothing deleted or replaced was kept in the trash.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub no_undo: bool,
+    /// False while the apply runs, or when it was cut short.
+    pub finished: bool,
+}
+
+/// What an apply did to one key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum ChangeOp {
+    Create,
+    Replace,
+    Delete,
+}
+
+/// One key an apply changed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Change {
+    pub op: ChangeOp,
+    /// The object's key in its bucket.
+    pub key: String,
+    /// Where the key is, when not in the record's namespace (a move's
+    /// old place): its URL.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub place: Option<String>,
+    /// The version the apply found (`None`: absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before: Option<String>,
+    /// The version the apply left (`None`: deleted, or not known yet).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<String>,
+    /// The sha256 of what it wrote.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<u64>,
+    /// Where what the key held before is kept (`None`: nothing was there,
+    /// or `--no-undo`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trash: Option<String>,
+}
+
+/// A record's changes alone (its head skipped), as `history show` reads them.
+#[derive(Debug, Deserialize)]
+pub(crate) struct RecordChanges {
+    pub changes: Vec<Change>,
+}
+
+/// A record as written: the head, then the changes, serialized from an
+/// iterator as they come.
+#[derive(Serialize)]
+#[serde(bound = "")]
+struct Whole<'a, I: Iterator<Item = Change>> {
+    #[serde(flatten)]
+    head: &'a RecordHead,
+    changes: Streamed<I>,
+}
+
+/// An iterator serialized as a sequence, once.
+struct Streamed<I>(std::cell::Cell<Option<I>>);
+
+impl<I: Iterator<Item = Change>> Serialize for Streamed<I> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self.0.take() {
+            Some(changes) => s.collect_seq(changes),
+            None => s.collect_seq(std::iter::empty::<Change>()),
+        }
+    }
+}
+
+/// Writes the record of `head` and `changes` to `out`, a change at a time.
+pub(crate) fn write(
+    out: &mut impl Write,
+    head: &RecordHead,
+    changes: impl Iterator<Item = Change>,
+) -> io::Result<()> {
+    let whole = Whole {
+        head,
+        changes: Streamed(std::cell::Cell::new(Some(changes))),
+    };
+    serde_json::to_writer(&mut *out, &whole).map_err(io::Error::other)?;
+    out.write_all(b"\n")
+}
+
+/// A record's head from its bytes (its changes skipped, never held).
+pub(crate) fn read_head(r: impl io::Read) -> Result<RecordHead, serde_json::Error> {
+    serde_json::from_reader(r)
+}
+
+/// A record's changes from its bytes.
+pub(crate) fn read_changes(r: impl io::Read) -> Result<Vec<Change>, serde_json::Error> {
+    serde_json::from_reader::<_, RecordChanges>(r).map(|c| c.changes)
+}
+
+/// The time an apply id was made (`20261201T123000Z-3fa29c` →
+/// 2026-12-01 12:30:00 UTC), in seconds since the epoch: what retention
+/// ages a record by without reading it.
+pub(crate) fn id_time(id: &str) -> Option<u64> {
+    let stamp = id.split('-').next()?;
+    if stamp.len() != 16 || !stamp.ends_with('Z') {
+        return None;
+    }
+    let rfc = format!(
+        "{}-{}-{}T{}:{}:{}Z",
+        stamp.get(0..4)?,
+        stamp.get(4..6)?,
+        stamp.get(6..8)?,
+        stamp.get(9..11)?,
+        stamp.get(11..13)?,
+        stamp.get(13..15)?
+    );
+    humantime::parse_rfc3339(&rfc)
+        .ok()?
+        .duration_since(std::time::UNIX_EPOCH)
+        .ok()
+        .map(|d| d.as_secs())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn head() -> RecordHead {
+        RecordHead {
+            format: FORMAT,
+            id: "20261201T123000Z-3fa29c".into(),
+            at: "2026-12-01T12:30:00Z".into(),
+            by: "bob@ci-7".into(),
+            clone: "c1".into(),
+            tool: "swamp 0.1.0".into(),
+            command: "swamp datastore sync -y".into(),
+            fingerprint: None,
+            summary: "1 to delete from the remote".into(),
+            prefix: "p/lab/".into(),
+            undoes: None,
+            no_undo: false,
+            finished: true,
+        }
+    }
+
+    #[test]
+    fn a_record_is_read_back_head_and_changes_apart() {
+        let change = Change {
+            op: ChangeOp::Delete,
+            key: "p/lab/outputs/a".into(),
+            place: None,
+            before: Some("etag1".into()),
+            after: None,
+            sha256: None,
+            size: None,
+            trash: Some("p/lab/.swamp/trash/x/outputs/a".into()),
+        };
+        let mut out = Vec::new();
+        write(&mut out, &head(), vec![change.clone()].into_iter()).unwrap();
+        let text = String::from_utf8(out.clone()).unwrap();
+        assert!(text.starts_with("{\"format\":1,\"id\":"), "{text}");
+        assert_eq!(read_head(&out[..]).unwrap(), head());
+        assert_eq!(read_changes(&out[..]).unwrap(), vec![change]);
+    }
+
+    #[test]
+    fn an_apply_id_tells_its_time() {
+        assert_eq!(id_time("20261201T123000Z-3fa29c"), Some(1_796_128_200));
+        assert_eq!(id_time("../x"), None);
+        assert_eq!(id_time("2026120-1"), None);
+    }
+}

@@ -1,0 +1,159 @@
+//! The team's history as this clone reads it (`journal::record`): one
+//! LIST of `<prefix>/<ns>/.swamp/history/`, and a GET of each record not
+//! read before at the version listed. What was read is kept in
+//! `.swamp/state/history-<id>/` (`<apply-id>.json`, and `index.json`: the
+//! version each was read at), so a second `swamp history` reads nothing
+//! but the listing. A record gone from the bucket (pruned) is forgotten.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crate::journal::record::{self, Change, RecordHead};
+use crate::layout::Layout;
+use crate::store::{RemoteTarget, StoreError};
+
+/// Records fetched side by side.
+const GETS_IN_FLIGHT: usize = 16;
+
+/// The records of a namespace, as listed and read.
+#[derive(Debug, Default)]
+pub(crate) struct TeamHistory {
+    /// Every readable record, oldest first.
+    pub records: Vec<RecordHead>,
+    /// This clone's id, which its own records name.
+    pub me: String,
+    /// Records that could not be read as one (another tool's key, a newer
+    /// format, bytes that are not a record), by key.
+    pub unreadable: Vec<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum HistoryReadError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("cannot {action} {}: {source}", .path.display())]
+    Io {
+        action: &'static str,
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("no apply `{id}` in the history of {url}")]
+    NoSuchApply { id: String, url: String },
+}
+
+fn io_err(action: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> HistoryReadError {
+    let path = path.to_path_buf();
+    move |source| HistoryReadError::Io {
+        action,
+        path,
+        source,
+    }
+}
+
+/// The versions of the records kept, by apply id.
+type Index = BTreeMap<String, String>;
+
+fn load_index(dir: &Path) -> Index {
+    std::fs::read(dir.join("index.json"))
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or_default()
+}
+
+/// Lists `target`'s history and reads each record not kept at the
+/// version listed into `dir`.
+pub(crate) async fn read(
+    target: &RemoteTarget,
+    dir: &Path,
+) -> Result<TeamHistory, HistoryReadError> {
+    let prefix = Layout::remote_history_prefix(&target.placement);
+    let listed: Vec<(String, crate::store::ObjectMeta)> = target
+        .store
+        .list(&prefix)
+        .await?
+        .into_iter()
+        .filter_map(|m| {
+            let id = m.key.strip_prefix(&prefix)?.strip_suffix(".json")?;
+            let id = crate::journal::is_id(id).then(|| id.to_string())?;
+            Some((id, m))
+        })
+        .collect();
+    std::fs::create_dir_all(dir).map_err(io_err("create", dir))?;
+    let mut index = load_index(dir);
+    let before = index.clone();
+    let stale: Vec<&(String, crate::store::ObjectMeta)> = listed
+        .iter()
+        .filter(|(id, m)| {
+            index.get(id) != Some(&m.version) || !dir.join(format!("{id}.json")).is_file()
+        })
+        .collect();
+    use futures_util::StreamExt;
+    let fetched: Vec<Result<(String, String), StoreError>> =
+        futures_util::stream::iter(stale.into_iter().map(|(id, m)| async move {
+            let meta = target
+                .store
+                .get_to_file(&m.key, &dir.join(format!("{id}.json")))
+                .await?;
+            Ok((id.clone(), meta.version))
+        }))
+        .buffer_unordered(GETS_IN_FLIGHT)
+        .collect()
+        .await;
+    for f in fetched {
+        match f {
+            Ok((id, version)) => {
+                index.insert(id, version);
+            }
+            // Pruned between the listing and the read.
+            Err(StoreError::NotFound { .. }) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    // What the bucket no longer lists is forgotten here too.
+    let listed_ids: std::collections::BTreeSet<&str> =
+        listed.iter().map(|(id, _)| id.as_str()).collect();
+    index.retain(|id, _| {
+        let keep = listed_ids.contains(id.as_str());
+        if !keep {
+            let _ = std::fs::remove_file(dir.join(format!("{id}.json")));
+        }
+        keep
+    });
+    if index != before {
+        let path = dir.join("index.json");
+        let body = serde_json::to_vec_pretty(&index).expect("a map of strings");
+        crate::fsutil::atomic_write(&path, &body).map_err(io_err("write", &path))?;
+    }
+    let mut out = TeamHistory::default();
+    for (id, m) in &listed {
+        if !index.contains_key(id) {
+            continue;
+        }
+        match read_kept_head(dir, id) {
+            Some(head) => out.records.push(head),
+            None => out.unreadable.push(m.key.clone()),
+        }
+    }
+    out.records
+        .sort_by(|a, b| (&a.at, &a.id).cmp(&(&b.at, &b.id)));
+    Ok(out)
+}
+
+/// The head of a kept record, if it is one this version reads (its id the
+/// one its key names).
+fn read_kept_head(dir: &Path, id: &str) -> Option<RecordHead> {
+    let file = std::fs::File::open(dir.join(format!("{id}.json"))).ok()?;
+    let head = record::read_head(std::io::BufReader::new(file)).ok()?;
+    (head.format <= record::FORMAT && head.id == id).then_some(head)
+}
+
+/// The changes of record `id`, kept by a [`read`] before.
+pub(crate) fn changes(dir: &Path, id: &str) -> Result<Vec<Change>, HistoryReadError> {
+    let path = dir.join(format!("{id}.json"));
+    let file = std::fs::File::open(&path).map_err(io_err("read", &path))?;
+    record::read_changes(std::io::BufReader::new(file)).map_err(|e| HistoryReadError::Io {
+        action: "read",
+        path,
+        source: e.into(),
+    })
+}
