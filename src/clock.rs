@@ -43,6 +43,16 @@ pub(crate) fn now_rfc3339() -> String {
     humantime::format_rfc3339_seconds(now()).to_string()
 }
 
+/// RFC 3339 UTC, to the millisecond: what orders records written by
+/// clones in the same second.
+pub(crate) fn now_rfc3339_millis() -> String {
+    #[cfg(feature = "failpoints")]
+    if let Ok(fixed) = std::env::var("SWAMP_NOW") {
+        return fixed;
+    }
+    humantime::format_rfc3339_millis(now()).to_string()
+}
+
 /// Seconds since the epoch, from the same clock.
 pub(crate) fn now_secs() -> u64 {
     humantime::parse_rfc3339(&now_rfc3339())

@@ -38,7 +38,7 @@ impl Author<'_> {
         RecordHead {
             format: record::FORMAT,
             id: self.id.to_string(),
-            at: crate::clock::now_rfc3339(),
+            at: crate::clock::now_rfc3339_millis(),
             by: crate::lock::who_am_i(),
             clone: self.clone,
             tool: concat!("swamp ", env!("CARGO_PKG_VERSION")).to_string(),

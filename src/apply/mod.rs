@@ -298,6 +298,7 @@ pub(crate) fn apply(
             Action::PublishSentinel(a) => run.publish_sentinel(i, a),
             Action::RecordDeletes(a) => run.record_deletes(a),
             Action::PruneRecords(a) => run.prune_records(a),
+            Action::PruneHistory(a) => run.prune_history(a),
             Action::NoteProgress(a) => run.note_progress(a),
             Action::FinishMigration => run.finish_migration(),
             Action::Upload(_)

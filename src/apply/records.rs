@@ -140,6 +140,16 @@ impl Run<'_> {
         Ok(())
     }
 
+    /// Removes the team's history records past `[undo] keep_days`.
+    pub(super) fn prune_history(
+        &mut self,
+        action: &crate::plan::action::PruneHistory,
+    ) -> Result<(), StopCause> {
+        let (rt, target) = self.remote_parts()?;
+        rt.block_on(remote::remove_at_versions(target, &action.prune))?;
+        Ok(())
+    }
+
     /// Notes how far this clone's sync base has passed the delete records,
     /// only where that is true now: a base still holding a file another
     /// clone deleted has not passed its record.

@@ -292,6 +292,7 @@ pub(crate) async fn run(
         | Action::RecordDeletes(_)
         | Action::NoteProgress(_)
         | Action::PruneRecords(_)
+        | Action::PruneHistory(_)
         | Action::MirrorConfig(_)
         | Action::PublishSentinel(_)
         | Action::RemoveTemp(_)

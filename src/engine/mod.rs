@@ -494,12 +494,23 @@ fn plan_learnt(
             return Err(EngineError::PolicyMisfit(m));
         }
     }
-    let prunes = match scope {
+    let mut prunes = match scope {
         Scope::Config => Vec::new(),
         _ => undo::due_prunes_at(layout, config, &plan.target.placement())?,
     };
     let uploads = matches!(scope, Scope::All | Scope::Sync | Scope::Push);
     let now = crate::clock::now_secs();
+    // The team's history past `keep_days` rides on a run that writes the
+    // bucket anyway, as the delete records' prunes do.
+    if let Some(snapshot) = observed.remote.as_ref().filter(|_| plan.writes_remote()) {
+        let prefix = Layout::remote_history_prefix(&plan.target.placement());
+        prunes.extend(crate::plan::retention::history_prunes(
+            &snapshot.history,
+            &prefix,
+            config.undo.keep_days,
+            now,
+        ));
+    }
     let resume = observed.remote.as_ref().map(|s| (s, now, uploads));
     amend(&mut plan, Amendments { resume, prunes });
     add_content_diffs(&observed, show_replaced, &mut plan)?;

@@ -22,7 +22,7 @@ pub(crate) struct RecordHead {
     pub format: u32,
     /// The apply id (the local journal's, when the apply has one).
     pub id: String,
-    /// RFC 3339, UTC.
+    /// RFC 3339, UTC, to the millisecond.
     pub at: String,
     /// `user@host`.
     pub by: String,

@@ -39,6 +39,7 @@ pub enum Action {
     RecordDeletes(RecordDeletes),
     NoteProgress(NoteProgress),
     PruneRecords(PruneRecords),
+    PruneHistory(PruneHistory),
     PruneTrash(PruneTrash),
     RelocateTrash(RelocateTrash),
 }
@@ -371,6 +372,15 @@ pub struct PruneRecords {
     pub prune: Vec<RemoteObjectRef>,
 }
 
+/// Remove the team's history records (`<prefix>/<ns>/.swamp/history/`)
+/// older than `[undo] keep_days`, as their apply ids date them; each only
+/// at the version listed. Rides on a run that writes the bucket anyway.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PruneHistory {
+    pub prune: Vec<RemoteObjectRef>,
+    pub keep_days: u32,
+}
+
 /// Remove what apply `id` set aside (`[undo]` retention): its files in
 /// this machine's trash, and its copies in the target's remote trash
 /// (`<prefix>/<ns>/.swamp/trash/<id>/`, which only that apply wrote).
@@ -497,7 +507,7 @@ impl Action {
     }
 
     /// Stable names, in the order the summary lists them.
-    pub const KINDS: [&'static str; 23] = [
+    pub const KINDS: [&'static str; 24] = [
         "relocate-trash",
         "remove-temp",
         "remove-partial",
@@ -517,6 +527,7 @@ impl Action {
         "record-deletes",
         "note-progress",
         "prune-records",
+        "prune-history",
         "invalidate-catalog",
         "finish-migration",
         "publish-sentinel",
@@ -534,6 +545,7 @@ impl Action {
             | Action::RecordDeletes(_)
             | Action::NoteProgress(_)
             | Action::PruneRecords(_)
+            | Action::PruneHistory(_)
             | Action::PublishSentinel(_)
             | Action::AbortUpload(_) => true,
             Action::PruneTrash(PruneTrash { remote_objects, .. }) => *remote_objects > 0,
@@ -568,6 +580,7 @@ impl Action {
             Action::RecordDeletes(_) => "record-deletes",
             Action::NoteProgress(_) => "note-progress",
             Action::PruneRecords(_) => "prune-records",
+            Action::PruneHistory(_) => "prune-history",
             Action::Fetch(_) => "fetch",
             Action::CopyRemote(_) => "copy-remote",
             Action::DeleteSourceRemote(_) => "delete-source-remote",
@@ -601,6 +614,7 @@ impl Action {
             | Action::RecordDeletes(_)
             | Action::NoteProgress(_)
             | Action::PruneRecords(_)
+            | Action::PruneHistory(_)
             | Action::PruneTrash(_)
             | Action::RelocateTrash(_)
             | Action::RemovePartial(_)
@@ -618,6 +632,7 @@ impl Action {
                 | Action::RecordDeletes(_)
                 | Action::NoteProgress(_)
                 | Action::PruneRecords(_)
+                | Action::PruneHistory(_)
         )
     }
 
@@ -682,6 +697,7 @@ impl Action {
             }
             Action::NoteProgress(_) => "this clone's base has passed other clones' deletes",
             Action::PruneRecords(_) => "every clone has passed them, or they are too old",
+            Action::PruneHistory(_) => "older than [undo] keep_days",
             Action::Fetch(_) => "only the old remote has it",
             Action::CopyRemote(CopyRemote {
                 streamed: false, ..

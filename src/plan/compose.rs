@@ -673,6 +673,7 @@ mod tests {
                 .collect(),
             delete_records: Vec::new(),
             // Noted already: these plans are about other things.
+            history: Vec::new(),
             clone_notes: vec![crate::state::delete_records::CloneNote {
                 key: "n".into(),
                 version: "1".into(),

@@ -313,6 +313,7 @@ mod tests {
             unhydrated: BTreeMap::new(),
             delete_records: Vec::new(),
             clone_notes: Vec::new(),
+            history: Vec::new(),
             deleted_here: BTreeMap::new(),
             listed: Default::default(),
         }

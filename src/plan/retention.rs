@@ -5,7 +5,7 @@
 //! Pruning is an action of the plan like any other, listed for review and
 //! applied in its turn, so trash never disappears behind a plan's back.
 
-use crate::plan::action::PruneTrash;
+use crate::plan::action::{PruneHistory, PruneTrash, RemoteObjectRef};
 use crate::state::journaled::Held;
 
 use super::action::{Action, PruneReason};
@@ -55,9 +55,63 @@ pub(crate) fn prunes(held: &[Held], policy: Policy, now: u64) -> Vec<Action> {
     out
 }
 
+/// The team's history records older than `keep_days` at `now` (seconds
+/// since the epoch), as their apply ids date them: one action, or none.
+/// A key whose id tells no time is never pruned.
+pub(crate) fn history_prunes(
+    listed: &[crate::state::history::ListedRecord],
+    history_prefix: &str,
+    keep_days: u32,
+    now: u64,
+) -> Option<Action> {
+    let keep = u64::from(keep_days) * 86_400;
+    let prune: Vec<RemoteObjectRef> = listed
+        .iter()
+        .filter(|r| {
+            crate::state::history::listed_id(history_prefix, &r.key)
+                .and_then(crate::journal::record::id_time)
+                .is_some_and(|at| now.saturating_sub(at) > keep)
+        })
+        .map(|r| RemoteObjectRef {
+            key: r.key.clone(),
+            version: r.version.as_str().into(),
+        })
+        .collect();
+    (!prune.is_empty()).then_some(Action::PruneHistory(PruneHistory { prune, keep_days }))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn history_records_go_once_their_ids_are_older_than_keep_days() {
+        let listed = |id: &str| crate::state::history::ListedRecord {
+            key: format!("p/lab/.swamp/history/{id}.json"),
+            version: "v1".into(),
+        };
+        let records = [
+            listed("20261101T000000Z-000001"),
+            listed("20261130T000000Z-000002"),
+            listed("not-a-time"),
+        ];
+        // 2026-12-07T00:00:00Z, 14 days kept.
+        let now = 1_796_601_600;
+        let Some(Action::PruneHistory(p)) =
+            history_prunes(&records, "p/lab/.swamp/history/", 14, now)
+        else {
+            panic!("the oldest is due");
+        };
+        assert_eq!(p.keep_days, 14);
+        assert_eq!(
+            p.prune.iter().map(|r| r.key.as_str()).collect::<Vec<_>>(),
+            ["p/lab/.swamp/history/20261101T000000Z-000001.json"]
+        );
+        assert_eq!(
+            history_prunes(&records[1..], "p/lab/.swamp/history/", 14, now),
+            None
+        );
+    }
 
     const DAY: u64 = 86_400;
 

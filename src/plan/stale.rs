@@ -21,7 +21,33 @@ pub(crate) fn settle_prunes(saved: &Plan, now: &mut Plan) -> Plan {
     saved
         .actions
         .retain(|a| id(a).is_none_or(|i| due.contains(&i)));
+    settle_history_prunes(&mut saved, now);
     saved
+}
+
+/// The history records both plans prune, on both: one that came due
+/// since, or went, is no difference.
+fn settle_history_prunes(saved: &mut Plan, now: &mut Plan) {
+    fn keys(plan: &Plan) -> Vec<crate::plan::action::RemoteObjectRef> {
+        plan.actions
+            .iter()
+            .filter_map(|a| match a {
+                Action::PruneHistory(p) => Some(p.prune.clone()),
+                _ => None,
+            })
+            .flatten()
+            .collect()
+    }
+    let (in_saved, in_now) = (keys(saved), keys(now));
+    for (plan, other) in [(&mut *saved, &in_now), (&mut *now, &in_saved)] {
+        plan.actions.retain_mut(|a| match a {
+            Action::PruneHistory(p) => {
+                p.prune.retain(|r| other.contains(r));
+                !p.prune.is_empty()
+            }
+            _ => true,
+        });
+    }
 }
 
 /// The first way `now` differs from `saved`, in words; `None` when equal.

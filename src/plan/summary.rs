@@ -29,6 +29,9 @@ pub struct Summary {
     /// Old records and notes removed without either (0 or 1).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub prune_records: usize,
+    /// History records past `[undo] keep_days` removed (0 or 1).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub prune_history: usize,
     pub fetch: usize,
     pub copy_remote: usize,
     /// The bytes those copies carry (server-side or streamed).
@@ -325,6 +328,10 @@ impl Tally {
             }) => {
                 s.note_progress += 1;
                 self.records_pruned += (replaces.len() + prune.len()) as u64;
+            }
+            Action::PruneHistory(crate::plan::action::PruneHistory { prune, .. }) => {
+                s.prune_history += 1;
+                self.records_pruned += prune.len() as u64;
             }
             Action::PruneRecords(PruneRecords { prune }) => {
                 s.prune_records += 1;

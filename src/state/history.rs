@@ -15,6 +15,21 @@ use crate::store::{RemoteTarget, StoreError};
 /// Records fetched side by side.
 const GETS_IN_FLIGHT: usize = 16;
 
+/// A record as a sync's listing shows it (never read): what retention
+/// prunes once its id says it is older than `[undo] keep_days`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ListedRecord {
+    pub key: String,
+    pub version: String,
+}
+
+/// The apply id a history key names (`…/.swamp/history/<id>.json`) under
+/// `prefix` (`<prefix>/<ns>/.swamp/history/`).
+pub(crate) fn listed_id<'k>(prefix: &str, key: &'k str) -> Option<&'k str> {
+    let id = key.strip_prefix(prefix)?.strip_suffix(".json")?;
+    crate::journal::is_id(id).then_some(id)
+}
+
 /// The records of a namespace, as listed and read.
 #[derive(Debug, Default)]
 pub(crate) struct TeamHistory {
@@ -72,11 +87,7 @@ pub(crate) async fn read(
         .list(&prefix)
         .await?
         .into_iter()
-        .filter_map(|m| {
-            let id = m.key.strip_prefix(&prefix)?.strip_suffix(".json")?;
-            let id = crate::journal::is_id(id).then(|| id.to_string())?;
-            Some((id, m))
-        })
+        .filter_map(|m| Some((listed_id(&prefix, &m.key)?.to_string(), m)))
         .collect();
     std::fs::create_dir_all(dir).map_err(io_err("create", dir))?;
     let mut index = load_index(dir);

@@ -12,7 +12,7 @@ pub(crate) mod diff_bodies;
 pub(crate) mod dir_listings;
 pub(crate) mod gallop;
 pub(crate) mod hash_cache;
-pub(crate) mod history;
+pub mod history;
 pub(crate) mod journaled;
 pub(crate) mod managed;
 pub(crate) mod moved;

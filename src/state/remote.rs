@@ -102,6 +102,9 @@ pub struct RemoteSnapshot {
     /// Clones' notes of how far their bases have passed those records.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub clone_notes: Vec<super::delete_records::CloneNote>,
+    /// The team's history records (`.swamp/history/`), as listed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub history: Vec<super::history::ListedRecord>,
     /// What this clone's own commands deleted since the last sync.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub deleted_here: BTreeMap<TierPath, crate::digest::Sha256>,
@@ -556,6 +559,7 @@ pub async fn observe_remote(
         unmanaged,
         delete_records,
         clone_notes,
+        history,
         ..
     } = listed;
     reserved.sort();
@@ -581,6 +585,7 @@ pub async fn observe_remote(
         unhydrated: BTreeMap::new(),
         delete_records,
         clone_notes,
+        history,
         deleted_here: BTreeMap::new(),
         interrupted: Interrupted::default(),
         listed: own,
@@ -657,6 +662,8 @@ struct Names<'a> {
     /// And the clones' notes of how far they have passed them (their keys
     /// say it all).
     notes: String,
+    /// The team's history records: listed, never read by a sync.
+    history: String,
 }
 
 impl Names<'_> {
@@ -670,6 +677,7 @@ impl Names<'_> {
             moved: crate::layout::Layout::moved_marker_key_in(key_prefix),
             records: format!("{key_prefix}.swamp/deletes/"),
             notes: format!("{key_prefix}.swamp/clones/"),
+            history: format!("{key_prefix}.swamp/history/"),
         }
     }
 }
@@ -690,6 +698,7 @@ struct Page {
     unmanaged: BTreeMap<String, usize>,
     delete_records: Vec<super::delete_records::DeleteRecord>,
     clone_notes: Vec<super::delete_records::CloneNote>,
+    history: Vec<super::history::ListedRecord>,
 }
 
 /// A file of unknown sha256 that is to be known (the cache holds a file
@@ -717,6 +726,7 @@ impl Page {
         }
         self.delete_records.append(&mut page.delete_records);
         self.clone_notes.append(&mut page.clone_notes);
+        self.history.append(&mut page.history);
         self.pending.append(&mut page.pending);
         page.files
     }
@@ -740,6 +750,13 @@ impl Page {
                     clone: None,
                     mine: false,
                 });
+            return None;
+        }
+        if super::history::listed_id(&names.history, &meta.key).is_some() {
+            self.history.push(super::history::ListedRecord {
+                key: meta.key,
+                version: meta.version,
+            });
             return None;
         }
         if let Some(note) =

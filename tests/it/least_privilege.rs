@@ -95,6 +95,39 @@ fn a_read_only_clone_pulls_follows_deletes_and_plans_without_writing_the_bucket(
     assert_eq!(s.objects(), after_delete);
 }
 
+/// The team's history (issue 44) is for readers too: a clone that may
+/// only read lists the writer's applies and shows what one deleted,
+/// writing nothing to the bucket.
+#[test]
+fn a_read_only_clone_lists_and_shows_the_teams_history_writing_nothing() {
+    let s = Setup::new();
+    s.push(&[("m/a", "a1\n"), ("m/b", "b1\n")]);
+    let w = &s.writer;
+    w.run(&["data", "rm", "m/b"]).expect(0);
+    w.run(&["datastore", "sync", "--push", "-y"]).expect(0);
+    let before = s.objects();
+
+    let r = s.reader();
+    let doc = r.json(&["--json", "history"], 0);
+    let applies = doc["applies"].as_array().unwrap();
+    assert_eq!(applies.len(), 2, "the writer's two pushes: {doc:#}");
+    assert!(
+        applies
+            .iter()
+            .all(|a| a["mine"] == false && a["in_bucket"] == true),
+        "{doc:#}"
+    );
+    let id = applies[1]["id"].as_str().unwrap();
+    let show = r.run(&["history", "show", id]);
+    show.expect(0);
+    assert!(
+        show.stdout.contains("delete-remote") && show.stdout.contains("data/m/b/1/raw"),
+        "{}",
+        show.stdout
+    );
+    assert_eq!(s.objects(), before, "nothing written to the bucket");
+}
+
 #[test]
 fn a_lazy_read_only_clone_fetches_on_first_read() {
     let s = Setup::new();
@@ -366,7 +399,8 @@ struct Sent {
 }
 
 /// Estimated: the upload, the download, the trash copy, the delete, its
-/// record and this clone's note, the verifying listing and giving back the
+/// record and this clone's note, the apply's history record (written
+/// first, rewritten last), the verifying listing and giving back the
 /// lock (on GCS also the metadata read before each conditional copy and
 /// delete); sent, on S3 and on GCS, exactly that, and the run reports
 /// what it sent (`applied.requests_sent`) as the proxy counted it.
@@ -383,7 +417,7 @@ fn a_sync_sends_the_requests_its_plan_estimated_and_reports_what_it_sent() {
         } = estimated_and_sent(backend);
         assert_eq!(
             estimate,
-            serde_json::json!({"list": 1, "get": 1, "head": heads, "put": 3, "copy": 1, "delete": 2}),
+            serde_json::json!({"list": 1, "get": 1, "head": heads, "put": 5, "copy": 1, "delete": 2}),
             "{backend:?}"
         );
         // Giving back the lock, as sent: its last requests, once the
@@ -487,8 +521,8 @@ fn a_multipart_push_sends_the_part_requests_its_plan_estimated() {
     let reported = &pushed["applied"]["requests_sent"];
     assert_eq!(
         estimate["put"].as_u64().unwrap(),
-        38 + 2,
-        "start, 38 parts, complete: {estimate}"
+        38 + 2 + 2,
+        "start, 38 parts, complete, and the history record twice: {estimate}"
     );
     let parts = proxy.seen()[from..]
         .iter()

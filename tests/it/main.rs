@@ -15,6 +15,7 @@ mod doctor;
 mod e2e;
 mod exit_codes;
 mod faults;
+mod history;
 mod interop;
 mod least_privilege;
 mod lock;

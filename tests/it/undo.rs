@@ -341,6 +341,7 @@ fn undo_plan_and_history_snapshots() {
     for apply in history["applies"].as_array_mut().unwrap() {
         assert!(apply["holder"].as_str().unwrap().starts_with("ops@"));
         apply["holder"] = "ops@[host]".into();
+        apply["by"] = "ops@[host]".into();
     }
     crate::snapshot!("undo_plan_with_a_conflict", filtered(&rm_plan.stdout));
     crate::snapshot!(

@@ -68,7 +68,8 @@ mod show;
 /// team's record of it, or both.
 struct Item<'a> {
     id: &'a str,
-    at: &'a str,
+    /// To the second, as shown.
+    at: std::borrow::Cow<'a, str>,
     by: &'a str,
     command: &'a str,
     summary: &'a str,
@@ -86,7 +87,7 @@ impl<'a> Item<'a> {
     fn of_journal(j: &'a Journal) -> Item<'a> {
         Item {
             id: &j.id,
-            at: &j.at,
+            at: j.at.as_str().into(),
             by: &j.holder,
             command: &j.command,
             summary: &j.summary,
@@ -102,7 +103,7 @@ impl<'a> Item<'a> {
     fn of_record(r: &'a RecordHead, me: &str) -> Item<'a> {
         Item {
             id: &r.id,
-            at: &r.at,
+            at: to_the_second(&r.at),
             by: &r.by,
             command: &r.command,
             summary: &r.summary,
@@ -115,36 +116,41 @@ impl<'a> Item<'a> {
         }
     }
 
+    /// The entry as `--json` lists it: this clone's journal's fields (as
+    /// before the team's history), then who ran it and the record's.
     fn json(&self, walk: &crate::journal::Walk) -> serde_json::Value {
-        let mut doc = json!({
-            "id": self.id,
-            "at": self.at,
-            "by": self.by,
-            "holder": self.by,
-            "command": self.command,
-            "summary": self.summary,
-            "finished": self.finished,
-            "mine": self.mine,
-            "undone_by": walk.undone.get(self.id),
-        });
-        let fields = doc.as_object_mut().expect("an object");
+        let mut doc = serde_json::Map::new();
+        let mut put = |k: &str, v: serde_json::Value| {
+            doc.insert(k.to_string(), v);
+        };
+        put("id", json!(self.id));
         if let Some(j) = self.journal {
-            fields.insert("seq".into(), json!(j.seq));
-            fields.insert("files".into(), json!(j.entries.len()));
-            fields.insert("bytes_set_aside".into(), json!(j.set_aside_bytes()));
-            fields.insert("undoable".into(), json!(j.pruned.is_none() && !j.no_undo));
-            fields.insert("pruned".into(), json!(j.pruned));
+            put("seq", json!(j.seq));
+        }
+        put("at", json!(self.at));
+        put("holder", json!(self.by));
+        put("command", json!(self.command));
+        put("summary", json!(self.summary));
+        put("finished", json!(self.finished));
+        if let Some(j) = self.journal {
+            put("files", json!(j.entries.len()));
+            put("bytes_set_aside", json!(j.set_aside_bytes()));
+            put("undoable", json!(j.pruned.is_none() && !j.no_undo));
+            put("pruned", json!(j.pruned));
+        }
+        put("undone_by", json!(walk.undone.get(self.id)));
+        put("by", json!(self.by));
+        put("mine", json!(self.mine));
+        if let Some(u) = self.undoes {
+            put("undoes", json!(u));
         }
         if let Some(r) = self.record {
-            fields.insert("clone".into(), json!(r.clone));
-            fields.insert("tool".into(), json!(r.tool));
-            fields.insert("fingerprint".into(), json!(r.fingerprint));
-            fields.insert("in_bucket".into(), json!(true));
+            put("clone", json!(r.clone));
+            put("tool", json!(r.tool));
+            put("fingerprint", json!(r.fingerprint));
+            put("in_bucket", json!(true));
         }
-        if let Some(u) = self.undoes {
-            fields.insert("undoes".into(), json!(u));
-        }
-        doc
+        serde_json::Value::Object(doc)
     }
 
     /// What is kept to undo it: on this machine, in the bucket.
@@ -203,8 +209,17 @@ fn merged<'a>(
         }
         items.extend(more);
     }
-    items.sort_by(|a, b| (a.at, a.seq, a.id).cmp(&(b.at, b.seq, b.id)));
-    items
+    // By time (a record's to the millisecond), not by its text.
+    let mut keyed: Vec<(std::time::SystemTime, Item<'a>)> = items
+        .into_iter()
+        .map(|i| {
+            let at = i.record.map_or(&*i.at, |r| r.at.as_str());
+            let t = humantime::parse_rfc3339(at).unwrap_or(std::time::UNIX_EPOCH);
+            (t, i)
+        })
+        .collect();
+    keyed.sort_by(|(ta, a), (tb, b)| (ta, a.seq, a.id).cmp(&(tb, b.seq, b.id)));
+    keyed.into_iter().map(|(_, i)| i).collect()
 }
 
 /// The history, newest first, as `jj op log` shows operations: a line
@@ -230,7 +245,7 @@ fn render(items: &[Item<'_>], walk: &crate::journal::Walk, style: Style) -> Stri
         let head = format!(
             "{}  {}  {}  {}",
             item.id,
-            item.at,
+            &item.at,
             escape_controls(item.by),
             item.kept()
         );
@@ -246,6 +261,15 @@ fn render(items: &[Item<'_>], walk: &crate::journal::Walk, style: Style) -> Stri
     }
     out.pop();
     out
+}
+
+/// An RFC 3339 time without its fraction of a second (as the history
+/// shows times).
+fn to_the_second(at: &str) -> std::borrow::Cow<'_, str> {
+    match (at.find('.'), at.ends_with('Z')) {
+        (Some(dot), true) => format!("{}Z", &at[..dot]).into(),
+        _ => at.into(),
+    }
 }
 
 /// An apply id (23 characters), two spaces and an RFC 3339 time (20).

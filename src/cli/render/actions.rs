@@ -315,6 +315,7 @@ pub(super) fn action_row<'a>(
         Action::RecordDeletes(a) => record_deletes_row(a),
         Action::NoteProgress(a) => note_progress_row(a),
         Action::PruneRecords(a) => prune_records_row(a),
+        Action::PruneHistory(a) => prune_history_row(a),
         Action::PublishSentinel(a) => publish_sentinel_row(a),
         Action::AbortUpload(AbortUpload { path, .. }) => (
             path.as_str().into(),
@@ -554,6 +555,19 @@ pub(super) fn prune_records_row(a: &PruneRecords) -> Row<'_> {
     let PruneRecords { prune } = a;
     (
         format!("{} old delete record(s) or note(s)", prune.len()).into(),
+        "remote".into(),
+        "(removed)".into(),
+    )
+}
+
+pub(super) fn prune_history_row(a: &crate::plan::action::PruneHistory) -> Row<'_> {
+    let crate::plan::action::PruneHistory { prune, keep_days } = a;
+    (
+        format!(
+            "{} history record(s) over {keep_days} day(s) old",
+            prune.len()
+        )
+        .into(),
         "remote".into(),
         "(removed)".into(),
     )

@@ -9,14 +9,16 @@ pub(super) fn render_summary(out: &mut String, plan: &Plan, detail: bool, md: bo
     let kept = |n: usize| if detail { n } else { 0 };
     let bookkeeping = match detail {
         true => 0,
-        false => s.record_base + s.record_deletes + s.note_progress + s.prune_records,
+        false => {
+            s.record_base + s.record_deletes + s.note_progress + s.prune_records + s.prune_history
+        }
     };
     let mut summary = Grid::new(
         &["action", "count", "bytes"],
         &[false, true, true],
         &[false, false, false],
     );
-    let rows: [(&str, usize, Option<u64>); 27] = [
+    let rows: [(&str, usize, Option<u64>); 28] = [
         ("relocate-trash", s.relocate_trash, None),
         ("remove-temp", s.remove_temp, None),
         ("remove-partial", s.remove_partial, None),
@@ -36,6 +38,7 @@ pub(super) fn render_summary(out: &mut String, plan: &Plan, detail: bool, md: bo
         ("record-deletes", kept(s.record_deletes), None),
         ("note-progress", kept(s.note_progress), None),
         ("prune-records", kept(s.prune_records), None),
+        ("prune-history", kept(s.prune_history), None),
         ("sync records", bookkeeping, None),
         ("invalidate-catalog", s.invalidate_catalog, None),
         ("finish-migration", s.finish_migration, None),
@@ -220,7 +223,9 @@ pub(super) fn bookkeeping_parts(plan: &Plan, s: &crate::plan::Summary) -> Vec<St
         parts.push(format!(
             "{lazy} remote file(s) to record without downloading (hydration = lazy)"
         ));
-    } else if s.record_base + s.record_deletes + s.note_progress + s.prune_records > 0 {
+    } else if s.record_base + s.record_deletes + s.note_progress + s.prune_records + s.prune_history
+        > 0
+    {
         // One phrase for swamp's own records (`--detail` lists each).
         parts.push("sync records to update".to_string());
     }

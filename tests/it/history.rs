@@ -1,0 +1,223 @@
+//! The team's history (issue 44): every apply that changes a namespace's
+//! objects keeps a record in the bucket (`.swamp/history/<id>.json`), so
+//! another clone's `swamp history` names who changed what, `history show`
+//! lists it key by key, an undo is marked on what it reversed, reading
+//! costs one LIST and a GET per record not read before (a converged sync
+//! reads none), and retention prunes records past `[undo] keep_days`.
+
+use crate::support::bucket::{Backend, Bucket, Repo};
+
+/// A repository run by `user` (the `user@host` its records name).
+fn as_user(mut repo: Repo, user: &str) -> Repo {
+    repo.env.push(("USER", user.to_string()));
+    repo
+}
+
+/// The applies `swamp --json history` lists, oldest first.
+fn applies(repo: &Repo, args: &[&str]) -> Vec<serde_json::Value> {
+    let mut full = vec!["--json", "history"];
+    full.extend_from_slice(args);
+    repo.json(&full, 0)["applies"].as_array().unwrap().clone()
+}
+
+/// The requests the proxy saw from `from` on, as (class, line).
+fn since(proxy: &crate::support::faults::FaultProxy, from: usize) -> Vec<(&'static str, String)> {
+    proxy.seen()[from..]
+        .iter()
+        .map(|s| (s.class(), s.line()))
+        .collect()
+}
+
+/// Alice pushes files, then a `data gc`, a delete and an edit; Bob, on
+/// another machine, sees each of her applies in his `history` with her
+/// name, `history show` names what the second deleted and replaced, and
+/// her undo of it is marked on it. Bob's first `history` reads each record
+/// once (one LIST, one GET each); his second reads only the listing, and
+/// a converged sync reads none of them.
+fn a_teammates_gc_delete_and_edit_are_in_another_clones_history_with_her_name(backend: Backend) {
+    let (bucket, proxy) = Bucket::behind_proxy(backend);
+    let alice = as_user(Repo::init(&bucket, Some("lab")), "alice");
+    for body in ["one\n", "two\n"] {
+        alice.put("m/x", body);
+    }
+    alice.write_cache("lab/outputs/a.txt", "a1\n");
+    alice.write_cache("lab/outputs/b.txt", "b1\n");
+    alice.run_ok(&["datastore", "sync", "-y"]);
+    let bob = as_user(alice.clone_elsewhere(), "bob");
+    bob.run_ok(&["datastore", "sync", "--pull", "-y"]);
+
+    alice.run_ok(&["data", "gc", "--keep", "1"]);
+    std::fs::remove_file(alice.cache().join("lab/outputs/b.txt")).unwrap();
+    alice.write_cache("lab/outputs/a.txt", "a2\n");
+    alice.run_ok(&["datastore", "sync", "--force", "-y"]);
+
+    let from = proxy.seen().len();
+    let seen = applies(&bob, &[]);
+    let theirs: Vec<&serde_json::Value> = seen.iter().filter(|a| a["mine"] == false).collect();
+    assert_eq!(theirs.len(), 2, "alice's two syncs: {seen:#?}");
+    assert!(
+        theirs
+            .iter()
+            .all(|a| a["by"].as_str().unwrap().starts_with("alice@")),
+        "{seen:#?}"
+    );
+    let push = theirs[1];
+    assert_eq!(
+        push["summary"], "sync: 1 object(s) replaced, 2 deleted",
+        "{push:#}"
+    );
+    assert!(push["undone_by"].is_null(), "{push:#}");
+    let requests = since(&proxy, from);
+    let count = |class: &str| requests.iter().filter(|(c, _)| *c == class).count();
+    assert_eq!(count("list"), 1, "{requests:#?}");
+    assert_eq!(count("get"), 2, "a GET per record: {requests:#?}");
+    assert!(
+        requests
+            .iter()
+            .all(|(c, _)| matches!(*c, "list" | "get" | "head")),
+        "history only reads: {requests:#?}"
+    );
+
+    // Read before: only the listing.
+    let from = proxy.seen().len();
+    let text = bob.run(&["history"]);
+    text.expect(0);
+    assert!(text.stdout.contains("alice@"), "{}", text.stdout);
+    let requests = since(&proxy, from);
+    assert_eq!(requests.len(), 1, "{requests:#?}");
+    assert_eq!(requests[0].0, "list", "{requests:#?}");
+
+    // What it changed, key by key.
+    let id = push["id"].as_str().unwrap();
+    let show = bob.run(&["history", "show", id]);
+    show.expect(0);
+    for expected in [
+        "by alice@",
+        "delete-remote",
+        "data/m/x/1/raw",
+        "outputs/b.txt",
+        "upload (replace)",
+        "outputs/a.txt",
+        "(removed)",
+    ] {
+        assert!(
+            show.stdout.contains(expected),
+            "{expected}: {}",
+            show.stdout
+        );
+    }
+    let doc = bob.json(&["--json", "history", "show", id], 0);
+    let changes = doc["changes"].as_array().unwrap();
+    assert_eq!(changes.len(), 3, "{doc:#}");
+    let deleted: Vec<&serde_json::Value> = changes.iter().filter(|c| c["op"] == "delete").collect();
+    assert_eq!(deleted.len(), 2, "{doc:#}");
+    assert!(
+        deleted.iter().all(|c| c["trash"]
+            .as_str()
+            .unwrap()
+            .starts_with(&format!("swamp/lab/.swamp/trash/{id}/"))),
+        "each delete names its trash copy: {doc:#}"
+    );
+    let replaced = changes.iter().find(|c| c["op"] == "replace").unwrap();
+    assert!(
+        replaced["before"].is_string() && replaced["after"].is_string(),
+        "{doc:#}"
+    );
+    assert_ne!(replaced["before"], replaced["after"], "{doc:#}");
+    assert_eq!(doc["apply"]["finished"], true, "{doc:#}");
+
+    // A converged sync reads no record.
+    bob.run_ok(&["datastore", "sync", "-y"]);
+    let from = proxy.seen().len();
+    bob.run_ok(&["datastore", "sync", "-y"]);
+    let requests = since(&proxy, from);
+    assert!(
+        requests.iter().all(|(_, line)| !line.contains("history")),
+        "{requests:#?}"
+    );
+
+    // Alice undoes her sync: Bob's history marks it, and lists the undo.
+    alice.run_ok(&["undo", id, "-y"]);
+    let seen = applies(&bob, &[]);
+    let undo = seen
+        .iter()
+        .find(|a| a["undoes"] == id)
+        .unwrap_or_else(|| panic!("the undo is in the history: {seen:#?}"));
+    let undone = seen.iter().find(|a| a["id"] == id).unwrap();
+    assert_eq!(undone["undone_by"], undo["id"], "{seen:#?}");
+
+    // Bob's own: his syncs' local deletes (following hers), none of hers.
+    let mine = applies(&bob, &["--mine"]);
+    assert!(
+        mine.iter()
+            .all(|a| a["mine"] == true && a["by"].as_str().unwrap().starts_with("bob@")),
+        "{mine:#?}"
+    );
+}
+
+mod teammates {
+    use super::*;
+    crate::on_both_servers!(
+        a_teammates_gc_delete_and_edit_are_in_another_clones_history_with_her_name
+    );
+}
+
+/// A record written before an apply's first change says it is cut short
+/// until the apply ends; a sync that writes the bucket on day 9 prunes,
+/// through a planned `prune-history`, the records older than
+/// `[undo] keep_days = 7`, and only those.
+fn history_records_past_keep_days_are_pruned_through_a_plan(backend: Backend) {
+    let bucket = Bucket::new(backend);
+    let a = Repo::init(&bucket, Some("lab"));
+    a.append_config("\n[undo]\nkeep_days = 7\n");
+    let at = |now: &str, args: &[&str]| {
+        let run = a.run_with(args, &[("SWAMP_NOW", now)]);
+        run.expect(0);
+        run
+    };
+    a.write_cache("lab/outputs/a.txt", "a1\n");
+    at("2026-12-01T00:00:00Z", &["datastore", "sync", "-y"]);
+    a.write_cache("lab/outputs/b.txt", "b1\n");
+    at("2026-12-05T00:00:00Z", &["datastore", "sync", "-y"]);
+    let records = || {
+        bucket
+            .contents_under("swamp/lab/.swamp/history/")
+            .into_keys()
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(records().len(), 2, "{:?}", records());
+
+    a.write_cache("lab/outputs/c.txt", "c1\n");
+    let doc: serde_json::Value =
+        serde_json::from_str(&at("2026-12-10T00:00:00Z", &["--json", "plan"]).stdout).unwrap();
+    let prunes: Vec<&serde_json::Value> = doc["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|x| x["kind"] == "prune-history")
+        .collect();
+    assert_eq!(prunes.len(), 1, "{doc:#}");
+    let keys: Vec<&str> = prunes[0]["prune"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["key"].as_str().unwrap())
+        .collect();
+    assert_eq!(keys.len(), 1, "only the first: {doc:#}");
+    assert!(
+        keys[0].starts_with("swamp/lab/.swamp/history/20261201T000000Z-"),
+        "{keys:?}"
+    );
+    at("2026-12-10T00:00:00Z", &["datastore", "sync", "-y"]);
+    let left = records();
+    assert_eq!(left.len(), 2, "the day-5 and day-10 records: {left:?}");
+    assert!(
+        left.iter().all(|k| !k.contains("/20261201T000000Z-")),
+        "{left:?}"
+    );
+}
+
+mod retention {
+    use super::*;
+    crate::on_every_backend!(history_records_past_keep_days_are_pruned_through_a_plan);
+}
