@@ -242,13 +242,15 @@ fn drained_objects(remote: &RemoteSnapshot) -> Vec<RemoteObjectRef> {
         });
     }
     // Nor its clones' delete records and notes: they speak of
-    // bases that are no bases any more.
+    // bases that are no bases any more. Nor the history of the place: the
+    // move's own record, at the new place, names what it deleted here.
     objects.extend(
         remote
             .delete_records
             .iter()
             .map(|r| (&r.key, &r.version))
             .chain(remote.clone_notes.iter().map(|n| (&n.key, &n.version)))
+            .chain(remote.history.iter().map(|h| (&h.key, &h.version)))
             .map(|(key, version)| RemoteObjectRef {
                 key: key.clone(),
                 version: version.clone().into(),

@@ -123,9 +123,12 @@ impl Forwarder {
                     Ok(n) => n,
                 };
                 let chunk = &buf[..n];
-                // The lock object is written first (and renewed); the trip
+                // The lock object is written first (and renewed), and the
+                // apply's history record before its first change; the trip
                 // is for the first upload of content.
-                let is_lock = chunk.windows(9).any(|w| w == b"lock.json");
+                let is_lock = chunk.windows(9).any(|w| w == b"lock.json")
+                    || chunk.windows(15).any(|w| w == b".swamp/history/")
+                    || chunk.windows(17).any(|w| w == b".swamp%2Fhistory%2F");
                 if me.trip == Trip::FirstUpload
                     && (chunk.starts_with(b"PUT ") || chunk.starts_with(b"POST /upload"))
                     && !is_lock

@@ -487,6 +487,16 @@ fn setting_a_namespace_re_keys_remote_objects(backend: Backend) {
         notes[0].starts_with("swamp/homelab/.swamp/clones/"),
         "{notes:?}"
     );
+    // The move's record in the team's history, at the new namespace
+    // (the solo prefix's went with it).
+    let (history, keys): (Vec<String>, Vec<String>) = keys
+        .into_iter()
+        .partition(|k| k.contains("/.swamp/history/"));
+    assert_eq!(history.len(), 1, "{history:?}");
+    assert!(
+        history[0].starts_with("swamp/homelab/.swamp/history/"),
+        "{history:?}"
+    );
     // The new namespace holds the id its sync base is bound to, written
     // before the move was planned.
     // The solo prefix keeps only the marker of the move.

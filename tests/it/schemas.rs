@@ -1099,8 +1099,9 @@ fn sync_plan_json_matches_the_schema(backend: Backend) {
         doc["summary"]["note_progress"], 1,
         "a first sync notes the clone"
     );
-    // The two uploads and the clone's first note.
-    assert_eq!(doc["summary"]["requests"]["put"], 3);
+    // The two uploads, the clone's first note and the history record
+    // (written first, rewritten last).
+    assert_eq!(doc["summary"]["requests"]["put"], 5);
     a.run_ok(&["datastore", "sync", "-y"]);
     let synced = a.json(&["plan", "--json"], 0);
     assert_valid(&v, &synced, "a converged sync plan");

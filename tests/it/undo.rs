@@ -194,7 +194,7 @@ fn undo_brings_back_what_gc_removed_and_undo_of_undo_removes_it_again(
     assert_eq!(versions(data).len(), 1);
     repo.run_ok(&["undo", "-y"]);
     assert_eq!(versions(data), before);
-    let history = repo.json(&["--json", "history"], 0);
+    let history = repo.json(&["--json", "history", "--mine"], 0);
     assert_eq!(history["applies"].as_array().unwrap().len(), 4);
 }
 
@@ -380,7 +380,7 @@ fn a_forced_delete_of_the_last_copy_is_undone(backend: Backend) {
         versions(&data).is_empty(),
         "the forced sync deleted the cache copies"
     );
-    let history = repo.json(&["--json", "history"], 0);
+    let history = repo.json(&["--json", "history", "--mine"], 0);
     let last = history["applies"]
         .as_array()
         .unwrap()
@@ -418,7 +418,7 @@ fn a_conflict_local_overwrite_of_the_remote_is_undone(backend: Backend) {
     a.run_ok(&["datastore", "sync", "--conflict", "local", "-y"]);
     let key = "swamp/alpha/outputs/report.txt";
     assert_eq!(bucket.get(key).unwrap(), b"a's version\n");
-    let history = a.json(&["--json", "history"], 0);
+    let history = a.json(&["--json", "history", "--mine"], 0);
     let last = history["applies"]
         .as_array()
         .unwrap()
@@ -523,7 +523,7 @@ fn at(repo: &Repo, now: &str, args: &[&str]) -> crate::support::bucket::Run {
 
 /// The apply ids in `swamp history`, oldest first.
 fn history_ids(repo: &Repo) -> Vec<String> {
-    repo.json(&["--json", "history"], 0)["applies"]
+    repo.json(&["--json", "history", "--mine"], 0)["applies"]
         .as_array()
         .unwrap()
         .iter()
@@ -1000,7 +1000,7 @@ fn two_undos_walk_back_a_gc_and_its_sync_and_redo_walks_forward(backend: Backend
     );
     assert_eq!(versions(&data), local, "every version back, byte for byte");
     assert_eq!(bucket.contents_under("swamp/alpha/data/"), remote);
-    let history = a.json(&["--json", "history"], 0);
+    let history = a.json(&["--json", "history", "--mine"], 0);
     let undone: Vec<bool> = history["applies"]
         .as_array()
         .unwrap()

@@ -40,6 +40,13 @@ pub(super) fn run(
             }
         }
     };
+    if let Some(t) = team.as_ref().filter(|t| !t.unreadable.is_empty()) {
+        errln!(
+            "warning: {} object(s) under .swamp/history/ are not records this version reads (e.g. {}); skipped",
+            t.unreadable.len(),
+            escape_controls(&t.unreadable[0])
+        );
+    }
     let items = merged(&journals, team.as_ref());
     let walk = crate::journal::Walk::of_steps(
         items

@@ -136,6 +136,13 @@ pub fn every_action() -> Vec<swamp::plan::Action> {
                 version: "5".into(),
             }],
         }),
+        Action::PruneHistory(swamp::plan::action::PruneHistory {
+            prune: vec![swamp::plan::RemoteObjectRef {
+                key: "repos/homelab/.swamp/history/20261101T090000Z-3fa29c.json".into(),
+                version: "6".into(),
+            }],
+            keep_days: 7,
+        }),
         Action::Fetch(Fetch {
             path: tp("data/d/1/raw"),
             source: 0,
