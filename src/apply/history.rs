@@ -177,94 +177,127 @@ fn changes<'a>(
     base: Option<&'a SyncBase>,
 ) -> impl Iterator<Item = Change> + 'a {
     let target = plan.target.placement();
-    let prefix = Layout::remote_prefix(&target);
-    let sources: Vec<Placement> = plan.sources.iter().map(|s| s.placement()).collect();
-    let kept = !plan.no_undo;
-    plan.actions.iter().flat_map(move |a| {
-        let at = |path: &TierPath| format!("{prefix}{}", path.as_str());
-        let trash = |place: &Placement, path: &TierPath| {
-            kept.then(|| Layout::remote_trash_key(place, id, path))
+    let of = Changed {
+        prefix: Layout::remote_prefix(&target),
+        target,
+        sources: plan.sources.iter().map(|s| s.placement()).collect(),
+        kept: !plan.no_undo,
+        id,
+        base,
+    };
+    plan.actions.iter().flat_map(move |a| of.action(a))
+}
+
+/// What [`changes`] reads each action with.
+struct Changed<'a> {
+    target: Placement,
+    prefix: String,
+    sources: Vec<Placement>,
+    /// Not `--no-undo`: what is deleted or replaced goes to the trash.
+    kept: bool,
+    id: &'a str,
+    base: Option<&'a SyncBase>,
+}
+
+impl Changed<'_> {
+    fn at(&self, path: &TierPath) -> String {
+        format!("{}{}", self.prefix, path.as_str())
+    }
+
+    fn trash(&self, place: &Placement, path: &TierPath) -> Option<String> {
+        self.kept
+            .then(|| Layout::remote_trash_key(place, self.id, path))
+    }
+
+    /// The version the apply's write of `sha256` at `path` made.
+    fn after(&self, path: &TierPath, sha256: &crate::digest::Sha256) -> Option<String> {
+        self.base
+            .and_then(|b| b.files.get(path))
+            .filter(|e| e.sha256 == *sha256)
+            .map(|e| e.version.to_string())
+    }
+
+    fn action(&self, a: &Action) -> Vec<Change> {
+        let blank = |op, key| Change {
+            op,
+            key,
+            place: None,
+            before: None,
+            after: None,
+            sha256: None,
+            size: None,
+            trash: None,
         };
-        let after = |path: &TierPath, sha256: &crate::digest::Sha256| {
-            base.and_then(|b| b.files.get(path))
-                .filter(|e| e.sha256 == *sha256)
-                .map(|e| e.version.to_string())
-        };
-        let one = |c: Change| vec![c];
         match a {
-            Action::Upload(Upload {
-                path,
-                size,
-                sha256,
-                remote,
-                ..
-            }) => one(Change {
-                op: match remote {
-                    RemoteExpect::Absent => ChangeOp::Create,
-                    RemoteExpect::Version { .. } => ChangeOp::Replace,
-                },
-                key: at(path),
-                place: None,
-                before: match remote {
-                    RemoteExpect::Absent => None,
-                    RemoteExpect::Version { version } => Some(version.to_string()),
-                },
-                after: after(path, sha256),
-                sha256: Some(sha256.hex()),
-                size: Some(*size),
-                trash: match remote {
-                    RemoteExpect::Absent => None,
-                    RemoteExpect::Version { .. } => trash(&target, path),
-                },
-            }),
+            Action::Upload(u) => vec![self.upload(u)],
             Action::CopyRemote(CopyRemote {
                 path, size, sha256, ..
-            }) => one(Change {
-                op: ChangeOp::Create,
-                key: at(path),
-                place: None,
-                before: None,
-                after: after(path, sha256),
+            }) => vec![Change {
+                after: self.after(path, sha256),
                 sha256: Some(sha256.hex()),
                 size: Some(*size),
-                trash: None,
-            }),
-            Action::DeleteRemote(DeleteRemote { path, version, .. }) => one(Change {
-                op: ChangeOp::Delete,
-                key: at(path),
-                place: None,
+                ..blank(ChangeOp::Create, self.at(path))
+            }],
+            Action::DeleteRemote(DeleteRemote { path, version, .. }) => vec![Change {
                 before: Some(version.to_string()),
+                trash: self.trash(&self.target, path),
+                ..blank(ChangeOp::Delete, self.at(path))
+            }],
+            Action::DeleteSourceRemote(d) => self.drained(d),
+            _ => Vec::new(),
+        }
+    }
+
+    fn upload(&self, u: &Upload) -> Change {
+        let Upload {
+            path,
+            size,
+            sha256,
+            remote,
+            ..
+        } = u;
+        let (op, before, trash) = match remote {
+            RemoteExpect::Absent => (ChangeOp::Create, None, None),
+            RemoteExpect::Version { version } => (
+                ChangeOp::Replace,
+                Some(version.to_string()),
+                self.trash(&self.target, path),
+            ),
+        };
+        Change {
+            op,
+            key: self.at(path),
+            place: None,
+            before,
+            after: self.after(path, sha256),
+            sha256: Some(sha256.hex()),
+            size: Some(*size),
+            trash,
+        }
+    }
+
+    /// A move's deletes at its old place, each kept in that place's trash.
+    fn drained(&self, d: &DeleteSourceRemote) -> Vec<Change> {
+        let Some(from) = self.sources.get(d.source) else {
+            return Vec::new();
+        };
+        let from_prefix = Layout::remote_prefix(from);
+        let url = Layout::remote_url(from);
+        d.objects
+            .iter()
+            .map(|o| Change {
+                op: ChangeOp::Delete,
+                key: o.key.clone(),
+                place: Some(url.clone()),
+                before: Some(o.version.to_string()),
                 after: None,
                 sha256: None,
                 size: None,
-                trash: trash(&target, path),
-            }),
-            Action::DeleteSourceRemote(DeleteSourceRemote {
-                source, objects, ..
-            }) => {
-                let Some(from) = sources.get(*source) else {
-                    return Vec::new();
-                };
-                let from_prefix = Layout::remote_prefix(from);
-                let url = Layout::remote_url(from);
-                objects
-                    .iter()
-                    .map(|o| Change {
-                        op: ChangeOp::Delete,
-                        key: o.key.clone(),
-                        place: Some(url.clone()),
-                        before: Some(o.version.to_string()),
-                        after: None,
-                        sha256: None,
-                        size: None,
-                        trash: Layout::remote_file_path(&from_prefix, &o.key)
-                            .and_then(|path| trash(from, &path)),
-                    })
-                    .collect()
-            }
-            _ => Vec::new(),
-        }
-    })
+                trash: Layout::remote_file_path(&from_prefix, &o.key)
+                    .and_then(|path| self.trash(from, &path)),
+            })
+            .collect()
+    }
 }
 
 /// Writes an undo's record (it names the apply it reverses) when the

@@ -98,20 +98,8 @@ impl<'a> Run<'a> {
         let rt =
             (remote.is_some() || sources.iter().any(Option::is_some)).then(crate::store::runtime);
         let recorded = match (rt, remote) {
-            (Some(rt), Some(target)) => {
-                let id = journaled
-                    .as_ref()
-                    .map_or_else(journal::new_id, |j| j.id.clone());
-                let author = super::history::Author {
-                    id: &id,
-                    clone: crate::state::delete_records::clone_id(layout)
-                        .map_err(|e| before("history", "the clone id", e.into()))?,
-                    fingerprint,
-                    undoes: None,
-                };
-                super::history::begin(rt, layout, plan, target, author)
-                    .map_err(|e| before("history", "the history record", e))?
-            }
+            (Some(rt), Some(target)) => record(rt, plan, layout, target, &journaled, fingerprint)
+                .map_err(|e| before("history", "the history record", e))?,
             _ => None,
         };
         Ok(Run {
@@ -257,6 +245,28 @@ impl<'a> Run<'a> {
         }
         Ok(self.report)
     }
+}
+
+/// This apply's record in `target`'s history, under its journal's id
+/// (or a new one), before anything runs.
+fn record(
+    rt: &tokio::runtime::Runtime,
+    plan: &Plan,
+    layout: &Layout,
+    target: &RemoteTarget,
+    journaled: &Option<journal::Journal>,
+    fingerprint: Option<String>,
+) -> Result<Option<super::history::Recorded>, StopCause> {
+    let id = journaled
+        .as_ref()
+        .map_or_else(journal::new_id, |j| j.id.clone());
+    let author = super::history::Author {
+        id: &id,
+        clone: crate::state::delete_records::clone_id(layout)?,
+        fingerprint,
+        undoes: None,
+    };
+    super::history::begin(rt, layout, plan, target, author)
 }
 
 impl Run<'_> {

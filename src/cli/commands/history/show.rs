@@ -148,3 +148,55 @@ fn render_journal(j: &Journal) -> String {
     let _ = write!(out, "\n{}", escape_controls(&j.summary));
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn history_show_lists_a_teammates_sync_key_by_key() {
+        let head = RecordHead {
+            format: crate::journal::record::FORMAT,
+            id: "20261206T101500Z-3fa29c".into(),
+            at: "2026-12-06T10:15:00.250Z".into(),
+            by: "bob@ci-7".into(),
+            clone: "5d0c…".into(),
+            tool: "swamp 0.1.0".into(),
+            command: "swamp datastore sync -y".into(),
+            fingerprint: Some("sha256:4f45…".into()),
+            summary: "sync: 1 object(s) created, 1 replaced, 1 deleted".into(),
+            prefix: "repos/homelab/".into(),
+            undoes: None,
+            no_undo: false,
+            finished: true,
+        };
+        let change = |op, path: &str, before: Option<&str>, after: Option<&str>| Change {
+            op,
+            key: format!("repos/homelab/{path}"),
+            place: None,
+            before: before.map(Into::into),
+            after: after.map(Into::into),
+            sha256: None,
+            size: (op != ChangeOp::Delete).then_some(2048),
+            trash: (op != ChangeOp::Create)
+                .then(|| format!("repos/homelab/.swamp/trash/20261206T101500Z-3fa29c/{path}")),
+        };
+        let changes = vec![
+            change(ChangeOp::Create, "outputs/new.yaml", None, Some("e1")),
+            change(
+                ChangeOp::Replace,
+                "outputs/web.yaml",
+                Some("e2"),
+                Some("e3"),
+            ),
+            change(ChangeOp::Delete, "data/m/x/1/raw", Some("e4"), None),
+        ];
+        insta::with_settings!({
+            snapshot_path => concat!(env!("CARGO_MANIFEST_DIR"), "/snapshots"),
+            prepend_module_to_snapshot => false,
+            omit_expression => true,
+        }, {
+            insta::assert_snapshot!("history_show_record", render_record(&head, &changes));
+        });
+    }
+}
