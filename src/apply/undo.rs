@@ -39,6 +39,10 @@ pub(crate) struct UndoReport {
     /// Remote objects an earlier undo restored, taken away again (kept in
     /// this undo's remote trash).
     pub set_aside_remote: usize,
+    /// Undoing a teammate's apply: the cache files a pull then changed, so
+    /// this clone's cache follows the bucket (set by the engine).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub followed: Option<usize>,
     /// The requests the undo sent to the datastore, by class (set by the
     /// engine; none for an undo of the cache only).
     #[serde(skip_serializing_if = "Option::is_none")]

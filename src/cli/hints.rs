@@ -123,6 +123,10 @@ pub(super) fn undo(e: &UndoError) -> Option<String> {
         UndoError::NoSuchApply { .. } | UndoError::NotKept { .. } => {
             "`swamp history` lists the applies that can be undone"
         }
+        UndoError::Elsewhere { .. } => {
+            "`swamp history show ID` lists what it changed; the clone that ran it holds its journal"
+        }
+        UndoError::NotOurs { .. } => "`swamp history show ID` lists what the record names",
         UndoError::Pruned { .. } => {
             "raise `[undo] keep_days` (or `max_bytes`) in .swamp.toml to keep trash longer"
         }

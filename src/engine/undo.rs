@@ -24,6 +24,9 @@ pub(crate) struct UndoSubject {
     /// The apply moved the datastore here from where the cache also
     /// serves: the undo moves `.swamp.toml` back.
     moves_back: Option<MovedPlaces>,
+    /// A teammate's apply (read from its record in the bucket): once the
+    /// bucket is as before it, this clone's cache follows.
+    theirs: bool,
 }
 
 impl UndoSubject {
@@ -61,14 +64,34 @@ pub(crate) fn subject(
     config: &Config,
     id: Option<&str>,
 ) -> Result<UndoSubject, EngineError> {
-    let journal = match id {
-        Some(id) => Journal::load(layout, id)?,
+    let (journal, theirs) = match id {
+        // Not this clone's: a teammate's, from its record in the bucket.
+        Some(id) => match Journal::load(layout, id) {
+            Err(UndoError::NoSuchApply { .. }) => (teammates(layout, config, id)?, true),
+            other => (other?, false),
+        },
         // Walked back: the newest journal still in force.
-        None => walked(layout, UndoError::NoHistory, UndoError::AllUndone, |w| {
-            w.next_undo()
-        })?,
+        None => (
+            walked(layout, UndoError::NoHistory, UndoError::AllUndone, |w| {
+                w.next_undo()
+            })?,
+            false,
+        ),
     };
-    subject_of(journal, layout, config)
+    let mut subject = subject_of(journal, layout, config)?;
+    subject.theirs = theirs;
+    Ok(subject)
+}
+
+/// The journal of a teammate's apply `id`, from its record in the team's
+/// history (none: no such apply here or there).
+fn teammates(layout: &Layout, config: &Config, id: &str) -> Result<Journal, EngineError> {
+    let no_such = || UndoError::NoSuchApply { id: id.to_string() };
+    let Some((head, changes)) = super::history::show(layout, config, id)? else {
+        return Err(no_such().into());
+    };
+    let placement = std::sync::Arc::new(config.target());
+    Ok(head.journal(&changes, &placement)?)
 }
 
 /// What `swamp redo` reverses: the newest undo not redone yet (since the
@@ -143,6 +166,7 @@ fn subject_of(
         journal,
         remote,
         moves_back,
+        theirs: false,
     })
 }
 
@@ -208,11 +232,33 @@ pub(crate) fn apply_undo(
     plan: &UndoPlan,
     command: &str,
 ) -> Result<UndoReport, EngineError> {
-    let report = crate::apply::undo::apply(layout, plan, command, subject.remote.as_ref())?;
+    let mut report = crate::apply::undo::apply(layout, plan, command, subject.remote.as_ref())?;
     if let Some(back) = &plan.moves_back {
         move_back(layout, back)?;
     }
+    if subject.theirs && subject.remote.is_some() {
+        report.followed = follow(layout)?;
+    }
     Ok(report)
+}
+
+/// A teammate's apply undone in the bucket: this clone's cache follows
+/// as a pull brings it (left to the next sync when that pull has
+/// conflicts). Returns the files it changed.
+fn follow(layout: &Layout) -> Result<Option<usize>, EngineError> {
+    let config = Config::load(layout.repo())?;
+    let planned = super::plan(layout, &config, super::Scope::Pull)?;
+    if planned.plan.is_empty() || planned.plan.has_conflicts() {
+        return Ok(None);
+    }
+    let pulled = super::apply_and_verify(
+        layout.repo(),
+        layout,
+        &planned.plan,
+        super::SyncOptions::default(),
+        None,
+    )?;
+    Ok(Some(pulled.downloaded + pulled.deleted_local))
 }
 
 /// Once an undone move's objects are back at `back.to`: `.swamp.toml`

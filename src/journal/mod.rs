@@ -155,6 +155,12 @@ pub enum UndoError {
     Malformed { path: PathBuf, message: String },
     #[error("no apply `{id}` in this repository's history")]
     NoSuchApply { id: String },
+    #[error(
+        "apply {id} changed objects at {place} too (a move); undo it from the clone that ran it"
+    )]
+    Elsewhere { id: String, place: String },
+    #[error("apply {id}'s record names `{key}`, which is not one of the namespace's files")]
+    NotOurs { id: String, key: String },
     #[error("nothing to undo: this repository has no apply in its history yet")]
     NoHistory,
     #[error("nothing left to undo: every apply in the history is undone already")]

@@ -128,6 +128,64 @@ pub(crate) fn write(
     out.write_all(b"\n")
 }
 
+impl RecordHead {
+    /// The journal `swamp undo ID` plans from when the apply is a
+    /// teammate's (no journal of it here): what it deleted or replaced
+    /// comes back from the bucket's trash (at the key as it left it), what
+    /// it created goes to the undo's own trash, all at `placement`.
+    pub(crate) fn journal(
+        &self,
+        changes: &[Change],
+        placement: &std::sync::Arc<crate::config::Placement>,
+    ) -> Result<super::Journal, super::UndoError> {
+        let mut entries = Vec::with_capacity(changes.len());
+        for c in changes {
+            if let Some(place) = &c.place {
+                return Err(super::UndoError::Elsewhere {
+                    id: self.id.clone(),
+                    place: place.clone(),
+                });
+            }
+            let path = c
+                .key
+                .strip_prefix(&self.prefix)
+                .and_then(|p| crate::layout::TierPath::parse(p).ok())
+                .ok_or_else(|| super::UndoError::NotOurs {
+                    id: self.id.clone(),
+                    key: c.key.clone(),
+                })?;
+            let sha256 = c.sha256.clone().unwrap_or_default();
+            entries.push(match c.op {
+                ChangeOp::Delete => super::Entry::remote_set_aside(placement, &path, None),
+                ChangeOp::Replace => super::Entry::remote_set_aside(placement, &path, Some(sha256)),
+                // What it wrote into an absent key: taken away again.
+                ChangeOp::Create => super::Entry {
+                    op: super::Op::RemoteRestored,
+                    placement: std::sync::Arc::clone(placement),
+                    path,
+                    sha256,
+                    size: c.size.unwrap_or(0),
+                    written: None,
+                },
+            });
+        }
+        Ok(super::Journal {
+            id: self.id.clone(),
+            seq: 0,
+            at: self.at.clone(),
+            holder: self.by.clone(),
+            command: self.command.clone(),
+            summary: self.summary.clone(),
+            finished: self.finished,
+            undoes: self.undoes.clone(),
+            no_undo: self.no_undo,
+            pruned: None,
+            moved: None,
+            entries,
+        })
+    }
+}
+
 /// A record's head from its bytes (its changes skipped, never held).
 pub(crate) fn read_head(r: impl io::Read) -> Result<RecordHead, serde_json::Error> {
     serde_json::from_reader(r)

@@ -162,6 +162,105 @@ mod teammates {
     );
 }
 
+/// Bob undoes Alice's sync (a `data gc`, a delete and an edit, pushed)
+/// by its id from his history: the objects come back in the bucket from
+/// its trash, his cache follows at once, Alice's next pull follows with
+/// no guard in the way, and her apply is marked undone by his undo.
+fn undo_of_a_teammates_apply_restores_the_bucket_and_both_caches_follow(backend: Backend) {
+    let bucket = Bucket::new(backend);
+    let alice = as_user(Repo::init(&bucket, Some("lab")), "alice");
+    for body in ["one\n", "two\n"] {
+        alice.put("m/x", body);
+    }
+    alice.write_cache("lab/outputs/a.txt", "a1\n");
+    alice.write_cache("lab/outputs/b.txt", "b1\n");
+    alice.run_ok(&["datastore", "sync", "-y"]);
+    let before = bucket.contents_under("swamp/lab/data/");
+    let outputs = bucket.contents_under("swamp/lab/outputs/");
+    let bob = as_user(alice.clone_elsewhere(), "bob");
+    bob.run_ok(&["datastore", "sync", "--pull", "-y"]);
+
+    alice.run_ok(&["data", "gc", "--keep", "1"]);
+    std::fs::remove_file(alice.cache().join("lab/outputs/b.txt")).unwrap();
+    alice.write_cache("lab/outputs/a.txt", "a2\n");
+    alice.run_ok(&["datastore", "sync", "--force", "-y"]);
+    bob.run_ok(&["datastore", "sync", "--pull", "-y"]);
+    assert!(!bob.cache().join("lab/outputs/b.txt").exists());
+    let theirs = applies(&bob, &[]);
+    let id = theirs.iter().rev().find(|a| a["mine"] == false).unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    let undo = bob.run(&["undo", &id, "-y"]);
+    undo.expect(0);
+    assert!(
+        undo.stdout.contains(&format!("Undid apply {id}: ")),
+        "{}",
+        undo.stdout
+    );
+    assert_eq!(bucket.contents_under("swamp/lab/data/"), before);
+    assert_eq!(bucket.contents_under("swamp/lab/outputs/"), outputs);
+    assert_eq!(
+        std::fs::read_to_string(bob.cache().join("lab/outputs/b.txt")).unwrap(),
+        "b1\n",
+        "bob's cache followed: {}",
+        undo.stdout
+    );
+    assert_eq!(
+        std::fs::read_to_string(bob.cache().join("lab/outputs/a.txt")).unwrap(),
+        "a1\n"
+    );
+    assert!(bob.cache().join("lab/data/m/x/1/raw").exists());
+
+    alice.run_ok(&["datastore", "sync", "--pull", "-y"]);
+    assert_eq!(
+        std::fs::read_to_string(alice.cache().join("lab/outputs/a.txt")).unwrap(),
+        "a1\n"
+    );
+    assert!(alice.cache().join("lab/outputs/b.txt").exists());
+    let seen = applies(&alice, &[]);
+    let undone = seen.iter().find(|a| a["id"] == id.as_str()).unwrap();
+    let by = seen
+        .iter()
+        .find(|a| a["undoes"] == id.as_str())
+        .unwrap_or_else(|| panic!("bob's undo is in alice's history: {seen:#?}"));
+    assert_eq!(undone["undone_by"], by["id"], "{seen:#?}");
+    assert!(by["by"].as_str().unwrap().starts_with("bob@"), "{by:#}");
+}
+
+/// An object a teammate's apply wrote has changed since: undoing that
+/// apply is a conflict (exit 3) that changes nothing in the bucket.
+fn undo_of_a_teammates_apply_over_a_change_since_is_a_conflict(backend: Backend) {
+    let bucket = Bucket::new(backend);
+    let alice = as_user(Repo::init(&bucket, Some("lab")), "alice");
+    alice.write_cache("lab/outputs/a.txt", "a1\n");
+    alice.run_ok(&["datastore", "sync", "-y"]);
+    let bob = as_user(alice.clone_elsewhere(), "bob");
+    alice.write_cache("lab/outputs/a.txt", "a2\n");
+    alice.run_ok(&["datastore", "sync", "-y"]);
+    let id = applies(&bob, &[]).last().unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    alice.write_cache("lab/outputs/a.txt", "a3\n");
+    alice.run_ok(&["datastore", "sync", "-y"]);
+    let before = bucket.contents_under("swamp/lab/outputs/");
+
+    let undo = bob.run(&["undo", &id, "-y"]);
+    undo.expect(3);
+    assert!(undo.stdout.contains("outputs/a.txt"), "{}", undo.stdout);
+    assert_eq!(bucket.contents_under("swamp/lab/outputs/"), before);
+}
+
+mod teammates_undo {
+    use super::*;
+    crate::on_both_servers!(
+        undo_of_a_teammates_apply_restores_the_bucket_and_both_caches_follow,
+        undo_of_a_teammates_apply_over_a_change_since_is_a_conflict,
+    );
+}
+
 /// A record written before an apply's first change says it is cut short
 /// until the apply ends; a sync that writes the bucket on day 9 prunes,
 /// through a planned `prune-history`, the records older than

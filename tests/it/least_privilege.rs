@@ -96,8 +96,8 @@ fn a_read_only_clone_pulls_follows_deletes_and_plans_without_writing_the_bucket(
 }
 
 /// The team's history (issue 44) is for readers too: a clone that may
-/// only read lists the writer's applies and shows what one deleted,
-/// writing nothing to the bucket.
+/// only read lists the writer's applies and shows what one deleted; its
+/// undo of one is refused, as a writer's command; it writes nothing.
 #[test]
 fn a_read_only_clone_lists_and_shows_the_teams_history_writing_nothing() {
     let s = Setup::new();
@@ -124,6 +124,14 @@ fn a_read_only_clone_lists_and_shows_the_teams_history_writing_nothing() {
         show.stdout.contains("delete-remote") && show.stdout.contains("data/m/b/1/raw"),
         "{}",
         show.stdout
+    );
+    // Undoing it needs a writer: refused up front.
+    let undo = r.run(&["undo", id, "-y"]);
+    undo.expect(1);
+    assert!(
+        undo.stderr.contains("these credentials can read") && undo.stderr.contains("not write"),
+        "{}",
+        undo.stderr
     );
     assert_eq!(s.objects(), before, "nothing written to the bucket");
 }

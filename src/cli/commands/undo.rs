@@ -395,6 +395,9 @@ fn show_undone(
                 subject.id()
             ),
         }
+        if let Some(n) = report.followed {
+            outln!("This clone's cache followed the bucket: {n} file(s) downloaded or removed.");
+        }
     }
 }
 
