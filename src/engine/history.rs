@@ -4,8 +4,12 @@
 //! (`journal::Journal::all`).
 
 use crate::config::Config;
-use crate::journal::record::{Change, RecordHead};
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::journal::record::{Change, ChangeOp, RecordHead};
 use crate::layout::Layout;
+use crate::layout::TierPath;
+use crate::plan::{Action, Authored, Plan};
 use crate::state::history::{self, HistoryReadError};
 use crate::store::RemoteTarget;
 
@@ -47,6 +51,81 @@ pub(crate) fn show(
     let dir = layout.history_cache_dir(&config.target());
     let changes = history::changes(&dir, id)?;
     Ok(Some((head, changes)))
+}
+
+/// Who made the remote changes `plan` follows (its downloads and cache
+/// deletes), from the team's history: the records listed that were made
+/// since this clone's last sync (an hour of slack for clocks), each read
+/// once and kept; the newest record naming a path names its author. A
+/// plan with no such change, or a first sync, reads none.
+pub(crate) fn attribute(
+    layout: &Layout,
+    observed: &crate::state::Observed,
+    plan: &mut Plan,
+) -> Result<(), EngineError> {
+    let Some(snapshot) = observed.remote.as_ref().filter(|s| !s.history.is_empty()) else {
+        return Ok(());
+    };
+    let wanted: BTreeSet<&TierPath> = plan
+        .actions
+        .iter()
+        .filter_map(|a| match a {
+            Action::Download(d) => Some(&d.path),
+            Action::DeleteLocal(d) => Some(&d.path),
+            _ => None,
+        })
+        .collect();
+    if wanted.is_empty() {
+        return Ok(());
+    }
+    let placement = plan.target.placement();
+    let synced = std::fs::metadata(layout.sync_base_path(&placement))
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok());
+    let Some(synced) = synced else {
+        return Ok(());
+    };
+    let since = synced.as_secs().saturating_sub(3600);
+    let target = RemoteTarget::open(&placement)?;
+    let dir = layout.history_cache_dir(&placement);
+    let mut found: BTreeMap<TierPath, Authored> = BTreeMap::new();
+    let visit = |head: &RecordHead, changes: Vec<Change>| {
+        for c in changes {
+            let Some(path) = c
+                .key
+                .strip_prefix(&head.prefix)
+                .and_then(|p| TierPath::parse(p).ok())
+                .filter(|p| wanted.contains(p) && !found.contains_key(p))
+            else {
+                continue;
+            };
+            let change = match c.op {
+                ChangeOp::Create => "created",
+                ChangeOp::Replace => "replaced",
+                ChangeOp::Delete => "deleted",
+            };
+            found.insert(
+                path.clone(),
+                Authored {
+                    path,
+                    change: change.to_string(),
+                    id: head.id.clone(),
+                    by: head.by.clone(),
+                    at: head.at.clone(),
+                },
+            );
+        }
+    };
+    crate::store::runtime().block_on(history::recent(
+        &target,
+        &dir,
+        &snapshot.history,
+        since,
+        visit,
+    ))?;
+    plan.authored = found.into_values().collect();
+    Ok(())
 }
 
 impl From<HistoryReadError> for EngineError {

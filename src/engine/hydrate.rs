@@ -142,6 +142,7 @@ pub(crate) fn fetch(
         diffs: Vec::new(),
         resumes: Vec::new(),
         other_clones: Vec::new(),
+        authored: Vec::new(),
     };
     Ok(apply::apply(
         &plan,

@@ -514,6 +514,7 @@ fn plan_learnt(
     let resume = observed.remote.as_ref().map(|s| (s, now, uploads));
     amend(&mut plan, Amendments { resume, prunes });
     add_content_diffs(&observed, show_replaced, &mut plan)?;
+    history::attribute(layout, &observed, &mut plan)?;
     crate::progress::meter().idle();
     Ok(Planned {
         desired,

@@ -93,6 +93,7 @@ pub fn diff(desired: &Desired, observed: &Observed) -> Plan {
         diffs: Vec::new(),
         resumes: Vec::new(),
         other_clones: Vec::new(),
+        authored: Vec::new(),
     }
 }
 

@@ -10,6 +10,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use crate::config::{ConflictPolicy, DatastoreConfig, Namespace, Placement};
+use crate::layout::TierPath;
 use crate::state::Scope;
 
 pub mod action;
@@ -202,6 +203,32 @@ pub struct Plan {
     /// moves away from: they still sync with the old place.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub other_clones: Vec<OtherClone>,
+    /// Who made the remote changes this plan follows (its downloads and
+    /// cache deletes), as the team's history records them, by path.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub authored: Vec<Authored>,
+}
+
+/// A remote change a teammate's apply made, as its record names it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Authored {
+    pub path: TierPath,
+    /// `created`, `replaced` or `deleted`.
+    pub change: String,
+    /// The apply, and who ran it when (RFC 3339).
+    pub id: String,
+    pub by: String,
+    pub at: String,
+}
+
+impl Plan {
+    /// Who made the remote change at `path`, when the history says.
+    pub fn authored(&self, path: &TierPath) -> Option<&Authored> {
+        self.authored
+            .binary_search_by(|a| a.path.cmp(path))
+            .ok()
+            .map(|i| &self.authored[i])
+    }
 }
 
 /// Another clone that synced a remote source (its progress note there).

@@ -361,6 +361,7 @@ mod tests {
             diffs: vec![],
             resumes: vec![],
             other_clones: Vec::new(),
+            authored: Vec::new(),
         };
         let none = std::collections::BTreeMap::new();
         assert!(wanted(&plan, &none, false).is_empty());

@@ -92,34 +92,11 @@ pub(crate) async fn read(
     std::fs::create_dir_all(dir).map_err(io_err("create", dir))?;
     let mut index = load_index(dir);
     let before = index.clone();
-    let stale: Vec<&(String, crate::store::ObjectMeta)> = listed
+    let wanted: Vec<(&str, &str, &str)> = listed
         .iter()
-        .filter(|(id, m)| {
-            index.get(id) != Some(&m.version) || !dir.join(format!("{id}.json")).is_file()
-        })
+        .map(|(id, m)| (id.as_str(), m.key.as_str(), m.version.as_str()))
         .collect();
-    use futures_util::StreamExt;
-    let fetched: Vec<Result<(String, String), StoreError>> =
-        futures_util::stream::iter(stale.into_iter().map(|(id, m)| async move {
-            let meta = target
-                .store
-                .get_to_file(&m.key, &dir.join(format!("{id}.json")))
-                .await?;
-            Ok((id.clone(), meta.version))
-        }))
-        .buffer_unordered(GETS_IN_FLIGHT)
-        .collect()
-        .await;
-    for f in fetched {
-        match f {
-            Ok((id, version)) => {
-                index.insert(id, version);
-            }
-            // Pruned between the listing and the read.
-            Err(StoreError::NotFound { .. }) => {}
-            Err(e) => return Err(e.into()),
-        }
-    }
+    fetch(target, dir, &wanted, &mut index).await?;
     // What the bucket no longer lists is forgotten here too.
     let listed_ids: std::collections::BTreeSet<&str> =
         listed.iter().map(|(id, _)| id.as_str()).collect();
@@ -148,6 +125,103 @@ pub(crate) async fn read(
     out.records
         .sort_by(|a, b| (&a.at, &a.id).cmp(&(&b.at, &b.id)));
     Ok(out)
+}
+
+/// Reads each of `wanted` (id, key, version) not kept at that version
+/// into `dir`, noting the version read in `index`.
+async fn fetch(
+    target: &RemoteTarget,
+    dir: &Path,
+    wanted: &[(&str, &str, &str)],
+    index: &mut Index,
+) -> Result<(), HistoryReadError> {
+    use futures_util::StreamExt;
+    let stale = wanted.iter().filter(|(id, _, version)| {
+        index.get(*id).map(String::as_str) != Some(*version)
+            || !dir.join(format!("{id}.json")).is_file()
+    });
+    let fetched: Vec<Result<(String, String), StoreError>> =
+        futures_util::stream::iter(stale.map(|(id, key, _)| async move {
+            let meta = target
+                .store
+                .get_to_file(key, &dir.join(format!("{id}.json")))
+                .await?;
+            Ok((id.to_string(), meta.version))
+        }))
+        .buffer_unordered(GETS_IN_FLIGHT)
+        .collect()
+        .await;
+    for f in fetched {
+        match f {
+            Ok((id, version)) => {
+                index.insert(id, version);
+            }
+            // Pruned between the listing and the read.
+            Err(StoreError::NotFound { .. }) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(())
+}
+
+/// Records larger than this are not read to name who made a plan's
+/// changes (a plan names authors; it does not hold a million-change
+/// record for it).
+const MAX_RECORD_READ: u64 = 16 << 20;
+
+/// The records a plan's remote changes may come from: those a sync's
+/// listing showed (`listed`) made no earlier than `since` (seconds since
+/// the epoch, as their ids say), read into `dir` when not kept yet;
+/// handed to `visit` newest first, head and changes, one at a time.
+pub(crate) async fn recent(
+    target: &RemoteTarget,
+    dir: &Path,
+    listed: &[ListedRecord],
+    since: u64,
+    mut visit: impl FnMut(&RecordHead, Vec<Change>),
+) -> Result<(), HistoryReadError> {
+    let prefix = Layout::remote_history_prefix(&target.placement);
+    let wanted: Vec<(&str, &str, &str)> = listed
+        .iter()
+        .filter_map(|r| {
+            let id = listed_id(&prefix, &r.key)?;
+            let at = record::id_time(id)?;
+            (at >= since).then_some((id, r.key.as_str(), r.version.as_str()))
+        })
+        .collect();
+    if wanted.is_empty() {
+        return Ok(());
+    }
+    std::fs::create_dir_all(dir).map_err(io_err("create", dir))?;
+    let mut index = load_index(dir);
+    let before = index.clone();
+    fetch(target, dir, &wanted, &mut index).await?;
+    if index != before {
+        let path = dir.join("index.json");
+        let body = serde_json::to_vec_pretty(&index).expect("a map of strings");
+        crate::fsutil::atomic_write(&path, &body).map_err(io_err("write", &path))?;
+    }
+    // Newest first, by the time each says (to the millisecond: two
+    // applies of one second have ids in no order).
+    let mut heads: Vec<(std::time::SystemTime, RecordHead)> = wanted
+        .iter()
+        .filter(|(id, _, _)| {
+            std::fs::metadata(dir.join(format!("{id}.json")))
+                .is_ok_and(|m| m.len() <= MAX_RECORD_READ)
+        })
+        .filter_map(|(id, _, _)| read_kept_head(dir, id))
+        .map(|h| {
+            let at = humantime::parse_rfc3339(&h.at).unwrap_or(std::time::UNIX_EPOCH);
+            (at, h)
+        })
+        .collect();
+    heads.sort_by(|a, b| (b.0, &b.1.id).cmp(&(a.0, &a.1.id)));
+    for (_, head) in heads {
+        if let Ok(changes) = changes(dir, &head.id) {
+            visit(&head, changes);
+        }
+    }
+    Ok(())
 }
 
 /// The head of a kept record, if it is one this version reads (its id the

@@ -253,11 +253,68 @@ fn undo_of_a_teammates_apply_over_a_change_since_is_a_conflict(backend: Backend)
     assert_eq!(bucket.contents_under("swamp/lab/outputs/"), before);
 }
 
+/// A plan that follows a teammate's changes names who made them, from
+/// the record of her apply: "deleted in the remote by alice@… in apply
+/// …, under a minute ago"; `--json` lists them in `authored`.
+fn a_plan_names_the_teammate_whose_apply_it_follows(backend: Backend) {
+    let bucket = Bucket::new(backend);
+    let alice = as_user(Repo::init(&bucket, Some("lab")), "alice");
+    alice.write_cache("lab/outputs/a.txt", "a1\n");
+    alice.write_cache("lab/outputs/b.txt", "b1\n");
+    alice.write_cache("lab/outputs/c.txt", "c1\n");
+    alice.run_ok(&["datastore", "sync", "-y"]);
+    let bob = as_user(alice.clone_elsewhere(), "bob");
+    bob.run_ok(&["datastore", "sync", "--pull", "-y"]);
+    std::fs::remove_file(alice.cache().join("lab/outputs/b.txt")).unwrap();
+    alice.write_cache("lab/outputs/a.txt", "a2\n");
+    alice.run_ok(&["datastore", "sync", "-y"]);
+    let id = applies(&alice, &[]).last().unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    let plan = bob.run(&["plan"]);
+    plan.expect(0);
+    for expected in [
+        "deleted in the remote by alice@".to_string(),
+        "changed in the remote by alice@".to_string(),
+        format!("in apply {id}, "),
+        ", under a minute ago".to_string(),
+    ] {
+        assert!(
+            plan.stdout.contains(&expected),
+            "{expected}: {}",
+            plan.stdout
+        );
+    }
+    let doc = bob.json(&["--json", "plan"], 0);
+    let authored = doc["authored"].as_array().unwrap();
+    let rows: Vec<(&str, &str, &str)> = authored
+        .iter()
+        .map(|a| {
+            (
+                a["path"].as_str().unwrap(),
+                a["change"].as_str().unwrap(),
+                a["id"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            ("outputs/a.txt", "replaced", id.as_str()),
+            ("outputs/b.txt", "deleted", id.as_str())
+        ],
+        "{doc:#}"
+    );
+}
+
 mod teammates_undo {
     use super::*;
     crate::on_both_servers!(
         undo_of_a_teammates_apply_restores_the_bucket_and_both_caches_follow,
         undo_of_a_teammates_apply_over_a_change_since_is_a_conflict,
+        a_plan_names_the_teammate_whose_apply_it_follows,
     );
 }
 

@@ -74,6 +74,7 @@ fn plan(actions: Vec<Action>, conflicts: Vec<swamp::plan::Conflict>) -> Plan {
         diffs: Vec::new(),
         resumes: Vec::new(),
         other_clones: Vec::new(),
+        authored: Vec::new(),
     }
 }
 

@@ -1028,6 +1028,7 @@ fn a_sync_plan_document_matches_the_schema() {
             ]
         },
         other_clones: Vec::new(),
+        authored: Vec::new(),
     };
     let desired = Desired {
         scope: Scope::Sync,

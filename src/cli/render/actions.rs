@@ -240,7 +240,37 @@ pub(super) fn resumed_reason(plan: &Plan, a: &Action) -> String {
             human_bytes(r.left()),
             human_bytes(r.size)
         ),
-        None => a.reason().to_string(),
+        None => match a.path().and_then(|p| plan.authored(p)) {
+            // The teammate's apply the remote change came from.
+            Some(by) => format!(
+                "{} by {} in apply {}{}",
+                a.reason(),
+                escape_controls(&by.by),
+                escape_controls(&by.id),
+                ago(&by.at)
+            ),
+            None => a.reason().to_string(),
+        },
+    }
+}
+
+/// `, 2 h ago`: how long before now `at` (RFC 3339) was; nothing when
+/// it cannot be told (or is in the future).
+fn ago(at: &str) -> String {
+    let Some(then) = humantime::parse_rfc3339(at)
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+    else {
+        return String::new();
+    };
+    let Some(secs) = crate::clock::now_secs().checked_sub(then.as_secs()) else {
+        return String::new();
+    };
+    match secs {
+        0..60 => ", under a minute ago".to_string(),
+        60..3600 => format!(", {} min ago", secs / 60),
+        3600..86_400 => format!(", {} h ago", secs / 3600),
+        _ => format!(", {} day(s) ago", secs / 86_400),
     }
 }
 

@@ -560,6 +560,7 @@ mod tests {
                 remote_modified: None,
             })],
             other_clones: Vec::new(),
+            authored: Vec::new(),
         };
         render(&plan)
     }
