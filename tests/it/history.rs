@@ -20,6 +20,28 @@ fn applies(repo: &Repo, args: &[&str]) -> Vec<serde_json::Value> {
     repo.json(&full, 0)["applies"].as_array().unwrap().clone()
 }
 
+/// Alice's clone of namespace `lab`: two versions of `m/x`, and
+/// `outputs/a.txt` and `outputs/b.txt`, pushed.
+fn alice_pushed(bucket: &Bucket) -> Repo {
+    let alice = as_user(Repo::init(bucket, Some("lab")), "alice");
+    for body in ["one\n", "two\n"] {
+        alice.put("m/x", body);
+    }
+    alice.write_cache("lab/outputs/a.txt", "a1\n");
+    alice.write_cache("lab/outputs/b.txt", "b1\n");
+    alice.run_ok(&["datastore", "sync", "-y"]);
+    alice
+}
+
+/// A `data gc --keep 1`, `outputs/b.txt` deleted and `outputs/a.txt`
+/// edited, pushed in one sync.
+fn gc_delete_and_edit(repo: &Repo) {
+    repo.run_ok(&["data", "gc", "--keep", "1"]);
+    std::fs::remove_file(repo.cache().join("lab/outputs/b.txt")).unwrap();
+    repo.write_cache("lab/outputs/a.txt", "a2\n");
+    repo.run_ok(&["datastore", "sync", "--force", "-y"]);
+}
+
 /// The requests the proxy saw from `from` on, as (class, line).
 fn since(proxy: &crate::support::faults::FaultProxy, from: usize) -> Vec<(&'static str, String)> {
     proxy.seen()[from..]
@@ -36,20 +58,11 @@ fn since(proxy: &crate::support::faults::FaultProxy, from: usize) -> Vec<(&'stat
 /// a converged sync reads none of them.
 fn a_teammates_gc_delete_and_edit_are_in_another_clones_history_with_her_name(backend: Backend) {
     let (bucket, proxy) = Bucket::behind_proxy(backend);
-    let alice = as_user(Repo::init(&bucket, Some("lab")), "alice");
-    for body in ["one\n", "two\n"] {
-        alice.put("m/x", body);
-    }
-    alice.write_cache("lab/outputs/a.txt", "a1\n");
-    alice.write_cache("lab/outputs/b.txt", "b1\n");
-    alice.run_ok(&["datastore", "sync", "-y"]);
+    let alice = alice_pushed(&bucket);
     let bob = as_user(alice.clone_elsewhere(), "bob");
     bob.run_ok(&["datastore", "sync", "--pull", "-y"]);
 
-    alice.run_ok(&["data", "gc", "--keep", "1"]);
-    std::fs::remove_file(alice.cache().join("lab/outputs/b.txt")).unwrap();
-    alice.write_cache("lab/outputs/a.txt", "a2\n");
-    alice.run_ok(&["datastore", "sync", "--force", "-y"]);
+    gc_delete_and_edit(&alice);
 
     let from = proxy.seen().len();
     let seen = applies(&bob, &[]);
@@ -168,22 +181,13 @@ mod teammates {
 /// no guard in the way, and her apply is marked undone by his undo.
 fn undo_of_a_teammates_apply_restores_the_bucket_and_both_caches_follow(backend: Backend) {
     let bucket = Bucket::new(backend);
-    let alice = as_user(Repo::init(&bucket, Some("lab")), "alice");
-    for body in ["one\n", "two\n"] {
-        alice.put("m/x", body);
-    }
-    alice.write_cache("lab/outputs/a.txt", "a1\n");
-    alice.write_cache("lab/outputs/b.txt", "b1\n");
-    alice.run_ok(&["datastore", "sync", "-y"]);
+    let alice = alice_pushed(&bucket);
     let before = bucket.contents_under("swamp/lab/data/");
     let outputs = bucket.contents_under("swamp/lab/outputs/");
     let bob = as_user(alice.clone_elsewhere(), "bob");
     bob.run_ok(&["datastore", "sync", "--pull", "-y"]);
 
-    alice.run_ok(&["data", "gc", "--keep", "1"]);
-    std::fs::remove_file(alice.cache().join("lab/outputs/b.txt")).unwrap();
-    alice.write_cache("lab/outputs/a.txt", "a2\n");
-    alice.run_ok(&["datastore", "sync", "--force", "-y"]);
+    gc_delete_and_edit(&alice);
     bob.run_ok(&["datastore", "sync", "--pull", "-y"]);
     assert!(!bob.cache().join("lab/outputs/b.txt").exists());
     let theirs = applies(&bob, &[]);
