@@ -136,8 +136,9 @@ fn write_changes(
     plan: &Plan,
     base: Option<&SyncBase>,
 ) -> std::io::Result<()> {
+    let of = Changed::of(plan, &head.id, base);
     let mut w = w;
-    record::write(&mut w, head, changes(plan, &head.id, base))
+    record::write(&mut w, head, plan.actions.iter().flat_map(|a| of.action(a)))
 }
 
 /// Streams a record to a temp file in `.swamp/state/` and uploads it on
@@ -151,7 +152,9 @@ fn upload(
     pre: &Precondition,
     body: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
 ) -> Result<String, StopCause> {
-    let dir = layout.state_dir();
+    // Staged where this clone keeps the records it has read: once
+    // written, it is one of them (its next `history` reads it from here).
+    let dir = layout.history_cache_dir(&target.placement);
     let io = |source| StopCause::HistoryRecord {
         path: dir.join(format!("{}.json", head.id)),
         source,
@@ -165,30 +168,14 @@ fn upload(
     }
     let sha256 = crate::fsutil::sha256_file(file.path()).map_err(io)?;
     let meta = rt.block_on(target.store.put_file(key, file.path(), &sha256, pre))?;
+    // Only a cache: failing to keep it costs a GET later.
+    let _ = crate::state::history::keep(&dir, &head.id, &meta.version, file);
     Ok(meta.version)
 }
 
-/// The keys `plan` changes, in its order: uploads, copies in, deletes,
-/// and a move's deletes at its old place. `base`: the sync base after the
-/// apply, which says what version each write made.
-fn changes<'a>(
-    plan: &'a Plan,
-    id: &'a str,
-    base: Option<&'a SyncBase>,
-) -> impl Iterator<Item = Change> + 'a {
-    let target = plan.target.placement();
-    let of = Changed {
-        prefix: Layout::remote_prefix(&target),
-        target,
-        sources: plan.sources.iter().map(|s| s.placement()).collect(),
-        kept: !plan.no_undo,
-        id,
-        base,
-    };
-    plan.actions.iter().flat_map(move |a| of.action(a))
-}
-
-/// What [`changes`] reads each action with.
+/// How the keys a plan changes are read from its actions, one at a time
+/// and in its order: uploads, copies in, deletes, and a move's deletes at
+/// its old place (a move's hundred thousand, never held).
 struct Changed<'a> {
     target: Placement,
     prefix: String,
@@ -199,7 +186,21 @@ struct Changed<'a> {
     base: Option<&'a SyncBase>,
 }
 
-impl Changed<'_> {
+impl<'a> Changed<'a> {
+    /// `base`: the sync base after the apply, which says what version
+    /// each write made.
+    fn of(plan: &Plan, id: &'a str, base: Option<&'a SyncBase>) -> Changed<'a> {
+        let target = plan.target.placement();
+        Changed {
+            prefix: Layout::remote_prefix(&target),
+            target,
+            sources: plan.sources.iter().map(|s| s.placement()).collect(),
+            kept: !plan.no_undo,
+            id,
+            base,
+        }
+    }
+
     fn at(&self, path: &TierPath) -> String {
         format!("{}{}", self.prefix, path.as_str())
     }
@@ -217,7 +218,7 @@ impl Changed<'_> {
             .map(|e| e.version.to_string())
     }
 
-    fn action(&self, a: &Action) -> Vec<Change> {
+    fn action<'b>(&'b self, a: &'b Action) -> Box<dyn Iterator<Item = Change> + 'b> {
         let blank = |op, key| Change {
             op,
             key,
@@ -228,24 +229,25 @@ impl Changed<'_> {
             size: None,
             trash: None,
         };
-        match a {
-            Action::Upload(u) => vec![self.upload(u)],
+        let one = match a {
+            Action::Upload(u) => self.upload(u),
             Action::CopyRemote(CopyRemote {
                 path, size, sha256, ..
-            }) => vec![Change {
+            }) => Change {
                 after: self.after(path, sha256),
                 sha256: Some(sha256.hex()),
                 size: Some(*size),
                 ..blank(ChangeOp::Create, self.at(path))
-            }],
-            Action::DeleteRemote(DeleteRemote { path, version, .. }) => vec![Change {
+            },
+            Action::DeleteRemote(DeleteRemote { path, version, .. }) => Change {
                 before: Some(version.to_string()),
                 trash: self.trash(&self.target, path),
                 ..blank(ChangeOp::Delete, self.at(path))
-            }],
-            Action::DeleteSourceRemote(d) => self.drained(d),
-            _ => Vec::new(),
-        }
+            },
+            Action::DeleteSourceRemote(d) => return self.drained(d),
+            _ => return Box::new(std::iter::empty()),
+        };
+        Box::new(std::iter::once(one))
     }
 
     fn upload(&self, u: &Upload) -> Change {
@@ -277,15 +279,14 @@ impl Changed<'_> {
     }
 
     /// A move's deletes at its old place, each kept in that place's trash.
-    fn drained(&self, d: &DeleteSourceRemote) -> Vec<Change> {
+    fn drained<'b>(&'b self, d: &'b DeleteSourceRemote) -> Box<dyn Iterator<Item = Change> + 'b> {
         let Some(from) = self.sources.get(d.source) else {
-            return Vec::new();
+            return Box::new(std::iter::empty());
         };
         let from_prefix = Layout::remote_prefix(from);
         let url = Layout::remote_url(from);
-        d.objects
-            .iter()
-            .map(|o| Change {
+        Box::new(d.objects.iter().map(move |o| {
+            Change {
                 op: ChangeOp::Delete,
                 key: o.key.clone(),
                 place: Some(url.clone()),
@@ -295,8 +296,8 @@ impl Changed<'_> {
                 size: None,
                 trash: Layout::remote_file_path(&from_prefix, &o.key)
                     .and_then(|path| self.trash(from, &path)),
-            })
-            .collect()
+            }
+        }))
     }
 }
 

@@ -36,6 +36,28 @@ pub(crate) fn team(layout: &Layout, config: &Config) -> Result<Option<TeamHistor
     Ok(Some(read))
 }
 
+/// This clone's own records kept on this machine (no request): none when
+/// the datastore is not in a bucket.
+pub(crate) fn mine(layout: &Layout, config: &Config) -> Result<TeamHistory, EngineError> {
+    let placement = config.target();
+    if !placement.datastore.is_remote() {
+        return Ok(TeamHistory::default());
+    }
+    let me =
+        crate::state::delete_records::clone_id(layout).map_err(|source| HistoryReadError::Io {
+            action: "read",
+            path: layout.clone_id_path(),
+            source,
+        })?;
+    let mut records = history::kept(&layout.history_cache_dir(&placement));
+    records.retain(|r| r.clone == me);
+    Ok(TeamHistory {
+        records,
+        me,
+        unreadable: Vec::new(),
+    })
+}
+
 /// Apply `id`'s record and its changes, read through [`team`].
 pub(crate) fn show(
     layout: &Layout,

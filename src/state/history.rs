@@ -224,6 +224,32 @@ pub(crate) async fn recent(
     Ok(())
 }
 
+/// Keeps a record this clone wrote (`file`, at `version`) as if it had
+/// read it: its next `swamp history` need not read it back.
+pub(crate) fn keep(
+    dir: &Path,
+    id: &str,
+    version: &str,
+    file: tempfile::NamedTempFile,
+) -> std::io::Result<()> {
+    file.persist(dir.join(format!("{id}.json")))
+        .map_err(|e| e.error)?;
+    let mut index = load_index(dir);
+    index.insert(id.to_string(), version.to_string());
+    let body = serde_json::to_vec_pretty(&index).expect("a map of strings");
+    crate::fsutil::atomic_write(&dir.join("index.json"), &body)
+}
+
+/// The heads of the records kept here (read or written before), with no
+/// request: what `history --mine` adds to this clone's journals.
+pub(crate) fn kept(dir: &Path) -> Vec<RecordHead> {
+    load_index(dir)
+        .keys()
+        .filter(|id| crate::journal::is_id(id))
+        .filter_map(|id| read_kept_head(dir, id))
+        .collect()
+}
+
 /// The head of a kept record, if it is one this version reads (its id the
 /// one its key names).
 fn read_kept_head(dir: &Path, id: &str) -> Option<RecordHead> {

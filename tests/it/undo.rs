@@ -194,8 +194,7 @@ fn undo_brings_back_what_gc_removed_and_undo_of_undo_removes_it_again(
     assert_eq!(versions(data).len(), 1);
     repo.run_ok(&["undo", "-y"]);
     assert_eq!(versions(data), before);
-    let history = repo.json(&["--json", "history", "--mine"], 0);
-    assert_eq!(history["applies"].as_array().unwrap().len(), 4);
+    assert_eq!(journaled(repo).len(), 4);
 }
 
 #[test]
@@ -380,13 +379,7 @@ fn a_forced_delete_of_the_last_copy_is_undone(backend: Backend) {
         versions(&data).is_empty(),
         "the forced sync deleted the cache copies"
     );
-    let history = repo.json(&["--json", "history", "--mine"], 0);
-    let last = history["applies"]
-        .as_array()
-        .unwrap()
-        .last()
-        .unwrap()
-        .clone();
+    let last = journaled(&repo).last().unwrap().clone();
     assert_eq!(last["files"], 3, "{last}");
     assert_eq!(
         last["command"],
@@ -418,18 +411,12 @@ fn a_conflict_local_overwrite_of_the_remote_is_undone(backend: Backend) {
     a.run_ok(&["datastore", "sync", "--conflict", "local", "-y"]);
     let key = "swamp/alpha/outputs/report.txt";
     assert_eq!(bucket.get(key).unwrap(), b"a's version\n");
-    let history = a.json(&["--json", "history", "--mine"], 0);
-    let last = history["applies"]
-        .as_array()
-        .unwrap()
-        .last()
-        .unwrap()
-        .clone();
+    let last = journaled(&a).last().unwrap().clone();
     assert!(
         last["summary"]
             .as_str()
             .unwrap()
-            .contains("1 remote object(s) deleted or replaced"),
+            .contains("sync: 1 object(s) replaced"),
         "{last}"
     );
     let undo = a.run(&["undo", "-y"]);
@@ -521,13 +508,25 @@ fn at(repo: &Repo, now: &str, args: &[&str]) -> crate::support::bucket::Run {
     run
 }
 
-/// The apply ids in `swamp history`, oldest first.
+/// The apply ids of this clone's journals in `swamp history --mine`,
+/// oldest first.
 fn history_ids(repo: &Repo) -> Vec<String> {
+    journaled(repo)
+        .iter()
+        .map(|a| a["id"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// The applies `swamp history --mine` lists from this clone's journals
+/// (what `undo` walks; not its pushes that only created objects, which
+/// the bucket's records alone name), oldest first.
+fn journaled(repo: &Repo) -> Vec<serde_json::Value> {
     repo.json(&["--json", "history", "--mine"], 0)["applies"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|a| a["id"].as_str().unwrap().to_string())
+        .filter(|a| a.get("seq").is_some())
+        .cloned()
         .collect()
 }
 
@@ -1000,14 +999,9 @@ fn two_undos_walk_back_a_gc_and_its_sync_and_redo_walks_forward(backend: Backend
     );
     assert_eq!(versions(&data), local, "every version back, byte for byte");
     assert_eq!(bucket.contents_under("swamp/alpha/data/"), remote);
-    let history = a.json(&["--json", "history", "--mine"], 0);
-    let undone: Vec<bool> = history["applies"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|j| !j["undone_by"].is_null())
-        .collect();
-    assert_eq!(undone, [true, true, false, false], "{history}");
+    let history = journaled(&a);
+    let undone: Vec<bool> = history.iter().map(|j| !j["undone_by"].is_null()).collect();
+    assert_eq!(undone, [true, true, false, false], "{history:#?}");
 
     let redo = a.run(&["redo", "-y"]);
     redo.expect(0);

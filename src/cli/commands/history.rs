@@ -28,7 +28,8 @@ pub(super) fn run(
     let repo = ctx.open_repo()?;
     let journals = Journal::all(&repo.layout)?;
     let team = if mine {
-        None
+        // This clone's records as kept here: no request.
+        crate::engine::history::mine(&repo.layout, &repo.config).ok()
     } else {
         match crate::engine::history::team(&repo.layout, &repo.config) {
             Ok(team) => team,
@@ -86,8 +87,6 @@ struct Item<'a> {
     mine: bool,
     journal: Option<&'a Journal>,
     record: Option<&'a RecordHead>,
-    /// Order among this clone's applies of the same second.
-    seq: u64,
 }
 
 impl<'a> Item<'a> {
@@ -103,7 +102,6 @@ impl<'a> Item<'a> {
             mine: true,
             journal: Some(j),
             record: None,
-            seq: j.seq,
         }
     }
 
@@ -119,7 +117,6 @@ impl<'a> Item<'a> {
             mine: r.clone == me,
             journal: None,
             record: Some(r),
-            seq: 0,
         }
     }
 
@@ -214,19 +211,35 @@ fn merged<'a>(
                 None => more.push(Item::of_record(r, &team.me)),
             }
         }
-        items.extend(more);
+        more.sort_by_cached_key(|i| (i.time(), i.id));
+        return interleaved(items, more);
     }
-    // By time (a record's to the millisecond), not by its text.
-    let mut keyed: Vec<(std::time::SystemTime, Item<'a>)> = items
-        .into_iter()
-        .map(|i| {
-            let at = i.record.map_or(&*i.at, |r| r.at.as_str());
-            let t = humantime::parse_rfc3339(at).unwrap_or(std::time::UNIX_EPOCH);
-            (t, i)
-        })
-        .collect();
-    keyed.sort_by(|(ta, a), (tb, b)| (ta, a.seq, a.id).cmp(&(tb, b.seq, b.id)));
-    keyed.into_iter().map(|(_, i)| i).collect()
+    items
+}
+
+/// This clone's applies in their order (journals are numbered) with the
+/// team's others placed among them by time (a record's to the
+/// millisecond, a journal's to the second).
+fn interleaved<'a>(mine: Vec<Item<'a>>, theirs: Vec<Item<'a>>) -> Vec<Item<'a>> {
+    let mut out = Vec::with_capacity(mine.len() + theirs.len());
+    let mut theirs = theirs.into_iter().peekable();
+    for item in mine {
+        let at = item.time();
+        while let Some(t) = theirs.next_if(|t| t.time() < at) {
+            out.push(t);
+        }
+        out.push(item);
+    }
+    out.extend(theirs);
+    out
+}
+
+impl Item<'_> {
+    /// When it ran: its record's time (to the millisecond) if any.
+    fn time(&self) -> std::time::SystemTime {
+        let at = self.record.map_or(&*self.at, |r| r.at.as_str());
+        humantime::parse_rfc3339(at).unwrap_or(std::time::UNIX_EPOCH)
+    }
 }
 
 /// The history, newest first, as `jj op log` shows operations: a line
