@@ -89,6 +89,7 @@ mod tests {
         let listed = |id: &str| crate::state::history::ListedRecord {
             key: format!("p/lab/.swamp/history/{id}.json"),
             version: "v1".into(),
+            size: 100,
         };
         let records = [
             listed("20261101T000000Z-000001"),

@@ -21,6 +21,9 @@ const GETS_IN_FLIGHT: usize = 16;
 pub struct ListedRecord {
     pub key: String,
     pub version: String,
+    /// As listed: a record too large is never read to name authors.
+    #[serde(default)]
+    pub size: u64,
 }
 
 /// The apply id a history key names (`…/.swamp/history/<id>.json`) under
@@ -92,8 +95,11 @@ pub(crate) async fn read(
     std::fs::create_dir_all(dir).map_err(io_err("create", dir))?;
     let mut index = load_index(dir);
     let before = index.clone();
+    // Anything under `.swamp/history/` may be another tool's: one larger
+    // than any record is never read (it is unreadable here).
     let wanted: Vec<(&str, &str, &str)> = listed
         .iter()
+        .filter(|(_, m)| m.size <= MAX_RECORD)
         .map(|(id, m)| (id.as_str(), m.key.as_str(), m.version.as_str()))
         .collect();
     fetch(target, dir, &wanted, &mut index).await?;
@@ -115,6 +121,9 @@ pub(crate) async fn read(
     let mut out = TeamHistory::default();
     for (id, m) in &listed {
         if !index.contains_key(id) {
+            if m.size > MAX_RECORD {
+                out.unreadable.push(m.key.clone());
+            }
             continue;
         }
         match read_kept_head(dir, id) {
@@ -164,6 +173,10 @@ async fn fetch(
     Ok(())
 }
 
+/// The largest record `swamp history` reads: a million-object apply's is
+/// about 190 MB.
+const MAX_RECORD: u64 = 1 << 30;
+
 /// Records larger than this are not read to name who made a plan's
 /// changes (a plan names authors; it does not hold a million-change
 /// record for it).
@@ -186,7 +199,11 @@ pub(crate) async fn recent(
         .filter_map(|r| {
             let id = listed_id(&prefix, &r.key)?;
             let at = record::id_time(id)?;
-            (at >= since).then_some((id, r.key.as_str(), r.version.as_str()))
+            (at >= since && r.size <= MAX_RECORD_READ).then_some((
+                id,
+                r.key.as_str(),
+                r.version.as_str(),
+            ))
         })
         .collect();
     if wanted.is_empty() {

@@ -756,6 +756,7 @@ impl Page {
             self.history.push(super::history::ListedRecord {
                 key: meta.key,
                 version: meta.version,
+                size: meta.size,
             });
             return None;
         }

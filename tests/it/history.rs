@@ -381,3 +381,40 @@ mod retention {
     use super::*;
     crate::on_every_backend!(history_records_past_keep_days_are_pruned_through_a_plan);
 }
+
+/// Keys another tool wrote under `.swamp/history/` (not JSON, a record
+/// naming another id, a name that is no apply id) are no records: the
+/// history lists the real ones and names what it skipped, and `show`
+/// of the forged id finds nothing.
+#[test]
+fn objects_under_history_that_are_no_records_are_skipped_and_named() {
+    let bucket = Bucket::new(Backend::S3);
+    let a = Repo::init(&bucket, Some("lab"));
+    a.write_cache("lab/outputs/a.txt", "a1\n");
+    a.run_ok(&["datastore", "sync", "-y"]);
+    let real = applies(&a, &[]);
+    assert_eq!(real.len(), 1, "{real:#?}");
+    let forged = "20261201T000000Z-000bad";
+    bucket.foreign_put(
+        &format!("swamp/lab/.swamp/history/{forged}.json"),
+        b"not json\n",
+    );
+    bucket.foreign_put(
+        &format!("swamp/lab/.swamp/history/{forged}-2.json"),
+        br#"{"format":1,"id":"20261201T000000Z-000abc","at":"2026-12-01T00:00:00Z","by":"mallory@x","clone":"c","tool":"t","command":"c","summary":"s","prefix":"swamp/lab/","finished":true,"changes":[]}"#,
+    );
+    bucket.foreign_put("swamp/lab/.swamp/history/.hidden.json", b"{}");
+    bucket.foreign_put("swamp/lab/.swamp/history/notes.txt", b"hello\n");
+    let run = a.run(&["--json", "history"]);
+    run.expect(0);
+    let listed = run.json()["applies"].as_array().unwrap().clone();
+    assert_eq!(listed.len(), 1, "only the real record: {listed:#?}");
+    assert!(
+        run.stderr.contains("not records this version reads"),
+        "{}",
+        run.stderr
+    );
+    a.run(&["history", "show", forged]).expect(1);
+    a.run(&["history", "show", "20261201T000000Z-000abc"])
+        .expect(1);
+}
