@@ -115,6 +115,9 @@ pub(crate) fn apply(
     if data_touched {
         Catalog::invalidate(layout).map_err(|e| stopped("the catalog", e.to_string(), &report))?;
     }
+    if report.set_aside_remote > 0 {
+        record_set_asides(layout, plan, remote);
+    }
     journal.finished = true;
     journal.save(layout)?;
     if let (Some(recorded), Some(target)) = (recorded.take(), remote) {
@@ -124,6 +127,58 @@ pub(crate) fn apply(
         }
     }
     Ok(report)
+}
+
+/// What the undo took away from the bucket is a deliberate delete, as a
+/// sync's own are: recorded for the other clones, whose next pulls then
+/// follow it instead of counting it against their delete guards. The
+/// undo is done either way: a failure is logged.
+fn record_set_asides(
+    layout: &Layout,
+    plan: &UndoPlan,
+    remote: Option<&crate::store::RemoteTarget>,
+) {
+    let Some(target) = remote else {
+        return;
+    };
+    let files: Vec<crate::state::delete_records::DeletedFile> = plan
+        .actions
+        .iter()
+        .filter_map(|a| match a {
+            UndoAction::SetAsideRemote(s) if *s.placement == target.placement => {
+                Some(crate::state::delete_records::DeletedFile {
+                    path: s.path.clone(),
+                    sha256: crate::digest::Sha256::parse(&s.sha256)?,
+                    version: s.version.clone(),
+                })
+            }
+            _ => None,
+        })
+        .collect();
+    let Ok(me) = crate::state::delete_records::clone_id(layout) else {
+        return;
+    };
+    if files.is_empty() {
+        return;
+    }
+    let written = crate::store::runtime().block_on(super::remote::record_deletes(
+        target,
+        &me,
+        &files,
+        None,
+        &[],
+    ));
+    match written {
+        Ok((key, version, body)) => crate::state::delete_records::remember_record(
+            &layout.delete_records_cache_path(&target.placement),
+            key,
+            version,
+            body,
+        ),
+        Err(e) => {
+            tracing::warn!(target: "swamp::apply", "the undo's deletes were not recorded: {e}")
+        }
+    }
 }
 
 /// The undo's record in the team's history, written before its first

@@ -313,12 +313,46 @@ fn a_plan_names_the_teammate_whose_apply_it_follows(backend: Backend) {
     );
 }
 
+/// Bob undoes Alice's first push, which created every object: the
+/// objects go to his undo's trash, and Alice's next pull follows (her
+/// cache's copies set aside) instead of stopping at the guard for a
+/// remote emptied behind her back.
+fn undo_of_a_teammates_push_sets_aside_what_it_created_and_she_follows(backend: Backend) {
+    let bucket = Bucket::new(backend);
+    let alice = as_user(Repo::init(&bucket, Some("lab")), "alice");
+    alice.write_cache("lab/outputs/a.txt", "a1\n");
+    alice.write_cache("lab/outputs/b.txt", "b1\n");
+    alice.run_ok(&["datastore", "sync", "-y"]);
+    let bob = as_user(alice.clone_elsewhere(), "bob");
+    let id = applies(&bob, &[]).last().unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let undo = bob.run(&["undo", &id, "-y"]);
+    undo.expect(0);
+    assert!(
+        undo.stdout.contains("2 remote object(s) set aside"),
+        "{}",
+        undo.stdout
+    );
+    assert!(bucket.contents_under("swamp/lab/outputs/").is_empty());
+    let pull = alice.run(&["datastore", "sync", "--pull", "-y"]);
+    pull.expect(0);
+    assert!(
+        !alice.cache().join("lab/outputs/a.txt").exists(),
+        "{}",
+        pull.stdout
+    );
+    assert!(!alice.cache().join("lab/outputs/b.txt").exists());
+}
+
 mod teammates_undo {
     use super::*;
     crate::on_both_servers!(
         undo_of_a_teammates_apply_restores_the_bucket_and_both_caches_follow,
         undo_of_a_teammates_apply_over_a_change_since_is_a_conflict,
         a_plan_names_the_teammate_whose_apply_it_follows,
+        undo_of_a_teammates_push_sets_aside_what_it_created_and_she_follows,
     );
 }
 
