@@ -52,7 +52,7 @@ use run::Run;
 pub enum ApplyError {
     #[error("apply refused: the plan has {0} conflict(s); resolve them and plan again")]
     Conflicts(usize),
-    #[error("action {index} ({kind} {what}) stopped: {source}")]
+    #[error("{}", stopped_text(*.index, .kind, .what, .source))]
     Stopped {
         index: usize,
         kind: &'static str,
@@ -61,6 +61,15 @@ pub enum ApplyError {
         source: Box<StopCause>,
         completed: usize,
     },
+}
+
+/// An apply stopped at action `index` (0: before the first, at its
+/// bookkeeping: the sync base, the journal, the history record).
+fn stopped_text(index: usize, kind: &str, what: &str, source: &StopCause) -> String {
+    match index {
+        0 => format!("stopped before the first action, at {what}: {source}"),
+        _ => format!("action {index} ({kind} {what}) stopped: {source}"),
+    }
 }
 
 impl ApplyError {
@@ -381,4 +390,28 @@ fn action_ended<E: std::fmt::Display>(
 pub(crate) fn die_for_tests() -> ! {
     let _ = rustix::process::kill_process(rustix::process::getpid(), rustix::process::Signal::KILL);
     unreachable!("SIGKILL does not return")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stop_before_the_first_action_names_what_stopped_it_not_an_action_0() {
+        let stop = |index| ApplyError::Stopped {
+            index,
+            kind: "upload",
+            what: "the history record".into(),
+            source: Box::new(StopCause::NoRemote),
+            completed: 0,
+        };
+        assert_eq!(
+            stop(0).to_string(),
+            "stopped before the first action, at the history record: a sync action needs the remote"
+        );
+        assert_eq!(
+            stop(3).to_string(),
+            "action 3 (upload the history record) stopped: a sync action needs the remote"
+        );
+    }
 }

@@ -55,8 +55,6 @@ pub enum HistoryReadError {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("no apply `{id}` in the history of {url}")]
-    NoSuchApply { id: String, url: String },
 }
 
 fn io_err(action: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> HistoryReadError {
