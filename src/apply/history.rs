@@ -76,14 +76,16 @@ pub(super) fn start(
 }
 
 /// Rewrites `recorded` as finished, only over the version written, its
-/// changes streamed by `body`.
+/// changes streamed by `body`. The apply's work is done whatever happens
+/// to it: a failure is logged, and the record stays as it was (cut
+/// short, to a reader).
 pub(super) fn end(
     rt: &tokio::runtime::Runtime,
     layout: &Layout,
     target: &RemoteTarget,
     recorded: Recorded,
     body: impl FnOnce(&mut dyn Write, &RecordHead) -> std::io::Result<()>,
-) -> Result<(), StopCause> {
+) {
     let Recorded {
         mut head,
         key,
@@ -91,8 +93,9 @@ pub(super) fn end(
     } = recorded;
     head.finished = true;
     let pre = Precondition::Matches(version);
-    upload(rt, layout, target, &key, &head, &pre, |w| body(w, &head))?;
-    Ok(())
+    if let Err(e) = upload(rt, layout, target, &key, &head, &pre, |w| body(w, &head)) {
+        tracing::warn!(target: "swamp::apply", "the history record was not finished: {e}");
+    }
 }
 
 /// Writes `plan`'s record to `target` (create-only) when the plan changes
@@ -124,7 +127,7 @@ pub(super) fn finish(
     target: &RemoteTarget,
     recorded: Recorded,
     base: Option<&SyncBase>,
-) -> Result<(), StopCause> {
+) {
     end(rt, layout, target, recorded, |w, head| {
         write_changes(w, head, plan, base)
     })
@@ -137,12 +140,12 @@ fn write_changes(
     base: Option<&SyncBase>,
 ) -> std::io::Result<()> {
     let of = Changed::of(plan, &head.id, base);
-    let mut w = w;
-    record::write(&mut w, head, plan.actions.iter().flat_map(|a| of.action(a)))
+    record::write(w, head, plan.actions.iter().flat_map(|a| of.action(a)))
 }
 
-/// Streams a record to a temp file in `.swamp/state/` and uploads it on
-/// `pre`, returning the version written.
+/// Streams a record to a temp file among the records this clone keeps
+/// (`Layout::history_cache_dir`) and uploads it on `pre`, returning the
+/// version written; the file is then kept as the record at that version.
 fn upload(
     rt: &tokio::runtime::Runtime,
     layout: &Layout,
@@ -328,8 +331,7 @@ pub(super) fn begin_undo(
     let summary = format!("{what}: {restored} object(s) restored, {set_aside} set aside");
     let head = author.head(target, summary, false);
     start(rt, layout, target, head, |w, head| {
-        let mut w = w;
-        record::write(&mut w, head, undo_changes(plan, &head.id))
+        record::write(w, head, undo_changes(plan, &head.id))
     })
     .map(Some)
 }
@@ -341,10 +343,9 @@ pub(super) fn finish_undo(
     plan: &UndoPlan,
     target: &RemoteTarget,
     recorded: Recorded,
-) -> Result<(), StopCause> {
+) {
     end(rt, layout, target, recorded, |w, head| {
-        let mut w = w;
-        record::write(&mut w, head, undo_changes(plan, &head.id))
+        record::write(w, head, undo_changes(plan, &head.id))
     })
 }
 

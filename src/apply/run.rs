@@ -270,18 +270,14 @@ fn record(
 }
 
 impl Run<'_> {
-    /// Rewrites this apply's history record as finished. The apply's work
-    /// is done whatever happens to it: a failure is logged, and the record
-    /// stays as it was (cut short, to a reader).
+    /// Rewrites this apply's history record as finished.
     fn finish_record(&mut self) {
         let (Some(recorded), Some(rt), Some(target)) = (self.recorded.take(), self.rt, self.remote)
         else {
             return;
         };
         let base = self.base.as_ref().map(|(b, _)| b);
-        if let Err(e) = super::history::finish(rt, self.layout, self.plan, target, recorded, base) {
-            tracing::warn!(target: "swamp::apply", "the history record was not finished: {e}");
-        }
+        super::history::finish(rt, self.layout, self.plan, target, recorded, base);
     }
 }
 

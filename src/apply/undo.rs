@@ -121,10 +121,7 @@ pub(crate) fn apply(
     journal.finished = true;
     journal.save(layout)?;
     if let (Some(recorded), Some(target)) = (recorded.take(), remote) {
-        let rt = crate::store::runtime();
-        if let Err(e) = super::history::finish_undo(rt, layout, plan, target, recorded) {
-            tracing::warn!(target: "swamp::apply", "the history record was not finished: {e}");
-        }
+        super::history::finish_undo(crate::store::runtime(), layout, plan, target, recorded);
     }
     Ok(report)
 }

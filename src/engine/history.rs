@@ -27,13 +27,17 @@ pub(crate) fn team(layout: &Layout, config: &Config) -> Result<Option<TeamHistor
     let target = RemoteTarget::open(&placement)?;
     let dir = layout.history_cache_dir(&placement);
     let mut read = crate::store::runtime().block_on(history::read(&target, &dir))?;
-    read.me =
-        crate::state::delete_records::clone_id(layout).map_err(|source| HistoryReadError::Io {
-            action: "read",
-            path: layout.clone_id_path(),
-            source,
-        })?;
+    read.me = me(layout)?;
     Ok(Some(read))
+}
+
+/// This clone's id, which its records name.
+fn me(layout: &Layout) -> Result<String, HistoryReadError> {
+    crate::state::delete_records::clone_id(layout).map_err(|source| HistoryReadError::Io {
+        action: "read",
+        path: layout.clone_id_path(),
+        source,
+    })
 }
 
 /// This clone's own records kept on this machine (no request): none when
@@ -43,12 +47,7 @@ pub(crate) fn mine(layout: &Layout, config: &Config) -> Result<TeamHistory, Engi
     if !placement.datastore.is_remote() {
         return Ok(TeamHistory::default());
     }
-    let me =
-        crate::state::delete_records::clone_id(layout).map_err(|source| HistoryReadError::Io {
-            action: "read",
-            path: layout.clone_id_path(),
-            source,
-        })?;
+    let me = me(layout)?;
     let mut records = history::kept(&layout.history_cache_dir(&placement));
     records.retain(|r| r.clone == me);
     Ok(TeamHistory {

@@ -116,7 +116,7 @@ impl<I: Iterator<Item = Change>> Serialize for Streamed<I> {
 
 /// Writes the record of `head` and `changes` to `out`, a change at a time.
 pub(crate) fn write(
-    out: &mut impl Write,
+    mut out: impl Write,
     head: &RecordHead,
     changes: impl Iterator<Item = Change>,
 ) -> io::Result<()> {
@@ -124,7 +124,7 @@ pub(crate) fn write(
         head,
         changes: Streamed(std::cell::Cell::new(Some(changes))),
     };
-    serde_json::to_writer(&mut *out, &whole).map_err(io::Error::other)?;
+    serde_json::to_writer(&mut out, &whole).map_err(io::Error::other)?;
     out.write_all(b"\n")
 }
 

@@ -76,6 +76,11 @@ fn load_index(dir: &Path) -> Index {
         .unwrap_or_default()
 }
 
+fn save_index(dir: &Path, index: &Index) -> std::io::Result<()> {
+    let body = serde_json::to_vec_pretty(index).expect("a map of strings");
+    crate::fsutil::atomic_write(&dir.join("index.json"), &body)
+}
+
 /// Lists `target`'s history and reads each record not kept at the
 /// version listed into `dir`.
 pub(crate) async fn read(
@@ -112,9 +117,7 @@ pub(crate) async fn read(
         keep
     });
     if index != before {
-        let path = dir.join("index.json");
-        let body = serde_json::to_vec_pretty(&index).expect("a map of strings");
-        crate::fsutil::atomic_write(&path, &body).map_err(io_err("write", &path))?;
+        save_index(dir, &index).map_err(io_err("write", &dir.join("index.json")))?;
     }
     let mut out = TeamHistory::default();
     for (id, m) in &listed {
@@ -212,9 +215,7 @@ pub(crate) async fn recent(
     let before = index.clone();
     fetch(target, dir, &wanted, &mut index).await?;
     if index != before {
-        let path = dir.join("index.json");
-        let body = serde_json::to_vec_pretty(&index).expect("a map of strings");
-        crate::fsutil::atomic_write(&path, &body).map_err(io_err("write", &path))?;
+        save_index(dir, &index).map_err(io_err("write", &dir.join("index.json")))?;
     }
     // Newest first, by the time each says (to the millisecond: two
     // applies of one second have ids in no order).
@@ -251,8 +252,7 @@ pub(crate) fn keep(
         .map_err(|e| e.error)?;
     let mut index = load_index(dir);
     index.insert(id.to_string(), version.to_string());
-    let body = serde_json::to_vec_pretty(&index).expect("a map of strings");
-    crate::fsutil::atomic_write(&dir.join("index.json"), &body)
+    save_index(dir, &index)
 }
 
 /// The heads of the records kept here (read or written before), with no

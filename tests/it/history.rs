@@ -42,6 +42,14 @@ fn gc_delete_and_edit(repo: &Repo) {
     repo.run_ok(&["datastore", "sync", "--force", "-y"]);
 }
 
+/// The id of the newest apply `swamp history` lists.
+fn last_id(repo: &Repo) -> String {
+    applies(repo, &[]).last().unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
 /// The requests the proxy saw from `from` on, as (class, line).
 fn since(proxy: &crate::support::faults::FaultProxy, from: usize) -> Vec<(&'static str, String)> {
     proxy.seen()[from..]
@@ -243,10 +251,7 @@ fn undo_of_a_teammates_apply_over_a_change_since_is_a_conflict(backend: Backend)
     let bob = as_user(alice.clone_elsewhere(), "bob");
     alice.write_cache("lab/outputs/a.txt", "a2\n");
     alice.run_ok(&["datastore", "sync", "-y"]);
-    let id = applies(&bob, &[]).last().unwrap()["id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let id = last_id(&bob);
     alice.write_cache("lab/outputs/a.txt", "a3\n");
     alice.run_ok(&["datastore", "sync", "-y"]);
     let before = bucket.contents_under("swamp/lab/outputs/");
@@ -272,10 +277,7 @@ fn a_plan_names_the_teammate_whose_apply_it_follows(backend: Backend) {
     std::fs::remove_file(alice.cache().join("lab/outputs/b.txt")).unwrap();
     alice.write_cache("lab/outputs/a.txt", "a2\n");
     alice.run_ok(&["datastore", "sync", "-y"]);
-    let id = applies(&alice, &[]).last().unwrap()["id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let id = last_id(&alice);
 
     let plan = bob.run(&["plan"]);
     plan.expect(0);
@@ -324,10 +326,7 @@ fn undo_of_a_teammates_push_sets_aside_what_it_created_and_she_follows(backend: 
     alice.write_cache("lab/outputs/b.txt", "b1\n");
     alice.run_ok(&["datastore", "sync", "-y"]);
     let bob = as_user(alice.clone_elsewhere(), "bob");
-    let id = applies(&bob, &[]).last().unwrap()["id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let id = last_id(&bob);
     let undo = bob.run(&["undo", &id, "-y"]);
     undo.expect(0);
     assert!(

@@ -36,22 +36,46 @@ pub(super) fn run(ctx: &Ctx, id: &str) -> Result<Outcome, CliError> {
     Ok(Outcome::Success)
 }
 
+/// What `show` says of an apply above its table, a record's or a journal's.
+struct Header<'a> {
+    id: &'a str,
+    by: &'a str,
+    at: &'a str,
+    finished: bool,
+    command: &'a str,
+    undoes: Option<&'a str>,
+}
+
+fn header(out: &mut String, h: Header<'_>) {
+    let _ = writeln!(
+        out,
+        "Apply {} by {} at {}{}",
+        h.id,
+        escape_controls(h.by),
+        h.at,
+        if h.finished { "" } else { " (cut short)" }
+    );
+    let _ = writeln!(out, "  command   {}", escape_controls(h.command));
+    if let Some(u) = h.undoes {
+        let _ = writeln!(out, "  undoes    {u}");
+    }
+}
+
 /// A record's head and a table of its changes, the plan's words for each
 /// (`upload`, `delete-remote`, …), paths relative to the namespace.
 pub(super) fn render_record(head: &RecordHead, changes: &[Change]) -> String {
     let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "Apply {} by {} at {}{}",
-        head.id,
-        escape_controls(&head.by),
-        head.at,
-        if head.finished { "" } else { " (cut short)" }
+    header(
+        &mut out,
+        Header {
+            id: &head.id,
+            by: &head.by,
+            at: &head.at,
+            finished: head.finished,
+            command: &head.command,
+            undoes: head.undoes.as_deref(),
+        },
     );
-    let _ = writeln!(out, "  command   {}", escape_controls(&head.command));
-    if let Some(u) = &head.undoes {
-        let _ = writeln!(out, "  undoes    {u}");
-    }
     let _ = writeln!(
         out,
         "  clone     {} ({})",
@@ -110,18 +134,17 @@ pub(super) fn render_record(head: &RecordHead, changes: &[Change]) -> String {
 /// set aside or restored.
 fn render_journal(j: &Journal) -> String {
     let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "Apply {} by {} at {}{}",
-        j.id,
-        escape_controls(&j.holder),
-        j.at,
-        if j.finished { "" } else { " (cut short)" }
+    header(
+        &mut out,
+        Header {
+            id: &j.id,
+            by: &j.holder,
+            at: &j.at,
+            finished: j.finished,
+            command: &j.command,
+            undoes: j.undoes.as_deref(),
+        },
     );
-    let _ = writeln!(out, "  command   {}", escape_controls(&j.command));
-    if let Some(u) = &j.undoes {
-        let _ = writeln!(out, "  undoes    {u}");
-    }
     if !j.entries.is_empty() {
         let mut t = table();
         t.set_header(["#", "action", "path", "size"]);
