@@ -265,7 +265,7 @@ fn render(items: &[Item<'_>], walk: &crate::journal::Walk, style: Style) -> Stri
         let head = format!(
             "{}  {}  {}  {}",
             item.id,
-            &item.at,
+            escape_controls(&item.at),
             escape_controls(item.by),
             item.kept()
         );

@@ -52,12 +52,13 @@ fn header(out: &mut String, h: Header<'_>) {
         "Apply {} by {} at {}{}",
         h.id,
         escape_controls(h.by),
-        h.at,
+        // A record's words are a stranger's (any clone, any tool).
+        escape_controls(h.at),
         if h.finished { "" } else { " (cut short)" }
     );
     let _ = writeln!(out, "  command   {}", escape_controls(h.command));
     if let Some(u) = h.undoes {
-        let _ = writeln!(out, "  undoes    {u}");
+        let _ = writeln!(out, "  undoes    {}", escape_controls(u));
     }
 }
 
@@ -221,5 +222,26 @@ mod tests {
         }, {
             insta::assert_snapshot!("history_show_record", render_record(&head, &changes));
         });
+    }
+
+    #[test]
+    fn a_records_time_and_what_it_undoes_reach_the_terminal_escaped() {
+        let head = RecordHead {
+            format: crate::journal::record::FORMAT,
+            id: "20261206T101500Z-3fa29c".into(),
+            at: "2026-12-06\x1b[2J".into(),
+            by: "bob@ci-7".into(),
+            clone: "c".into(),
+            tool: "t".into(),
+            command: "swamp undo".into(),
+            fingerprint: None,
+            summary: "s".into(),
+            prefix: "p/".into(),
+            undoes: Some("x\x1b]0;owned\x07".into()),
+            no_undo: false,
+            finished: true,
+        };
+        let text = render_record(&head, &[]);
+        assert!(!text.contains('\x1b') && !text.contains('\x07'), "{text:?}");
     }
 }
