@@ -390,7 +390,7 @@ fn undo_changes<'a>(plan: &'a UndoPlan, id: &'a str) -> impl Iterator<Item = Cha
             size: None,
             trash: Some(Layout::remote_trash_key(placement, id, path)),
         }),
-        UndoAction::Restore(_) | UndoAction::SetAside(_) => None,
+        UndoAction::Restore(_) | UndoAction::SetAside(_) | UndoAction::MoveBack(_) => None,
     })
 }
 

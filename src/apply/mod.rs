@@ -25,6 +25,7 @@
 
 mod copy;
 mod history;
+mod journaling;
 mod local;
 mod migration;
 mod moves;

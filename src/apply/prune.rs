@@ -84,6 +84,14 @@ pub(crate) fn prune(
         }
         let _ = std::fs::remove_dir(&id_root);
     }
+    // The list of what it made: without its trash the apply is no longer
+    // undone, so the list is of no use.
+    let made = layout.made_path(id);
+    match std::fs::remove_file(&made) {
+        Ok(()) => journal.made = None,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => journal.made = None,
+        Err(source) => return Err(PruneError::Io { path: made, source }),
+    }
     journal.entries.retain(|e| {
         e.op == Op::RemoteSetAside
             && *e.placement != *target

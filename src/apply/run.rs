@@ -4,11 +4,8 @@
 //! make durable, and progress. [`Run::start`] sets it up, [`Run::finish`]
 //! settles it once every action has run.
 
-use crate::plan::action::{DeleteLocal, DeleteRemote, Download, DropDuplicate, Upload};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
-use crate::digest::Sha256;
 use crate::journal;
 use crate::layout::{Layout, TierPath};
 use crate::plan::{Action, Plan};
@@ -93,7 +90,7 @@ impl<'a> Run<'a> {
             None => None,
         };
         let watch = crate::lock::watch();
-        let journaled = journal_deletes(plan, layout)
+        let journaled = super::journaling::journal(plan, layout)
             .map_err(|e| before("journal", "the undo journal", e.into()))?;
         let rt =
             (remote.is_some() || sources.iter().any(Option::is_some)).then(crate::store::runtime);
@@ -287,125 +284,4 @@ fn describe_global(action: &Action) -> &'static str {
         Action::FinishMigration => "the migration record",
         _ => "",
     }
-}
-
-/// The journal of an apply whose plan deletes or replaces anything,
-/// written before anything runs: each cache delete sets the file aside
-/// into its trash, each remote delete or replacement first copies the
-/// object into its remote trash.
-fn journal_deletes(
-    plan: &Plan,
-    layout: &Layout,
-) -> Result<Option<journal::Journal>, journal::UndoError> {
-    // Shared by the entries of each place.
-    let placement = Arc::new(plan.target.placement());
-    let sources: Vec<_> = plan
-        .sources
-        .iter()
-        .map(|s| Arc::new(s.placement()))
-        .collect();
-    let remote_entry = |path: &TierPath, written: Option<&Sha256>| {
-        journal::Entry::remote_set_aside(&placement, path, written.map(Sha256::hex))
-    };
-    let entry_in = |placement: Arc<crate::config::Placement>, path: &TierPath, sha256: &Sha256| {
-        journal::Entry {
-            op: journal::Op::SetAside,
-            size: std::fs::symlink_metadata(layout.file_path(&placement, path))
-                .map(|m| m.len())
-                .unwrap_or(0),
-            placement,
-            path: path.clone(),
-            sha256: sha256.hex(),
-            written: None,
-        }
-    };
-    let local_entry = |path: &TierPath, sha256: &Sha256| entry_in(placement.clone(), path, sha256);
-    let mut entries: Vec<journal::Entry> = plan
-        .actions
-        .iter()
-        .filter_map(|a| match a {
-            Action::DeleteLocal(DeleteLocal { path, sha256, .. }) => {
-                Some(local_entry(path, sha256))
-            }
-            // A source's copy whose twin is at the target: set aside there.
-            Action::DropDuplicate(DropDuplicate {
-                path,
-                source,
-                sha256,
-                ..
-            }) => Some(entry_in(Arc::clone(&sources[*source]), path, sha256)),
-            // A replaced cache file: what it held goes to the trash; what
-            // replaced it is recorded once it has landed.
-            Action::Download(Download {
-                path,
-                local: Some(old),
-                ..
-            }) => Some(local_entry(path, old)),
-            Action::DeleteRemote(DeleteRemote { path, .. }) => Some(remote_entry(path, None)),
-            Action::Upload(Upload {
-                path,
-                sha256,
-                remote: crate::plan::RemoteExpect::Version { .. },
-                ..
-            }) => Some(remote_entry(path, Some(sha256))),
-            _ => None,
-        })
-        .collect();
-    let (drained, moved) = drained_entries(plan);
-    entries.extend(drained);
-    if entries.is_empty() {
-        return Ok(None);
-    }
-    let local = entries
-        .iter()
-        .filter(|e| e.op == journal::Op::SetAside)
-        .count();
-    let mut summary = format!(
-        "{}: {local} file(s) deleted or replaced, {} remote object(s) deleted or replaced",
-        plan.scope.as_str(),
-        entries.len() - local
-    );
-    // `--no-undo`: the history still shows the run, which kept nothing.
-    let entries = if plan.no_undo {
-        summary.push_str(" (--no-undo: not kept)");
-        Vec::new()
-    } else {
-        entries
-    };
-    let mut j = journal::Journal::begin(layout, &journal::command_line(), summary, entries);
-    j.no_undo = plan.no_undo;
-    j.moved = moved.filter(|_| !plan.no_undo);
-    j.save(layout)?;
-    Ok(Some(j))
-}
-
-/// The journal entries of a drained source's files, which go to its own
-/// remote trash before they are deleted (undoing the move puts the old
-/// place back), and the move they are part of.
-fn drained_entries(plan: &Plan) -> (Vec<journal::Entry>, Option<journal::MovedPlaces>) {
-    let mut entries = Vec::new();
-    let mut moved = None;
-    for d in plan.actions.iter().filter_map(|a| match a {
-        Action::DeleteSourceRemote(d) => Some(d),
-        _ => None,
-    }) {
-        let Some(from) = plan.sources.get(d.source).map(|s| Arc::new(s.placement())) else {
-            continue;
-        };
-        let before = entries.len();
-        let prefix = Layout::remote_prefix(&from);
-        entries.extend(
-            d.objects
-                .iter()
-                .filter_map(|o| Layout::remote_file_path(&prefix, &o.key))
-                .map(|path| journal::Entry::remote_set_aside(&from, &path, None)),
-        );
-        if entries.len() > before && d.moved_to.is_some() {
-            moved = Some(journal::MovedPlaces {
-                from: (*from).clone(),
-                to: plan.target.placement(),
-            });
-        }
-    }
-    (entries, moved)
 }

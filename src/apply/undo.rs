@@ -7,7 +7,7 @@ use crate::fsutil;
 use crate::journal::{self, Entry, Journal, Op};
 use crate::layout::TierPath;
 use crate::layout::{Layout, Tier};
-use crate::plan::undo::{Restore, RestoreRemote, SetAside, SetAsideRemote};
+use crate::plan::undo::{MoveBack, Restore, RestoreRemote, SetAside, SetAsideRemote};
 use crate::plan::undo::{UndoAction, UndoPlan};
 use crate::state::HashCache;
 
@@ -39,6 +39,8 @@ pub(crate) struct UndoReport {
     /// Remote objects an earlier undo restored, taken away again (kept in
     /// this undo's remote trash).
     pub set_aside_remote: usize,
+    /// Files an apply moved, moved back where they came from.
+    pub moved_back: usize,
     /// Undoing a teammate's apply: the cache files a pull then changed, so
     /// this clone's cache follows the bucket (set by the engine).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -52,7 +54,11 @@ pub(crate) struct UndoReport {
 impl UndoReport {
     /// Steps done, local and remote.
     fn completed(&self) -> usize {
-        self.restored + self.set_aside + self.restored_remote + self.set_aside_remote
+        self.restored
+            + self.set_aside
+            + self.restored_remote
+            + self.set_aside_remote
+            + self.moved_back
     }
 }
 
@@ -67,11 +73,19 @@ pub(crate) fn apply(
     if !plan.conflicts.is_empty() {
         return Err(UndoApplyError::Conflicts(plan.conflicts.len()));
     }
-    let entries = plan.actions.iter().map(journal_entry).collect();
+    // What it moves back is what it made (its redo moves them again).
+    let (entries, moved): (Vec<Entry>, Vec<Entry>) = plan
+        .actions
+        .iter()
+        .map(journal_entry)
+        .partition(|e| e.op != Op::Moved);
     let summary = format!("undo of {}", plan.undoes);
     let mut journal = Journal::begin(layout, command, summary, entries);
     journal.undoes = Some(plan.undoes.clone());
     journal.moved = plan.moves_back.clone();
+    if !moved.is_empty() {
+        journal.made = Some(journal::made::write_entries(layout, &journal.id, moved)?);
+    }
     journal.save(layout)?;
     let mut recorded = record(layout, plan, remote, &journal.id)?;
     let mut cache = HashCache::load(&layout.hash_cache_path());
@@ -93,6 +107,9 @@ pub(crate) fn apply(
             UndoAction::Restore(r) => restore(layout, r, &mut cache).map(|()| report.restored += 1),
             UndoAction::SetAside(s) => {
                 set_aside_local(layout, &journal.id, s).map(|()| report.set_aside += 1)
+            }
+            UndoAction::MoveBack(m) => {
+                move_back(layout, m, &mut cache).map(|()| report.moved_back += 1)
             }
             UndoAction::RestoreRemote(_) | UndoAction::SetAsideRemote(_) => {
                 // Consecutive remote steps run side by side.
@@ -118,6 +135,7 @@ pub(crate) fn apply(
     if report.set_aside_remote > 0 {
         record_set_asides(layout, plan, remote);
     }
+    forget_made(layout, plan).map_err(|e| stopped("the sync base", e.to_string(), &report))?;
     journal.finished = true;
     journal.save(layout)?;
     if let (Some(recorded), Some(target)) = (recorded.take(), remote) {
@@ -218,7 +236,7 @@ impl<'a> RemoteStep<'a> {
         match action {
             UndoAction::RestoreRemote(r) => Some(RemoteStep::Restore(r)),
             UndoAction::SetAsideRemote(s) => Some(RemoteStep::SetAside(s)),
-            UndoAction::Restore(_) | UndoAction::SetAside(_) => None,
+            UndoAction::Restore(_) | UndoAction::SetAside(_) | UndoAction::MoveBack(_) => None,
         }
     }
 
@@ -275,12 +293,14 @@ fn journal_entry(a: &UndoAction) -> Entry {
             sha256: sha256.clone(),
             size: *size,
             written: None,
+            from: None,
         },
         UndoAction::SetAside(SetAside {
             placement,
             path,
             sha256,
             size,
+            ..
         }) => Entry {
             op: Op::SetAside,
             placement: placement.clone(),
@@ -288,6 +308,23 @@ fn journal_entry(a: &UndoAction) -> Entry {
             sha256: sha256.clone(),
             size: *size,
             written: None,
+            from: None,
+        },
+        // Moved again by a redo.
+        UndoAction::MoveBack(MoveBack {
+            placement,
+            to,
+            path,
+            sha256,
+            size,
+        }) => Entry {
+            op: Op::Moved,
+            placement: to.clone(),
+            path: path.clone(),
+            sha256: sha256.clone(),
+            size: *size,
+            written: None,
+            from: Some(placement.clone()),
         },
         // Into an absent key: undone by taking it away again.
         UndoAction::RestoreRemote(RestoreRemote {
@@ -303,6 +340,7 @@ fn journal_entry(a: &UndoAction) -> Entry {
             sha256: sha256.clone(),
             size: 0,
             written: None,
+            from: None,
         },
         // Over an object: what it replaces is kept in this undo's
         // remote trash first, exactly as a sync's overwrite does.
@@ -344,6 +382,73 @@ fn restore(layout: &Layout, action: &Restore, cache: &mut HashCache) -> Result<(
         ));
     };
     moves::move_file(&src, &dst, &sha256, cache).map_err(|e| e.to_string())
+}
+
+/// Moves a file the apply moved back where it came from, never through a
+/// symlink and never over anything there.
+fn move_back(layout: &Layout, action: &MoveBack, cache: &mut HashCache) -> Result<(), String> {
+    let MoveBack {
+        placement,
+        to,
+        path,
+        sha256,
+        ..
+    } = action;
+    let src = layout.file_path(placement, path);
+    let dst = layout.file_path(to, path);
+    if let Ok(Some(link)) = fsutil::symlink_below(&layout.link_check_root(to, &dst), &dst) {
+        return Err(format!(
+            "{} is a symlink; nothing is moved through it",
+            link.display()
+        ));
+    }
+    if std::fs::symlink_metadata(&dst).is_ok() {
+        return Err(format!(
+            "{} exists since the plan; nothing was moved over it, plan again",
+            dst.display()
+        ));
+    }
+    let Some(sha256) = crate::digest::Sha256::parse(sha256) else {
+        return Err(format!(
+            "the journal's sha256 for {path} is not a sha256 ({sha256})"
+        ));
+    };
+    moves::move_file(&src, &dst, &sha256, cache).map_err(|e| e.to_string())?;
+    if let Some(dir) = src.parent() {
+        fsutil::remove_empty_dirs(dir, &layout.tier_dir(placement, path.tier()));
+    }
+    Ok(())
+}
+
+/// What the undo set aside because the apply made it (downloaded or
+/// uploaded it) leaves this clone's sync base too: the clone is as before
+/// the apply, with a download or an upload pending, never a delete.
+fn forget_made(layout: &Layout, plan: &UndoPlan) -> Result<(), crate::state::base::BaseError> {
+    let mut by_place: std::collections::BTreeMap<
+        String,
+        (&crate::config::Placement, Vec<&TierPath>),
+    > = std::collections::BTreeMap::new();
+    for a in &plan.actions {
+        let (placement, path) = match a {
+            UndoAction::SetAside(s) if s.made => (&*s.placement, &s.path),
+            UndoAction::SetAsideRemote(s) if s.made => (&*s.placement, &s.path),
+            _ => continue,
+        };
+        by_place
+            .entry(Layout::remote_url(placement))
+            .or_insert_with(|| (placement, Vec::new()))
+            .1
+            .push(path);
+    }
+    for (url, (placement, paths)) in by_place {
+        let at = layout.sync_base_path(placement);
+        let mut base = crate::state::SyncBase::load(&at, &url)?;
+        for p in paths {
+            base.forget(p);
+        }
+        base.save(&at)?;
+    }
+    Ok(())
 }
 
 /// Sets a file aside into this undo's trash, if it is still what the plan

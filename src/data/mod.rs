@@ -283,6 +283,7 @@ impl<'a> DataStore<'a> {
                     sha256: e.sha256.clone(),
                     size: e.size,
                     written: None,
+                    from: None,
                 })
             })
             .collect::<Result<Vec<_>, DataError>>()?;

@@ -7,7 +7,7 @@
 use crate::apply::prune::Pruned;
 pub(crate) use crate::apply::undo::UndoReport;
 use crate::config::Config;
-use crate::journal::{Journal, MovedPlaces, Op, UndoError};
+use crate::journal::{Journal, MovedPlaces, UndoError};
 use crate::layout::Layout;
 use crate::plan::Action;
 use crate::plan::action::PruneTrash;
@@ -144,20 +144,23 @@ fn subject_of(
     if let Some(at) = journal.pruned {
         return Err(UndoError::Pruned { id: journal.id, at }.into());
     }
+    // Everything it made too (created, moved): the whole apply is undone.
+    let journal = journal.with_made(layout)?;
     let target = config.target();
     // A move to where the configuration still names: its old place's
     // objects come back there.
     let moved_from = journal.moved_from(&target);
-    // Back in `.swamp.toml` too, where one cache serves both places.
+    // Back in `.swamp.toml` too, where one cache serves both places, or
+    // where the files themselves move back (between two local places).
     let moves_back = moved_from
-        .filter(|from| layout.shares_cache(from, &target))
+        .filter(|from| layout.shares_cache(from, &target) || !from.datastore.is_remote())
         .and(journal.moved.as_ref())
         .map(MovedPlaces::reversed);
     // Remote objects are restored through the placement's own store.
     let remote = journal
         .entries
         .iter()
-        .find(|e| matches!(e.op, Op::RemoteSetAside | Op::RemoteRestored))
+        .find(|e| e.op.is_remote())
         .map(|e| &*e.placement)
         .filter(|p| **p == target || moved_from == Some(*p))
         .map(RemoteTarget::open)
@@ -274,7 +277,9 @@ fn move_back(layout: &Layout, back: &MovedPlaces) -> Result<(), EngineError> {
             .retain(|p| *p != back.to && *p != back.from);
         config.save(layout.repo())?;
     }
-    super::registry::clear_moved(&back.to)?;
+    if back.to.datastore.is_remote() {
+        super::registry::clear_moved(&back.to)?;
+    }
     if back.from.datastore.is_remote() {
         let left = RemoteTarget::open(&back.from)?;
         let marker = crate::state::moved::Moved::to(&back.to);

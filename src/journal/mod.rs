@@ -11,6 +11,7 @@
 //! through planned actions (`plan::retention`, `apply::prune`) and marks
 //! the journal `pruned`; `--no-undo` runs are journaled with nothing kept.
 
+pub(crate) mod made;
 pub(crate) mod record;
 
 use std::io;
@@ -39,6 +40,25 @@ pub(crate) enum Op {
     RemoteSetAside,
     /// The remote object was put back from another apply's remote trash.
     RemoteRestored,
+    /// The apply downloaded the file into an absent path: undo sets it
+    /// aside. Kept in the journal's `.made` file (see [`made`]), as are
+    /// the two below.
+    Created,
+    /// The apply uploaded the object into an absent key: undo sets it
+    /// aside in the remote trash.
+    RemoteCreated,
+    /// The apply moved the file here from `from`: undo moves it back.
+    Moved,
+}
+
+impl Op {
+    /// Whether the entry is of a remote object (else of a local file).
+    pub(crate) fn is_remote(self) -> bool {
+        matches!(
+            self,
+            Op::RemoteSetAside | Op::RemoteRestored | Op::RemoteCreated
+        )
+    }
 }
 
 /// One file an apply set aside or restored.
@@ -55,6 +75,9 @@ pub(crate) struct Entry {
     /// (undo restores only while that is still there). `None`: a delete.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub written: Option<String>,
+    /// For [`Op::Moved`]: the place the file was moved from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<Arc<Placement>>,
 }
 
 impl Entry {
@@ -74,6 +97,7 @@ impl Entry {
             sha256: String::new(),
             size: 0,
             written,
+            from: None,
         }
     }
 }
@@ -110,6 +134,10 @@ pub(crate) struct Journal {
     /// its trash. Undoing it moves `.swamp.toml` back.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub moved: Option<MovedPlaces>,
+    /// What the apply made that holds no trash (created, moved), kept in
+    /// the `.made` file beside the journal and read only to undo it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub made: Option<made::MadeHead>,
     pub entries: Vec<Entry>,
 }
 
@@ -229,8 +257,19 @@ impl Journal {
             no_undo: false,
             pruned: None,
             moved: None,
+            made: None,
             entries,
         }
+    }
+
+    /// The journal with what its apply made (its `.made` file) among its
+    /// entries: everything an undo reverses.
+    pub(crate) fn with_made(mut self, layout: &Layout) -> Result<Journal, UndoError> {
+        if let Some(head) = &self.made {
+            let made = made::read(layout, &self.id, head)?;
+            self.entries.extend(made);
+        }
+        Ok(self)
     }
 
     /// Writes the journal atomically, streamed to the file (a move's
@@ -494,6 +533,7 @@ mod tests {
             no_undo: false,
             pruned: None,
             moved: None,
+            made: None,
             entries: Vec::new(),
         }
     }

@@ -166,6 +166,7 @@ impl RecordHead {
                     sha256,
                     size: c.size.unwrap_or(0),
                     written: None,
+                    from: None,
                 },
             });
         }
@@ -181,6 +182,7 @@ impl RecordHead {
             no_undo: self.no_undo,
             pruned: None,
             moved: None,
+            made: None,
             entries,
         })
     }

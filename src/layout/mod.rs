@@ -273,6 +273,11 @@ impl Layout {
         self.trash_dir().join(format!("{id}.json"))
     }
 
+    /// What apply `id` made that holds no trash (see `journal::made`).
+    pub fn made_path(&self, id: &str) -> PathBuf {
+        self.trash_dir().join(format!("{id}.made"))
+    }
+
     /// Where apply `id` sets aside `path` of `placement`: on the same
     /// filesystem as the file, so that setting aside is a rename, and never
     /// in a tree that mirrors a bucket.

@@ -25,6 +25,7 @@ pub enum UndoAction {
     SetAside(SetAside),
     RestoreRemote(RestoreRemote),
     SetAsideRemote(SetAsideRemote),
+    MoveBack(MoveBack),
 }
 
 /// Link the file back from apply `from`'s trash. Precondition: the
@@ -43,6 +44,24 @@ pub struct Restore {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SetAside {
     pub placement: Arc<Placement>,
+    pub path: TierPath,
+    pub sha256: String,
+    pub size: u64,
+    /// The apply undone downloaded it: this clone's sync base forgets it
+    /// too, so the next pull brings it again instead of the next push
+    /// deleting it from the bucket.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub made: bool,
+}
+
+/// Move a file the apply moved back where it came from. Precondition:
+/// it still hashes to `sha256`, and nothing is at `to`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MoveBack {
+    /// Where it is now.
+    pub placement: Arc<Placement>,
+    /// Where the apply moved it from.
+    pub to: Arc<Placement>,
     pub path: TierPath,
     pub sha256: String,
     pub size: u64,
@@ -70,6 +89,11 @@ pub struct SetAsideRemote {
     pub path: TierPath,
     pub sha256: String,
     pub version: String,
+    /// The apply undone uploaded it: this clone's sync base forgets it
+    /// too, so its cache copy is one to push again, not one deleted in
+    /// the bucket (which the next pull would follow).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub made: bool,
 }
 
 impl UndoAction {
@@ -79,6 +103,7 @@ impl UndoAction {
             UndoAction::SetAside(_) => "set-aside",
             UndoAction::RestoreRemote(_) => "restore-remote",
             UndoAction::SetAsideRemote(_) => "set-aside-remote",
+            UndoAction::MoveBack(_) => "move-back",
         }
     }
 
@@ -87,7 +112,8 @@ impl UndoAction {
             UndoAction::Restore(Restore { path, .. })
             | UndoAction::SetAside(SetAside { path, .. })
             | UndoAction::RestoreRemote(RestoreRemote { path, .. })
-            | UndoAction::SetAsideRemote(SetAsideRemote { path, .. }) => path,
+            | UndoAction::SetAsideRemote(SetAsideRemote { path, .. })
+            | UndoAction::MoveBack(MoveBack { path, .. }) => path,
         }
     }
 }
@@ -178,6 +204,9 @@ pub(crate) fn compose(journal: &Journal, observed: &UndoObserved) -> UndoPlan {
             Op::RemoteSetAside => remote_set_aside(&mut plan, &journal.id, entry, seen),
             Op::RemoteRestored => remote_restored(&mut plan, entry, seen),
             Op::Restored => restored(&mut plan, entry, seen, &mut cleared),
+            Op::Created => created(&mut plan, entry, seen),
+            Op::RemoteCreated => remote_created(&mut plan, entry, seen),
+            Op::Moved => moved(&mut plan, entry, seen),
         }
     }
     plan
@@ -218,6 +247,7 @@ fn set_aside(
                     path: path.clone(),
                     sha256: now.clone(),
                     size: entry.size,
+                    made: false,
                 }));
             }
             plan.actions.push(UndoAction::Restore(Restore {
@@ -295,6 +325,7 @@ fn remote_restored(plan: &mut UndoPlan, entry: &Entry, seen: &EntryState) {
                     path,
                     sha256: sha256.clone(),
                     version: version.clone(),
+                    made: false,
                 }))
         }
         Found::Absent => {}
@@ -324,6 +355,7 @@ fn restored(
                 path,
                 sha256: entry.sha256.clone(),
                 size: entry.size,
+                made: false,
             }))
         }
         Found::Absent => {}
@@ -331,6 +363,88 @@ fn restored(
             path,
             expected: format!("the restored file (sha256 {})", entry.sha256),
             found: describe(found),
+        }),
+    }
+}
+
+/// A file the apply downloaded into an absent path: set aside (the
+/// sync base forgets it), unless something else is there now. A file
+/// whose sha256 the plan did not know (another tool's object) is taken as
+/// it is.
+fn created(plan: &mut UndoPlan, entry: &Entry, seen: &EntryState) {
+    match &seen.file {
+        Found::File { sha256 } if entry.sha256.is_empty() || *sha256 == entry.sha256 => {
+            plan.actions.push(UndoAction::SetAside(SetAside {
+                placement: entry.placement.clone(),
+                path: entry.path.clone(),
+                sha256: sha256.clone(),
+                size: entry.size,
+                made: true,
+            }))
+        }
+        // Never landed, or set aside already.
+        Found::Absent => {}
+        found => plan.conflicts.push(UndoConflict::Changed {
+            path: entry.path.clone(),
+            expected: format!("the file the apply downloaded (sha256 {})", entry.sha256),
+            found: describe(found),
+        }),
+    }
+}
+
+/// An object the apply uploaded into an absent key: set aside in the
+/// remote trash at the version there now, unless it changed since.
+fn remote_created(plan: &mut UndoPlan, entry: &Entry, seen: &EntryState) {
+    match &seen.file {
+        Found::Object { sha256, version } if *sha256 == entry.sha256 => {
+            plan.actions
+                .push(UndoAction::SetAsideRemote(SetAsideRemote {
+                    placement: entry.placement.clone(),
+                    path: entry.path.clone(),
+                    sha256: sha256.clone(),
+                    version: version.clone(),
+                    made: true,
+                }))
+        }
+        Found::Absent => {}
+        found => plan.conflicts.push(UndoConflict::Changed {
+            path: entry.path.clone(),
+            expected: format!("the object the apply uploaded (sha256 {})", entry.sha256),
+            found: describe(found),
+        }),
+    }
+}
+
+/// A file the apply moved here: moved back, while it is unchanged and
+/// nothing took its old place (`seen.trash` is what is there).
+fn moved(plan: &mut UndoPlan, entry: &Entry, seen: &EntryState) {
+    let Some(to) = &entry.from else {
+        plan.conflicts.push(UndoConflict::NotUndoable {
+            path: entry.path.clone(),
+            reason: "the journal names no place it was moved from".into(),
+        });
+        return;
+    };
+    let ours = |f: &Found| matches!(f, Found::File { sha256 } if *sha256 == entry.sha256);
+    match (&seen.file, &seen.trash) {
+        // Already back (an interrupted undo).
+        (Found::Absent, back) if ours(back) => {}
+        (here, Found::Absent) if ours(here) => plan.actions.push(UndoAction::MoveBack(MoveBack {
+            placement: entry.placement.clone(),
+            to: to.clone(),
+            path: entry.path.clone(),
+            sha256: entry.sha256.clone(),
+            size: entry.size,
+        })),
+        (here, Found::Absent) => plan.conflicts.push(UndoConflict::Changed {
+            path: entry.path.clone(),
+            expected: format!("the file the apply moved here (sha256 {})", entry.sha256),
+            found: describe(here),
+        }),
+        (_, there) => plan.conflicts.push(UndoConflict::Changed {
+            path: entry.path.clone(),
+            expected: "nothing where the apply moved it from".into(),
+            found: describe(there),
         }),
     }
 }
@@ -352,6 +466,7 @@ mod tests {
             sha256: sha.into(),
             size: 1,
             written: None,
+            from: None,
         }
     }
 
@@ -368,6 +483,7 @@ mod tests {
             no_undo: false,
             pruned: None,
             moved: None,
+            made: None,
             entries,
         }
     }
@@ -520,5 +636,79 @@ mod tests {
             .collect();
         assert_eq!(kinds, [("set-aside", "data/a/1/raw")]);
         assert_eq!(plan.conflicts.len(), 1);
+    }
+
+    #[test]
+    fn made_files_are_set_aside_and_moved_ones_moved_back_unless_changed() {
+        let mut moved = entry(Op::Moved, "outputs/m", "m");
+        let from = Arc::new(Placement {
+            datastore: crate::config::DatastoreConfig::Local,
+            namespace: None,
+        });
+        moved.from = Some(from.clone());
+        let mut moved_changed = moved.clone();
+        moved_changed.path = TierPath::parse("outputs/n").unwrap();
+        let mut moved_blocked = moved.clone();
+        moved_blocked.path = TierPath::parse("outputs/o").unwrap();
+        let j = journal(vec![
+            entry(Op::Created, "outputs/c", "c"),
+            entry(Op::Created, "outputs/gone", "g"),
+            entry(Op::Created, "outputs/edited", "e"),
+            entry(Op::RemoteCreated, "outputs/r", "r"),
+            moved,
+            moved_changed,
+            moved_blocked,
+        ]);
+        let object = |sha: &str| Found::Object {
+            sha256: sha.into(),
+            version: "v1".into(),
+        };
+        let seen = |file: Found, trash: Found| EntryState { file, trash };
+        let observed = UndoObserved {
+            entries: vec![
+                seen(file("c"), Found::Absent),
+                seen(Found::Absent, Found::Absent),
+                seen(file("edited since"), Found::Absent),
+                seen(object("r"), Found::Absent),
+                seen(file("m"), Found::Absent),
+                seen(file("changed"), Found::Absent),
+                // Something took its old place.
+                seen(file("m"), file("other")),
+            ],
+        };
+        let plan = compose(&j, &observed);
+        let kinds: Vec<_> = plan
+            .actions
+            .iter()
+            .map(|a| (a.kind(), a.path().as_str()))
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                ("set-aside", "outputs/c"),
+                ("set-aside-remote", "outputs/r"),
+                ("move-back", "outputs/m"),
+            ]
+        );
+        assert!(matches!(&plan.actions[0], UndoAction::SetAside(s) if s.made));
+        assert!(
+            matches!(&plan.actions[1], UndoAction::SetAsideRemote(s) if s.made && s.version == "v1")
+        );
+        assert!(matches!(&plan.actions[2], UndoAction::MoveBack(m) if m.to == from));
+        let conflicts: Vec<_> = plan.conflicts.iter().map(|c| c.path().as_str()).collect();
+        assert_eq!(conflicts, ["outputs/edited", "outputs/n", "outputs/o"]);
+        // Moved back already (an interrupted undo): nothing left to do.
+        let back = UndoObserved {
+            entries: vec![
+                seen(Found::Absent, Found::Absent),
+                seen(Found::Absent, Found::Absent),
+                seen(Found::Absent, Found::Absent),
+                seen(Found::Absent, Found::Absent),
+                seen(Found::Absent, file("m")),
+                seen(Found::Absent, file("m")),
+                seen(Found::Absent, file("m")),
+            ],
+        };
+        assert!(compose(&j, &back).is_empty());
     }
 }

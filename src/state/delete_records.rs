@@ -402,6 +402,7 @@ mod tests {
             sha256: sha.to_string().repeat(64),
             size: 1,
             written: None,
+            from: None,
         }
     }
 

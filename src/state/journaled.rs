@@ -93,7 +93,7 @@ pub(crate) fn observe(
     let remote_entries: Vec<&crate::journal::Entry> = journal
         .entries
         .iter()
-        .filter(|e| matches!(e.op, Op::RemoteSetAside | Op::RemoteRestored))
+        .filter(|e| e.op.is_remote())
         .collect();
     // Each remote entry: a HEAD of the key and of its trash copy, many at
     // once (an undo of a 10,000-object delete is 20,000 HEADs).
@@ -112,8 +112,15 @@ pub(crate) fn observe(
             use futures_util::StreamExt;
             futures_util::stream::iter(remote_entries.iter().map(|e| async move {
                 let now = target.store.head(&target.key(&e.path)).await?;
-                let trash_key = Layout::remote_trash_key(&e.placement, &journal.id, &e.path);
-                let trash = target.store.head(&trash_key).await?;
+                // An object the apply created left nothing in its trash.
+                let trash = match e.op {
+                    Op::RemoteCreated => None,
+                    _ => {
+                        let trash_key =
+                            Layout::remote_trash_key(&e.placement, &journal.id, &e.path);
+                        target.store.head(&trash_key).await?
+                    }
+                };
                 Ok::<_, crate::store::StoreError>(EntryState {
                     file: object(now),
                     trash: object(trash),
@@ -129,25 +136,38 @@ pub(crate) fn observe(
     let mut remote_states = remote_states.into_iter();
     let mut out = UndoObserved::default();
     for e in &journal.entries {
-        if matches!(e.op, Op::RemoteSetAside | Op::RemoteRestored) {
+        if e.op.is_remote() {
             out.entries
                 .push(remote_states.next().expect("one state per remote entry"));
             continue;
         }
-        let file = layout.file_path(&e.placement, &e.path);
-        // A symlink among the directories above is never followed.
-        let file_state =
-            match fsutil::symlink_below(&layout.link_check_root(&e.placement, &file), &file)? {
-                Some(_) => Found::Other("path through a symlink"),
-                None => found(&file)?,
-            };
-        let trash = found(&layout.set_aside_path(&e.placement, &e.path, &journal.id))?;
+        let file_state = found_at(layout, &e.placement, &e.path)?;
+        // For a moved file: what is where it was moved from.
+        let trash = match (e.op, &e.from) {
+            (Op::Moved, Some(from)) => found_at(layout, from, &e.path)?,
+            (Op::Created | Op::Moved, _) => Found::Absent,
+            _ => found(&layout.set_aside_path(&e.placement, &e.path, &journal.id))?,
+        };
         out.entries.push(EntryState {
             file: file_state,
             trash,
         });
     }
     Ok(out)
+}
+
+/// What is at `path` of `placement`; a symlink among the directories
+/// above is never followed.
+fn found_at(
+    layout: &Layout,
+    placement: &crate::config::Placement,
+    path: &crate::layout::TierPath,
+) -> io::Result<Found> {
+    let file = layout.file_path(placement, path);
+    match fsutil::symlink_below(&layout.link_check_root(placement, &file), &file)? {
+        Some(_) => Ok(Found::Other("path through a symlink")),
+        None => found(&file),
+    }
 }
 
 /// Remote requests an undo keeps in flight (observing, and restoring).
@@ -235,5 +255,8 @@ fn held_by(
             _ => {}
         }
     }
-    Ok((h.files > 0 || h.remote_objects > 0).then_some(h))
+    // What it made (created, moved) is listed beside the journal: a pull of
+    // a million files leaves a large list, which retention removes too.
+    let made = j.made.is_some() && layout.made_path(&j.id).exists();
+    Ok((h.files > 0 || h.remote_objects > 0 || made).then_some(h))
 }

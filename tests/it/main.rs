@@ -29,3 +29,4 @@ mod store_conformance;
 mod telemetry;
 mod trust;
 mod undo;
+mod undo_whole;

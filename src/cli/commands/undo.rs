@@ -366,26 +366,23 @@ fn show_undone(
         };
         print_json(&undo_doc(Some(plan), doc));
     } else {
-        let mut remote = match report.restored_remote {
-            0 => String::new(),
-            n => format!(", {n} remote object(s) restored"),
-        };
-        if report.set_aside_remote > 0 {
-            remote.push_str(&format!(
-                ", {} remote object(s) set aside",
-                report.set_aside_remote
-            ));
+        let mut done = crate::cli::render::counted(&[
+            (report.restored, "file(s) restored"),
+            (report.set_aside, "file(s) set aside"),
+            (report.moved_back, "file(s) moved back"),
+            (report.restored_remote, "remote object(s) restored"),
+            (report.set_aside_remote, "remote object(s) set aside"),
+        ]);
+        if done.is_empty() {
+            done = "nothing changed".into();
         }
         if let Some(back) = &plan.moves_back {
-            remote.push_str(&format!(
+            done.push_str(&format!(
                 "; `.swamp.toml` names {} again",
-                crate::layout::Layout::remote_url(&back.to)
+                crate::cli::render::place_label(&back.to)
             ));
         }
-        let done = format!(
-            "{} restored, {} set aside{remote}. Recorded as apply {}",
-            report.restored, report.set_aside, report.apply_id
-        );
+        let done = format!("{done}. Recorded as apply {}", report.apply_id);
         match &plan.redoes {
             Some(redone) => {
                 outln!("\nRedid apply {redone}: {done}; `swamp undo` reverses it again.")

@@ -13,7 +13,7 @@ mod summary;
 mod undo;
 
 pub use summary::closing_line;
-pub use undo::{render_prunes, render_undo};
+pub use undo::{counted, place_label, render_prunes, render_undo};
 
 use actions::render_actions;
 use conflicts::{render_conflicts, render_replaced};
@@ -30,7 +30,7 @@ use crate::plan::conflict::{
     BothChanged, ConfigAlreadyMigrated, DeleteGuard, DeletedAndChanged, DifferentAtTarget,
     NotAFile, Obstacle, ReservedPath, SourceDiverged, TooLarge, Unholdable, Unsupported,
 };
-use crate::plan::undo::{Restore, RestoreRemote, SetAside};
+use crate::plan::undo::{MoveBack, Restore, RestoreRemote, SetAside};
 use std::borrow::Cow;
 use std::fmt::Write as _;
 

@@ -38,6 +38,9 @@ pub fn render_undo(plan: &crate::plan::undo::UndoPlan) -> String {
                     (format!("remote trash of {from}"), String::new())
                 }
                 UndoAction::SetAsideRemote(_) => ("in the remote".to_string(), String::new()),
+                UndoAction::MoveBack(MoveBack { to, size, .. }) => {
+                    (format!("to {}", place_label(to)), human_bytes(*size))
+                }
             };
             t.add_row(vec![
                 (i + 1).to_string(),
@@ -56,41 +59,66 @@ pub fn render_undo(plan: &crate::plan::undo::UndoPlan) -> String {
         }
     }
     if let Some(back) = &plan.moves_back {
-        let _ = writeln!(
+        let _ = write!(
             out,
-            "\nThe datastore moves back: `.swamp.toml` names {} again, and a `moved` marker at {} sends the clones there back.",
-            crate::layout::Layout::remote_url(&back.to),
-            crate::layout::Layout::remote_url(&back.from),
+            "\nThe datastore moves back: `.swamp.toml` names {} again",
+            place_label(&back.to),
         );
+        let _ = match back.from.datastore.is_remote() {
+            true => writeln!(
+                out,
+                ", and a `moved` marker at {} sends the clones there back.",
+                place_label(&back.from)
+            ),
+            false => writeln!(out, "."),
+        };
     }
     out.push_str(&undo_summary(plan));
     out
 }
 
-/// An undo plan's closing line: what it restores and sets aside.
+/// An undo plan's closing line: what its rows do, kind by kind.
 fn undo_summary(plan: &crate::plan::undo::UndoPlan) -> String {
     let count = |kind: &str| plan.actions.iter().filter(|a| a.kind() == kind).count();
-    let mut remote = String::new();
-    for (kind, what) in [
-        ("restore-remote", "to restore"),
-        ("set-aside-remote", "to set aside"),
-    ] {
-        match count(kind) {
-            0 => {}
-            n => remote.push_str(&format!(", {n} remote object(s) {what}")),
-        }
+    let mut parts = counted(&[
+        (count("restore"), "file(s) to restore"),
+        (count("set-aside"), "file(s) to set aside"),
+        (count("move-back"), "file(s) to move back"),
+        (count("restore-remote"), "remote object(s) to restore"),
+        (count("set-aside-remote"), "remote object(s) to set aside"),
+    ]);
+    if !parts.is_empty() {
+        parts.push_str(", ");
     }
     format!(
-        "\n{}: {} to restore, {} to set aside{remote}, {} conflict(s).\n",
+        "\n{}: {parts}{} conflict(s).\n",
         if plan.redoes.is_some() {
             "Redo"
         } else {
             "Undo"
         },
-        count("restore"),
-        count("set-aside"),
         plan.conflicts.len()
     )
+}
+
+/// A place as a user names it: the local datastore's directory in the
+/// repository (`.swamp/team/`), else its URL.
+pub fn place_label(p: &crate::config::Placement) -> String {
+    match (&p.datastore, &p.namespace) {
+        (crate::config::DatastoreConfig::Local, None) => ".swamp/".into(),
+        (crate::config::DatastoreConfig::Local, Some(ns)) => format!(".swamp/{ns}/"),
+        _ => escape_controls(&crate::layout::Layout::remote_url(p)).into_owned(),
+    }
+}
+
+/// The counts that are not zero, each with its words, joined.
+pub fn counted(parts: &[(usize, &str)]) -> String {
+    parts
+        .iter()
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, what)| format!("{n} {what}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// One conflict of an undo plan, with its fix.

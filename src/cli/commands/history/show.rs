@@ -27,7 +27,8 @@ pub(super) fn run(ctx: &Ctx, id: &str) -> Result<Outcome, CliError> {
         }
         return Ok(Outcome::Success);
     }
-    let journal = Journal::load(&repo.layout, id)?;
+    // With what it made (created, moved): everything its undo reverses.
+    let journal = Journal::load(&repo.layout, id)?.with_made(&repo.layout)?;
     if ctx.json {
         print_json(&json!({ "apply": journal }));
     } else {
@@ -155,6 +156,9 @@ fn render_journal(j: &Journal) -> String {
                 Op::Restored => "restore",
                 Op::RemoteSetAside => "set-aside-remote",
                 Op::RemoteRestored => "restore-remote",
+                Op::Created => "download",
+                Op::RemoteCreated => "upload",
+                Op::Moved => "move",
             };
             t.add_row(vec![
                 (i + 1).to_string(),

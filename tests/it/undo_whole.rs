@@ -1,0 +1,182 @@
+//! An undo reverses the whole apply (issue 44, item 4): files a move
+//! moved go back (and `.swamp.toml` with them), what an apply created is
+//! set aside, and what cannot be reversed is a conflict that changes
+//! nothing. Before, an undo after a namespace move put back only a dropped
+//! duplicate, said "Undid apply", and left the moves in place.
+
+use crate::support::bucket::{Backend, Bucket, Repo};
+
+/// The local datastore's files of `repo` under `dir` (`.swamp/…`).
+fn tree(repo: &Repo, dir: &str) -> std::collections::BTreeMap<String, Vec<u8>> {
+    repo.tree(dir)
+        .into_iter()
+        .filter(|(k, _)| {
+            !k.starts_with("state/") && !k.starts_with("team/") && !k.contains("_catalog")
+        })
+        .collect()
+}
+
+/// `namespace set --migrate` moves every file into the namespace; `undo`
+/// moves each back and `.swamp.toml` names no namespace again, so the
+/// next plan has nothing to do; `redo` moves them into the namespace
+/// again, and `.swamp.toml` names it.
+#[test]
+fn undoing_a_namespace_move_moves_every_file_and_the_config_back_and_redo_moves_them_again() {
+    let repo = Repo::with_solo_data();
+    let before = tree(&repo, ".swamp");
+    let config = repo.config();
+    repo.run_ok(&[
+        "datastore",
+        "namespace",
+        "set",
+        "team",
+        "--migrate",
+        "--confirm",
+    ]);
+    assert_ne!(tree(&repo, ".swamp"), before, "the datastore's files moved");
+    let moved = repo.tree(".swamp/team");
+
+    let undo = repo.run(&["undo", "-y"]);
+    undo.expect(0);
+    assert!(undo.stdout.contains("move-back"), "{}", undo.stdout);
+    assert!(
+        undo.stdout
+            .contains("file(s) moved back; `.swamp.toml` names .swamp/ again"),
+        "{}",
+        undo.stdout
+    );
+    assert_eq!(
+        tree(&repo, ".swamp"),
+        before,
+        "every file back, byte for byte"
+    );
+    assert!(!repo.exists(".swamp/team/outputs/deploy/web-1.yaml"));
+    assert_eq!(repo.config(), config, "`.swamp.toml` as before the move");
+    repo.run(&["plan", "--detailed-exitcode"]).expect(0);
+
+    let redo = repo.run(&["redo", "-y"]);
+    redo.expect(0);
+    assert!(
+        redo.stdout.contains("Redo: ") && redo.stdout.contains("file(s) to move back"),
+        "{}",
+        redo.stdout
+    );
+    assert_eq!(repo.tree(".swamp/team"), moved, "moved again");
+    assert!(
+        repo.config().contains("namespace = \"team\""),
+        "{}",
+        repo.config()
+    );
+    repo.run(&["plan", "--detailed-exitcode"]).expect(0);
+}
+
+/// A file changed since the move is a conflict named in the undo plan
+/// (exit 3): no file moves back and `.swamp.toml` keeps the namespace.
+#[test]
+fn a_namespace_move_whose_file_changed_since_is_a_conflict_that_moves_nothing_back() {
+    let repo = Repo::with_solo_data();
+    repo.run_ok(&[
+        "datastore",
+        "namespace",
+        "set",
+        "team",
+        "--migrate",
+        "--confirm",
+    ]);
+    repo.write(".swamp/team/outputs/deploy/web-1.yaml", "edited since\n");
+    let moved = repo.tree(".swamp/team");
+    let config = repo.config();
+    let undo = repo.run(&["undo", "-y"]);
+    undo.expect(3);
+    assert!(
+        undo.stdout
+            .contains("outputs/deploy/web-1.yaml: changed since the apply"),
+        "{}",
+        undo.stdout
+    );
+    assert_eq!(repo.tree(".swamp/team"), moved, "nothing moved back");
+    assert_eq!(repo.config(), config);
+}
+
+/// A push that only created objects is undone by a bare `undo`: the
+/// objects go to the bucket's trash, the cache keeps its files, and the
+/// next plan uploads them again (the sync base forgot them), never
+/// deleting the cache's copies. `redo` puts the objects back.
+fn an_undone_push_sets_its_new_objects_aside_and_leaves_them_to_push_again(backend: Backend) {
+    let bucket = Bucket::new(backend);
+    let a = Repo::init(&bucket, Some("alpha"));
+    a.write_cache("alpha/outputs/one.txt", "one\n");
+    a.write_cache("alpha/outputs/two.txt", "two\n");
+    a.run_ok(&["push", "-y"]);
+    let pushed = bucket.contents_under("swamp/alpha/outputs/");
+    assert_eq!(pushed.len(), 2);
+
+    let undo = a.run(&["undo", "-y"]);
+    undo.expect(0);
+    assert!(
+        undo.stdout
+            .contains("Undo: 2 remote object(s) to set aside, 0 conflict(s)."),
+        "{}",
+        undo.stdout
+    );
+    assert!(bucket.contents_under("swamp/alpha/outputs/").is_empty());
+    assert!(a.cache().join("alpha/outputs/one.txt").is_file());
+    let plan = a.json(&["--json", "plan"], 0);
+    let kinds: Vec<&str> = plan["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|x| {
+            x["path"]
+                .as_str()
+                .is_some_and(|p| p.starts_with("outputs/"))
+        })
+        .map(|x| x["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["upload", "upload"], "{plan:#}");
+
+    a.run_ok(&["redo", "-y"]);
+    assert_eq!(bucket.contents_under("swamp/alpha/outputs/"), pushed);
+}
+
+/// A pull's downloads are undone by a bare `undo` in the clone that
+/// pulled: set aside in its trash, and the next plan downloads them again
+/// (never deletes them from the bucket).
+fn an_undone_pull_sets_its_downloads_aside_and_leaves_them_to_pull_again(backend: Backend) {
+    let bucket = Bucket::new(backend);
+    let a = Repo::init(&bucket, Some("alpha"));
+    a.write_cache("alpha/outputs/one.txt", "one\n");
+    a.run_ok(&["push", "-y"]);
+    let b = a.clone_elsewhere();
+    b.run_ok(&["pull", "-y"]);
+    let file = b.cache().join("alpha/outputs/one.txt");
+    assert!(file.is_file());
+
+    let undo = b.run(&["undo", "-y"]);
+    undo.expect(0);
+    assert!(
+        undo.stdout
+            .contains("Undo: 1 file(s) to set aside, 0 conflict(s)."),
+        "{}",
+        undo.stdout
+    );
+    assert!(!file.exists());
+    let plan = b.json(&["--json", "plan"], 0);
+    let kinds: Vec<&str> = plan["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|x| x["path"] == "outputs/one.txt")
+        .map(|x| x["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["download"], "{plan:#}");
+    assert_eq!(bucket.contents_under("swamp/alpha/outputs/").len(), 1);
+
+    b.run_ok(&["redo", "-y"]);
+    assert_eq!(std::fs::read(&file).unwrap(), b"one\n");
+}
+
+on_every_backend!(
+    an_undone_push_sets_its_new_objects_aside_and_leaves_them_to_push_again,
+    an_undone_pull_sets_its_downloads_aside_and_leaves_them_to_pull_again,
+);
