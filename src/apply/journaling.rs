@@ -40,7 +40,7 @@ pub(super) fn journal(
     let mut j = journal::Journal::begin(layout, &journal::command_line(), summary, entries);
     j.no_undo = plan.no_undo;
     j.moved = moved
-        .or_else(|| moved_locally(plan))
+        .or_else(|| moved_files(plan))
         .filter(|_| !plan.no_undo);
     if made.total() > 0 && !plan.no_undo {
         let (places, lines) = made_lines(plan);
@@ -150,9 +150,10 @@ fn made_lines(plan: &Plan) -> (Vec<Placement>, impl Iterator<Item = Made> + '_) 
     (places, lines)
 }
 
-/// A move between two local places (a namespace set or unset on the local
-/// datastore or a shared path): undoing it moves `.swamp.toml` back too.
-fn moved_locally(plan: &Plan) -> Option<journal::MovedPlaces> {
+/// The move of the datastore's files from one place (a namespace set or
+/// unset, a `datastore setup` from the local datastore or a shared path):
+/// undoing it moves them back, and `.swamp.toml` with them.
+fn moved_files(plan: &Plan) -> Option<journal::MovedPlaces> {
     if !plan
         .actions
         .iter()
@@ -172,8 +173,7 @@ fn moved_locally(plan: &Plan) -> Option<journal::MovedPlaces> {
         return None;
     }
     let from = plan.sources.get(first)?.placement();
-    (!from.datastore.is_remote() && !to.datastore.is_remote())
-        .then_some(journal::MovedPlaces { from, to })
+    Some(journal::MovedPlaces { from, to })
 }
 
 /// The entries of what the apply sets aside: cache deletes and replaced

@@ -7,7 +7,7 @@
 use crate::apply::prune::Pruned;
 pub(crate) use crate::apply::undo::UndoReport;
 use crate::config::Config;
-use crate::journal::{Journal, MovedPlaces, UndoError};
+use crate::journal::{Journal, MovedPlaces, Op, UndoError};
 use crate::layout::Layout;
 use crate::plan::Action;
 use crate::plan::action::PruneTrash;
@@ -151,9 +151,13 @@ fn subject_of(
     // objects come back there.
     let moved_from = journal.moved_from(&target);
     // Back in `.swamp.toml` too, where one cache serves both places, or
-    // where the files themselves move back (between two local places).
+    // where the files themselves move back (they would be left where
+    // swamp no longer looks).
+    let moves_files = journal.entries.iter().any(|e| e.op == Op::Moved);
     let moves_back = moved_from
-        .filter(|from| layout.shares_cache(from, &target) || !from.datastore.is_remote())
+        .filter(|from| {
+            layout.shares_cache(from, &target) || !from.datastore.is_remote() || moves_files
+        })
         .and(journal.moved.as_ref())
         .map(MovedPlaces::reversed);
     // Remote objects are restored through the placement's own store.
@@ -280,7 +284,9 @@ fn move_back(layout: &Layout, back: &MovedPlaces) -> Result<(), EngineError> {
     if back.to.datastore.is_remote() {
         super::registry::clear_moved(&back.to)?;
     }
-    if back.from.datastore.is_remote() {
+    // A marker sends the clones of the place left to where the datastore
+    // is now; a local place is no clone's but this one's.
+    if back.from.datastore.is_remote() && back.to.datastore.is_remote() {
         let left = RemoteTarget::open(&back.from)?;
         let marker = crate::state::moved::Moved::to(&back.to);
         crate::store::runtime().block_on(crate::state::moved::leave(&left, &marker))?;

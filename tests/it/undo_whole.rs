@@ -176,7 +176,67 @@ fn an_undone_pull_sets_its_downloads_aside_and_leaves_them_to_pull_again(backend
     assert_eq!(std::fs::read(&file).unwrap(), b"one\n");
 }
 
+/// `datastore setup BUCKET` from the local datastore, undone: the files
+/// move back into `.swamp/`, the uploads go to the bucket's trash and
+/// `.swamp.toml` names the local datastore again, so nothing is left
+/// where swamp no longer looks (the plan is converged). `redo` moves
+/// forward again, and so does the move back to `local` and its undo.
+fn undoing_a_datastore_setup_puts_files_objects_and_config_back(backend: Backend) {
+    let bucket = Bucket::new(backend);
+    let a = Repo::empty(bucket.env());
+    a.run_ok(&["init"]);
+    a.write(".swamp/outputs/one.txt", "one\n");
+    a.write(".swamp/data/m/x/1/raw", "x\n");
+    let local = a.tree(".swamp/outputs");
+    let config = a.config();
+    a.run_ok(&["datastore", "setup", &bucket.spec(), "-y"]);
+    let pushed = bucket.contents_under("swamp/outputs/");
+    assert_eq!(pushed.len(), 1);
+
+    let undo = a.run(&["undo", "-y"]);
+    undo.expect(0);
+    assert!(
+        undo.stdout.contains("`.swamp.toml` names .swamp/ again"),
+        "{}",
+        undo.stdout
+    );
+    assert_eq!(a.config(), config);
+    assert_eq!(a.tree(".swamp/outputs"), local, "back in .swamp/");
+    assert_eq!(a.read(".swamp/data/m/x/1/raw"), "x\n");
+    assert!(bucket.contents_under("swamp/outputs/").is_empty());
+    a.run(&["plan", "--detailed-exitcode"]).expect(0);
+
+    a.run_ok(&["redo", "-y"]);
+    assert_eq!(bucket.contents_under("swamp/outputs/"), pushed);
+    assert!(!a.exists(".swamp/outputs/one.txt"));
+    settles(&a);
+
+    // And back to `local`, undone: the bucket's objects and the cache are
+    // as before, and `.swamp.toml` names the bucket.
+    let in_bucket = a.config();
+    a.run_ok(&["datastore", "setup", "local", "-y"]);
+    assert!(bucket.contents_under("swamp/outputs/").is_empty());
+    a.run_ok(&["undo", "-y"]);
+    assert_eq!(a.config(), in_bucket);
+    assert_eq!(bucket.contents_under("swamp/outputs/"), pushed);
+    assert!(a.cache().join("outputs/one.txt").is_file());
+    settles(&a);
+}
+
+/// The objects an undo or redo put back are as the cache's files: the
+/// next plan only records them in the sync base (nothing moves), and then
+/// has nothing to do.
+fn settles(a: &Repo) {
+    let plan = a.json(&["--json", "plan"], 0);
+    for x in plan["actions"].as_array().unwrap() {
+        assert_eq!(x["kind"], "record-base", "{plan:#}");
+    }
+    a.run_ok(&["apply", "-y"]);
+    a.run(&["plan", "--detailed-exitcode"]).expect(0);
+}
+
 on_every_backend!(
     an_undone_push_sets_its_new_objects_aside_and_leaves_them_to_push_again,
     an_undone_pull_sets_its_downloads_aside_and_leaves_them_to_pull_again,
+    undoing_a_datastore_setup_puts_files_objects_and_config_back,
 );

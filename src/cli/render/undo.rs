@@ -64,7 +64,7 @@ pub fn render_undo(plan: &crate::plan::undo::UndoPlan) -> String {
             "\nThe datastore moves back: `.swamp.toml` names {} again",
             place_label(&back.to),
         );
-        let _ = match back.from.datastore.is_remote() {
+        let _ = match back.from.datastore.is_remote() && back.to.datastore.is_remote() {
             true => writeln!(
                 out,
                 ", and a `moved` marker at {} sends the clones there back.",
