@@ -173,7 +173,11 @@ fn moved_files(plan: &Plan) -> Option<journal::MovedPlaces> {
         return None;
     }
     let from = plan.sources.get(first)?.placement();
-    Some(journal::MovedPlaces { from, to })
+    Some(journal::MovedPlaces {
+        from,
+        to,
+        copied: 0,
+    })
 }
 
 /// The entries of what the apply sets aside: cache deletes and replaced
@@ -234,6 +238,14 @@ fn set_asides(plan: &Plan, layout: &Layout) -> Vec<journal::Entry> {
         .collect()
 }
 
+/// How many objects `plan` copies from source `source` into the target.
+fn copied(plan: &Plan, source: usize) -> u64 {
+    plan.actions
+        .iter()
+        .filter(|a| matches!(a, Action::CopyRemote(c) if c.source == source))
+        .count() as u64
+}
+
 /// The journal entries of a drained source's files, which go to its own
 /// remote trash before they are deleted (undoing the move puts the old
 /// place back), and the move they are part of.
@@ -259,6 +271,7 @@ fn drained_entries(plan: &Plan) -> (Vec<journal::Entry>, Option<journal::MovedPl
             moved = Some(journal::MovedPlaces {
                 from: (*from).clone(),
                 to: plan.target.placement(),
+                copied: copied(plan, d.source),
             });
         }
     }

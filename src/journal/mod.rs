@@ -148,6 +148,15 @@ pub struct MovedPlaces {
     pub from: Placement,
     /// The place `.swamp.toml` named afterwards.
     pub to: Placement,
+    /// Objects the move copied into `to`. Its undo leaves them there (the
+    /// `moved` marker sends that place's clones back, and a redo moves
+    /// forward to them again), and says so.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub copied: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl Journal {
@@ -167,6 +176,7 @@ impl MovedPlaces {
         MovedPlaces {
             from: self.to.clone(),
             to: self.from.clone(),
+            copied: self.copied,
         }
     }
 }

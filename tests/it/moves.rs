@@ -477,6 +477,16 @@ fn undo_of_a_move_puts_the_old_place_back(backend: Backend) {
         preview.stdout
     );
     assert!(preview.stdout.contains(&from.name), "{}", preview.stdout);
+    // What the move copied to the new place stays there, and the plan
+    // says so (never a silent partial undo).
+    let copied = data(to.contents()).len();
+    assert!(
+        preview
+            .stdout
+            .contains(&format!("The {copied} object(s) the move copied to")),
+        "{}",
+        preview.stdout
+    );
     assert!(from.get("swamp/team/.swamp/moved.json").is_some());
 
     let undone = a.run(&["undo", "-y"]);

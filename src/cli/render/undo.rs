@@ -72,6 +72,14 @@ pub fn render_undo(plan: &crate::plan::undo::UndoPlan) -> String {
             ),
             false => writeln!(out, "."),
         };
+        if back.copied > 0 {
+            let _ = writeln!(
+                out,
+                "The {} object(s) the move copied to {} stay there: nothing at that place is deleted (`swamp redo` moves forward to them again).",
+                back.copied,
+                place_label(&back.from),
+            );
+        }
     }
     out.push_str(&undo_summary(plan));
     out
