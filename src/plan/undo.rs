@@ -204,8 +204,7 @@ pub(crate) fn compose(journal: &Journal, observed: &UndoObserved) -> UndoPlan {
             Op::RemoteSetAside => remote_set_aside(&mut plan, &journal.id, entry, seen),
             Op::RemoteRestored => remote_restored(&mut plan, entry, seen),
             Op::Restored => restored(&mut plan, entry, seen, &mut cleared),
-            Op::Created => created(&mut plan, entry, seen),
-            Op::RemoteCreated => remote_created(&mut plan, entry, seen),
+            Op::Created | Op::RemoteCreated => made(&mut plan, entry, seen),
             Op::Moved => moved(&mut plan, entry, seen),
         }
     }
@@ -367,49 +366,48 @@ fn restored(
     }
 }
 
-/// A file the apply downloaded into an absent path: set aside (the
-/// sync base forgets it), unless something else is there now. A file
-/// whose sha256 the plan did not know (another tool's object) is taken as
-/// it is.
-fn created(plan: &mut UndoPlan, entry: &Entry, seen: &EntryState) {
-    match &seen.file {
-        Found::File { sha256 } if entry.sha256.is_empty() || *sha256 == entry.sha256 => {
+/// A file the apply downloaded into an absent path, or an object it
+/// uploaded into an absent key: set aside (into the trash, the remote
+/// trash at the version there now), and the sync base forgets it; unless
+/// it changed since. A file whose sha256 the plan did not know (another
+/// tool's object) is taken as it is.
+fn made(plan: &mut UndoPlan, entry: &Entry, seen: &EntryState) {
+    let placement = entry.placement.clone();
+    let path = entry.path.clone();
+    let ours = |sha256: &String| entry.sha256.is_empty() || *sha256 == entry.sha256;
+    match (entry.op, &seen.file) {
+        (Op::Created, Found::File { sha256 }) if ours(sha256) => {
             plan.actions.push(UndoAction::SetAside(SetAside {
-                placement: entry.placement.clone(),
-                path: entry.path.clone(),
+                placement,
+                path,
                 sha256: sha256.clone(),
                 size: entry.size,
                 made: true,
             }))
         }
+        (Op::RemoteCreated, Found::Object { sha256, version }) if ours(sha256) => plan
+            .actions
+            .push(UndoAction::SetAsideRemote(SetAsideRemote {
+                placement,
+                path,
+                sha256: sha256.clone(),
+                version: version.clone(),
+                made: true,
+            })),
         // Never landed, or set aside already.
-        Found::Absent => {}
-        found => plan.conflicts.push(UndoConflict::Changed {
-            path: entry.path.clone(),
-            expected: format!("the file the apply downloaded (sha256 {})", entry.sha256),
-            found: describe(found),
-        }),
-    }
-}
-
-/// An object the apply uploaded into an absent key: set aside in the
-/// remote trash at the version there now, unless it changed since.
-fn remote_created(plan: &mut UndoPlan, entry: &Entry, seen: &EntryState) {
-    match &seen.file {
-        Found::Object { sha256, version } if *sha256 == entry.sha256 => {
-            plan.actions
-                .push(UndoAction::SetAsideRemote(SetAsideRemote {
-                    placement: entry.placement.clone(),
-                    path: entry.path.clone(),
-                    sha256: sha256.clone(),
-                    version: version.clone(),
-                    made: true,
-                }))
-        }
-        Found::Absent => {}
-        found => plan.conflicts.push(UndoConflict::Changed {
-            path: entry.path.clone(),
-            expected: format!("the object the apply uploaded (sha256 {})", entry.sha256),
+        (_, Found::Absent) => {}
+        (op, found) => plan.conflicts.push(UndoConflict::Changed {
+            path,
+            expected: format!(
+                "the {} the apply {} (sha256 {})",
+                if op == Op::Created { "file" } else { "object" },
+                if op == Op::Created {
+                    "downloaded"
+                } else {
+                    "uploaded"
+                },
+                entry.sha256
+            ),
             found: describe(found),
         }),
     }

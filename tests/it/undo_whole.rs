@@ -16,6 +16,18 @@ fn tree(repo: &Repo, dir: &str) -> std::collections::BTreeMap<String, Vec<u8>> {
         .collect()
 }
 
+/// `swamp datastore namespace set team --migrate --confirm`.
+fn move_into_team(repo: &Repo) {
+    repo.run_ok(&[
+        "datastore",
+        "namespace",
+        "set",
+        "team",
+        "--migrate",
+        "--confirm",
+    ]);
+}
+
 /// `namespace set --migrate` moves every file into the namespace; `undo`
 /// moves each back and `.swamp.toml` names no namespace again, so the
 /// next plan has nothing to do; `redo` moves them into the namespace
@@ -25,14 +37,7 @@ fn undoing_a_namespace_move_moves_every_file_and_the_config_back_and_redo_moves_
     let repo = Repo::with_solo_data();
     let before = tree(&repo, ".swamp");
     let config = repo.config();
-    repo.run_ok(&[
-        "datastore",
-        "namespace",
-        "set",
-        "team",
-        "--migrate",
-        "--confirm",
-    ]);
+    move_into_team(&repo);
     assert_ne!(tree(&repo, ".swamp"), before, "the datastore's files moved");
     let moved = repo.tree(".swamp/team");
 
@@ -75,14 +80,7 @@ fn undoing_a_namespace_move_moves_every_file_and_the_config_back_and_redo_moves_
 #[test]
 fn a_namespace_move_whose_file_changed_since_is_a_conflict_that_moves_nothing_back() {
     let repo = Repo::with_solo_data();
-    repo.run_ok(&[
-        "datastore",
-        "namespace",
-        "set",
-        "team",
-        "--migrate",
-        "--confirm",
-    ]);
+    move_into_team(&repo);
     repo.write(".swamp/team/outputs/deploy/web-1.yaml", "edited since\n");
     let moved = repo.tree(".swamp/team");
     let config = repo.config();
