@@ -23,9 +23,29 @@ pub(super) fn journal(
     layout: &Layout,
 ) -> Result<Option<journal::Journal>, journal::UndoError> {
     let entries = set_asides(plan, layout);
-    let (drained, moved) = drained_entries(plan);
+    let (drained, mut moved) = drained_entries(plan);
     let entries: Vec<_> = entries.into_iter().chain(drained).collect();
-    let made = made_counts(plan);
+    // A move between two remote places: what it put at the new place
+    // stays there when it is undone (the old place comes back from its
+    // trash, and a redo moves forward to the new one again). Only one
+    // remote place is written back.
+    let leaves_new = moved.is_some();
+    if let Some(m) = moved.as_mut() {
+        m.copied += plan
+            .actions
+            .iter()
+            .filter(|a| {
+                matches!(
+                    a,
+                    Action::Upload(Upload {
+                        remote: RemoteExpect::Absent,
+                        ..
+                    })
+                )
+            })
+            .count() as u64;
+    }
+    let made = made_counts(plan, leaves_new);
     if entries.is_empty() && made.total() == 0 {
         return Ok(None);
     }
@@ -43,7 +63,7 @@ pub(super) fn journal(
         .or_else(|| moved_files(plan))
         .filter(|_| !plan.no_undo);
     if made.total() > 0 && !plan.no_undo {
-        let (places, lines) = made_lines(plan);
+        let (places, lines) = made_lines(plan, leaves_new);
         let count = journal::made::write(&layout.made_path(&j.id), lines)?;
         j.made = Some(journal::made::MadeHead { places, count });
     }
@@ -65,10 +85,10 @@ impl MadeCounts {
     }
 }
 
-fn made_counts(plan: &Plan) -> MadeCounts {
+fn made_counts(plan: &Plan, leaves_new: bool) -> MadeCounts {
     let mut c = MadeCounts::default();
     for a in &plan.actions {
-        match made_of(a) {
+        match made_of(a, leaves_new) {
             Some((MadeOp::Created, _)) => c.created += 1,
             Some((MadeOp::RemoteCreated, _)) => c.remote_created += 1,
             Some((MadeOp::Moved, _)) => c.moved += 1,
@@ -108,14 +128,15 @@ fn summary(plan: &Plan, entries: &[journal::Entry], made: &MadeCounts) -> String
     format!("{scope}: {}", parts.join(", "))
 }
 
-/// What `action` makes that holds no trash, and the source it moves from.
-fn made_of(action: &Action) -> Option<(MadeOp, Option<usize>)> {
+/// What `action` makes that holds no trash, and the source it moves from
+/// (`leaves_new`: not the objects it uploads, which its undo leaves).
+fn made_of(action: &Action, leaves_new: bool) -> Option<(MadeOp, Option<usize>)> {
     match action {
         Action::Download(Download { local: None, .. }) => Some((MadeOp::Created, None)),
         Action::Upload(Upload {
             remote: RemoteExpect::Absent,
             ..
-        }) => Some((MadeOp::RemoteCreated, None)),
+        }) if !leaves_new => Some((MadeOp::RemoteCreated, None)),
         Action::Move(Move { source, .. }) => Some((MadeOp::Moved, Some(*source))),
         _ => None,
     }
@@ -123,11 +144,11 @@ fn made_of(action: &Action) -> Option<(MadeOp, Option<usize>)> {
 
 /// The places the `.made` lines name (the target first, then each
 /// source), and the lines, streamed from the plan.
-fn made_lines(plan: &Plan) -> (Vec<Placement>, impl Iterator<Item = Made> + '_) {
+fn made_lines(plan: &Plan, leaves_new: bool) -> (Vec<Placement>, impl Iterator<Item = Made> + '_) {
     let mut places = vec![plan.target.placement()];
     places.extend(plan.sources.iter().map(|s| s.placement()));
-    let lines = plan.actions.iter().filter_map(|a| {
-        let (op, source) = made_of(a)?;
+    let lines = plan.actions.iter().filter_map(move |a| {
+        let (op, source) = made_of(a, leaves_new)?;
         let (path, sha256, size) = match a {
             Action::Download(d) => (
                 &d.path,
