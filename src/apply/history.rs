@@ -49,6 +49,7 @@ impl Author<'_> {
             undoes: self.undoes,
             no_undo,
             finished: false,
+            moved: None,
         }
     }
 }
@@ -111,7 +112,8 @@ pub(super) fn begin(
     if counts.is_empty() {
         return Ok(None);
     }
-    let head = author.head(target, counts.summary(plan.scope.as_str()), plan.no_undo);
+    let mut head = author.head(target, counts.summary(plan.scope.as_str()), plan.no_undo);
+    head.moved = super::journaling::remote_move(plan);
     start(rt, layout, target, head, |w, head| {
         write_changes(w, head, plan, None)
     })

@@ -23,28 +23,13 @@ pub(super) fn journal(
     layout: &Layout,
 ) -> Result<Option<journal::Journal>, journal::UndoError> {
     let entries = set_asides(plan, layout);
-    let (drained, mut moved) = drained_entries(plan);
-    let entries: Vec<_> = entries.into_iter().chain(drained).collect();
+    let entries: Vec<_> = entries.into_iter().chain(drained_entries(plan)).collect();
+    let moved = remote_move(plan);
     // A move between two remote places: what it put at the new place
     // stays there when it is undone (the old place comes back from its
     // trash, and a redo moves forward to the new one again). Only one
     // remote place is written back.
     let leaves_new = moved.is_some();
-    if let Some(m) = moved.as_mut() {
-        m.copied += plan
-            .actions
-            .iter()
-            .filter(|a| {
-                matches!(
-                    a,
-                    Action::Upload(Upload {
-                        remote: RemoteExpect::Absent,
-                        ..
-                    })
-                )
-            })
-            .count() as u64;
-    }
     let made = made_counts(plan, leaves_new);
     if entries.is_empty() && made.total() == 0 {
         return Ok(None);
@@ -259,20 +244,36 @@ fn set_asides(plan: &Plan, layout: &Layout) -> Vec<journal::Entry> {
         .collect()
 }
 
-/// How many objects `plan` copies from source `source` into the target.
-fn copied(plan: &Plan, source: usize) -> u64 {
-    plan.actions
+/// The move between two remote places `plan` drains the old one of,
+/// with what it writes at the new one (copies, and uploads of what only
+/// the cache held), which its undo leaves there.
+pub(super) fn remote_move(plan: &Plan) -> Option<journal::MovedPlaces> {
+    let drained = plan.actions.iter().find_map(|a| match a {
+        Action::DeleteSourceRemote(d) if d.moved_to.is_some() && !d.objects.is_empty() => Some(d),
+        _ => None,
+    })?;
+    let from = plan.sources.get(drained.source)?.placement();
+    let copied = plan
+        .actions
         .iter()
-        .filter(|a| matches!(a, Action::CopyRemote(c) if c.source == source))
-        .count() as u64
+        .filter(|a| match a {
+            Action::CopyRemote(c) => c.source == drained.source,
+            Action::Upload(u) => u.remote == RemoteExpect::Absent,
+            _ => false,
+        })
+        .count() as u64;
+    Some(journal::MovedPlaces {
+        from,
+        to: plan.target.placement(),
+        copied,
+    })
 }
 
 /// The journal entries of a drained source's files, which go to its own
 /// remote trash before they are deleted (undoing the move puts the old
-/// place back), and the move they are part of.
-fn drained_entries(plan: &Plan) -> (Vec<journal::Entry>, Option<journal::MovedPlaces>) {
+/// place back).
+fn drained_entries(plan: &Plan) -> Vec<journal::Entry> {
     let mut entries = Vec::new();
-    let mut moved = None;
     for d in plan.actions.iter().filter_map(|a| match a {
         Action::DeleteSourceRemote(d) => Some(d),
         _ => None,
@@ -280,7 +281,6 @@ fn drained_entries(plan: &Plan) -> (Vec<journal::Entry>, Option<journal::MovedPl
         let Some(from) = plan.sources.get(d.source).map(|s| Arc::new(s.placement())) else {
             continue;
         };
-        let before = entries.len();
         let prefix = Layout::remote_prefix(&from);
         entries.extend(
             d.objects
@@ -288,13 +288,6 @@ fn drained_entries(plan: &Plan) -> (Vec<journal::Entry>, Option<journal::MovedPl
                 .filter_map(|o| Layout::remote_file_path(&prefix, &o.key))
                 .map(|path| journal::Entry::remote_set_aside(&from, &path, None)),
         );
-        if entries.len() > before && d.moved_to.is_some() {
-            moved = Some(journal::MovedPlaces {
-                from: (*from).clone(),
-                to: plan.target.placement(),
-                copied: copied(plan, d.source),
-            });
-        }
     }
-    (entries, moved)
+    entries
 }

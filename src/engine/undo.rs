@@ -145,16 +145,29 @@ fn subject_of(
         return Err(UndoError::Pruned { id: journal.id, at }.into());
     }
     // Everything it made too (created, moved): the whole apply is undone.
-    let journal = journal.with_made(layout)?;
+    let mut journal = journal.with_made(layout)?;
     let target = config.target();
     // A move to where the configuration still names: its old place's
     // objects come back there.
-    let moved_from = journal.moved_from(&target);
+    let moved_from = journal.moved_from(&target).cloned();
+    // A move between two remote places: the old one comes back, and what
+    // the move wrote at the new one stays there (the plan says so). (An
+    // undo of a move, redone, has its entries at the target only.)
+    let at_from = |e: &crate::journal::Entry| moved_from.as_ref() == Some(&*e.placement);
+    if moved_from.as_ref().is_some_and(|f| f.datastore.is_remote())
+        && journal
+            .entries
+            .iter()
+            .any(|e| e.op.is_remote() && at_from(e))
+    {
+        journal.entries.retain(|e| !e.op.is_remote() || at_from(e));
+    }
     // Back in `.swamp.toml` too, where one cache serves both places, or
     // where the files themselves move back (they would be left where
     // swamp no longer looks).
     let moves_files = journal.entries.iter().any(|e| e.op == Op::Moved);
     let moves_back = moved_from
+        .as_ref()
         .filter(|from| {
             layout.shares_cache(from, &target) || !from.datastore.is_remote() || moves_files
         })
@@ -166,7 +179,7 @@ fn subject_of(
         .iter()
         .find(|e| e.op.is_remote())
         .map(|e| &*e.placement)
-        .filter(|p| **p == target || moved_from == Some(*p))
+        .filter(|p| **p == target || moved_from.as_ref() == Some(*p))
         .map(RemoteTarget::open)
         .transpose()?;
     Ok(UndoSubject {

@@ -48,6 +48,10 @@ pub(crate) struct RecordHead {
     pub no_undo: bool,
     /// False while the apply runs, or when it was cut short.
     pub finished: bool,
+    /// The apply moved the datastore here between two places of one
+    /// server: where from, so a teammate's undo can put it back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub moved: Option<super::MovedPlaces>,
 }
 
 /// What an apply did to one key.
@@ -132,36 +136,57 @@ impl RecordHead {
     /// The journal `swamp undo ID` plans from when the apply is a
     /// teammate's (no journal of it here): what it deleted or replaced
     /// comes back from the bucket's trash (at the key as it left it), what
-    /// it created goes to the undo's own trash, all at `placement`.
+    /// it created goes to the undo's own trash, all at `placement`. A
+    /// move here from another place of the same server (its old place's
+    /// deletes) puts that place back, as the clone that ran it would, and
+    /// leaves what it wrote here.
     pub(crate) fn journal(
         &self,
         changes: &[Change],
         placement: &std::sync::Arc<crate::config::Placement>,
     ) -> Result<super::Journal, super::UndoError> {
+        let moved_from = self.moved_from(placement);
         let mut entries = Vec::with_capacity(changes.len());
         for c in changes {
-            if let Some(place) = &c.place {
-                return Err(super::UndoError::Elsewhere {
-                    id: self.id.clone(),
-                    place: place.clone(),
-                });
-            }
-            let path = c
+            // Where the key is, and whether that is the old place.
+            let (at, prefix, old) = match (&c.place, &moved_from) {
+                // What a move wrote at its new place stays there.
+                (None, Some(_)) => continue,
+                (None, _) => (placement, self.prefix.clone(), false),
+                (Some(place), Some(from)) if *place == crate::layout::Layout::remote_url(from) => {
+                    (from, crate::layout::Layout::remote_prefix(from), true)
+                }
+                (Some(place), _) => {
+                    return Err(super::UndoError::Elsewhere {
+                        id: self.id.clone(),
+                        place: place.clone(),
+                    });
+                }
+            };
+            let path = match c
                 .key
-                .strip_prefix(&self.prefix)
+                .strip_prefix(&prefix)
                 .and_then(|p| crate::layout::TierPath::parse(p).ok())
-                .ok_or_else(|| super::UndoError::NotOurs {
-                    id: self.id.clone(),
-                    key: c.key.clone(),
-                })?;
+            {
+                Some(path) => path,
+                // A drained place's own bookkeeping (`.namespace.json`,
+                // `.swamp/…`), which the move's undo does not put back.
+                None if old && c.key.starts_with(&prefix) => continue,
+                None => {
+                    return Err(super::UndoError::NotOurs {
+                        id: self.id.clone(),
+                        key: c.key.clone(),
+                    });
+                }
+            };
             let sha256 = c.sha256.clone().unwrap_or_default();
             entries.push(match c.op {
-                ChangeOp::Delete => super::Entry::remote_set_aside(placement, &path, None),
-                ChangeOp::Replace => super::Entry::remote_set_aside(placement, &path, Some(sha256)),
+                ChangeOp::Delete => super::Entry::remote_set_aside(at, &path, None),
+                ChangeOp::Replace => super::Entry::remote_set_aside(at, &path, Some(sha256)),
                 // What it wrote into an absent key: taken away again.
                 ChangeOp::Create => super::Entry {
                     op: super::Op::RemoteRestored,
-                    placement: std::sync::Arc::clone(placement),
+                    placement: std::sync::Arc::clone(at),
                     path,
                     sha256,
                     size: c.size.unwrap_or(0),
@@ -181,10 +206,39 @@ impl RecordHead {
             undoes: self.undoes.clone(),
             no_undo: self.no_undo,
             pruned: None,
-            moved: None,
+            moved: moved_from.and(self.moved.clone()),
             made: None,
             entries,
         })
+    }
+
+    /// Where the apply moved the datastore to `placement` from, when that
+    /// place is of the same server (provider, endpoint and region): a
+    /// record is anyone's words, and this clone's credentials go nowhere
+    /// its configuration does not already send them.
+    fn moved_from(
+        &self,
+        placement: &crate::config::Placement,
+    ) -> Option<std::sync::Arc<crate::config::Placement>> {
+        use crate::config::DatastoreConfig::{Gcs, S3};
+        let m = self.moved.as_ref().filter(|m| m.to == *placement)?;
+        let same_server = match (&m.from.datastore, &placement.datastore) {
+            (
+                S3 {
+                    region: r1,
+                    endpoint: e1,
+                    ..
+                },
+                S3 {
+                    region: r2,
+                    endpoint: e2,
+                    ..
+                },
+            ) => r1 == r2 && e1 == e2,
+            (Gcs { endpoint: e1, .. }, Gcs { endpoint: e2, .. }) => e1 == e2,
+            _ => false,
+        };
+        same_server.then(|| std::sync::Arc::new(m.from.clone()))
     }
 }
 
@@ -241,6 +295,7 @@ mod tests {
             undoes: None,
             no_undo: false,
             finished: true,
+            moved: None,
         }
     }
 

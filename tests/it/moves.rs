@@ -555,3 +555,90 @@ fn retention_prunes_the_old_places_trash_after_a_move() {
     assert!(undo.stderr.contains("pruned"), "{}", undo.stderr);
     assert_eq!(data(to.contents()).len(), 2);
 }
+
+/// The id of the last apply in `repo`'s own history.
+fn last_apply(repo: &Repo) -> String {
+    let doc = repo.json(&["--json", "history", "--mine"], 0);
+    let applies = doc["applies"].as_array().unwrap();
+    applies.last().unwrap()["id"].as_str().unwrap().to_string()
+}
+
+/// Alice moves the team to another bucket and Bob's clone follows. Bob
+/// then undoes Alice's move from its record in the new bucket: the old
+/// bucket's objects come back from its trash, Bob's `.swamp.toml` names
+/// it again and a marker in the new bucket sends the clones there back;
+/// Alice follows with nothing to transfer. Before, a teammate's move
+/// could be undone only from the clone that ran it.
+fn a_teammates_move_is_undone_from_a_clone_that_followed_it(backend: Backend) {
+    let from = Bucket::new(backend);
+    let to = from.beside();
+    let a = pushed(&from);
+    let config = a.config();
+    let before = data(from.contents());
+    let b = a.clone_elsewhere();
+    b.run_ok(&["datastore", "sync", "-y"]);
+    a.run_ok(&["datastore", "setup", &to.spec(), "-y"]);
+    let id = last_apply(&a);
+    b.run_ok(&["datastore", "setup", &to.spec(), "-y"]);
+    assert!(data(from.contents()).is_empty());
+
+    let undo = b.run(&["undo", &id, "-y"]);
+    undo.expect(0);
+    assert!(
+        undo.stdout.contains("The datastore moves back"),
+        "{}",
+        undo.stdout
+    );
+    assert_eq!(data(from.contents()), before, "{}", undo.stdout);
+    assert_eq!(b.config(), config, "Bob's clone names the old bucket again");
+    let marker: serde_json::Value =
+        serde_json::from_slice(&to.get("swamp/team/.swamp/moved.json").unwrap()).unwrap();
+    assert!(
+        marker["to"].as_str().unwrap().contains(&from.name),
+        "{marker}"
+    );
+    assert_no_transfers(&b.json(&["--json", "datastore", "sync", "-y"], 0));
+
+    // Alice is sent back, and follows with nothing to transfer.
+    let stopped = a.run(&["datastore", "sync", "-y"]);
+    stopped.expect(1);
+    assert!(stopped.stderr.contains(&from.name), "{}", stopped.stderr);
+    a.run_ok(&["datastore", "setup", &from.spec(), "-y"]);
+    assert_no_transfers(&a.json(&["--json", "datastore", "sync", "-y"], 0));
+}
+
+#[test]
+fn a_teammates_move_between_s3_buckets_is_undone_from_a_clone_that_followed_it() {
+    a_teammates_move_is_undone_from_a_clone_that_followed_it(Backend::S3);
+}
+
+#[test]
+fn a_teammates_move_between_gcs_buckets_is_undone_from_a_clone_that_followed_it() {
+    a_teammates_move_is_undone_from_a_clone_that_followed_it(Backend::Gcs);
+}
+
+/// A record is anyone's words: one naming a move from another server (an
+/// S3 bucket, seen from GCS) is not followed there with this clone's
+/// credentials. The undo is refused, naming why, and nothing changes.
+#[test]
+fn a_teammates_move_from_another_server_is_refused_and_changes_nothing() {
+    let from = Bucket::new(Backend::S3);
+    let to = Bucket::new(Backend::Gcs);
+    let a = pushed(&from);
+    let b = a.clone_elsewhere();
+    b.run_ok(&["datastore", "sync", "-y"]);
+    a.run_ok(&["datastore", "setup", &to.spec(), "-y"]);
+    let id = last_apply(&a);
+    b.run_ok(&["datastore", "setup", &to.spec(), "-y"]);
+    let (at_old, at_new, config) = (from.contents(), to.contents(), b.config());
+    let undo = b.run(&["undo", &id, "-y"]);
+    undo.expect(1);
+    assert!(
+        undo.stderr.contains("undo it from the clone that ran it"),
+        "{}",
+        undo.stderr
+    );
+    assert_eq!(from.contents(), at_old);
+    assert_eq!(to.contents(), at_new);
+    assert_eq!(b.config(), config);
+}

@@ -197,6 +197,7 @@ mod tests {
             undoes: None,
             no_undo: false,
             finished: true,
+            moved: None,
         };
         let change = |op, path: &str, before: Option<&str>, after: Option<&str>| Change {
             op,
@@ -244,6 +245,7 @@ mod tests {
             undoes: Some("x\x1b]0;owned\x07".into()),
             no_undo: false,
             finished: true,
+            moved: None,
         };
         let text = render_record(&head, &[]);
         assert!(!text.contains('\x1b') && !text.contains('\x07'), "{text:?}");
