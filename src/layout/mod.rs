@@ -420,19 +420,48 @@ impl Layout {
         self.state_dir().join("clone.toml")
     }
 
+    /// `.swamp/state/<stem>-<id><ext>`: repo-local state of one remote
+    /// placement, `<id>` naming it by its URL and, when it has one, its
+    /// endpoint (two servers can hold a bucket of the same name, and a
+    /// move from one to the other keeps the state of each). State named
+    /// by the URL alone, as before endpoints counted, is taken over by the
+    /// first placement that asks for it.
+    fn place_state(&self, placement: &Placement, stem: &str, ext: &str) -> PathBuf {
+        let url = Layout::remote_url(placement);
+        let named = |key: &str| {
+            let id = crate::fsutil::sha256_bytes(key.as_bytes());
+            self.state_dir().join(format!("{stem}-{}{ext}", &id[..16]))
+        };
+        let endpoint = match &placement.datastore {
+            DatastoreConfig::S3 { endpoint, .. } | DatastoreConfig::Gcs { endpoint, .. } => {
+                endpoint.as_deref()
+            }
+            DatastoreConfig::Local | DatastoreConfig::Filesystem { .. } => None,
+        };
+        let Some(endpoint) = endpoint else {
+            return named(&url);
+        };
+        let path = named(&format!("{url} {endpoint}"));
+        if std::fs::symlink_metadata(&path).is_err() {
+            let legacy = named(&url);
+            if std::fs::symlink_metadata(&legacy).is_ok() {
+                // Best effort: without it, the state is made afresh.
+                let _ = std::fs::rename(&legacy, &path);
+            }
+        }
+        path
+    }
+
     /// The sync base for one remote placement, in the repo-local state.
     pub fn sync_base_path(&self, placement: &Placement) -> PathBuf {
-        let id = crate::fsutil::sha256_bytes(Layout::remote_url(placement).as_bytes());
-        self.state_dir()
-            .join(format!("sync-base-{}.json", &id[..16]))
+        self.place_state(placement, "sync-base", ".json")
     }
 
     /// The records of this clone's multipart uploads to `placement` in
     /// progress (see [`crate::store::resume`]): a run stopped part-way
     /// continues them.
     pub fn uploads_dir(&self, placement: &Placement) -> PathBuf {
-        let id = crate::fsutil::sha256_bytes(Layout::remote_url(placement).as_bytes());
-        self.state_dir().join(format!("uploads-{}", &id[..16]))
+        self.place_state(placement, "uploads", "")
     }
 
     /// `<cache>/.swamp/partial/`: large downloads in progress, named for
@@ -447,33 +476,26 @@ impl Layout {
     /// so only later ones still explain a remote delete (see
     /// `state::delete_records`). A pull in between changes nothing of that.
     pub fn deletes_pushed_path(&self, placement: &Placement) -> PathBuf {
-        let id = crate::fsutil::sha256_bytes(Layout::remote_url(placement).as_bytes());
-        self.state_dir()
-            .join(format!("deletes-pushed-{}", &id[..16]))
+        self.place_state(placement, "deletes-pushed", "")
     }
 
     /// The delete records of `placement`'s remote already read (they never
     /// change): `.swamp/state/delete-records-<id>.json`.
     pub fn delete_records_cache_path(&self, placement: &Placement) -> PathBuf {
-        let id = crate::fsutil::sha256_bytes(Layout::remote_url(placement).as_bytes());
-        self.state_dir()
-            .join(format!("delete-records-{}.json", &id[..16]))
+        self.place_state(placement, "delete-records", ".json")
     }
 
     /// The team's history records of `placement`'s remote already read,
     /// one file per apply, and the version each was read at:
     /// `.swamp/state/history-<id>/` (see `state::history`).
     pub fn history_cache_dir(&self, placement: &Placement) -> PathBuf {
-        let id = crate::fsutil::sha256_bytes(Layout::remote_url(placement).as_bytes());
-        self.state_dir().join(format!("history-{}", &id[..16]))
+        self.place_state(placement, "history", "")
     }
 
     /// What this clone read and checked of `placement`'s own objects (its
     /// remote id, the namespace manifest), by version: see `state::seen`.
     pub fn remote_seen_path(&self, placement: &Placement) -> PathBuf {
-        let id = crate::fsutil::sha256_bytes(Layout::remote_url(placement).as_bytes());
-        self.state_dir()
-            .join(format!("remote-seen-{}.json", &id[..16]))
+        self.place_state(placement, "remote-seen", ".json")
     }
 
     /// Cache contents known not to be the multipart objects they were
@@ -649,6 +671,41 @@ pub(crate) mod test_support {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn two_servers_holding_a_bucket_of_one_name_keep_their_own_state_and_old_state_is_taken_over() {
+        let t = test_support::TempRepo::new(None);
+        let at = |endpoint: Option<&str>| Placement {
+            datastore: DatastoreConfig::S3 {
+                bucket: "data".into(),
+                prefix: Some("p".into()),
+                region: None,
+                endpoint: endpoint.map(String::from),
+            },
+            namespace: None,
+        };
+        let (one, two) = (at(Some("http://minio:9000")), at(Some("http://other:9000")));
+        let aws = at(None);
+        assert_ne!(t.layout.sync_base_path(&one), t.layout.sync_base_path(&two));
+        assert_ne!(
+            t.layout.history_cache_dir(&one),
+            t.layout.history_cache_dir(&two)
+        );
+        // Without an endpoint, the name is the URL's, as it always was.
+        let by_url = t.layout.sync_base_path(&aws);
+        // A base named by the URL alone (before endpoints counted) is
+        // taken over by the first placement that asks.
+        std::fs::create_dir_all(by_url.parent().unwrap()).unwrap();
+        std::fs::write(&by_url, "base").unwrap();
+        let now = t.layout.sync_base_path(&one);
+        assert_ne!(now, by_url);
+        assert_eq!(std::fs::read_to_string(&now).unwrap(), "base");
+        assert!(!by_url.exists());
+        assert!(
+            !t.layout.sync_base_path(&two).exists(),
+            "the other starts afresh"
+        );
+    }
 
     #[test]
     fn a_namespace_cannot_take_the_name_of_a_tier_or_internal_directory() {

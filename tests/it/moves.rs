@@ -642,3 +642,21 @@ fn a_teammates_move_from_another_server_is_refused_and_changes_nothing() {
     assert_eq!(to.contents(), at_new);
     assert_eq!(b.config(), config);
 }
+
+/// Two servers can hold a bucket of the same name (two directory stores
+/// here, as a MinIO and an AWS bucket can be): a move from one to the
+/// other keeps this clone's sync state for each, and converges. Before,
+/// both places shared the one state named by their URL, and the move
+/// ended "not converged".
+#[test]
+fn a_move_between_servers_holding_a_bucket_of_the_same_name_converges() {
+    let from = Bucket::new(Backend::Fs);
+    let to = from.beside();
+    assert_eq!(from.name, to.name);
+    let a = pushed(&from);
+    let before = data(from.contents());
+    a.run_ok(&["datastore", "setup", &to.spec(), "-y"]);
+    assert_eq!(data(to.contents()), before);
+    assert!(data(from.contents()).is_empty());
+    assert_no_transfers(&a.json(&["--json", "datastore", "sync", "-y"], 0));
+}
