@@ -201,7 +201,34 @@ pub(crate) fn plan_undo(layout: &Layout, subject: &UndoSubject) -> Result<UndoPl
             })?;
     let mut plan = crate::plan::undo::compose(&subject.journal, &observed);
     plan.moves_back = subject.moves_back.clone();
+    // Which apply the undos and redos before it act on: reversing an undo
+    // redoes it, reversing a redo undoes it again.
+    if let Some((apply, links)) = chain(layout, &subject.journal) {
+        (plan.redoes, plan.again) = match links % 2 {
+            1 => (Some(apply), None),
+            _ => (None, Some(apply)),
+        };
+    }
     Ok(plan)
+}
+
+/// The apply at the root of `journal`'s chain of undos and redos, and how
+/// many links lead there (`None`: it is an apply). A link to a journal not
+/// of this clone (a teammate's) ends the chain there.
+fn chain(layout: &Layout, journal: &Journal) -> Option<(String, usize)> {
+    let mut id = journal.undoes.clone()?;
+    let mut links = 1;
+    // Bounded: journals are files anyone could edit into a cycle.
+    while links < 1_000 {
+        match Journal::load(layout, &id).ok().and_then(|j| j.undoes) {
+            Some(next) => {
+                id = next;
+                links += 1;
+            }
+            None => break,
+        }
+    }
+    Some((id, links))
 }
 
 /// How an undo's flow ended.

@@ -165,6 +165,10 @@ pub struct UndoPlan {
     /// redoes that one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub redoes: Option<String>,
+    /// The apply reversed is a redo (of this apply): this plan undoes that
+    /// one again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub again: Option<String>,
 }
 
 impl UndoPlan {
@@ -191,6 +195,7 @@ pub(crate) fn compose(journal: &Journal, observed: &UndoObserved) -> UndoPlan {
         conflicts: Vec::new(),
         moves_back: None,
         redoes: journal.undoes.clone(),
+        again: None,
     };
     // Restored entries first: what they set aside makes room for what the
     // others restore at the same path.

@@ -978,7 +978,24 @@ fn a_remote_delete_undone_then_redone_then_undone_again(backend: Backend) {
         redo.stdout
     );
     assert!(bucket.contents_under("swamp/alpha/outputs/").is_empty());
-    a.run_ok(&["undo", "-y"]);
+    // An undo of the redo is an undo of the sync again, and says so (not
+    // a "redo" of the undo the redo reversed).
+    let again = a.run(&["undo", "-y"]);
+    again.expect(0);
+    assert!(
+        again
+            .stdout
+            .contains(&format!("Undo of apply {sync} again: reverses its redo")),
+        "{}",
+        again.stdout
+    );
+    assert!(
+        again
+            .stdout
+            .contains(&format!("Undid apply {sync} again: ")),
+        "{}",
+        again.stdout
+    );
     assert_eq!(bucket.contents_under("swamp/alpha/outputs/"), before);
 }
 

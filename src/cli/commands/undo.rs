@@ -383,11 +383,14 @@ fn show_undone(
             ));
         }
         let done = format!("{done}. Recorded as apply {}", report.apply_id);
-        match &plan.redoes {
-            Some(redone) => {
+        match (&plan.redoes, &plan.again) {
+            (Some(redone), _) => {
                 outln!("\nRedid apply {redone}: {done}; `swamp undo` reverses it again.")
             }
-            None => outln!(
+            (None, Some(apply)) => {
+                outln!("\nUndid apply {apply} again: {done}; `swamp redo` puts it back.")
+            }
+            (None, None) => outln!(
                 "\nUndid apply {}: {done}; `swamp redo` puts it back.",
                 subject.id()
             ),

@@ -7,14 +7,20 @@ use super::*;
 pub fn render_undo(plan: &crate::plan::undo::UndoPlan) -> String {
     use crate::plan::undo::UndoAction;
     let mut out = String::new();
-    match &plan.redoes {
-        Some(redone) => writeln!(
+    match (&plan.redoes, &plan.again) {
+        (Some(redone), _) => writeln!(
             out,
             "Redo of apply {redone}: reverses its undo, apply {} ({})",
             plan.undoes,
             escape_controls(&plan.command)
         ),
-        None => writeln!(
+        (None, Some(apply)) => writeln!(
+            out,
+            "Undo of apply {apply} again: reverses its redo, apply {} ({})",
+            plan.undoes,
+            escape_controls(&plan.command)
+        ),
+        (None, None) => writeln!(
             out,
             "Undo of apply {} ({})",
             plan.undoes,
