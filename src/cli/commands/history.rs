@@ -181,6 +181,8 @@ impl<'a> Item<'a> {
             .iter()
             .any(|e| e.op == crate::journal::Op::SetAside);
         match (j.set_aside_bytes(), remote) {
+            // What it made or moved is listed, and undone without a trash.
+            (_, 0) if !local && j.made.is_some() => "undoable".to_string(),
             (_, 0) if !local => "nothing kept".to_string(),
             (_, 0) => format!("{} kept", human_bytes(j.set_aside_bytes())),
             (0, n) => format!("{n} object(s) kept in the bucket"),
