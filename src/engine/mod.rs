@@ -498,6 +498,7 @@ fn plan_learnt(
         Scope::Config => Vec::new(),
         _ => undo::due_prunes_at(layout, config, &plan.target.placement())?,
     };
+    crate::plan::retention::lists_ride_along(&mut prunes, !plan.actions.is_empty());
     let uploads = matches!(scope, Scope::All | Scope::Sync | Scope::Push);
     let now = crate::clock::now_secs();
     // The team's history past `keep_days` rides on a run that writes the

@@ -55,6 +55,19 @@ pub(crate) fn prunes(held: &[Held], policy: Policy, now: u64) -> Vec<Action> {
     out
 }
 
+/// Drops, from the prunes of a plan with nothing else to do (`work`
+/// false), those of applies that hold nothing in the trash, only the list
+/// of what they made (`journal::made`): such a list goes with a plan that
+/// changes something anyway, as the history's prunes do; alone, it would
+/// keep a converged sync from being one.
+pub(crate) fn lists_ride_along(prunes: &mut Vec<Action>, work: bool) {
+    if !work {
+        prunes.retain(
+            |a| !matches!(a, Action::PruneTrash(p) if p.files == 0 && p.remote_objects == 0),
+        );
+    }
+}
+
 /// The team's history records older than `keep_days` at `now` (seconds
 /// since the epoch), as their apply ids date them: one action, or none.
 /// A key whose id tells no time is never pruned.

@@ -238,3 +238,42 @@ on_every_backend!(
     an_undone_pull_sets_its_downloads_aside_and_leaves_them_to_pull_again,
     undoing_a_datastore_setup_puts_files_objects_and_config_back,
 );
+
+/// The list of what a push made (beside its journal, nothing in the
+/// trash) goes past `[undo] keep_days` with a sync that changes something
+/// anyway, never on its own: a converged sync stays converged.
+#[test]
+fn a_pushs_list_of_what_it_made_expires_with_a_sync_that_changes_something() {
+    let bucket = Bucket::new(Backend::Fs);
+    let a = Repo::init(&bucket, Some("alpha"));
+    let at = |now: &str, args: &[&str]| a.run_with(args, &[("SWAMP_NOW", now)]);
+    a.write_cache("alpha/outputs/one.txt", "one\n");
+    at("2026-12-01T00:00:00Z", &["push", "-y"]).expect(0);
+    let lists = || -> Vec<std::path::PathBuf> {
+        std::fs::read_dir(a.root.join(".swamp/state/trash"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "made"))
+            .collect()
+    };
+    assert_eq!(lists().len(), 1);
+    let later = "2026-12-09T00:00:00Z";
+    at(later, &["plan", "--detailed-exitcode"]).expect(0);
+    assert_eq!(lists().len(), 1, "planning removes nothing");
+
+    a.write_cache("alpha/outputs/two.txt", "two\n");
+    let sync = at(later, &["--json", "push", "-y"]);
+    sync.expect(0);
+    let doc = sync.json();
+    let pruned: Vec<&serde_json::Value> = doc["plan"]["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|x| x["kind"] == "prune-trash")
+        .collect();
+    assert_eq!(pruned.len(), 1, "{}", sync.stdout);
+    assert_eq!(lists().len(), 1, "only the new push's list is left");
+    let id = pruned[0]["id"].as_str().unwrap();
+    let undo = a.json(&["--json", "undo", id], 1);
+    assert!(undo.to_string().contains("pruned"), "{undo}");
+}
