@@ -251,10 +251,7 @@ impl Journal {
         summary: String,
         entries: Vec<Entry>,
     ) -> Journal {
-        let seq = Journal::all(layout)
-            .map(|all| all.iter().map(|j| j.seq).max().unwrap_or(0))
-            .unwrap_or(0)
-            + 1;
+        let seq = Journal::max_seq(layout) + 1;
         Journal {
             id: new_id(),
             seq,
@@ -332,6 +329,31 @@ impl Journal {
                 _ => last = Some(Arc::clone(&e.placement)),
             }
         }
+    }
+
+    /// The highest sequence number among this repository's journals (0:
+    /// none), each read for its number alone: a move's journal of a
+    /// million entries is parsed past, never held, on every later apply.
+    fn max_seq(layout: &Layout) -> u64 {
+        #[derive(Deserialize)]
+        struct Seq {
+            seq: u64,
+        }
+        let Ok(dir) = std::fs::read_dir(layout.trash_dir()) else {
+            return 0;
+        };
+        dir.filter_map(Result::ok)
+            .filter(|e| {
+                let name = e.file_name().to_string_lossy().into_owned();
+                name.strip_suffix(".json").is_some_and(is_id)
+            })
+            .filter_map(|e| {
+                let file = std::fs::File::open(e.path()).ok()?;
+                serde_json::from_reader::<_, Seq>(io::BufReader::new(file)).ok()
+            })
+            .map(|s| s.seq)
+            .max()
+            .unwrap_or(0)
     }
 
     /// Every journal of this repository, oldest first.
@@ -546,6 +568,25 @@ mod tests {
             made: None,
             entries: Vec::new(),
         }
+    }
+
+    #[test]
+    fn each_new_journal_is_numbered_after_every_other_one_read_for_its_number_alone() {
+        let t = crate::layout::test_support::TempRepo::new(None);
+        let first = Journal::begin(&t.layout, "swamp a", String::new(), Vec::new());
+        assert_eq!(first.seq, 1);
+        first.save(&t.layout).unwrap();
+        // Not a journal's name, and a journal unreadable: skipped (a
+        // stray file made every later apply number 1 before).
+        let trash = t.layout.trash_dir();
+        std::fs::write(trash.join("not a journal.json"), "{\"seq\": 99}").unwrap();
+        std::fs::write(trash.join("20261201T000000Z-000bad.json"), "{").unwrap();
+        let mut second = Journal::begin(&t.layout, "swamp b", String::new(), Vec::new());
+        assert_eq!(second.seq, 2);
+        second.seq = 7;
+        second.save(&t.layout).unwrap();
+        let third = Journal::begin(&t.layout, "swamp c", String::new(), Vec::new());
+        assert_eq!(third.seq, 8);
     }
 
     #[test]
