@@ -107,9 +107,7 @@ fn summary(plan: &Plan, entries: &[journal::Entry], made: &MadeCounts) -> String
             parts.push(format!("{n} {what}"));
         }
     }
-    if parts.is_empty() {
-        return format!("{scope}: nothing kept");
-    }
+    // Never empty: a journal is written only when the plan changes something.
     format!("{scope}: {}", parts.join(", "))
 }
 

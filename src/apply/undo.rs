@@ -367,21 +367,16 @@ fn restore(layout: &Layout, action: &Restore, cache: &mut HashCache) -> Result<(
         sha256,
         ..
     } = action;
-    let dst = layout.file_path(placement, path);
-    let root = layout.link_check_root(placement, &dst);
-    if let Ok(Some(link)) = fsutil::symlink_below(&root, &dst) {
-        return Err(format!(
-            "{} is a symlink; nothing is restored through it",
-            link.display()
-        ));
-    }
     let src = layout.set_aside_path(placement, path, from);
-    let Some(sha256) = crate::digest::Sha256::parse(sha256) else {
-        return Err(format!(
-            "the journal's sha256 for {path} is not a sha256 ({sha256})"
-        ));
-    };
-    moves::move_file(&src, &dst, &sha256, cache).map_err(|e| e.to_string())
+    move_to(
+        layout,
+        &src,
+        placement,
+        path,
+        sha256,
+        cache,
+        Arrival::Restored,
+    )
 }
 
 /// Moves a file the apply moved back where it came from, never through a
@@ -395,14 +390,46 @@ fn move_back(layout: &Layout, action: &MoveBack, cache: &mut HashCache) -> Resul
         ..
     } = action;
     let src = layout.file_path(placement, path);
-    let dst = layout.file_path(to, path);
-    if let Ok(Some(link)) = fsutil::symlink_below(&layout.link_check_root(to, &dst), &dst) {
+    move_to(layout, &src, to, path, sha256, cache, Arrival::MovedBack)?;
+    if let Some(dir) = src.parent() {
+        fsutil::remove_empty_dirs(dir, &layout.tier_dir(placement, path.tier()));
+    }
+    Ok(())
+}
+
+/// How an undo step puts a file at its place.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Arrival {
+    /// From the trash (an identical file there already, from an
+    /// interrupted undo, is taken as done).
+    Restored,
+    /// From where the apply moved it (never over anything there).
+    MovedBack,
+}
+
+/// Moves `src` to `path` of `placement` if it still hashes to `sha256`,
+/// never through a symlink.
+fn move_to(
+    layout: &Layout,
+    src: &std::path::Path,
+    placement: &crate::config::Placement,
+    path: &TierPath,
+    sha256: &str,
+    cache: &mut HashCache,
+    how: Arrival,
+) -> Result<(), String> {
+    let dst = layout.file_path(placement, path);
+    let verb = match how {
+        Arrival::Restored => "restored",
+        Arrival::MovedBack => "moved",
+    };
+    if let Ok(Some(link)) = fsutil::symlink_below(&layout.link_check_root(placement, &dst), &dst) {
         return Err(format!(
-            "{} is a symlink; nothing is moved through it",
+            "{} is a symlink; nothing is {verb} through it",
             link.display()
         ));
     }
-    if std::fs::symlink_metadata(&dst).is_ok() {
+    if how == Arrival::MovedBack && std::fs::symlink_metadata(&dst).is_ok() {
         return Err(format!(
             "{} exists since the plan; nothing was moved over it, plan again",
             dst.display()
@@ -413,36 +440,30 @@ fn move_back(layout: &Layout, action: &MoveBack, cache: &mut HashCache) -> Resul
             "the journal's sha256 for {path} is not a sha256 ({sha256})"
         ));
     };
-    moves::move_file(&src, &dst, &sha256, cache).map_err(|e| e.to_string())?;
-    if let Some(dir) = src.parent() {
-        fsutil::remove_empty_dirs(dir, &layout.tier_dir(placement, path.tier()));
-    }
-    Ok(())
+    moves::move_file(src, &dst, &sha256, cache).map_err(|e| e.to_string())
 }
 
 /// What the undo set aside because the apply made it (downloaded or
 /// uploaded it) leaves this clone's sync base too: the clone is as before
 /// the apply, with a download or an upload pending, never a delete.
 fn forget_made(layout: &Layout, plan: &UndoPlan) -> Result<(), crate::state::base::BaseError> {
-    let mut by_place: std::collections::BTreeMap<
-        String,
-        (&crate::config::Placement, Vec<&TierPath>),
-    > = std::collections::BTreeMap::new();
+    // By base file: two places of one URL (on two servers) have two.
+    let mut by_base: std::collections::BTreeMap<_, (&crate::config::Placement, Vec<&TierPath>)> =
+        std::collections::BTreeMap::new();
     for a in &plan.actions {
         let (placement, path) = match a {
             UndoAction::SetAside(s) if s.made => (&*s.placement, &s.path),
             UndoAction::SetAsideRemote(s) if s.made => (&*s.placement, &s.path),
             _ => continue,
         };
-        by_place
-            .entry(Layout::remote_url(placement))
+        by_base
+            .entry(layout.sync_base_path(placement))
             .or_insert_with(|| (placement, Vec::new()))
             .1
             .push(path);
     }
-    for (url, (placement, paths)) in by_place {
-        let at = layout.sync_base_path(placement);
-        let mut base = crate::state::SyncBase::load(&at, &url)?;
+    for (at, (placement, paths)) in by_base {
+        let mut base = crate::state::SyncBase::load(&at, &Layout::remote_url(placement))?;
         for p in paths {
             base.forget(p);
         }

@@ -214,13 +214,14 @@ pub(crate) fn plan_undo(layout: &Layout, subject: &UndoSubject) -> Result<UndoPl
 
 /// The apply at the root of `journal`'s chain of undos and redos, and how
 /// many links lead there (`None`: it is an apply). A link to a journal not
-/// of this clone (a teammate's) ends the chain there.
+/// of this clone (a teammate's) ends the chain there. Each journal is read
+/// for what it undoes alone.
 fn chain(layout: &Layout, journal: &Journal) -> Option<(String, usize)> {
     let mut id = journal.undoes.clone()?;
     let mut links = 1;
     // Bounded: journals are files anyone could edit into a cycle.
     while links < 1_000 {
-        match Journal::load(layout, &id).ok().and_then(|j| j.undoes) {
+        match Journal::head(layout, &id).and_then(|h| h.undoes) {
             Some(next) => {
                 id = next;
                 links += 1;

@@ -62,6 +62,24 @@ pub(crate) enum MadeOp {
     Moved,
 }
 
+impl MadeOp {
+    /// A journal entry's op for it.
+    fn op(self) -> Op {
+        match self {
+            MadeOp::Created => Op::Created,
+            MadeOp::RemoteCreated => Op::RemoteCreated,
+            MadeOp::Moved => Op::Moved,
+        }
+    }
+
+    /// It for a journal entry's op, when the op is one a `.made` file holds.
+    fn of(op: Op) -> Option<MadeOp> {
+        [MadeOp::Created, MadeOp::RemoteCreated, MadeOp::Moved]
+            .into_iter()
+            .find(|m| m.op() == op)
+    }
+}
+
 /// Writes `made` to `path` atomically, one line each, and returns how
 /// many there were.
 pub(crate) fn write(path: &Path, made: impl Iterator<Item = Made>) -> Result<u64, UndoError> {
@@ -110,11 +128,7 @@ pub(crate) fn read(layout: &Layout, id: &str, head: &MadeHead) -> Result<Vec<Ent
             _ => None,
         };
         out.push(Entry {
-            op: match m.op {
-                MadeOp::Created => Op::Created,
-                MadeOp::RemoteCreated => Op::RemoteCreated,
-                MadeOp::Moved => Op::Moved,
-            },
+            op: m.op.op(),
             placement: at,
             path: m.path,
             sha256: m.sha256,
@@ -144,12 +158,7 @@ pub(crate) fn write_entries(
     let lines: Vec<Made> = entries
         .into_iter()
         .filter_map(|e| {
-            let op = match e.op {
-                Op::Created => MadeOp::Created,
-                Op::RemoteCreated => MadeOp::RemoteCreated,
-                Op::Moved => MadeOp::Moved,
-                _ => return None,
-            };
+            let op = MadeOp::of(e.op)?;
             Some(Made {
                 op,
                 at: index(&e.placement),

@@ -141,6 +141,14 @@ pub(crate) struct Journal {
     pub entries: Vec<Entry>,
 }
 
+/// What [`Journal::head`] reads of a journal.
+#[derive(Debug, Deserialize)]
+pub(crate) struct JournalHead {
+    pub seq: u64,
+    #[serde(default)]
+    pub undoes: Option<String>,
+}
+
 /// The two places of a move, as a journal records it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MovedPlaces {
@@ -335,25 +343,28 @@ impl Journal {
     /// none), each read for its number alone: a move's journal of a
     /// million entries is parsed past, never held, on every later apply.
     fn max_seq(layout: &Layout) -> u64 {
-        #[derive(Deserialize)]
-        struct Seq {
-            seq: u64,
-        }
         let Ok(dir) = std::fs::read_dir(layout.trash_dir()) else {
             return 0;
         };
         dir.filter_map(Result::ok)
-            .filter(|e| {
-                let name = e.file_name().to_string_lossy().into_owned();
-                name.strip_suffix(".json").is_some_and(is_id)
-            })
             .filter_map(|e| {
-                let file = std::fs::File::open(e.path()).ok()?;
-                serde_json::from_reader::<_, Seq>(io::BufReader::new(file)).ok()
+                let name = e.file_name().to_string_lossy().into_owned();
+                Journal::head(layout, name.strip_suffix(".json")?)
             })
-            .map(|s| s.seq)
+            .map(|h| h.seq)
             .max()
             .unwrap_or(0)
+    }
+
+    /// Journal `id`'s number and what it undoes, read for those alone (its
+    /// entries parsed past, never held); `None` when it is not there or
+    /// not readable.
+    pub(crate) fn head(layout: &Layout, id: &str) -> Option<JournalHead> {
+        if !is_id(id) {
+            return None;
+        }
+        let file = std::fs::File::open(layout.journal_path(id)).ok()?;
+        serde_json::from_reader(io::BufReader::new(file)).ok()
     }
 
     /// Every journal of this repository, oldest first.

@@ -239,16 +239,11 @@ pub(super) fn skipped_local_notes(
         return;
     };
     let count = |kind| skipped.iter().filter(|o| o.kind == kind).count();
-    let kinds: Vec<String> = [
-        (ObstacleKind::Symlink, "symlink(s)"),
-        (ObstacleKind::SpecialFile, "special file(s)"),
-        (ObstacleKind::BadName, "name(s) no key can hold"),
-    ]
-    .into_iter()
-    .map(|(kind, noun)| (count(kind), noun))
-    .filter(|(n, _)| *n > 0)
-    .map(|(n, noun)| format!("{n} {noun}"))
-    .collect();
+    let kinds = super::counted(&[
+        (count(ObstacleKind::Symlink), "symlink(s)"),
+        (count(ObstacleKind::SpecialFile), "special file(s)"),
+        (count(ObstacleKind::BadName), "name(s) no key can hold"),
+    ]);
     head(
         out,
         "skipped",
@@ -256,7 +251,7 @@ pub(super) fn skipped_local_notes(
         &format!(
             "{} path(s) in the cache ({}), e.g. {} ({}): never synced, never deleted; --detail lists each",
             skipped.len(),
-            kinds.join(", "),
+            kinds,
             first.path,
             what(first)
         ),
