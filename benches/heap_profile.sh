@@ -76,7 +76,10 @@ folded, step, n, top = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[
 held = collections.Counter()
 for line in open(folded):
     stack, _, size = line.rstrip().rpartition(" ")
-    ours = [re.sub(r"::h[0-9a-f]{16}( \(.*\))?$", "", f) for f in stack.split(";") if f.startswith("swamp::")]
+    # Methods of swamp's types implementing a trait (`<swamp::X as Y>::f`)
+    # are swamp's too.
+    ours = [re.sub(r"::h[0-9a-f]{16}( \(.*\))?$", "", f) for f in stack.split(";")
+            if f.startswith("swamp::") or f.startswith("<swamp::")]
     held[" <- ".join(ours[-2:][::-1]) if ours else "(outside swamp)"] += int(size)
 total = sum(held.values())
 print(f"\n{step}: peak heap {total / 1e6:.1f} MB, {total / n:.0f} bytes a file")

@@ -107,8 +107,9 @@ async fn server_side(
         crc32c: None,
         content_encoded: false,
     };
-    // A copy in parts (S3 above 5 GiB) is recorded, as an upload is, so
-    // that a rerun copies only the parts the server lacks.
+    // A copy in parts (S3 above 5 GiB) or in calls (a GCS rewrite between
+    // locations) is recorded, as an upload is, so that a rerun copies only
+    // what the server lacks.
     let journal = resume
         .as_ref()
         .map(|d| crate::store::resume::UploadJournal::new(&d.uploads, action.path.as_str()));

@@ -18,7 +18,8 @@ use crate::store::resume::{PARTIAL_MIN, partial_name};
 pub enum Transfer {
     Upload,
     Download,
-    /// A server-side copy in parts (S3 `UploadPartCopy`).
+    /// A server-side copy in parts (S3 `UploadPartCopy`) or in calls (a
+    /// GCS rewrite, from its token).
     Copy,
 }
 
@@ -240,6 +241,8 @@ mod tests {
                 .collect(),
             session: None,
             source: None,
+            token: None,
+            rewritten: 0,
         }
     }
 

@@ -7,7 +7,9 @@
 //!   part is acknowledged. The next upload of the same file, unchanged,
 //!   lists the parts the server holds, sends only the rest and completes
 //!   under its own precondition. A record whose file changed, or older
-//!   than [`STALE_UPLOAD_SECS`], is aborted by a planned action.
+//!   than [`STALE_UPLOAD_SECS`], is aborted by a planned action. A
+//!   server-side copy in parts (S3) is recorded so too, with its source;
+//!   a GCS rewrite with the token of its last call.
 //! - **Downloads** (S3 and GCS) of an object of at least [`PARTIAL_MIN`]
 //!   bytes land in a kept partial file named for the object's key and
 //!   version ([`partial_name`]), outside the cache's tree; the next run
@@ -63,6 +65,13 @@ pub struct UploadRecord {
     /// that very version.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<String>,
+    /// A GCS rewrite (`source` then `bucket/key@generation`): the token
+    /// its last answer gave, to continue from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<String>,
+    /// A GCS rewrite: the bytes its last answer said were copied.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub rewritten: u64,
     pub size: u64,
     /// Hex sha256 of the file being uploaded.
     pub sha256: String,
@@ -74,8 +83,11 @@ pub struct UploadRecord {
 }
 
 impl UploadRecord {
-    /// Bytes of the parts acknowledged so far.
+    /// Bytes of the parts acknowledged so far (of a rewrite: copied).
     pub fn done_bytes(&self) -> u64 {
+        if self.token.is_some() {
+            return self.rewritten.min(self.size);
+        }
         self.parts
             .iter()
             .map(|p| {
@@ -89,6 +101,10 @@ impl UploadRecord {
     pub fn is_stale(&self, now: u64) -> bool {
         now.saturating_sub(self.started) > STALE_UPLOAD_SECS
     }
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// The record file of the upload of `path` (a tier path) in `dir`.
@@ -732,6 +748,8 @@ mod tests {
                 .collect(),
             session: None,
             source: None,
+            token: None,
+            rewritten: 0,
         }
     }
 

@@ -285,6 +285,136 @@ fn a_move_killed_during_a_copy_in_parts_copies_only_the_parts_it_lacks() {
     assert!(repo.config().contains(&to.name), "{}", repo.config());
 }
 
+/// A GCS rewrite between locations takes a call per so many bytes, each
+/// answering a token to continue from (emulated in the proxy: see
+/// `support::gcs_rewrites`). Killed after two of four calls, the move's
+/// rerun sends the last token it recorded and only the calls left.
+#[test]
+fn a_gcs_move_killed_mid_rewrite_continues_from_its_recorded_token() {
+    const SIZE: usize = 3 << 20;
+    const CALLS: usize = 4;
+    let (from, proxy) = Bucket::behind_proxy(Backend::Gcs);
+    let to = from.beside();
+    let repo = Repo::init(&from, Some("team"));
+    // The killed run's lock expires at once.
+    repo.append_config("\n[lock]\nttl_secs = 1\n");
+    let body = noise(SIZE, 13);
+    std::fs::create_dir_all(repo.cache().join("team/outputs")).unwrap();
+    std::fs::write(repo.cache().join("team/outputs/big.bin"), &body).unwrap();
+    repo.run_ok(&["datastore", "sync", "--push", "-y"]);
+    let key = "swamp/team/outputs/big.bin";
+    proxy.rewrite_in_calls(CALLS);
+    let setup = ["datastore", "setup", &to.spec(), "-y"];
+    killed(&repo, &setup, "rewrite-token-recorded=1*off->return");
+    let recorded = records(&repo);
+    assert_eq!(recorded.len(), 1, "the rewrite is recorded: {recorded:?}");
+    assert_eq!(recorded[0]["key"], key);
+    let source = recorded[0]["source"].as_str().unwrap();
+    assert!(
+        source.starts_with(&format!("{}/{key}@", from.name)),
+        "{source}"
+    );
+    assert_eq!(recorded[0]["rewritten"], SIZE / 2, "{recorded:?}");
+    let token = recorded[0]["token"].as_str().unwrap().to_string();
+    assert!(to.get(key).is_none(), "no object before the last call");
+    assert!(!repo.config().contains(&to.name), "{}", repo.config());
+
+    // The plan says what is left, from the record alone.
+    let plan = repo.json(
+        &["--json", "datastore", "setup", &to.spec(), "--dry-run"],
+        0,
+    );
+    let resumes = &plan["plan"]["resumes"];
+    assert_eq!(resumes[0]["path"], "outputs/big.bin", "{plan:#}");
+    assert_eq!(resumes[0]["transfer"], "copy", "{plan:#}");
+    assert_eq!(resumes[0]["done"], SIZE / 2, "{plan:#}");
+
+    let before = proxy.seen().len();
+    repo.run_ok(&setup);
+    let run: Vec<_> = proxy.seen().split_off(before);
+    let rewrites: Vec<&str> = run
+        .iter()
+        .filter(|s| s.method == "POST" && s.target.contains("/rewriteTo/"))
+        .map(|s| s.target.as_str())
+        .collect();
+    assert_eq!(
+        rewrites.len(),
+        CALLS - 2,
+        "only the calls its token had left: {rewrites:#?}"
+    );
+    assert!(
+        rewrites[0].contains(&format!("rewriteToken={token}")),
+        "the first continues the recorded token: {rewrites:#?}"
+    );
+    assert!(
+        rewrites.iter().all(|t| t.contains("rewriteToken=")),
+        "none starts over: {rewrites:#?}"
+    );
+    assert!(
+        to.get(key).unwrap() == body,
+        "the copy is the object byte for byte"
+    );
+    assert!(records(&repo).is_empty(), "the record goes once it is done");
+    assert!(repo.config().contains(&to.name), "{}", repo.config());
+}
+
+/// A recorded token the server no longer knows (expired) starts the
+/// rewrite over from byte 0; the move still finishes.
+#[test]
+fn a_gcs_rewrite_whose_token_expired_starts_over_and_finishes() {
+    const CALLS: usize = 3;
+    let (from, proxy) = Bucket::behind_proxy(Backend::Gcs);
+    let to = from.beside();
+    let repo = Repo::init(&from, Some("team"));
+    repo.append_config("\n[lock]\nttl_secs = 1\n");
+    let body = noise(1 << 20, 17);
+    std::fs::create_dir_all(repo.cache().join("team/outputs")).unwrap();
+    std::fs::write(repo.cache().join("team/outputs/big.bin"), &body).unwrap();
+    repo.run_ok(&["datastore", "sync", "--push", "-y"]);
+    let key = "swamp/team/outputs/big.bin";
+    proxy.rewrite_in_calls(CALLS);
+    let setup = ["datastore", "setup", &to.spec(), "-y"];
+    killed(&repo, &setup, "rewrite-token-recorded=return");
+    assert_eq!(records(&repo).len(), 1);
+    // A token the server does not know, as once it expired.
+    let mut record = records(&repo).remove(0);
+    record["token"] = "rw-expired".into();
+    let dir = std::fs::read_dir(repo.root.join(".swamp/state"))
+        .unwrap()
+        .flatten()
+        .find(|d| d.file_name().to_string_lossy().starts_with("uploads-"))
+        .unwrap()
+        .path();
+    let file = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .next()
+        .unwrap()
+        .path();
+    std::fs::write(&file, serde_json::to_vec(&record).unwrap()).unwrap();
+
+    let before = proxy.seen().len();
+    repo.run_ok(&setup);
+    let run: Vec<_> = proxy.seen().split_off(before);
+    let rewrites: Vec<&str> = run
+        .iter()
+        .filter(|s| s.method == "POST" && s.target.contains("/rewriteTo/"))
+        .map(|s| s.target.as_str())
+        .collect();
+    assert_eq!(rewrites.len(), 1 + CALLS, "{rewrites:#?}");
+    assert!(
+        rewrites[0].contains("rewriteToken=rw-expired"),
+        "{rewrites:#?}"
+    );
+    assert!(
+        !rewrites[1].contains("rewriteToken="),
+        "over from byte 0: {rewrites:#?}"
+    );
+    assert!(to.get(key).unwrap() == body);
+    assert!(records(&repo).is_empty());
+    assert!(repo.config().contains(&to.name), "{}", repo.config());
+}
+
 #[test]
 fn a_file_changed_after_the_kill_aborts_the_old_upload_and_starts_over() {
     let (bucket, proxy, repo, mut body) = push_killed_after_three_parts();

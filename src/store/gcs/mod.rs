@@ -878,20 +878,21 @@ impl Store for GcsStore {
         self.copy_sent(from, to, pre).await
     }
 
-    /// One rewrite, called again with its token until done (not
-    /// journaled: within a location the first call copies it all).
+    /// One rewrite, called again with its token until done, each token
+    /// recorded in `journal` (within a location the first call copies it
+    /// all, and nothing is recorded).
     async fn copy_from_bucket(
         &self,
         bucket: &str,
         from: &ObjectMeta,
         to: &str,
         pre: &Precondition,
-        _journal: Option<&crate::store::resume::UploadJournal>,
+        journal: Option<&crate::store::resume::UploadJournal>,
     ) -> Result<ObjectMeta, StoreError> {
         check_key(&from.key)?;
         check_key(to)?;
         self.precheck(to, pre, self.enforced().copy).await?;
-        self.rewrite_from(bucket, from, to, pre).await
+        self.rewrite_from(bucket, from, to, pre, journal).await
     }
 
     fn probes_enforcement(&self) -> bool {

@@ -140,6 +140,8 @@ impl GcsStore {
             upload_id: session_id(&uri),
             session: Some(uri),
             source: None,
+            token: None,
+            rewritten: 0,
             size,
             sha256: sha256.to_string(),
             part_size: parts::part_size(size),

@@ -8,6 +8,9 @@
 //! them from this module's middleware on the client's HTTP stack (as
 //! `gcs_stored` adds `Accept-Encoding`): create-only at the destination,
 //! that very source generation, on every call of the loop.
+//!
+//! Each token is recorded (see [`crate::store::resume`]) as an S3 copy in
+//! parts is, so a rewrite cut off continues from its last token.
 
 use std::future::Future;
 
@@ -16,6 +19,7 @@ use http::Extensions;
 use reqwest_middleware::{Middleware, Next};
 
 use super::{GcsStore, Scope};
+use crate::store::resume::{UploadJournal, UploadRecord};
 use crate::store::retry::with_retry;
 use crate::store::{ObjectMeta, Precondition, StoreError};
 
@@ -67,12 +71,19 @@ impl GcsStore {
     /// listed generation; calls again with the returned token until the
     /// server says it is done. No metadata is given, so the copy keeps
     /// the source's (its sha256 included).
+    ///
+    /// Given a `journal`, each token is recorded as it comes (a rewrite
+    /// between locations or storage classes takes a call per so many
+    /// bytes, and a large one many), and a rewrite recorded of this very
+    /// source generation to this key continues from its token, not from
+    /// byte 0. A recorded token the server refuses starts the rewrite over.
     pub(super) async fn rewrite_from(
         &self,
         bucket: &str,
         from: &ObjectMeta,
         to: &str,
         pre: &Precondition,
+        journal: Option<&UploadJournal>,
     ) -> Result<ObjectMeta, StoreError> {
         let source_generation = from.version.parse::<i64>().ok();
         let conditions = Conditions {
@@ -80,16 +91,21 @@ impl GcsStore {
             if_source_generation_match: source_generation,
         };
         let client = self.client().await?;
+        let source = format!("{bucket}/{}@{}", from.key, from.version);
+        let mut record = journal
+            .and_then(UploadJournal::read)
+            .filter(|r| continues(r, &source, to, from));
         let mut req = RewriteObjectRequest {
             source_bucket: bucket.to_string(),
             source_object: from.key.clone(),
             destination_bucket: self.bucket.clone(),
             destination_object: to.to_string(),
             source_generation,
+            rewrite_token: record.as_ref().and_then(|r| r.token.clone()),
             ..RewriteObjectRequest::default()
         };
         loop {
-            let done = with_retry(&self.options.retry, |_| async {
+            let sent = with_retry(&self.options.retry, |_| async {
                 conditioned(conditions, client.rewrite_object(&req))
                     .await
                     .map_err(|e| match self.map_err(e, Scope::Object(&from.key)) {
@@ -100,8 +116,25 @@ impl GcsStore {
                         e => e,
                     })
             })
-            .await?;
+            .await;
+            let done = match sent {
+                // A token of an earlier run the server no longer takes
+                // (expired, or made under other conditions): from byte 0.
+                Err(e) if record.is_some() && !settles(&e) => {
+                    tracing::debug!(key = to, error = %e, "a recorded rewrite is refused; starting over");
+                    record = None;
+                    req.rewrite_token = None;
+                    if let Some(j) = journal {
+                        j.clear()?;
+                    }
+                    continue;
+                }
+                sent => sent?,
+            };
             if done.done {
+                if let Some(j) = journal {
+                    j.clear()?;
+                }
                 return done
                     .resource
                     .as_ref()
@@ -112,17 +145,82 @@ impl GcsStore {
                         message: "a finished rewrite returned no object".into(),
                     });
             }
-            match done.rewrite_token {
-                Some(token) => req.rewrite_token = Some(token),
-                None => {
-                    return Err(StoreError::Server {
-                        target: crate::store::Store::describe(self),
-                        key: Some(to.to_string()),
-                        message: "an unfinished rewrite returned no token to continue from".into(),
-                    });
+            let Some(token) = done.rewrite_token else {
+                return Err(StoreError::Server {
+                    target: crate::store::Store::describe(self),
+                    key: Some(to.to_string()),
+                    message: "an unfinished rewrite returned no token to continue from".into(),
+                });
+            };
+            req.rewrite_token = Some(token.clone());
+            if let Some(j) = journal {
+                let rewritten = u64::try_from(done.total_bytes_rewritten).unwrap_or(0);
+                let r = record.get_or_insert_with(|| started(j, &source, to, from, &token));
+                r.token = Some(token);
+                r.rewritten = rewritten;
+                j.save(r)?;
+                #[cfg(feature = "failpoints")]
+                if fail::eval("rewrite-token-recorded", |_| ()).is_some() {
+                    let _ = rustix::process::kill_process(
+                        rustix::process::getpid(),
+                        rustix::process::Signal::KILL,
+                    );
                 }
             }
         }
+    }
+}
+
+/// Whether `record` is of a rewrite of `source` (`bucket/key@generation`)
+/// to `to`, of `from`'s size and sha256, with a token to continue from.
+fn continues(record: &UploadRecord, source: &str, to: &str, from: &ObjectMeta) -> bool {
+    record.token.is_some()
+        && record.source.as_deref() == Some(source)
+        && record.key == to
+        && record.size == from.size
+        && from
+            .sha256
+            .as_deref()
+            .is_some_and(|s| s.eq_ignore_ascii_case(&record.sha256))
+}
+
+/// An answer to a rewrite that stands whatever token it carried: the
+/// destination taken (412), the source gone (404), access refused.
+fn settles(e: &StoreError) -> bool {
+    matches!(
+        e,
+        StoreError::PreconditionFailed { .. }
+            | StoreError::NotFound { .. }
+            | StoreError::Denied { .. }
+            | StoreError::NoSuchBucket { .. }
+    )
+}
+
+/// The record of a rewrite of `from` (`source`) to `to` just given its
+/// first token: named in plans by a hash of that token.
+fn started(
+    journal: &UploadJournal,
+    source: &str,
+    to: &str,
+    from: &ObjectMeta,
+    token: &str,
+) -> UploadRecord {
+    UploadRecord {
+        path: journal.path().to_string(),
+        key: to.to_string(),
+        upload_id: format!(
+            "gcs-rewrite-{}",
+            &crate::fsutil::sha256_bytes(token.as_bytes())[..16]
+        ),
+        session: None,
+        source: Some(source.to_string()),
+        token: None,
+        rewritten: 0,
+        size: from.size,
+        sha256: from.sha256.clone().unwrap_or_default(),
+        part_size: 0,
+        started: crate::clock::now_secs(),
+        parts: Vec::new(),
     }
 }
 

@@ -217,6 +217,8 @@ impl S3Store {
             upload_id,
             session: None,
             source: Some(source_of(from, src)),
+            token: None,
+            rewritten: 0,
             size: src.size,
             sha256: src.sha256.clone().unwrap_or_default(),
             part_size: copy_part_size(src.size),

@@ -252,6 +252,8 @@ impl S3Store {
                     parts: Vec::new(),
                     session: None,
                     source: None,
+                    token: None,
+                    rewritten: 0,
                 };
                 (self.record_started(journal, record).await?, Listed::new())
             }

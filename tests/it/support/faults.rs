@@ -17,6 +17,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use super::gcs_rewrites::{Rewrites, Step};
 use super::gcs_sessions::Handled;
 
 /// What the client gets instead of the server's answer.
@@ -170,6 +171,8 @@ struct State {
     /// GCS resumable-upload sessions, emulated here (fake-gcs-server's
     /// are not faithful: see `gcs_sessions`).
     sessions: super::gcs_sessions::Sessions,
+    /// GCS rewrites in several calls, emulated here (see `gcs_rewrites`).
+    rewrites: super::gcs_rewrites::Rewrites,
     /// `http://127.0.0.1:PORT`: where the sessions' URIs point.
     endpoint: String,
 }
@@ -192,6 +195,7 @@ impl FaultProxy {
             down: AtomicBool::new(false),
             seen: Mutex::new(Vec::new()),
             sessions: Default::default(),
+            rewrites: Default::default(),
             endpoint: endpoint.clone(),
         });
         let shared = Arc::clone(&state);
@@ -247,6 +251,12 @@ impl FaultProxy {
     /// Forgets the GCS upload sessions it emulates (they expired).
     pub fn expire_sessions(&self) {
         self.state.sessions.expire();
+    }
+
+    /// From now on each GCS rewrite takes `calls` calls, each but the
+    /// last answered with a token to continue from (as between locations).
+    pub fn rewrite_in_calls(&self, calls: usize) {
+        self.state.rewrites.set_calls(calls);
     }
 
     /// Requests with `method` whose target contains `target`.
@@ -352,6 +362,29 @@ fn serve(state: &State, client: TcpStream) {
             req.head
                 .retain(|(name, _)| !name.eq_ignore_ascii_case("range"));
         }
+        match state.rewrites.handle(&req.method, &req.target) {
+            None => {}
+            Some(Step::Finish(target)) => req.target = target,
+            Some(step) => {
+                let bytes = match step {
+                    Step::Progress {
+                        token,
+                        call,
+                        calls,
+                        source,
+                    } => Rewrites::progress(&token, call, calls, object_size(state, &req, &source)),
+                    Step::Answer(bytes) => bytes,
+                    Step::Finish(_) => unreachable!("handled above"),
+                };
+                if fault == Some(Fault::LostAck) {
+                    return reset(client);
+                }
+                if client.write_all(&bytes).is_err() {
+                    return;
+                }
+                continue;
+            }
+        }
         let mut finalizing = None;
         match state.sessions.handle(
             &req.method,
@@ -448,6 +481,28 @@ fn serve(state: &State, client: TcpStream) {
             return;
         }
     }
+}
+
+/// The size fake-gcs-server gives the object at `path` (its metadata),
+/// asked with `req`'s credentials; 0 if it does not answer.
+fn object_size(state: &State, req: &Request, path: &str) -> u64 {
+    let head = req
+        .head
+        .iter()
+        .filter(|(k, _)| k.eq_ignore_ascii_case("host") || k.eq_ignore_ascii_case("authorization"))
+        .cloned()
+        .collect();
+    let ask = Request {
+        method: "GET".into(),
+        target: path.to_string(),
+        head,
+        body: Vec::new(),
+    };
+    forward(&state.upstream, &ask)
+        .ok()
+        .and_then(|a| serde_json::from_slice::<serde_json::Value>(&a.body).ok())
+        .and_then(|v| v["size"].as_str()?.parse().ok())
+        .unwrap_or(0)
 }
 
 fn pick(state: &State, req: &Request) -> Option<Fault> {

@@ -57,7 +57,7 @@ pub enum Handled {
     },
 }
 
-fn answer(status: &str, headers: &[(&str, String)], body: &[u8]) -> Vec<u8> {
+pub(super) fn answer(status: &str, headers: &[(&str, String)], body: &[u8]) -> Vec<u8> {
     let mut out = format!("HTTP/1.1 {status}\r\n");
     for (k, v) in headers {
         out.push_str(&format!("{k}: {v}\r\n"));
@@ -68,7 +68,7 @@ fn answer(status: &str, headers: &[(&str, String)], body: &[u8]) -> Vec<u8> {
     bytes
 }
 
-fn error(code: u16, why: &str) -> Vec<u8> {
+pub(super) fn error(code: u16, why: &str) -> Vec<u8> {
     let body = format!("{{\"error\":{{\"code\":{code},\"message\":\"{why}\"}}}}");
     answer(
         &format!("{code} Session"),

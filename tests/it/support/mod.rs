@@ -5,6 +5,7 @@
 #[macro_use]
 pub mod bucket;
 pub mod faults;
+pub mod gcs_rewrites;
 pub mod gcs_sessions;
 pub mod kinds;
 pub mod repo;
