@@ -536,7 +536,7 @@ fn add_content_diffs(
     let Some(snapshot) = observed.remote.as_ref() else {
         return Ok(());
     };
-    let wanted = crate::plan::textdiff::wanted(plan, &snapshot.files, replaced);
+    let wanted = crate::plan::textdiff::wanted(plan, snapshot, replaced);
     if wanted.is_empty() {
         return Ok(());
     }

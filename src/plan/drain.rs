@@ -15,6 +15,7 @@ use crate::plan::conflict::{DifferentAtTarget, SourceDiverged};
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::layout::TierPath;
+use crate::digest::Sha256;
 use crate::state::{Observed, PlacementState, RemoteSnapshot};
 
 use super::Conflict;
@@ -61,14 +62,15 @@ pub(crate) fn drain(
             .copies_server_side_to(&target.placement.datastore);
         for (path, obj) in &remote.files {
             let cache = source.files.get(path);
+            let sha = remote.sha_of(path, obj);
             if let Some(c) = cache
-                && obj.sha() != Some(c.sha256)
+                && sha != Some(c.sha256)
             {
                 out.conflicts.push(Conflict::SourceDiverged(SourceDiverged {
                     path: path.clone(),
                     source: i,
                     cache_sha256: c.sha256.hex(),
-                    remote_sha256: obj.sha(),
+                    remote_sha256: sha,
                 }));
                 continue;
             }
@@ -80,10 +82,17 @@ pub(crate) fn drain(
                     &target_files,
                     i,
                     path,
-                    obj,
+                    (obj, sha),
                     cache.is_some(),
                 ),
-                Some(tr) => to_remote(&mut out, tr, (i, streamed), path, obj, cache.is_some()),
+                Some(tr) => to_remote(
+                    &mut out,
+                    tr,
+                    (i, streamed),
+                    path,
+                    (obj, sha),
+                    cache.is_some(),
+                ),
             }
         }
         if out.conflicts.len() == conflicts_before && blocked.is_empty() {
@@ -113,20 +122,20 @@ fn to_local(
     target_files: &BTreeSet<&str>,
     i: usize,
     path: &TierPath,
-    obj: &RemoteFile,
+    (obj, sha): (&RemoteFile, Option<Sha256>),
     in_cache: bool,
 ) {
     if in_cache {
         return; // the layout diff moves the cache copy
     }
     match target.files.get(path) {
-        Some(t) if obj.sha() == Some(t.sha256) => {}
+        Some(t) if sha == Some(t.sha256) => {}
         Some(t) => out
             .conflicts
             .push(Conflict::DifferentAtTarget(DifferentAtTarget {
                 path: path.clone(),
                 source: i,
-                source_sha256: obj.sha().map(|s| s.hex()).unwrap_or_default(),
+                source_sha256: sha.map(|s| s.hex()).unwrap_or_default(),
                 target_sha256: t.sha256.hex(),
                 source_size: Some(obj.size),
                 target_size: Some(t.size),
@@ -142,7 +151,7 @@ fn to_local(
                 source: i,
                 size: obj.size,
                 version: obj.version.clone(),
-                sha256: obj.sha(),
+                sha256: sha,
             })),
         },
     }
@@ -156,10 +165,10 @@ fn to_remote(
     tr: &RemoteSnapshot,
     (i, streamed): (usize, bool),
     path: &TierPath,
-    obj: &RemoteFile,
+    (obj, sha): (&RemoteFile, Option<Sha256>),
     in_cache: bool,
 ) {
-    let Some(sha256) = obj.sha() else {
+    let Some(sha256) = sha else {
         out.conflicts.push(Conflict::SourceDiverged(SourceDiverged {
             path: path.clone(),
             source: i,
@@ -169,14 +178,14 @@ fn to_remote(
         return;
     };
     match tr.files.get(path) {
-        Some(t) if t.sha() == Some(sha256) => return,
+        Some(t) if tr.sha_of(path, t) == Some(sha256) => return,
         Some(t) => {
             out.conflicts
                 .push(Conflict::DifferentAtTarget(DifferentAtTarget {
                     path: path.clone(),
                     source: i,
                     source_sha256: sha256.hex(),
-                    target_sha256: t.sha().map(|s| s.hex()).unwrap_or_default(),
+                    target_sha256: tr.sha_of(path, t).map(|s| s.hex()).unwrap_or_default(),
                     source_size: Some(obj.size),
                     target_size: Some(t.size),
                     diff: None,

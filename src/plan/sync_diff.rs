@@ -317,7 +317,7 @@ impl Gathered {
             None => step(path, l, r, b),
         };
         if path.as_str() == MANAGED_CONFIG_SENTINEL {
-            st = remote_owned(st, path, l, r);
+            st = remote_owned(st, path, l, r, b);
         }
         match st {
             Step::Nothing => {}
@@ -339,9 +339,9 @@ impl Gathered {
             Step::Conflict(Conflict::BothChanged(BothChanged {
                 base_sha256: None, ..
             })) if data_version(path).is_some() => {
-                self.keep_both_versions(input, path, l, r, renumber)
+                self.keep_both_versions(input, path, l, (r, b), renumber)
             }
-            Step::Conflict(c) => self.settle(input, path, l, r, c, renumber, out),
+            Step::Conflict(c) => self.settle(input, path, l, (r, b), c, renumber, out),
         }
     }
 
@@ -354,7 +354,7 @@ impl Gathered {
         input: &SyncInput<'_>,
         path: &TierPath,
         l: Option<&FileState>,
-        r: Option<&RemoteFile>,
+        (r, b): (Option<&RemoteFile>, Option<&BaseEntry>),
         renumber: &mut Renumber<'_>,
     ) {
         let (l, r) = (l.expect("both changed"), r.expect("both changed"));
@@ -366,7 +366,7 @@ impl Gathered {
             settled_by: None,
         }));
         if input.direction.pulls() {
-            self.keep_both.push(download(path, r, None));
+            self.keep_both.push(download(path, r, b, None));
         }
         if input.direction.pushes() {
             self.keep_both.push(Action::Upload(Upload {
@@ -387,7 +387,7 @@ impl Gathered {
         input: &SyncInput<'_>,
         path: &TierPath,
         l: Option<&FileState>,
-        r: Option<&RemoteFile>,
+        r: (Option<&RemoteFile>, Option<&BaseEntry>),
         c: Conflict,
         renumber: &mut Renumber<'_>,
         out: &mut SyncDiff,
@@ -519,7 +519,7 @@ fn lazy_step(
                 record(r)
             }
         }
-        (None, Some(r), Some(_)) => Step::Pull(download(path, r, None)),
+        (None, Some(r), Some(_)) => Step::Pull(download(path, r, b, None)),
         (Some(_), _, Some(_)) => step(path, l, r, None),
         (None, Some(r), None) if lazy && b.is_none() => record(r),
         _ => return None,
@@ -530,15 +530,21 @@ fn lazy_step(
 /// publish step writes it there, so a sync never uploads or deletes it
 /// remotely: whatever a push would do becomes a pull of the remote's copy,
 /// and a conflict is settled for the remote.
-fn remote_owned(st: Step, path: &TierPath, l: Option<&FileState>, r: Option<&RemoteFile>) -> Step {
+fn remote_owned(
+    st: Step,
+    path: &TierPath,
+    l: Option<&FileState>,
+    r: Option<&RemoteFile>,
+    b: Option<&BaseEntry>,
+) -> Step {
     match st {
         Step::Push(_) => match r {
-            Some(r) => Step::Pull(download(path, r, l)),
+            Some(r) => Step::Pull(download(path, r, b, l)),
             // Never synced, or the remote lost it: left alone, never pushed.
             None => Step::Nothing,
         },
         Step::Conflict(_) => match (l, r) {
-            (_, Some(r)) => Step::Pull(download(path, r, l)),
+            (_, Some(r)) => Step::Pull(download(path, r, b, l)),
             (Some(l), None) => Step::Pull(Action::DeleteLocal(DeleteLocal {
                 path: path.clone(),
                 sha256: l.sha256,
@@ -572,12 +578,18 @@ fn upload(path: &TierPath, l: &FileState, r: Option<&RemoteFile>) -> Action {
     })
 }
 
-fn download(path: &TierPath, r: &RemoteFile, l: Option<&FileState>) -> Action {
+/// A download of `r`, whose sha256 is its own or `b`'s.
+fn download(
+    path: &TierPath,
+    r: &RemoteFile,
+    b: Option<&BaseEntry>,
+    l: Option<&FileState>,
+) -> Action {
     Action::Download(Download {
         path: path.clone(),
         size: r.size,
         version: r.version.clone(),
-        expect: Expect::of(r.sha(), r.served.as_deref()),
+        expect: Expect::of(r.sha(b), r.served.as_deref()),
         local: l.map(|l| Box::new(l.sha256)),
         settled_by: None,
     })
@@ -585,7 +597,7 @@ fn download(path: &TierPath, r: &RemoteFile, l: Option<&FileState>) -> Action {
 
 /// The remote object is unchanged since the base.
 fn remote_unchanged(r: &RemoteFile, b: &BaseEntry) -> bool {
-    r.version == b.version || r.sha() == Some(b.sha256)
+    r.version == b.version || r.sha(Some(b)) == Some(b.sha256)
 }
 
 /// What the base must record for cache and remote holding the same
@@ -597,7 +609,7 @@ pub(super) fn unrecorded_agreement(
     r: &RemoteFile,
     b: Option<&BaseEntry>,
 ) -> Option<BaseRecord> {
-    if r.sha() != Some(l.sha256) {
+    if r.sha(b) != Some(l.sha256) {
         return None;
     }
     let agreed = BaseEntry {
@@ -640,7 +652,7 @@ fn step(
             }))
         }
         // Only in the remote.
-        (None, Some(r), None) => Step::Pull(download(path, r, None)),
+        (None, Some(r), None) => Step::Pull(download(path, r, None, None)),
         (None, Some(r), Some(b)) if remote_unchanged(r, b) => {
             Step::Push(Action::DeleteRemote(DeleteRemote {
                 path: path.clone(),
@@ -652,13 +664,13 @@ fn step(
             Step::Conflict(Conflict::DeletedAndChanged(DeletedAndChanged {
                 path: path.clone(),
                 deleted_in: Side::Cache,
-                changed_sha256: r.sha(),
+                changed_sha256: r.sha(b),
                 remote_modified: r.modified,
             }))
         }
         // On both sides.
         (Some(l), Some(r), b) => {
-            if r.sha() == Some(l.sha256) {
+            if r.sha(b) == Some(l.sha256) {
                 return match unrecorded_agreement(path, l, r, b) {
                     Some(rec) => Step::Agree(rec),
                     None => Step::Nothing,
@@ -668,12 +680,12 @@ fn step(
                 Some(b) if remote_unchanged(r, b) && l.sha256 != b.sha256 => {
                     Step::Push(upload(path, l, Some(r)))
                 }
-                Some(b) if l.sha256 == b.sha256 => Step::Pull(download(path, r, Some(l))),
+                Some(b) if l.sha256 == b.sha256 => Step::Pull(download(path, r, Some(b), Some(l))),
                 _ => Step::Conflict(Conflict::BothChanged(BothChanged {
                     path: path.clone(),
                     cache_sha256: l.sha256,
                     remote_version: r.version.to_string(),
-                    remote_sha256: r.sha(),
+                    remote_sha256: r.sha(b),
                     base_sha256: b.map(|b| b.sha256),
                     remote_modified: r.modified,
                 })),
@@ -688,7 +700,7 @@ fn step(
 fn settle(
     path: &TierPath,
     l: Option<&FileState>,
-    r: Option<&RemoteFile>,
+    (r, b): (Option<&RemoteFile>, Option<&BaseEntry>),
     input: &SyncInput<'_>,
     renumber: &mut Renumber<'_>,
 ) -> Option<Vec<Action>> {
@@ -713,7 +725,7 @@ fn settle(
             version: r.version.clone(),
             settled_by: None,
         })],
-        (ConflictPolicy::Remote, l, Some(r)) => vec![download(path, r, l)],
+        (ConflictPolicy::Remote, l, Some(r)) => vec![download(path, r, b, l)],
         (ConflictPolicy::Remote, Some(l), None) => vec![Action::DeleteLocal(DeleteLocal {
             path: path.clone(),
             sha256: l.sha256,
@@ -738,7 +750,7 @@ fn settle(
                     sha256: l.sha256,
                     settled_by: None,
                 }),
-                download(path, r, None),
+                download(path, r, b, None),
                 Action::Upload(Upload {
                     path: to,
                     size: l.size,
@@ -750,7 +762,7 @@ fn settle(
         }
         // Keep both of a delete and a change: keep the change.
         (ConflictPolicy::KeepBoth, Some(l), None) => vec![upload(path, l, None)],
-        (ConflictPolicy::KeepBoth, None, Some(r)) => vec![download(path, r, None)],
+        (ConflictPolicy::KeepBoth, None, Some(r)) => vec![download(path, r, b, None)],
         _ => return None,
     };
     for a in &mut actions {
@@ -809,7 +821,11 @@ impl<'i> Renumber<'i> {
 /// else (no remote object and no other cache file has its sha256) and the
 /// rest.
 fn only_copies(input: &SyncInput<'_>, deletes: Vec<Action>) -> (Vec<TierPath>, Vec<Action>) {
-    let remote: BTreeSet<Sha256> = input.remote.values().filter_map(|r| r.sha()).collect();
+    let remote: BTreeSet<Sha256> = input
+        .remote
+        .iter()
+        .filter_map(|(p, r)| r.sha(input.base.get(p)))
+        .collect();
     let doomed: BTreeSet<&TierPath> = deletes.iter().filter_map(Action::path).collect();
     let elsewhere: BTreeSet<Sha256> = input
         .local

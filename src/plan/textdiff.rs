@@ -103,14 +103,14 @@ pub struct Wanted {
 /// upload or download that replaces a file.
 pub(crate) fn wanted(
     plan: &Plan,
-    remote: &std::collections::BTreeMap<TierPath, crate::state::RemoteObject>,
+    remote: &crate::state::RemoteSnapshot,
     replaced: bool,
 ) -> Vec<Wanted> {
     let listed = |path: &TierPath| {
-        remote.get(path).map(|o| RemoteRef {
+        remote.files.get(path).map(|o| RemoteRef {
             version: o.version.to_string(),
             size: o.size,
-            sha256: o.sha(),
+            sha256: remote.sha_of(path, o),
         })
     };
     let mut out = Vec::new();
@@ -363,7 +363,14 @@ mod tests {
             other_clones: Vec::new(),
             authored: Vec::new(),
         };
-        let none = std::collections::BTreeMap::new();
+        let none: crate::state::RemoteSnapshot = serde_json::from_value(serde_json::json!({
+            "url": "s3://b/p/",
+            "key_prefix": "p/",
+            "files": {},
+            "objects": 0,
+            "base": {},
+        }))
+        .unwrap();
         assert!(wanted(&plan, &none, false).is_empty());
         let w = wanted(&plan, &none, true);
         assert_eq!(w.len(), 1);

@@ -179,14 +179,8 @@ fn relisted(
         base.clear();
     }
     // What the listing could not vouch for (no sha256 metadata) the base
-    // now does, at the same version: the objects this run downloaded.
-    for (path, object) in snapshot.files.iter_mut() {
-        if object.sha256.is_none()
-            && let Some(entry) = base.files.get(path).filter(|e| e.version == object.version)
-        {
-            object.sha256 = Some(Box::new(entry.sha256));
-        }
-    }
+    // now does, at the same version (the objects this run downloaded):
+    // read from there (`RemoteObject::sha`).
     // Mostly the listing's paths again: shared, not held twice.
     snapshot.base = super::share_keys(base.files, &snapshot.files);
     snapshot.unhydrated = super::share_keys(base.unhydrated, &snapshot.files);

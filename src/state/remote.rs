@@ -25,9 +25,12 @@ pub type RemoteFile = RemoteObject;
 pub struct RemoteObject {
     pub size: u64,
     pub version: Version,
-    /// Known from the listing, from the base (same version), or a HEAD.
-    /// Boxed: an S3 listing carries none, and a pull holds a million
-    /// objects listed so while it downloads them (8 bytes each, not 33).
+    /// Known from the listing, a HEAD, or the cache's file the server's
+    /// digest matched; never one the sync base records at this version
+    /// (a converged million held it twice, 32 MB): [`RemoteObject::sha`]
+    /// reads it from there. Boxed: an S3 listing carries none, and a pull
+    /// holds a million objects listed so while it downloads them (8 bytes
+    /// each, not 33).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sha256: Option<Box<crate::digest::Sha256>>,
     /// The listing's MD5, CRC32C and encoding, kept for an object whose
@@ -41,9 +44,13 @@ pub struct RemoteObject {
 }
 
 impl RemoteObject {
-    /// The sha256 known of it.
-    pub fn sha(&self) -> Option<crate::digest::Sha256> {
-        self.sha256.as_deref().copied()
+    /// The sha256 known of it: its own, or what `base` (the sync base's
+    /// entry at its path) records at its version.
+    pub fn sha(&self, base: Option<&super::BaseEntry>) -> Option<crate::digest::Sha256> {
+        self.sha256
+            .as_deref()
+            .copied()
+            .or_else(|| base.filter(|b| b.version == self.version).map(|b| b.sha256))
     }
 }
 
@@ -115,6 +122,14 @@ pub struct RemoteSnapshot {
     /// a lock comes and goes with whoever works).
     #[serde(skip)]
     pub listed: ListedOwn,
+}
+
+impl RemoteSnapshot {
+    /// The sha256 known of `object`, listed at `path`: its own, or what
+    /// the base records at its version.
+    pub fn sha_of(&self, path: &TierPath, object: &RemoteObject) -> Option<crate::digest::Sha256> {
+        object.sha(self.base.get(path))
+    }
 }
 
 /// What interrupted transfers left (see [`crate::store::resume`]): this
@@ -784,11 +799,14 @@ impl Page {
             None => (path.share(base), None),
         };
         // Metadata that is not a sha256 (another tool's) says nothing.
-        let sha256 = meta.sha256.as_deref().and_then(Sha256::parse).or_else(|| {
-            base.get(&path)
-                .filter(|b| b.version == meta.version)
-                .map(|b| b.sha256)
-        });
+        let listed = meta.sha256.as_deref().and_then(Sha256::parse);
+        let recorded = base
+            .get(&path)
+            .filter(|b| b.version == meta.version)
+            .map(|b| b.sha256);
+        let sha256 = listed.or(recorded);
+        // What the base records is read from there (`RemoteObject::sha`).
+        let own = listed.filter(|l| Some(*l) != recorded);
         // Kept where they check what a sha256 does not, and say more than
         // the version does (an S3 single-part ETag is the MD5 already).
         let served = meta
@@ -820,7 +838,7 @@ impl Page {
                 size: meta.size,
                 served,
                 version: meta.version.into(),
-                sha256: sha256.map(Box::new),
+                sha256: own.map(Box::new),
                 modified: meta.modified,
             },
         ));
