@@ -13,6 +13,7 @@
 
 pub(crate) mod made;
 pub(crate) mod record;
+mod scan;
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -147,6 +148,8 @@ pub(crate) struct JournalHead {
     pub seq: u64,
     #[serde(default)]
     pub undoes: Option<String>,
+    #[serde(default)]
+    pub pruned: Option<String>,
 }
 
 /// The two places of a move, as a journal records it.
@@ -375,25 +378,31 @@ impl Journal {
         Ok(out)
     }
 
+    /// The ids of this repository's journals, in no order.
+    pub(crate) fn ids(layout: &Layout) -> Result<Vec<String>, UndoError> {
+        let dir = layout.trash_dir();
+        let entries = match std::fs::read_dir(&dir) {
+            Ok(e) => e,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(io_err("read", &dir)(e)),
+        };
+        let mut out = Vec::new();
+        for entry in entries {
+            let entry = entry.map_err(io_err("read", &dir))?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if let Some(id) = name.strip_suffix(".json").filter(|id| is_id(id)) {
+                out.push(id.to_string());
+            }
+        }
+        Ok(out)
+    }
+
     /// Hands each journal of this repository to `visit`, one at a time
     /// and in no order: what reads only a little of each (retention) need
     /// not hold them all (a move's journal has an entry per object).
     pub(crate) fn each(layout: &Layout, mut visit: impl FnMut(Journal)) -> Result<(), UndoError> {
-        let dir = layout.trash_dir();
-        let entries = match std::fs::read_dir(&dir) {
-            Ok(e) => e,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
-            Err(e) => return Err(io_err("read", &dir)(e)),
-        };
-        for entry in entries {
-            let entry = entry.map_err(io_err("read", &dir))?;
-            let name = entry.file_name().to_string_lossy().into_owned();
-            let Some(id) = name.strip_suffix(".json") else {
-                continue;
-            };
-            if is_id(id) {
-                visit(Journal::load(layout, id)?);
-            }
+        for id in Journal::ids(layout)? {
+            visit(Journal::load(layout, &id)?);
         }
         Ok(())
     }

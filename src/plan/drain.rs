@@ -14,8 +14,8 @@ use crate::plan::action::{CopyRemote, DeleteSourceRemote, Fetch, MovedTo};
 use crate::plan::conflict::{DifferentAtTarget, SourceDiverged};
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::layout::TierPath;
 use crate::digest::Sha256;
+use crate::layout::TierPath;
 use crate::state::{Observed, PlacementState, RemoteSnapshot};
 
 use super::Conflict;

@@ -30,6 +30,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::Placement;
 use crate::digest::Sha256;
+use crate::journal::Op;
 use crate::layout::{Layout, TierPath};
 use crate::store::{Store, StoreError};
 
@@ -209,6 +210,9 @@ pub fn deleted_here(layout: &Layout, placement: &Placement) -> BTreeMap<TierPath
     let Ok(entries) = std::fs::read_dir(&dir) else {
         return out;
     };
+    // Each journal's entries of this placement that set a file aside or
+    // restored one, read as a stream (a move's journal lists a million
+    // objects of other places).
     let mut journals = Vec::new();
     for entry in entries.flatten() {
         let newer = entry
@@ -222,35 +226,40 @@ pub fn deleted_here(layout: &Layout, placement: &Placement) -> BTreeMap<TierPath
         if !newer || !crate::journal::is_id(id) {
             continue;
         }
+        let mut kept = Vec::new();
+        let scanned = crate::journal::Journal::scan(layout, id, |e| {
+            let op = e.op;
+            if *e.placement == *placement
+                && (op == Op::Restored || (op == Op::SetAside && e.written.is_none()))
+            {
+                kept.push(e);
+            }
+        });
         // An unreadable journal explains nothing (the guard stays).
-        if let Ok(journal) = crate::journal::Journal::load(layout, id) {
-            journals.push(journal);
+        if let Ok(journal) = scanned {
+            journals.push((journal, kept));
         }
     }
     // In the order they ran: an undo that put a file back takes back the
     // explanation of its delete (deleted again by hand, it is no work of
     // swamp's).
-    journals.sort_by(|a, b| (a.seq, &a.id).cmp(&(b.seq, &b.id)));
-    for journal in journals {
-        for e in journal.entries {
-            if *e.placement != *placement {
-                continue;
-            }
+    journals.sort_by(|a, b| (a.0.seq, &a.0.id).cmp(&(b.0.seq, &b.0.id)));
+    for (journal, entries) in journals {
+        for e in entries {
             match e.op {
                 // Set aside indeed: a journal is written before its first
                 // step, so one cut short lists files never moved.
-                crate::journal::Op::SetAside
-                    if e.written.is_none()
-                        && (journal.finished
-                            || layout
-                                .set_aside_path(placement, &e.path, &journal.id)
-                                .exists()) =>
+                Op::SetAside
+                    if journal.finished
+                        || layout
+                            .set_aside_path(placement, &e.path, &journal.id)
+                            .exists() =>
                 {
                     if let Some(sha) = Sha256::parse(&e.sha256) {
                         out.insert(e.path, sha);
                     }
                 }
-                crate::journal::Op::Restored => {
+                Op::Restored => {
                     out.remove(&e.path);
                 }
                 _ => {}

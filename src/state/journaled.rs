@@ -198,65 +198,77 @@ pub(crate) fn held(
     target: &crate::config::Placement,
 ) -> Result<Vec<Held>, UndoObserveError> {
     let mut out = Vec::new();
-    let mut failed = None;
-    Journal::each(layout, |j| {
-        if failed.is_none() && j.pruned.is_none() {
-            match held_by(layout, target, &j) {
-                Ok(Some(h)) => out.push((j.seq, h)),
-                Ok(None) => {}
-                Err(e) => failed = Some(e),
-            }
+    for id in Journal::ids(layout)? {
+        // A pruned journal holds nothing: read for its head alone.
+        if Journal::head(layout, &id).is_some_and(|h| h.pruned.is_some()) {
+            continue;
         }
-    })?;
-    if let Some(e) = failed {
-        return Err(e);
+        if let Some(held) = held_by(layout, target, &id)? {
+            out.push(held);
+        }
     }
     out.sort_by(|a, b| (a.0, &a.1.id).cmp(&(b.0, &b.1.id)));
     Ok(out.into_iter().map(|(_, h)| h).collect())
 }
 
-/// What apply `j` still holds (`None`: nothing).
+/// What apply `id` still holds (`None`: nothing), with its number. Its
+/// journal is read as a stream, each entry counted and let go (a move's
+/// journal has an entry per object).
 fn held_by(
     layout: &Layout,
     target: &crate::config::Placement,
-    j: &Journal,
-) -> Result<Option<Held>, UndoObserveError> {
+    id: &str,
+) -> Result<Option<(u64, Held)>, UndoObserveError> {
     use crate::journal::Op;
-    let mut h = Held {
+    let (mut files, mut bytes) = (0, 0);
+    let mut failed = None;
+    // Remote trash copies by place, in runs (a journal's entries of one
+    // place come together): which places count needs the journal's head.
+    let mut remote: Vec<(std::sync::Arc<crate::config::Placement>, usize)> = Vec::new();
+    let j = Journal::scan(layout, id, |e| match e.op {
+        Op::SetAside if failed.is_none() => {
+            let path = layout.set_aside_path(&e.placement, &e.path, id);
+            match std::fs::symlink_metadata(&path) {
+                Ok(m) if m.is_file() => {
+                    files += 1;
+                    bytes += m.len();
+                }
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => failed = Some(e),
+            }
+        }
+        Op::RemoteSetAside => match remote.last_mut() {
+            Some((p, n)) if **p == *e.placement => *n += 1,
+            _ => remote.push((e.placement, 1)),
+        },
+        _ => {}
+    })?;
+    if let Some(e) = failed {
+        return Err(e.into());
+    }
+    if j.pruned.is_some() {
+        return Ok(None);
+    }
+    let moved_from = j.moved_from(target);
+    let remote_objects = remote
+        .iter()
+        .filter(|(p, _)| **p == *target || moved_from == Some(&**p))
+        .map(|(_, n)| n)
+        .sum();
+    let h = Held {
         id: j.id.clone(),
         at: j.at.clone(),
         at_secs: humantime::parse_rfc3339(&j.at)
             .ok()
             .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
             .map(|d| d.as_secs()),
-        files: 0,
-        bytes: 0,
-        remote_objects: 0,
+        files,
+        bytes,
+        remote_objects,
     };
-    for e in &j.entries {
-        match e.op {
-            Op::SetAside => {
-                let path = layout.set_aside_path(&e.placement, &e.path, &j.id);
-                match std::fs::symlink_metadata(&path) {
-                    Ok(m) if m.is_file() => {
-                        h.files += 1;
-                        h.bytes += m.len();
-                    }
-                    Ok(_) => {}
-                    Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-                    Err(e) => return Err(e.into()),
-                }
-            }
-            Op::RemoteSetAside
-                if *e.placement == *target || j.moved_from(target) == Some(&*e.placement) =>
-            {
-                h.remote_objects += 1
-            }
-            _ => {}
-        }
-    }
     // What it made (created, moved) is listed beside the journal: a pull of
     // a million files leaves a large list, which retention removes too.
     let made = j.made.is_some() && layout.made_path(&j.id).exists();
-    Ok((h.files > 0 || h.remote_objects > 0 || made).then_some(h))
+    Ok((h.files > 0 || h.remote_objects > 0 || made).then_some((j.seq, h)))
 }

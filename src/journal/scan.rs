@@ -1,0 +1,157 @@
+//! A journal read as a stream: its head whole, each entry handed over as
+//! it is parsed and never kept. A move of a million objects journals an
+//! entry per object (hundreds of megabytes once parsed), and what reads
+//! every journal on each plan (retention, the deletes this clone made)
+//! needs a count or a few entries of it.
+
+use std::fmt;
+use std::io;
+
+use serde::de::{DeserializeSeed, MapAccess, SeqAccess, Visitor};
+
+use super::{Entry, Journal, UndoError, io_err, is_id};
+use crate::layout::Layout;
+
+impl Journal {
+    /// Journal `id` with no entries, each of its entries handed to
+    /// `visit` in order as it is read. Its head fields may come before
+    /// or after its entries: what depends on them is settled by the
+    /// caller after the scan.
+    pub(crate) fn scan(
+        layout: &Layout,
+        id: &str,
+        mut visit: impl FnMut(Entry),
+    ) -> Result<Journal, UndoError> {
+        if !is_id(id) {
+            return Err(UndoError::NoSuchApply { id: id.to_string() });
+        }
+        let path = layout.journal_path(id);
+        let file = match std::fs::File::open(&path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                return Err(UndoError::NoSuchApply { id: id.to_string() });
+            }
+            Err(e) => return Err(io_err("read", &path)(e)),
+        };
+        let malformed = |e: serde_json::Error| match e.classify() {
+            serde_json::error::Category::Io => io_err("read", &path)(e.into()),
+            _ => UndoError::Malformed {
+                path: path.clone(),
+                message: e.to_string(),
+            },
+        };
+        let mut de = serde_json::Deserializer::from_reader(io::BufReader::new(file));
+        let mut head = Head(&mut visit).deserialize(&mut de).map_err(malformed)?;
+        de.end().map_err(malformed)?;
+        head.insert("entries".into(), serde_json::Value::Array(Vec::new()));
+        serde_json::from_value(serde_json::Value::Object(head)).map_err(malformed)
+    }
+}
+
+/// The journal's fields but its entries, which go to the visitor.
+struct Head<'v, F>(&'v mut F);
+
+impl<'de, F: FnMut(Entry)> DeserializeSeed<'de> for Head<'_, F> {
+    type Value = serde_json::Map<String, serde_json::Value>;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de, F: FnMut(Entry)> Visitor<'de> for Head<'_, F> {
+    type Value = serde_json::Map<String, serde_json::Value>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a journal")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut head = serde_json::Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if key == "entries" {
+                map.next_value_seed(Entries(&mut *self.0))?;
+            } else {
+                head.insert(key, map.next_value()?);
+            }
+        }
+        Ok(head)
+    }
+}
+
+/// A journal's entries, each handed over as it is parsed.
+struct Entries<'v, F>(&'v mut F);
+
+impl<'de, F: FnMut(Entry)> DeserializeSeed<'de> for Entries<'_, F> {
+    type Value = ();
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de, F: FnMut(Entry)> Visitor<'de> for Entries<'_, F> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a list of journal entries")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while let Some(entry) = seq.next_element::<Entry>()? {
+            (self.0)(entry);
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::layout::TierPath;
+
+    #[test]
+    fn a_scan_hands_over_each_entry_in_order_and_reads_the_head_wherever_it_is() {
+        let t = crate::layout::test_support::TempRepo::new(None);
+        let mut j = Journal::begin(&t.layout, "swamp gc", String::new(), Vec::new());
+        let placement = Arc::new(t.placement.clone());
+        for i in 0..5 {
+            let path = TierPath::parse(&format!("outputs/f{i}")).unwrap();
+            j.entries
+                .push(Entry::remote_set_aside(&placement, &path, None));
+        }
+        j.finished = true;
+        j.pruned = Some("2026-12-07T00:00:00Z".into());
+        j.save(&t.layout).unwrap();
+        let mut seen = Vec::new();
+        let head = Journal::scan(&t.layout, &j.id, |e| seen.push(e)).unwrap();
+        assert_eq!(seen, j.entries, "every entry, in order");
+        let whole = Journal {
+            entries: Vec::new(),
+            ..j.clone()
+        };
+        assert_eq!(head, whole, "the head as written, no entries held");
+
+        // Entries first (a journal written by hand, or by another tool):
+        // the head is read all the same.
+        let mut value = serde_json::to_value(&j).unwrap();
+        let entries = value.as_object_mut().unwrap().remove("entries").unwrap();
+        let mut reordered = serde_json::Map::new();
+        reordered.insert("entries".into(), entries);
+        reordered.extend(value.as_object().unwrap().clone());
+        std::fs::write(
+            t.layout.journal_path(&j.id),
+            serde_json::to_vec(&reordered).unwrap(),
+        )
+        .unwrap();
+        let mut n = 0;
+        let head = Journal::scan(&t.layout, &j.id, |_| n += 1).unwrap();
+        assert_eq!((n, head), (5, whole));
+
+        // Not a journal: an error, as loading it is.
+        std::fs::write(t.layout.journal_path(&j.id), "{\"entries\": [1]}").unwrap();
+        assert!(Journal::scan(&t.layout, &j.id, |_| ()).is_err());
+    }
+}
