@@ -29,7 +29,7 @@ impl Run<'_> {
                 .take_while(|a| matches!(a, Action::Move(_)))
                 .count();
             self.scanned_to = end;
-            let (done, failed) = rename_whole_dirs(plan, i..end, &mut self.cache);
+            let (done, failed) = rename_whole_dirs(plan, i..end, self.cache());
             if let Some((at, e)) = failed {
                 return Err(ApplyError::Stopped {
                     index: at + 1,
@@ -72,7 +72,7 @@ impl Run<'_> {
         let src_root = &plan.sources[*source].dir;
         let src = src_root.join(path.as_str());
         let dst = plan.target.dir.join(path.as_str());
-        moves::link_file(&src, &dst, sha256, &mut self.cache)?;
+        moves::link_file(&src, &dst, sha256, self.cache())?;
         self.linked.push((src, src_root.clone(), dst));
         self.report.moved += 1;
         self.report.bytes_moved += size;
@@ -101,7 +101,7 @@ impl Run<'_> {
         let placement = plan.sources[*source].placement();
         let trash_id = self.trash().map(|t| t.id.to_string());
         let layout = self.layout;
-        moves::drop_duplicate(&src, &dst, sha256, &mut self.cache, |src| match &trash_id {
+        moves::drop_duplicate(&src, &dst, sha256, self.cache(), |src| match &trash_id {
             Some(id) => {
                 journal::set_aside(layout, id, &placement, path).map_err(std::io::Error::other)
             }

@@ -325,12 +325,21 @@ async fn upload(
         ..
     } = action;
     let file = check_no_symlink(root, path)?;
-    match local_sha(&file, path, remotes.hashes)? {
-        None => return Err(SyncActionError::LocalGone { path: path.clone() }),
-        Some(found) if &found != sha256 => {
-            return Err(SyncActionError::LocalChanged { path: path.clone() });
+    // A small file is read whole and its bytes checked, then sent: what
+    // goes up is what the plan saw, with no hash cache loaded.
+    let small = if action.size <= CHECKED_BY_BYTES {
+        read_checked(&file, path, sha256)?
+    } else {
+        None
+    };
+    if small.is_none() {
+        match local_sha(&file, path, remotes.hashes)? {
+            None => return Err(SyncActionError::LocalGone { path: path.clone() }),
+            Some(found) if &found != sha256 => {
+                return Err(SyncActionError::LocalChanged { path: path.clone() });
+            }
+            Some(_) => {}
         }
-        Some(_) => {}
     }
     let pre = match expect {
         RemoteExpect::Absent => Precondition::CreateOnly,
@@ -341,15 +350,21 @@ async fn upload(
         keep_in_remote_trash(remote, remotes, path, &version.as_str()).await?;
     }
     let key = remote.key(path);
-    let meta = match &remotes.resume {
-        Some(dirs) => {
+    let meta = match (small, &remotes.resume) {
+        (Some(bytes), _) => {
+            remote
+                .store
+                .put_bytes_hashed(&key, bytes, &sha256.hex(), &pre)
+                .await
+        }
+        (None, Some(dirs)) => {
             let journal = crate::store::resume::UploadJournal::new(&dirs.uploads, path.as_str());
             remote
                 .store
                 .put_file_resumable(&key, &file, &sha256.hex(), &pre, &journal)
                 .await
         }
-        None => {
+        (None, None) => {
             remote
                 .store
                 .put_file(&key, &file, &sha256.hex(), &pre)
@@ -365,6 +380,38 @@ async fn upload(
             version: meta.version.into(),
         },
     ))
+}
+
+/// Uploads of files at most this large read them whole and check their
+/// bytes against the plan's sha256 (see [`read_checked`]).
+pub(super) const CHECKED_BY_BYTES: u64 = 256 << 10;
+
+/// The bytes of `file` (planned at most [`CHECKED_BY_BYTES`]) when they
+/// are the plan's `sha256`; `None` when it has grown past that since
+/// (checked as a large one is). Gone, or other bytes: the upload stops.
+fn read_checked(
+    file: &Path,
+    path: &TierPath,
+    sha256: &Sha256,
+) -> Result<Option<Vec<u8>>, SyncActionError> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    let read = std::fs::File::open(file)
+        .and_then(|f| f.take(CHECKED_BY_BYTES + 1).read_to_end(&mut bytes));
+    match read {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            Err(SyncActionError::LocalGone { path: path.clone() })
+        }
+        Err(source) => Err(SyncActionError::Io {
+            path: path.clone(),
+            source,
+        }),
+        Ok(n) if n as u64 > CHECKED_BY_BYTES => Ok(None),
+        Ok(_) if Sha256::of(&bytes) != *sha256 => {
+            Err(SyncActionError::LocalChanged { path: path.clone() })
+        }
+        Ok(_) => Ok(Some(bytes)),
+    }
 }
 
 /// Aborts an interrupted multipart upload and forgets its record (only

@@ -23,7 +23,10 @@ pub(super) struct Run<'a> {
     pub(super) concurrency: u16,
     /// The runtime remote work runs on, when the plan has a remote.
     pub(super) rt: Option<&'static tokio::runtime::Runtime>,
-    pub(super) cache: HashCache,
+    /// The hash cache, loaded when an action first needs it ([`Run::cache`]):
+    /// a push of small files checks the bytes it sends instead (a
+    /// million entries are 72 MB).
+    cache: Option<HashCache>,
     pub(super) report: ApplyReport,
     /// The sync base this apply advances, and where it is saved.
     pub(super) base: Option<(SyncBase, PathBuf)>,
@@ -107,7 +110,7 @@ impl<'a> Run<'a> {
             sources,
             concurrency,
             rt,
-            cache: HashCache::load(&layout.hash_cache_path()),
+            cache: None,
             report: ApplyReport::default(),
             base,
             base_unsaved: 0,
@@ -119,6 +122,13 @@ impl<'a> Run<'a> {
             scanned_to: 0,
             linked: Vec::new(),
         })
+    }
+
+    /// The hash cache, loaded at the first call.
+    pub(super) fn cache(&mut self) -> &mut HashCache {
+        let layout = self.layout;
+        self.cache
+            .get_or_insert_with(|| HashCache::load(&layout.hash_cache_path()))
     }
 
     /// Action `i` stopped for `source`.
@@ -176,7 +186,8 @@ impl<'a> Run<'a> {
         remote::Remotes {
             target: self.remote,
             sources: self.sources,
-            hashes: Some(&self.cache),
+            // Unloaded: whatever checks a file reads it.
+            hashes: self.cache.as_ref(),
             trash,
             resume: self.remote.map(|r| remote::ResumeDirs {
                 uploads: self.layout.uploads_dir(&r.placement),
@@ -206,7 +217,9 @@ impl<'a> Run<'a> {
         // the entries it did not touch (saving only those it used would
         // make the verifying plan read every other file again).
         // Kept for the verifying plan, which would load it again.
-        let _ = std::mem::take(&mut self.cache).save_keeping_for_next_load();
+        if let Some(cache) = self.cache.take() {
+            let _ = cache.save_keeping_for_next_load();
+        }
         if let Some(j) = self.journaled.as_mut() {
             for (path, sha) in std::mem::take(&mut self.replaced_by) {
                 if let Some(e) = j

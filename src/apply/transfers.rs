@@ -53,6 +53,9 @@ impl Run<'_> {
             .take(MOST_AT_ONCE)
             .collect();
         let rt = self.rt.expect("transfers run with a remote");
+        if run.iter().any(|a| checks_by_hash_cache(a)) {
+            self.cache();
+        }
         let Ran { outcomes, learnt } = {
             let trash = self.trash();
             rt.block_on(run_many(
@@ -231,6 +234,19 @@ pub(super) fn commit_staged(batch: Vec<(usize, TierPath, Staged)>) -> Vec<(usize
             }
         })
         .collect()
+}
+
+/// Whether `action` checks a cache file through the hash cache (a file
+/// whose inode, size and mtime are unchanged is not read again): not an
+/// upload of a small file (which checks the bytes it sends), a download
+/// into an absent path or what acts on the remote alone.
+fn checks_by_hash_cache(action: &Action) -> bool {
+    match action {
+        Action::Upload(u) => u.size > remote::CHECKED_BY_BYTES,
+        Action::Download(d) => d.local.is_some(),
+        Action::CopyRemote(_) | Action::DeleteRemote(_) | Action::AbortUpload(_) => false,
+        _ => true,
+    }
 }
 
 /// A staged download's commit: the stamp it was renamed with, when known.

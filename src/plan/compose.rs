@@ -473,19 +473,24 @@ fn add_in_order(
     });
     // Exactly what is added, with room for the catalog's invalidation and
     // the sentinel (a plan of 100,000 transfers grown by one more push
-    // would double its capacity: 12 MiB for nothing). With nothing before
-    // them, the sync's actions are the list itself (sized by `sync_diff`
-    // with room for these): not copied into a second one of 20 MB.
+    // would double its capacity: 12 MiB for nothing). The copies, or else
+    // the sync's actions (sized by `sync_diff` with room for these), are
+    // the list itself, never copied into a second one: what comes before
+    // them is put in front (a million copies held twice were 104 MB at a
+    // bucket move's peak).
     let after = deletes.len() + 2 + tail.len();
-    if plan.actions.is_empty() && transfers.is_empty() {
-        plan.actions = sync_actions;
-        plan.actions.reserve_exact(after);
+    let head = std::mem::take(&mut plan.actions);
+    let mut actions = if transfers.is_empty() {
+        sync_actions
     } else {
-        plan.actions
-            .reserve_exact(transfers.len() + sync_actions.len() + after);
-        plan.actions.extend(transfers);
-        plan.actions.extend(sync_actions);
-    }
+        let mut actions = transfers;
+        actions.reserve_exact(sync_actions.len() + head.len() + after);
+        actions.extend(sync_actions);
+        actions
+    };
+    actions.reserve_exact(head.len() + after);
+    actions.splice(0..0, head);
+    plan.actions = actions;
     plan.actions.extend(deletes);
     if touches_data && !tail.iter().any(|a| matches!(a, Action::InvalidateCatalog)) {
         plan.actions.push(Action::InvalidateCatalog);

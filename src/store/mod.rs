@@ -347,6 +347,19 @@ pub trait Store: Send + Sync {
         pre: &Precondition,
     ) -> Result<ObjectMeta, StoreError>;
 
+    /// [`Store::put_bytes`] of bytes whose sha256 (hex) the caller just
+    /// computed from them, not hashed again where the store would.
+    async fn put_bytes_hashed(
+        &self,
+        key: &str,
+        bytes: Vec<u8>,
+        sha256: &str,
+        pre: &Precondition,
+    ) -> Result<ObjectMeta, StoreError> {
+        let _ = sha256;
+        self.put_bytes(key, bytes, pre).await
+    }
+
     /// Deletes `key`. A missing key is fine unless `pre` is
     /// [`Precondition::Matches`] (then: [`StoreError::PreconditionFailed`]).
     async fn delete(&self, key: &str, pre: &Precondition) -> Result<(), StoreError>;

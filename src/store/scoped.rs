@@ -212,6 +212,17 @@ impl Store for Scoped {
         self.inner.put_bytes(key, bytes, pre).await
     }
 
+    async fn put_bytes_hashed(
+        &self,
+        key: &str,
+        bytes: Vec<u8>,
+        sha256: &str,
+        pre: &Precondition,
+    ) -> Result<ObjectMeta, StoreError> {
+        self.check(key)?;
+        self.inner.put_bytes_hashed(key, bytes, sha256, pre).await
+    }
+
     async fn delete(&self, key: &str, pre: &Precondition) -> Result<(), StoreError> {
         self.check(key)?;
         self.inner.delete(key, pre).await

@@ -828,17 +828,27 @@ impl Store for GcsStore {
         bytes: Vec<u8>,
         pre: &Precondition,
     ) -> Result<ObjectMeta, StoreError> {
+        let sha = fsutil::sha256_bytes(&bytes);
+        self.put_bytes_hashed(key, bytes, &sha, pre).await
+    }
+
+    async fn put_bytes_hashed(
+        &self,
+        key: &str,
+        bytes: Vec<u8>,
+        sha: &str,
+        pre: &Precondition,
+    ) -> Result<ObjectMeta, StoreError> {
         check_key(key)?;
         let client = self.client().await?;
-        let sha = fsutil::sha256_bytes(&bytes);
         let req = UploadObjectRequest {
             bucket: self.bucket.clone(),
             if_generation_match: Self::generation_match(key, pre)?,
             ..UploadObjectRequest::default()
         };
-        let upload_type = Self::upload_type(key, &sha);
+        let upload_type = Self::upload_type(key, sha);
         let bytes = bytes::Bytes::from(bytes);
-        self.put_retrying(&sha, || async {
+        self.put_retrying(sha, || async {
             let upload = client.upload_object(&req, bytes.clone(), &upload_type);
             crate::telemetry::requests::writing(key, upload)
                 .await

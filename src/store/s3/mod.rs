@@ -843,8 +843,18 @@ impl Store for S3Store {
         pre: &Precondition,
     ) -> Result<ObjectMeta, StoreError> {
         let sha = fsutil::sha256_bytes(&bytes);
+        self.put_bytes_hashed(key, bytes, &sha, pre).await
+    }
+
+    async fn put_bytes_hashed(
+        &self,
+        key: &str,
+        bytes: Vec<u8>,
+        sha: &str,
+        pre: &Precondition,
+    ) -> Result<ObjectMeta, StoreError> {
         let bytes = bytes::Bytes::from(bytes);
-        self.put_retrying(key, &sha, pre, || {
+        self.put_retrying(key, sha, pre, || {
             let b = bytes.clone();
             async move {
                 let size = b.len() as u64;
