@@ -141,7 +141,7 @@ async fn stream(
         holds(path, sha256, Some(Sha256::of(&bytes)))?;
         return to
             .store
-            .put_bytes(&dst, bytes, &Precondition::CreateOnly)
+            .put_bytes_hashed(&dst, bytes, &sha256.hex(), &Precondition::CreateOnly)
             .await
             .map_err(store_err(path));
     };
