@@ -536,9 +536,7 @@ pub async fn observe_remote(
     head_all: bool,
     local_match: &mut LocalMatch<'_>,
 ) -> Result<RemoteSnapshot, RemoteError> {
-    // One allocation per path across the cache, base and remote maps,
-    // made without the base held twice (collected anew, a million entries
-    // were 80 MB beside the map they came from, at a no-op's peak).
+    // One allocation per path across the cache, base and remote maps.
     let base = super::share_keys(base, local);
     let names = Names::new(key_prefix, namespaced);
     // Tiers and their first level are paged side by side: a namespace of

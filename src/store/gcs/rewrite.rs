@@ -91,17 +91,19 @@ impl GcsStore {
             if_source_generation_match: source_generation,
         };
         let client = self.client().await?;
-        let source = format!("{bucket}/{}@{}", from.key, from.version);
-        let mut record = journal
-            .and_then(UploadJournal::read)
-            .filter(|r| continues(r, &source, to, from));
+        let mut kept = Kept::read(
+            journal,
+            format!("{bucket}/{}@{}", from.key, from.version),
+            to,
+            from,
+        );
         let mut req = RewriteObjectRequest {
             source_bucket: bucket.to_string(),
             source_object: from.key.clone(),
             destination_bucket: self.bucket.clone(),
             destination_object: to.to_string(),
             source_generation,
-            rewrite_token: record.as_ref().and_then(|r| r.token.clone()),
+            rewrite_token: kept.token(),
             ..RewriteObjectRequest::default()
         };
         loop {
@@ -120,54 +122,99 @@ impl GcsStore {
             let done = match sent {
                 // A token of an earlier run the server no longer takes
                 // (expired, or made under other conditions): from byte 0.
-                Err(e) if record.is_some() && !settles(&e) => {
+                Err(e) if kept.record.is_some() && !settles(&e) => {
                     tracing::debug!(key = to, error = %e, "a recorded rewrite is refused; starting over");
-                    record = None;
                     req.rewrite_token = None;
-                    if let Some(j) = journal {
-                        j.clear()?;
-                    }
+                    kept.forget()?;
                     continue;
                 }
                 sent => sent?,
             };
+            let server = |message: &str| StoreError::Server {
+                target: crate::store::Store::describe(self),
+                key: Some(to.to_string()),
+                message: message.into(),
+            };
             if done.done {
-                if let Some(j) = journal {
-                    j.clear()?;
-                }
+                kept.forget()?;
                 return done
                     .resource
                     .as_ref()
                     .map(Self::meta)
-                    .ok_or_else(|| StoreError::Server {
-                        target: crate::store::Store::describe(self),
-                        key: Some(to.to_string()),
-                        message: "a finished rewrite returned no object".into(),
-                    });
+                    .ok_or_else(|| server("a finished rewrite returned no object"));
             }
             let Some(token) = done.rewrite_token else {
-                return Err(StoreError::Server {
-                    target: crate::store::Store::describe(self),
-                    key: Some(to.to_string()),
-                    message: "an unfinished rewrite returned no token to continue from".into(),
-                });
+                return Err(server(
+                    "an unfinished rewrite returned no token to continue from",
+                ));
             };
             req.rewrite_token = Some(token.clone());
-            if let Some(j) = journal {
-                let rewritten = u64::try_from(done.total_bytes_rewritten).unwrap_or(0);
-                let r = record.get_or_insert_with(|| started(j, &source, to, from, &token));
-                r.token = Some(token);
-                r.rewritten = rewritten;
-                j.save(r)?;
-                #[cfg(feature = "failpoints")]
-                if fail::eval("rewrite-token-recorded", |_| ()).is_some() {
-                    let _ = rustix::process::kill_process(
-                        rustix::process::getpid(),
-                        rustix::process::Signal::KILL,
-                    );
-                }
-            }
+            kept.keep(token, done.total_bytes_rewritten)?;
         }
+    }
+}
+
+/// A rewrite's record in its journal, if it has one.
+struct Kept<'a> {
+    journal: Option<&'a UploadJournal>,
+    record: Option<UploadRecord>,
+    /// `bucket/key@generation`.
+    source: String,
+    to: &'a str,
+    from: &'a ObjectMeta,
+}
+
+impl<'a> Kept<'a> {
+    /// The rewrite of `source` to `to` the journal records, if any.
+    fn read(
+        journal: Option<&'a UploadJournal>,
+        source: String,
+        to: &'a str,
+        from: &'a ObjectMeta,
+    ) -> Kept<'a> {
+        let record = journal
+            .and_then(UploadJournal::read)
+            .filter(|r| continues(r, &source, to, from));
+        Kept {
+            journal,
+            record,
+            source,
+            to,
+            from,
+        }
+    }
+
+    /// The token to continue from.
+    fn token(&self) -> Option<String> {
+        self.record.as_ref().and_then(|r| r.token.clone())
+    }
+
+    /// Records `token`, answered with `rewritten` bytes copied.
+    fn keep(&mut self, token: String, rewritten: i64) -> Result<(), StoreError> {
+        let Some(j) = self.journal else {
+            return Ok(());
+        };
+        let (source, to, from) = (&self.source, self.to, self.from);
+        let r = self
+            .record
+            .get_or_insert_with(|| started(j, source, to, from, &token));
+        r.token = Some(token);
+        r.rewritten = u64::try_from(rewritten).unwrap_or(0);
+        j.save(r)?;
+        #[cfg(feature = "failpoints")]
+        if fail::eval("rewrite-token-recorded", |_| ()).is_some() {
+            let _ = rustix::process::kill_process(
+                rustix::process::getpid(),
+                rustix::process::Signal::KILL,
+            );
+        }
+        Ok(())
+    }
+
+    /// Forgets the rewrite (done, or to start over).
+    fn forget(&mut self) -> Result<(), StoreError> {
+        self.record = None;
+        self.journal.map_or(Ok(()), UploadJournal::clear)
     }
 }
 
