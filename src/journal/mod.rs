@@ -305,29 +305,28 @@ impl Journal {
     }
 
     pub(crate) fn load(layout: &Layout, id: &str) -> Result<Journal, UndoError> {
+        let (path, file) = Journal::open(layout, id)?;
+        // Read as a stream: a move's journal is tens of megabytes of JSON,
+        // which retention (every sync) need not hold beside the entries.
+        let mut journal: Journal =
+            serde_json::from_reader(io::BufReader::new(file)).map_err(|e| malformed(&path, e))?;
+        journal.share_placements();
+        Ok(journal)
+    }
+
+    /// Journal `id`'s file, open, and its path.
+    fn open(layout: &Layout, id: &str) -> Result<(PathBuf, std::fs::File), UndoError> {
         if !is_id(id) {
             return Err(UndoError::NoSuchApply { id: id.to_string() });
         }
         let path = layout.journal_path(id);
-        let file = match std::fs::File::open(&path) {
-            Ok(f) => f,
+        match std::fs::File::open(&path) {
+            Ok(f) => Ok((path, f)),
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                return Err(UndoError::NoSuchApply { id: id.to_string() });
+                Err(UndoError::NoSuchApply { id: id.to_string() })
             }
-            Err(e) => return Err(io_err("read", &path)(e)),
-        };
-        // Read as a stream: a move's journal is tens of megabytes of JSON,
-        // which retention (every sync) need not hold beside the entries.
-        let mut journal: Journal =
-            serde_json::from_reader(io::BufReader::new(file)).map_err(|e| match e.classify() {
-                serde_json::error::Category::Io => io_err("read", &path)(e.into()),
-                _ => UndoError::Malformed {
-                    path: path.clone(),
-                    message: e.to_string(),
-                },
-            })?;
-        journal.share_placements();
-        Ok(journal)
+            Err(e) => Err(io_err("read", &path)(e)),
+        }
     }
 
     /// One placement for each run of entries of the same place (each
@@ -414,6 +413,17 @@ impl Journal {
             .filter(|e| e.op == Op::SetAside)
             .map(|e| e.size)
             .sum()
+    }
+}
+
+/// A journal's file that does not read as one (or cannot be read).
+fn malformed(path: &Path, e: serde_json::Error) -> UndoError {
+    match e.classify() {
+        serde_json::error::Category::Io => io_err("read", path)(e.into()),
+        _ => UndoError::Malformed {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        },
     }
 }
 

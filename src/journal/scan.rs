@@ -9,7 +9,7 @@ use std::io;
 
 use serde::de::{DeserializeSeed, MapAccess, SeqAccess, Visitor};
 
-use super::{Entry, Journal, UndoError, io_err, is_id};
+use super::{Entry, Journal, UndoError};
 use crate::layout::Layout;
 
 impl Journal {
@@ -22,24 +22,8 @@ impl Journal {
         id: &str,
         mut visit: impl FnMut(Entry),
     ) -> Result<Journal, UndoError> {
-        if !is_id(id) {
-            return Err(UndoError::NoSuchApply { id: id.to_string() });
-        }
-        let path = layout.journal_path(id);
-        let file = match std::fs::File::open(&path) {
-            Ok(f) => f,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                return Err(UndoError::NoSuchApply { id: id.to_string() });
-            }
-            Err(e) => return Err(io_err("read", &path)(e)),
-        };
-        let malformed = |e: serde_json::Error| match e.classify() {
-            serde_json::error::Category::Io => io_err("read", &path)(e.into()),
-            _ => UndoError::Malformed {
-                path: path.clone(),
-                message: e.to_string(),
-            },
-        };
+        let (path, file) = Journal::open(layout, id)?;
+        let malformed = |e| super::malformed(&path, e);
         let mut de = serde_json::Deserializer::from_reader(io::BufReader::new(file));
         let mut head = Head(&mut visit).deserialize(&mut de).map_err(malformed)?;
         de.end().map_err(malformed)?;
