@@ -279,6 +279,20 @@ pub fn rename_noreplace(from: &Path, to: &Path) -> io::Result<()> {
 }
 
 /// Hex sha256 of a file's content, streamed.
+/// The whole of `path` when it holds at most `limit` bytes (`None`:
+/// larger). Read to the end, bounded: a file that grew since it was
+/// statted is still read whole, or found too large.
+pub fn read_small(path: &Path, limit: u64) -> io::Result<Option<Vec<u8>>> {
+    use std::io::Read;
+    let file = File::open(path)?;
+    if file.metadata()?.len() > limit {
+        return Ok(None);
+    }
+    let mut bytes = Vec::new();
+    file.take(limit + 1).read_to_end(&mut bytes)?;
+    Ok((bytes.len() as u64 <= limit).then_some(bytes))
+}
+
 pub fn sha256_file(path: &Path) -> io::Result<String> {
     sha256_file_raw(path).map(|sha| hex32(&sha))
 }

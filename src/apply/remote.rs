@@ -394,11 +394,7 @@ fn read_checked(
     path: &TierPath,
     sha256: &Sha256,
 ) -> Result<Option<Vec<u8>>, SyncActionError> {
-    use std::io::Read;
-    let mut bytes = Vec::new();
-    let read = std::fs::File::open(file)
-        .and_then(|f| f.take(CHECKED_BY_BYTES + 1).read_to_end(&mut bytes));
-    match read {
+    match fsutil::read_small(file, CHECKED_BY_BYTES) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             Err(SyncActionError::LocalGone { path: path.clone() })
         }
@@ -406,11 +402,10 @@ fn read_checked(
             path: path.clone(),
             source,
         }),
-        Ok(n) if n as u64 > CHECKED_BY_BYTES => Ok(None),
-        Ok(_) if Sha256::of(&bytes) != *sha256 => {
+        Ok(Some(bytes)) if Sha256::of(&bytes) != *sha256 => {
             Err(SyncActionError::LocalChanged { path: path.clone() })
         }
-        Ok(_) => Ok(Some(bytes)),
+        Ok(read) => Ok(read),
     }
 }
 

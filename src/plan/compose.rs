@@ -480,15 +480,13 @@ fn add_in_order(
     // bucket move's peak).
     let after = deletes.len() + 2 + tail.len();
     let head = std::mem::take(&mut plan.actions);
-    let mut actions = if transfers.is_empty() {
-        sync_actions
+    let (mut actions, rest) = if transfers.is_empty() {
+        (sync_actions, Vec::new())
     } else {
-        let mut actions = transfers;
-        actions.reserve_exact(sync_actions.len() + head.len() + after);
-        actions.extend(sync_actions);
-        actions
+        (transfers, sync_actions)
     };
-    actions.reserve_exact(head.len() + after);
+    actions.reserve_exact(rest.len() + head.len() + after);
+    actions.extend(rest);
     actions.splice(0..0, head);
     plan.actions = actions;
     plan.actions.extend(deletes);

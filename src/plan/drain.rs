@@ -177,15 +177,15 @@ fn to_remote(
         }));
         return;
     };
-    match tr.files.get(path) {
-        Some(t) if tr.sha_of(path, t) == Some(sha256) => return,
-        Some(t) => {
+    match tr.files.get(path).map(|t| (t, tr.sha_of(path, t))) {
+        Some((_, there)) if there == Some(sha256) => return,
+        Some((t, there)) => {
             out.conflicts
                 .push(Conflict::DifferentAtTarget(DifferentAtTarget {
                     path: path.clone(),
                     source: i,
                     source_sha256: sha256.hex(),
-                    target_sha256: tr.sha_of(path, t).map(|s| s.hex()).unwrap_or_default(),
+                    target_sha256: there.map(|s| s.hex()).unwrap_or_default(),
                     source_size: Some(obj.size),
                     target_size: Some(t.size),
                     diff: None,

@@ -55,19 +55,7 @@ const SMALL_PUT: u64 = 256 << 10;
 /// The whole of `src` when it holds at most [`SMALL_PUT`] bytes (`None`:
 /// larger, to be streamed), read on the calling thread.
 fn read_small(src: &Path) -> Result<Option<Vec<u8>>, StoreError> {
-    use std::io::Read;
-    let io = |e| StoreError::io(src, e);
-    let file = std::fs::File::open(src).map_err(io)?;
-    if file.metadata().map_err(io)?.len() > SMALL_PUT {
-        return Ok(None);
-    }
-    // Read to the end (bounded): a file that grew since the stat is still
-    // read whole, or found too large.
-    let mut bytes = Vec::new();
-    file.take(SMALL_PUT + 1)
-        .read_to_end(&mut bytes)
-        .map_err(io)?;
-    Ok((bytes.len() as u64 <= SMALL_PUT).then_some(bytes))
+    fsutil::read_small(src, SMALL_PUT).map_err(|e| StoreError::io(src, e))
 }
 
 const CREDENTIALS_HINT: &str = "check the AWS credentials: AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, \
