@@ -640,13 +640,8 @@ mod tests {
                 .map(|(p, sha)| {
                     (
                         tp(p),
-                        RemoteObject {
-                            size: 1,
-                            version: format!("v-{sha}").into(),
-                            sha256: Some(Box::new((*sha).into())),
-                            served: None,
-                            modified: None,
-                        },
+                        RemoteObject::new(1, format!("v-{sha}").into())
+                            .with_sha256(Some((*sha).into())),
                     )
                 })
                 .collect(),

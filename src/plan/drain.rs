@@ -199,13 +199,7 @@ fn to_remote(
     } else {
         out.incoming.insert(
             path.clone(),
-            RemoteFile {
-                size: obj.size,
-                version: String::new().into(),
-                sha256: Some(Box::new(sha256)),
-                served: None,
-                modified: None,
-            },
+            RemoteFile::new(obj.size, String::new().into()).with_sha256(Some(sha256)),
         );
     }
     out.transfers.push(Action::CopyRemote(CopyRemote {
@@ -299,13 +293,8 @@ mod tests {
                 .map(|(p, sha)| {
                     (
                         tp(p),
-                        RemoteObject {
-                            size: 1,
-                            version: format!("v-{p}").into(),
-                            sha256: Some(Box::new((*sha).into())),
-                            served: None,
-                            modified: None,
-                        },
+                        RemoteObject::new(1, format!("v-{p}").into())
+                            .with_sha256(Some((*sha).into())),
                     )
                 })
                 .collect(),

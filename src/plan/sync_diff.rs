@@ -506,8 +506,8 @@ fn lazy_step(
             path: path.clone(),
             size: r.size,
             version: r.version.clone(),
-            sha256: r.sha256.clone(),
-            served: r.served.clone(),
+            sha256: r.own_sha256().map(|s| Box::new(*s)),
+            served: r.served().map(|s| Box::new(s.clone())),
         })
     };
     Some(match (l, r, u) {
@@ -589,7 +589,7 @@ fn download(
         path: path.clone(),
         size: r.size,
         version: r.version.clone(),
-        expect: Expect::of(r.sha(b), r.served.as_deref()),
+        expect: Expect::of(r.sha(b), r.served()),
         local: l.map(|l| Box::new(l.sha256)),
         settled_by: None,
     })
@@ -665,7 +665,7 @@ fn step(
                 path: path.clone(),
                 deleted_in: Side::Cache,
                 changed_sha256: r.sha(b),
-                remote_modified: r.modified,
+                remote_modified: r.modified(),
             }))
         }
         // On both sides.
@@ -687,7 +687,7 @@ fn step(
                     remote_version: r.version.to_string(),
                     remote_sha256: r.sha(b),
                     base_sha256: b.map(|b| b.sha256),
-                    remote_modified: r.modified,
+                    remote_modified: r.modified(),
                 })),
             }
         }
@@ -709,7 +709,7 @@ fn settle(
         ConflictPolicy::Fail => return None,
         ConflictPolicy::Newer => {
             let lm = input.local_modified.get(path).copied();
-            let rm = r.and_then(|r| r.modified);
+            let rm = r.and_then(|r| r.modified());
             match (l, r, lm, rm) {
                 (Some(_), Some(_), Some(lm), Some(rm)) if lm > rm => ConflictPolicy::Local,
                 (Some(_), Some(_), Some(_), Some(_)) => ConflictPolicy::Remote,
@@ -1023,13 +1023,9 @@ mod tests {
         fn remote(mut self, p: &str, sha: &str, version: &str) -> Self {
             self.remote.insert(
                 tp(p),
-                RemoteFile {
-                    size: 1,
-                    version: version.into(),
-                    sha256: Some(Box::new(sha.into())),
-                    served: None,
-                    modified: Some(100),
-                },
+                RemoteFile::new(1, version.into())
+                    .with_sha256(Some(sha.into()))
+                    .with_modified(Some(100)),
             );
             self
         }

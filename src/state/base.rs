@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::fsutil;
-use crate::layout::TierPath;
+use crate::layout::{KnownPaths, TierPath};
 
 /// One file as both sides held it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -42,7 +42,9 @@ pub struct Unhydrated {
     pub served: Option<Box<crate::digest::Served>>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// Read through [`Seeded`] (a hand-written `Deserialize`): the loader can
+/// then share each path with the cache's.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct SyncBase {
     /// Which remote this base is for (`s3://bucket/prefix/ns`); a base for
     /// another remote is no base at all.
@@ -52,44 +54,98 @@ pub struct SyncBase {
     /// before remotes had one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub remote_id: Option<String>,
-    #[serde(deserialize_with = "sorted_map")]
     pub files: BTreeMap<TierPath, BaseEntry>,
     /// Remote objects recorded, not downloaded (never a path `files` has).
-    #[serde(
-        default,
-        skip_serializing_if = "BTreeMap::is_empty",
-        deserialize_with = "sorted_map"
-    )]
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub unhydrated: BTreeMap<TierPath, Unhydrated>,
 }
 
-/// A map read as the pairs it was written as (in key order), then built
-/// with full nodes (see [`super::sorted_map`]).
-fn sorted_map<'de, D, V>(de: D) -> Result<BTreeMap<TierPath, V>, D::Error>
-where
-    D: serde::Deserializer<'de>,
-    V: Deserialize<'de>,
-{
-    struct Pairs<V>(std::marker::PhantomData<V>);
-    impl<'de, V: Deserialize<'de>> serde::de::Visitor<'de> for Pairs<V> {
-        type Value = BTreeMap<TierPath, V>;
-        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-            f.write_str("a map of tier paths")
-        }
-        fn visit_map<A: serde::de::MapAccess<'de>>(
-            self,
-            mut map: A,
-        ) -> Result<Self::Value, A::Error> {
-            // Made a map a run at a time: a million pairs held in one list
-            // beside the map made of them were 84 MB more.
-            let mut pairs = super::MapBuilder::default();
-            while let Some((k, v)) = map.next_entry()? {
-                pairs.push(k, v);
+impl<'de> Deserialize<'de> for SyncBase {
+    fn deserialize<D: serde::Deserializer<'de>>(de: D) -> Result<Self, D::Error> {
+        serde::de::DeserializeSeed::deserialize(Seeded(None), de)
+    }
+}
+
+/// A base read with each path that `.0` holds too sharing its allocation:
+/// loaded after the cache is walked, a million paths held once more were
+/// 48 MB, and sharing them afterwards rebuilt the map, 82 MB more at that
+/// moment. (A derived `Deserialize` cannot hand a field's reader state.)
+struct Seeded<'k>(Option<&'k dyn KnownPaths>);
+
+impl<'de> serde::de::DeserializeSeed<'de> for Seeded<'_> {
+    type Value = SyncBase;
+    fn deserialize<D: serde::Deserializer<'de>>(self, de: D) -> Result<SyncBase, D::Error> {
+        const FIELDS: &[&str] = &["remote", "remote_id", "files", "unhydrated"];
+        de.deserialize_struct("SyncBase", FIELDS, self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Seeded<'_> {
+    type Value = SyncBase;
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a sync base")
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<SyncBase, A::Error> {
+        use serde::de::Error;
+        let (mut remote, mut remote_id, mut files, mut unhydrated) = (None, None, None, None);
+        while let Some(field) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            match &*field {
+                "remote" => remote = Some(map.next_value()?),
+                "remote_id" => remote_id = map.next_value()?,
+                "files" => files = Some(map.next_value_seed(PathMap::new(self.0))?),
+                "unhydrated" => unhydrated = Some(map.next_value_seed(PathMap::new(self.0))?),
+                _ => {
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                }
             }
-            Ok(pairs.finish())
+        }
+        Ok(SyncBase {
+            remote: remote.ok_or_else(|| A::Error::missing_field("remote"))?,
+            remote_id,
+            files: files.ok_or_else(|| A::Error::missing_field("files"))?,
+            unhydrated: unhydrated.unwrap_or_default(),
+        })
+    }
+}
+
+/// A map of paths read as the pairs it was written as (in key order),
+/// then built with full nodes (see [`super::sorted_map`]), each path
+/// shared with `known`'s.
+struct PathMap<'k, V> {
+    known: Option<&'k dyn KnownPaths>,
+    values: std::marker::PhantomData<V>,
+}
+
+impl<'k, V> PathMap<'k, V> {
+    fn new(known: Option<&'k dyn KnownPaths>) -> Self {
+        PathMap {
+            known,
+            values: std::marker::PhantomData,
         }
     }
-    de.deserialize_map(Pairs(std::marker::PhantomData))
+}
+
+impl<'de, V: Deserialize<'de>> serde::de::DeserializeSeed<'de> for PathMap<'_, V> {
+    type Value = BTreeMap<TierPath, V>;
+    fn deserialize<D: serde::Deserializer<'de>>(self, de: D) -> Result<Self::Value, D::Error> {
+        de.deserialize_map(self)
+    }
+}
+
+impl<'de, V: Deserialize<'de>> serde::de::Visitor<'de> for PathMap<'_, V> {
+    type Value = BTreeMap<TierPath, V>;
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a map of tier paths")
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        // Made a map a run at a time: a million pairs held in one list
+        // beside the map made of them were 84 MB more.
+        let mut pairs = super::MapBuilder::default();
+        while let Some((k, v)) = map.next_entry::<TierPath, V>()? {
+            pairs.push(k.shared_with(self.known), v);
+        }
+        Ok(pairs.finish())
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -109,6 +165,16 @@ impl SyncBase {
     /// Loads the base for `remote`; a missing file, or a base recorded for
     /// another remote, is an empty base (first sync: nothing is deleted).
     pub fn load(path: &Path, remote: &str) -> Result<SyncBase, BaseError> {
+        SyncBase::load_sharing(path, remote, None)
+    }
+
+    /// [`SyncBase::load`], each path `known` holds too sharing its
+    /// allocation (the cache's, or a listing's, walked before).
+    pub fn load_sharing(
+        path: &Path,
+        remote: &str,
+        known: Option<&dyn KnownPaths>,
+    ) -> Result<SyncBase, BaseError> {
         let empty = SyncBase {
             remote: remote.to_string(),
             remote_id: None,
@@ -128,17 +194,20 @@ impl SyncBase {
         // Parsed as it is read: the text of a base of 100,000 files (20
         // MiB) is never held beside the map made of it.
         let reader = io::BufReader::with_capacity(256 * 1024, file);
-        let base: SyncBase =
-            serde_json::from_reader(reader).map_err(|e| match e.io_error_kind() {
-                Some(kind) => BaseError::Read {
-                    path: path.to_path_buf(),
-                    source: io::Error::new(kind, e.to_string()),
-                },
-                None => BaseError::Corrupt {
-                    path: path.to_path_buf(),
-                    message: e.to_string(),
-                },
-            })?;
+        let mut de = serde_json::Deserializer::from_reader(reader);
+        let read = serde::de::DeserializeSeed::deserialize(Seeded(known), &mut de);
+        let base =
+            read.and_then(|base| de.end().map(|()| base))
+                .map_err(|e| match e.io_error_kind() {
+                    Some(kind) => BaseError::Read {
+                        path: path.to_path_buf(),
+                        source: io::Error::new(kind, e.to_string()),
+                    },
+                    None => BaseError::Corrupt {
+                        path: path.to_path_buf(),
+                        message: e.to_string(),
+                    },
+                })?;
         Ok(if base.remote == remote { base } else { empty })
     }
 
@@ -424,6 +493,60 @@ mod tests {
         assert!(wiped.contains("holds no id now"), "{wiped}");
         let other = b.mismatch(Some("y")).unwrap();
         assert!(other.contains("now holds y"), "{other}");
+    }
+
+    #[test]
+    fn a_base_loaded_beside_the_cache_holds_its_paths_in_the_caches_allocations() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("base.json");
+        let path = |i: u32| TierPath::parse(&format!("data/m/{i:05}/raw")).unwrap();
+        let entry = |i: u32| BaseEntry {
+            sha256: crate::digest::Sha256::of(&i.to_be_bytes()),
+            size: i.into(),
+            version: format!("v{i}").into(),
+        };
+        // The base: every third path to 60,000, two remote-only; the
+        // cache: the even ones to 40,000 (some in the base, some not).
+        let mut b = SyncBase {
+            remote: "s3://b/p".into(),
+            remote_id: Some("id".into()),
+            ..SyncBase::default()
+        };
+        for i in 0..20_000 {
+            b.files.insert(path(3 * i), entry(i));
+        }
+        for i in [4, 5] {
+            b.set_unhydrated(
+                path(3 * i),
+                Unhydrated {
+                    size: 1,
+                    version: "u".into(),
+                    sha256: None,
+                    served: None,
+                },
+            );
+        }
+        b.save(&p).unwrap();
+        let cache: BTreeMap<TierPath, ()> = (0..20_000).map(|i| (path(2 * i), ())).collect();
+        let loaded = SyncBase::load_sharing(&p, "s3://b/p", Some(&cache)).unwrap();
+        assert_eq!(loaded, b, "the same base, whatever its paths share");
+        let keys = loaded.files.keys().chain(loaded.unhydrated.keys());
+        let mut shared = 0;
+        for k in keys {
+            match cache.get_key_value(k) {
+                Some((c, _)) => {
+                    assert!(k.same_allocation(c), "{k} is the cache's");
+                    shared += 1;
+                }
+                None => assert!(!cache.contains_key(k)),
+            }
+        }
+        // 0, 6, 12... below 40,000, the remote-only 12 among them.
+        assert_eq!(shared, 6667);
+        // A base with no files field is corrupt, not empty.
+        std::fs::write(&p, br#"{"remote": "s3://b/p"}"#).unwrap();
+        let err = SyncBase::load(&p, "s3://b/p").unwrap_err();
+        assert!(err.to_string().contains("missing field `files`"), "{err}");
     }
 
     #[test]

@@ -48,29 +48,6 @@ pub fn sorted_map<K: Ord, V>(pairs: Vec<(K, V)>) -> std::collections::BTreeMap<K
     pairs.into_iter().collect()
 }
 
-/// `map` with each key `known` holds too sharing `known`'s allocation: one
-/// walk through both, which are sorted alike (a million paths held twice
-/// were 48 MB).
-pub fn share_keys<V, W>(
-    map: std::collections::BTreeMap<crate::layout::TierPath, V>,
-    known: &std::collections::BTreeMap<crate::layout::TierPath, W>,
-) -> std::collections::BTreeMap<crate::layout::TierPath, V> {
-    if map.is_empty() || known.is_empty() {
-        return map;
-    }
-    let mut known = known.keys().peekable();
-    let mut out = MapBuilder::default();
-    for (k, v) in map {
-        while known.next_if(|p| **p < k).is_some() {}
-        let k = match known.peek() {
-            Some(p) if **p == k => (*p).clone(),
-            _ => k,
-        };
-        out.push(k, v);
-    }
-    out.finish()
-}
-
 /// The map of `runs` of pairs, each sorted, no key in two runs (the pages
 /// of a listing), built with full nodes without holding the pairs twice
 /// over (as collecting them into one list for [`sorted_map`] would): each
@@ -158,29 +135,7 @@ impl<K: Ord, V> MapBuilder<K, V> {
 mod tests {
     use std::collections::BTreeMap;
 
-    use super::{MAP_RUN, MapBuilder, merged_map, share_keys, sorted_map};
-    use crate::layout::TierPath;
-
-    #[test]
-    fn a_map_whose_keys_are_shared_holds_the_same_pairs_on_the_known_paths() {
-        let p = |i: u32| TierPath::parse(&format!("data/m/{i:05}/raw")).unwrap();
-        // Known: the even numbers to 40,000; the map: every third number to
-        // 60,000 (some known, some between and after them).
-        let known: BTreeMap<TierPath, ()> = (0..20_000).map(|i| (p(2 * i), ())).collect();
-        let map: BTreeMap<TierPath, u32> = (0..20_000).map(|i| (p(3 * i), i)).collect();
-        let shared = share_keys(map.clone(), &known);
-        assert_eq!(shared, map);
-        // Each key the known map holds is its very allocation.
-        let mut n_shared = 0;
-        for k in shared.keys() {
-            if let Some((kk, _)) = known.get_key_value(k) {
-                assert!(k.same_allocation(kk), "{k}");
-                n_shared += 1;
-            }
-        }
-        // 0, 6, 12... below 40,000.
-        assert_eq!(n_shared, 6667);
-    }
+    use super::{MAP_RUN, MapBuilder, merged_map, sorted_map};
 
     /// The map inserting every pair in turn makes (the later of equal keys
     /// kept).

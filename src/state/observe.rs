@@ -88,7 +88,7 @@ pub fn observe(
             crate::progress::meter().phase(&format!("listing {}", target.url));
             let here = &observed.placements[0];
             let cache = cache_after_moves(&observed, desired.scope);
-            listed_with_base(layout, &target, rt, |base| {
+            listed_with_base(layout, &target, rt, &here.files, |base| {
                 Ok(rt.block_on(observe_remote(
                     target.store.as_ref(),
                     target.url.clone(),
@@ -170,7 +170,9 @@ fn relisted(
     remote: &RemoteTarget,
     mut snapshot: RemoteSnapshot,
 ) -> Result<RemoteSnapshot, ObserveError> {
-    let base = SyncBase::load(&layout.sync_base_path(&remote.placement), &remote.url)?;
+    // Mostly the listing's paths again: shared, not held twice.
+    let path = layout.sync_base_path(&remote.placement);
+    let base = SyncBase::load_sharing(&path, &remote.url, Some(&snapshot.files))?;
     let listed = !base.files.is_empty() || !base.unhydrated.is_empty();
     let id = snapshot.identity.as_ref().map(|i| i.id.clone());
     let mut base = base;
@@ -181,9 +183,8 @@ fn relisted(
     // What the listing could not vouch for (no sha256 metadata) the base
     // now does, at the same version (the objects this run downloaded):
     // read from there (`RemoteObject::sha`).
-    // Mostly the listing's paths again: shared, not held twice.
-    snapshot.base = super::share_keys(base.files, &snapshot.files);
-    snapshot.unhydrated = super::share_keys(base.unhydrated, &snapshot.files);
+    snapshot.base = base.files;
+    snapshot.unhydrated = base.unhydrated;
     snapshot.deleted_here = Default::default();
     Ok(snapshot)
 }
@@ -207,7 +208,7 @@ fn observe_remote_sources(
         let source = RemoteTarget::open(&placement)?;
         crate::progress::meter().phase(&format!("listing {}", source.url));
         let here = &observed.placements[i];
-        let snapshot = listed_with_base(layout, &source, rt, |base| {
+        let snapshot = listed_with_base(layout, &source, rt, &here.files, |base| {
             Ok(rt.block_on(observe_remote(
                 source.store.as_ref(),
                 source.url.clone(),
@@ -390,9 +391,12 @@ fn listed_with_base(
     layout: &Layout,
     remote: &RemoteTarget,
     rt: &tokio::runtime::Runtime,
+    cache: &BTreeMap<TierPath, FileState>,
     mut list: impl FnMut(BTreeMap<TierPath, BaseEntry>) -> Result<RemoteSnapshot, ObserveError>,
 ) -> Result<RemoteSnapshot, ObserveError> {
-    let mut base = SyncBase::load(&layout.sync_base_path(&remote.placement), &remote.url)?;
+    // One allocation per path across the cache, base and remote maps.
+    let path = layout.sync_base_path(&remote.placement);
+    let mut base = SyncBase::load_sharing(&path, &remote.url, Some(cache))?;
     let listed = !base.files.is_empty() || !base.unhydrated.is_empty();
     let mut snapshot = list(std::mem::take(&mut base.files))?;
     let identity = identify(layout, remote, snapshot.listed.remote_id.as_deref(), rt)?;

@@ -21,36 +21,136 @@ pub type RemoteFile = RemoteObject;
 
 /// A remote object as observed (the part that goes into the fingerprint):
 /// as the listing (plus the base, or a HEAD) describes it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+///
+/// 48 bytes, not 64: a listing holds a million at once (a map node of 11
+/// is 720 bytes, not 896), and what only some have is boxed together
+/// ([`Known`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RemoteObject {
     pub size: u64,
     pub version: Version,
+    /// Last modified (seconds since the epoch), for `--conflict newer` and
+    /// a conflict's report; [`NO_TIME`] when not known.
+    modified: i64,
+    known: Option<Box<Known>>,
+}
+
+/// [`RemoteObject::modified`] when the listing gave none (no time a
+/// listing gives is this one, and none before 1970 is rendered anyway).
+const NO_TIME: i64 = i64::MIN;
+
+/// What is known of a remote object beyond its size and version, rarely:
+/// boxed, the others hold 8 bytes for it, not 56.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct Known {
     /// Known from the listing, a HEAD, or the cache's file the server's
     /// digest matched; never one the sync base records at this version
     /// (a converged million held it twice, 32 MB): [`RemoteObject::sha`]
-    /// reads it from there. Boxed: an S3 listing carries none, and a pull
-    /// holds a million objects listed so while it downloads them (8 bytes
-    /// each, not 33).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sha256: Option<Box<crate::digest::Sha256>>,
+    /// reads it from there.
+    sha256: Option<crate::digest::Sha256>,
     /// The listing's MD5, CRC32C and encoding, kept for an object whose
     /// sha256 does not check a download alone (another tool's, or stored
     /// gzip-compressed): a download is then one request, checked by them.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub served: Option<Box<crate::digest::Served>>,
-    /// Last modified (seconds since the epoch), for `--conflict newer`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub modified: Option<i64>,
+    served: Option<crate::digest::Served>,
 }
 
 impl RemoteObject {
+    pub fn new(size: u64, version: Version) -> RemoteObject {
+        RemoteObject {
+            size,
+            version,
+            modified: NO_TIME,
+            known: None,
+        }
+    }
+
+    pub fn with_sha256(mut self, sha256: Option<crate::digest::Sha256>) -> RemoteObject {
+        self.set_sha256(sha256);
+        self
+    }
+
+    pub fn with_served(mut self, served: Option<crate::digest::Served>) -> RemoteObject {
+        self.change(|k| k.served = served);
+        self
+    }
+
+    pub fn with_modified(mut self, modified: Option<i64>) -> RemoteObject {
+        self.modified = modified.unwrap_or(NO_TIME);
+        self
+    }
+
+    pub fn set_sha256(&mut self, sha256: Option<crate::digest::Sha256>) {
+        self.change(|k| k.sha256 = sha256);
+    }
+
+    /// Its own sha256 (from the listing or a HEAD); see [`RemoteObject::sha`].
+    pub fn own_sha256(&self) -> Option<&crate::digest::Sha256> {
+        self.known.as_ref()?.sha256.as_ref()
+    }
+
+    pub fn served(&self) -> Option<&crate::digest::Served> {
+        self.known.as_ref()?.served.as_ref()
+    }
+
+    pub fn modified(&self) -> Option<i64> {
+        (self.modified != NO_TIME).then_some(self.modified)
+    }
+
+    /// Changes what is known, boxed only while anything is.
+    fn change(&mut self, f: impl FnOnce(&mut Known)) {
+        let mut known = self.known.take().unwrap_or_default();
+        f(&mut known);
+        if *known != Known::default() {
+            self.known = Some(known);
+        }
+    }
+
     /// The sha256 known of it: its own, or what `base` (the sync base's
     /// entry at its path) records at its version.
     pub fn sha(&self, base: Option<&super::BaseEntry>) -> Option<crate::digest::Sha256> {
-        self.sha256
-            .as_deref()
+        self.own_sha256()
             .copied()
             .or_else(|| base.filter(|b| b.version == self.version).map(|b| b.sha256))
+    }
+}
+
+/// [`RemoteObject`] as plan files and fingerprints have always written it
+/// (a missing `Option` reads as `None`).
+#[derive(Serialize, Deserialize)]
+struct RemoteObjectWire<V, S, D> {
+    size: u64,
+    version: V,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sha256: Option<S>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    served: Option<D>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    modified: Option<i64>,
+}
+
+impl Serialize for RemoteObject {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        RemoteObjectWire {
+            size: self.size,
+            version: &self.version,
+            sha256: self.own_sha256(),
+            served: self.served(),
+            modified: self.modified(),
+        }
+        .serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for RemoteObject {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let w =
+            RemoteObjectWire::<Version, crate::digest::Sha256, crate::digest::Served>::deserialize(
+                d,
+            )?;
+        Ok(RemoteObject::new(w.size, w.version)
+            .with_sha256(w.sha256)
+            .with_served(w.served)
+            .with_modified(w.modified))
     }
 }
 
@@ -531,13 +631,12 @@ pub async fn observe_remote(
     url: String,
     key_prefix: &str,
     namespaced: bool,
+    // Its paths the cache's (`SyncBase::load_sharing`).
     base: BTreeMap<TierPath, BaseEntry>,
     local: &BTreeMap<TierPath, FileState>,
     head_all: bool,
     local_match: &mut LocalMatch<'_>,
 ) -> Result<RemoteSnapshot, RemoteError> {
-    // One allocation per path across the cache, base and remote maps.
-    let base = super::share_keys(base, local);
     let names = Names::new(key_prefix, namespaced);
     // Tiers and their first level are paged side by side: a namespace of
     // 250,000 objects is hundreds of pages, one after another otherwise.
@@ -625,7 +724,7 @@ fn resolve_pending(
             && let Some(file) = local.get(&path)
             && local_match(&path, file, digest)
         {
-            object.sha256 = Some(Box::new(file.sha256));
+            object.set_sha256(Some(file.sha256));
         } else {
             unknown.push((path, key));
         }
@@ -656,7 +755,7 @@ async fn head_unknown(
             && let Some(obj) = files.get_mut(&path)
             && meta.version == obj.version
         {
-            obj.sha256 = meta.sha256.as_deref().and_then(Sha256::parse).map(Box::new);
+            obj.set_sha256(meta.sha256.as_deref().and_then(Sha256::parse));
         }
     }
     Ok(())
@@ -811,8 +910,7 @@ impl Page {
         let served = meta
             .served()
             .filter(|s| sha256.is_none() || s.gzip)
-            .filter(|s| s.gzip || s.crc32c.is_some() || s.md5 != Md5::from_etag(&meta.version))
-            .map(Box::new);
+            .filter(|s| s.gzip || s.crc32c.is_some() || s.md5 != Md5::from_etag(&meta.version));
         // Only the ambiguous ones get a HEAD (see `observe_remote`).
         if sha256.is_none() && (head_all || file.is_some()) {
             // (Only S3 versions are ETags of the `<hex>-<parts>` form: a
@@ -833,13 +931,10 @@ impl Page {
         }
         self.files.push((
             path,
-            RemoteObject {
-                size: meta.size,
-                served,
-                version: meta.version.into(),
-                sha256: own.map(Box::new),
-                modified: meta.modified,
-            },
+            RemoteObject::new(meta.size, meta.version.into())
+                .with_sha256(own)
+                .with_served(served)
+                .with_modified(meta.modified),
         ));
     }
 
@@ -901,14 +996,50 @@ mod tests {
     use super::*;
 
     #[test]
-    fn keys_a_filesystem_cannot_hold_are_found_naming_the_other_key() {
-        let obj = RemoteObject {
-            size: 1,
-            version: "v".into(),
-            sha256: None,
-            served: None,
-            modified: None,
+    fn a_remote_object_is_held_in_48_bytes_and_written_as_before() {
+        // A listing holds a million of them.
+        assert_eq!(std::mem::size_of::<RemoteObject>(), 48);
+        let served = crate::digest::Served {
+            gzip: true,
+            ..Default::default()
         };
+        let full = RemoteObject::new(7, "v1".into())
+            .with_sha256(Some(Sha256::of(b"x")))
+            .with_served(Some(served.clone()))
+            .with_modified(Some(1_796_580_120));
+        let json = serde_json::to_value(&full).unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({
+                "size": 7,
+                "version": "v1",
+                "sha256": Sha256::of(b"x").to_string(),
+                "served": {"gzip": true},
+                "modified": 1_796_580_120,
+            })
+        );
+        let back: RemoteObject = serde_json::from_value(json).unwrap();
+        assert_eq!(back, full);
+        assert_eq!(back.own_sha256(), Some(&Sha256::of(b"x")));
+        assert_eq!(back.served(), Some(&served));
+        assert_eq!(back.modified(), Some(1_796_580_120));
+        // Nothing but size and version: written and read so, boxing nothing.
+        let bare: RemoteObject = serde_json::from_str(r#"{"size": 1, "version": "v"}"#).unwrap();
+        assert_eq!(bare, RemoteObject::new(1, "v".into()));
+        assert!(bare.known.is_none() && bare.modified().is_none());
+        assert_eq!(
+            serde_json::to_string(&bare).unwrap(),
+            r#"{"size":1,"version":"v"}"#
+        );
+        // A sha256 set and then taken away leaves nothing boxed.
+        let mut o = RemoteObject::new(1, "v".into()).with_sha256(Some(Sha256::of(b"y")));
+        o.set_sha256(None);
+        assert!(o.known.is_none());
+    }
+
+    #[test]
+    fn keys_a_filesystem_cannot_hold_are_found_naming_the_other_key() {
+        let obj = RemoteObject::new(1, "v".into());
         let files: BTreeMap<TierPath, RemoteObject> = [
             "data/m/x",
             "data/m/x-y/1/raw",
@@ -953,13 +1084,7 @@ mod tests {
 
     #[test]
     fn where_case_folds_directories_and_cache_files_clash_too() {
-        let obj = RemoteObject {
-            size: 1,
-            version: "v".into(),
-            sha256: None,
-            served: None,
-            modified: None,
-        };
+        let obj = RemoteObject::new(1, "v".into());
         let tp = |p: &str| TierPath::parse(p).unwrap();
         let files: BTreeMap<TierPath, RemoteObject> = [
             "data/A/1/raw",
