@@ -289,10 +289,10 @@ fn sync_step(
         unhydrated = Cow::Owned(config_only(&unhydrated));
     }
     if !drain.settled.is_empty() {
-        remote_files
-            .to_mut()
-            .retain(|p, _| !drain.settled.contains(p));
-        local.to_mut().retain(|p, _| !drain.settled.contains(p));
+        // What is left, not a copy of all then emptied (a move's million
+        // are all settled: two maps copied whole for nothing).
+        remote_files = Cow::Owned(unsettled(&remote_files, drain));
+        *local = Cow::Owned(unsettled(local, drain));
     }
     if !drain.incoming.is_empty() {
         remote_files.to_mut().extend(drain.incoming.clone());
@@ -334,6 +334,14 @@ fn sync_step(
         .any(Action::writes_remote);
     delete_bookkeeping(options, snapshot, &base, drain_writes, &mut step.actions);
     step
+}
+
+/// The entries of `map` whose paths `drain` does not settle.
+fn unsettled<V: Clone>(map: &BTreeMap<TierPath, V>, drain: &Drain) -> BTreeMap<TierPath, V> {
+    map.iter()
+        .filter(|(p, _)| !drain.settles(p))
+        .map(|(p, v)| (p.clone(), v.clone()))
+        .collect()
 }
 
 /// A copy records what only the remote holds at the version it wrote,
