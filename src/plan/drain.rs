@@ -112,16 +112,8 @@ pub(crate) fn drain(
             }
         }
         if out.conflicts.len() == conflicts_before && blocked.is_empty() {
-            let objects = drained_objects(remote);
-            if !objects.is_empty() {
-                let objects = if keep_source { Vec::new() } else { objects };
-                out.deletes
-                    .push(Action::DeleteSourceRemote(DeleteSourceRemote {
-                        source: i,
-                        objects,
-                        moved_to: Some(moved_to(&target.placement)),
-                    }));
-            }
+            out.deletes
+                .extend(delete_source(i, remote, &target.placement, keep_source));
         }
     }
     out.conflicts.extend(blocked.into_conflicts());
@@ -230,6 +222,25 @@ fn to_remote(
         in_cache,
         streamed,
     }));
+}
+
+/// The delete of what source `i` holds once all of it is at `target`
+/// (only the marker, with `keep_source`), when it holds anything.
+fn delete_source(
+    i: usize,
+    remote: &RemoteSnapshot,
+    target: &crate::config::Placement,
+    keep_source: bool,
+) -> Option<Action> {
+    let objects = drained_objects(remote);
+    if objects.is_empty() {
+        return None;
+    }
+    Some(Action::DeleteSourceRemote(DeleteSourceRemote {
+        source: i,
+        objects: if keep_source { Vec::new() } else { objects },
+        moved_to: Some(moved_to(target)),
+    }))
 }
 
 /// Where a drained source's clones are told the datastore went.
