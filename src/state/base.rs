@@ -42,8 +42,8 @@ pub struct Unhydrated {
     pub served: Option<Box<crate::digest::Served>>,
 }
 
-/// Read through [`Seeded`] (a hand-written `Deserialize`): the loader can
-/// then share each path with the cache's.
+/// Read by a hand-written `Deserialize`, so that the loader can share each
+/// path with the cache's ([`SyncBase::load_sharing`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct SyncBase {
     /// Which remote this base is for (`s3://bucket/prefix/ns`); a base for
@@ -68,8 +68,8 @@ impl<'de> Deserialize<'de> for SyncBase {
 
 /// A base read with each path that `.0` holds too sharing its allocation:
 /// loaded after the cache is walked, a million paths held once more were
-/// 48 MB, and sharing them afterwards rebuilt the map, 82 MB more at that
-/// moment. (A derived `Deserialize` cannot hand a field's reader state.)
+/// 48 MB, and sharing them afterwards rebuilt the whole map. (A derived
+/// `Deserialize` cannot hand a field's reader any state.)
 struct Seeded<'k>(Option<&'k dyn KnownPaths>);
 
 impl<'de> serde::de::DeserializeSeed<'de> for Seeded<'_> {
