@@ -633,7 +633,7 @@ mod tests {
         let label = root.display().to_string();
         let mut state = PlacementState::empty(p, root, label);
         for (path, sha) in files {
-            state.files.insert(tp(path), file(sha));
+            std::sync::Arc::make_mut(&mut state.files).insert(tp(path), file(sha));
         }
         state
     }
@@ -759,7 +759,7 @@ mod tests {
     fn a_file_larger_than_the_remote_holds_is_a_conflict_before_apply() {
         let target = s3(None);
         let mut here = placement(target.clone(), &[("files/small", "a")]);
-        here.files.insert(
+        std::sync::Arc::make_mut(&mut here.files).insert(
             tp("files/disk.img"),
             FileState {
                 size: (5 << 40) + 1,
@@ -839,8 +839,7 @@ mod tests {
 
         // A conflict in the target's own sync blocks both.
         let mut blocked = observed.clone();
-        blocked.placements[0]
-            .files
+        std::sync::Arc::make_mut(&mut blocked.placements[0].files)
             .insert(tp("data/m/1/raw"), file("mine"));
         blocked.remote = Some(snapshot(
             "swamp/alpha/",

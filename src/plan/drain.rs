@@ -232,13 +232,18 @@ fn delete_source(
     target: &crate::config::Placement,
     keep_source: bool,
 ) -> Option<Action> {
-    let objects = drained_objects(remote);
-    if objects.is_empty() {
+    if drained_count(remote) == 0 {
         return None;
     }
+    // Kept, they are not listed (a million keys made for nothing).
+    let objects = if keep_source {
+        Vec::new()
+    } else {
+        drained_objects(remote)
+    };
     Some(Action::DeleteSourceRemote(DeleteSourceRemote {
         source: i,
-        objects: if keep_source { Vec::new() } else { objects },
+        objects,
         moved_to: Some(moved_to(target)),
     }))
 }
@@ -249,13 +254,22 @@ fn moved_to(target: &crate::config::Placement) -> MovedTo {
     MovedTo { to, spec }
 }
 
+/// How many objects [`drained_objects`] names.
+fn drained_count(remote: &RemoteSnapshot) -> usize {
+    remote.files.len()
+        + usize::from(remote.manifest.is_some())
+        + usize::from(remote.identity.is_some())
+        + remote.delete_records.len()
+        + remote.clone_notes.len()
+        + remote.history.len()
+}
+
 /// Every object a drained source remote holds that goes with it: its
 /// files, its manifest, its id, its clones' delete records and notes.
 fn drained_objects(remote: &RemoteSnapshot) -> Vec<RemoteObjectRef> {
     // Sized once for all of them: a million files filled the list to the
     // brim, and the next push doubled it (48 MB more).
-    let records = remote.delete_records.len() + remote.clone_notes.len() + remote.history.len();
-    let mut objects = Vec::with_capacity(remote.files.len() + 2 + records);
+    let mut objects = Vec::with_capacity(drained_count(remote));
     objects.extend(remote.files.iter().map(|(path, obj)| RemoteObjectRef {
         key: format!("{}{path}", remote.key_prefix),
         version: obj.version.clone(),
@@ -289,6 +303,7 @@ fn drained_objects(remote: &RemoteSnapshot) -> Vec<RemoteObjectRef> {
                 version: version.clone().into(),
             }),
     );
+    debug_assert_eq!(objects.len(), drained_count(remote));
     objects
 }
 
@@ -369,7 +384,8 @@ mod tests {
                         },
                     )
                 })
-                .collect(),
+                .collect::<BTreeMap<_, _>>()
+                .into(),
             obstacles: vec![],
             temps: vec![],
             remote,

@@ -53,7 +53,7 @@ pub(crate) fn explain_changes(then: &Observed, now: &Observed, limit: usize) -> 
     let mut out = Vec::new();
     for (a, b) in then.placements.iter().zip(&now.placements) {
         let root = &b.label;
-        for (path, f) in &a.files {
+        for (path, f) in a.files.iter() {
             match b.files.get(path) {
                 None => out.push(format!("{root}/{path} was removed")),
                 Some(g) if g.sha256 != f.sha256 => out.push(format!("{root}/{path} changed")),

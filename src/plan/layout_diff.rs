@@ -66,7 +66,7 @@ pub fn diff(desired: &Desired, observed: &Observed) -> Plan {
             conflicts: &mut conflicts,
             blocked: &mut blocked,
         };
-        for (path, file) in &source.files {
+        for (path, file) in source.files.iter() {
             into.one(i, path, file);
         }
     }
@@ -306,7 +306,8 @@ mod tests {
                         },
                     )
                 })
-                .collect(),
+                .collect::<std::collections::BTreeMap<_, _>>()
+                .into(),
             obstacles: vec![],
             temps: vec![],
             remote: None,

@@ -452,10 +452,10 @@ fn identify(
 fn cache_after_moves(observed: &Observed, scope: Scope) -> Cow<'_, BTreeMap<TierPath, FileState>> {
     // Borrowed when nothing moves in: a copy is tens of megabytes at
     // 100,000 files.
-    let mut local = Cow::Borrowed(&observed.placements[0].files);
+    let mut local = Cow::Borrowed(&*observed.placements[0].files);
     for source in &observed.placements[1..] {
         if source.root != observed.placements[0].root {
-            for (p, f) in &source.files {
+            for (p, f) in source.files.iter() {
                 local.to_mut().entry(p.clone()).or_insert_with(|| f.clone());
             }
         }
@@ -553,7 +553,7 @@ fn texts(observed: &Observed) -> Vec<super::tree::TextPair> {
         if source.root == target.root {
             continue;
         }
-        for (path, f) in &source.files {
+        for (path, f) in source.files.iter() {
             let Some(t) = target.files.get(path) else {
                 continue;
             };
