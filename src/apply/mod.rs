@@ -147,7 +147,7 @@ pub enum StopCause {
 }
 
 /// What apply did.
-#[derive(Debug, Default, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Default, serde::Serialize)]
 pub(crate) struct ApplyReport {
     pub completed: usize,
     pub moved: usize,

@@ -13,7 +13,7 @@ use crate::layout::TierPath;
 use crate::plan::Action;
 use crate::state::HashCache;
 use crate::state::gallop::Hint;
-use crate::state::hash_cache::Stamp;
+use crate::state::stamp::Stamp;
 use crate::state::walk::{Stat, WalkEntry, Walker};
 
 #[derive(Debug, thiserror::Error)]

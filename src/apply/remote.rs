@@ -133,7 +133,7 @@ fn local_sha(
     match std::fs::symlink_metadata(file) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(source) => Err(io(source)),
-        Ok(m) => match known.and_then(|k| k.known(crate::state::hash_cache::Stamp::of(&m))) {
+        Ok(m) => match known.and_then(|k| k.known(crate::state::stamp::Stamp::of(&m))) {
             Some(sha) => Ok(Some(sha)),
             None => fsutil::sha256_file_raw(file)
                 .map(|s| Some(Sha256(s)))
@@ -1025,8 +1025,8 @@ mod tests {
     use super::super::transfers::{COMMIT_FILES, Ran, commit_staged, run_many};
     use super::*;
     use crate::state::Learnt;
-    use crate::state::hash_cache::Stamp;
     use crate::state::managed::Sentinel;
+    use crate::state::stamp::Stamp;
 
     use crate::testutil::tp;
 

@@ -12,7 +12,7 @@ use futures_util::StreamExt;
 use crate::fsutil;
 use crate::layout::TierPath;
 use crate::state::Learnt;
-use crate::state::hash_cache::Stamp;
+use crate::state::stamp::Stamp;
 
 use crate::plan::Action;
 use crate::plan::action::{DeleteSourceRemote, Download, Fetch};
@@ -66,15 +66,7 @@ impl Run<'_> {
                 &self.watch,
             ))
         };
-        if self.report.landed.is_empty() && !learnt.is_empty() {
-            // Sized once for the plan's downloads: doubling on the way, a
-            // million-file pull held 100 MB at one moment.
-            let landing = plan.actions[i..]
-                .iter()
-                .filter(|a| matches!(a, Action::Download(_) | Action::Fetch(_)))
-                .count();
-            self.report.landed.reserve_exact(landing);
-        }
+        self.make_room_to_learn(i, &learnt);
         self.report.landed.append(learnt);
         let mut first_error: Option<(usize, SyncActionError)> = None;
         // What the run set in the base, in runs recorded at once below (no
@@ -122,6 +114,24 @@ impl Run<'_> {
         }
         saved.map_err(|e| self.stopped_on(i, "the sync base", e.into()))?;
         Ok(run.len())
+    }
+
+    /// Before the first of a plan's downloads is known: room for what
+    /// they all teach, sized once (doubling on the way, a million-file
+    /// pull held 100 MB at one moment), or, for many, a spill file (64
+    /// bytes a file, which only the verifying plan reads).
+    fn make_room_to_learn(&mut self, i: usize, learnt: &Learnt) {
+        if !self.report.landed.is_empty() || learnt.is_empty() {
+            return;
+        }
+        let landing = self.plan.actions[i..]
+            .iter()
+            .filter(|a| matches!(a, Action::Download(_) | Action::Fetch(_)))
+            .count();
+        if landing >= crate::state::kept::spill_at() {
+            self.report.landed = Learnt::spilling_in(&self.layout.state_dir());
+        }
+        self.report.landed.reserve_exact(landing);
     }
 
     /// Counts one completed transfer and keeps what it changed in the base

@@ -128,7 +128,7 @@ pub(crate) fn run<U: Ui<SavedPlan>>(
     // Apply reads only the plan: the observation it came from (the
     // largest thing held) need not stay while the verifying plan observes,
     // but for the remote listing of a run that writes nothing there.
-    let listed = kept_listing(&mut saved);
+    let listed = kept_listing(&mut saved, at.layout);
     saved.observed = None;
     let started = Instant::now();
     let summary = saved.plan.summary();

@@ -740,8 +740,9 @@ fn verify(
     scope: Scope,
     options: SyncOptions,
     learnt: state::Learnt,
-    listed: Option<state::RemoteSnapshot>,
+    listed: Option<state::KeptListing>,
 ) -> Result<Planned, EngineError> {
+    let listed = listed.and_then(state::KeptListing::restore);
     let config = Config::load(repo)?;
     let layout = Layout::new(repo, &config, layout.swamp_home())?;
     // `--no-base` is for one run: the base this apply recorded counts now.
@@ -756,9 +757,14 @@ fn verify(
 /// that writes nothing to the bucket (a pull, a lazy pull, local moves
 /// beside a sync). The bucket changed since only if someone else changed
 /// it, which the next plan shows; a run that wrote objects lists again.
-fn kept_listing(saved: &mut SavedPlan) -> Option<state::RemoteSnapshot> {
+fn kept_listing(saved: &mut SavedPlan, layout: &Layout) -> Option<state::KeptListing> {
     if saved.plan.writes_remote() {
         return None;
     }
-    saved.observed.as_mut().and_then(|o| o.remote.take())
+    let listed = saved.observed.as_mut().and_then(|o| o.remote.take())?;
+    Some(state::KeptListing::keep(
+        listed,
+        &layout.state_dir(),
+        state::kept::spill_at(),
+    ))
 }

@@ -24,72 +24,12 @@ use std::time::SystemTime;
 
 use super::dir_listings::{self, DirListings};
 use super::gallop::Hint;
+use super::learnt::Learnt;
+use super::stamp::Stamp;
 use super::walk::Stat;
 use crate::digest::Sha256;
 use crate::fsutil;
 use std::cell::Cell;
-
-/// What identifies one state of a file's content: a rename keeps it, a
-/// write changes its size or mtime.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Stamp {
-    dev: u64,
-    ino: u64,
-    size: u64,
-    mtime_ns: i64,
-}
-
-impl Stamp {
-    pub fn of(meta: &Metadata) -> Stamp {
-        Stamp::of_stat(&Stat::of(meta))
-    }
-
-    pub fn of_stat(stat: &Stat) -> Stamp {
-        Stamp {
-            dev: stat.dev,
-            ino: stat.ino,
-            size: stat.size,
-            mtime_ns: stat.mtime_ns,
-        }
-    }
-}
-
-/// Hashes of files a run wrote itself (downloads it landed), each with
-/// the stamp its file had when it was renamed into place: handed to the
-/// verifying plan, which then need not read back what it just wrote.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Learnt(Vec<(Stamp, Sha256)>);
-
-impl Learnt {
-    pub fn push(&mut self, stamp: Stamp, sha256: Sha256) {
-        self.0.push((stamp, sha256));
-    }
-
-    pub fn reserve_exact(&mut self, more: usize) {
-        self.0.reserve_exact(more);
-    }
-
-    /// Adds `other`'s entries (taking its list whole when this one is
-    /// empty and has no room reserved for them).
-    pub fn append(&mut self, mut other: Learnt) {
-        if self.0.is_empty() && self.0.capacity() < other.0.len() {
-            *self = other;
-        } else {
-            self.0.append(&mut other.0);
-        }
-    }
-
-    /// The entries in stamp order (for comparing two in tests).
-    #[cfg(test)]
-    pub fn sorted(mut self) -> Vec<(Stamp, Sha256)> {
-        self.0.sort_unstable_by_key(|(s, _)| (s.dev, s.ino));
-        self.0
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-}
 
 /// One file state's sha256. Its MD5, asked for rarely, is kept apart
 /// ([`HashCache::md5s`]): beside every sha256 it was a fifth of the table.
@@ -368,12 +308,13 @@ impl HashCache {
     /// written within the racy margin), so it is never saved, and the next
     /// run reads the file again. It replaces an entry saved for the same
     /// stamp: the bytes just written are what the file holds.
-    pub fn learn(&mut self, mut learnt: Learnt) {
+    pub fn learn(&mut self, learnt: Learnt) {
         // Sorted and merged into the table's array in place: one by one
         // through its map, a million landed files held both whole (150
         // MB), then the map and its folds (100 MB) in a pull's verifying
         // plan.
-        let list = &mut learnt.0;
+        let mut entries = learnt.into_entries();
+        let list = &mut entries;
         list.sort_unstable_by_key(|(stamp, _)| *stamp);
         // One stamp learnt with two contents (an inode reused at the same
         // size and nanosecond): neither is known, the file is read again.
@@ -634,10 +575,7 @@ fn write_encoded<'a>(
     out.put(MAGIC)?;
     for (k, e) in entries {
         let mut record = [0u8; RECORD];
-        record[0..8].copy_from_slice(&k.dev.to_le_bytes());
-        record[8..16].copy_from_slice(&k.ino.to_le_bytes());
-        record[16..24].copy_from_slice(&k.size.to_le_bytes());
-        record[24..32].copy_from_slice(&k.mtime_ns.to_le_bytes());
+        record[0..32].copy_from_slice(&k.to_bytes());
         record[32..64].copy_from_slice(&e.sha256);
         if let Some(md5) = md5s.get(k) {
             record[64..80].copy_from_slice(md5);
@@ -657,17 +595,10 @@ fn decode(bytes: &[u8]) -> Option<Decoded> {
     if records.len() % RECORD != 0 || crc32fast::hash(body).to_le_bytes() != bytes[body.len()..] {
         return None;
     }
-    let u64_at =
-        |r: &[u8], i: usize| u64::from_le_bytes(r[i * 8..i * 8 + 8].try_into().expect("8"));
     let mut entries = Vec::with_capacity(records.len() / RECORD);
     let mut md5s = HashMap::default();
     for r in records.chunks_exact(RECORD) {
-        let stamp = Stamp {
-            dev: u64_at(r, 0),
-            ino: u64_at(r, 1),
-            size: u64_at(r, 2),
-            mtime_ns: u64_at(r, 3) as i64,
-        };
+        let stamp = Stamp::from_bytes(r[0..32].try_into().expect("32 bytes"));
         let md5: [u8; 16] = r[64..80].try_into().expect("16 bytes");
         if md5 != [0; 16] {
             md5s.insert(stamp, md5);

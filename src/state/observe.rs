@@ -47,6 +47,7 @@ pub fn observe_local(
         .chain(&desired.sources)
         .collect();
     let mut observed = Observed::observe(layout, &placements, &mut cache, known)?;
+    tracing::debug!(target: "swamp::state", files_read = cache.misses(), "cache walked");
     // Derived state: a cache that cannot be saved only costs time next run.
     let _ = cache.save();
     observed.texts = texts(&observed);

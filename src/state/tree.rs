@@ -24,7 +24,7 @@ use crate::config::Placement;
 use crate::layout::{KnownPaths, Layout, TierPath, is_repo_local_path, is_swamp_temp};
 
 use super::dir_listings::{DirListings, epoch_ns};
-use super::hash_cache::Stamp;
+use super::stamp::Stamp;
 use super::walk::{Seen, Stat, WalkEntry, WalkError, Walked, Walker};
 use super::{FileState, HashCache};
 

@@ -325,6 +325,62 @@ fn a_pull_lists_once_and_a_push_lists_again_to_verify() {
     }
 }
 
+/// A large pull spills the listing its verifying plan keeps, and what its
+/// downloads teach that plan, rather than hold them through the apply
+/// (a million of each was 120 MB); the verifying plan reads both back:
+/// still one LIST for the run, and no downloaded file read again to hash it.
+#[test]
+fn a_pull_that_spills_its_listing_lists_once_and_reads_no_download_back() {
+    use crate::support::bucket::{Backend, Bucket};
+    for backend in [Backend::S3, Backend::Gcs] {
+        let (bucket, proxy) = Bucket::behind_proxy(backend);
+        let a = Repo::init(&bucket, Some("lab"));
+        for i in 0..12 {
+            a.put(&format!("m/f{i}"), &format!("{i}\n"));
+        }
+        a.run_ok(&["datastore", "sync", "-y"]);
+        let b = a.clone_elsewhere();
+        let from = proxy.seen().len();
+        let pull = b.run_with(
+            &["datastore", "sync", "--pull", "-y"],
+            &[("SWAMP_SPILL_AT", "4"), ("SWAMP_LOG", "swamp::state=debug")],
+        );
+        pull.expect(0);
+        assert!(pull.stdout.contains("Converged"), "{}", pull.stdout);
+        for spilled in [
+            "the listing kept for the verifying plan is spilled",
+            "what downloads teach is spilled",
+        ] {
+            assert!(
+                pull.stderr.contains(spilled),
+                "{backend:?}: {}",
+                pull.stderr
+            );
+        }
+        let walks: Vec<&str> = pull
+            .stderr
+            .lines()
+            .filter(|l| l.contains("cache walked"))
+            .collect();
+        assert_eq!(walks.len(), 2, "{backend:?}: {}", pull.stderr);
+        assert!(
+            walks[1].contains("files_read=0"),
+            "{backend:?}: the verifying plan read downloads back: {}",
+            walks[1]
+        );
+        assert_eq!(
+            proxy.seen()[from..]
+                .iter()
+                .filter(|s| s.class() == "list")
+                .count(),
+            1,
+            "{backend:?}: the verifying plan keeps its (spilled) listing"
+        );
+        assert_eq!(files(&b.cache()), files(&a.cache()));
+        b.run(&["plan", "--detailed-exitcode"]).expect(0);
+    }
+}
+
 use crate::support::faults::class;
 
 /// A sync with something of every kind to do, through a counting proxy:

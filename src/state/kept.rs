@@ -1,0 +1,210 @@
+//! The remote listing a run keeps for its verifying plan when it writes
+//! nothing to the bucket ([`KeptListing`]: a pull, a lazy pull): held
+//! through the apply only as far as the verifying plan needs it. Its
+//! sync base goes at once (that plan reads the base the apply recorded),
+//! and a large listing's files are spilled to an unnamed file in the
+//! clone's state directory and read back when the verifying plan observes:
+//! a million listed objects held 58 MB beside the plan's million
+//! downloads through the whole apply.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{self, BufReader, BufWriter, Seek, Write};
+use std::path::Path;
+
+use super::RemoteObject;
+use super::remote::RemoteSnapshot;
+use crate::layout::TierPath;
+
+/// A listing of at least this many files, and what at least this many
+/// downloads teach ([`super::Learnt::spilling_in`]), are spilled while the
+/// apply runs. `SWAMP_SPILL_AT` sets another (tests spill a few files, as
+/// `SWAMP_COPY_PART_MIB` has them copy small objects in parts).
+pub(crate) fn spill_at() -> usize {
+    std::env::var("SWAMP_SPILL_AT")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .map_or(1 << 14, |n| n.max(1))
+}
+
+/// A listing kept for the verifying plan, its files in memory or spilled.
+#[derive(Debug)]
+pub struct KeptListing {
+    snapshot: RemoteSnapshot,
+    spilled: Option<File>,
+}
+
+impl KeptListing {
+    /// Keeps `snapshot` for the verifying plan: without its sync base,
+    /// and with its files spilled to `dir` (created if missing) when there
+    /// are at least `spill_at`. Where they cannot be spilled they are held.
+    pub fn keep(mut snapshot: RemoteSnapshot, dir: &Path, spill_at: usize) -> KeptListing {
+        snapshot.base = BTreeMap::new();
+        snapshot.unhydrated = BTreeMap::new();
+        if snapshot.files.len() < spill_at {
+            return KeptListing {
+                snapshot,
+                spilled: None,
+            };
+        }
+        match spill(&snapshot.files, dir) {
+            Ok(file) => {
+                tracing::debug!(target: "swamp::state", files = snapshot.files.len(),
+                    "the listing kept for the verifying plan is spilled");
+                snapshot.files = BTreeMap::new();
+                KeptListing {
+                    snapshot,
+                    spilled: Some(file),
+                }
+            }
+            Err(e) => {
+                tracing::debug!(target: "swamp::state", dir = %dir.display(), error = %e,
+                    "the listing kept for the verifying plan is held in memory: it could not be spilled");
+                KeptListing {
+                    snapshot,
+                    spilled: None,
+                }
+            }
+        }
+    }
+
+    /// The listing as kept (its base to be read again), or `None` when its
+    /// spilled files cannot be read back: the verifying plan then lists
+    /// the bucket again.
+    pub fn restore(self) -> Option<RemoteSnapshot> {
+        let KeptListing {
+            mut snapshot,
+            spilled,
+        } = self;
+        if let Some(file) = spilled {
+            match read_back(file) {
+                Ok(files) => snapshot.files = files,
+                Err(e) => {
+                    tracing::debug!(target: "swamp::state", error = %e,
+                        "the spilled listing could not be read back: listing again");
+                    return None;
+                }
+            }
+        }
+        Some(snapshot)
+    }
+}
+
+/// Writes `files` to an unnamed file in `dir`, as a JSON list of
+/// `[path, object]` pairs in path order.
+fn spill(files: &BTreeMap<TierPath, RemoteObject>, dir: &Path) -> io::Result<File> {
+    std::fs::create_dir_all(dir)?;
+    let mut out = BufWriter::with_capacity(1 << 16, tempfile::tempfile_in(dir)?);
+    serde_json::to_writer(&mut out, &Pairs(files))?;
+    out.flush()?;
+    let mut file = out.into_inner().map_err(|e| e.into_error())?;
+    file.rewind()?;
+    Ok(file)
+}
+
+/// The pairs, read whole into a sorted list and built into a map at once
+/// (a map filled key by key leaves its nodes half empty).
+fn read_back(file: File) -> io::Result<BTreeMap<TierPath, RemoteObject>> {
+    let reader = BufReader::with_capacity(1 << 16, file);
+    let pairs: Vec<(TierPath, RemoteObject)> = serde_json::from_reader(reader)?;
+    Ok(super::sorted_map(pairs))
+}
+
+/// A map written as a list of pairs.
+struct Pairs<'a>(&'a BTreeMap<TierPath, RemoteObject>);
+
+impl serde::Serialize for Pairs<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.0.iter())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::Version;
+
+    fn snapshot(n: usize) -> RemoteSnapshot {
+        let mut files = BTreeMap::new();
+        for i in 0..n {
+            let path = TierPath::parse(&format!("data/d{}/f{i}", i % 7)).unwrap();
+            let mut object = RemoteObject::new(i as u64, Version::new(&format!("\"{i:032x}\"")));
+            if i % 3 == 0 {
+                object = object.with_modified(Some(1_700_000_000 + i as i64));
+            }
+            if i % 5 == 0 {
+                object = object.with_sha256(Some(crate::digest::Sha256::of(&i.to_le_bytes())));
+            }
+            files.insert(path, object);
+        }
+        let mut base = BTreeMap::new();
+        base.insert(
+            TierPath::parse("data/d0/f0").unwrap(),
+            crate::state::BaseEntry {
+                sha256: crate::digest::Sha256::of(b"0"),
+                size: 0,
+                version: Version::new("v"),
+            },
+        );
+        RemoteSnapshot {
+            url: "s3://b/p/".into(),
+            key_prefix: "p/".into(),
+            objects: n + 1,
+            files,
+            base,
+            ..serde_json::from_str(r#"{"url":"","key_prefix":"","files":{},"objects":0,"base":{}}"#)
+                .unwrap()
+        }
+    }
+
+    #[test]
+    fn a_large_kept_listing_is_spilled_through_the_apply_and_restored_as_listed() {
+        let dir = tempfile::tempdir().unwrap();
+        let listed = snapshot(500);
+        let kept = KeptListing::keep(listed.clone(), dir.path(), 100);
+        // Nothing of the files stays in memory, and the base is gone.
+        assert!(kept.spilled.is_some());
+        assert!(kept.snapshot.files.is_empty() && kept.snapshot.base.is_empty());
+        assert!(std::fs::read_dir(dir.path()).unwrap().next().is_none());
+        let restored = kept.restore().unwrap();
+        assert_eq!(restored.files, listed.files);
+        assert_eq!(
+            RemoteSnapshot {
+                base: listed.base.clone(),
+                ..restored
+            },
+            listed
+        );
+    }
+
+    #[test]
+    fn a_small_kept_listing_is_held_without_its_base() {
+        let dir = tempfile::tempdir().unwrap();
+        let listed = snapshot(50);
+        let kept = KeptListing::keep(listed.clone(), dir.path(), 100);
+        assert!(kept.spilled.is_none());
+        let restored = kept.restore().unwrap();
+        assert!(restored.base.is_empty());
+        assert_eq!(restored.files, listed.files);
+    }
+
+    #[test]
+    fn with_nowhere_to_spill_the_listing_is_held() {
+        let dir = tempfile::tempdir().unwrap();
+        let blocked = dir.path().join("a-file");
+        std::fs::write(&blocked, b"").unwrap();
+        let listed = snapshot(200);
+        let kept = KeptListing::keep(listed.clone(), &blocked.join("state"), 100);
+        assert!(kept.spilled.is_none());
+        assert_eq!(kept.restore().unwrap().files, listed.files);
+    }
+
+    #[test]
+    fn a_spill_that_cannot_be_read_back_lists_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut kept = KeptListing::keep(snapshot(200), dir.path(), 100);
+        let file = kept.spilled.as_mut().unwrap();
+        file.set_len(10).unwrap();
+        assert!(kept.restore().is_none());
+    }
+}
