@@ -465,7 +465,7 @@ fn plan_learnt(
     scope: Scope,
     options: SyncOptions,
     learnt: state::Learnt,
-    listed: Option<state::RemoteSnapshot>,
+    listed: Option<state::KeptListing>,
 ) -> Result<Planned, EngineError> {
     check_supported(config, scope)?;
     let desired = Desired::from_config(config, scope);
@@ -742,7 +742,6 @@ fn verify(
     learnt: state::Learnt,
     listed: Option<state::KeptListing>,
 ) -> Result<Planned, EngineError> {
-    let listed = listed.and_then(state::KeptListing::restore);
     let config = Config::load(repo)?;
     let layout = Layout::new(repo, &config, layout.swamp_home())?;
     // `--no-base` is for one run: the base this apply recorded counts now.

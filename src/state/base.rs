@@ -111,13 +111,13 @@ impl<'de> serde::de::Visitor<'de> for Seeded<'_> {
 /// A map of paths read as the pairs it was written as (in key order),
 /// then built with full nodes (see [`super::sorted_map`]), each path
 /// shared with `known`'s.
-struct PathMap<'k, V> {
+pub(super) struct PathMap<'k, V> {
     known: Option<&'k dyn KnownPaths>,
     values: std::marker::PhantomData<V>,
 }
 
 impl<'k, V> PathMap<'k, V> {
-    fn new(known: Option<&'k dyn KnownPaths>) -> Self {
+    pub(super) fn new(known: Option<&'k dyn KnownPaths>) -> Self {
         PathMap {
             known,
             values: std::marker::PhantomData,

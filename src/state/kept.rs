@@ -14,7 +14,7 @@ use std::path::Path;
 
 use super::RemoteObject;
 use super::remote::RemoteSnapshot;
-use crate::layout::TierPath;
+use crate::layout::{KnownPaths, TierPath};
 
 /// A listing of at least this many files, and what at least this many
 /// downloads teach ([`super::Learnt::spilling_in`]), are spilled while the
@@ -68,16 +68,29 @@ impl KeptListing {
         }
     }
 
-    /// The listing as kept (its base to be read again), or `None` when its
-    /// spilled files cannot be read back: the verifying plan then lists
+    /// Where the listing is of.
+    pub fn url(&self) -> &str {
+        &self.snapshot.url
+    }
+
+    /// The listing's files, when held (not spilled): the cache's walk
+    /// shares their paths.
+    pub fn held_files(&self) -> Option<&BTreeMap<TierPath, RemoteObject>> {
+        self.spilled.is_none().then_some(&self.snapshot.files)
+    }
+
+    /// The listing as kept (its base to be read again), spilled files read
+    /// back with each path `known` holds sharing its allocation (read
+    /// after the cache's walk: the walk's hash cache is gone by then); or
+    /// `None` when they cannot be read back: the verifying plan then lists
     /// the bucket again.
-    pub fn restore(self) -> Option<RemoteSnapshot> {
+    pub fn restore(self, known: Option<&dyn KnownPaths>) -> Option<RemoteSnapshot> {
         let KeptListing {
             mut snapshot,
             spilled,
         } = self;
         if let Some(file) = spilled {
-            match read_back(file) {
+            match read_back(file, known) {
                 Ok(files) => snapshot.files = files,
                 Err(e) => {
                     tracing::debug!(target: "swamp::state", error = %e,
@@ -90,33 +103,29 @@ impl KeptListing {
     }
 }
 
-/// Writes `files` to an unnamed file in `dir`, as a JSON list of
-/// `[path, object]` pairs in path order.
+/// Writes `files` to an unnamed file in `dir`, as JSON.
 fn spill(files: &BTreeMap<TierPath, RemoteObject>, dir: &Path) -> io::Result<File> {
     std::fs::create_dir_all(dir)?;
     let mut out = BufWriter::with_capacity(1 << 16, tempfile::tempfile_in(dir)?);
-    serde_json::to_writer(&mut out, &Pairs(files))?;
+    serde_json::to_writer(&mut out, files)?;
     out.flush()?;
     let mut file = out.into_inner().map_err(|e| e.into_error())?;
     file.rewind()?;
     Ok(file)
 }
 
-/// The pairs, read whole into a sorted list and built into a map at once
-/// (a map filled key by key leaves its nodes half empty).
-fn read_back(file: File) -> io::Result<BTreeMap<TierPath, RemoteObject>> {
+/// The spilled map, built a run at a time with full nodes, each path
+/// `known` holds sharing its allocation.
+fn read_back(
+    file: File,
+    known: Option<&dyn KnownPaths>,
+) -> io::Result<BTreeMap<TierPath, RemoteObject>> {
+    use serde::de::DeserializeSeed;
     let reader = BufReader::with_capacity(1 << 16, file);
-    let pairs: Vec<(TierPath, RemoteObject)> = serde_json::from_reader(reader)?;
-    Ok(super::sorted_map(pairs))
-}
-
-/// A map written as a list of pairs.
-struct Pairs<'a>(&'a BTreeMap<TierPath, RemoteObject>);
-
-impl serde::Serialize for Pairs<'_> {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_seq(self.0.iter())
-    }
+    let mut de = serde_json::Deserializer::from_reader(reader);
+    let files = super::base::PathMap::new(known).deserialize(&mut de)?;
+    de.end()?;
+    Ok(files)
 }
 
 #[cfg(test)]
@@ -166,8 +175,19 @@ mod tests {
         assert!(kept.spilled.is_some());
         assert!(kept.snapshot.files.is_empty() && kept.snapshot.base.is_empty());
         assert!(std::fs::read_dir(dir.path()).unwrap().next().is_none());
-        let restored = kept.restore().unwrap();
+        let cache: BTreeMap<TierPath, ()> = listed
+            .files
+            .keys()
+            .take(10)
+            .map(|p| (TierPath::parse(p.as_str()).unwrap(), ()))
+            .collect();
+        let restored = kept.restore(Some(&cache)).unwrap();
         assert_eq!(restored.files, listed.files);
+        // Read back after the walk, each path the cache holds is its allocation.
+        for (p, _) in &cache {
+            let (q, _) = restored.files.get_key_value(p).unwrap();
+            assert!(q.same_allocation(p));
+        }
         assert_eq!(
             RemoteSnapshot {
                 base: listed.base.clone(),
@@ -183,7 +203,8 @@ mod tests {
         let listed = snapshot(50);
         let kept = KeptListing::keep(listed.clone(), dir.path(), 100);
         assert!(kept.spilled.is_none());
-        let restored = kept.restore().unwrap();
+        assert!(kept.held_files().is_some());
+        let restored = kept.restore(None).unwrap();
         assert!(restored.base.is_empty());
         assert_eq!(restored.files, listed.files);
     }
@@ -196,7 +217,7 @@ mod tests {
         let listed = snapshot(200);
         let kept = KeptListing::keep(listed.clone(), &blocked.join("state"), 100);
         assert!(kept.spilled.is_none());
-        assert_eq!(kept.restore().unwrap().files, listed.files);
+        assert_eq!(kept.restore(None).unwrap().files, listed.files);
     }
 
     #[test]
@@ -205,6 +226,6 @@ mod tests {
         let mut kept = KeptListing::keep(snapshot(200), dir.path(), 100);
         let file = kept.spilled.as_mut().unwrap();
         file.set_len(10).unwrap();
-        assert!(kept.restore().is_none());
+        assert!(kept.restore(None).is_none());
     }
 }

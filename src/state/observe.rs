@@ -17,7 +17,8 @@ use super::managed::{self, Mirror, RemoteSentinel, Sentinel, sentinel_path};
 use super::remote::{RemoteIdentity, ServerDigest, observe_remote, read_identity};
 use super::tree::ObserveError;
 use super::{
-    BaseEntry, Desired, FileState, HashCache, Learnt, Observed, RemoteSnapshot, Scope, SyncBase,
+    BaseEntry, Desired, FileState, HashCache, KeptListing, Learnt, Observed, RemoteSnapshot, Scope,
+    SyncBase,
 };
 
 /// Files larger than this are not read for a diff.
@@ -61,11 +62,15 @@ pub fn observe(
     desired: &Desired,
     options: ObserveOptions,
     learnt: Learnt,
-    listed: Option<RemoteSnapshot>,
+    listed: Option<KeptListing>,
 ) -> Result<Observed, ObserveError> {
     // A kept listing's paths are the cache's too, after a pull: shared,
-    // not held twice (48 MB at a million files).
-    let known = listed.as_ref().map(|l| &l.files as &dyn KnownPaths);
+    // not held twice (48 MB at a million files). A spilled one is read
+    // back after the walk, sharing the walk's.
+    let known = listed
+        .as_ref()
+        .and_then(KeptListing::held_files)
+        .map(|f| f as &dyn KnownPaths);
     let mut observed = observe_local(layout, desired, learnt, known)?;
     observed.mirror = mirror(layout, config, desired.scope)?;
     let any_source = desired.sources.iter().any(|s| s.datastore.is_remote());
@@ -83,7 +88,11 @@ pub fn observe(
         return Ok(observed);
     }
     let target = RemoteTarget::open(&desired.target)?;
-    let mut snapshot = match listed.filter(|l| l.url == target.url) {
+    let walked: &BTreeMap<TierPath, FileState> = &observed.placements[0].files;
+    let listed = listed
+        .filter(|l| l.url() == target.url)
+        .and_then(|l| l.restore(Some(walked)));
+    let mut snapshot = match listed {
         Some(listed) => relisted(layout, &target, listed)?,
         None => {
             crate::progress::meter().phase(&format!("listing {}", target.url));
