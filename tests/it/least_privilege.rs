@@ -287,18 +287,12 @@ fn a_converged_plan_lists_once_and_a_converged_sync_writes_nothing() {
 /// lists again to verify them (issue 29).
 #[test]
 fn a_pull_lists_once_and_a_push_lists_again_to_verify() {
-    use crate::support::bucket::{Backend, Bucket};
+    use crate::support::bucket::Backend;
     for backend in [Backend::S3, Backend::Gcs] {
         let lists = |seen: &[crate::support::faults::Seen]| {
             seen.iter().filter(|s| s.class() == "list").count()
         };
-        let (bucket, proxy) = Bucket::behind_proxy(backend);
-        let a = Repo::init(&bucket, Some("lab"));
-        for i in 0..12 {
-            a.put(&format!("m/f{i}"), &format!("{i}\n"));
-        }
-        a.run_ok(&["datastore", "sync", "-y"]);
-        let b = a.clone_elsewhere();
+        let (_bucket, proxy, a, b) = twelve_pushed_and_a_new_clone(backend);
         let from = proxy.seen().len();
         let pull = b.run(&["datastore", "sync", "--pull", "-y"]);
         pull.expect(0);
@@ -331,15 +325,9 @@ fn a_pull_lists_once_and_a_push_lists_again_to_verify() {
 /// still one LIST for the run, and no downloaded file read again to hash it.
 #[test]
 fn a_pull_that_spills_its_listing_lists_once_and_reads_no_download_back() {
-    use crate::support::bucket::{Backend, Bucket};
+    use crate::support::bucket::Backend;
     for backend in [Backend::S3, Backend::Gcs] {
-        let (bucket, proxy) = Bucket::behind_proxy(backend);
-        let a = Repo::init(&bucket, Some("lab"));
-        for i in 0..12 {
-            a.put(&format!("m/f{i}"), &format!("{i}\n"));
-        }
-        a.run_ok(&["datastore", "sync", "-y"]);
-        let b = a.clone_elsewhere();
+        let (_bucket, proxy, a, b) = twelve_pushed_and_a_new_clone(backend);
         let from = proxy.seen().len();
         let pull = b.run_with(
             &["datastore", "sync", "--pull", "-y"],
@@ -379,6 +367,26 @@ fn a_pull_that_spills_its_listing_lists_once_and_reads_no_download_back() {
         assert_eq!(files(&b.cache()), files(&a.cache()));
         b.run(&["plan", "--detailed-exitcode"]).expect(0);
     }
+}
+
+/// Twelve files pushed by one clone through a counting proxy, and another
+/// clone of that datastore which has pulled nothing yet.
+fn twelve_pushed_and_a_new_clone(
+    backend: crate::support::bucket::Backend,
+) -> (
+    crate::support::bucket::Bucket,
+    crate::support::faults::FaultProxy,
+    Repo,
+    Repo,
+) {
+    let (bucket, proxy) = crate::support::bucket::Bucket::behind_proxy(backend);
+    let a = Repo::init(&bucket, Some("lab"));
+    for i in 0..12 {
+        a.put(&format!("m/f{i}"), &format!("{i}\n"));
+    }
+    a.run_ok(&["datastore", "sync", "-y"]);
+    let b = a.clone_elsewhere();
+    (bucket, proxy, a, b)
 }
 
 use crate::support::faults::class;
