@@ -128,7 +128,7 @@ impl Run<'_> {
             .iter()
             .filter(|a| matches!(a, Action::Download(_) | Action::Fetch(_)))
             .count();
-        if landing >= crate::state::kept::spill_at() {
+        if landing >= crate::state::spill::threshold() {
             self.report.landed = Learnt::spilling_in(&self.layout.state_dir());
         }
         self.report.landed.reserve_exact(landing);

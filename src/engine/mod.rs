@@ -764,6 +764,6 @@ fn kept_listing(saved: &mut SavedPlan, layout: &Layout) -> Option<state::KeptLis
     Some(state::KeptListing::keep(
         listed,
         &layout.state_dir(),
-        state::kept::spill_at(),
+        state::spill::threshold(),
     ))
 }

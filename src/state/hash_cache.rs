@@ -313,8 +313,7 @@ impl HashCache {
         // through its map, a million landed files held both whole (150
         // MB), then the map and its folds (100 MB) in a pull's verifying
         // plan.
-        let mut entries = learnt.into_entries();
-        let list = &mut entries;
+        let mut list = learnt.into_entries();
         list.sort_unstable_by_key(|(stamp, _)| *stamp);
         // One stamp learnt with two contents (an inode reused at the same
         // size and nanosecond): neither is known, the file is read again.
@@ -350,7 +349,7 @@ impl HashCache {
             false
         });
         self.entries
-            .merge_sorted(list, |&(stamp, sha256)| (stamp, Entry::learnt(sha256)));
+            .merge_sorted(&list, |&(stamp, sha256)| (stamp, Entry::learnt(sha256)));
     }
 
     /// Forgets what is known of `stamp`.

@@ -16,17 +16,6 @@ use super::RemoteObject;
 use super::remote::RemoteSnapshot;
 use crate::layout::{KnownPaths, TierPath};
 
-/// A listing of at least this many files, and what at least this many
-/// downloads teach ([`super::Learnt::spilling_in`]), are spilled while the
-/// apply runs. `SWAMP_SPILL_AT` sets another (tests spill a few files, as
-/// `SWAMP_COPY_PART_MIB` has them copy small objects in parts).
-pub(crate) fn spill_at() -> usize {
-    std::env::var("SWAMP_SPILL_AT")
-        .ok()
-        .and_then(|v| v.parse::<usize>().ok())
-        .map_or(1 << 14, |n| n.max(1))
-}
-
 /// A listing kept for the verifying plan, its files in memory or spilled.
 #[derive(Debug)]
 pub struct KeptListing {
@@ -41,31 +30,24 @@ impl KeptListing {
     pub fn keep(mut snapshot: RemoteSnapshot, dir: &Path, spill_at: usize) -> KeptListing {
         snapshot.base = BTreeMap::new();
         snapshot.unhydrated = BTreeMap::new();
-        if snapshot.files.len() < spill_at {
-            return KeptListing {
-                snapshot,
-                spilled: None,
-            };
-        }
-        match spill(&snapshot.files, dir) {
-            Ok(file) => {
-                tracing::debug!(target: "swamp::state", files = snapshot.files.len(),
-                    "the listing kept for the verifying plan is spilled");
-                snapshot.files = BTreeMap::new();
-                KeptListing {
-                    snapshot,
-                    spilled: Some(file),
+        let spilled = if snapshot.files.len() < spill_at {
+            None
+        } else {
+            match spill(&snapshot.files, dir) {
+                Ok(file) => {
+                    tracing::debug!(target: "swamp::state", files = snapshot.files.len(),
+                        "the listing kept for the verifying plan is spilled");
+                    snapshot.files = BTreeMap::new();
+                    Some(file)
+                }
+                Err(e) => {
+                    tracing::debug!(target: "swamp::state", dir = %dir.display(), error = %e,
+                        "the listing kept for the verifying plan is held in memory: it could not be spilled");
+                    None
                 }
             }
-            Err(e) => {
-                tracing::debug!(target: "swamp::state", dir = %dir.display(), error = %e,
-                    "the listing kept for the verifying plan is held in memory: it could not be spilled");
-                KeptListing {
-                    snapshot,
-                    spilled: None,
-                }
-            }
-        }
+        };
+        KeptListing { snapshot, spilled }
     }
 
     /// Where the listing is of.
@@ -103,10 +85,9 @@ impl KeptListing {
     }
 }
 
-/// Writes `files` to an unnamed file in `dir`, as JSON.
+/// Writes `files` to a scratch file in `dir`, as JSON.
 fn spill(files: &BTreeMap<TierPath, RemoteObject>, dir: &Path) -> io::Result<File> {
-    std::fs::create_dir_all(dir)?;
-    let mut out = BufWriter::with_capacity(1 << 16, tempfile::tempfile_in(dir)?);
+    let mut out = BufWriter::with_capacity(1 << 16, super::spill::scratch_file(dir)?);
     serde_json::to_writer(&mut out, files)?;
     out.flush()?;
     let mut file = out.into_inner().map_err(|e| e.into_error())?;

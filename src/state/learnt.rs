@@ -36,8 +36,7 @@ impl Learnt {
     /// `dir` (created if missing). Where no such file can be made, it
     /// holds its entries in memory as [`Learnt::default`] does.
     pub fn spilling_in(dir: &Path) -> Learnt {
-        let file = std::fs::create_dir_all(dir).and_then(|()| tempfile::tempfile_in(dir));
-        match file {
+        match super::spill::scratch_file(dir) {
             Ok(file) => {
                 tracing::debug!(target: "swamp::state", "what downloads teach is spilled");
                 Learnt {
@@ -86,6 +85,7 @@ impl Learnt {
     }
 
     /// How many entries there are, held or spilled.
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.held.len() + self.spilled.as_ref().map_or(0, |s| s.count)
     }

@@ -21,6 +21,7 @@ pub(crate) mod moved;
 pub(crate) mod observe;
 pub mod remote;
 pub(crate) mod remote_seen;
+pub(crate) mod spill;
 pub(crate) mod stamp;
 mod stat;
 pub(crate) mod tree;
