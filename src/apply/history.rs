@@ -293,13 +293,15 @@ impl<'a> Changed<'a> {
         Box::new(d.objects.iter().map(move |o| {
             Change {
                 op: ChangeOp::Delete,
-                key: o.key.clone(),
+                key: o.key.to_key(),
                 place: Some(url.clone()),
                 before: Some(o.version.to_string()),
                 after: None,
                 sha256: None,
                 size: None,
-                trash: Layout::remote_file_path(&from_prefix, &o.key)
+                trash: o
+                    .key
+                    .path_under(&from_prefix)
                     .and_then(|path| self.trash(from, &path)),
             }
         }))

@@ -283,7 +283,7 @@ fn drained_entries(plan: &Plan) -> Vec<journal::Entry> {
         entries.extend(
             d.objects
                 .iter()
-                .filter_map(|o| Layout::remote_file_path(&prefix, &o.key))
+                .filter_map(|o| o.key.path_under(&prefix))
                 .map(|path| journal::Entry::remote_set_aside(&from, &path, None)),
         );
     }

@@ -15,7 +15,7 @@ use futures_util::StreamExt;
 
 use crate::digest::Sha256;
 use crate::fsutil;
-use crate::layout::{Layout, TierPath};
+use crate::layout::TierPath;
 use crate::plan::{Action, RemoteExpect};
 use crate::state::{BaseEntry, HashCache, SyncBase};
 use crate::store::RemoteTarget;
@@ -569,18 +569,18 @@ async fn delete_source_remote(
     // server-side copy), as any remote delete's does.
     let trash = remotes.trash.map(|t| t.id);
     let mut results = futures_util::stream::iter(objects.iter().map(|o| async move {
+        let key = o.key.to_key();
         let object_err = |source| SyncActionError::Object {
-            key: o.key.clone(),
+            key: key.clone(),
             source,
         };
-        if let (Some(id), Some(path)) = (trash, Layout::remote_file_path(&from.key_prefix, &o.key))
-        {
+        if let (Some(id), Some(path)) = (trash, o.key.path_under(&from.key_prefix)) {
             keep_in_trash(from, id, &path, &o.version.as_str())
                 .await
                 .map_err(object_err)?;
         }
         from.store
-            .delete(&o.key, &Precondition::Matches(o.version.to_string()))
+            .delete(&key, &Precondition::Matches(o.version.to_string()))
             .await
             .map_err(object_err)
     }))
@@ -684,7 +684,10 @@ pub(crate) async fn remove_at_versions(
     for old in objects {
         match target
             .store
-            .delete(&old.key, &Precondition::Matches(old.version.to_string()))
+            .delete(
+                &old.key.to_key(),
+                &Precondition::Matches(old.version.to_string()),
+            )
             .await
         {
             Ok(()) | Err(StoreError::NotFound { .. } | StoreError::PreconditionFailed { .. }) => {}

@@ -6,10 +6,12 @@
 //! vault bundles, the reconciler's own state) and remote keys
 //! `<prefix>/<ns>/…`. Nothing else joins these paths by hand.
 
+mod object_key;
 mod tier_path;
 
 pub use crate::config::Tier;
 pub use crate::config::namespace::RESERVED_NAMES;
+pub use object_key::ObjectKey;
 pub use tier_path::{KnownPaths, TierPath, TierPathError};
 
 use std::path::{Path, PathBuf};

@@ -57,6 +57,11 @@ impl TierPath {
         &self.path
     }
 
+    /// The path's shared allocation (an [`super::ObjectKey`] holds it).
+    pub(crate) fn arc(&self) -> &arcstr::ArcStr {
+        &self.path
+    }
+
     /// The same path as a key of `map` holds, sharing its allocation (a
     /// copy of `self` when `map` lacks it): at 100,000 files each copy of
     /// every path is megabytes.

@@ -447,9 +447,12 @@ pub enum RemoteExpect {
 }
 
 /// An object to delete, at the version it was seen at.
+///
+/// [`ObjectKey`]: crate::layout::ObjectKey
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RemoteObjectRef {
-    pub key: String,
+    /// Held split ([`ObjectKey`]): a move names a million.
+    pub key: crate::layout::ObjectKey,
     pub version: Version,
 }
 

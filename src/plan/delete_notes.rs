@@ -168,7 +168,7 @@ fn my_note<'a>(
             .iter()
             .filter(|n| n.passed != passed)
             .map(|n| RemoteObjectRef {
-                key: n.key.clone(),
+                key: n.key.as_str().into(),
                 version: n.version.clone().into(),
             })
             .collect(),
@@ -223,7 +223,7 @@ fn prunes(
         }
         if r.expired || all_passed {
             prune.push(RemoteObjectRef {
-                key: r.key.clone(),
+                key: r.key.as_str().into(),
                 version: r.version.clone().into(),
             });
         }
@@ -233,7 +233,7 @@ fn prunes(
             .iter()
             .filter(|n| !n.mine && gone.contains(n.clone.as_str()))
             .map(|n| RemoteObjectRef {
-                key: n.key.clone(),
+                key: n.key.as_str().into(),
                 version: n.version.clone().into(),
             }),
     );
@@ -306,8 +306,8 @@ mod tests {
         })
     }
 
-    fn keys(refs: &[RemoteObjectRef]) -> Vec<&str> {
-        refs.iter().map(|r| r.key.as_str()).collect()
+    fn keys(refs: &[RemoteObjectRef]) -> Vec<String> {
+        refs.iter().map(|r| r.key.to_key()).collect()
     }
 
     #[test]
@@ -457,7 +457,7 @@ mod tests {
             p.actions(Vec::new(), None),
             [Action::PruneRecords(PruneRecords {
                 prune: vec![RemoteObjectRef {
-                    key: young.key.clone(),
+                    key: young.key.as_str().into(),
                     version: young.version.clone().into(),
                 }]
             })]

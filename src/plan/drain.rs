@@ -15,7 +15,7 @@ use crate::plan::conflict::{DifferentAtTarget, SourceDiverged};
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::digest::Sha256;
-use crate::layout::TierPath;
+use crate::layout::{ObjectKey, TierPath};
 use crate::state::{Observed, PlacementState, RemoteSnapshot};
 
 use super::Conflict;
@@ -270,13 +270,16 @@ fn drained_objects(remote: &RemoteSnapshot) -> Vec<RemoteObjectRef> {
     // Sized once for all of them: a million files filled the list to the
     // brim, and the next push doubled it (48 MB more).
     let mut objects = Vec::with_capacity(drained_count(remote));
+    // Each key the prefix and the listed path, sharing both: a million
+    // keys written out whole were 37 MB.
+    let prefix = arcstr::ArcStr::from(remote.key_prefix.as_str());
     objects.extend(remote.files.iter().map(|(path, obj)| RemoteObjectRef {
-        key: format!("{}{path}", remote.key_prefix),
+        key: ObjectKey::under(&prefix, path),
         version: obj.version.clone(),
     }));
     if let Some(version) = &remote.manifest {
         objects.push(RemoteObjectRef {
-            key: format!("{}.namespace.json", remote.key_prefix),
+            key: format!("{}.namespace.json", remote.key_prefix).into(),
             version: version.clone().into(),
         });
     }
@@ -284,7 +287,7 @@ fn drained_objects(remote: &RemoteSnapshot) -> Vec<RemoteObjectRef> {
     // is then no base, so none of them deletes what it still holds.
     if let Some(identity) = &remote.identity {
         objects.push(RemoteObjectRef {
-            key: format!("{}.swamp/remote-id.json", remote.key_prefix),
+            key: format!("{}.swamp/remote-id.json", remote.key_prefix).into(),
             version: identity.version.clone().into(),
         });
     }
@@ -299,7 +302,7 @@ fn drained_objects(remote: &RemoteSnapshot) -> Vec<RemoteObjectRef> {
             .chain(remote.clone_notes.iter().map(|n| (&n.key, &n.version)))
             .chain(remote.history.iter().map(|h| (&h.key, &h.version)))
             .map(|(key, version)| RemoteObjectRef {
-                key: key.clone(),
+                key: key.as_str().into(),
                 version: version.clone().into(),
             }),
     );
@@ -425,7 +428,7 @@ mod tests {
         );
         match &d.deletes[..] {
             [Action::DeleteSourceRemote(DeleteSourceRemote { objects, .. })] => {
-                let keys: Vec<_> = objects.iter().map(|o| o.key.as_str()).collect();
+                let keys: Vec<_> = objects.iter().map(|o| o.key.to_key()).collect();
                 assert_eq!(
                     keys,
                     [

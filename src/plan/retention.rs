@@ -86,7 +86,7 @@ pub(crate) fn history_prunes(
                 .is_some_and(|at| now.saturating_sub(at) > keep)
         })
         .map(|r| RemoteObjectRef {
-            key: r.key.clone(),
+            key: r.key.as_str().into(),
             version: r.version.as_str().into(),
         })
         .collect();
@@ -118,7 +118,7 @@ mod tests {
         };
         assert_eq!(p.keep_days, 14);
         assert_eq!(
-            p.prune.iter().map(|r| r.key.as_str()).collect::<Vec<_>>(),
+            p.prune.iter().map(|r| r.key.to_key()).collect::<Vec<_>>(),
             ["p/lab/.swamp/history/20261101T000000Z-000001.json"]
         );
         assert_eq!(

@@ -168,7 +168,7 @@ impl Plan {
         let prefix = crate::layout::Layout::remote_prefix(&from);
         d.objects
             .iter()
-            .filter(|o| crate::layout::Layout::remote_file_path(&prefix, &o.key).is_some())
+            .filter(|o| o.key.path_under(&prefix).is_some())
             .count() as u64
     }
 
