@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::TierPath;
 
-/// An object's key: `prefix` then `rest`, compared, hashed and written as
+/// An object's key: `prefix` then `rest`, compared and written as
 /// that one string (however it is split).
 #[derive(Clone)]
 pub struct ObjectKey {
@@ -91,16 +91,6 @@ impl Ord for ObjectKey {
     }
 }
 
-impl std::hash::Hash for ObjectKey {
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        // As `str` hashes: its bytes, then 0xff.
-        for b in self.bytes() {
-            state.write_u8(b);
-        }
-        state.write_u8(0xff);
-    }
-}
-
 impl PartialEq<str> for ObjectKey {
     fn eq(&self, other: &str) -> bool {
         self.prefix.len() + self.rest.len() == other.len() && self.bytes().eq(other.bytes())
@@ -156,15 +146,6 @@ mod tests {
         assert_eq!(split, "swamp/ns/data/a/b");
         assert_eq!(split.to_key(), "swamp/ns/data/a/b");
         assert_eq!(split.to_string(), "swamp/ns/data/a/b");
-        // One hasher state for both: the same bytes hash alike.
-        let state = std::collections::hash_map::RandomState::new();
-        let h = |k: &ObjectKey| {
-            use std::hash::{BuildHasher, Hash, Hasher};
-            let mut h = state.build_hasher();
-            k.hash(&mut h);
-            h.finish()
-        };
-        assert_eq!(h(&split), h(&whole));
         assert_ne!(split, ObjectKey::new("swamp/ns/data/a/bc"));
         assert!(split < ObjectKey::new("swamp/ns/data/a/c"));
         assert!(ObjectKey::new("swamp/ns/data/a") < split);
