@@ -34,7 +34,10 @@ pub(super) struct Run<'a> {
     pub(super) base_unsaved: usize,
     /// The locks this command holds, watched by the transfer tasks.
     pub(super) watch: crate::lock::LossWatch,
-    /// The undo journal of a plan that deletes or replaces anything.
+    /// The undo journal of a plan that deletes or replaces anything: its
+    /// head, the entries being in its saved file only (a move's million
+    /// were 88 MB held through the apply), which [`Run::finish`] rewrites
+    /// (`Journal::rewrite_head`).
     pub(super) journaled: Option<journal::Journal>,
     /// This apply's record in the bucket's history, when it changes any
     /// object there.
@@ -93,8 +96,12 @@ impl<'a> Run<'a> {
             None => None,
         };
         let watch = crate::lock::watch();
-        let journaled = super::journaling::journal(plan, layout)
+        let mut journaled = super::journaling::journal(plan, layout)
             .map_err(|e| before("journal", "the undo journal", e.into()))?;
+        // Saved: the apply holds its head alone ([`Run::journaled`]).
+        if let Some(j) = journaled.as_mut() {
+            j.entries = Vec::new();
+        }
         let rt =
             (remote.is_some() || sources.iter().any(Option::is_some)).then(crate::store::runtime);
         let recorded = match (rt, remote) {
@@ -221,17 +228,17 @@ impl<'a> Run<'a> {
             let _ = cache.save_keeping_for_next_load();
         }
         if let Some(j) = self.journaled.as_mut() {
-            for (path, sha) in std::mem::take(&mut self.replaced_by) {
-                if let Some(e) = j
-                    .entries
-                    .iter_mut()
-                    .find(|e| e.op == journal::Op::SetAside && e.path == path)
+            // What replaced each replaced file, on its first set-aside.
+            let mut replaced: std::collections::BTreeMap<TierPath, String> =
+                std::mem::take(&mut self.replaced_by).into_iter().collect();
+            j.finished = true;
+            let _ = j.rewrite_head(self.layout, |e| {
+                if e.op == journal::Op::SetAside
+                    && let Some(sha) = replaced.remove(&e.path)
                 {
                     e.written = Some(sha);
                 }
-            }
-            j.finished = true;
-            let _ = j.save(self.layout);
+            });
         }
         self.finish_record();
         // A lock lost during the last step: what was done stays done, but

@@ -10,6 +10,7 @@ use std::io;
 use serde::de::{DeserializeSeed, MapAccess, SeqAccess, Visitor};
 
 use super::{Entry, Journal, UndoError};
+use crate::fsutil;
 use crate::layout::Layout;
 
 impl Journal {
@@ -29,6 +30,58 @@ impl Journal {
         de.end().map_err(malformed)?;
         head.insert("entries".into(), serde_json::Value::Array(Vec::new()));
         serde_json::from_value(serde_json::Value::Object(head)).map_err(malformed)
+    }
+}
+
+impl Journal {
+    /// Writes this journal's head over its saved file, keeping the entries
+    /// saved there, each passed through `patch` as it is copied: an apply
+    /// need not hold its entries while it runs (a move's million were 88
+    /// MB beside everything else it holds) to mark its journal finished.
+    /// This journal's own `entries` are not written: they are expected
+    /// empty, all of them being on disk.
+    pub(crate) fn rewrite_head(
+        &self,
+        layout: &Layout,
+        mut patch: impl FnMut(&mut Entry),
+    ) -> Result<(), UndoError> {
+        let path = layout.journal_path(&self.id);
+        let mut head = serde_json::to_value(self).expect("a journal serialises");
+        head.as_object_mut()
+            .expect("a journal is an object")
+            .remove("entries");
+        let head = serde_json::to_vec(&head).expect("a journal serialises");
+        // `{"id":…,…` and then the entries (the head is never empty).
+        let open = &head[..head.len() - 1];
+        let mut unread = None;
+        let wrote = fsutil::atomic_write_with(&path, |out| {
+            out.write_all(open)?;
+            out.write_all(b",\"entries\":[")?;
+            let mut first = true;
+            let mut written = Ok(());
+            let scanned = Journal::scan(layout, &self.id, |mut e| {
+                if written.is_ok() {
+                    patch(&mut e);
+                    let comma: &[u8] = if first { b"" } else { b",\n" };
+                    first = false;
+                    written = out.write_all(comma).and_then(|_| {
+                        serde_json::to_writer(&mut *out, &e).map_err(io::Error::other)
+                    });
+                }
+            });
+            // Nothing is replaced unless every entry was read back.
+            if let Err(e) = scanned {
+                unread = Some(e);
+                return Err(io::Error::other("the saved journal could not be read"));
+            }
+            written?;
+            out.write_all(b"]}\n")
+        });
+        match (unread, wrote) {
+            (Some(e), _) => Err(e),
+            (None, Err(e)) => Err(super::io_err("write", &path)(e)),
+            (None, Ok(())) => Ok(()),
+        }
     }
 }
 
@@ -137,5 +190,50 @@ mod tests {
         // Not a journal: an error, as loading it is.
         std::fs::write(t.layout.journal_path(&j.id), "{\"entries\": [1]}").unwrap();
         assert!(Journal::scan(&t.layout, &j.id, |_| ()).is_err());
+    }
+
+    #[test]
+    fn a_rewritten_head_keeps_every_saved_entry_patched_and_never_replaces_what_it_cannot_read() {
+        let t = crate::layout::test_support::TempRepo::new(None);
+        let mut j = Journal::begin(&t.layout, "swamp sync", String::new(), Vec::new());
+        let placement = Arc::new(t.placement.clone());
+        for i in 0..5 {
+            let path = TierPath::parse(&format!("outputs/f{i}")).unwrap();
+            j.entries
+                .push(Entry::remote_set_aside(&placement, &path, None));
+        }
+        j.save(&t.layout).unwrap();
+        let saved = j.entries.clone();
+        // As an apply holds it: the head alone.
+        j.entries = Vec::new();
+        j.finished = true;
+        let f3 = TierPath::parse("outputs/f3").unwrap();
+        j.rewrite_head(&t.layout, |e| {
+            if e.path == f3 {
+                e.written = Some("ab".repeat(32));
+            }
+        })
+        .unwrap();
+        let back = Journal::load(&t.layout, &j.id).unwrap();
+        assert!(back.finished, "the head as rewritten");
+        let mut expected = saved.clone();
+        expected[3].written = Some("ab".repeat(32));
+        assert_eq!(back.entries, expected, "every entry, in order, patched");
+        assert_eq!(
+            Journal {
+                entries: Vec::new(),
+                ..back
+            },
+            j
+        );
+
+        // A saved file that cannot be read back: an error, and the file
+        // as it was.
+        let path = t.layout.journal_path(&j.id);
+        let torn = &std::fs::read(&path).unwrap()[..200];
+        std::fs::write(&path, torn).unwrap();
+        j.summary = "changed".into();
+        assert!(j.rewrite_head(&t.layout, |_| ()).is_err());
+        assert_eq!(std::fs::read(&path).unwrap(), torn);
     }
 }
