@@ -328,20 +328,37 @@ impl DirListings {
         let Some(path) = &self.path else {
             return Ok(());
         };
-        let mut kept: Vec<(DirKey, &[u8])> = self
+        // Saved in key order, so loading needs no sort: the loaded ones
+        // are in that order already, and only the learnt ones are sorted
+        // (16 bytes each), then the two merged. Both collected into one
+        // list to sort were 48 bytes a directory, grown by doubling: 100
+        // MB at the peak of the verifying plan after a million moves.
+        let loaded = self
             .index
             .iter()
             .zip(&self.used)
             .filter(|(_, used)| **used)
-            .map(|(&at, _)| (head_at(&self.bytes, at).0, self.listing_at(at).0))
-            .chain(self.learnt.iter().map(|(k, l)| (*k, &l.0[..])))
-            .collect();
-        // Saved in key order, so loading needs no sort.
-        kept.sort_unstable_by_key(|(k, _)| *k);
+            .map(|(&at, _)| (head_at(&self.bytes, at).0, self.listing_at(at).0));
+        let mut learnt: Vec<(&DirKey, &Listing)> = self.learnt.iter().collect();
+        learnt.sort_unstable_by_key(|(k, _)| **k);
+        let learnt = learnt.into_iter().map(|(k, l)| (*k, &l.0[..]));
         // Streamed: a million directories' listings are 60 MB, which the
         // file built in memory first held twice over.
-        fsutil::atomic_write_with(path, |out| write_encoded(kept.into_iter(), out))
+        fsutil::atomic_write_with(path, |out| write_encoded(merged(loaded, learnt), out))
     }
+}
+
+/// Two lists sorted by key (no key in both) as one, in key order.
+fn merged<'a>(
+    a: impl Iterator<Item = (DirKey, &'a [u8])>,
+    b: impl Iterator<Item = (DirKey, &'a [u8])>,
+) -> impl Iterator<Item = (DirKey, &'a [u8])> {
+    let (mut a, mut b) = (a.peekable(), b.peekable());
+    std::iter::from_fn(move || match (a.peek(), b.peek()) {
+        (Some(x), Some(y)) if y.0 < x.0 => b.next(),
+        (Some(_), _) => a.next(),
+        (None, _) => b.next(),
+    })
 }
 
 /// The file's bytes: [`MAGIC`], each listing's key, length and entries,
@@ -518,6 +535,43 @@ mod tests {
         assert_eq!(records(body), Some(37));
         assert_eq!(records(&body[..body.len() - 1]), None);
         assert_eq!(records(MAGIC), Some(0));
+    }
+
+    #[test]
+    fn a_save_merges_the_used_and_the_learnt_listings_in_key_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("listings");
+        let listing = |ino: u64| Listing::parse(format!("f{ino}\0").as_bytes()).unwrap();
+        let mut l = DirListings::load(&path);
+        for ino in (0..60).step_by(3) {
+            l.learn(key(ino), listing(ino));
+        }
+        l.save().unwrap();
+        // The next walk uses every other loaded listing and learns keys
+        // between and beyond them.
+        let mut next = DirListings::load(&path);
+        for ino in (0..60).step_by(6) {
+            next.used(&key(ino));
+        }
+        for ino in (1..70).step_by(3) {
+            next.learn(key(ino), listing(ino));
+        }
+        next.save().unwrap();
+        // Out of key order, the file would load as nothing.
+        let loaded = DirListings::load(&path);
+        let kept: Vec<u64> = (0..70)
+            .filter(|&ino| {
+                let found = loaded.get(&key(ino));
+                if let Some(got) = found {
+                    assert_eq!(got, listing(ino).as_ref(), "{ino}");
+                }
+                found.is_some()
+            })
+            .collect();
+        let expected: Vec<u64> = (0..70)
+            .filter(|ino| ino % 6 == 0 && *ino < 60 || ino % 3 == 1)
+            .collect();
+        assert_eq!(kept, expected);
     }
 
     #[test]
