@@ -447,11 +447,9 @@ pub enum RemoteExpect {
 }
 
 /// An object to delete, at the version it was seen at.
-///
-/// [`ObjectKey`]: crate::layout::ObjectKey
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RemoteObjectRef {
-    /// Held split ([`ObjectKey`]): a move names a million.
+    /// Held split ([`crate::layout::ObjectKey`]): a move names a million.
     pub key: crate::layout::ObjectKey,
     pub version: Version,
 }
