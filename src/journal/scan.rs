@@ -149,16 +149,22 @@ mod tests {
     use super::*;
     use crate::layout::TierPath;
 
-    #[test]
-    fn a_scan_hands_over_each_entry_in_order_and_reads_the_head_wherever_it_is() {
-        let t = crate::layout::test_support::TempRepo::new(None);
-        let mut j = Journal::begin(&t.layout, "swamp gc", String::new(), Vec::new());
+    /// A new journal of `command` in `t` with five remote set-asides.
+    fn five_set_aside(t: &crate::layout::test_support::TempRepo, command: &str) -> Journal {
+        let mut j = Journal::begin(&t.layout, command, String::new(), Vec::new());
         let placement = Arc::new(t.placement.clone());
         for i in 0..5 {
             let path = TierPath::parse(&format!("outputs/f{i}")).unwrap();
             j.entries
                 .push(Entry::remote_set_aside(&placement, &path, None));
         }
+        j
+    }
+
+    #[test]
+    fn a_scan_hands_over_each_entry_in_order_and_reads_the_head_wherever_it_is() {
+        let t = crate::layout::test_support::TempRepo::new(None);
+        let mut j = five_set_aside(&t, "swamp gc");
         j.finished = true;
         j.pruned = Some("2026-12-07T00:00:00Z".into());
         j.save(&t.layout).unwrap();
@@ -195,13 +201,7 @@ mod tests {
     #[test]
     fn a_rewritten_head_keeps_every_saved_entry_patched_and_never_replaces_what_it_cannot_read() {
         let t = crate::layout::test_support::TempRepo::new(None);
-        let mut j = Journal::begin(&t.layout, "swamp sync", String::new(), Vec::new());
-        let placement = Arc::new(t.placement.clone());
-        for i in 0..5 {
-            let path = TierPath::parse(&format!("outputs/f{i}")).unwrap();
-            j.entries
-                .push(Entry::remote_set_aside(&placement, &path, None));
-        }
+        let mut j = five_set_aside(&t, "swamp sync");
         j.save(&t.layout).unwrap();
         let saved = j.entries.clone();
         // As an apply holds it: the head alone.

@@ -38,7 +38,7 @@ impl ObjectKey {
 
     /// The key as one string, for a request.
     pub fn to_key(&self) -> String {
-        let mut s = String::with_capacity(self.prefix.len() + self.rest.len());
+        let mut s = String::with_capacity(self.len());
         s.push_str(&self.prefix);
         s.push_str(&self.rest);
         s
@@ -50,6 +50,11 @@ impl ObjectKey {
             Some("") => TierPath::parse(&self.rest).ok(),
             _ => super::Layout::remote_file_path(prefix, &self.to_key()),
         }
+    }
+
+    /// The key's length in bytes.
+    fn len(&self) -> usize {
+        self.prefix.len() + self.rest.len()
     }
 
     fn bytes(&self) -> impl Iterator<Item = u8> + '_ {
@@ -72,8 +77,7 @@ impl fmt::Debug for ObjectKey {
 
 impl PartialEq for ObjectKey {
     fn eq(&self, other: &ObjectKey) -> bool {
-        self.prefix.len() + self.rest.len() == other.prefix.len() + other.rest.len()
-            && self.bytes().eq(other.bytes())
+        self.len() == other.len() && self.bytes().eq(other.bytes())
     }
 }
 
@@ -93,7 +97,7 @@ impl Ord for ObjectKey {
 
 impl PartialEq<str> for ObjectKey {
     fn eq(&self, other: &str) -> bool {
-        self.prefix.len() + self.rest.len() == other.len() && self.bytes().eq(other.bytes())
+        self.len() == other.len() && self.bytes().eq(other.bytes())
     }
 }
 

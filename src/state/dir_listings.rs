@@ -240,11 +240,12 @@ impl DirListings {
             .ok()
     }
 
-    /// The listing whose record starts at `at` (an index entry).
-    fn listing_at(&self, at: u32) -> ListingRef<'_> {
-        let len = head_at(&self.bytes, at).1;
+    /// The key and listing of the record starting at `at` (an index
+    /// entry), its head read once.
+    fn record_at(&self, at: u32) -> (DirKey, ListingRef<'_>) {
+        let (key, len) = head_at(&self.bytes, at);
         let start = at as usize + HEAD;
-        ListingRef(&self.bytes[start..start + len as usize])
+        (key, ListingRef(&self.bytes[start..start + len as usize]))
     }
 
     /// The listing remembered for a directory in state `key`.
@@ -256,7 +257,7 @@ impl DirListings {
     /// (`None` for one learnt since), to hand to [`DirListings::used_at`].
     pub fn find(&self, key: &DirKey) -> Option<(Option<u32>, ListingRef<'_>)> {
         match self.position(key) {
-            Some(i) => Some((Some(i as u32), self.listing_at(self.index[i]))),
+            Some(i) => Some((Some(i as u32), self.record_at(self.index[i]).1)),
             None => self.learnt.get(key).map(|l| (None, l.as_ref())),
         }
     }
@@ -338,7 +339,10 @@ impl DirListings {
             .iter()
             .zip(&self.used)
             .filter(|(_, used)| **used)
-            .map(|(&at, _)| (head_at(&self.bytes, at).0, self.listing_at(at).0));
+            .map(|(&at, _)| {
+                let (key, listing) = self.record_at(at);
+                (key, listing.0)
+            });
         let mut learnt: Vec<(&DirKey, &Listing)> = self.learnt.iter().collect();
         learnt.sort_unstable_by_key(|(k, _)| **k);
         let learnt = learnt.into_iter().map(|(k, l)| (*k, &l.0[..]));
