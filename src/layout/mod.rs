@@ -12,7 +12,7 @@ mod tier_path;
 pub use crate::config::Tier;
 pub use crate::config::namespace::RESERVED_NAMES;
 pub use object_key::ObjectKey;
-pub use tier_path::{KnownPaths, TierPath, TierPathError};
+pub use tier_path::{AnyOf, KnownPaths, TierPath, TierPathError};
 
 use std::path::{Path, PathBuf};
 

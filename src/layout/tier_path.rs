@@ -115,12 +115,27 @@ impl TierPath {
 /// Paths already held (the keys of a map), whose allocations equal new
 /// paths share ([`TierPath::shared_with`]).
 pub trait KnownPaths {
-    fn share(&self, path: TierPath) -> TierPath;
+    /// The allocation held for `path`, if any.
+    fn known(&self, path: &TierPath) -> Option<TierPath>;
+
+    fn share(&self, path: TierPath) -> TierPath {
+        self.known(&path).unwrap_or(path)
+    }
 }
 
 impl<V> KnownPaths for std::collections::BTreeMap<TierPath, V> {
-    fn share(&self, path: TierPath) -> TierPath {
-        path.share(self)
+    fn known(&self, path: &TierPath) -> Option<TierPath> {
+        self.get_key_value(path).map(|(k, _)| k.clone())
+    }
+}
+
+/// The paths any of several holders hold, the first that holds one
+/// answering (a verifying plan's walk, then the sync base it loaded).
+pub struct AnyOf<'a>(pub Vec<&'a dyn KnownPaths>);
+
+impl KnownPaths for AnyOf<'_> {
+    fn known(&self, path: &TierPath) -> Option<TierPath> {
+        self.0.iter().find_map(|k| k.known(path))
     }
 }
 
@@ -146,6 +161,20 @@ impl From<TierPath> for String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_path_shares_the_allocation_of_the_first_holder_that_holds_it() {
+        use std::collections::BTreeMap;
+        let p = |s: &str| TierPath::parse(s).unwrap();
+        let walked: BTreeMap<TierPath, ()> = [(p("data/a"), ())].into();
+        let base: BTreeMap<TierPath, u8> = [(p("data/a"), 1), (p("data/b"), 2)].into();
+        let known = AnyOf(vec![&walked, &base]);
+        let (in_walk, in_base) = (walked.keys().next().unwrap(), base.keys().nth(1).unwrap());
+        assert!(known.share(p("data/a")).same_allocation(in_walk));
+        assert!(known.share(p("data/b")).same_allocation(in_base));
+        let fresh = p("data/c");
+        assert!(known.share(fresh.clone()).same_allocation(&fresh));
+    }
 
     #[test]
     fn a_path_is_held_in_8_bytes_and_ordered_shared_and_hashed_by_its_text() {

@@ -10,7 +10,7 @@ use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::config::Config;
-use crate::layout::{KnownPaths, Layout, Tier, TierPath};
+use crate::layout::{AnyOf, KnownPaths, Layout, Tier, TierPath};
 use crate::store::{RemoteTarget, StoreError, runtime};
 
 use super::managed::{self, Mirror, RemoteSentinel, Sentinel, sentinel_path};
@@ -89,11 +89,12 @@ pub fn observe(
     }
     let target = RemoteTarget::open(&desired.target)?;
     let walked: &BTreeMap<TierPath, FileState> = &observed.placements[0].files;
-    let listed = listed
-        .filter(|l| l.url() == target.url)
-        .and_then(|l| l.restore(Some(walked)));
-    let mut snapshot = match listed {
-        Some(listed) => relisted(layout, &target, listed)?,
+    let relisted = match listed.filter(|l| l.url() == target.url) {
+        Some(kept) => relisted(layout, &target, kept, walked)?,
+        None => None,
+    };
+    let mut snapshot = match relisted {
+        Some(snapshot) => snapshot,
         None => {
             crate::progress::meter().phase(&format!("listing {}", target.url));
             let here = &observed.placements[0];
@@ -174,18 +175,27 @@ fn finish_snapshot(
 /// else changed it, which the next plan shows. What this run did change
 /// is read again: the sync base (what it recorded) and what it lazily
 /// left in the remote only. A base the apply bound to another remote
-/// (it cannot) would be set aside as ever.
+/// (it cannot) would be set aside as ever. `None` when the kept listing
+/// cannot be read back: the bucket is listed again.
+///
+/// The base is read before the listing: read after it, the base's load
+/// (each run of its entries made a map, then merged) came on top of the
+/// whole listing, the peak of a million-file pull. Each path is held
+/// once: the base shares the walk's, the listing both.
 fn relisted(
     layout: &Layout,
     remote: &RemoteTarget,
-    mut snapshot: RemoteSnapshot,
-) -> Result<RemoteSnapshot, ObserveError> {
-    // Mostly the listing's paths again: shared, not held twice.
+    kept: KeptListing,
+    walked: &BTreeMap<TierPath, FileState>,
+) -> Result<Option<RemoteSnapshot>, ObserveError> {
     let path = layout.sync_base_path(&remote.placement);
-    let base = SyncBase::load_sharing(&path, &remote.url, Some(&snapshot.files))?;
+    let mut base = SyncBase::load_sharing(&path, &remote.url, Some(walked))?;
+    let restored = kept.restore(Some(&AnyOf(vec![walked, &base.files, &base.unhydrated])));
+    let Some(mut snapshot) = restored else {
+        return Ok(None);
+    };
     let listed = !base.files.is_empty() || !base.unhydrated.is_empty();
     let id = snapshot.identity.as_ref().map(|i| i.id.clone());
-    let mut base = base;
     snapshot.base_reset = base.mismatch_listing(id.as_deref(), listed);
     if snapshot.base_reset.is_some() {
         base.clear();
@@ -196,7 +206,7 @@ fn relisted(
     snapshot.base = base.files;
     snapshot.unhydrated = base.unhydrated;
     snapshot.deleted_here = Default::default();
-    Ok(snapshot)
+    Ok(Some(snapshot))
 }
 
 /// Each remote source's snapshot: what its bucket still holds.
