@@ -348,21 +348,10 @@ impl DirListings {
         let learnt = learnt.into_iter().map(|(k, l)| (*k, &l.0[..]));
         // Streamed: a million directories' listings are 60 MB, which the
         // file built in memory first held twice over.
-        fsutil::atomic_write_with(path, |out| write_encoded(merged(loaded, learnt), out))
+        fsutil::atomic_write_with(path, |out| {
+            write_encoded(super::merged_in_order(loaded, learnt, |r| r.0), out)
+        })
     }
-}
-
-/// Two lists sorted by key (no key in both) as one, in key order.
-fn merged<'a>(
-    a: impl Iterator<Item = (DirKey, &'a [u8])>,
-    b: impl Iterator<Item = (DirKey, &'a [u8])>,
-) -> impl Iterator<Item = (DirKey, &'a [u8])> {
-    let (mut a, mut b) = (a.peekable(), b.peekable());
-    std::iter::from_fn(move || match (a.peek(), b.peek()) {
-        (Some(x), Some(y)) if y.0 < x.0 => b.next(),
-        (Some(_), _) => a.next(),
-        (None, _) => b.next(),
-    })
 }
 
 /// The file's bytes: [`MAGIC`], each listing's key, length and entries,

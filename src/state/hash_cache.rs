@@ -201,20 +201,8 @@ impl Table {
     fn sorted(&self) -> impl Iterator<Item = (&Stamp, &Entry)> {
         let mut added: Vec<_> = self.added.iter().collect();
         added.sort_unstable_by_key(|(s, _)| **s);
-        let mut added = added.into_iter().peekable();
-        let mut loaded = self.loaded.iter().map(|(s, e)| (s, e)).peekable();
-        std::iter::from_fn(move || {
-            let take_added = match (loaded.peek(), added.peek()) {
-                (Some(l), Some(a)) => a.0 < l.0,
-                (Some(_), None) => false,
-                (None, _) => true,
-            };
-            if take_added {
-                added.next()
-            } else {
-                loaded.next()
-            }
-        })
+        let loaded = self.loaded.iter().map(|(s, e)| (s, e));
+        super::merged_in_order(loaded, added.into_iter(), |(s, _)| **s)
     }
 }
 

@@ -56,11 +56,7 @@ impl Learnt {
     }
 
     pub fn push(&mut self, stamp: Stamp, sha256: Sha256) {
-        if self.spilled.is_some() {
-            self.spill(&[(stamp, sha256)]);
-        } else {
-            self.held.push((stamp, sha256));
-        }
+        self.spill(&[(stamp, sha256)]);
     }
 
     /// Room for `more` entries held in memory (none is needed spilled).

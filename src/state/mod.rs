@@ -54,6 +54,21 @@ pub fn sorted_map<K: Ord, V>(pairs: Vec<(K, V)>) -> std::collections::BTreeMap<K
     pairs.into_iter().collect()
 }
 
+/// Two iterators, each in order of `key` and no key in both, as one in
+/// that order (a loaded list and what a run learnt, saved together).
+pub(crate) fn merged_in_order<T, K: Ord>(
+    a: impl Iterator<Item = T>,
+    b: impl Iterator<Item = T>,
+    key: impl Fn(&T) -> K,
+) -> impl Iterator<Item = T> {
+    let (mut a, mut b) = (a.peekable(), b.peekable());
+    std::iter::from_fn(move || match (a.peek(), b.peek()) {
+        (Some(x), Some(y)) if key(y) < key(x) => b.next(),
+        (Some(_), _) => a.next(),
+        (None, _) => b.next(),
+    })
+}
+
 /// The map of `runs` of pairs, each sorted, no key in two runs (the pages
 /// of a listing), built with full nodes without holding the pairs twice
 /// over (as collecting them into one list for [`sorted_map`] would): each
